@@ -1,0 +1,98 @@
+import Foundation
+
+/// What a fetch returns.
+public enum FetchResultType: String, Sendable, Hashable, Codable {
+  /// Full snapshots, from which contexts make managed objects.
+  case snapshots
+  /// Object IDs only.
+  case objectIDs
+  /// The number of matching objects only.
+  case count
+  /// One dictionary per row, keyed by property or expression name (see ``FetchDescription/propertiesToFetch``).
+  case dictionaries
+}
+
+/// A property or computed value to fetch in a dictionary result.
+public enum PropertySelection: Sendable, Hashable, Codable {
+  /// An attribute, or a key path through to-one relationships (`location.city`).
+  case keyPath(String)
+  /// A named expression such as `sum:(specialCount)`, with the type of its result.
+  case expression(name: String, expression: QueryExpression, resultType: AttributeType)
+}
+
+/// A fetch request as stores receive it: plain data, `Sendable` and `Codable`.
+///
+/// The object graph's typed `FetchRequest<T>` wraps one of these.
+///
+/// ```swift
+/// var request = FetchDescription(entityName: "Movie")
+/// request.predicate = try QueryPredicate(format: "genre CONTAINS[c] %@", "drama")
+/// request.sortDescriptors = [QuerySort("title", comparator: .localizedStandard)]
+/// request.fetchLimit = 10
+/// ```
+public struct FetchDescription: Sendable, Hashable, Codable {
+  public var entityName: String
+  /// The condition objects must meet; `nil` matches every object.
+  public var predicate: QueryPredicate?
+  /// The order of results; ties keep the store's primary-key order.
+  public var sortDescriptors: [QuerySort]
+  /// The most results to return; `nil` or 0 means no limit.
+  public var fetchLimit: Int?
+  /// How many leading results to skip.
+  public var fetchOffset: Int
+  public var resultType: FetchResultType
+  /// For dictionary results: what each dictionary holds. `nil` means every attribute.
+  public var propertiesToFetch: [PropertySelection]?
+  /// For dictionary results: group rows by these key paths.
+  public var propertiesToGroupBy: [String]?
+  /// For grouped dictionary results: keep only groups matching this predicate.
+  public var havingPredicate: QueryPredicate?
+  /// For dictionary results: drop duplicate rows.
+  public var returnsDistinctResults: Bool
+  /// How many objects a context materializes at a time while results are walked (0 = all at once).
+  public var fetchBatchSize: Int
+  /// To-one relationship key paths whose targets the fetch loads along with the objects.
+  public var relationshipKeyPathsForPrefetching: [String]
+
+  public init(
+    entityName: String, predicate: QueryPredicate? = nil, sortDescriptors: [QuerySort] = [],
+    fetchLimit: Int? = nil, fetchOffset: Int = 0, resultType: FetchResultType = .snapshots
+  ) {
+    self.entityName = entityName
+    self.predicate = predicate
+    self.sortDescriptors = sortDescriptors
+    self.fetchLimit = fetchLimit
+    self.fetchOffset = fetchOffset
+    self.resultType = resultType
+    self.propertiesToFetch = nil
+    self.propertiesToGroupBy = nil
+    self.havingPredicate = nil
+    self.returnsDistinctResults = false
+    self.fetchBatchSize = 0
+    self.relationshipKeyPathsForPrefetching = []
+  }
+
+  /// The effective limit: `nil` when there is none.
+  public var effectiveLimit: Int? {
+    guard let fetchLimit, fetchLimit > 0 else { return nil }
+    return fetchLimit
+  }
+}
+
+/// The answer to a ``FetchDescription``, shaped by its result type.
+public enum FetchResult: Sendable, Hashable {
+  case snapshots([Snapshot])
+  case objectIDs([ObjectID])
+  case count(Int)
+  case dictionaries([[String: Value]])
+
+  /// The number of results, whatever their shape.
+  public var count: Int {
+    switch self {
+    case .snapshots(let s): s.count
+    case .objectIDs(let ids): ids.count
+    case .count(let n): n
+    case .dictionaries(let d): d.count
+    }
+  }
+}

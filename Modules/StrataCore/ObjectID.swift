@@ -1,0 +1,81 @@
+import Foundation
+import Synchronization
+
+/// The identity of one object in a store: its entity and a key the store assigned.
+///
+/// An object inserted into a context has a *temporary* ID until the context saves; the save replaces it
+/// with a *permanent* ID that the store assigned. IDs are `Sendable`: pass them between contexts and
+/// tasks, then look the object up with `context.object(with:)`.
+///
+/// ```swift
+/// let id = movie.objectID            // strata://3F2…/Movie/p12
+/// let again = try background.existingObject(with: id)
+/// ```
+public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
+  /// The name of the entity the object belongs to.
+  public let entityName: String
+  /// The identifier of the store that assigned the key; empty for a temporary ID.
+  public let storeIdentifier: String
+  /// The key: the store's primary key, or a process-unique number for a temporary ID.
+  public let key: Key
+
+  /// A store-assigned primary key or a temporary number.
+  public enum Key: Sendable, Hashable, Codable {
+    case permanent(Int64)
+    case temporary(UInt64)
+  }
+
+  /// Creates a permanent ID. Backends call this when they assign a primary key.
+  public init(entityName: String, storeIdentifier: String, primaryKey: Int64) {
+    self.entityName = entityName
+    self.storeIdentifier = storeIdentifier
+    self.key = .permanent(primaryKey)
+  }
+
+  private init(entityName: String, temporary: UInt64) {
+    self.entityName = entityName
+    self.storeIdentifier = ""
+    self.key = .temporary(temporary)
+  }
+
+  private static let temporaryCounter = Atomic<UInt64>(0)
+
+  /// Creates a new temporary ID, unique within this process.
+  public static func makeTemporary(entityName: String) -> ObjectID {
+    let n = temporaryCounter.add(1, ordering: .relaxed).newValue
+    return ObjectID(entityName: entityName, temporary: n)
+  }
+
+  /// Whether the ID is temporary (the object has not been saved yet).
+  public var isTemporary: Bool {
+    if case .temporary = key { return true }
+    return false
+  }
+
+  /// The store's primary key for a permanent ID, `nil` for a temporary one.
+  public var primaryKey: Int64? {
+    if case .permanent(let pk) = key { return pk }
+    return nil
+  }
+
+  /// A URI naming the object: `strata://STORE/Entity/pKEY`, or `strata:///Entity/tN` when temporary.
+  public var uriRepresentation: String {
+    switch key {
+    case .permanent(let pk): "strata://\(storeIdentifier)/\(entityName)/p\(pk)"
+    case .temporary(let n): "strata:///\(entityName)/t\(n)"
+    }
+  }
+
+  /// Parses a permanent ID from its URI representation; `nil` when the string is not one.
+  public init?(uriRepresentation uri: String) {
+    let prefix = "strata://"
+    guard uri.hasPrefix(prefix) else { return nil }
+    let parts = uri.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
+    guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, parts[2].first == "p",
+      let pk = Int64(parts[2].dropFirst()), pk > 0
+    else { return nil }
+    self.init(entityName: String(parts[1]), storeIdentifier: String(parts[0]), primaryKey: pk)
+  }
+
+  public var description: String { uriRepresentation }
+}

@@ -1,0 +1,198 @@
+import Foundation
+
+/// Options a store is opened with.
+public struct StoreOptions: Sendable, Hashable, Codable {
+  /// Open the store for reading only; every write fails with `.readOnly`.
+  public var isReadOnly: Bool
+  /// Record a history transaction for every save and batch request.
+  public var tracksHistory: Bool
+  /// Yield a ``StoreChange`` after commits made by other processes as well as this one.
+  public var postsRemoteChangeNotifications: Bool
+  /// Backend-specific settings (for example an LMDB map size), by name.
+  public var settings: [String: String]
+
+  public init(
+    isReadOnly: Bool = false, tracksHistory: Bool = false, postsRemoteChangeNotifications: Bool = false,
+    settings: [String: String] = [:]
+  ) {
+    self.isReadOnly = isReadOnly
+    self.tracksHistory = tracksHistory
+    self.postsRemoteChangeNotifications = postsRemoteChangeNotifications
+    self.settings = settings
+  }
+}
+
+/// A pinned read snapshot of a store (a query generation). Reads given the same generation see the
+/// store as it was when the generation was pinned, whatever commits since.
+public struct QueryGeneration: Sendable, Hashable {
+  public let storeIdentifier: String
+  public let id: UInt64
+
+  public init(storeIdentifier: String, id: UInt64) {
+    self.storeIdentifier = storeIdentifier
+    self.id = id
+  }
+}
+
+/// Announces a committed transaction, from this process or (with remote notifications on) another one.
+public struct StoreChange: Sendable, Hashable {
+  public var storeIdentifier: String
+  /// The history token of the transaction, when history tracking is on.
+  public var historyToken: HistoryToken?
+  /// Whether another process made the commit.
+  public var isRemote: Bool
+  /// The objects the transaction inserted, updated and deleted, when the store knows them.
+  public var inserted: [ObjectID]
+  public var updated: [ObjectID]
+  public var deleted: [ObjectID]
+
+  public init(
+    storeIdentifier: String, historyToken: HistoryToken? = nil, isRemote: Bool = false, inserted: [ObjectID] = [],
+    updated: [ObjectID] = [], deleted: [ObjectID] = []
+  ) {
+    self.storeIdentifier = storeIdentifier
+    self.historyToken = historyToken
+    self.isRemote = isRemote
+    self.inserted = inserted
+    self.updated = updated
+    self.deleted = deleted
+  }
+}
+
+/// The contract every backend fulfils, in terms of snapshots and IDs — never managed objects.
+///
+/// A store is `Sendable` and safe to call from any thread: contexts on different queues share one.
+/// Every method either completes or throws a ``StoreError`` and leaves the store as it was.
+/// The defaults of the optional capabilities (batch requests, history, query generations) throw
+/// `.unsupported`; a backend that passes the conformance suite for an area implements it.
+///
+/// Backends are created by a ``PersistentStoreFactory`` registered in a ``StoreRegistry``.
+public protocol PersistentStore: AnyObject, Sendable {
+  /// The registered type name (`sqlite`, `memory`, …).
+  var storeType: String { get }
+  /// A UUID string fixed when the store was created; part of every permanent ``ObjectID``.
+  var identifier: String { get }
+  /// Where the store lives; `nil` for a store without a file.
+  var url: URL? { get }
+  /// The model the store was opened with (equal to the stored model).
+  var model: ObjectModel { get }
+  var options: StoreOptions { get }
+
+  /// Runs a fetch. Predicates and sorts are checked against the model first: an unknown key, a
+  /// transient attribute or incompatible types throw `.invalidQuery` naming the entity and key.
+  func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult
+
+  /// The snapshots of the given objects that exist, in no particular order (missing ones are omitted).
+  func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot]
+
+  /// The IDs of the targets of a to-many relationship of one object.
+  func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID]
+
+  /// Applies a change set in one transaction, all or nothing.
+  ///
+  /// - Throws: `.constraintConflict` listing every uniqueness clash, `.optimisticLockConflict` listing
+  ///   every object whose stored version differs from the expected one, `.readOnly`, `.io`.
+  func save(_ changes: ChangeSet) throws -> SaveResult
+
+  /// Runs a batch insert, update or delete in one transaction.
+  func execute(_ request: BatchRequest) throws -> BatchResult
+
+  /// Fetches persistent history.
+  func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult
+
+  /// Deletes history transactions before a token or date; returns how many were deleted.
+  func deleteHistory(before cutoff: HistoryCutoff) throws -> Int
+
+  /// Pins the store's current state for reads; release with ``unpin(_:)``.
+  func pinGeneration() throws -> QueryGeneration
+
+  /// Releases a pinned generation.
+  func unpin(_ generation: QueryGeneration)
+
+  /// A stream that yields after every committed transaction. Each call returns a new stream.
+  func changes() -> AsyncStream<StoreChange>
+
+  /// Releases files and resources. Further calls throw `.misuse`.
+  func close()
+}
+
+extension PersistentStore {
+  public func execute(_ request: BatchRequest) throws -> BatchResult {
+    throw StoreError(.unsupported, "the \(storeType) store does not support batch requests yet")
+  }
+
+  public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
+    throw StoreError(.unsupported, "the \(storeType) store does not support persistent history yet")
+  }
+
+  public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
+    throw StoreError(.unsupported, "the \(storeType) store does not support persistent history yet")
+  }
+
+  public func pinGeneration() throws -> QueryGeneration {
+    throw StoreError(.unsupported, "the \(storeType) store does not support query generations yet")
+  }
+
+  public func unpin(_ generation: QueryGeneration) {}
+
+  /// Counts the objects matching `request` without materializing them.
+  public func count(_ request: FetchDescription, generation: QueryGeneration? = nil) throws -> Int {
+    var request = request
+    request.resultType = .count
+    return try fetch(request, generation: generation).count
+  }
+}
+
+/// Makes stores of one type. Backends provide one; composition roots register it.
+///
+/// ```swift
+/// StoreRegistry.shared.register(SQLiteStoreFactory())
+/// let store = try StoreRegistry.shared.factory(for: "sqlite").openStore(at: url, model: model, options: .init())
+/// ```
+public protocol PersistentStoreFactory: Sendable {
+  /// The name the store type is registered under (`sqlite`, `lmdb`, `memory`).
+  var storeType: String { get }
+  /// Whether stores of this type live in files (and so need a location).
+  var requiresLocation: Bool { get }
+
+  /// Opens the store at `url`, creating it when it does not exist.
+  ///
+  /// With a `model`, an existing store must hold an equal model (else `.schemaMismatch`); a new store
+  /// stores it. With `nil`, the store must exist and its stored model is used (tools that have no app code).
+  /// - Throws: `.corrupted` when the location holds something that is not a Strata store of this type,
+  ///   `.notFound` when `model` is `nil` and nothing is there, `.io` when it cannot be read or created.
+  func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore
+
+  /// Deletes the store at `url` and its companion files.
+  func destroyStore(at url: URL) throws
+}
+
+/// The store types a process knows, by name.
+///
+/// Backends register their factory here from composition roots (apps, tools, tests), so that feature
+/// modules and the object graph never import a backend.
+public final class StoreRegistry: Sendable {
+  /// The process-wide registry.
+  public static let shared = StoreRegistry()
+
+  private let factories = Locked<[String: any PersistentStoreFactory]>([:])
+
+  public init() {}
+
+  /// Registers (or replaces) the factory for its store type.
+  public func register(_ factory: any PersistentStoreFactory) {
+    factories.withLock { $0[factory.storeType] = factory }
+  }
+
+  /// The registered type names, sorted.
+  public var storeTypes: [String] { factories.withLock { $0.keys.sorted() } }
+
+  /// The factory registered under `storeType`.
+  /// - Throws: `.unknownStoreType` listing the registered names.
+  public func factory(for storeType: String) throws -> any PersistentStoreFactory {
+    if let factory = factories.withLock({ $0[storeType] }) { return factory }
+    throw StoreError(
+      .unknownStoreType,
+      "unknown store type '\(storeType)' (available: \(storeTypes.joined(separator: ", ")))")
+  }
+}

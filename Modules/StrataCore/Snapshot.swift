@@ -1,0 +1,133 @@
+import Foundation
+
+/// What a store knows of one object at one moment: its ID, row version, attribute values and to-one targets.
+///
+/// `attributes` is aligned with ``EntityDescription/attributes`` (transient attributes hold `.null`);
+/// `toOne` is aligned with ``EntityDescription/toOneRelationships``. To-many targets are not part of a
+/// snapshot: contexts load them on demand with ``PersistentStore/relatedObjectIDs(of:relationship:generation:)``.
+public struct Snapshot: Sendable, Hashable {
+  public var objectID: ObjectID
+  /// Incremented by the store on every write of the object; used for optimistic locking.
+  public var version: Int64
+  public var attributes: [Value]
+  public var toOne: [ObjectID?]
+
+  public init(objectID: ObjectID, version: Int64, attributes: [Value], toOne: [ObjectID?]) {
+    self.objectID = objectID
+    self.version = version
+    self.attributes = attributes
+    self.toOne = toOne
+  }
+}
+
+/// The new state of one inserted or updated object in a ``ChangeSet``.
+public struct ObjectChange: Sendable, Hashable {
+  /// The object's ID: temporary for an insert, permanent for an update.
+  public var objectID: ObjectID
+  /// Every attribute value, aligned with ``EntityDescription/attributes``.
+  public var attributes: [Value]
+  /// Every to-one target, aligned with ``EntityDescription/toOneRelationships``. May name temporary
+  /// IDs of objects inserted in the same change set.
+  public var toOne: [ObjectID?]
+  /// For an update: the row version the context read. The store refuses the update (optimistic-lock
+  /// conflict) when the stored version differs. `nil` skips the check.
+  public var expectedVersion: Int64?
+  /// For an update: the names of the attributes and relationships the context changed.
+  public var changedKeys: [String]
+
+  public init(
+    objectID: ObjectID, attributes: [Value], toOne: [ObjectID?], expectedVersion: Int64? = nil,
+    changedKeys: [String] = []
+  ) {
+    self.objectID = objectID
+    self.attributes = attributes
+    self.toOne = toOne
+    self.expectedVersion = expectedVersion
+    self.changedKeys = changedKeys
+  }
+}
+
+/// One object deleted by a ``ChangeSet``.
+public struct ObjectDeletion: Sendable, Hashable {
+  public var objectID: ObjectID
+  /// The row version the context read; `nil` skips the optimistic-lock check.
+  public var expectedVersion: Int64?
+
+  public init(objectID: ObjectID, expectedVersion: Int64? = nil) {
+    self.objectID = objectID
+    self.expectedVersion = expectedVersion
+  }
+}
+
+/// A link added to or removed from a many-to-many relationship.
+public struct LinkChange: Sendable, Hashable {
+  /// The entity and relationship as seen from `source`.
+  public var entityName: String
+  public var relationship: String
+  public var source: ObjectID
+  public var target: ObjectID
+  public var isInsertion: Bool
+
+  public init(entityName: String, relationship: String, source: ObjectID, target: ObjectID, isInsertion: Bool) {
+    self.entityName = entityName
+    self.relationship = relationship
+    self.source = source
+    self.target = target
+    self.isInsertion = isInsertion
+  }
+}
+
+/// Everything one context save writes, applied by a store in one transaction: all of it or none of it.
+///
+/// The context has already applied delete rules (nullify, cascade) and checked deny rules, so the
+/// change set is complete: a store writes what it says and enforces uniqueness constraints and
+/// optimistic locking.
+public struct ChangeSet: Sendable, Hashable {
+  public var inserted: [ObjectChange]
+  public var updated: [ObjectChange]
+  public var deleted: [ObjectDeletion]
+  /// Link changes of many-to-many relationships (to-one sides are carried in `toOne`).
+  public var linkChanges: [LinkChange]
+  /// The `transactionAuthor` of the saving context, recorded in persistent history.
+  public var author: String?
+  /// The name of the saving context, recorded in persistent history.
+  public var contextName: String?
+
+  public init(
+    inserted: [ObjectChange] = [], updated: [ObjectChange] = [], deleted: [ObjectDeletion] = [],
+    linkChanges: [LinkChange] = [], author: String? = nil, contextName: String? = nil
+  ) {
+    self.inserted = inserted
+    self.updated = updated
+    self.deleted = deleted
+    self.linkChanges = linkChanges
+    self.author = author
+    self.contextName = contextName
+  }
+
+  /// Whether there is nothing to write.
+  public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && linkChanges.isEmpty }
+}
+
+/// What a store reports after applying a ``ChangeSet``.
+public struct SaveResult: Sendable, Hashable {
+  /// The permanent ID assigned to each inserted object, keyed by its temporary ID.
+  public var permanentIDs: [ObjectID: ObjectID]
+  /// The new row version of every inserted and updated object, keyed by permanent ID.
+  public var versions: [ObjectID: Int64]
+  /// The snapshots as stored, for inserted and updated objects whose stored values differ from what the
+  /// context sent (derived attributes computed by the store). Keyed by permanent ID.
+  public var storedSnapshots: [ObjectID: Snapshot]
+  /// The history token of the transaction, when history tracking is on.
+  public var historyToken: HistoryToken?
+
+  public init(
+    permanentIDs: [ObjectID: ObjectID] = [:], versions: [ObjectID: Int64] = [:],
+    storedSnapshots: [ObjectID: Snapshot] = [:], historyToken: HistoryToken? = nil
+  ) {
+    self.permanentIDs = permanentIDs
+    self.versions = versions
+    self.storedSnapshots = storedSnapshots
+    self.historyToken = historyToken
+  }
+}

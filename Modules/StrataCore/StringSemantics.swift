@@ -1,0 +1,177 @@
+import Foundation
+
+/// String comparison rules shared by every backend: the SQLite store registers these functions as SQL
+/// functions and collations, the in-memory evaluator calls them directly, so both give the same answers.
+///
+/// - Without options, strings compare by Unicode code point (the order of their UTF-8 bytes), which is
+///   also SQLite's `BINARY` collation.
+/// - `[c]` folds case (full Unicode case folding: "ß" matches "SS"), `[d]` removes diacritics
+///   ("é" matches "e"); both fold compatibility forms the way Foundation's `folding(options:)` does.
+/// - ``StringComparator/localizedStandard`` orders like Finder: case- and diacritic-insensitive, digit
+///   runs compared as numbers ("File2" < "file10"); ties are broken by code point so order is total.
+public enum StringSemantics {
+  /// `s` folded for a comparison with `options`: the canonical form two strings share when they match
+  /// under those options.
+  public static func fold(_ s: String, _ options: StringOptions) -> String {
+    var foldOptions: String.CompareOptions = []
+    if options.contains(.caseInsensitive) { foldOptions.insert(.caseInsensitive) }
+    if options.contains(.diacriticInsensitive) { foldOptions.insert(.diacriticInsensitive) }
+    if foldOptions.isEmpty { return s }
+    if s.utf8.allSatisfy({ $0 < 0x80 }) {
+      return foldOptions.contains(.caseInsensitive) ? s.lowercased() : s
+    }
+    var folded = s.folding(options: foldOptions, locale: nil)
+    if foldOptions.contains(.caseInsensitive) {
+      // Foundation's case fold keeps ß; full case folding (as NSString's compare does) expands it.
+      folded = folded.replacingOccurrences(of: "ß", with: "ss").replacingOccurrences(of: "ẞ", with: "ss")
+    }
+    return folded
+  }
+
+  /// Three-way code-point comparison: negative, zero or positive.
+  @inlinable
+  public static func codePointCompare(_ a: String, _ b: String) -> Int {
+    var ia = a.utf8.makeIterator()
+    var ib = b.utf8.makeIterator()
+    while true {
+      switch (ia.next(), ib.next()) {
+      case (nil, nil): return 0
+      case (nil, _): return -1
+      case (_, nil): return 1
+      case (let x?, let y?): if x != y { return x < y ? -1 : 1 }
+      }
+    }
+  }
+
+  /// Three-way comparison of `a` and `b` under `comparator`: negative, zero or positive.
+  public static func compare(_ a: String, _ b: String, _ comparator: StringComparator) -> Int {
+    switch comparator {
+    case .default:
+      return codePointCompare(a, b)
+    case .caseInsensitive:
+      let r = codePointCompare(fold(a, .caseInsensitive), fold(b, .caseInsensitive))
+      return r != 0 ? r : codePointCompare(a, b)
+    case .localized:
+      let options: StringOptions = [.caseInsensitive, .diacriticInsensitive]
+      let r = codePointCompare(fold(a, options), fold(b, options))
+      return r != 0 ? r : codePointCompare(a, b)
+    case .localizedStandard:
+      return localizedStandardCompare(a, b)
+    }
+  }
+
+  /// Finder-style comparison: case- and diacritic-insensitive, with runs of decimal digits compared by
+  /// numeric value ("File2" < "file10", "a01" == "a1" then broken by code point). Total and deterministic.
+  public static func localizedStandardCompare(_ a: String, _ b: String) -> Int {
+    let fa = Array(fold(a, [.caseInsensitive, .diacriticInsensitive]).unicodeScalars)
+    let fb = Array(fold(b, [.caseInsensitive, .diacriticInsensitive]).unicodeScalars)
+    var i = 0
+    var j = 0
+    while i < fa.count && j < fb.count {
+      let ca = fa[i]
+      let cb = fb[j]
+      if let da = digit(ca), let db = digit(cb) {
+        _ = da
+        _ = db
+        let startA = i
+        let startB = j
+        while i < fa.count, digit(fa[i]) != nil { i += 1 }
+        while j < fb.count, digit(fb[j]) != nil { j += 1 }
+        let r = compareDigitRuns(fa[startA..<i], fb[startB..<j])
+        if r != 0 { return r }
+        continue
+      }
+      if ca != cb { return ca.value < cb.value ? -1 : 1 }
+      i += 1
+      j += 1
+    }
+    if i < fa.count { return 1 }
+    if j < fb.count { return -1 }
+    return codePointCompare(a, b)
+  }
+
+  private static func digit(_ s: Unicode.Scalar) -> UInt32? {
+    s.properties.numericType == .decimal ? UInt32(s.properties.numericValue ?? 0) : nil
+  }
+
+  private static func compareDigitRuns(_ a: ArraySlice<Unicode.Scalar>, _ b: ArraySlice<Unicode.Scalar>) -> Int {
+    let da = a.drop { digit($0) == 0 }.map { digit($0) ?? 0 }
+    let db = b.drop { digit($0) == 0 }.map { digit($0) ?? 0 }
+    if da.count != db.count { return da.count < db.count ? -1 : 1 }
+    for (x, y) in zip(da, db) where x != y { return x < y ? -1 : 1 }
+    return 0
+  }
+
+  /// Whether `value` matches the `LIKE` pattern (`*` any run of characters, `?` one character),
+  /// under `options`. The whole string must match.
+  public static func like(_ value: String, _ pattern: String, _ options: StringOptions) -> Bool {
+    let v = Array(fold(value, options))
+    let p = Array(fold(pattern, options))
+    var vi = 0
+    var pi = 0
+    var starP = -1
+    var starV = 0
+    while vi < v.count {
+      if pi < p.count, p[pi] == "\\", pi + 1 < p.count, p[pi + 1] == v[vi] {
+        vi += 1
+        pi += 2
+      } else if pi < p.count, p[pi] == "?" || (p[pi] == v[vi] && p[pi] != "*") {
+        vi += 1
+        pi += 1
+      } else if pi < p.count, p[pi] == "*" {
+        starP = pi
+        starV = vi
+        pi += 1
+      } else if starP >= 0 {
+        pi = starP + 1
+        starV += 1
+        vi = starV
+      } else {
+        return false
+      }
+    }
+    while pi < p.count, p[pi] == "*" { pi += 1 }
+    return pi == p.count
+  }
+
+  /// Whether `value` matches the regular expression `pattern` as a whole (ICU syntax, as `MATCHES`).
+  /// - Throws: ``StoreError`` `.invalidQuery` when the pattern is not a valid regular expression.
+  public static func matches(_ value: String, _ pattern: String, _ options: StringOptions) throws -> Bool {
+    var regexOptions: NSRegularExpression.Options = []
+    if options.contains(.caseInsensitive) { regexOptions.insert(.caseInsensitive) }
+    let subject = options.contains(.diacriticInsensitive) ? fold(value, .diacriticInsensitive) : value
+    let pat = options.contains(.diacriticInsensitive) ? fold(pattern, .diacriticInsensitive) : pattern
+    let regex: NSRegularExpression
+    do {
+      regex = try NSRegularExpression(pattern: "^(?:\(pat))$", options: regexOptions)
+    } catch {
+      throw StoreError(.invalidQuery, "MATCHES pattern '\(pattern)' is not a valid regular expression", value: .string(pattern))
+    }
+    let range = NSRange(subject.startIndex..., in: subject)
+    return regex.firstMatch(in: subject, options: [], range: range) != nil
+  }
+
+  /// Evaluates a string operator (`==`, `!=`, `<`…, `CONTAINS`, `BEGINSWITH`, `ENDSWITH`, `LIKE`,
+  /// `MATCHES`) on two strings under `options`.
+  public static func evaluate(_ op: ComparisonOperator, _ lhs: String, _ rhs: String, _ options: StringOptions) throws
+    -> Bool
+  {
+    if op == .like { return like(lhs, rhs, options) }
+    if op == .matches { return try matches(lhs, rhs, options) }
+    let a = fold(lhs, options)
+    let b = fold(rhs, options)
+    switch op {
+    case .equalTo: return a == b && (options.isEmpty ? codePointCompare(a, b) == 0 : true)
+    case .notEqualTo: return !(try evaluate(.equalTo, lhs, rhs, options))
+    case .lessThan: return codePointCompare(a, b) < 0
+    case .lessThanOrEqualTo: return codePointCompare(a, b) <= 0
+    case .greaterThan: return codePointCompare(a, b) > 0
+    case .greaterThanOrEqualTo: return codePointCompare(a, b) >= 0
+    case .contains: return b.isEmpty ? true : a.utf8.firstRange(of: b.utf8) != nil
+    case .beginsWith: return a.utf8.starts(with: b.utf8)
+    case .endsWith: return a.utf8.reversed().starts(with: b.utf8.reversed())
+    case .in: return b.isEmpty ? true : b.utf8.firstRange(of: a.utf8) != nil
+    case .like, .matches, .between: return false
+    }
+  }
+}

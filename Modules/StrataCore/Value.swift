@@ -1,0 +1,179 @@
+import Foundation
+
+/// A single stored value: an attribute's content, a to-one relationship target, or a constant in a query.
+///
+/// Every backend reads and writes values in this form, so a store never needs the app's classes.
+///
+/// ```swift
+/// let title: Value = "Heat"
+/// let year: Value = .int(1995)
+/// ```
+public enum Value: Sendable, Hashable, Codable {
+  case null
+  case int(Int64)
+  case double(Double)
+  case decimal(Decimal)
+  case string(String)
+  case bool(Bool)
+  case date(Date)
+  case data(Data)
+  case uuid(UUID)
+  case url(URL)
+  /// A reference to another object, as held by a to-one relationship.
+  case objectID(ObjectID)
+  /// An ordered collection of values: an `IN {…}` literal or the targets of a to-many key path.
+  case array([Value])
+
+  /// Whether this value is `.null`.
+  public var isNull: Bool {
+    if case .null = self { return true }
+    return false
+  }
+
+  /// The value as a `Double` when it is numeric (`int`, `double`, `decimal`, `bool`), else `nil`.
+  public var numericValue: Double? {
+    switch self {
+    case .int(let i): Double(i)
+    case .double(let d): d
+    case .decimal(let d): NSDecimalNumber(decimal: d).doubleValue
+    case .bool(let b): b ? 1 : 0
+    default: nil
+    }
+  }
+
+  /// The value as a string when it is one, else `nil`.
+  public var stringValue: String? {
+    if case .string(let s) = self { return s }
+    return nil
+  }
+
+  /// A short name of the value's kind, used in error messages ("string", "integer", …).
+  public var kindName: String {
+    switch self {
+    case .null: "nil"
+    case .int: "integer"
+    case .double: "floating-point number"
+    case .decimal: "decimal"
+    case .string: "string"
+    case .bool: "boolean"
+    case .date: "date"
+    case .data: "data"
+    case .uuid: "UUID"
+    case .url: "URL"
+    case .objectID: "object ID"
+    case .array: "collection"
+    }
+  }
+}
+
+extension Value: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+  ExpressibleByBooleanLiteral, ExpressibleByNilLiteral, ExpressibleByArrayLiteral
+{
+  public init(stringLiteral value: String) { self = .string(value) }
+  public init(integerLiteral value: Int64) { self = .int(value) }
+  public init(floatLiteral value: Double) { self = .double(value) }
+  public init(booleanLiteral value: Bool) { self = .bool(value) }
+  public init(nilLiteral: ()) { self = .null }
+  public init(arrayLiteral elements: Value...) { self = .array(elements) }
+}
+
+extension Value: CustomStringConvertible {
+  /// The value written as an NSPredicate-style literal: strings quoted, dates as `CAST(…, "NSDate")`.
+  public var description: String {
+    switch self {
+    case .null: return "nil"
+    case .int(let i): return String(i)
+    case .double(let d): return String(d)
+    case .decimal(let d): return "\(d)"
+    case .string(let s): return Value.quoted(s)
+    case .bool(let b): return b ? "YES" : "NO"
+    case .date(let d): return "CAST(\(d.timeIntervalSinceReferenceDate), \"NSDate\")"
+    case .data(let d): return "<\(d.map { String(format: "%02x", $0) }.joined())>"
+    case .uuid(let u): return Value.quoted(u.uuidString)
+    case .url(let u): return Value.quoted(u.absoluteString)
+    case .objectID(let id): return Value.quoted(id.uriRepresentation)
+    case .array(let items): return "{" + items.map(\.description).joined(separator: ", ") + "}"
+    }
+  }
+
+  static func quoted(_ s: String) -> String {
+    var out = "\""
+    for ch in s {
+      switch ch {
+      case "\"": out += "\\\""
+      case "\\": out += "\\\\"
+      case "\n": out += "\\n"
+      case "\t": out += "\\t"
+      default: out.append(ch)
+      }
+    }
+    return out + "\""
+  }
+}
+
+/// The type of an attribute, as declared in the model.
+public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
+  case int16, int32, int64, double, float, decimal, string, bool, date, data, uuid, url
+
+  /// Whether values of this type are numbers that compare numerically.
+  public var isNumeric: Bool {
+    switch self {
+    case .int16, .int32, .int64, .double, .float, .decimal: true
+    default: false
+    }
+  }
+
+  /// Whether values of this type are whole numbers.
+  public var isInteger: Bool { self == .int16 || self == .int32 || self == .int64 }
+
+  /// The value a non-optional attribute of this type holds before anything is assigned.
+  public var zeroValue: Value {
+    switch self {
+    case .int16, .int32, .int64: .int(0)
+    case .double, .float: .double(0)
+    case .decimal: .decimal(0)
+    case .string: .string("")
+    case .bool: .bool(false)
+    case .date: .date(Date(timeIntervalSince1970: 0))
+    case .data: .data(Data())
+    case .uuid: .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+    case .url: .url(URL(fileURLWithPath: "/"))
+    }
+  }
+
+  /// Converts `value` into this type's canonical representation, or returns `nil` when it cannot.
+  ///
+  /// Integers widen to floating point for `double`/`float`; whole doubles narrow to integers when exact;
+  /// integer ranges of `int16`/`int32` are checked; strings convert to UUID and URL.
+  /// `.null` passes through unchanged.
+  public func coerce(_ value: Value) -> Value? {
+    switch (self, value) {
+    case (_, .null): return .null
+    case (.int16, .int(let i)): return (Int64(Int16.min)...Int64(Int16.max)).contains(i) ? value : nil
+    case (.int32, .int(let i)): return (Int64(Int32.min)...Int64(Int32.max)).contains(i) ? value : nil
+    case (.int64, .int): return value
+    case (.int16, .double(let d)), (.int32, .double(let d)), (.int64, .double(let d)):
+      guard d.rounded() == d, let i = Int64(exactly: d) else { return nil }
+      return coerce(.int(i))
+    case (.int16, .bool(let b)), (.int32, .bool(let b)), (.int64, .bool(let b)): return .int(b ? 1 : 0)
+    case (.double, .double), (.float, .double): return value
+    case (.double, .int(let i)), (.float, .int(let i)): return .double(Double(i))
+    case (.double, .decimal(let d)), (.float, .decimal(let d)):
+      return .double(NSDecimalNumber(decimal: d).doubleValue)
+    case (.decimal, .decimal): return value
+    case (.decimal, .int(let i)): return .decimal(Decimal(i))
+    case (.decimal, .double(let d)): return .decimal(Decimal(d))
+    case (.decimal, .string(let s)): return Decimal(string: s).map(Value.decimal)
+    case (.string, .string): return value
+    case (.bool, .bool): return value
+    case (.bool, .int(let i)): return i == 0 || i == 1 ? .bool(i == 1) : nil
+    case (.date, .date): return value
+    case (.data, .data): return value
+    case (.uuid, .uuid): return value
+    case (.uuid, .string(let s)): return UUID(uuidString: s).map(Value.uuid)
+    case (.url, .url): return value
+    case (.url, .string(let s)): return URL(string: s).map(Value.url)
+    default: return nil
+    }
+  }
+}

@@ -1,0 +1,71 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+  .swiftLanguageMode(.v6),
+  .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+  name: "Strata",
+  platforms: [.macOS(.v15)],
+  products: [
+    .library(name: "StrataCore", targets: ["StrataCore"]),
+    .library(name: "Strata", targets: ["Strata"]),
+    .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
+    .library(name: "StrataMemory", targets: ["StrataMemory"]),
+    .library(name: "StrataConformance", targets: ["StrataConformance"]),
+    .library(name: "FaveFlicks", targets: ["FaveFlicks"]),
+    .executable(name: "fave-flicks", targets: ["fave-flicks"]),
+    .executable(name: "strata-bench", targets: ["strata-bench"]),
+  ],
+  dependencies: [
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+  ],
+  targets: [
+    // MARK: Core
+    .target(name: "StrataCore", path: "Modules/StrataCore", swiftSettings: swiftSettings),
+    .target(name: "Strata", dependencies: ["StrataCore"], path: "Modules/Strata", swiftSettings: swiftSettings),
+
+    // MARK: Backends
+    .systemLibrary(name: "CSQLite", path: "Modules/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+    .target(
+      name: "StrataSQLite", dependencies: ["StrataCore", "CSQLite"], path: "Modules/StrataSQLite",
+      swiftSettings: swiftSettings),
+    .target(name: "StrataMemory", dependencies: ["StrataCore"], path: "Modules/StrataMemory", swiftSettings: swiftSettings),
+    .target(
+      name: "StrataConformance", dependencies: ["Strata", "StrataCore"], path: "Modules/StrataConformance",
+      swiftSettings: swiftSettings),
+
+    // MARK: Features
+    .target(
+      name: "FaveFlicks", dependencies: ["Strata"], path: "Modules/FaveFlicks",
+      resources: [.copy("Resources/default-movies.json")], swiftSettings: swiftSettings),
+
+    // MARK: Apps
+    .executableTarget(
+      name: "fave-flicks",
+      dependencies: [
+        "FaveFlicks", "Strata", "StrataSQLite", "StrataMemory",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
+      path: "Apps/FaveFlicks", swiftSettings: swiftSettings),
+
+    // MARK: Tools
+    .executableTarget(
+      name: "strata-bench", dependencies: ["Strata", "StrataSQLite", "StrataMemory", "CSQLite"],
+      path: "Tools/strata-bench", swiftSettings: swiftSettings),
+
+    // MARK: Tests
+    .testTarget(name: "StrataCoreTests", dependencies: ["StrataCore"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "StrataSQLiteTests", dependencies: ["StrataConformance", "StrataSQLite", "Strata", "CSQLite"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "StrataMemoryTests", dependencies: ["StrataConformance", "StrataMemory", "Strata"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "FaveFlicksTests", dependencies: ["FaveFlicks", "Strata", "StrataSQLite", "StrataMemory"],
+      swiftSettings: swiftSettings),
+  ]
+)
