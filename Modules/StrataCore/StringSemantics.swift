@@ -161,16 +161,16 @@ public enum StringSemantics {
     let a = fold(lhs, options)
     let b = fold(rhs, options)
     switch op {
-    case .equalTo: return a == b && (options.isEmpty ? codePointCompare(a, b) == 0 : true)
+    case .equalTo: return codePointCompare(a, b) == 0
     case .notEqualTo: return !(try evaluate(.equalTo, lhs, rhs, options))
     case .lessThan: return codePointCompare(a, b) < 0
     case .lessThanOrEqualTo: return codePointCompare(a, b) <= 0
     case .greaterThan: return codePointCompare(a, b) > 0
     case .greaterThanOrEqualTo: return codePointCompare(a, b) >= 0
-    case .contains: return b.isEmpty ? true : a.utf8.firstRange(of: b.utf8) != nil
-    case .beginsWith: return a.utf8.starts(with: b.utf8)
-    case .endsWith: return a.utf8.reversed().starts(with: b.utf8.reversed())
-    case .in: return b.isEmpty ? true : b.utf8.firstRange(of: a.utf8) != nil
+    case .contains: return !b.isEmpty && a.utf8.firstRange(of: b.utf8) != nil
+    case .beginsWith: return !b.isEmpty && a.utf8.starts(with: b.utf8)
+    case .endsWith: return !b.isEmpty && a.utf8.reversed().starts(with: b.utf8.reversed())
+    case .in: return !a.isEmpty && b.utf8.firstRange(of: a.utf8) != nil
     case .like, .matches, .between: return false
     }
   }
