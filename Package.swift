@@ -43,10 +43,17 @@ let package = Package(
       resources: [.copy("Resources/default-movies.json")], swiftSettings: swiftSettings),
 
     // MARK: Apps
+    .target(
+      name: "StrataCLI",
+      dependencies: [
+        "Strata", "StrataCore", "StrataSQLite", "StrataMemory",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
+      path: "Apps/StrataCLI", swiftSettings: swiftSettings),
     .executableTarget(
       name: "fave-flicks",
       dependencies: [
-        "FaveFlicks", "Strata", "StrataSQLite", "StrataMemory",
+        "FaveFlicks", "Strata", "StrataCore", "StrataCLI",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Apps/FaveFlicks", swiftSettings: swiftSettings),
@@ -65,7 +72,8 @@ let package = Package(
       name: "StrataMemoryTests", dependencies: ["StrataConformance", "StrataMemory", "Strata"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "FaveFlicksTests", dependencies: ["FaveFlicks", "Strata", "StrataSQLite", "StrataMemory"],
+      name: "FaveFlicksTests", dependencies: ["FaveFlicks", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
       swiftSettings: swiftSettings),
+    .testTarget(name: "CLITests", dependencies: ["fave-flicks"], swiftSettings: swiftSettings),
   ]
 )

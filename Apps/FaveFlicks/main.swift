@@ -1,1 +1,89 @@
-print("x")
+import ArgumentParser
+import FaveFlicks
+import Foundation
+import Strata
+import StrataCLI
+import StrataCore
+
+@main
+struct FaveFlicksCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "fave-flicks",
+    abstract: "Keep a list of favourite movies in a Strata store.",
+    subcommands: [Add.self, List.self, Delete.self])
+}
+
+struct JSONMovie: Encodable {
+  var title: String
+  var genre: String
+  var releaseDate: String
+
+  init(_ movie: MovieRecord) {
+    title = movie.title
+    genre = movie.genre
+    releaseDate = ReleaseDate.format(movie.releaseDate)
+  }
+}
+
+func openLibrary(_ options: StoreOptions) throws -> MovieLibrary {
+  StoreOptions.registerBackends()
+  if options.isMemory { return try MovieLibrary.preview() }
+  let description = try options.storeDescription(app: "fave-flicks", fileName: "FaveFlicks.sqlite")
+  return MovieLibrary(container: try MovieLibrary.makeContainer(store: description))
+}
+
+extension FaveFlicksCommand {
+  struct Add: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Add a movie.")
+
+    @OptionGroup var storeOptions: StoreOptions
+    @Option(help: "The movie's title.") var title: String
+    @Option(help: "The movie's genre, e.g. \"Action, Comedy\".") var genre: String
+    @Option(help: ArgumentHelp("The release date.", valueName: "YYYY-MM-DD")) var releaseDate: String
+
+    func run() throws {
+      try runReportingErrors(tool: "fave-flicks") {
+        let date = try ReleaseDate.parse(releaseDate)
+        let movie = try openLibrary(storeOptions).add(title: title, genre: genre, releaseDate: date)
+        print("Added \(movie.title) (\(movie.genre), \(ReleaseDate.format(movie.releaseDate)))")
+      }
+    }
+  }
+
+  struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List movies by title.")
+
+    @OptionGroup var storeOptions: StoreOptions
+    @Option(help: "Only movies whose genre contains this text (case and accents ignored).") var genreContains: String?
+    @Flag(help: "Print a JSON array of {title, genre, releaseDate}.") var json = false
+
+    func run() throws {
+      try runReportingErrors(tool: "fave-flicks") {
+        let movies = try openLibrary(storeOptions).list(genreContaining: genreContains)
+        if json {
+          print(try jsonString(movies.map(JSONMovie.init)))
+        } else if movies.isEmpty {
+          print("No movies.")
+        } else {
+          print(textTable(
+            headers: ["Title", "Genre", "Released"],
+            rows: movies.map { [$0.title, $0.genre, ReleaseDate.format($0.releaseDate)] }))
+        }
+      }
+    }
+  }
+
+  struct Delete: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete every movie with this exact title.")
+
+    @OptionGroup var storeOptions: StoreOptions
+    @Option(help: "The title of the movie to delete.") var title: String
+
+    func run() throws {
+      try runReportingErrors(tool: "fave-flicks") {
+        let count = try openLibrary(storeOptions).delete(title: title)
+        print("Deleted \(count) movie\(count == 1 ? "" : "s") titled \(title)")
+      }
+    }
+  }
+}

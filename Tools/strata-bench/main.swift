@@ -1,1 +1,185 @@
-print("x")
+import CSQLite
+import Foundation
+import Strata
+import StrataMemory
+import StrataSQLite
+
+final class BenchItem: ManagedObject {
+  @Attribute var name: String
+  @Attribute var category: String
+  @Attribute var count: Int64
+  @Attribute var amount: Double
+  @Attribute var flag: Bool
+  @Attribute var created: Date
+  @Attribute var code: Int32
+  @Attribute var score: Float
+  @Attribute var note: String?
+}
+
+struct Row {
+  var name: String
+  var category: String
+  var count: Int64
+  var amount: Double
+  var flag: Bool
+  var created: Date
+  var code: Int32
+  var score: Float
+  var note: String?
+
+  static func make(_ i: Int) -> Row {
+    Row(
+      name: "Item \(i)", category: "category-\(i % 17)", count: Int64(i), amount: Double(i) * 1.25, flag: i % 2 == 0,
+      created: Date(timeIntervalSinceReferenceDate: Double(i) * 60), code: Int32(i % 1000), score: Float(i % 100) / 10,
+      note: i % 3 == 0 ? nil : "note \(i)")
+  }
+}
+
+enum BenchError: Error, CustomStringConvertible {
+  case sqlite(String)
+  var description: String {
+    switch self {
+    case .sqlite(let message): "sqlite: \(message)"
+    }
+  }
+}
+
+func milliseconds(_ body: () throws -> Void) rethrows -> Double {
+  let start = DispatchTime.now().uptimeNanoseconds
+  try body()
+  return Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
+}
+
+func freshDirectory() throws -> URL {
+  let url = FileManager.default.temporaryDirectory.appending(path: "strata-bench-\(UUID().uuidString)")
+  try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  return url
+}
+
+func strataInsert(_ rows: [Row], store: StoreDescription) throws -> Double {
+  let registry = StoreRegistry()
+  registry.register(SQLiteStoreFactory())
+  registry.register(MemoryStoreFactory())
+  let container = PersistentContainer(name: "Bench", model: try ObjectModel(BenchItem.self), types: [BenchItem.self], registry: registry)
+  container.storeDescriptions = [store]
+  try container.loadPersistentStores()
+  defer { container.close() }
+  let context = container.newBackgroundContext()
+  return try context.performAndWait {
+    try milliseconds {
+      for row in rows {
+        let item = BenchItem(context: context)
+        item.name = row.name
+        item.category = row.category
+        item.count = row.count
+        item.amount = row.amount
+        item.flag = row.flag
+        item.created = row.created
+        item.code = row.code
+        item.score = row.score
+        item.note = row.note
+      }
+      try context.save()
+    }
+  }
+}
+
+func rawSQLiteInsert(_ rows: [Row], at url: URL) throws -> Double {
+  var db: OpaquePointer?
+  guard sqlite3_open(url.path, &db) == SQLITE_OK, let db else { throw BenchError.sqlite("cannot open \(url.path)") }
+  defer { sqlite3_close(db) }
+  func exec(_ sql: String) throws {
+    guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError.sqlite(String(cString: sqlite3_errmsg(db))) }
+  }
+  try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+  try exec(
+    """
+    CREATE TABLE BenchItem (_pk INTEGER PRIMARY KEY, _version INTEGER NOT NULL DEFAULT 1, name TEXT NOT NULL,
+      category TEXT NOT NULL, count INTEGER NOT NULL, amount REAL NOT NULL, flag INTEGER NOT NULL,
+      created REAL NOT NULL, code INTEGER NOT NULL, score REAL NOT NULL, note TEXT)
+    """)
+  return try milliseconds {
+    var statement: OpaquePointer?
+    let sql = "INSERT INTO BenchItem (name, category, count, amount, flag, created, code, score, note) VALUES (?,?,?,?,?,?,?,?,?)"
+    guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+      throw BenchError.sqlite(String(cString: sqlite3_errmsg(db)))
+    }
+    defer { sqlite3_finalize(statement) }
+    try exec("BEGIN IMMEDIATE")
+    for row in rows {
+      sqlite3_bind_text(statement, 1, row.name, -1, strata_sqlite_transient())
+      sqlite3_bind_text(statement, 2, row.category, -1, strata_sqlite_transient())
+      sqlite3_bind_int64(statement, 3, row.count)
+      sqlite3_bind_double(statement, 4, row.amount)
+      sqlite3_bind_int(statement, 5, row.flag ? 1 : 0)
+      sqlite3_bind_double(statement, 6, row.created.timeIntervalSinceReferenceDate)
+      sqlite3_bind_int(statement, 7, row.code)
+      sqlite3_bind_double(statement, 8, Double(row.score))
+      if let note = row.note {
+        sqlite3_bind_text(statement, 9, note, -1, strata_sqlite_transient())
+      } else {
+        sqlite3_bind_null(statement, 9)
+      }
+      guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError.sqlite(String(cString: sqlite3_errmsg(db))) }
+      sqlite3_reset(statement)
+    }
+    try exec("COMMIT")
+  }
+}
+
+func median(_ values: [Double]) -> Double {
+  let sorted = values.sorted()
+  guard !sorted.isEmpty else { return 0 }
+  let mid = sorted.count / 2
+  return sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+struct Options {
+  var rows = 100_000
+  var runs = 3
+
+  init(_ arguments: [String]) throws {
+    var iterator = arguments.dropFirst().makeIterator()
+    while let argument = iterator.next() {
+      switch argument {
+      case "--rows": rows = Int(iterator.next() ?? "") ?? rows
+      case "--runs": runs = max(1, Int(iterator.next() ?? "") ?? runs)
+      case "--help", "-h":
+        print("""
+          strata-bench: measures Strata against raw SQLite loops in one run (use a release build).
+          usage: strata-bench [--rows N] [--runs N]
+            --rows N   rows per scenario (default 100000)
+            --runs N   runs per scenario; medians are printed (default 3)
+          Prints one line per scenario: SCENARIO BACKEND strata_ms=X raw_ms=Y ratio=R
+          """)
+        exit(0)
+      default:
+        FileHandle.standardError.write(Data("strata-bench: error: unknown argument '\(argument)' (try --help)\n".utf8))
+        exit(2)
+      }
+    }
+  }
+}
+
+func report(_ scenario: String, _ backend: String, strata: [Double], raw: [Double]) {
+  let s = median(strata)
+  let r = median(raw)
+  print(String(format: "%@ %@ strata_ms=%.1f raw_ms=%.1f ratio=%.2f", scenario, backend, s, r, r > 0 ? s / r : 0))
+}
+
+do {
+  let options = try Options(CommandLine.arguments)
+  let rows = (0..<options.rows).map(Row.make)
+  var strata: [Double] = []
+  var raw: [Double] = []
+  for _ in 0..<options.runs {
+    let directory = try freshDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    raw.append(try rawSQLiteInsert(rows, at: directory.appending(path: "raw.sqlite")))
+    strata.append(try strataInsert(rows, store: StoreDescription(type: "sqlite", url: directory.appending(path: "strata.sqlite"))))
+  }
+  report("insert_\(options.rows)", "sqlite", strata: strata, raw: raw)
+} catch {
+  FileHandle.standardError.write(Data("strata-bench: error: \(error)\n".utf8))
+  exit(1)
+}

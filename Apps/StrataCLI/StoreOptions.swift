@@ -1,0 +1,88 @@
+import ArgumentParser
+import Foundation
+import Strata
+import StrataCore
+import StrataMemory
+import StrataSQLite
+
+/// The flags every app CLI shares: which backend and where its store lives.
+public struct StoreOptions: ParsableArguments, Sendable {
+  @Option(name: .long, help: "The store backend: sqlite (default) or memory (starts from the preview data and keeps nothing).")
+  public var store: String = "sqlite"
+
+  @Option(
+    name: .long,
+    help: ArgumentHelp(
+      "The store file (a directory for lmdb). Default: a file under $XDG_DATA_HOME/<app>/, else ~/.local/share/<app>/.",
+      valueName: "path"))
+  public var path: String?
+
+  public init() {}
+
+  /// Registers every backend this build has with the process-wide registry.
+  public static func registerBackends(in registry: StoreRegistry = .shared) {
+    registry.register(SQLiteStoreFactory())
+    registry.register(MemoryStoreFactory())
+  }
+
+  /// The store description the flags select for `app`.
+  ///
+  /// - Throws: `.unknownStoreType` listing the valid names.
+  public func storeDescription(app: String, fileName: String, registry: StoreRegistry = .shared) throws -> StoreDescription {
+    let factory = try registry.factory(for: store)
+    guard factory.requiresLocation else { return StoreDescription(type: store) }
+    let url: URL
+    if let path, !path.isEmpty {
+      url = URL(fileURLWithPath: (path as NSString).expandingTildeInPath)
+    } else {
+      url = PersistentContainer.defaultDirectoryURL().appending(path: app, directoryHint: .isDirectory)
+        .appending(path: fileName)
+    }
+    return StoreDescription(type: store, url: url)
+  }
+
+  /// Whether the selected store keeps nothing between runs (and so starts from preview data).
+  public var isMemory: Bool { store == "memory" }
+}
+
+/// Runs a command body, turning any error into one line on standard error and exit code 1.
+public func runReportingErrors(tool: String, _ body: () throws -> Void) throws {
+  do {
+    try body()
+  } catch let error as StoreError {
+    printError(tool: tool, error.message)
+    throw ExitCode.failure
+  } catch let exit as ExitCode {
+    throw exit
+  } catch {
+    printError(tool: tool, "\(error)")
+    throw ExitCode.failure
+  }
+}
+
+/// Prints `tool: error: message` on standard error.
+public func printError(tool: String, _ message: String) {
+  let line = "\(tool): error: \(message.replacingOccurrences(of: "\n", with: " "))\n"
+  FileHandle.standardError.write(Data(line.utf8))
+}
+
+/// Encodes `value` as pretty, key-sorted JSON with a trailing newline.
+public func jsonString<T: Encodable>(_ value: T) throws -> String {
+  let encoder = JSONEncoder()
+  encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+  return String(decoding: try encoder.encode(value), as: UTF8.self)
+}
+
+/// Formats rows as a left-aligned text table with a header line.
+public func textTable(headers: [String], rows: [[String]]) -> String {
+  var widths = headers.map(\.count)
+  for row in rows {
+    for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
+  }
+  func line(_ cells: [String]) -> String {
+    cells.enumerated().map { i, cell in
+      i == cells.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+    }.joined(separator: "  ")
+  }
+  return ([line(headers), line(widths.map { String(repeating: "-", count: $0) })] + rows.map(line)).joined(separator: "\n")
+}

@@ -1,0 +1,70 @@
+import Foundation
+import Strata
+
+/// The FaveFlicks feature: a list of favourite movies, over any Strata store.
+public struct MovieLibrary: Sendable {
+  public let container: PersistentContainer
+
+  public static let name = "FaveFlicks"
+
+  public static func makeModel() throws -> ObjectModel { try ObjectModel(Movie.self) }
+
+  public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
+    let container = PersistentContainer(name: name, model: try makeModel(), types: [Movie.self], registry: registry)
+    container.storeDescriptions = [store]
+    try container.loadPersistentStores()
+    return container
+  }
+
+  public init(container: PersistentContainer) {
+    self.container = container
+  }
+
+  private var context: ObjectContext { container.viewContext }
+
+  @discardableResult
+  public func add(title: String, genre: String, releaseDate: Date) throws -> MovieRecord {
+    let trimmed = title.trimmingCharacters(in: .whitespacesAndNewlines)
+    guard !trimmed.isEmpty else {
+      throw StoreError(.validation, "Movie.title must not be empty", entity: "Movie", key: "title", value: .string(title))
+    }
+    let movie = Movie(context: context)
+    movie.title = trimmed
+    movie.genre = genre.trimmingCharacters(in: .whitespacesAndNewlines)
+    movie.releaseDate = releaseDate
+    do {
+      try context.save()
+    } catch {
+      context.rollback()
+      throw error
+    }
+    return MovieRecord(movie)
+  }
+
+  public func list(genreContaining genre: String? = nil) throws -> [MovieRecord] {
+    var request = FetchRequest<Movie>(sortDescriptors: [
+      QuerySort(\Movie.title, comparator: .localizedStandard), QuerySort(\Movie.releaseDate),
+    ])
+    if let genre, !genre.isEmpty {
+      request.predicate = (\Movie.genre).contains(genre, options: [.caseInsensitive, .diacriticInsensitive]).predicate
+    }
+    return try context.fetch(request).map(MovieRecord.init)
+  }
+
+  /// Deletes every movie titled exactly `title`; returns how many.
+  @discardableResult
+  public func delete(title: String) throws -> Int {
+    let movies = try context.fetch(FetchRequest<Movie>(where: \.title == title))
+    guard !movies.isEmpty else {
+      throw StoreError(.notFound, "no movie is titled '\(title)'", entity: "Movie", key: "title", value: .string(title))
+    }
+    for movie in movies { context.delete(movie) }
+    do {
+      try context.save()
+    } catch {
+      context.rollback()
+      throw error
+    }
+    return movies.count
+  }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import StrataCore
+
+/// Options of an `@Attribute`.
+public struct AttributeOptions: OptionSet, Sendable, Hashable {
+  public let rawValue: UInt8
+  public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+  /// The attribute's value is unique among the entity's objects (a uniqueness constraint).
+  public static let unique = AttributeOptions(rawValue: 1)
+  /// Tracked by contexts, never stored.
+  public static let transient = AttributeOptions(rawValue: 2)
+  /// The store keeps an index on the attribute.
+  public static let indexed = AttributeOptions(rawValue: 4)
+  /// Persistent history keeps the value after the object is deleted.
+  public static let preserveValueOnDeletion = AttributeOptions(rawValue: 8)
+}
+
+/// Declares a stored property of a ``ManagedObject`` subclass: one line per attribute.
+///
+/// The property's Swift type gives the attribute type (`String`, `Int16`, `Date?`, …); an initial value
+/// becomes the model's default value.
+///
+/// ```swift
+/// final class Movie: ManagedObject {
+///   @Attribute(.unique) var title: String
+///   @Attribute var genre: String
+///   @Attribute var releaseDate: Date
+///   @Attribute var rating: Int16 = 3
+///   @Attribute var notes: String?
+/// }
+/// ```
+@propertyWrapper
+public struct Attribute<Value: AttributeValue> {
+  @usableFromInline let slot: Int32
+
+  /// An attribute without a default: `nil` if optional, otherwise the type's zero value.
+  public init(
+    _ options: AttributeOptions = [], minimum: Double? = nil, maximum: Double? = nil, minimumLength: Int? = nil,
+    maximumLength: Int? = nil, pattern: String? = nil
+  ) {
+    slot = SlotState.nextSlot()
+    Self.declare(
+      slot: slot, options: options, defaultValue: nil,
+      validation: AttributeValidation(
+        minimum: minimum, maximum: maximum, minimumLength: minimumLength, maximumLength: maximumLength,
+        pattern: pattern))
+  }
+
+  /// An attribute whose new objects start with `wrappedValue`.
+  public init(
+    wrappedValue: Value, _ options: AttributeOptions = [], minimum: Double? = nil, maximum: Double? = nil,
+    minimumLength: Int? = nil, maximumLength: Int? = nil, pattern: String? = nil
+  ) {
+    slot = SlotState.nextSlot()
+    Self.declare(
+      slot: slot, options: options, defaultValue: wrappedValue.storedValue,
+      validation: AttributeValidation(
+        minimum: minimum, maximum: maximum, minimumLength: minimumLength, maximumLength: maximumLength,
+        pattern: pattern))
+  }
+
+  private static func declare(
+    slot: Int32, options: AttributeOptions, defaultValue: StrataCore.Value?, validation: AttributeValidation
+  ) {
+    guard let collector = SlotState.current.collector else { return }
+    collector.declarations[slot] = .attribute(
+      type: Value.attributeType, isOptional: Value.isOptionalAttribute, options: options,
+      defaultValue: defaultValue, derivation: nil, validation: validation)
+  }
+
+  @available(*, unavailable, message: "@Attribute is only available on ManagedObject subclasses")
+  public var wrappedValue: Value {
+    get { fatalError("unreachable") }
+    set { fatalError("unreachable") }
+  }
+
+  public static subscript<Object: ManagedObject>(
+    _enclosingInstance object: Object,
+    wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
+    storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
+  ) -> Value {
+    get {
+      let stored = object.attributeValue(slot: object[keyPath: storageKeyPath].slot)
+      return Value(storedValue: stored) ?? Value.zero
+    }
+    set {
+      object.setAttributeValue(newValue.storedValue, slot: object[keyPath: storageKeyPath].slot)
+    }
+  }
+}

@@ -1,0 +1,402 @@
+import Foundation
+import StrataCore
+
+/// How a ``ManagedObject`` is being created. Only the framework makes these; a subclass that declares
+/// its own designated initializer must also provide `required init(_ construction: ObjectConstruction)`
+/// calling `super.init(construction)`.
+public struct ObjectConstruction {
+  enum Kind {
+    case prototype(ClassLayout?)
+    case managed(EntityInfo, ObjectContext, ObjectID, snapshot: Snapshot?, isInserted: Bool)
+  }
+
+  let kind: Kind
+}
+
+/// An object of the object graph: a row of an entity, tracked by one ``ObjectContext``.
+///
+/// Subclass it and declare one line per property; no accessors, no code generation:
+///
+/// ```swift
+/// final class Movie: ManagedObject {
+///   @Attribute var title: String
+///   @Attribute var genre: String
+///   @Attribute var releaseDate: Date
+/// }
+///
+/// let movie = Movie(context: container.viewContext)
+/// movie.title = "Heat"
+/// try container.viewContext.save()
+/// ```
+///
+/// An object fetched from a store, or reached through a relationship, may be a *fault*: it knows its
+/// ``objectID`` but loads its values the first time one is read. Objects are not `Sendable`: use them on
+/// their context's queue, and pass ``objectID`` between contexts.
+open class ManagedObject: Hashable, CustomStringConvertible {
+  /// The object's identity; temporary until its context saves it.
+  public internal(set) var objectID: ObjectID
+  /// The context that owns the object (`nil` once the context is gone or the object was removed).
+  public internal(set) weak var managedObjectContext: ObjectContext?
+
+  let info: EntityInfo?
+  let prototypeLayout: ClassLayout?
+  var slotBase: Int32 = 0
+  var recorder: KeyPathRecorder?
+
+  /// Current attribute values, aligned with the entity's attributes (empty while a fault).
+  var values: [Value] = []
+  /// Current to-one targets, aligned with the entity's to-one relationships (empty while a fault).
+  var toOne: [ObjectID?] = []
+  /// Current to-many targets by to-many index; `nil` until loaded.
+  var toMany: [Set<ObjectID>?] = []
+  /// The to-many targets as last loaded or saved, for link diffs of join-table relationships.
+  var committedToMany: [Set<ObjectID>?] = []
+  /// The last state read from or written to the store; `nil` for a new object.
+  var snapshot: Snapshot?
+  /// The properties changed since the last save (only tracked for saved objects).
+  var changedKeys: Set<String> = []
+  var isFaultStorage = true
+  var isInsertedStorage = false
+  var isDeletedStorage = false
+
+  /// Creates an object; called by the framework. Use `init(context:)` to insert a new object.
+  public required init(_ construction: ObjectConstruction) {
+    let wrapperCount = SlotState.take()
+    switch construction.kind {
+    case .prototype(let layout):
+      info = nil
+      prototypeLayout = layout
+      objectID = ObjectID.makeTemporary(entityName: String(describing: type(of: self)))
+    case .managed(let info, let context, let id, let snapshot, let isInserted):
+      self.info = info
+      prototypeLayout = nil
+      slotBase = wrapperCount - info.layout.wrapperCount
+      objectID = id
+      managedObjectContext = context
+      isInsertedStorage = isInserted
+      if let snapshot {
+        load(snapshot)
+      } else if isInserted {
+        values = info.entity.attributes.map(\.initialValue)
+        toOne = Array(repeating: nil, count: info.entity.toOneRelationships.count)
+        toMany = Array(repeating: [], count: info.entity.toManyRelationships.count)
+        committedToMany = toMany
+        isFaultStorage = false
+      } else {
+        toMany = Array(repeating: nil, count: info.entity.toManyRelationships.count)
+        committedToMany = toMany
+      }
+    }
+  }
+
+  /// Creates a new object of this class and inserts it into `context`.
+  ///
+  /// The class must be part of the context's model.
+  public convenience init(context: ObjectContext) {
+    let info = context.entityInfo(for: Self.self)
+    self.init(
+      ObjectConstruction(
+        kind: .managed(info, context, ObjectID.makeTemporary(entityName: info.entity.name), snapshot: nil, isInserted: true)))
+    context.registerInserted(self)
+    awakeFromInsert()
+  }
+
+  // MARK: Entity
+
+  /// The entity name a subclass maps to; the class name unless overridden.
+  open class var entityName: String { String(describing: self) }
+
+  /// Extra uniqueness constraints (sets of attribute names) beyond attributes declared `.unique`.
+  open class var uniquenessConstraints: [[String]] { [] }
+
+  /// Extra compound indexes beyond attributes declared `.indexed`.
+  open class var indexes: [[String]] { [] }
+
+  /// The object's entity.
+  public var entity: EntityDescription {
+    info?.entity ?? EntityDescription(name: String(describing: type(of: self)))
+  }
+
+  // MARK: State
+
+  /// Whether the object's values have not been loaded yet.
+  public var isFault: Bool { isFaultStorage && !isInsertedStorage }
+  /// Whether the object was inserted and not saved yet.
+  public var isInserted: Bool { isInsertedStorage && !isDeletedStorage }
+  /// Whether the object has unsaved changes and is neither inserted nor deleted.
+  public var isUpdated: Bool { !isInsertedStorage && !isDeletedStorage && !changedKeys.isEmpty }
+  /// Whether the object was deleted and the deletion is not saved yet.
+  public var isDeleted: Bool { isDeletedStorage }
+  /// Whether the object is inserted, updated or deleted.
+  public var hasChanges: Bool { isInserted || isUpdated || isDeleted }
+
+  /// The properties whose values differ from the last saved state, with their new values.
+  public func changedValues() -> [String: Value] {
+    guard let info, !isFaultStorage else { return [:] }
+    var result: [String: Value] = [:]
+    let entity = info.entity
+    for (i, attribute) in entity.attributes.enumerated() {
+      let old = snapshot?.attributes[i] ?? attribute.initialValue
+      if snapshot == nil || values[i] != old { result[attribute.name] = values[i] }
+    }
+    for (i, rel) in entity.toOneRelationships.enumerated() {
+      let old = snapshot?.toOne[i] ?? nil
+      if snapshot == nil ? toOne[i] != nil : toOne[i] != old {
+        result[rel.name] = toOne[i].map(Value.objectID) ?? .null
+      }
+    }
+    for (i, rel) in entity.toManyRelationships.enumerated() where toMany[i] != committedToMany[i] {
+      if let targets = toMany[i] { result[rel.name] = .array(targets.map(Value.objectID)) }
+    }
+    if isInsertedStorage { return result }
+    return result.filter { changedKeys.contains($0.key) }
+  }
+
+  // MARK: Key-value access
+
+  /// The value of the attribute or relationship called `key`: an attribute's Swift value
+  /// (`String`, `Int64`, `Double`, `Date`, …, or `nil`), a to-one target object, or a `Set` of targets.
+  public func value(forKey key: String) -> Any? {
+    guard let info else { return nil }
+    switch info.entity.property(named: key) {
+    case .attribute(_, let index):
+      fireFault()
+      return values[index].swiftValue
+    case .toOne(_, let index):
+      fireFault()
+      return toOne[index].flatMap { managedObjectContext?.object(with: $0) }
+    case .toMany(let rel):
+      guard let index = info.toManyIndex[rel.name] else { return nil }
+      return Set(relatedObjects(toManyIndex: index))
+    case nil:
+      return nil
+    }
+  }
+
+  /// Sets the attribute or relationship called `key`.
+  ///
+  /// - Throws: `.invalidQuery` for an unknown key, `.validation` for a value of the wrong type.
+  public func setValue(_ value: Any?, forKey key: String) throws {
+    guard let info else { return }
+    switch info.entity.property(named: key) {
+    case .attribute(let attribute, let index):
+      let stored = try Value(swiftValue: value, for: attribute, entity: info.entity.name)
+      setAttribute(stored, index: index)
+    case .toOne(let rel, _):
+      let target = value as? ManagedObject
+      if value != nil && target == nil {
+        throw StoreError(.validation, "\(info.entity.name).\(key) takes a \(rel.destination) object", entity: info.entity.name, key: key)
+      }
+      managedObjectContext?.setRelationship(self, rel, targets: target.map { [$0] } ?? [])
+    case .toMany(let rel):
+      let targets: [ManagedObject]
+      if let set = value as? Set<ManagedObject> {
+        targets = Array(set)
+      } else if let array = value as? [ManagedObject] {
+        targets = array
+      } else if value == nil {
+        targets = []
+      } else {
+        throw StoreError(.validation, "\(info.entity.name).\(key) takes a set of \(rel.destination) objects", entity: info.entity.name, key: key)
+      }
+      managedObjectContext?.setRelationship(self, rel, targets: targets)
+    case nil:
+      throw StoreError(.invalidQuery, "\(info.entity.name) has no attribute or relationship '\(key)'", entity: info.entity.name, key: key)
+    }
+  }
+
+  /// The stored form of an attribute, without Swift conversion; `nil` for an unknown key.
+  public func primitiveValue(forKey key: String) -> Value? {
+    guard let info, let index = info.entity.attributeIndex(named: key) else { return nil }
+    fireFault()
+    return values[index]
+  }
+
+  // MARK: Lifecycle hooks
+
+  /// Called once after the object is inserted into a context.
+  open func awakeFromInsert() {}
+  /// Called after the object's values are loaded from the store.
+  open func awakeFromFetch() {}
+  /// Called just before the object is saved.
+  open func willSave() {}
+  /// Called just after the object was saved.
+  open func didSave() {}
+  /// Called when the object is deleted, before delete rules are applied.
+  open func prepareForDeletion() {}
+
+  // MARK: Hashable
+
+  public static func == (a: ManagedObject, b: ManagedObject) -> Bool { a === b }
+  public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+  open var description: String {
+    let name = info?.entity.name ?? String(describing: type(of: self))
+    if isFaultStorage && !isInsertedStorage { return "<\(name) \(objectID) fault>" }
+    let fields = (info?.entity.attributes ?? []).enumerated().map { "\($1.name)=\(values[$0])" }
+    return "<\(name) \(objectID) \(fields.joined(separator: " "))>"
+  }
+}
+
+// MARK: - Framework internals
+
+extension ManagedObject {
+  func load(_ snapshot: Snapshot) {
+    self.snapshot = snapshot
+    values = snapshot.attributes
+    if let info {
+      for (i, attribute) in info.entity.attributes.enumerated() where attribute.isTransient {
+        values[i] = attribute.initialValue
+      }
+    }
+    toOne = snapshot.toOne
+    isFaultStorage = false
+  }
+
+  /// Loads the values of a fault. An object that no longer exists in the store is marked deleted and
+  /// keeps default values (it never crashes the app).
+  func fireFault() {
+    guard isFaultStorage, !isInsertedStorage, let info else { return }
+    if let context = managedObjectContext, let snapshot = context.fetchSnapshot(for: objectID) {
+      load(snapshot)
+      awakeFromFetch()
+    } else {
+      values = info.entity.attributes.map(\.initialValue)
+      toOne = Array(repeating: nil, count: info.entity.toOneRelationships.count)
+      toMany = Array(repeating: [], count: info.entity.toManyRelationships.count)
+      committedToMany = toMany
+      isFaultStorage = false
+      isDeletedStorage = managedObjectContext != nil
+    }
+  }
+
+  /// Turns the object back into a fault, dropping unsaved changes.
+  func turnIntoFault() {
+    guard let info, !isInsertedStorage else { return }
+    values = []
+    toOne = []
+    toMany = Array(repeating: nil, count: info.entity.toManyRelationships.count)
+    committedToMany = toMany
+    snapshot = nil
+    changedKeys = []
+    isFaultStorage = true
+    isDeletedStorage = false
+  }
+
+  func target(ofSlot slot: Int32) -> SlotTarget {
+    guard let info else { return .none }
+    let index = Int(slot - slotBase)
+    guard index >= 0, index < info.slotTargets.count else { return .none }
+    return info.slotTargets[index]
+  }
+
+  func attributeValue(slot: Int32) -> Value {
+    if let recorder {
+      recorder.record(prototypeLayout?.name(ofSlot: slot))
+      return .null
+    }
+    guard case .attribute(let index) = target(ofSlot: slot) else { return .null }
+    fireFault()
+    return values[index]
+  }
+
+  func setAttributeValue(_ value: Value, slot: Int32) {
+    guard case .attribute(let index) = target(ofSlot: slot) else { return }
+    setAttribute(value, index: index)
+  }
+
+  func setAttribute(_ value: Value, index: Int) {
+    fireFault()
+    guard values[index] != value, let info else { return }
+    values[index] = value
+    if !isInsertedStorage {
+      changedKeys.insert(info.entity.attributes[index].name)
+      managedObjectContext?.registerUpdated(self)
+    }
+  }
+
+  func relatedObjects(slot: Int32) -> [ManagedObject] {
+    if let recorder {
+      recorder.record(prototypeLayout?.name(ofSlot: slot))
+      if let layout = prototypeLayout, case .relationship(let destination, false, _, _, _, _, _)? = layout.declaration(ofSlot: slot) {
+        let next = ClassLayout.prototype(of: destination)
+        next.recorder = recorder
+        return [next]
+      }
+      return []
+    }
+    switch target(ofSlot: slot) {
+    case .toOne(let index):
+      fireFault()
+      guard let id = toOne[index] else { return [] }
+      return managedObjectContext.map { [$0.object(with: id)] } ?? []
+    case .toMany(let index):
+      return relatedObjects(toManyIndex: index)
+    default:
+      return []
+    }
+  }
+
+  func relatedObjects(toManyIndex index: Int) -> [ManagedObject] {
+    guard let context = managedObjectContext else { return [] }
+    let ids = context.loadToMany(self, index: index)
+    return ids.map { context.object(with: $0) }
+  }
+
+  func setRelatedObjects(_ objects: [ManagedObject], slot: Int32) {
+    guard let info, let context = managedObjectContext else { return }
+    switch target(ofSlot: slot) {
+    case .toOne(let index):
+      context.setRelationship(self, info.entity.toOneRelationships[index], targets: objects)
+    case .toMany(let index):
+      context.setRelationship(self, info.entity.toManyRelationships[index], targets: objects)
+    default:
+      return
+    }
+  }
+}
+
+extension Value {
+  /// The value as a plain Swift value (`String`, `Int64`, `Double`, `Decimal`, `Bool`, `Date`, `Data`,
+  /// `UUID`, `URL`, `ObjectID`, `[Any?]`), or `nil` for `.null`.
+  public var swiftValue: Any? {
+    switch self {
+    case .null: nil
+    case .int(let i): i
+    case .double(let d): d
+    case .decimal(let d): d
+    case .string(let s): s
+    case .bool(let b): b
+    case .date(let d): d
+    case .data(let d): d
+    case .uuid(let u): u
+    case .url(let u): u
+    case .objectID(let id): id
+    case .array(let items): items.map(\.swiftValue)
+    }
+  }
+
+  init(swiftValue: Any?, for attribute: AttributeDescription, entity: String) throws {
+    let raw: Value
+    switch swiftValue {
+    case nil: raw = .null
+    case let v as Value: raw = v
+    case let v as any AttributeValue: raw = v.storedValue
+    case let v as Int8: raw = .int(Int64(v))
+    case let v as UInt8: raw = .int(Int64(v))
+    case let v as UInt16: raw = .int(Int64(v))
+    case let v as UInt32: raw = .int(Int64(v))
+    default:
+      throw StoreError(.validation, "\(entity).\(attribute.name) takes a \(attribute.type.rawValue), not \(String(describing: swiftValue ?? "nil"))",
+        entity: entity, key: attribute.name)
+    }
+    if raw.isNull && !attribute.isOptional {
+      throw StoreError(.validation, "\(entity).\(attribute.name) is required and cannot be nil", entity: entity, key: attribute.name, value: .null)
+    }
+    guard let coerced = attribute.type.coerce(raw) else {
+      throw StoreError(.validation, "\(entity).\(attribute.name) takes a \(attribute.type.rawValue), not the \(raw.kindName) \(raw)",
+        entity: entity, key: attribute.name, value: raw)
+    }
+    self = coerced
+  }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import StrataCore
+
+extension ObjectContext {
+  /// The targets of a to-many relationship, loading them from the store the first time.
+  func loadToMany(_ object: ManagedObject, index: Int) -> Set<ObjectID> {
+    if let loaded = object.toMany[index] { return loaded }
+    var ids = Set<ObjectID>()
+    if !object.isInsertedStorage, !object.objectID.isTemporary, let info = object.info,
+      let store = try? requireStore()
+    {
+      let rel = info.entity.toManyRelationships[index]
+      do {
+        ids = Set(try store.relatedObjectIDs(of: object.objectID, relationship: rel.name, generation: nil))
+      } catch let error as StoreError {
+        recordError(error)
+      } catch {
+        recordError(StoreError(.io, "loading \(info.entity.name).\(rel.name) failed: \(error)"))
+      }
+      ids = ids.filter { !isPendingDeletion($0) }
+    }
+    object.toMany[index] = ids
+    object.committedToMany[index] = ids
+    return ids
+  }
+
+  /// The objects a relationship of `object` points at now.
+  func currentTargets(of object: ManagedObject, _ rel: RelationshipDescription) -> [ManagedObject] {
+    guard let info = object.info else { return [] }
+    if rel.isToMany {
+      guard let index = info.toManyIndex[rel.name] else { return [] }
+      return loadToMany(object, index: index).map { self.object(with: $0) }
+    }
+    guard let index = info.entity.toOneIndex(named: rel.name) else { return [] }
+    object.fireFault()
+    return object.toOne[index].map { [self.object(with: $0)] } ?? []
+  }
+
+  /// Points `rel` of `object` at `targets` and keeps every inverse in step.
+  func setRelationship(
+    _ object: ManagedObject, _ rel: RelationshipDescription, targets: [ManagedObject], markingSource: Bool = true
+  ) {
+    guard let info = object.info else { return }
+    for target in targets where target.managedObjectContext !== self || target.entity.name != rel.destination {
+      recordError(
+        StoreError(
+          .validation,
+          target.managedObjectContext !== self
+            ? "\(info.entity.name).\(rel.name) cannot point at \(target.objectID): it belongs to another context"
+            : "\(info.entity.name).\(rel.name) takes \(rel.destination) objects, not \(target.entity.name)",
+          entity: info.entity.name, key: rel.name))
+      return
+    }
+    let inverse = coordinator.model.inverse(of: rel)
+    if rel.isToMany {
+      guard let index = info.toManyIndex[rel.name] else { return }
+      let current = loadToMany(object, index: index)
+      let wanted = Set(targets.map(\.objectID))
+      guard wanted != current else { return }
+      object.toMany[index] = wanted
+      if markingSource { markRelationshipChanged(object, rel.name) }
+      guard let inverse else { return }
+      for id in current.subtracting(wanted) { unlink(self.object(with: id), inverse, from: object) }
+      for target in targets where !current.contains(target.objectID) { link(target, inverse, to: object) }
+    } else {
+      guard let index = info.entity.toOneIndex(named: rel.name) else { return }
+      object.fireFault()
+      let old = object.toOne[index]
+      let new = targets.first?.objectID
+      guard old != new else { return }
+      object.toOne[index] = new
+      if markingSource { markRelationshipChanged(object, rel.name) }
+      guard let inverse else { return }
+      if let old { unlink(self.object(with: old), inverse, from: object) }
+      if let target = targets.first { link(target, inverse, to: object) }
+    }
+  }
+
+  /// Adds `source` to `target`'s side `rel` (the inverse of the relationship that changed).
+  private func link(_ target: ManagedObject, _ rel: RelationshipDescription, to source: ManagedObject) {
+    guard let info = target.info else { return }
+    if rel.isToMany {
+      guard let index = info.toManyIndex[rel.name] else { return }
+      var set = loadToMany(target, index: index)
+      guard set.insert(source.objectID).inserted else { return }
+      target.toMany[index] = set
+    } else {
+      guard let index = info.entity.toOneIndex(named: rel.name) else { return }
+      target.fireFault()
+      let previous = target.toOne[index]
+      guard previous != source.objectID else { return }
+      target.toOne[index] = source.objectID
+      if let previous, let forward = coordinator.model.inverse(of: rel) {
+        let partner = object(with: previous)
+        if let partnerInfo = partner.info, let i = partnerInfo.entity.toOneIndex(named: forward.name) {
+          partner.fireFault()
+          partner.toOne[i] = nil
+          markRelationshipChanged(partner, forward.name)
+        }
+      }
+    }
+    markRelationshipChanged(target, rel.name)
+  }
+
+  /// Removes `source` from `target`'s side `rel`.
+  private func unlink(_ target: ManagedObject, _ rel: RelationshipDescription, from source: ManagedObject) {
+    guard let info = target.info, !(target.isDeletedStorage && target.isInsertedStorage) else { return }
+    if rel.isToMany {
+      guard let index = info.toManyIndex[rel.name] else { return }
+      var set = loadToMany(target, index: index)
+      guard set.remove(source.objectID) != nil else { return }
+      target.toMany[index] = set
+    } else {
+      guard let index = info.entity.toOneIndex(named: rel.name) else { return }
+      target.fireFault()
+      guard target.toOne[index] == source.objectID else { return }
+      target.toOne[index] = nil
+    }
+    markRelationshipChanged(target, rel.name)
+  }
+
+  private func markRelationshipChanged(_ object: ManagedObject, _ key: String) {
+    guard !object.isInsertedStorage, !object.isDeletedStorage else { return }
+    object.changedKeys.insert(key)
+    registerUpdated(object)
+  }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import StrataCore
+
+extension ObjectContext {
+  /// Writes every insert, change and delete to the store in one transaction.
+  ///
+  /// Before writing, each changed object gets `willSave()`, then the whole save is validated: required
+  /// attributes, value bounds, required to-one relationships, to-many counts, and `deny` delete rules.
+  /// On success inserted objects get permanent IDs and `didSave()` is called.
+  ///
+  /// - Throws: one ``StoreError`` describing every problem found: `.validation` (all failures listed in
+  ///   `conflicts`), `.deleteDenied`, `.constraintConflict`, `.optimisticLockConflict`, or a store error.
+  ///   After an error the store is unchanged and the context keeps its changes, so the app can fix them
+  ///   or ``rollback()``.
+  public func save() throws {
+    if let first = pendingErrorsToThrow().first { throw first }
+    let changes = allChanges()
+    guard !changes.inserted.isEmpty || !changes.updated.isEmpty || !changes.deleted.isEmpty else { return }
+    for object in changes.inserted + changes.updated + changes.deleted { object.willSave() }
+    let inserted = allChanges().inserted
+    let updated = allChanges().updated.filter { !$0.changedKeys.isEmpty }
+    let deleted = allChanges().deleted
+    for object in updated { object.fireFault() }
+
+    var failures: [ValidationFailure] = []
+    for object in inserted + updated { validate(object, into: &failures) }
+    if let first = failures.first {
+      let messages = failures.map(\.message)
+      throw StoreError(
+        .validation,
+        failures.count == 1 ? messages[0] : "\(failures.count) validation errors: \(messages.joined(separator: "; "))",
+        entity: first.conflict.entity, key: first.conflict.keys.first, value: first.conflict.values.first,
+        conflicts: failures.map(\.conflict))
+    }
+    try checkDenyRules(deleted)
+
+    let model = coordinator.model
+    var changeSet = ChangeSet(author: transactionAuthor, contextName: name)
+    changeSet.inserted = inserted.map { object in
+      ObjectChange(objectID: object.objectID, attributes: storedAttributes(of: object), toOne: object.toOne)
+    }
+    changeSet.updated = updated.map { object in
+      ObjectChange(
+        objectID: object.objectID, attributes: storedAttributes(of: object), toOne: object.toOne,
+        expectedVersion: object.snapshot?.version, changedKeys: object.changedKeys.sorted())
+    }
+    changeSet.deleted = deleted.map { ObjectDeletion(objectID: $0.objectID, expectedVersion: $0.snapshot?.version) }
+    for object in inserted + updated {
+      guard let info = object.info else { continue }
+      for (i, rel) in info.entity.toManyRelationships.enumerated() where model.usesJoinTable(rel) {
+        guard let current = object.toMany[i] else { continue }
+        let committed = object.committedToMany[i] ?? []
+        for target in current.subtracting(committed) {
+          changeSet.linkChanges.append(
+            LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: true))
+        }
+        for target in committed.subtracting(current) where !isPendingDeletion(target) {
+          changeSet.linkChanges.append(
+            LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: false))
+        }
+      }
+    }
+    let result = try requireStore().save(changeSet)
+    finishSave(result, inserted: inserted, updated: updated, deleted: deleted)
+  }
+
+  private struct ValidationFailure {
+    var conflict: StoreError.Conflict
+    var message: String
+  }
+
+  private func storedAttributes(of object: ManagedObject) -> [Value] {
+    guard let info = object.info, info.hasTransientAttributes else { return object.values }
+    var values = object.values
+    for (i, attribute) in info.entity.attributes.enumerated() where attribute.isTransient { values[i] = .null }
+    return values
+  }
+
+  private func validate(_ object: ManagedObject, into failures: inout [ValidationFailure]) {
+    guard let info = object.info else { return }
+    let entity = info.entity
+    func fail(_ key: String, _ value: Value, _ rule: String) {
+      let shown = value.isNull ? "" : " (got \(value))"
+      failures.append(
+        ValidationFailure(
+          conflict: StoreError.Conflict(objectID: object.objectID, entity: entity.name, keys: [key], values: [value]),
+          message: "\(entity.name).\(key) \(rule)\(shown)"))
+    }
+    for (i, attribute) in entity.attributes.enumerated() where attribute.derivation == nil {
+      let value = object.values[i]
+      if value.isNull {
+        if !attribute.isOptional { fail(attribute.name, value, "is required") }
+        continue
+      }
+      let rules = attribute.validation
+      if rules.isEmpty { continue }
+      if let number = value.numericValue {
+        if let min = rules.minimum, number < min { fail(attribute.name, value, "must be at least \(format(min))") }
+        if let max = rules.maximum, number > max { fail(attribute.name, value, "must be at most \(format(max))") }
+      }
+      if case .string(let s) = value {
+        if let min = rules.minimumLength, s.count < min { fail(attribute.name, value, "must be at least \(min) characters long") }
+        if let max = rules.maximumLength, s.count > max { fail(attribute.name, value, "must be at most \(max) characters long") }
+        if let pattern = rules.pattern, !((try? StringSemantics.matches(s, pattern, [])) ?? false) {
+          fail(attribute.name, value, "must match the pattern \(pattern)")
+        }
+      }
+    }
+    for (i, rel) in entity.toOneRelationships.enumerated() where !rel.isOptional && object.toOne[i] == nil {
+      fail(rel.name, .null, "is required")
+    }
+    for (i, rel) in entity.toManyRelationships.enumerated() where rel.minCount > 0 || rel.maxCount > 0 {
+      let count = loadToMany(object, index: i).count
+      if rel.minCount > 0 && count < rel.minCount { fail(rel.name, .int(Int64(count)), "must have at least \(rel.minCount) objects") }
+      if rel.maxCount > 0 && count > rel.maxCount { fail(rel.name, .int(Int64(count)), "must have at most \(rel.maxCount) objects") }
+    }
+  }
+
+  private func checkDenyRules(_ deleted: [ManagedObject]) throws {
+    for object in deleted {
+      guard let info = object.info else { continue }
+      for rel in info.entity.relationships where rel.deleteRule == .deny {
+        let remaining = currentTargets(of: object, rel).filter { !$0.isDeletedStorage }
+        if !remaining.isEmpty {
+          throw StoreError(
+            .deleteDenied,
+            "cannot delete \(info.entity.name) \(object.objectID): its '\(rel.name)' relationship still holds \(remaining.count) \(rel.destination) object\(remaining.count == 1 ? "" : "s") and its delete rule is deny",
+            entity: info.entity.name, key: rel.name)
+        }
+      }
+    }
+  }
+
+  private func format(_ number: Double) -> String {
+    number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+  }
+}

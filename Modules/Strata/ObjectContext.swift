@@ -1,0 +1,448 @@
+import Foundation
+import StrataCore
+
+/// A scratchpad of managed objects: fetch them, change them, then ``save()`` the changes to the store
+/// in one transaction — or ``rollback()`` them.
+///
+/// A context holds at most one object per ``ObjectID``, tracks inserted, updated and deleted objects,
+/// keeps both sides of relationships in step, and applies delete rules. It does its work on its own
+/// serial queue: call it from that queue (``perform(_:)``, ``performAndWait(_:)``), or, for the
+/// ``PersistentContainer/viewContext``, from the main thread. Objects are not `Sendable`; pass their
+/// ``ObjectID``s between contexts.
+///
+/// ```swift
+/// let context = container.viewContext
+/// let movie = Movie(context: context)
+/// movie.title = "Heat"
+/// try context.save()
+///
+/// let dramas = try context.fetch(FetchRequest<Movie>(format: "genre CONTAINS[c] %@", "drama"))
+/// ```
+public final class ObjectContext: @unchecked Sendable {
+  /// Where a context does its work.
+  public enum ConcurrencyType: Sendable {
+    /// On the main thread (the view context).
+    case mainQueue
+    /// On a private serial queue of its own.
+    case privateQueue
+  }
+
+  public let concurrencyType: ConcurrencyType
+  /// A name recorded in persistent history and shown in debugging output.
+  public var name: String?
+  /// The author recorded in persistent history for this context's saves.
+  public var transactionAuthor: String?
+  /// Whether saves of the container's other contexts are merged into this one as they happen.
+  public var automaticallyMergesChangesFromParent = false
+
+  let coordinator: StoreCoordinator
+  private let queue: DispatchQueue
+  private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+  private struct WeakObject {
+    weak var object: ManagedObject?
+  }
+
+  private var registry: [ObjectID: WeakObject] = [:]
+  private var inserted: [ObjectID: ManagedObject] = [:]
+  private var insertionOrder: [ObjectID: Int] = [:]
+  private var insertionCounter = 0
+  private var updated: [ObjectID: ManagedObject] = [:]
+  private var deleted: [ObjectID: ManagedObject] = [:]
+  private var permanentIDs: [ObjectID: ObjectID] = [:]
+  private var pendingErrors: [StoreError] = []
+  private let saveBroadcaster = Broadcaster<ContextDidSave>()
+
+  init(coordinator: StoreCoordinator, concurrencyType: ConcurrencyType) {
+    self.coordinator = coordinator
+    self.concurrencyType = concurrencyType
+    switch concurrencyType {
+    case .mainQueue:
+      queue = DispatchQueue.main
+    case .privateQueue:
+      queue = DispatchQueue(label: "strata.context")
+      queue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
+    }
+  }
+
+  // MARK: Running work
+
+  private var isOnOwnQueue: Bool {
+    switch concurrencyType {
+    case .mainQueue: Thread.isMainThread
+    case .privateQueue: DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
+    }
+  }
+
+  /// Runs `body` on the context's queue and waits for it; runs it directly when already there.
+  public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
+    if isOnOwnQueue { return try body() }
+    return try queue.sync(execute: body)
+  }
+
+  /// Runs `body` on the context's queue without blocking the caller.
+  ///
+  /// ```swift
+  /// let count = try await background.perform { try background.count(for: FetchRequest<Movie>()) }
+  /// ```
+  public func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    if isOnOwnQueue { return try body() }
+    return try await withCheckedThrowingContinuation { continuation in
+      queue.async { continuation.resume(with: Result { try body() }) }
+    }
+  }
+
+  // MARK: Objects
+
+  /// Every object the context holds in memory.
+  public var registeredObjects: Set<ManagedObject> {
+    Set(registry.values.compactMap(\.object))
+  }
+  /// Objects inserted and not saved yet.
+  public var insertedObjects: Set<ManagedObject> { Set(inserted.values) }
+  /// Saved objects with unsaved changes.
+  public var updatedObjects: Set<ManagedObject> { Set(updated.values.filter(\.isUpdated)) }
+  /// Objects deleted and not saved yet.
+  public var deletedObjects: Set<ManagedObject> { Set(deleted.values) }
+  /// Whether anything was inserted, changed or deleted since the last save.
+  public var hasChanges: Bool {
+    !inserted.isEmpty || !deleted.isEmpty || updated.values.contains { $0.isUpdated }
+  }
+
+  /// The object with `id`: the one the context holds, or a fault that loads its values when first read.
+  ///
+  /// The object is not checked to exist; use ``existingObject(with:)`` for that.
+  public func object(with id: ObjectID) -> ManagedObject {
+    let id = permanentIDs[id] ?? id
+    if let object = registry[id]?.object { return object }
+    guard let info = coordinator.info(forEntity: id.entityName) else {
+      return ManagedObject(ObjectConstruction(kind: .prototype(nil)))
+    }
+    let object = info.objectClass.init(
+      ObjectConstruction(kind: .managed(info, self, id, snapshot: nil, isInserted: false)))
+    registry[id] = WeakObject(object: object)
+    return object
+  }
+
+  /// The object with `id`, loaded from the store.
+  /// - Throws: `.notFound` when no such object exists.
+  public func existingObject(with id: ObjectID) throws -> ManagedObject {
+    let id = permanentIDs[id] ?? id
+    if let object = registry[id]?.object, !object.isFaultStorage || object.isInsertedStorage {
+      if object.isDeletedStorage && object.snapshot == nil {
+        throw StoreError(.notFound, "\(id) no longer exists", entity: id.entityName)
+      }
+      return object
+    }
+    guard coordinator.info(forEntity: id.entityName) != nil else {
+      throw StoreError(.notFound, "the model has no entity '\(id.entityName)' (from \(id))", entity: id.entityName)
+    }
+    guard let snapshot = try requireStore().snapshots(for: [id], generation: nil).first else {
+      throw StoreError(.notFound, "\(id) does not exist in the store", entity: id.entityName)
+    }
+    return materialize(snapshot)
+  }
+
+  /// Inserts a new object of `type`, like `T(context:)`.
+  @discardableResult
+  public func insert<T: ManagedObject>(_ type: T.Type) -> T {
+    guard let object = makeInserted(entityInfo(for: type)) as? T else {
+      preconditionFailure("\(type) is registered for another entity")
+    }
+    return object
+  }
+
+  /// Inserts a new object of the entity called `entityName` (for entities without a class of their own).
+  /// - Throws: `.invalidQuery` for an unknown entity.
+  @discardableResult
+  public func insertObject(entityName: String) throws -> ManagedObject {
+    guard let info = coordinator.info(forEntity: entityName) else {
+      throw StoreError(.invalidQuery, "the model has no entity '\(entityName)'", entity: entityName)
+    }
+    return makeInserted(info)
+  }
+
+  private func makeInserted(_ info: EntityInfo) -> ManagedObject {
+    let object = info.objectClass.init(
+      ObjectConstruction(
+        kind: .managed(info, self, ObjectID.makeTemporary(entityName: info.entity.name), snapshot: nil, isInserted: true)))
+    registerInserted(object)
+    object.awakeFromInsert()
+    return object
+  }
+
+  /// Marks `object` deleted and applies its relationships' delete rules now: `nullify` removes it from
+  /// the related objects, `cascade` deletes them too. `deny` rules are checked by ``save()``.
+  public func delete(_ object: ManagedObject) {
+    guard object.managedObjectContext === self, !object.isDeletedStorage, let info = object.info else { return }
+    object.prepareForDeletion()
+    object.fireFault()
+    if object.isDeletedStorage { return }
+    object.isDeletedStorage = true
+    if object.isInsertedStorage {
+      inserted[object.objectID] = nil
+    } else {
+      deleted[object.objectID] = object
+      updated[object.objectID] = nil
+    }
+    for rel in info.entity.relationships {
+      switch rel.deleteRule {
+      case .nullify:
+        setRelationship(object, rel, targets: [], markingSource: false)
+      case .cascade:
+        let targets = currentTargets(of: object, rel)
+        setRelationship(object, rel, targets: [], markingSource: false)
+        for target in targets { delete(target) }
+      case .deny, .noAction:
+        continue
+      }
+    }
+    if object.isInsertedStorage {
+      registry[object.objectID] = nil
+      object.managedObjectContext = nil
+    }
+  }
+
+  // MARK: Undoing work
+
+  /// Discards every unsaved change: inserted objects leave the context, changed and deleted objects get
+  /// their last saved values back.
+  public func rollback() {
+    for object in inserted.values {
+      registry[object.objectID] = nil
+      object.managedObjectContext = nil
+      object.isDeletedStorage = true
+    }
+    let changed = Array(updated.values) + Array(deleted.values)
+    inserted = [:]
+    insertionOrder = [:]
+    updated = [:]
+    deleted = [:]
+    pendingErrors = []
+    for object in changed { restoreSavedState(of: object) }
+    for object in registeredObjects where object.toMany != object.committedToMany {
+      restoreSavedState(of: object)
+    }
+  }
+
+  /// Forgets every object: the context is as new. Objects handed out before stay detached.
+  public func reset() {
+    for object in registeredObjects { object.managedObjectContext = nil }
+    registry = [:]
+    inserted = [:]
+    insertionOrder = [:]
+    updated = [:]
+    deleted = [:]
+    permanentIDs = [:]
+    pendingErrors = []
+  }
+
+  /// Updates `object` from the store. With `mergeChanges` false the object becomes a fault and loses
+  /// unsaved changes; with true it takes the stored values but keeps the properties it changed.
+  public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+    guard object.managedObjectContext === self, !object.isInsertedStorage, let info = object.info else { return }
+    guard mergeChanges, object.isUpdated, !object.isFaultStorage else {
+      updated[object.objectID] = nil
+      if !object.isDeletedStorage { object.turnIntoFault() }
+      return
+    }
+    guard let snapshot = fetchSnapshot(for: object.objectID) else { return }
+    let keep = object.changedKeys
+    var merged = snapshot
+    for (i, attribute) in info.entity.attributes.enumerated() where keep.contains(attribute.name) {
+      merged.attributes[i] = object.values[i]
+    }
+    for (i, rel) in info.entity.toOneRelationships.enumerated() where keep.contains(rel.name) {
+      merged.toOne[i] = object.toOne[i]
+    }
+    object.load(merged)
+    object.snapshot = snapshot
+  }
+
+  /// Refreshes every registered object, keeping unsaved changes.
+  public func refreshAllObjects() {
+    for object in registeredObjects { refresh(object, mergeChanges: true) }
+  }
+
+  // MARK: Notifications
+
+  /// A stream of this context's saves, for merging into other contexts.
+  public func didSaveNotifications() -> AsyncStream<ContextDidSave> { saveBroadcaster.stream() }
+
+  /// Applies another context's save to this one: updated objects that have no unsaved changes here are
+  /// refreshed, deleted objects leave the context. Objects with unsaved changes keep them.
+  public func mergeChanges(fromContextDidSave save: ContextDidSave) {
+    for id in save.updatedObjectIDs {
+      if let object = registry[id]?.object { refresh(object, mergeChanges: true) }
+    }
+    for id in save.deletedObjectIDs {
+      guard let object = registry[id]?.object else { continue }
+      registry[id] = nil
+      updated[id] = nil
+      deleted[id] = nil
+      object.isDeletedStorage = true
+      object.managedObjectContext = nil
+    }
+  }
+
+  // MARK: Internals used by objects, fetching and saving
+
+  func requireStore() throws -> any PersistentStore {
+    try coordinator.requireStore()
+  }
+
+  func entityInfo(for type: ManagedObject.Type) -> EntityInfo {
+    guard let info = coordinator.info(forClass: type) else {
+      preconditionFailure(
+        "\(type) is not part of the container's model; pass it to PersistentContainer(name:types:)")
+    }
+    return info
+  }
+
+  func registerInserted(_ object: ManagedObject) {
+    registry[object.objectID] = WeakObject(object: object)
+    inserted[object.objectID] = object
+    insertionCounter += 1
+    insertionOrder[object.objectID] = insertionCounter
+  }
+
+  func registerUpdated(_ object: ManagedObject) {
+    guard !object.isInsertedStorage, !object.isDeletedStorage else { return }
+    updated[object.objectID] = object
+  }
+
+  func recordError(_ error: StoreError) {
+    pendingErrors.append(error)
+  }
+
+  func fetchSnapshot(for id: ObjectID) -> Snapshot? {
+    guard !id.isTemporary, let store = try? requireStore() else { return nil }
+    return (try? store.snapshots(for: [id], generation: nil))?.first
+  }
+
+  /// The registered object for `snapshot`, loaded with it if it was a fault, or a new object.
+  func materialize(_ snapshot: Snapshot) -> ManagedObject {
+    let id = snapshot.objectID
+    if let object = registry[id]?.object {
+      if object.isFaultStorage && !object.isInsertedStorage {
+        object.load(snapshot)
+        object.awakeFromFetch()
+      }
+      return object
+    }
+    guard let info = coordinator.info(forEntity: id.entityName) else {
+      return ManagedObject(ObjectConstruction(kind: .prototype(nil)))
+    }
+    let object = info.objectClass.init(
+      ObjectConstruction(kind: .managed(info, self, id, snapshot: snapshot, isInserted: false)))
+    registry[id] = WeakObject(object: object)
+    object.awakeFromFetch()
+    return object
+  }
+
+  func isPendingDeletion(_ id: ObjectID) -> Bool { deleted[id] != nil }
+
+  /// The pending changes; inserted objects in the order they were inserted.
+  func allChanges() -> (inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) {
+    let order = insertionOrder
+    let insertedInOrder = inserted.values.sorted { (order[$0.objectID] ?? 0) < (order[$1.objectID] ?? 0) }
+    return (insertedInOrder, Array(updated.values), Array(deleted.values))
+  }
+
+  func pendingErrorsToThrow() -> [StoreError] { pendingErrors }
+
+  /// Records a completed save: permanent IDs, new snapshots, cleared change sets.
+  func finishSave(_ result: SaveResult, inserted savedInserts: [ManagedObject], updated savedUpdates: [ManagedObject],
+    deleted savedDeletes: [ManagedObject])
+  {
+    for (temporary, permanent) in result.permanentIDs { permanentIDs[temporary] = permanent }
+    for object in savedInserts {
+      let old = object.objectID
+      guard let new = result.permanentIDs[old] else { continue }
+      registry[old] = nil
+      object.objectID = new
+      registry[new] = WeakObject(object: object)
+    }
+    let saved = savedInserts + savedUpdates
+    if !result.permanentIDs.isEmpty {
+      let map = result.permanentIDs
+      for object in saved {
+        for i in object.toOne.indices { if let id = object.toOne[i], let p = map[id] { object.toOne[i] = p } }
+        for i in object.toMany.indices {
+          if let set = object.toMany[i], set.contains(where: \.isTemporary) {
+            object.toMany[i] = Set(set.map { map[$0] ?? $0 })
+          }
+        }
+      }
+    }
+    for object in saved {
+      let id = object.objectID
+      if let stored = result.storedSnapshots[id] {
+        object.load(stored)
+      } else {
+        var attributes = object.values
+        if let info = object.info {
+          for (i, a) in info.entity.attributes.enumerated() where a.isTransient { attributes[i] = .null }
+        }
+        object.snapshot = Snapshot(
+          objectID: id, version: result.versions[id] ?? (object.snapshot?.version ?? 0) + 1, attributes: attributes,
+          toOne: object.toOne)
+      }
+      object.committedToMany = object.toMany
+      object.changedKeys = []
+      object.isInsertedStorage = false
+    }
+    for object in savedDeletes {
+      registry[object.objectID] = nil
+      object.managedObjectContext = nil
+    }
+    inserted = [:]
+    insertionOrder = [:]
+    updated = [:]
+    deleted = [:]
+    for object in saved { object.didSave() }
+    for object in savedDeletes { object.didSave() }
+    saveBroadcaster.yield(
+      ContextDidSave(
+        contextName: name, insertedObjectIDs: Set(savedInserts.map(\.objectID)),
+        updatedObjectIDs: Set(savedUpdates.map(\.objectID)), deletedObjectIDs: Set(savedDeletes.map(\.objectID)),
+        historyToken: result.historyToken))
+    coordinator.contextDidSave(
+      ContextDidSave(
+        contextName: name, insertedObjectIDs: Set(savedInserts.map(\.objectID)),
+        updatedObjectIDs: Set(savedUpdates.map(\.objectID)), deletedObjectIDs: Set(savedDeletes.map(\.objectID)),
+        historyToken: result.historyToken), from: self)
+  }
+
+  private func restoreSavedState(of object: ManagedObject) {
+    object.isDeletedStorage = false
+    object.changedKeys = []
+    if let snapshot = object.snapshot {
+      object.load(snapshot)
+      object.toMany = object.committedToMany
+    } else {
+      object.turnIntoFault()
+    }
+  }
+}
+
+/// What one context save changed, as object IDs (`Sendable`, for merging into other contexts).
+public struct ContextDidSave: Sendable, Hashable {
+  public var contextName: String?
+  public var insertedObjectIDs: Set<ObjectID>
+  public var updatedObjectIDs: Set<ObjectID>
+  public var deletedObjectIDs: Set<ObjectID>
+  /// The history token of the save, when the store tracks history.
+  public var historyToken: HistoryToken?
+
+  public init(
+    contextName: String? = nil, insertedObjectIDs: Set<ObjectID> = [], updatedObjectIDs: Set<ObjectID> = [],
+    deletedObjectIDs: Set<ObjectID> = [], historyToken: HistoryToken? = nil
+  ) {
+    self.contextName = contextName
+    self.insertedObjectIDs = insertedObjectIDs
+    self.updatedObjectIDs = updatedObjectIDs
+    self.deletedObjectIDs = deletedObjectIDs
+    self.historyToken = historyToken
+  }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import StrataCore
+
+/// Where and how a container's store is opened.
+///
+/// ```swift
+/// let sqlite = StoreDescription(type: "sqlite", url: directory.appending(path: "Movies.sqlite"))
+/// let memory = StoreDescription(type: "memory")
+/// ```
+public struct StoreDescription: Sendable, Hashable {
+  /// The registered store type (`sqlite`, `lmdb`, `memory`).
+  public var type: String
+  /// The store's file or directory; `nil` for stores without one.
+  public var url: URL?
+  public var options: StoreOptions
+
+  public init(type: String, url: URL? = nil, options: StoreOptions = StoreOptions()) {
+    self.type = type
+    self.url = url
+    self.options = options
+  }
+}
+
+/// Sets up the whole stack — model, store, contexts — in one object.
+///
+/// ```swift
+/// StoreRegistry.shared.register(SQLiteStoreFactory())     // in the app's composition root
+///
+/// let container = try PersistentContainer(name: "FaveFlicks", types: Movie.self)
+/// container.storeDescriptions = [StoreDescription(type: "sqlite", url: url)]
+/// try container.loadPersistentStores()
+/// let movies = try container.viewContext.fetch(FetchRequest<Movie>())
+/// ```
+public final class PersistentContainer: @unchecked Sendable {
+  public let name: String
+  /// The model every context of the container uses.
+  public let model: ObjectModel
+  /// The store to load. One description is supported; it defaults to an SQLite file named after the
+  /// container in ``defaultDirectoryURL()``.
+  public var storeDescriptions: [StoreDescription]
+  /// Where store types are looked up.
+  public let registry: StoreRegistry
+
+  let coordinator: StoreCoordinator
+  private var view: ObjectContext?
+
+  /// A container for a model written out as a value; `types` names the classes of its entities
+  /// (entities without a class are handled as plain ``ManagedObject``s).
+  public init(name: String, model: ObjectModel, types: [ManagedObject.Type] = [], registry: StoreRegistry = .shared) {
+    self.name = name
+    self.model = model
+    self.registry = registry
+    coordinator = StoreCoordinator(model: model, types: types)
+    storeDescriptions = [
+      StoreDescription(
+        type: "sqlite", url: PersistentContainer.defaultDirectoryURL().appending(path: "\(name).sqlite"))
+    ]
+  }
+
+  /// A container whose model is derived from `ManagedObject` subclasses.
+  /// - Throws: `.invalidModel` when the classes do not form a consistent model.
+  public convenience init(name: String, types: ManagedObject.Type..., registry: StoreRegistry = .shared) throws {
+    self.init(name: name, model: try ObjectModel(types: types), types: types, registry: registry)
+  }
+
+  /// The directory for stores of apps that do not choose one: `$XDG_DATA_HOME`, else `~/.local/share`.
+  public static func defaultDirectoryURL() -> URL {
+    if let xdg = ProcessInfo.processInfo.environment["XDG_DATA_HOME"], !xdg.isEmpty {
+      return URL(fileURLWithPath: xdg, isDirectory: true)
+    }
+    return FileManager.default.homeDirectoryForCurrentUser.appending(path: ".local/share", directoryHint: .isDirectory)
+  }
+
+  /// The loaded store, once ``loadPersistentStores()`` succeeded.
+  public var persistentStore: (any PersistentStore)? { coordinator.store }
+
+  /// Opens the store the description names, creating it when it does not exist.
+  ///
+  /// - Throws: `.unknownStoreType`, `.corrupted` (not a Strata store), `.schemaMismatch`, `.io`.
+  public func loadPersistentStores() throws {
+    guard let description = storeDescriptions.first else {
+      throw StoreError(.misuse, "the container \(name) has no store description")
+    }
+    guard storeDescriptions.count == 1 else {
+      throw StoreError(.unsupported, "a container loads one store; \(storeDescriptions.count) were described")
+    }
+    let factory = try registry.factory(for: description.type)
+    if factory.requiresLocation && description.url == nil {
+      throw StoreError(.misuse, "a \(description.type) store needs a URL")
+    }
+    coordinator.store?.close()
+    let store = try factory.openStore(at: description.url, model: model, options: description.options)
+    coordinator.setStore(store)
+  }
+
+  /// Opens the store without blocking the caller.
+  public func loadPersistentStores() async throws {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+      DispatchQueue.global().async {
+        continuation.resume(with: Result { try self.loadPersistentStores() })
+      }
+    }
+  }
+
+  /// The context for the main thread.
+  public var viewContext: ObjectContext {
+    if let view { return view }
+    let context = ObjectContext(coordinator: coordinator, concurrencyType: .mainQueue)
+    context.name = "view"
+    coordinator.register(context)
+    view = context
+    return context
+  }
+
+  /// A new context with a private queue, for work off the main thread.
+  public func newBackgroundContext() -> ObjectContext {
+    let context = ObjectContext(coordinator: coordinator, concurrencyType: .privateQueue)
+    coordinator.register(context)
+    return context
+  }
+
+  /// Runs `body` with a new background context on its queue.
+  ///
+  /// ```swift
+  /// try await container.performBackgroundTask { context in
+  ///   let movie = Movie(context: context)
+  ///   movie.title = "Heat"
+  ///   try context.save()
+  /// }
+  /// ```
+  public func performBackgroundTask<T: Sendable>(_ body: @escaping @Sendable (ObjectContext) throws -> T) async throws -> T {
+    let context = newBackgroundContext()
+    return try await context.perform { try body(context) }
+  }
+
+  /// Closes the store. Contexts of the container can no longer fetch or save.
+  public func close() {
+    coordinator.store?.close()
+    coordinator.setStore(nil)
+  }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import StrataCore
+
+/// A Swift type a `@Relationship` can hold: `T?` for a to-one relationship, `Set<T>` for a to-many one,
+/// where `T` is a ``ManagedObject`` subclass.
+public protocol RelationshipValue {
+  /// The class at the other end.
+  static var destinationType: ManagedObject.Type { get }
+  /// Whether the relationship is to-many.
+  static var isToMany: Bool { get }
+  /// Builds the property value from the related objects.
+  static func make(from objects: [ManagedObject]) -> Self
+  /// The related objects the value holds.
+  var relatedObjects: [ManagedObject] { get }
+}
+
+extension Optional: RelationshipValue where Wrapped: ManagedObject {
+  public static var destinationType: ManagedObject.Type { Wrapped.self }
+  public static var isToMany: Bool { false }
+  public static func make(from objects: [ManagedObject]) -> Wrapped? { objects.first as? Wrapped }
+  public var relatedObjects: [ManagedObject] { self.map { [$0] } ?? [] }
+}
+
+extension Set: RelationshipValue where Element: ManagedObject {
+  public static var destinationType: ManagedObject.Type { Element.self }
+  public static var isToMany: Bool { true }
+  public static func make(from objects: [ManagedObject]) -> Set<Element> {
+    Set(objects.compactMap { $0 as? Element })
+  }
+  public var relatedObjects: [ManagedObject] { Array(self) }
+}
+
+/// Declares a relationship of a ``ManagedObject`` subclass: `T?` for to-one, `Set<T>` for to-many.
+///
+/// Name the inverse so both sides stay in step: setting `movie.director` adds the movie to
+/// `director.movies`, and the reverse.
+///
+/// ```swift
+/// final class Director: ManagedObject {
+///   @Attribute var name: String
+///   @Relationship(inverse: "director", deleteRule: .cascade) var movies: Set<Movie>
+/// }
+/// final class Movie: ManagedObject {
+///   @Relationship(inverse: "movies") var director: Director?
+/// }
+/// ```
+@propertyWrapper
+public struct Relationship<Value: RelationshipValue> {
+  @usableFromInline let slot: Int32
+
+  /// - Parameters:
+  ///   - inverse: the relationship on the destination that points back.
+  ///   - deleteRule: what deleting this object does to the related ones.
+  ///   - isOptional: for to-one relationships, whether `nil` is allowed on save.
+  ///   - minCount: for to-many relationships, the fewest targets allowed on save.
+  ///   - maxCount: for to-many relationships, the most targets allowed on save (0 = no limit).
+  public init(
+    inverse: String? = nil, deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int = 0,
+    maxCount: Int = 0
+  ) {
+    slot = SlotState.nextSlot()
+    if let collector = SlotState.current.collector {
+      collector.declarations[slot] = .relationship(
+        destination: Value.destinationType, isToMany: Value.isToMany, inverse: inverse, deleteRule: deleteRule,
+        isOptional: isOptional, minCount: minCount, maxCount: maxCount)
+    }
+  }
+
+  @available(*, unavailable, message: "@Relationship is only available on ManagedObject subclasses")
+  public var wrappedValue: Value {
+    get { fatalError("unreachable") }
+    set { fatalError("unreachable") }
+  }
+
+  public static subscript<Object: ManagedObject>(
+    _enclosingInstance object: Object,
+    wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
+    storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
+  ) -> Value {
+    get {
+      Value.make(from: object.relatedObjects(slot: object[keyPath: storageKeyPath].slot))
+    }
+    set {
+      object.setRelatedObjects(newValue.relatedObjects, slot: object[keyPath: storageKeyPath].slot)
+    }
+  }
+}

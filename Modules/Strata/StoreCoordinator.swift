@@ -1,0 +1,86 @@
+import Foundation
+import StrataCore
+
+/// The link between a container's contexts and its store: the model, the class of each entity, and the
+/// loaded store. Shared by every context of a container.
+final class StoreCoordinator: @unchecked Sendable {
+  let model: ObjectModel
+  private let infosByEntity: [String: EntityInfo]
+  private let infosByClass: [ObjectIdentifier: EntityInfo]
+  private let loadedStore = Locked<(any PersistentStore)?>(nil)
+  private let contexts = Locked<[WeakContext]>([])
+
+  private struct WeakContext: @unchecked Sendable {
+    weak var context: ObjectContext?
+  }
+
+  init(model: ObjectModel, types: [ManagedObject.Type]) {
+    self.model = model
+    let classesByEntity = Dictionary(types.map { ($0.entityName, $0) }, uniquingKeysWith: { first, _ in first })
+    var byEntity: [String: EntityInfo] = [:]
+    var byClass: [ObjectIdentifier: EntityInfo] = [:]
+    for entity in model.entities {
+      let objectClass = classesByEntity[entity.name] ?? ManagedObject.self
+      let info = EntityInfo(entity: entity, objectClass: objectClass)
+      byEntity[entity.name] = info
+      if objectClass != ManagedObject.self { byClass[ObjectIdentifier(objectClass)] = info }
+    }
+    infosByEntity = byEntity
+    infosByClass = byClass
+  }
+
+  func info(forEntity name: String) -> EntityInfo? { infosByEntity[name] }
+  func info(forClass type: ManagedObject.Type) -> EntityInfo? { infosByClass[ObjectIdentifier(type)] }
+
+  var store: (any PersistentStore)? { loadedStore.withLock { $0 } }
+
+  func setStore(_ store: (any PersistentStore)?) {
+    loadedStore.withLock { $0 = store }
+  }
+
+  func requireStore() throws -> any PersistentStore {
+    guard let store else {
+      throw StoreError(.misuse, "no store is loaded: call loadPersistentStores() on the container first")
+    }
+    return store
+  }
+
+  func register(_ context: ObjectContext) {
+    contexts.withLock { list in
+      list.removeAll { $0.context == nil }
+      list.append(WeakContext(context: context))
+    }
+  }
+
+  /// Hands a save to every other context that merges changes automatically.
+  func contextDidSave(_ save: ContextDidSave, from source: ObjectContext) {
+    let targets = contexts.withLock { $0.compactMap(\.context) }.filter {
+      $0 !== source && $0.automaticallyMergesChangesFromParent
+    }
+    for context in targets {
+      Task { try? await context.perform { context.mergeChanges(fromContextDidSave: save) } }
+    }
+  }
+}
+
+/// Fans values out to any number of `AsyncStream`s.
+final class Broadcaster<Element: Sendable>: Sendable {
+  private let continuations = Locked<[UInt64: AsyncStream<Element>.Continuation]>([:])
+  private let counter = Locked<UInt64>(0)
+
+  func stream() -> AsyncStream<Element> {
+    let id = counter.withLock { n -> UInt64 in
+      n += 1
+      return n
+    }
+    let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(256))
+    continuation.onTermination = { [weak self] _ in _ = self?.continuations.withLock { $0.removeValue(forKey: id) } }
+    continuations.withLock { $0[id] = continuation }
+    return stream
+  }
+
+  func yield(_ element: Element) {
+    let targets = continuations.withLock { Array($0.values) }
+    for continuation in targets { continuation.yield(element) }
+  }
+}

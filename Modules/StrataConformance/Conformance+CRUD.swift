@@ -1,0 +1,112 @@
+import Foundation
+import Strata
+import StrataCore
+import Testing
+
+extension Conformance {
+  /// Insert, read back from a fresh context, update, delete; every attribute type round-trips exactly;
+  /// temporary IDs become permanent; one object per ID per context.
+  public static func crud(_ backend: ConformanceStore) async throws {
+    let url = try backend.makeLocation()
+    let container = try backend.container(at: url)
+    let context = container.viewContext
+    #expect(!context.hasChanges)
+
+    let film = Film(context: context)
+    let exactDate = Date(timeIntervalSinceReferenceDate: 123_456_789.123_456)
+    film.title = "Ünïcødé 🎬 タイトル"
+    film.year = -32768
+    film.rating = 9.75
+    film.score = 0.5
+    film.runtime = Int32.max
+    film.boxOffice = Int64.min
+    film.budget = Decimal(string: "12345678901234567890.123456789")
+    film.released = true
+    film.releaseDate = exactDate
+    film.poster = Data([0, 1, 2, 0, 255])
+    film.uuid = SampleData.uuid(42)
+    film.homepage = URL(string: "https://example.com/a%20b?q=1#frag")
+    film.genre = nil
+    film.scratch = "not stored"
+    #expect(film.isInserted)
+    #expect(film.objectID.isTemporary)
+    #expect(context.hasChanges)
+    #expect(context.insertedObjects.count == 1)
+    let temporaryID = film.objectID
+
+    try context.save()
+    #expect(!context.hasChanges)
+    #expect(!film.isInserted)
+    #expect(!film.objectID.isTemporary)
+    #expect(film.objectID.entityName == "Film")
+    #expect(context.object(with: temporaryID) === film)
+    #expect(context.object(with: film.objectID) === film)
+
+    let other = try backend.freshContext(container, url)
+    let fetched = try other.fetch(FetchRequest<Film>())
+    try #require(fetched.count == 1)
+    let copy = fetched[0]
+    #expect(copy !== film)
+    #expect(copy.objectID == film.objectID)
+    #expect(copy.title == "Ünïcødé 🎬 タイトル")
+    #expect(copy.year == -32768)
+    #expect(copy.rating == 9.75)
+    #expect(copy.score == 0.5)
+    #expect(copy.runtime == Int32.max)
+    #expect(copy.boxOffice == Int64.min)
+    #expect(copy.budget == Decimal(string: "12345678901234567890.123456789"))
+    #expect(copy.released == true)
+    #expect(copy.releaseDate == exactDate)
+    #expect(copy.poster == Data([0, 1, 2, 0, 255]))
+    #expect(copy.uuid == SampleData.uuid(42))
+    #expect(copy.homepage == URL(string: "https://example.com/a%20b?q=1#frag"))
+    #expect(copy.genre == nil)
+    #expect(copy.scratch == nil)
+    #expect(try other.fetch(FetchRequest<Film>()).first === copy)
+    #expect(try other.existingObject(with: film.objectID) === copy)
+
+    copy.title = "Renamed"
+    copy.genre = "Drama"
+    #expect(copy.isUpdated)
+    #expect(Set(copy.changedValues().keys) == ["title", "genre"])
+    try other.save()
+    context.refresh(film, mergeChanges: false)
+    #expect(film.isFault)
+    #expect(film.title == "Renamed")
+    #expect(film.genre == "Drama")
+
+    context.delete(film)
+    #expect(film.isDeleted)
+    #expect(try context.fetch(FetchRequest<Film>()).isEmpty)
+    try context.save()
+    let third = try backend.freshContext(container, url)
+    #expect(try third.count(for: FetchRequest<Film>()) == 0)
+    #expect(throws: StoreError.self) { try third.existingObject(with: copy.objectID) }
+
+    // Inserting then deleting before a save writes nothing.
+    let ghost = Film(context: context)
+    ghost.title = "Ghost"
+    ghost.uuid = SampleData.uuid(99)
+    context.delete(ghost)
+    #expect(!context.hasChanges)
+    try context.save()
+    #expect(try third.count(for: FetchRequest<Film>()) == 0)
+
+    // Rollback restores saved values and drops inserts.
+    try SampleData.insert(into: context)
+    let heat = try #require(try context.fetch(FetchRequest<Film>(format: "title == %@", "Heat")).first)
+    heat.title = "Changed"
+    let extra = Film(context: context)
+    extra.title = "Extra"
+    context.rollback()
+    #expect(heat.title == "Heat")
+    #expect(!context.hasChanges)
+    #expect(try context.count(for: FetchRequest<Film>()) == SampleData.films.count)
+
+    // reset() forgets every object; fetching again gives new instances.
+    context.reset()
+    let again = try #require(try context.fetch(FetchRequest<Film>(format: "title == %@", "Heat")).first)
+    #expect(again !== heat)
+    #expect(again.title == "Heat")
+  }
+}

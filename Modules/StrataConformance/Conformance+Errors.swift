@@ -1,0 +1,66 @@
+import Foundation
+import Strata
+import StrataCore
+import Testing
+
+extension Conformance {
+  /// Bad input gets a clear error naming what was wrong, and the store stays as it was: unknown keys,
+  /// transient attributes, type mismatches, unparsable predicates, validation failures.
+  public static func errors(_ backend: ConformanceStore) async throws {
+    let (container, url) = try backend.sampleContainer()
+    let context = container.viewContext
+
+    func expectQueryError(_ request: FetchRequest<Film>, key: String, _ comment: Comment) {
+      do {
+        _ = try context.fetch(request)
+        Issue.record("expected an error: \(comment)")
+      } catch let error as StoreError {
+        #expect(error.code == .invalidQuery, comment)
+        #expect(error.message.contains(key), "message names '\(key)': \(error.message)")
+      } catch {
+        Issue.record("expected a StoreError, got \(error)")
+      }
+    }
+    expectQueryError(try FetchRequest<Film>(format: "titel == 'Heat'"), key: "titel", "unknown key")
+    expectQueryError(try FetchRequest<Film>(format: "director.nmae == 'x'"), key: "nmae", "unknown key through a relationship")
+    expectQueryError(try FetchRequest<Film>(format: "scratch == 'x'"), key: "scratch", "transient attribute in a predicate")
+    expectQueryError(FetchRequest<Film>(sortDescriptors: [QuerySort("scratch")]), key: "scratch", "transient attribute in a sort")
+    expectQueryError(FetchRequest<Film>(sortDescriptors: [QuerySort("nope")]), key: "nope", "unknown sort key")
+    expectQueryError(try FetchRequest<Film>(format: "year == 'abc'"), key: "year", "string compared with an integer")
+    expectQueryError(try FetchRequest<Film>(format: "releaseDate > 5"), key: "releaseDate", "number compared with a date")
+    expectQueryError(FetchRequest<Film>(entityName: "Nope"), key: "Nope", "unknown entity")
+
+    do {
+      _ = try FetchRequest<Film>(format: "title == ")
+      Issue.record("an incomplete predicate must not parse")
+    } catch let error as StoreError {
+      #expect(error.code == .invalidQuery)
+      #expect(error.message.contains("position"))
+    }
+
+    // Validation: every failure of one save is reported together, the store is unchanged.
+    let heat = try #require(try context.fetch(FetchRequest<Film>(format: "title == 'Heat'")).first)
+    heat.rating = 11
+    let parasite = try #require(try context.fetch(FetchRequest<Film>(format: "title == 'Parasite'")).first)
+    parasite.rating = -1
+    do {
+      try context.save()
+      Issue.record("ratings outside 0...10 must not save")
+    } catch let error as StoreError {
+      #expect(error.code == .validation)
+      #expect(error.conflicts.count == 2)
+      #expect(error.key == "rating")
+      #expect(error.message.contains("rating"))
+    }
+    let fresh = try backend.freshContext(container, url)
+    #expect(try fresh.count(for: FetchRequest<Film>(format: "rating > 10 OR rating < 0")) == 0)
+    context.rollback()
+
+    #expect(throws: StoreError.self) { try heat.setValue(nil, forKey: "title") }
+    #expect(throws: StoreError.self) { try heat.setValue("text", forKey: "year") }
+    #expect(throws: StoreError.self) { try heat.setValue(1, forKey: "nope") }
+    try heat.setValue(Int16(1996), forKey: "year")
+    #expect(heat.year == 1996)
+    #expect(heat.value(forKey: "title") as? String == "Heat")
+  }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Strata
+import StrataCore
+import Testing
+
+extension Conformance {
+  /// Uniqueness constraints: a clash with a stored object or within one save fails the whole save with
+  /// one error listing every clash; the store is unchanged; nil values never clash.
+  public static func uniqueness(_ backend: ConformanceStore) async throws {
+    let (container, url) = try backend.sampleContainer()
+    let context = container.viewContext
+    let heatID = try #require(try context.fetchObjectIDs(FetchRequest<Film>(format: "title == 'Heat'")).first)
+    let amelieID = try #require(try context.fetchObjectIDs(FetchRequest<Film>(format: "title == 'Amélie'")).first)
+
+    let copy1 = Film(context: context)
+    copy1.title = "Heat (copy)"
+    copy1.uuid = SampleData.uuid(1)
+    let copy2 = Film(context: context)
+    copy2.title = "Amélie (copy)"
+    copy2.uuid = SampleData.uuid(3)
+    let fine = Film(context: context)
+    fine.title = "Fine"
+    fine.uuid = SampleData.uuid(700)
+    do {
+      try context.save()
+      Issue.record("a save with duplicate unique keys must fail")
+    } catch let error as StoreError {
+      #expect(error.code == .constraintConflict)
+      #expect(error.conflicts.count == 2)
+      #expect(Set(error.conflicts.compactMap(\.conflictingObjectID)) == [heatID, amelieID])
+      #expect(error.conflicts.allSatisfy { $0.entity == "Film" && $0.keys == ["uuid"] })
+      #expect(error.message.contains("uuid"))
+    }
+    #expect(context.hasChanges)
+    let fresh = try backend.freshContext(container, url)
+    #expect(try fresh.count(for: FetchRequest<Film>()) == SampleData.films.count)
+    #expect(try fresh.count(for: FetchRequest<Film>(format: "title == 'Fine'")) == 0)
+    context.rollback()
+
+    // Two new objects with the same key in one save.
+    let a = Studio(context: context)
+    a.name = "Pixar"
+    let b = Studio(context: context)
+    b.name = "Pixar"
+    #expect(throws: StoreError.self) { try context.save() }
+    #expect(try fresh.count(for: FetchRequest<Studio>()) == SampleData.studios.count)
+    context.rollback()
+
+    // nil never clashes; distinct values save.
+    for n in 0..<3 {
+      let actor = Actor(context: context)
+      actor.name = "Extra \(n)"
+      actor.imdbID = nil
+    }
+    try context.save()
+    #expect(try fresh.count(for: FetchRequest<Actor>(format: "imdbID == nil")) == 5)
+
+    // Changing a stored object's key to a taken value fails; to a free value succeeds.
+    let collateral = try #require(try context.fetch(FetchRequest<Film>(format: "title == 'Collateral'")).first)
+    collateral.uuid = SampleData.uuid(1)
+    #expect(throws: StoreError.self) { try context.save() }
+    collateral.uuid = SampleData.uuid(800)
+    try context.save()
+    #expect(try fresh.count(for: FetchRequest<Film>(format: "uuid == %@", SampleData.uuid(800))) == 1)
+  }
+}
