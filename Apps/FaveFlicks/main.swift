@@ -25,8 +25,8 @@ struct JSONMovie: Encodable {
   }
 }
 
-func openLibrary(_ options: StoreOptions) throws -> MovieLibrary {
-  StoreOptions.registerBackends()
+func openLibrary(_ options: StoreFlags) throws -> MovieLibrary {
+  StoreFlags.registerBackends()
   if options.isMemory { return try MovieLibrary.preview() }
   let description = try options.storeDescription(app: "fave-flicks", fileName: "FaveFlicks.sqlite")
   return MovieLibrary(container: try MovieLibrary.makeContainer(store: description))
@@ -36,7 +36,7 @@ extension FaveFlicksCommand {
   struct Add: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Add a movie.")
 
-    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var storeOptions: StoreFlags
     @Option(help: "The movie's title.") var title: String
     @Option(help: "The movie's genre, e.g. \"Action, Comedy\".") var genre: String
     @Option(help: ArgumentHelp("The release date.", valueName: "YYYY-MM-DD")) var releaseDate: String
@@ -53,7 +53,7 @@ extension FaveFlicksCommand {
   struct List: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List movies by title.")
 
-    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var storeOptions: StoreFlags
     @Option(help: "Only movies whose genre contains this text (case and accents ignored).") var genreContains: String?
     @Flag(help: "Print a JSON array of {title, genre, releaseDate}.") var json = false
 
@@ -76,7 +76,7 @@ extension FaveFlicksCommand {
   struct Delete: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Delete every movie with this exact title.")
 
-    @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var storeOptions: StoreFlags
     @Option(help: "The title of the movie to delete.") var title: String
 
     func run() throws {

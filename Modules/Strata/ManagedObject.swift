@@ -74,18 +74,17 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       objectID = id
       managedObjectContext = context
       isInsertedStorage = isInserted
-      if let snapshot {
-        load(snapshot)
-      } else if isInserted {
+      let toManyCount = info.entity.toManyRelationships.count
+      if isInserted {
         values = info.entity.attributes.map(\.initialValue)
         toOne = Array(repeating: nil, count: info.entity.toOneRelationships.count)
-        toMany = Array(repeating: [], count: info.entity.toManyRelationships.count)
-        committedToMany = toMany
+        toMany = Array(repeating: [], count: toManyCount)
         isFaultStorage = false
       } else {
-        toMany = Array(repeating: nil, count: info.entity.toManyRelationships.count)
-        committedToMany = toMany
+        toMany = Array(repeating: nil, count: toManyCount)
+        if let snapshot { load(snapshot) }
       }
+      committedToMany = toMany
     }
   }
 

@@ -6,7 +6,7 @@ import StrataMemory
 import StrataSQLite
 
 /// The flags every app CLI shares: which backend and where its store lives.
-public struct StoreOptions: ParsableArguments, Sendable {
+public struct StoreFlags: ParsableArguments, Sendable {
   @Option(name: .long, help: "The store backend: sqlite (default) or memory (starts from the preview data and keeps nothing).")
   public var store: String = "sqlite"
 

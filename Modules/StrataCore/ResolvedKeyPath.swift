@@ -1,0 +1,210 @@
+import Foundation
+
+/// A dotted key path resolved against the model: the relationships it walks and what it reads at the end.
+///
+/// Backends use it to evaluate a key path without looking names up again: the in-memory evaluator walks
+/// ``hops`` through snapshots, the SQL compiler turns to-one hops into `LEFT JOIN`s and a to-many hop into
+/// an `EXISTS` subquery (or a join-table join).
+///
+/// ```swift
+/// let path = try ResolvedKeyPath("director.movies.@count", entity: movie, model: model)
+/// path.hops.map(\.relationship.name)   // ["director"]
+/// path.terminal                        // .count(Director.movies)
+/// path.isCollection                    // false: one count per movie
+/// ```
+///
+/// Rules the evaluator follows and the SQL compiler must match:
+/// - A nil to-one target on the way yields nil (for ``Terminal/count(_:)`` as well: `director.movies.@count`
+///   is nil when `director` is nil).
+/// - After a to-many hop, each target yields one element: what the rest of the path reads from it,
+///   nil when a later to-one is nil. Two to-many hops flatten.
+public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
+  /// One relationship the key path walks before its terminal.
+  public struct Hop: Sendable, Hashable {
+    /// The entity the relationship belongs to.
+    public let source: EntityDescription
+    /// The relationship walked.
+    public let relationship: RelationshipDescription
+    /// The entity the relationship points at.
+    public let destination: EntityDescription
+    /// For a to-one relationship: its position in `source.toOneRelationships`, that is its index in
+    /// ``Snapshot/toOne``. `nil` for a to-many relationship.
+    public let toOneIndex: Int?
+
+    /// Whether the hop crosses a to-many relationship (and so makes the key path a collection).
+    public var isToMany: Bool { relationship.isToMany }
+  }
+
+  /// What the key path reads from the last entity it reaches (``ResolvedKeyPath/terminalEntity``).
+  public enum Terminal: Sendable, Hashable {
+    /// A stored attribute; `index` is its position in ``EntityDescription/attributes`` and ``Snapshot/attributes``.
+    case attribute(AttributeDescription, index: Int)
+    /// A to-one relationship: the target's object ID (nil when unset). `index` is its ``Snapshot/toOne`` position.
+    case toOne(RelationshipDescription, index: Int)
+    /// A to-many relationship: the targets' object IDs, a collection.
+    case toMany(RelationshipDescription)
+    /// `rel.@count`: the number of targets of the to-many relationship (0 when it has none).
+    case count(RelationshipDescription)
+    /// `SELF`: the object ID of the object reached.
+    case object
+  }
+
+  /// What one value read by the key path is.
+  public enum ValueKind: Sendable, Hashable {
+    /// A value of an attribute of this type.
+    case attribute(AttributeType)
+    /// An object ID of this entity (a relationship target, or `SELF`).
+    case objectID(entity: String)
+    /// An integer count.
+    case count
+
+    /// A short description for error messages ("string", "object ID of Director", …).
+    public var name: String {
+      switch self {
+      case .attribute(let type): type.rawValue
+      case .objectID(let entity): "object ID of \(entity)"
+      case .count: "count"
+      }
+    }
+  }
+
+  /// The key path as written (without a leading `SELF.`).
+  public let keyPath: String
+  /// The entity the key path starts from.
+  public let root: EntityDescription
+  /// The relationships walked before the terminal, in order.
+  public let hops: [Hop]
+  /// What the key path reads at the end.
+  public let terminal: Terminal
+
+  /// The entity whose property ``terminal`` reads.
+  public var terminalEntity: EntityDescription { hops.last?.destination ?? root }
+
+  /// Whether the key path yields a collection (it crosses a to-many relationship or ends on one).
+  /// A collection is compared element by element under `ANY`, `ALL` or `NONE`.
+  public var isCollection: Bool {
+    if case .toMany = terminal { return true }
+    return hops.contains(where: \.isToMany)
+  }
+
+  /// The kind of each value the key path yields.
+  public var valueKind: ValueKind {
+    switch terminal {
+    case .attribute(let a, _): .attribute(a.type)
+    case .toOne(let rel, _), .toMany(let rel): .objectID(entity: rel.destination)
+    case .count: .count
+    case .object: .objectID(entity: terminalEntity.name)
+    }
+  }
+
+  public var description: String { "\(root.name).\(keyPath)" }
+
+  /// The key path `SELF` of `entity`: the evaluated object's ID.
+  public static func evaluatedObject(of entity: EntityDescription) -> ResolvedKeyPath {
+    ResolvedKeyPath(keyPath: "SELF", root: entity, hops: [], terminal: .object)
+  }
+
+  private init(keyPath: String, root: EntityDescription, hops: [Hop], terminal: Terminal) {
+    self.keyPath = keyPath
+    self.root = root
+    self.hops = hops
+    self.terminal = terminal
+  }
+
+  /// The collection operators of NSPredicate that Strata does not evaluate yet.
+  static let unsupportedCollectionOperators: Set<String> = [
+    "@sum", "@avg", "@min", "@max", "@distinctUnionOfObjects", "@unionOfObjects", "@distinctUnionOfSets",
+    "@unionOfSets", "@distinctUnionOfArrays", "@unionOfArrays",
+  ]
+
+  /// Resolves `keyPath` (`title`, `director.name`, `movies.@count`, `SELF`) from `entity`.
+  ///
+  /// - Throws: ``StoreError`` `.invalidQuery` naming the entity and key for an unknown key, a transient
+  ///   attribute, a key path continuing past an attribute or a misplaced `@count`; `.unsupported` for the
+  ///   collection operators `@sum`, `@avg`, `@min`, `@max` and the union operators.
+  public init(_ keyPath: String, entity: EntityDescription, model: ObjectModel) throws {
+    var components = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+    guard !keyPath.isEmpty, !components.contains(where: \.isEmpty) else {
+      throw StoreError(.invalidQuery, "'\(keyPath)' is not a valid key path of \(entity.name)", entity: entity.name, key: keyPath)
+    }
+    if components.first?.uppercased() == "SELF" { components.removeFirst() }
+    let written = components.isEmpty ? "SELF" : components.joined(separator: ".")
+    let context = components.count > 1 ? " (in key path '\(written)' of \(entity.name))" : ""
+    if let op = components.first(where: Self.unsupportedCollectionOperators.contains) {
+      throw StoreError(
+        .unsupported, "the collection operator \(op) is not supported in fetches yet\(context)",
+        entity: entity.name, key: written)
+    }
+    var current = entity
+    var hops: [Hop] = []
+    var terminal = Terminal.object
+    for (position, name) in components.enumerated() {
+      let isLast = position == components.count - 1
+      if name.hasPrefix("@") {
+        guard name == "@count" else {
+          throw StoreError(.invalidQuery, "unknown collection operator \(name)\(context)", entity: entity.name, key: written)
+        }
+        guard isLast, let last = hops.last, last.isToMany else {
+          throw StoreError(
+            .invalidQuery, "@count must come last, right after a to-many relationship\(context)",
+            entity: entity.name, key: written)
+        }
+        hops.removeLast()
+        current = last.source
+        terminal = .count(last.relationship)
+        break
+      }
+      guard let property = current.property(named: name) else {
+        throw StoreError(
+          .invalidQuery, "\(current.name) has no attribute or relationship '\(name)'\(context)",
+          entity: current.name, key: name)
+      }
+      switch property {
+      case .attribute(let attribute, let index):
+        if attribute.isTransient {
+          throw StoreError(
+            .invalidQuery,
+            "\(current.name).\(name) is transient; transient attributes are not stored and cannot be used in a fetch",
+            entity: current.name, key: name)
+        }
+        guard isLast else {
+          let next = components[position + 1]
+          let message =
+            next == "@count"
+            ? "@count needs a to-many relationship, but \(current.name).\(name) is an attribute\(context)"
+            : "\(current.name).\(name) is an attribute, so a key path cannot continue past it\(context)"
+          throw StoreError(.invalidQuery, message, entity: current.name, key: name)
+        }
+        terminal = .attribute(attribute, index: index)
+      case .toOne(let rel, let index):
+        let destination = try Self.destination(of: rel, in: current, model: model)
+        if isLast {
+          terminal = .toOne(rel, index: index)
+        } else {
+          hops.append(Hop(source: current, relationship: rel, destination: destination, toOneIndex: index))
+          current = destination
+        }
+      case .toMany(let rel):
+        let destination = try Self.destination(of: rel, in: current, model: model)
+        if isLast {
+          terminal = .toMany(rel)
+        } else {
+          hops.append(Hop(source: current, relationship: rel, destination: destination, toOneIndex: nil))
+          current = destination
+        }
+      }
+    }
+    self.init(keyPath: written, root: entity, hops: hops, terminal: terminal)
+  }
+
+  private static func destination(
+    of rel: RelationshipDescription, in entity: EntityDescription, model: ObjectModel
+  ) throws -> EntityDescription {
+    guard let destination = model.entity(named: rel.destination) else {
+      throw StoreError(
+        .invalidQuery, "\(entity.name).\(rel.name) points at unknown entity '\(rel.destination)'",
+        entity: entity.name, key: rel.name)
+    }
+    return destination
+  }
+}

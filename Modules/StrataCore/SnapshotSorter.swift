@@ -1,0 +1,70 @@
+import Foundation
+
+/// Orders snapshots by sort descriptors the way every backend must (docs/QUERY-SEMANTICS.md):
+/// nil first ascending and last descending, strings by the descriptor's ``StringComparator`` through
+/// ``StringSemantics/compare(_:_:_:)``, numbers by value, and objects equal under every descriptor in
+/// primary-key order (ascending, in both directions).
+///
+/// ```swift
+/// let sorter = try SnapshotSorter([QuerySort("title", comparator: .localizedStandard)], entity: movie, model: model)
+/// let ordered = try sorter.sorted(movies, source: source)
+/// ```
+public struct SnapshotSorter: Sendable {
+  /// The sort descriptors, in priority order.
+  public let sorts: [QuerySort]
+  private let keys: [ResolvedKeyPath]
+
+  /// Checks `sorts` with ``QueryValidator/check(_:entity:model:)-([QuerySort],_,_)`` and prepares them.
+  /// - Throws: ``StoreError`` `.invalidQuery` for an unknown, transient or to-many key.
+  public init(_ sorts: [QuerySort], entity: EntityDescription, model: ObjectModel) throws {
+    self.sorts = sorts
+    self.keys = try sorts.map { try QueryValidator.resolveSortKey($0, entity: entity, model: model) }
+  }
+
+  /// `snapshots` in sort order. Without descriptors, in primary-key order.
+  /// - Throws: what `source` throws while following to-one key paths.
+  public func sorted(_ snapshots: [Snapshot], source: some EvaluationSource) throws -> [Snapshot] {
+    var rows: [(snapshot: Snapshot, values: [Value])] = []
+    rows.reserveCapacity(snapshots.count)
+    for snapshot in snapshots {
+      rows.append((snapshot, try keys.map { try KeyPathReader.value(of: $0, from: snapshot, source) }))
+    }
+    rows.sort { a, b in
+      for (index, sort) in sorts.enumerated() {
+        var order = Self.compare(a.values[index], b.values[index], comparator: sort.comparator)
+        if !sort.ascending { order = -order }
+        if order != 0 { return order < 0 }
+      }
+      return Self.primaryKeyOrder(a.snapshot.objectID, b.snapshot.objectID) < 0
+    }
+    return rows.map(\.snapshot)
+  }
+
+  /// Three-way order of two values for an ascending sort: nil first, strings under `comparator`, numbers
+  /// by value, dates chronologically, UUIDs by their uppercase string, data bytewise, booleans as 0/1.
+  /// Values without an order between them (object IDs, different kinds) compare as equal.
+  ///
+  /// ```swift
+  /// SnapshotSorter.compare("File2", "file10", comparator: .localizedStandard)   // -1
+  /// SnapshotSorter.compare(nil, 3, comparator: .default)                         // -1
+  /// ```
+  public static func compare(_ a: Value, _ b: Value, comparator: StringComparator) -> Int {
+    switch (a, b) {
+    case (.null, .null): return 0
+    case (.null, _): return -1
+    case (_, .null): return 1
+    case (.string(let x), .string(let y)): return StringSemantics.compare(x, y, comparator).signum()
+    default: return ValueComparison.compare(a, b) ?? 0
+    }
+  }
+
+  /// Primary-key order of two object IDs: permanent keys ascending, then temporary ones by creation.
+  public static func primaryKeyOrder(_ a: ObjectID, _ b: ObjectID) -> Int {
+    switch (a.key, b.key) {
+    case (.permanent(let x), .permanent(let y)): return x < y ? -1 : (x > y ? 1 : 0)
+    case (.permanent, .temporary): return -1
+    case (.temporary, .permanent): return 1
+    case (.temporary(let x), .temporary(let y)): return x < y ? -1 : (x > y ? 1 : 0)
+    }
+  }
+}

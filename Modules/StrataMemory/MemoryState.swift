@@ -1,0 +1,130 @@
+import Foundation
+import StrataCore
+
+/// The links of one join-table relationship, indexed both ways: (owner source pk, owner target pk).
+struct LinkTable: Sendable, Hashable {
+  private(set) var forward: [Int64: Set<Int64>] = [:]
+  private(set) var reverse: [Int64: Set<Int64>] = [:]
+
+  var isEmpty: Bool { forward.isEmpty }
+
+  mutating func insert(source: Int64, target: Int64) {
+    forward[source, default: []].insert(target)
+    reverse[target, default: []].insert(source)
+  }
+
+  mutating func remove(source: Int64, target: Int64) {
+    forward[source]?.remove(target)
+    if forward[source]?.isEmpty == true { forward[source] = nil }
+    reverse[target]?.remove(source)
+    if reverse[target]?.isEmpty == true { reverse[target] = nil }
+  }
+
+  mutating func removeAll(source: Int64) {
+    for target in forward[source] ?? [] { remove(source: source, target: target) }
+  }
+
+  mutating func removeAll(target: Int64) {
+    for source in reverse[target] ?? [] { remove(source: source, target: target) }
+  }
+
+  func targets(of source: Int64) -> [Int64] { (forward[source] ?? []).sorted() }
+  func sources(of target: Int64) -> [Int64] { (reverse[target] ?? []).sorted() }
+
+  /// Every (source, target) pair.
+  var pairs: [(source: Int64, target: Int64)] {
+    forward.flatMap { source, targets in targets.map { (source, $0) } }
+  }
+}
+
+/// Everything a memory store holds at one moment. A value: copying it is cheap (copy-on-write), so a
+/// save builds the next state on a copy and a pinned query generation keeps an old one.
+struct MemoryState: Sendable {
+  /// Rows per entity name, by primary key.
+  var rows: [String: [Int64: Snapshot]] = [:]
+  /// The last primary key assigned per entity name.
+  var lastPrimaryKey: [String: Int64] = [:]
+  /// Join-table links, keyed by the owning side's `Entity.relationship` (see `ObjectModel.joinTableOwner`).
+  var links: [String: LinkTable] = [:]
+
+  /// The stored snapshot of `id` when it is a permanent ID of store `storeIdentifier`.
+  func snapshot(for id: ObjectID, storeIdentifier: String) -> Snapshot? {
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }
+    return rows[id.entityName]?[pk]
+  }
+
+  /// Every row of `entityName` in primary-key order.
+  func orderedRows(of entityName: String) -> [Snapshot] {
+    guard let table = rows[entityName] else { return [] }
+    return table.keys.sorted().compactMap { table[$0] }
+  }
+
+  static func linkKey(_ owner: (entity: String, relationship: String, isFlipped: Bool)) -> String {
+    "\(owner.entity).\(owner.relationship)"
+  }
+
+  /// The targets of `relationship` of the object `id`, in primary-key order.
+  func relatedObjectIDs(
+    of id: ObjectID, relationship: RelationshipDescription, model: ObjectModel, storeIdentifier: String
+  ) -> [ObjectID] {
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey,
+      rows[id.entityName]?[pk] != nil
+    else { return [] }
+    let destination = relationship.destination
+    func makeID(_ key: Int64) -> ObjectID {
+      ObjectID(entityName: destination, storeIdentifier: storeIdentifier, primaryKey: key)
+    }
+    if !relationship.isToMany {
+      guard let entity = model.entity(named: id.entityName), let index = entity.toOneIndex(named: relationship.name),
+        let snapshot = rows[id.entityName]?[pk], index < snapshot.toOne.count, let target = snapshot.toOne[index]
+      else { return [] }
+      return [target]
+    }
+    if model.usesJoinTable(relationship) {
+      let owner = model.joinTableOwner(of: id.entityName, relationship)
+      guard let table = links[Self.linkKey(owner)] else { return [] }
+      return (owner.isFlipped ? table.sources(of: pk) : table.targets(of: pk)).map(makeID)
+    }
+    guard let inverse = model.inverse(of: relationship),
+      let inverseIndex = model.entity(named: destination)?.toOneIndex(named: inverse.name)
+    else { return [] }
+    return orderedRows(of: destination).filter { row in
+      inverseIndex < row.toOne.count && row.toOne[inverseIndex] == id
+    }.map(\.objectID)
+  }
+}
+
+/// Reads a ``MemoryState`` for the shared evaluator, grouping foreign keys once per relationship so that
+/// `ANY movies.title == …` over every director costs one scan of the movies, not one per director.
+final class MemoryEvaluationSource: EvaluationSource {
+  private let state: MemoryState
+  private let model: ObjectModel
+  private let storeIdentifier: String
+  private var inverseGroups: [String: [ObjectID: [ObjectID]]] = [:]
+
+  init(state: MemoryState, model: ObjectModel, storeIdentifier: String) {
+    self.state = state
+    self.model = model
+    self.storeIdentifier = storeIdentifier
+  }
+
+  func snapshot(for id: ObjectID) throws -> Snapshot? {
+    state.snapshot(for: id, storeIdentifier: storeIdentifier)
+  }
+
+  func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+    guard relationship.isToMany, !model.usesJoinTable(relationship), let inverse = model.inverse(of: relationship),
+      let inverseIndex = model.entity(named: relationship.destination)?.toOneIndex(named: inverse.name)
+    else {
+      return state.relatedObjectIDs(of: id, relationship: relationship, model: model, storeIdentifier: storeIdentifier)
+    }
+    let key = "\(relationship.destination).\(inverse.name)"
+    if let groups = inverseGroups[key] { return groups[id] ?? [] }
+    var groups: [ObjectID: [ObjectID]] = [:]
+    for row in state.orderedRows(of: relationship.destination) where inverseIndex < row.toOne.count {
+      if let owner = row.toOne[inverseIndex] { groups[owner, default: []].append(row.objectID) }
+    }
+    inverseGroups[key] = groups
+    return groups[id] ?? []
+  }
+}

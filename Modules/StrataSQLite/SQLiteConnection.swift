@@ -1,0 +1,250 @@
+import CSQLite
+import Foundation
+
+/// A value as SQLite stores it: what the store binds to statements and reads from rows.
+enum SQLValue: Sendable, Hashable {
+  case null
+  case integer(Int64)
+  case real(Double)
+  case text(String)
+  case blob(Data)
+}
+
+/// A failed SQLite call: the (extended) result code, SQLite's message and the statement involved.
+struct SQLiteError: Error, Sendable, CustomStringConvertible {
+  var code: Int32
+  var extendedCode: Int32
+  var message: String
+  var sql: String?
+
+  /// The primary result code (`SQLITE_CONSTRAINT`, `SQLITE_BUSY`, …).
+  var primaryCode: Int32 { code & 0xff }
+
+  var description: String {
+    if let sql { return "\(message) (SQLite code \(extendedCode), in: \(sql))" }
+    return "\(message) (SQLite code \(extendedCode))"
+  }
+}
+
+/// One SQLite database connection: prepared-statement cache, binding, stepping and transactions.
+///
+/// A connection is not thread-safe (it is opened with `SQLITE_OPEN_NOMUTEX`). It is `@unchecked Sendable`
+/// only so that it can live inside a ``ConnectionSlot``'s mutex: the store touches a connection solely
+/// while holding that slot's lock, which is what makes the use single-threaded.
+final class SQLiteConnection: @unchecked Sendable {
+  private var handle: OpaquePointer?
+  let path: String
+  let isReadOnly: Bool
+  private var cache: [String: OpaquePointer] = [:]
+  private var inUse: Set<String> = []
+  private static let cacheLimit = 128
+
+  /// Opens `path` with the given `sqlite3_open_v2` flags and sets the per-connection pragmas.
+  init(path: String, flags: Int32) throws {
+    self.path = path
+    self.isReadOnly = flags & SQLITE_OPEN_READONLY != 0
+    var db: OpaquePointer?
+    let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+    guard rc == SQLITE_OK, let db else {
+      let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+      sqlite3_close_v2(db)
+      throw SQLiteError(code: rc & 0xff, extendedCode: rc, message: message, sql: nil)
+    }
+    handle = db
+    sqlite3_extended_result_codes(db, 1)
+    sqlite3_busy_timeout(db, 5000)
+    try SQLiteFunctions.register(on: db)
+  }
+
+  deinit { close() }
+
+  var isOpen: Bool { handle != nil }
+
+  /// Finalizes cached statements and closes the database.
+  func close() {
+    for statement in cache.values { sqlite3_finalize(statement) }
+    cache.removeAll()
+    if let handle { sqlite3_close_v2(handle) }
+    handle = nil
+  }
+
+  private func requireHandle() throws -> OpaquePointer {
+    guard let handle else {
+      throw SQLiteError(code: SQLITE_MISUSE, extendedCode: SQLITE_MISUSE, message: "the connection is closed", sql: nil)
+    }
+    return handle
+  }
+
+  func error(_ rc: Int32, sql: String?) -> SQLiteError {
+    let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+    let extended = handle.map { sqlite3_extended_errcode($0) } ?? rc
+    return SQLiteError(code: rc & 0xff, extendedCode: extended == 0 ? rc : extended, message: message, sql: sql)
+  }
+
+  /// Runs one or more SQL statements without parameters or results (DDL, pragmas, transactions).
+  func execute(_ sql: String) throws {
+    let db = try requireHandle()
+    var errorMessage: UnsafeMutablePointer<CChar>?
+    let rc = sqlite3_exec(db, sql, nil, nil, &errorMessage)
+    if rc != SQLITE_OK {
+      let message = errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
+      sqlite3_free(errorMessage)
+      throw SQLiteError(code: rc & 0xff, extendedCode: sqlite3_extended_errcode(db), message: message, sql: sql)
+    }
+  }
+
+  /// Runs `body` with the cached prepared statement for `sql`, bound to `bindings`; resets it afterwards.
+  func withStatement<R>(_ sql: String, _ bindings: [SQLValue] = [], _ body: (Statement) throws -> R) throws -> R {
+    let db = try requireHandle()
+    let pointer: OpaquePointer
+    let cached: Bool
+    if !inUse.contains(sql), let existing = cache[sql] {
+      pointer = existing
+      cached = true
+    } else {
+      var stmt: OpaquePointer?
+      let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+      guard rc == SQLITE_OK, let stmt else { throw error(rc, sql: sql) }
+      pointer = stmt
+      cached = !inUse.contains(sql)
+      if cached {
+        if cache.count >= Self.cacheLimit, let victim = cache.first(where: { !inUse.contains($0.key) }) {
+          sqlite3_finalize(victim.value)
+          cache.removeValue(forKey: victim.key)
+        }
+        cache[sql] = stmt
+      }
+    }
+    if cached { inUse.insert(sql) }
+    defer {
+      sqlite3_reset(pointer)
+      sqlite3_clear_bindings(pointer)
+      if cached { inUse.remove(sql) } else { sqlite3_finalize(pointer) }
+    }
+    let statement = Statement(pointer: pointer, connection: self, sql: sql)
+    try statement.bind(bindings)
+    return try body(statement)
+  }
+
+  /// Runs a statement that returns no rows; returns the number of rows it changed.
+  @discardableResult
+  func run(_ sql: String, _ bindings: [SQLValue] = []) throws -> Int {
+    try withStatement(sql, bindings) { statement in
+      while try statement.step() {}
+      return Int(sqlite3_changes(statement.database))
+    }
+  }
+
+  /// Runs a query and maps each row.
+  func query<R>(_ sql: String, _ bindings: [SQLValue] = [], _ row: (Statement) throws -> R) throws -> [R] {
+    try withStatement(sql, bindings) { statement in
+      var rows: [R] = []
+      while try statement.step() { rows.append(try row(statement)) }
+      return rows
+    }
+  }
+
+  /// The first column of the first row, or `nil` when there is no row.
+  func scalar(_ sql: String, _ bindings: [SQLValue] = []) throws -> SQLValue? {
+    try withStatement(sql, bindings) { statement in
+      try statement.step() ? statement.value(at: 0) : nil
+    }
+  }
+
+  /// Whether SQLite opened the main database read-only (for example because the file is not writable).
+  var isDatabaseReadOnly: Bool { handle.map { sqlite3_db_readonly($0, "main") == 1 } ?? true }
+
+  var lastInsertRowID: Int64 { handle.map { sqlite3_last_insert_rowid($0) } ?? 0 }
+
+  /// Whether the connection is inside an open transaction.
+  var isInTransaction: Bool { handle.map { sqlite3_get_autocommit($0) == 0 } ?? false }
+
+  /// Runs `body` inside a transaction (`BEGIN IMMEDIATE` for writers); commits on success and rolls
+  /// back on any error.
+  func transaction<R>(immediate: Bool = true, _ body: () throws -> R) throws -> R {
+    try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED")
+    do {
+      let result = try body()
+      try execute("COMMIT")
+      return result
+    } catch {
+      rollback()
+      throw error
+    }
+  }
+
+  /// Rolls back the open transaction, if any.
+  func rollback() {
+    if isInTransaction { try? execute("ROLLBACK") }
+  }
+}
+
+/// A prepared statement borrowed from a connection's cache for the duration of one call.
+struct Statement {
+  let pointer: OpaquePointer
+  unowned let connection: SQLiteConnection
+  let sql: String
+
+  var database: OpaquePointer? { sqlite3_db_handle(pointer) }
+
+  func bind(_ values: [SQLValue]) throws {
+    for (offset, value) in values.enumerated() {
+      let index = Int32(offset + 1)
+      let rc: Int32
+      switch value {
+      case .null: rc = sqlite3_bind_null(pointer, index)
+      case .integer(let i): rc = sqlite3_bind_int64(pointer, index, i)
+      case .real(let d): rc = sqlite3_bind_double(pointer, index, d)
+      case .text(let s):
+        rc = s.utf8CString.withUnsafeBufferPointer { buffer in
+          sqlite3_bind_text(pointer, index, buffer.baseAddress, Int32(buffer.count - 1), strata_sqlite_transient())
+        }
+      case .blob(let data):
+        if data.isEmpty {
+          rc = sqlite3_bind_zeroblob(pointer, index, 0)
+        } else {
+          rc = data.withUnsafeBytes { bytes in
+            sqlite3_bind_blob(pointer, index, bytes.baseAddress, Int32(bytes.count), strata_sqlite_transient())
+          }
+        }
+      }
+      if rc != SQLITE_OK { throw connection.error(rc, sql: sql) }
+    }
+  }
+
+  /// Advances to the next row: `true` when a row is available, `false` when the statement is done.
+  func step() throws -> Bool {
+    let rc = sqlite3_step(pointer)
+    switch rc {
+    case SQLITE_ROW: return true
+    case SQLITE_DONE: return false
+    default: throw connection.error(rc, sql: sql)
+    }
+  }
+
+  func isNull(_ column: Int32) -> Bool { sqlite3_column_type(pointer, column) == SQLITE_NULL }
+  func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(pointer, column) }
+  func double(_ column: Int32) -> Double { sqlite3_column_double(pointer, column) }
+
+  func text(_ column: Int32) -> String {
+    guard let bytes = sqlite3_column_text(pointer, column) else { return "" }
+    let count = Int(sqlite3_column_bytes(pointer, column))
+    return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+  }
+
+  func blob(_ column: Int32) -> Data {
+    guard let bytes = sqlite3_column_blob(pointer, column) else { return Data() }
+    return Data(bytes: bytes, count: Int(sqlite3_column_bytes(pointer, column)))
+  }
+
+  /// The column as a ``SQLValue`` of its stored type.
+  func value(at column: Int32) -> SQLValue {
+    switch sqlite3_column_type(pointer, column) {
+    case SQLITE_NULL: .null
+    case SQLITE_INTEGER: .integer(int64(column))
+    case SQLITE_FLOAT: .real(double(column))
+    case SQLITE_BLOB: .blob(blob(column))
+    default: .text(text(column))
+    }
+  }
+}

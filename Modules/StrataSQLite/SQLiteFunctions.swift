@@ -1,0 +1,130 @@
+import CSQLite
+import Foundation
+import StrataCore
+
+/// The SQL functions and collations every connection registers. They call ``StringSemantics`` so that
+/// SQL answers exactly what the in-memory evaluator answers; no string rule is written here.
+///
+/// - `strata_string(op, options, a, b)`: `1` or `0` for the string comparison `a op b` under
+///   `options` (`op` is the position of the operator in `ComparisonOperator.allCases`, `options` the
+///   raw value of `StringOptions`). nil rules: `==` is true when both sides are nil, `!=` is its
+///   negation, every other operator is false when either side is nil. Never returns NULL.
+/// - Collations `STRATA_CASE`, `STRATA_LOCALIZED`, `STRATA_STANDARD` for the sort comparators
+///   `caseInsensitive`, `localized` and `localizedStandard`.
+/// - Collation `STRATA_DECIMAL` for decimal columns (stored as exact text): compares the texts as
+///   `Decimal` values, as the evaluator compares decimals (exactly, not through `Double`).
+enum SQLiteFunctions {
+  static let stringFunction = "strata_string"
+  static let decimalCollation = "STRATA_DECIMAL"
+
+  /// The collation implementing a sort comparator, or `nil` for code-point order (SQLite's `BINARY`).
+  static func collation(for comparator: StringComparator) -> String? {
+    switch comparator {
+    case .default: nil
+    case .caseInsensitive: "STRATA_CASE"
+    case .localized: "STRATA_LOCALIZED"
+    case .localizedStandard: "STRATA_STANDARD"
+    }
+  }
+
+  /// The SQL code of an operator, as `strata_string` expects it.
+  static func operatorCode(_ op: ComparisonOperator) -> Int {
+    ComparisonOperator.allCases.firstIndex(of: op) ?? 0
+  }
+
+  static func register(on db: OpaquePointer) throws {
+    let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC
+    var rc = sqlite3_create_function_v2(db, stringFunction, 4, flags, nil, stringOperation, nil, nil, nil)
+    guard rc == SQLITE_OK else { throw registrationError(db, rc, stringFunction) }
+    let collations: [(String, @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32)] = [
+      ("STRATA_CASE", compareCaseInsensitive),
+      ("STRATA_LOCALIZED", compareLocalized),
+      ("STRATA_STANDARD", compareLocalizedStandard),
+      (decimalCollation, compareDecimals),
+    ]
+    for (name, function) in collations {
+      rc = sqlite3_create_collation_v2(db, name, SQLITE_UTF8, nil, function, nil)
+      guard rc == SQLITE_OK else { throw registrationError(db, rc, name) }
+    }
+  }
+
+  private static func registrationError(_ db: OpaquePointer, _ rc: Int32, _ name: String) -> SQLiteError {
+    SQLiteError(
+      code: rc & 0xff, extendedCode: rc, message: "cannot register \(name): \(String(cString: sqlite3_errmsg(db)))",
+      sql: nil)
+  }
+
+  static func string(_ value: OpaquePointer?) -> String? {
+    guard let value, sqlite3_value_type(value) != SQLITE_NULL else { return nil }
+    guard let bytes = sqlite3_value_text(value) else { return "" }
+    let count = Int(sqlite3_value_bytes(value))
+    return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+  }
+
+  static func string(_ bytes: UnsafeRawPointer?, _ count: Int32) -> String {
+    guard let bytes, count > 0 else { return "" }
+    return String(decoding: UnsafeRawBufferPointer(start: bytes, count: Int(count)), as: UTF8.self)
+  }
+}
+
+private let stringOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
+  context, count, arguments in
+  guard count == 4, let arguments else {
+    sqlite3_result_error(context, "strata_string expects 4 arguments", -1)
+    return
+  }
+  let code = Int(sqlite3_value_int64(arguments[0]))
+  let operators = ComparisonOperator.allCases
+  guard operators.indices.contains(code) else {
+    sqlite3_result_error(context, "strata_string: unknown operator code \(code)", -1)
+    return
+  }
+  let op = operators[code]
+  let options = StringOptions(rawValue: UInt8(truncatingIfNeeded: sqlite3_value_int64(arguments[1])))
+  let lhs = SQLiteFunctions.string(arguments[2])
+  let rhs = SQLiteFunctions.string(arguments[3])
+  guard let lhs, let rhs else {
+    let result: Bool
+    switch op {
+    case .equalTo: result = lhs == nil && rhs == nil
+    case .notEqualTo: result = !(lhs == nil && rhs == nil)
+    default: result = false
+    }
+    sqlite3_result_int(context, result ? 1 : 0)
+    return
+  }
+  do {
+    sqlite3_result_int(context, try StringSemantics.evaluate(op, lhs, rhs, options) ? 1 : 0)
+  } catch let error as StoreError {
+    sqlite3_result_error(context, error.message, -1)
+  } catch {
+    sqlite3_result_error(context, "\(error)", -1)
+  }
+}
+
+private let compareCaseInsensitive: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
+  _, countA, a, countB, b in
+  Int32(StringSemantics.compare(SQLiteFunctions.string(a, countA), SQLiteFunctions.string(b, countB), .caseInsensitive).signum())
+}
+
+private let compareLocalized: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
+  _, countA, a, countB, b in
+  Int32(StringSemantics.compare(SQLiteFunctions.string(a, countA), SQLiteFunctions.string(b, countB), .localized).signum())
+}
+
+private let compareLocalizedStandard: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
+  _, countA, a, countB, b in
+  Int32(
+    StringSemantics.compare(SQLiteFunctions.string(a, countA), SQLiteFunctions.string(b, countB), .localizedStandard)
+      .signum())
+}
+
+private let compareDecimals: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
+  _, countA, a, countB, b in
+  let x = SQLiteFunctions.string(a, countA)
+  let y = SQLiteFunctions.string(b, countB)
+  guard let dx = Decimal(string: x), let dy = Decimal(string: y), !dx.isNaN, !dy.isNaN else {
+    return Int32(StringSemantics.codePointCompare(x, y).signum())
+  }
+  return dx < dy ? -1 : (dx > dy ? 1 : 0)
+}

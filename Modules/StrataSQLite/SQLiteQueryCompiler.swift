@@ -1,0 +1,409 @@
+import Foundation
+import StrataCore
+
+/// A piece of SQL and the values bound to its `?` placeholders, in order.
+struct Fragment: Sendable, ExpressibleByStringLiteral {
+  var sql: String
+  var bindings: [SQLValue]
+
+  init(_ sql: String, _ bindings: [SQLValue] = []) {
+    self.sql = sql
+    self.bindings = bindings
+  }
+
+  init(stringLiteral sql: String) { self.init(sql) }
+
+  static func + (a: Fragment, b: Fragment) -> Fragment { Fragment(a.sql + b.sql, a.bindings + b.bindings) }
+
+  /// `parts` joined by `separator`, in parentheses; `empty` when there are none.
+  static func joined(_ parts: [Fragment], _ separator: String, empty: String) -> Fragment {
+    guard !parts.isEmpty else { return Fragment(empty) }
+    if parts.count == 1 { return parts[0] }
+    return Fragment(
+      "(" + parts.map(\.sql).joined(separator: " \(separator) ") + ")", parts.flatMap(\.bindings))
+  }
+}
+
+/// Compiles a checked ``FetchDescription`` (see ``QueryValidator``) into SQL for one entity's table.
+///
+/// Every comparison compiles to an expression that is `0` or `1`, never NULL, so `NOT` behaves like
+/// the evaluator's two-valued logic (docs/QUERY-SEMANTICS.md):
+/// - to-one key paths become `LEFT JOIN`s (`t1`, `t2`, … aliases), reused by every reference;
+/// - `ANY`/`ALL`/`NONE` over a to-many key path become `EXISTS` / `NOT EXISTS` subqueries over the
+///   destination rows (foreign-key style) or join-table rows;
+/// - `rel.@count` becomes a correlated `(SELECT COUNT(*) …)`;
+/// - string operators and `[c]`/`[d]` options call `strata_string`, which runs ``StringSemantics``;
+/// - constants are bound, never written into the SQL.
+struct SQLiteQueryCompiler {
+  /// The compiled parts of a `SELECT … FROM <entity> AS t0`.
+  struct Query {
+    var table: SQLiteSchema.Table
+    /// `LEFT JOIN` clauses for to-one key paths.
+    var joins: [String]
+    var condition: Fragment?
+    /// `ORDER BY` terms, ending with `t0."_pk" ASC`.
+    var orderBy: [String]
+
+    /// `FROM … JOIN … WHERE …` (with its bindings).
+    var fromClause: Fragment {
+      var fragment = Fragment("FROM \(quote(table.name)) AS t0")
+      if !joins.isEmpty { fragment.sql += " " + joins.joined(separator: " ") }
+      if let condition { fragment = fragment + Fragment(" WHERE ") + condition }
+      return fragment
+    }
+  }
+
+  private struct Scope {
+    var joins: [String] = []
+    var aliasByPath: [String: String] = [:]
+  }
+
+  private enum Kind: Equatable {
+    case string
+    case other
+  }
+
+  private struct Operand {
+    var fragment: Fragment
+    var nullable: Bool
+    var isNullConstant = false
+    var kind: Kind
+    /// The elements of an array constant (`IN {…}`, `BETWEEN {…}`).
+    var elements: [Operand]? = nil
+  }
+
+  let schema: SQLiteSchema
+  let storeIdentifier: String
+  let root: EntityDescription
+  /// The root query's joins first, then those of the subquery being compiled, if any.
+  private var scopes = [Scope()]
+  private var aliasCount = 0
+
+  private init(schema: SQLiteSchema, storeIdentifier: String, root: EntityDescription) {
+    self.schema = schema
+    self.storeIdentifier = storeIdentifier
+    self.root = root
+  }
+
+  /// Checks `request` with ``QueryValidator`` and compiles its predicate and sort descriptors.
+  ///
+  /// - Throws: what the validator throws (`.invalidQuery`, `.unsupported`).
+  static func compile(_ request: FetchDescription, schema: SQLiteSchema, storeIdentifier: String) throws -> Query {
+    let table = try schema.table(request.entityName)
+    let entity = table.entity
+    let predicate = try request.predicate.map { try QueryValidator.check($0, entity: entity, model: schema.model) }
+    try QueryValidator.check(request.sortDescriptors, entity: entity, model: schema.model)
+    var compiler = SQLiteQueryCompiler(schema: schema, storeIdentifier: storeIdentifier, root: entity)
+    let condition = try predicate.map { try compiler.compile($0) }
+    var orderBy: [String] = []
+    for sort in request.sortDescriptors {
+      orderBy.append(try compiler.orderTerm(sort))
+    }
+    orderBy.append("t0.\"_pk\" ASC")
+    return Query(table: table, joins: compiler.scopes[0].joins, condition: condition, orderBy: orderBy)
+  }
+
+  private mutating func newAlias() -> String {
+    aliasCount += 1
+    return "t\(aliasCount)"
+  }
+
+  // MARK: Sorting
+
+  private mutating func orderTerm(_ sort: QuerySort) throws -> String {
+    let path = try QueryValidator.resolveSortKey(sort, entity: root, model: schema.model)
+    let alias = joinToOne(path.hops[...], from: "t0", scope: 0, prefix: "")
+    guard case .attribute(let attribute, _) = path.terminal else {
+      throw StoreError(.invalidQuery, "cannot sort by '\(sort.keyPath)'", entity: root.name, key: sort.keyPath)
+    }
+    var expression = "\(alias).\(quote(attribute.name))"
+    if attribute.type == .decimal { expression += " COLLATE \(SQLiteFunctions.decimalCollation)" }
+    if attribute.type == .string, let collation = SQLiteFunctions.collation(for: sort.comparator) {
+      expression += " COLLATE \(collation)"
+    }
+    return expression + (sort.ascending ? " ASC" : " DESC")
+  }
+
+  // MARK: Predicates
+
+  private mutating func compile(_ predicate: QueryPredicate) throws -> Fragment {
+    switch predicate {
+    case .constant(let value): return Fragment(value ? "1" : "0")
+    case .and(let parts): return Fragment.joined(try parts.map { try compile($0) }, "AND", empty: "1")
+    case .or(let parts): return Fragment.joined(try parts.map { try compile($0) }, "OR", empty: "0")
+    case .not(let inner): return Fragment("(NOT ") + (try compile(inner)) + Fragment(")")
+    case .comparison(let comparison): return try compile(comparison)
+    }
+  }
+
+  private mutating func compile(_ comparison: Comparison) throws -> Fragment {
+    let leftPath: ResolvedKeyPath?
+    switch comparison.left {
+    case .keyPath(let keyPath): leftPath = try ResolvedKeyPath(keyPath, entity: root, model: schema.model)
+    case .evaluatedObject: leftPath = .evaluatedObject(of: root)
+    case .constant: leftPath = nil
+    default:
+      throw StoreError(.unsupported, "this expression is not supported in a fetch of \(root.name)", entity: root.name)
+    }
+    let right = try operand(comparison.right, against: leftPath?.valueKind)
+    let op = comparison.op
+    let options = comparison.options
+
+    guard let leftPath else {
+      let left = try operand(comparison.left, against: nil)
+      return try Self.compare(left, op, right, options, entity: root.name)
+    }
+    let entity = root.name
+    if leftPath.isCollection {
+      return try collection(leftPath, comparison.modifier) { element in
+        try Self.compare(element, op, right, options, entity: entity)
+      }
+    }
+    let alias = joinToOne(leftPath.hops[...], from: "t0", scope: 0, prefix: "")
+    let left = try terminal(leftPath.terminal, of: leftPath.terminalEntity, alias: alias, throughToOne: !leftPath.hops.isEmpty)
+    return try Self.compare(left, op, right, options, entity: entity)
+  }
+
+  /// An operand on the right side (or a constant on the left), encoded for comparison with `kind`.
+  private mutating func operand(_ expression: QueryExpression, against kind: ResolvedKeyPath.ValueKind?) throws
+    -> Operand
+  {
+    switch expression {
+    case .constant(let value):
+      return constant(value, against: kind)
+    case .keyPath(let keyPath):
+      let path = try ResolvedKeyPath(keyPath, entity: root, model: schema.model)
+      guard !path.isCollection else {
+        throw StoreError(
+          .unsupported, "a to-many key path ('\(keyPath)') on the right side of a comparison is not supported",
+          entity: root.name, key: keyPath)
+      }
+      let alias = joinToOne(path.hops[...], from: "t0", scope: 0, prefix: "")
+      return try terminal(path.terminal, of: path.terminalEntity, alias: alias, throughToOne: !path.hops.isEmpty)
+    case .evaluatedObject:
+      return Operand(fragment: "t0.\"_pk\"", nullable: false, kind: .other)
+    default:
+      throw StoreError(.unsupported, "this expression is not supported in a fetch of \(root.name)", entity: root.name)
+    }
+  }
+
+  private func constant(_ value: Value, against kind: ResolvedKeyPath.ValueKind?) -> Operand {
+    if case .array(let items) = value {
+      return Operand(
+        fragment: "NULL", nullable: false, kind: .other, elements: items.map { constant($0, against: kind) })
+    }
+    if value.isNull { return Operand(fragment: "NULL", nullable: true, isNullConstant: true, kind: .other) }
+    let isString: Bool
+    if let kind { isString = kind == .attribute(.string) } else { isString = value.stringValue != nil }
+    return Operand(fragment: Fragment("?", [encode(value, against: kind)]), nullable: false, kind: isString ? .string : .other)
+  }
+
+  private func encode(_ value: Value, against kind: ResolvedKeyPath.ValueKind?) -> SQLValue {
+    switch value {
+    case .objectID(let id):
+      guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return .integer(0) }
+      return .integer(pk)
+    case .decimal(let d):
+      // Compared with a decimal column, the text meets the column's STRATA_DECIMAL collation (exact);
+      // compared with anything numeric, SQLite's numeric affinity turns it into a number.
+      if case .attribute(.decimal) = kind { return .text("\(d)") }
+      return .real(NSDecimalNumber(decimal: d).doubleValue)
+    default:
+      return SQLiteSchema.encode(value)
+    }
+  }
+
+  // MARK: Key paths
+
+  /// Joins the to-one `hops` from `alias` (reusing joins already made for the same path) and returns the
+  /// alias of the entity reached.
+  private mutating func joinToOne(
+    _ hops: ArraySlice<ResolvedKeyPath.Hop>, from alias: String, scope: Int, prefix: String
+  ) -> String {
+    var current = alias
+    var key = prefix
+    for hop in hops {
+      key += "." + hop.relationship.name
+      if let existing = scopes[scope].aliasByPath[key] {
+        current = existing
+        continue
+      }
+      let next = newAlias()
+      scopes[scope].joins.append(
+        "LEFT JOIN \(quote(hop.destination.name)) AS \(next) ON \(next).\"_pk\" = \(current).\(quote(hop.relationship.name))")
+      scopes[scope].aliasByPath[key] = next
+      current = next
+    }
+    return current
+  }
+
+  /// The value a single-valued terminal reads from `alias`.
+  private mutating func terminal(
+    _ terminal: ResolvedKeyPath.Terminal, of entity: EntityDescription, alias: String, throughToOne: Bool
+  ) throws -> Operand {
+    switch terminal {
+    case .attribute(let attribute, _):
+      var sql = "\(alias).\(quote(attribute.name))"
+      if attribute.type == .decimal { sql = "(\(sql) COLLATE \(SQLiteFunctions.decimalCollation))" }
+      return Operand(
+        fragment: Fragment(sql), nullable: attribute.isOptional || throughToOne,
+        kind: attribute.type == .string ? .string : .other)
+    case .toOne(let rel, _):
+      return Operand(fragment: Fragment("\(alias).\(quote(rel.name))"), nullable: true, kind: .other)
+    case .object:
+      return Operand(fragment: Fragment("\(alias).\"_pk\""), nullable: throughToOne, kind: .other)
+    case .count(let rel):
+      let source = toManySource(rel, owner: entity.name, ownerAlias: alias)
+      var sql = "(SELECT COUNT(*) FROM \(source.from) WHERE \(source.correlation))"
+      if throughToOne { sql = "CASE WHEN \(alias).\"_pk\" IS NULL THEN NULL ELSE \(sql) END" }
+      return Operand(fragment: Fragment(sql), nullable: throughToOne, kind: .other)
+    case .toMany(let rel):
+      throw StoreError(
+        .invalidQuery, "\(entity.name).\(rel.name) is a to-many relationship and cannot be compared as a whole",
+        entity: entity.name, key: rel.name)
+    }
+  }
+
+  /// Where the targets of a to-many relationship of the row `ownerAlias` are: the text after `FROM`
+  /// (or after `JOIN`, with `correlation` as its `ON`), and the alias of the target rows.
+  private mutating func toManySource(_ rel: RelationshipDescription, owner: String, ownerAlias: String)
+    -> (from: String, correlation: String, alias: String, joinForm: String)
+  {
+    switch schema.toManyStorage(owner, rel) {
+    case .foreignKey(let destination, let column):
+      let alias = newAlias()
+      let correlation = "\(alias).\(quote(column)) = \(ownerAlias).\"_pk\""
+      let from = "\(quote(destination)) AS \(alias)"
+      return (from, correlation, alias, "JOIN \(from) ON \(correlation)")
+    case .joinTable(let table, let ownerColumn, let targetColumn, let destination):
+      let link = newAlias()
+      let alias = newAlias()
+      let targetJoin = "JOIN \(quote(destination)) AS \(alias) ON \(alias).\"_pk\" = \(link).\(quote(targetColumn))"
+      let correlation = "\(link).\(quote(ownerColumn)) = \(ownerAlias).\"_pk\""
+      return (
+        "\(quote(table)) AS \(link) \(targetJoin)", correlation, alias,
+        "JOIN \(quote(table)) AS \(link) ON \(correlation) \(targetJoin)"
+      )
+    }
+  }
+
+  /// `EXISTS` / `NOT EXISTS` over the elements of a collection key path, with `condition` applied to
+  /// each element.
+  private mutating func collection(
+    _ path: ResolvedKeyPath, _ modifier: ComparisonModifier, _ condition: (Operand) throws -> Fragment
+  ) throws -> Fragment {
+    let firstToMany = path.hops.firstIndex(where: \.isToMany)
+    let outerHops = path.hops[..<(firstToMany ?? path.hops.count)]
+    let outerAlias = joinToOne(outerHops, from: "t0", scope: 0, prefix: "")
+    scopes.append(Scope())
+    let scope = scopes.count - 1
+    defer { scopes.removeLast() }
+    let start: RelationshipDescription
+    let startOwner: EntityDescription
+    var remaining: ArraySlice<ResolvedKeyPath.Hop> = []
+    var terminalHandled = false
+    if let firstToMany {
+      start = path.hops[firstToMany].relationship
+      startOwner = path.hops[firstToMany].source
+      remaining = path.hops[(firstToMany + 1)...]
+    } else if case .toMany(let rel) = path.terminal {
+      start = rel
+      startOwner = path.terminalEntity
+      terminalHandled = true
+    } else {
+      throw StoreError(.invalidQuery, "'\(path.keyPath)' is not a collection", entity: root.name, key: path.keyPath)
+    }
+    let source = toManySource(start, owner: startOwner.name, ownerAlias: outerAlias)
+    var alias = source.alias
+    var entity = try schema.table(start.destination).entity
+    var throughToOne = false
+    for hop in remaining {
+      if hop.isToMany {
+        let nested = toManySource(hop.relationship, owner: entity.name, ownerAlias: alias)
+        scopes[scope].joins.append(nested.joinForm)
+        alias = nested.alias
+      } else {
+        alias = joinToOne([hop][...], from: alias, scope: scope, prefix: "\(scopes[scope].joins.count)")
+        throughToOne = true
+      }
+      entity = hop.destination
+    }
+    let element: Operand
+    if terminalHandled {
+      element = Operand(fragment: Fragment("\(alias).\"_pk\""), nullable: false, kind: .other)
+    } else if case .toMany(let rel) = path.terminal {
+      let nested = toManySource(rel, owner: entity.name, ownerAlias: alias)
+      scopes[scope].joins.append(nested.joinForm)
+      element = Operand(fragment: Fragment("\(nested.alias).\"_pk\""), nullable: false, kind: .other)
+    } else {
+      element = try terminal(path.terminal, of: entity, alias: alias, throughToOne: throughToOne)
+    }
+    let test = try condition(element)
+    let joins = scopes[scope].joins.isEmpty ? "" : " " + scopes[scope].joins.joined(separator: " ")
+    let head = "SELECT 1 FROM \(source.from)\(joins) WHERE \(source.correlation) AND "
+    switch modifier {
+    case .all: return Fragment("(NOT EXISTS (\(head)NOT ") + test + Fragment("))")
+    case .none: return Fragment("(NOT EXISTS (\(head)") + test + Fragment("))")
+    case .any, .direct: return Fragment("(EXISTS (\(head)") + test + Fragment("))")
+    }
+  }
+
+  // MARK: Comparisons
+
+  /// `left op right` as an expression that is always 0 or 1.
+  private static func compare(
+    _ left: Operand, _ op: ComparisonOperator, _ right: Operand, _ options: StringOptions, entity: String
+  ) throws -> Fragment {
+    let folds = left.kind == .string && !options.subtracting(.normalized).isEmpty
+    switch op {
+    case .equalTo:
+      return equal(left, right, options, folds: folds)
+    case .notEqualTo:
+      return Fragment("(NOT ") + equal(left, right, options, folds: folds) + Fragment(")")
+    case .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
+      return order(left, op, right, options, folds: folds)
+    case .between:
+      guard let bounds = right.elements, bounds.count == 2 else {
+        throw StoreError(.invalidQuery, "BETWEEN needs two bounds", entity: entity)
+      }
+      return Fragment.joined(
+        [order(left, .greaterThanOrEqualTo, bounds[0], options, folds: folds),
+         order(left, .lessThanOrEqualTo, bounds[1], options, folds: folds)], "AND", empty: "1")
+    case .in:
+      if let items = right.elements {
+        return Fragment.joined(items.map { equal(left, $0, options, folds: folds) }, "OR", empty: "0")
+      }
+      return stringOperation(left, op, right, options)
+    case .contains, .beginsWith, .endsWith, .like, .matches:
+      return stringOperation(left, op, right, options)
+    }
+  }
+
+  private static func equal(_ left: Operand, _ right: Operand, _ options: StringOptions, folds: Bool) -> Fragment {
+    if left.isNullConstant && right.isNullConstant { return "1" }
+    if right.isNullConstant { return Fragment("(") + left.fragment + Fragment(" IS NULL)") }
+    if left.isNullConstant { return Fragment("(") + right.fragment + Fragment(" IS NULL)") }
+    if folds { return stringOperation(left, .equalTo, right, options) }
+    return Fragment("(") + left.fragment + Fragment(" IS ") + right.fragment + Fragment(")")
+  }
+
+  private static func order(
+    _ left: Operand, _ op: ComparisonOperator, _ right: Operand, _ options: StringOptions, folds: Bool
+  ) -> Fragment {
+    if left.isNullConstant || right.isNullConstant { return "0" }
+    if folds { return stringOperation(left, op, right, options) }
+    var guards: [Fragment] = []
+    if left.nullable { guards.append(left.fragment + Fragment(" IS NOT NULL")) }
+    if right.nullable { guards.append(right.fragment + Fragment(" IS NOT NULL")) }
+    guards.append(Fragment("(") + left.fragment + Fragment(" \(op.rawValue) ") + right.fragment + Fragment(")"))
+    return Fragment.joined(guards, "AND", empty: "1")
+  }
+
+  private static func stringOperation(_ left: Operand, _ op: ComparisonOperator, _ right: Operand, _ options: StringOptions)
+    -> Fragment
+  {
+    if op != .equalTo && op != .notEqualTo && (left.isNullConstant || right.isNullConstant) { return "0" }
+    let head = "\(SQLiteFunctions.stringFunction)(\(SQLiteFunctions.operatorCode(op)), \(options.rawValue), "
+    return Fragment(head) + left.fragment + Fragment(", ") + right.fragment + Fragment(")")
+  }
+}

@@ -1,0 +1,165 @@
+import CSQLite
+import Foundation
+import StrataCore
+
+extension SQLiteStore {
+  /// Runs a fetch as one SQL query: the predicate and sort descriptors are checked by ``QueryValidator``
+  /// and compiled to SQL (see docs/QUERY-SEMANTICS.md); nothing is filtered in Swift.
+  ///
+  /// ```swift
+  /// var request = FetchDescription(entityName: "Movie")
+  /// request.predicate = .comparison(.init(.keyPath("director.name"), .beginsWith, .constant("Mi"), options: .caseInsensitive))
+  /// request.sortDescriptors = [QuerySort("title", comparator: .localizedStandard)]
+  /// let result = try store.fetch(request, generation: nil)
+  /// ```
+  ///
+  /// A `.count` fetch counts the objects a snapshot fetch with the same limit and offset would return.
+  ///
+  /// - Throws: `.invalidQuery` / `.unsupported` from the validator, `.unsupported` for dictionary
+  ///   results, `.misuse` when the store is closed.
+  public func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
+    if request.resultType == .dictionaries {
+      throw StoreError(
+        .unsupported, "the sqlite store does not return dictionary results yet", entity: request.entityName)
+    }
+    let query = try SQLiteQueryCompiler.compile(request, schema: schema, storeIdentifier: identifier)
+    let table = query.table
+    var paging = ""
+    var pagingBindings: [SQLValue] = []
+    if request.effectiveLimit != nil || request.fetchOffset > 0 {
+      paging = " LIMIT ? OFFSET ?"
+      pagingBindings = [.integer(Int64(request.effectiveLimit ?? -1)), .integer(Int64(max(request.fetchOffset, 0)))]
+    }
+    let from = query.fromClause
+    let order = " ORDER BY " + query.orderBy.joined(separator: ", ")
+    let identifier = self.identifier
+    return try read(generation: generation) { connection -> FetchResult in
+      switch request.resultType {
+      case .count:
+        let sql =
+          paging.isEmpty
+          ? "SELECT COUNT(*) \(from.sql)" : "SELECT COUNT(*) FROM (SELECT t0.\"_pk\" \(from.sql)\(paging))"
+        let count = try connection.scalar(sql, from.bindings + pagingBindings)
+        guard case .integer(let n) = count else { return .count(0) }
+        return .count(Int(n))
+      case .objectIDs:
+        let sql = "SELECT t0.\"_pk\" \(from.sql)\(order)\(paging)"
+        return .objectIDs(
+          try connection.query(sql, from.bindings + pagingBindings) {
+            ObjectID(entityName: table.name, storeIdentifier: identifier, primaryKey: $0.int64(0))
+          })
+      case .snapshots, .dictionaries:
+        let sql = "SELECT \(table.selectList(alias: "t0")) \(from.sql)\(order)\(paging)"
+        return .snapshots(
+          try connection.query(sql, from.bindings + pagingBindings) {
+            try $0.snapshot(table, storeIdentifier: identifier)
+          })
+      }
+    }
+  }
+
+  /// The snapshots of the objects that exist among `ids`, read with `WHERE _pk IN (…)` per entity.
+  /// Temporary IDs and IDs of other stores are skipped.
+  public func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
+    var keysByEntity: [String: [Int64]] = [:]
+    var order: [String] = []
+    for id in ids where id.storeIdentifier == identifier {
+      guard let pk = id.primaryKey else { continue }
+      if keysByEntity[id.entityName] == nil { order.append(id.entityName) }
+      keysByEntity[id.entityName, default: []].append(pk)
+    }
+    let work = try order.map { (try schema.table($0), keysByEntity[$0] ?? []) }
+    let identifier = self.identifier
+    return try read(generation: generation) { connection -> [Snapshot] in
+      var result: [Snapshot] = []
+      for (table, keys) in work {
+        var start = 0
+        while start < keys.count {
+          let chunk = Array(keys[start..<min(start + 500, keys.count)])
+          start += chunk.count
+          let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+          let sql =
+            "SELECT \(table.selectList(alias: "t0")) FROM \(quote(table.name)) AS t0 WHERE t0.\"_pk\" IN (\(placeholders))"
+          result += try connection.query(sql, chunk.map(SQLValue.integer)) {
+            try $0.snapshot(table, storeIdentifier: identifier)
+          }
+        }
+      }
+      return result
+    }
+  }
+
+  /// The targets of a relationship of one object, in primary-key order (for a to-one relationship, its
+  /// target if any).
+  ///
+  /// - Throws: `.invalidQuery` when the entity has no such relationship.
+  public func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws
+    -> [ObjectID]
+  {
+    let table = try schema.table(id.entityName)
+    guard let rel = table.entity.relationship(named: relationship) else {
+      throw StoreError(
+        .invalidQuery, "\(id.entityName) has no relationship '\(relationship)'", entity: id.entityName, key: relationship)
+    }
+    guard id.storeIdentifier == identifier, let pk = id.primaryKey else { return [] }
+    let sql: String
+    if !rel.isToMany {
+      sql = "SELECT \(quote(rel.name)) FROM \(quote(table.name)) WHERE \"_pk\" = ? AND \(quote(rel.name)) IS NOT NULL"
+    } else {
+      switch schema.toManyStorage(id.entityName, rel) {
+      case .foreignKey(let destination, let column):
+        sql = "SELECT \"_pk\" FROM \(quote(destination)) WHERE \(quote(column)) = ? ORDER BY \"_pk\""
+      case .joinTable(let joinTable, let ownerColumn, let targetColumn, let destination):
+        sql =
+          "SELECT j.\(quote(targetColumn)) FROM \(quote(joinTable)) AS j JOIN \(quote(destination)) AS d "
+          + "ON d.\"_pk\" = j.\(quote(targetColumn)) WHERE j.\(quote(ownerColumn)) = ? ORDER BY j.\(quote(targetColumn))"
+      }
+    }
+    let identifier = self.identifier
+    return try read(generation: generation) { connection -> [ObjectID] in
+      try connection.query(sql, [.integer(pk)]) {
+        ObjectID(entityName: rel.destination, storeIdentifier: identifier, primaryKey: $0.int64(0))
+      }
+    }
+  }
+
+  // MARK: Query generations
+
+  /// Pins the store's current state: reads given the returned generation run on a dedicated connection
+  /// holding an open WAL read transaction, so they see the store as it is now whatever commits later.
+  /// Release it with ``unpin(_:)``.
+  ///
+  /// ```swift
+  /// let generation = try store.pinGeneration()
+  /// defer { store.unpin(generation) }
+  /// let before = try store.fetch(request, generation: generation)   // unaffected by later saves
+  /// ```
+  public func pinGeneration() throws -> QueryGeneration {
+    try checkOpen()
+    let path = self.path
+    let flags = options.isReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+    let slot = ConnectionSlot(opener: { try SQLiteStore.openReader(path: path, flags: flags) })
+    try slot.withConnection(path: path) { connection in
+      try connection.execute("BEGIN DEFERRED")
+      _ = try connection.scalar("SELECT count(*) FROM \(quote(SQLiteSchema.metadataTable))")
+    }
+    let id = nextGeneration.add(1, ordering: .relaxed).newValue
+    pinned.withLock { $0[id] = slot }
+    return QueryGeneration(storeIdentifier: identifier, id: id)
+  }
+
+  /// Ends the read transaction of a pinned generation. Unknown generations are ignored.
+  public func unpin(_ generation: QueryGeneration) {
+    guard generation.storeIdentifier == identifier else { return }
+    let slot = pinned.withLock { $0.removeValue(forKey: generation.id) }
+    slot?.close()
+  }
+
+  func pinnedSlot(_ generation: QueryGeneration) throws -> ConnectionSlot {
+    guard generation.storeIdentifier == identifier, let slot = pinned.withLock({ $0[generation.id] }) else {
+      throw StoreError(
+        .misuse, "query generation \(generation.id) is not pinned on the store \(path) (it was unpinned or belongs to another store)")
+    }
+    return slot
+  }
+}

@@ -1,0 +1,403 @@
+import CSQLite
+import Foundation
+import StrataCore
+import Synchronization
+
+/// The embedded default backend: one SQLite file in WAL mode, one table per entity.
+///
+/// The file stays readable with the `sqlite3` shell: a table per entity named like the entity
+/// (`_pk`, `_version`, one column per stored attribute, one per to-one relationship), join tables
+/// `Owner_relationship` for many-to-many relationships, and `_strata_metadata` holding the model.
+///
+/// ```swift
+/// let store = try SQLiteStore(url: URL(fileURLWithPath: "/tmp/movies.sqlite"), model: model)
+/// let result = try store.save(ChangeSet(inserted: [change]))
+/// let movies = try store.fetch(FetchDescription(entityName: "Movie"), generation: nil)
+/// store.close()
+/// ```
+///
+/// A store is `Sendable`: saves go through one writer connection, fetches through a small pool of
+/// reader connections that WAL lets run while a save is in progress.
+public final class SQLiteStore: PersistentStore {
+  /// Always `"sqlite"`.
+  public let storeType = SQLiteStoreFactory.storeType
+  public let identifier: String
+  public let url: URL?
+  public let model: ObjectModel
+  public let options: StoreOptions
+  /// The database file's path.
+  let path: String
+  let schema: SQLiteSchema
+  let writer: ConnectionSlot?
+  let readers: [ConnectionSlot]
+  let pinned = Mutex<[UInt64: ConnectionSlot]>([:])
+  let nextGeneration = Atomic<UInt64>(0)
+  let nextReader = Atomic<Int>(0)
+  let closed = Atomic<Bool>(false)
+  let broadcaster = ChangeBroadcaster()
+
+  static let readerCount = 4
+
+  /// Opens the store at `url`, creating it (and its directory) when there is no file yet.
+  ///
+  /// ```swift
+  /// let store = try SQLiteStore(url: url, model: model)                 // create or open
+  /// let tool = try SQLiteStore(url: url, model: nil)                    // use the stored model
+  /// let viewer = try SQLiteStore(url: url, model: model, options: .init(isReadOnly: true))
+  /// ```
+  ///
+  /// - Parameter model: the app's model; an existing store must have been created with an equal one.
+  ///   `nil` opens an existing store with the model stored inside it.
+  /// - Throws: `.corrupted` when the file is not a Strata SQLite store (the file is left untouched),
+  ///   `.schemaMismatch` when the stored model differs, `.notFound` when `model` is `nil` (or the store
+  ///   is read-only) and there is no file, `.io` when the file or its directory cannot be read or created.
+  public init(url: URL, model: ObjectModel?, options: StoreOptions = StoreOptions()) throws {
+    guard url.isFileURL else {
+      throw StoreError(.unsupported, "the sqlite store needs a file URL, not \(url.absoluteString)")
+    }
+    let path = url.standardizedFileURL.path
+    let opened = try Self.openOrCreate(path: path, model: model, options: options)
+    self.url = url.standardizedFileURL
+    self.path = path
+    self.options = options
+    self.identifier = opened.identifier
+    self.model = opened.model
+    self.schema = opened.schema
+    self.writer = opened.writer.map { ConnectionSlot(connection: $0) }
+    let readerFlags = options.isReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+    self.readers = (0..<Self.readerCount).map { _ in
+      ConnectionSlot(opener: { try SQLiteStore.openReader(path: path, flags: readerFlags) })
+    }
+  }
+
+  deinit {
+    broadcaster.finish()
+  }
+
+  // MARK: Opening
+
+  private struct Opened {
+    var identifier: String
+    var model: ObjectModel
+    var schema: SQLiteSchema
+    var writer: SQLiteConnection?
+  }
+
+  private static func openOrCreate(path: String, model: ObjectModel?, options: StoreOptions) throws -> Opened {
+    let files = FileManager.default
+    var isDirectory: ObjCBool = false
+    let exists = files.fileExists(atPath: path, isDirectory: &isDirectory)
+    if exists && isDirectory.boolValue {
+      throw StoreError(.corrupted, "\(path) is not a Strata SQLite store (it is a directory)")
+    }
+    if !exists {
+      guard let model else {
+        throw StoreError(.notFound, "there is no store at \(path) (open it with a model to create one)")
+      }
+      guard !options.isReadOnly else {
+        throw StoreError(.notFound, "there is no store at \(path) to open read-only")
+      }
+      let directory = (path as NSString).deletingLastPathComponent
+      if !directory.isEmpty && !files.fileExists(atPath: directory) {
+        do {
+          try files.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+          throw StoreError(.io, "cannot create the directory \(directory) for the store \(path): \(error.localizedDescription)")
+        }
+      }
+      if let created = try create(path: path, model: model) { return created }
+    } else if let model, !options.isReadOnly, fileSize(path) == 0, let created = try create(path: path, model: model) {
+      return created
+    }
+    return try openExisting(path: path, model: model, options: options)
+  }
+
+  private static func fileSize(_ path: String) -> Int? {
+    (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
+  }
+
+  static func openReader(path: String, flags: Int32) throws -> SQLiteConnection {
+    do {
+      let connection = try SQLiteConnection(path: path, flags: flags)
+      if flags & SQLITE_OPEN_READONLY == 0 { try connection.execute("PRAGMA query_only = ON") }
+      return connection
+    } catch let error as SQLiteError {
+      throw error.storeError(path: path)
+    }
+  }
+
+  /// Creates a new store in an empty or missing file; `nil` when another process created it first.
+  private static func create(path: String, model: ObjectModel) throws -> Opened? {
+    let schema = try SQLiteSchema(model: model)
+    let connection: SQLiteConnection
+    do {
+      connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+    } catch let error as SQLiteError {
+      throw StoreError(.io, "cannot create the store \(path): \(error.message)")
+    }
+    let identifier = UUID().uuidString
+    do {
+      try configureWriter(connection)
+      let created = try connection.transaction { () -> Bool in
+        let existing = try connection.scalar("SELECT count(*) FROM sqlite_master")
+        guard existing == .integer(0) else { return false }
+        for statement in schema.createStatements() { try connection.execute(statement) }
+        let json = String(decoding: try model.jsonData(), as: UTF8.self)
+        let metadata: [(String, String)] = [
+          ("format", SQLiteSchema.format), ("store_id", identifier), ("model", json),
+          ("model_fingerprint", model.fingerprint), ("created_at", ISO8601DateFormatter().string(from: Date())),
+        ]
+        for (key, value) in metadata {
+          try connection.run(
+            "INSERT INTO \(quote(SQLiteSchema.metadataTable)) (\"key\", \"value\") VALUES (?, ?)", [.text(key), .text(value)])
+        }
+        return true
+      }
+      guard created else {
+        connection.close()
+        return nil
+      }
+    } catch let error as SQLiteError {
+      connection.close()
+      throw StoreError(.io, "cannot create the store \(path): \(error.message)")
+    }
+    return Opened(identifier: identifier, model: model, schema: schema, writer: connection)
+  }
+
+  private static func configureWriter(_ connection: SQLiteConnection) throws {
+    try connection.execute("PRAGMA journal_mode = WAL")
+    try connection.execute("PRAGMA synchronous = NORMAL")
+    try connection.execute("PRAGMA foreign_keys = OFF")
+  }
+
+  private static func openExisting(path: String, model: ObjectModel?, options: StoreOptions) throws -> Opened {
+    let flags = options.isReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+    let connection: SQLiteConnection
+    do {
+      connection = try SQLiteConnection(path: path, flags: flags)
+    } catch let error as SQLiteError {
+      throw StoreError(.io, "cannot open \(path): \(error.message)")
+    }
+    let metadata = try readMetadata(connection, path: path)
+    guard let identifier = metadata["store_id"], !identifier.isEmpty else {
+      throw StoreError(.corrupted, "\(path) is not a Strata SQLite store (its metadata has no store_id)")
+    }
+    guard let json = metadata["model"] else {
+      throw StoreError(.corrupted, "\(path) is a damaged Strata SQLite store (its metadata holds no model)")
+    }
+    let stored: ObjectModel
+    do {
+      stored = try ObjectModel.decode(jsonData: Data(json.utf8))
+    } catch let error as StoreError {
+      throw StoreError(.corrupted, "\(path): \(error.message)")
+    }
+    let storedFingerprint = metadata["model_fingerprint"] ?? stored.fingerprint
+    if let model, model.fingerprint != storedFingerprint {
+      throw mismatch(path: path, stored: stored, storedFingerprint: storedFingerprint, given: model)
+    }
+    if !options.isReadOnly {
+      guard !connection.isDatabaseReadOnly else {
+        throw StoreError(.io, "\(path) is not writable (open it with isReadOnly to read it)")
+      }
+      do {
+        try configureWriter(connection)
+      } catch let error as SQLiteError {
+        throw error.storeError(path: path)
+      }
+    }
+    return Opened(
+      identifier: identifier, model: model ?? stored, schema: try SQLiteSchema(model: model ?? stored),
+      writer: options.isReadOnly ? nil : connection)
+  }
+
+  /// Reads `_strata_metadata` without writing anything, so a foreign file stays as it was.
+  private static func readMetadata(_ connection: SQLiteConnection, path: String) throws -> [String: String] {
+    let notStrata = "\(path) is not a Strata SQLite store"
+    do {
+      let hasTable = try connection.scalar(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(SQLiteSchema.metadataTable)])
+      guard hasTable == .integer(1) else {
+        throw StoreError(.corrupted, "\(notStrata) (it has no \(SQLiteSchema.metadataTable) table)")
+      }
+      let rows = try connection.query("SELECT \"key\", \"value\" FROM \(quote(SQLiteSchema.metadataTable))") {
+        ($0.text(0), $0.text(1))
+      }
+      let metadata = Dictionary(rows, uniquingKeysWith: { first, _ in first })
+      guard metadata["format"] == SQLiteSchema.format else {
+        let found = metadata["format"].map { "format '\($0)'" } ?? "no format"
+        throw StoreError(.corrupted, "\(notStrata) (its metadata has \(found), expected '\(SQLiteSchema.format)')")
+      }
+      return metadata
+    } catch let error as SQLiteError {
+      switch error.primaryCode {
+      case SQLITE_NOTADB, SQLITE_CORRUPT:
+        throw StoreError(.corrupted, "\(notStrata) (it is not an SQLite database)")
+      default:
+        throw StoreError(.io, "cannot read \(path): \(error.message)")
+      }
+    }
+  }
+
+  private static func mismatch(path: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel)
+    -> StoreError
+  {
+    var differences: [String] = []
+    for entity in given.entities {
+      if let old = stored.entity(named: entity.name) {
+        if old != entity { differences.append("\(entity.name) (changed)") }
+      } else {
+        differences.append("\(entity.name) (only in the new model)")
+      }
+    }
+    for entity in stored.entities where given.entity(named: entity.name) == nil {
+      differences.append("\(entity.name) (only in the stored model)")
+    }
+    let detail = differences.isEmpty ? "fetch request templates differ" : "entities that differ: \(differences.joined(separator: ", "))"
+    return StoreError(
+      .schemaMismatch,
+      "the store \(path) was created with model \(storedFingerprint) but is opened with model \(given.fingerprint); "
+        + "\(detail) (migration is not supported yet)",
+      entity: differences.first.flatMap { $0.split(separator: " ").first.map(String.init) })
+  }
+
+  // MARK: Using connections
+
+  func checkOpen() throws {
+    if closed.load(ordering: .acquiring) {
+      throw StoreError(.misuse, "the store \(path) is closed")
+    }
+  }
+
+  /// Runs `body` on the writer connection, holding the write lock.
+  func write<R: Sendable>(_ body: (SQLiteConnection) throws -> R) throws -> R {
+    try checkOpen()
+    guard let writer else { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
+    return try writer.withConnection(path: path, body)
+  }
+
+  /// Runs `body` on a reader connection, or on the pinned connection of `generation`.
+  func read<R: Sendable>(generation: QueryGeneration?, _ body: (SQLiteConnection) throws -> R) throws -> R {
+    try checkOpen()
+    if let generation { return try pinnedSlot(generation).withConnection(path: path, body) }
+    let start = Int(nextReader.add(1, ordering: .relaxed).oldValue.magnitude % UInt(readers.count))
+    for offset in 0..<readers.count {
+      if let result = try readers[(start + offset) % readers.count].withConnectionIfAvailable(path: path, body) {
+        return result
+      }
+    }
+    return try readers[start].withConnection(path: path, body)
+  }
+
+  /// Releases the store's connections. Pending streams from ``changes()`` finish. Further calls throw `.misuse`.
+  public func close() {
+    guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    for slot in readers { slot.close() }
+    for slot in pinned.withLock({ pinned in
+      let all = Array(pinned.values)
+      pinned.removeAll()
+      return all
+    }) {
+      slot.close()
+    }
+    writer?.close()
+    broadcaster.finish()
+  }
+
+  /// A stream that yields a ``StoreChange`` after every save this store commits.
+  public func changes() -> AsyncStream<StoreChange> {
+    broadcaster.stream()
+  }
+}
+
+/// One connection behind a mutex, opened on first use.
+final class ConnectionSlot: Sendable {
+  private struct State {
+    var connection: SQLiteConnection?
+    var isClosed = false
+  }
+
+  private let state: Mutex<State>
+  private let opener: @Sendable () throws -> SQLiteConnection
+
+  init(connection: SQLiteConnection) {
+    state = Mutex(State(connection: connection))
+    opener = { throw StoreError(.misuse, "the connection was closed") }
+  }
+
+  init(opener: @escaping @Sendable () throws -> SQLiteConnection) {
+    state = Mutex(State())
+    self.opener = opener
+  }
+
+  func withConnection<R: Sendable>(path: String, _ body: (SQLiteConnection) throws -> R) throws -> R {
+    try state.withLock { state throws -> R in try Self.run(&state, opener, path, body) }
+  }
+
+  func withConnectionIfAvailable<R: Sendable>(path: String, _ body: (SQLiteConnection) throws -> R) throws -> R? {
+    try state.withLockIfAvailable { state throws -> R in try Self.run(&state, opener, path, body) }
+  }
+
+  private static func run<R: Sendable>(
+    _ state: inout State, _ opener: () throws -> SQLiteConnection, _ path: String, _ body: (SQLiteConnection) throws -> R
+  ) throws -> R {
+    guard !state.isClosed else { throw StoreError(.misuse, "the store \(path) is closed") }
+    let connection: SQLiteConnection
+    if let existing = state.connection {
+      connection = existing
+    } else {
+      connection = try opener()
+      state.connection = connection
+    }
+    do {
+      return try body(connection)
+    } catch let error as SQLiteError {
+      throw error.storeError(path: path)
+    }
+  }
+
+  func close() {
+    state.withLock { state in
+      state.isClosed = true
+      state.connection?.close()
+      state.connection = nil
+    }
+  }
+}
+
+/// Makes ``SQLiteStore``s; register it so containers and CLIs can pick the `sqlite` store type.
+///
+/// ```swift
+/// StoreRegistry.shared.register(SQLiteStoreFactory())
+/// let store = try StoreRegistry.shared.factory(for: "sqlite")
+///   .openStore(at: URL(fileURLWithPath: "movies.sqlite"), model: model, options: .init())
+/// ```
+public struct SQLiteStoreFactory: PersistentStoreFactory {
+  static let storeType = "sqlite"
+
+  /// `"sqlite"`.
+  public var storeType: String { Self.storeType }
+  /// Always `true`: a SQLite store lives in a file.
+  public var requiresLocation: Bool { true }
+
+  public init() {}
+
+  /// Opens (or creates) the store at `url`; see ``SQLiteStore/init(url:model:options:)``.
+  /// - Throws: `.misuse` when `url` is `nil`, and everything ``SQLiteStore/init(url:model:options:)`` throws.
+  public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
+    guard let url else { throw StoreError(.misuse, "the sqlite store needs a file location") }
+    return try SQLiteStore(url: url, model: model, options: options)
+  }
+
+  /// Deletes the store file and its `-wal`, `-shm` and `-journal` companions. A missing file is not an error.
+  /// - Throws: `.io` when a file exists but cannot be removed.
+  public func destroyStore(at url: URL) throws {
+    let path = url.standardizedFileURL.path
+    for file in [path, path + "-wal", path + "-shm", path + "-journal"] where FileManager.default.fileExists(atPath: file) {
+      do {
+        try FileManager.default.removeItem(atPath: file)
+      } catch {
+        throw StoreError(.io, "cannot delete \(file): \(error.localizedDescription)")
+      }
+    }
+  }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+
+struct CommandResult {
+  var status: Int32
+  var stdout: String
+  var stderr: String
+}
+
+enum Executables {
+  static func url(_ name: String) -> URL {
+    let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    var directory = here
+    for _ in 0..<4 {
+      let candidate = directory.appending(path: name)
+      if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+      directory = directory.deletingLastPathComponent()
+    }
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    return root.appending(path: ".build/debug/\(name)")
+  }
+
+  static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = url(name)
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return CommandResult(
+      status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+      stderr: String(decoding: errData, as: UTF8.self))
+  }
+}
+
+func temporaryStore() -> String {
+  FileManager.default.temporaryDirectory.appending(path: "fave-flicks-cli-\(UUID().uuidString)/FaveFlicks.sqlite").path
+}
+
+func faveFlicks(_ arguments: String..., environment: [String: String] = [:]) throws -> CommandResult {
+  try Executables.run("fave-flicks", arguments, environment: environment)
+}
+
+@Suite("fave-flicks CLI")
+struct FaveFlicksCLITests {
+  @Test func whatOneProcessAddsTheNextLists() throws {
+    let store = temporaryStore()
+    let add = try faveFlicks("add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", "--path", store)
+    #expect(add.status == 0, "\(add.stderr)")
+    let add2 = try faveFlicks("add", "--title", "Amélie", "--genre", "Comédie", "--release-date", "2001-04-25", "--path", store)
+    #expect(add2.status == 0)
+    let list = try faveFlicks("list", "--json", "--path", store)
+    #expect(list.status == 0)
+    let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: String]])
+    #expect(rows == [
+      ["title": "Amélie", "genre": "Comédie", "releaseDate": "2001-04-25"],
+      ["title": "Heat", "genre": "Crime", "releaseDate": "1995-12-15"],
+    ])
+    let filtered = try faveFlicks("list", "--genre-contains", "comedie", "--path", store)
+    #expect(filtered.stdout.contains("Amélie"))
+    #expect(!filtered.stdout.contains("Heat"))
+
+    let delete = try faveFlicks("delete", "--title", "Heat", "--path", store)
+    #expect(delete.status == 0)
+    let after = try faveFlicks("list", "--json", "--path", store)
+    #expect(!after.stdout.contains("Heat"))
+  }
+
+  @Test func memoryStoreStartsFromThePreview() throws {
+    let list = try faveFlicks("list", "--store", "memory", "--json")
+    #expect(list.status == 0)
+    let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: String]])
+    #expect(rows.map { $0["title"] ?? "" } == ["Kung Pow: Enter the Fist", "Sharknado", "The Room"])
+  }
+
+  @Test func defaultPathFollowsXDGDataHome() throws {
+    let home = FileManager.default.temporaryDirectory.appending(path: "xdg-\(UUID().uuidString)").path
+    let add = try faveFlicks("add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", environment: ["XDG_DATA_HOME": home])
+    #expect(add.status == 0, "\(add.stderr)")
+    #expect(FileManager.default.fileExists(atPath: home + "/fave-flicks/FaveFlicks.sqlite"))
+  }
+
+  @Test func badInputGetsOneLineErrorAndLeavesTheStoreAlone() throws {
+    let store = temporaryStore()
+    _ = try faveFlicks("add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", "--path", store)
+
+    let cases: [([String], String)] = [
+      (["list", "--store", "nope", "--path", store], "unknown store type 'nope'"),
+      (["add", "--title", "X", "--genre", "Y", "--release-date", "2023-02-30", "--path", store], "2023-02-30"),
+      (["add", "--title", " ", "--genre", "Y", "--release-date", "2023-02-03", "--path", store], "title"),
+      (["delete", "--title", "Missing", "--path", store], "Missing"),
+    ]
+    for (arguments, needle) in cases {
+      let result = try Executables.run("fave-flicks", arguments)
+      #expect(result.status != 0, "\(arguments)")
+      let lines = result.stderr.split(separator: "\n")
+      #expect(lines.count == 1, "one line: \(result.stderr)")
+      #expect(result.stderr.contains(needle), "\(result.stderr)")
+    }
+    let list = try faveFlicks("list", "--json", "--path", store)
+    #expect(list.stdout.contains("Heat"))
+    #expect(!list.stdout.contains("\"X\""))
+  }
+
+  @Test func aFileThatIsNotAStrataStoreIsRefusedAndUntouched() throws {
+    let directory = FileManager.default.temporaryDirectory.appending(path: "not-a-store-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let text = directory.appending(path: "notes.txt")
+    try Data("hello, not a database\n".utf8).write(to: text)
+    let result = try faveFlicks("list", "--path", text.path)
+    #expect(result.status != 0)
+    #expect(result.stderr.contains("not a Strata"), "\(result.stderr)")
+    #expect(try Data(contentsOf: text) == Data("hello, not a database\n".utf8))
+
+    let result2 = try faveFlicks("list", "--path", directory.path)
+    #expect(result2.status != 0)
+    #expect(result2.stderr.split(separator: "\n").count == 1, "\(result2.stderr)")
+  }
+
+  @Test func helpExplainsTheFlags() throws {
+    let help = try faveFlicks("add", "--help")
+    #expect(help.status == 0)
+    for flag in ["--store", "--path", "--title", "--genre", "--release-date"] {
+      #expect(help.stdout.contains(flag), "\(flag)")
+    }
+  }
+}

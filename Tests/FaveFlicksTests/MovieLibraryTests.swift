@@ -1,0 +1,77 @@
+import FaveFlicks
+import Foundation
+import Strata
+import StrataMemory
+import StrataSQLite
+import Testing
+
+enum Backend: String, CaseIterable, Sendable {
+  case memory, sqlite
+
+  func makeLibrary() throws -> MovieLibrary {
+    let registry = StoreRegistry()
+    registry.register(MemoryStoreFactory())
+    registry.register(SQLiteStoreFactory())
+    switch self {
+    case .memory:
+      return MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: "memory"), registry: registry))
+    case .sqlite:
+      let url = FileManager.default.temporaryDirectory.appending(path: "faveflicks-\(UUID().uuidString)/FaveFlicks.sqlite")
+      return MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: "sqlite", url: url), registry: registry))
+    }
+  }
+}
+
+@Suite("FaveFlicks")
+struct MovieLibraryTests {
+  @Test func previewHoldsTheDefaultMoviesSortedByTitle() throws {
+    let registry = StoreRegistry()
+    registry.register(MemoryStoreFactory())
+    let library = try MovieLibrary.preview(registry: registry)
+    let movies = try library.list()
+    #expect(movies.map(\.title) == ["Kung Pow: Enter the Fist", "Sharknado", "The Room"])
+    #expect(movies.map { ReleaseDate.format($0.releaseDate) } == ["2002-01-25", "2013-07-11", "2003-06-27"])
+  }
+
+  @Test(arguments: Backend.allCases)
+  func addListFilterDelete(_ backend: Backend) throws {
+    let library = try backend.makeLibrary()
+    try library.add(title: "Apollo 13", genre: "Drama", releaseDate: try ReleaseDate.parse("1995-06-30"))
+    try library.add(title: "apollo 2", genre: "Science Fiction", releaseDate: try ReleaseDate.parse("1999-01-01"))
+    try library.add(title: "Amélie", genre: "Comédie, Romance", releaseDate: try ReleaseDate.parse("2001-04-25"))
+    try library.add(title: "Zodiac", genre: "Crime, Drama", releaseDate: try ReleaseDate.parse("2007-03-02"))
+    #expect(try library.list().map(\.title) == ["Amélie", "apollo 2", "Apollo 13", "Zodiac"])
+    #expect(try library.list(genreContaining: "drama").map(\.title) == ["Apollo 13", "Zodiac"])
+    #expect(try library.list(genreContaining: "COMEDIE").map(\.title) == ["Amélie"])
+    #expect(try library.list(genreContaining: "western").isEmpty)
+
+    #expect(try library.delete(title: "Zodiac") == 1)
+    #expect(try library.list().map(\.title) == ["Amélie", "apollo 2", "Apollo 13"])
+    #expect(throws: StoreError.self) { try library.delete(title: "Zodiac") }
+    #expect(throws: StoreError.self) { try library.add(title: "  ", genre: "Drama", releaseDate: Date()) }
+    #expect(try library.list().count == 3)
+  }
+
+  @Test func sqliteStorePersistsAcrossContainers() throws {
+    let registry = StoreRegistry()
+    registry.register(SQLiteStoreFactory())
+    let url = FileManager.default.temporaryDirectory.appending(path: "faveflicks-\(UUID().uuidString)/FaveFlicks.sqlite")
+    let first = MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: "sqlite", url: url), registry: registry))
+    try first.add(title: "Heat", genre: "Crime", releaseDate: try ReleaseDate.parse("1995-12-15"))
+    first.container.close()
+    let second = MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: "sqlite", url: url), registry: registry))
+    let movies = try second.list()
+    #expect(movies == [MovieRecord(title: "Heat", genre: "Crime", releaseDate: try ReleaseDate.parse("1995-12-15"))])
+  }
+
+  @Test(arguments: ["2023-02-30", "2023-2-3", "23-02-03", "abc", "", "2023-13-01", "2023-01-01T00:00"])
+  func badReleaseDatesAreRejected(_ text: String) {
+    #expect(throws: StoreError.self) { try ReleaseDate.parse(text) }
+  }
+
+  @Test func releaseDatesRoundTrip() throws {
+    for text in ["1895-12-28", "2000-02-29", "2024-12-31"] {
+      #expect(ReleaseDate.format(try ReleaseDate.parse(text)) == text)
+    }
+  }
+}

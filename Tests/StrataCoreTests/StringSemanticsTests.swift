@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+
+@testable import StrataCore
+
+@Suite struct StringSemanticsTests {
+  @Test func codePointOrderWithoutOptions() {
+    #expect(StringSemantics.compare("B", "a", .default) < 0)
+    #expect(StringSemantics.compare("a", "a", .default) == 0)
+    #expect(StringSemantics.compare("ab", "a", .default) > 0)
+    // é (U+00E9) sorts after every ASCII letter by code point.
+    #expect(StringSemantics.compare("é", "z", .default) > 0)
+  }
+
+  @Test func caseFolding() throws {
+    #expect(try StringSemantics.evaluate(.equalTo, "straße", "STRASSE", .caseInsensitive))
+    #expect(try StringSemantics.evaluate(.equalTo, "HeAt", "heat", .caseInsensitive))
+    #expect(try !StringSemantics.evaluate(.equalTo, "HeAt", "heat", []))
+    #expect(try !StringSemantics.evaluate(.equalTo, "café", "CAFE", .caseInsensitive))
+  }
+
+  @Test func diacriticFolding() throws {
+    #expect(try StringSemantics.evaluate(.equalTo, "café", "cafe", .diacriticInsensitive))
+    #expect(try !StringSemantics.evaluate(.equalTo, "café", "CAFE", .diacriticInsensitive))
+    #expect(try StringSemantics.evaluate(.equalTo, "Crème Brûlée", "CREME BRULEE", [.caseInsensitive, .diacriticInsensitive]))
+    #expect(try StringSemantics.evaluate(.equalTo, "İ", "I", .diacriticInsensitive))
+  }
+
+  @Test func substringOperators() throws {
+    #expect(try StringSemantics.evaluate(.contains, "Heat", "ea", []))
+    #expect(try !StringSemantics.evaluate(.contains, "Heat", "", []))
+    #expect(try !StringSemantics.evaluate(.beginsWith, "Heat", "", []))
+    #expect(try !StringSemantics.evaluate(.endsWith, "Heat", "", []))
+    #expect(try StringSemantics.evaluate(.beginsWith, "Heat", "HE", .caseInsensitive))
+    #expect(try StringSemantics.evaluate(.endsWith, "Résumé", "sume", .diacriticInsensitive))
+    #expect(try StringSemantics.evaluate(.in, "ea", "Heat", []))
+  }
+
+  @Test func like() {
+    #expect(StringSemantics.like("Heat", "H*t", []))
+    #expect(StringSemantics.like("Heat", "H??t", []))
+    #expect(!StringSemantics.like("Heat", "H?t", []))
+    #expect(!StringSemantics.like("Heat", "eat", []))
+    #expect(StringSemantics.like("Heat", "*", []))
+    #expect(StringSemantics.like("", "*", []))
+    #expect(StringSemantics.like("HEAT", "h*", .caseInsensitive))
+    #expect(!StringSemantics.like("HEAT", "h*", []))
+    #expect(StringSemantics.like("a*b", "a\\*b", []))
+    #expect(!StringSemantics.like("axb", "a\\*b", []))
+  }
+
+  @Test func matchesWholeString() throws {
+    #expect(try StringSemantics.matches("Heat", "H.a.", []))
+    #expect(try !StringSemantics.matches("Heat 2", "H.a.", []))
+    #expect(try StringSemantics.matches("HEAT", "h.a.", .caseInsensitive))
+    #expect(throws: StoreError.self) { try StringSemantics.matches("x", "(", []) }
+  }
+
+  @Test func localizedStandardOrder() {
+    #expect(StringSemantics.compare("File2", "file10", .localizedStandard) < 0)
+    #expect(StringSemantics.compare("file10", "File2", .localizedStandard) > 0)
+    #expect(StringSemantics.compare("a", "B", .localizedStandard) < 0)
+    #expect(StringSemantics.compare("é", "f", .localizedStandard) < 0)
+    // Equal apart from case or leading zeros: still a total order, broken by code point.
+    #expect(StringSemantics.compare("a01", "a1", .localizedStandard) != 0)
+    #expect(StringSemantics.compare("a01", "a1", .localizedStandard) == -StringSemantics.compare("a1", "a01", .localizedStandard))
+    #expect(StringSemantics.compare("File", "file", .localizedStandard) < 0)
+    let names = ["file10", "File2", "file1", "File1b", "file 3"]
+    let sorted = names.sorted { StringSemantics.compare($0, $1, .localizedStandard) < 0 }
+    #expect(sorted == ["file 3", "file1", "File1b", "File2", "file10"])
+  }
+
+  @Test func caseInsensitiveAndLocalizedBreakTiesByCodePoint() {
+    #expect(StringSemantics.compare("apple", "Banana", .caseInsensitive) < 0)
+    #expect(StringSemantics.compare("Apple", "apple", .caseInsensitive) < 0)
+    #expect(StringSemantics.compare("apple", "Apple", .caseInsensitive) > 0)
+    #expect(StringSemantics.compare("éclair", "eclair", .localized) > 0)
+    #expect(StringSemantics.compare("éclair", "Ezra", .localized) < 0)
+  }
+}
