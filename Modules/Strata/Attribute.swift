@@ -75,6 +75,7 @@ public struct Attribute<Value: AttributeValue> {
     set { fatalError("unreachable") }
   }
 
+  @inlinable
   public static subscript<Object: ManagedObject>(
     _enclosingInstance object: Object,
     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,

@@ -131,10 +131,15 @@ final class EntityInfo: @unchecked Sendable {
   let slotTargets: [SlotTarget]
   let toManyIndex: [String: Int]
   let hasTransientAttributes: Bool
+  /// The attribute values of a newly inserted object.
+  let initialValues: [Value]
+  let emptyToOne: [ObjectID?]
 
   init(entity: EntityDescription, objectClass: ManagedObject.Type) {
     self.entity = entity
     hasTransientAttributes = entity.attributes.contains(where: \.isTransient)
+    initialValues = entity.attributes.map(\.initialValue)
+    emptyToOne = Array(repeating: nil, count: entity.toOneRelationships.count)
     self.objectClass = objectClass
     layout = objectClass == ManagedObject.self ? ClassLayout.of(ManagedObject.self) : ClassLayout.of(objectClass)
     let toManyIndex = Dictionary(

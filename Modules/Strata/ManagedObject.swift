@@ -76,8 +76,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       isInsertedStorage = isInserted
       let toManyCount = info.entity.toManyRelationships.count
       if isInserted {
-        values = info.entity.attributes.map(\.initialValue)
-        toOne = Array(repeating: nil, count: info.entity.toOneRelationships.count)
+        values = info.initialValues
+        toOne = info.emptyToOne
         toMany = Array(repeating: [], count: toManyCount)
         isFaultStorage = false
       } else {
@@ -289,6 +289,7 @@ extension ManagedObject {
     return info.slotTargets[index]
   }
 
+  @usableFromInline
   func attributeValue(slot: Int32) -> Value {
     if let recorder {
       recorder.record(prototypeLayout?.name(ofSlot: slot))
@@ -299,6 +300,7 @@ extension ManagedObject {
     return values[index]
   }
 
+  @usableFromInline
   func setAttributeValue(_ value: Value, slot: Int32) {
     guard case .attribute(let index) = target(ofSlot: slot) else { return }
     setAttribute(value, index: index)
@@ -314,6 +316,7 @@ extension ManagedObject {
     }
   }
 
+  @usableFromInline
   func relatedObjects(slot: Int32) -> [ManagedObject] {
     if let recorder {
       recorder.record(prototypeLayout?.name(ofSlot: slot))
@@ -342,6 +345,7 @@ extension ManagedObject {
     return ids.map { context.object(with: $0) }
   }
 
+  @usableFromInline
   func setRelatedObjects(_ objects: [ManagedObject], slot: Int32) {
     guard let info, let context = managedObjectContext else { return }
     switch target(ofSlot: slot) {

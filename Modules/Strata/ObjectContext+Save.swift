@@ -14,12 +14,15 @@ extension ObjectContext {
   ///   or ``rollback()``.
   public func save() throws {
     if let first = pendingErrorsToThrow().first { throw first }
+    let before = allChanges()
+    guard !before.inserted.isEmpty || !before.updated.isEmpty || !before.deleted.isEmpty else { return }
+    for object in before.inserted { object.willSave() }
+    for object in before.updated { object.willSave() }
+    for object in before.deleted { object.willSave() }
     let changes = allChanges()
-    guard !changes.inserted.isEmpty || !changes.updated.isEmpty || !changes.deleted.isEmpty else { return }
-    for object in changes.inserted + changes.updated + changes.deleted { object.willSave() }
-    let inserted = allChanges().inserted
-    let updated = allChanges().updated.filter { !$0.changedKeys.isEmpty }
-    let deleted = allChanges().deleted
+    let inserted = changes.inserted
+    let updated = changes.updated.filter { !$0.changedKeys.isEmpty }
+    let deleted = changes.deleted
     for object in updated { object.fireFault() }
 
     var failures: [ValidationFailure] = []

@@ -45,8 +45,8 @@ public final class ObjectContext: @unchecked Sendable {
 
   private var registry: [ObjectID: WeakObject] = [:]
   private var inserted: [ObjectID: ManagedObject] = [:]
-  private var insertionOrder: [ObjectID: Int] = [:]
-  private var insertionCounter = 0
+  /// Inserted objects in insertion order; may hold objects deleted again since (filtered on use).
+  private var insertionList: [ManagedObject] = []
   private var updated: [ObjectID: ManagedObject] = [:]
   private var deleted: [ObjectID: ManagedObject] = [:]
   private var permanentIDs: [ObjectID: ObjectID] = [:]
@@ -215,7 +215,7 @@ public final class ObjectContext: @unchecked Sendable {
     }
     let changed = Array(updated.values) + Array(deleted.values)
     inserted = [:]
-    insertionOrder = [:]
+    insertionList = []
     updated = [:]
     deleted = [:]
     pendingErrors = []
@@ -230,7 +230,7 @@ public final class ObjectContext: @unchecked Sendable {
     for object in registeredObjects { object.managedObjectContext = nil }
     registry = [:]
     inserted = [:]
-    insertionOrder = [:]
+    insertionList = []
     updated = [:]
     deleted = [:]
     permanentIDs = [:]
@@ -302,8 +302,7 @@ public final class ObjectContext: @unchecked Sendable {
   func registerInserted(_ object: ManagedObject) {
     registry[object.objectID] = WeakObject(object: object)
     inserted[object.objectID] = object
-    insertionCounter += 1
-    insertionOrder[object.objectID] = insertionCounter
+    insertionList.append(object)
   }
 
   func registerUpdated(_ object: ManagedObject) {
@@ -344,9 +343,10 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// The pending changes; inserted objects in the order they were inserted.
   func allChanges() -> (inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) {
-    let order = insertionOrder
-    let insertedInOrder = inserted.values.sorted { (order[$0.objectID] ?? 0) < (order[$1.objectID] ?? 0) }
-    return (insertedInOrder, Array(updated.values), Array(deleted.values))
+    if insertionList.count != inserted.count {
+      insertionList.removeAll { inserted[$0.objectID] !== $0 }
+    }
+    return (insertionList, Array(updated.values), Array(deleted.values))
   }
 
   func pendingErrorsToThrow() -> [StoreError] { pendingErrors }
@@ -397,7 +397,7 @@ public final class ObjectContext: @unchecked Sendable {
       object.managedObjectContext = nil
     }
     inserted = [:]
-    insertionOrder = [:]
+    insertionList = []
     updated = [:]
     deleted = [:]
     for object in saved { object.didSave() }

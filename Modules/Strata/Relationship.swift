@@ -72,6 +72,7 @@ public struct Relationship<Value: RelationshipValue> {
     set { fatalError("unreachable") }
   }
 
+  @inlinable
   public static subscript<Object: ManagedObject>(
     _enclosingInstance object: Object,
     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,

@@ -62,25 +62,3 @@ final class StoreCoordinator: @unchecked Sendable {
     }
   }
 }
-
-/// Fans values out to any number of `AsyncStream`s.
-final class Broadcaster<Element: Sendable>: Sendable {
-  private let continuations = Locked<[UInt64: AsyncStream<Element>.Continuation]>([:])
-  private let counter = Locked<UInt64>(0)
-
-  func stream() -> AsyncStream<Element> {
-    let id = counter.withLock { n -> UInt64 in
-      n += 1
-      return n
-    }
-    let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(256))
-    continuation.onTermination = { [weak self] _ in _ = self?.continuations.withLock { $0.removeValue(forKey: id) } }
-    continuations.withLock { $0[id] = continuation }
-    return stream
-  }
-
-  func yield(_ element: Element) {
-    let targets = continuations.withLock { Array($0.values) }
-    for continuation in targets { continuation.yield(element) }
-  }
-}

@@ -65,6 +65,28 @@ extension Conformance {
     #expect(try other.fetch(FetchRequest<Film>()).first === copy)
     #expect(try other.existingObject(with: film.objectID) === copy)
 
+    // Dates round-trip to the bit, whatever their fraction of a second.
+    var seed: UInt64 = 0x5EED
+    var dates: [ObjectID: Date] = [:]
+    for n in 0..<50 {
+      seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      let date = Date(timeIntervalSinceReferenceDate: Double(seed >> 11) / Double(1 << 53) * 2_000_000_000 - 1_000_000_000)
+      let dated = Film(context: context)
+      dated.title = "Dated \(n)"
+      dated.uuid = SampleData.uuid(1000 + n)
+      dated.releaseDate = date
+      try context.save()
+      dates[dated.objectID] = date
+    }
+    let datesContext = try backend.freshContext(container, url)
+    for (id, date) in dates {
+      let stored = try datesContext.existingObject(with: id) as? Film
+      #expect(stored?.releaseDate == date, "date \(date.timeIntervalSinceReferenceDate) round-trips")
+    }
+    #expect(try datesContext.count(for: FetchRequest<Film>(format: "releaseDate == %@", dates.values.first ?? Date())) == 1)
+    for id in dates.keys { context.delete(context.object(with: id)) }
+    try context.save()
+
     copy.title = "Renamed"
     copy.genre = "Drama"
     #expect(copy.isUpdated)

@@ -1,51 +1,58 @@
 import Foundation
 
-/// Fans store-change announcements out to every stream a store handed out with `changes()`.
+/// Fans values out to every `AsyncStream` handed out by ``stream()``.
 ///
-/// Backends keep one and call ``yield(_:)`` after each commit.
+/// Stores keep one for their change announcements; contexts keep one for their saves.
 ///
 /// ```swift
-/// let broadcaster = ChangeBroadcaster()
+/// let broadcaster = ChangeBroadcaster()          // Broadcaster<StoreChange>
 /// func changes() -> AsyncStream<StoreChange> { broadcaster.stream() }
 /// // after COMMIT:
 /// broadcaster.yield(StoreChange(storeIdentifier: identifier, inserted: ids))
 /// ```
-public final class ChangeBroadcaster: Sendable {
-  private let continuations = Locked<[UInt64: AsyncStream<StoreChange>.Continuation]>([:])
-  private let nextID = Locked<UInt64>(0)
+public final class Broadcaster<Element: Sendable>: Sendable {
+  private struct State {
+    var nextID: UInt64 = 0
+    var continuations: [UInt64: AsyncStream<Element>.Continuation] = [:]
+  }
+
+  private let state = Locked(State())
 
   public init() {}
 
-  /// A new stream that receives every change yielded from now on.
-  public func stream() -> AsyncStream<StoreChange> {
-    let id = nextID.withLock { n -> UInt64 in
-      n += 1
-      return n
+  /// A new stream that receives every value yielded from now on (the newest 1,024 are buffered).
+  public func stream() -> AsyncStream<Element> {
+    let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+    let id = state.withLock { state -> UInt64 in
+      state.nextID += 1
+      state.continuations[state.nextID] = continuation
+      return state.nextID
     }
-    let (stream, continuation) = AsyncStream<StoreChange>.makeStream(bufferingPolicy: .bufferingNewest(1024))
     continuation.onTermination = { [weak self] _ in
-      _ = self?.continuations.withLock { $0.removeValue(forKey: id) }
+      _ = self?.state.withLock { $0.continuations.removeValue(forKey: id) }
     }
-    continuations.withLock { $0[id] = continuation }
     return stream
   }
 
   /// Whether any stream is listening.
-  public var hasSubscribers: Bool { continuations.withLock { !$0.isEmpty } }
+  public var hasSubscribers: Bool { state.withLock { !$0.continuations.isEmpty } }
 
-  /// Delivers `change` to every open stream.
-  public func yield(_ change: StoreChange) {
-    let targets = continuations.withLock { Array($0.values) }
-    for continuation in targets { continuation.yield(change) }
+  /// Delivers `value` to every open stream.
+  public func yield(_ value: Element) {
+    let targets = state.withLock { Array($0.continuations.values) }
+    for continuation in targets { continuation.yield(value) }
   }
 
   /// Ends every stream (when the store closes).
   public func finish() {
-    let targets = continuations.withLock { c -> [AsyncStream<StoreChange>.Continuation] in
-      let all = Array(c.values)
-      c.removeAll()
+    let targets = state.withLock { state -> [AsyncStream<Element>.Continuation] in
+      let all = Array(state.continuations.values)
+      state.continuations.removeAll()
       return all
     }
     for continuation in targets { continuation.finish() }
   }
 }
+
+/// The broadcaster stores use for ``StoreChange`` announcements.
+public typealias ChangeBroadcaster = Broadcaster<StoreChange>

@@ -78,4 +78,17 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
   }
 
   public var description: String { uriRepresentation }
+
+  public static func == (a: ObjectID, b: ObjectID) -> Bool {
+    a.key == b.key && a.entityName == b.entityName && a.storeIdentifier == b.storeIdentifier
+  }
+
+  /// Hashes the key alone: it is what differs between IDs of one store, and hashing the store's UUID
+  /// string on every dictionary operation costs more than the rare collision across entities.
+  public func hash(into hasher: inout Hasher) {
+    switch key {
+    case .permanent(let pk): hasher.combine(pk)
+    case .temporary(let n): hasher.combine(~n)
+    }
+  }
 }

@@ -54,14 +54,3 @@ extension SQLiteError {
     }
   }
 }
-
-extension SQLiteStore {
-  /// Runs `body`, turning any ``SQLiteError`` into the matching ``StoreError``.
-  func mappingErrors<R>(entity: String? = nil, _ body: () throws -> R) throws -> R {
-    do {
-      return try body()
-    } catch let error as SQLiteError {
-      throw error.storeError(path: path, entity: entity)
-    }
-  }
-}

@@ -12,37 +12,52 @@ struct SQLiteSchema: Sendable {
   static let metadataTable = "_strata_metadata"
   static let format = "strata-sqlite-1"
 
-  /// One entity's table.
+  /// One entity's table and the statements the store runs on it, built once.
   struct Table: Sendable {
     let entity: EntityDescription
     /// The positions (in `entity.attributes`) of the attributes that have a column.
     let storedAttributes: [Int]
     /// The stored attribute and to-one column names, in `SELECT` order after `_pk` and `_version`.
     let dataColumns: [String]
+    /// Inserts the data columns.
+    let insertSQL: String
+    /// Inserts `_pk`, `_version`, then the data columns.
+    let insertWithKeySQL: String
+    /// Writes every data column, bumps `_version` and returns the new version (`WHERE "_pk" = ?`).
+    let updateSQL: String
+    /// `updateSQL` that only writes when `_version` still matches (`… AND "_version" = ?`).
+    let checkedUpdateSQL: String
+    let deleteSQL: String
+    /// The snapshot columns of one row, `WHERE "_pk" = ?`.
+    let selectByKeySQL: String
 
     var name: String { entity.name }
+
+    init(entity: EntityDescription) {
+      self.entity = entity
+      let stored = entity.attributes.indices.filter { entity.attributes[$0].isPersistent }
+      let columns = stored.map { entity.attributes[$0].name } + entity.toOneRelationships.map(\.name)
+      storedAttributes = stored
+      dataColumns = columns
+      let table = quote(entity.name)
+      func insert(_ names: [String]) -> String {
+        if names.isEmpty { return "INSERT INTO \(table) DEFAULT VALUES" }
+        let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
+        return "INSERT INTO \(table) (\(names.map(quote).joined(separator: ", "))) VALUES (\(placeholders))"
+      }
+      insertSQL = insert(columns)
+      insertWithKeySQL = insert(["_pk", "_version"] + columns)
+      let sets = (columns.map { "\(quote($0)) = ?" } + ["\"_version\" = \"_version\" + 1"]).joined(separator: ", ")
+      updateSQL = "UPDATE \(table) SET \(sets) WHERE \"_pk\" = ? RETURNING \"_version\""
+      checkedUpdateSQL = "UPDATE \(table) SET \(sets) WHERE \"_pk\" = ? AND \"_version\" = ? RETURNING \"_version\""
+      deleteSQL = "DELETE FROM \(table) WHERE \"_pk\" = ?"
+      let select = (["_pk", "_version"] + columns).map { "t0.\(quote($0))" }.joined(separator: ", ")
+      selectByKeySQL = "SELECT \(select) FROM \(table) AS t0 WHERE t0.\"_pk\" = ?"
+    }
 
     /// `"_pk", "_version", …` prefixed with `alias`.
     func selectList(alias: String) -> String {
       (["_pk", "_version"] + dataColumns).map { "\(alias).\(quote($0))" }.joined(separator: ", ")
-    }
-
-    var insertSQL: String {
-      let columns = dataColumns.map(quote).joined(separator: ", ")
-      let placeholders = Array(repeating: "?", count: dataColumns.count).joined(separator: ", ")
-      if dataColumns.isEmpty { return "INSERT INTO \(quote(name)) DEFAULT VALUES" }
-      return "INSERT INTO \(quote(name)) (\(columns)) VALUES (\(placeholders))"
-    }
-
-    /// Updates every data column and bumps `_version`; with `checked`, only when `_version` matches.
-    func updateSQL(checked: Bool) -> String {
-      let sets = (dataColumns.map { "\(quote($0)) = ?" } + ["\"_version\" = \"_version\" + 1"]).joined(separator: ", ")
-      let check = checked ? " AND \"_version\" = ?" : ""
-      return "UPDATE \(quote(name)) SET \(sets) WHERE \"_pk\" = ?\(check) RETURNING \"_version\""
-    }
-
-    func deleteSQL(checked: Bool) -> String {
-      "DELETE FROM \(quote(name)) WHERE \"_pk\" = ?" + (checked ? " AND \"_version\" = ?" : "")
     }
   }
 
@@ -70,9 +85,7 @@ struct SQLiteSchema: Sendable {
     var tables: [String: Table] = [:]
     var joinTables: [String: JoinTable] = [:]
     for entity in model.entities {
-      let stored = entity.attributes.indices.filter { entity.attributes[$0].isPersistent }
-      let columns = stored.map { entity.attributes[$0].name } + entity.toOneRelationships.map(\.name)
-      tables[entity.name] = Table(entity: entity, storedAttributes: stored, dataColumns: columns)
+      tables[entity.name] = Table(entity: entity)
       for rel in entity.toManyRelationships where model.usesJoinTable(rel) {
         let owner = model.joinTableOwner(of: entity.name, rel)
         let ownerEntity = model.entity(named: owner.entity)
@@ -201,8 +214,10 @@ struct SQLiteSchema: Sendable {
 // MARK: - Value encoding
 
 extension SQLiteSchema {
-  /// `value` as stored in a column of `type`: booleans 0/1, dates as seconds since 1970, UUIDs as
-  /// uppercase strings, decimals as their exact string form.
+  /// `value` as stored in a column of `type`: booleans 0/1, dates as seconds since 2001-01-01 UTC
+  /// (Core Data's reference date: `Date`'s own representation, so every date round-trips exactly; in the
+  /// shell, `datetime(col + 978307200, 'unixepoch')`), UUIDs as uppercase strings, decimals as their
+  /// exact string form.
   ///
   /// - Throws: `.validation` when the value cannot be converted to `type`.
   static func encode(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> SQLValue {
@@ -223,7 +238,7 @@ extension SQLiteSchema {
     case .decimal(let d): .text("\(d)")
     case .string(let s): .text(s)
     case .bool(let b): .integer(b ? 1 : 0)
-    case .date(let d): .real(d.timeIntervalSince1970)
+    case .date(let d): .real(d.timeIntervalSinceReferenceDate)
     case .data(let d): .blob(d)
     case .uuid(let u): .text(u.uuidString)
     case .url(let u): .text(u.absoluteString)
@@ -233,30 +248,49 @@ extension SQLiteSchema {
   }
 }
 
-extension Statement {
-  /// The column read back as an attribute value of `type`.
+extension SQLiteSchema {
+  /// A stored value read back as an attribute value of `type`.
   ///
   /// - Throws: `.corrupted` when the stored value cannot be a `type` (the file was edited by hand).
-  func attributeValue(_ column: Int32, _ type: AttributeType, entity: String, key: String) throws -> Value {
-    if isNull(column) { return .null }
-    switch type {
-    case .int16, .int32, .int64: return .int(int64(column))
-    case .bool: return .bool(int64(column) != 0)
-    case .double, .float: return .double(double(column))
-    case .string: return .string(text(column))
-    case .date: return .date(Date(timeIntervalSince1970: double(column)))
-    case .data: return .data(blob(column))
-    case .decimal:
-      if let decimal = Decimal(string: text(column)) { return .decimal(decimal) }
-    case .uuid:
-      if let uuid = UUID(uuidString: text(column)) { return .uuid(uuid) }
-    case .url:
-      if let url = URL(string: text(column)) { return .url(url) }
+  static func decode(_ stored: SQLValue, as type: AttributeType, entity: String, key: String) throws -> Value {
+    let decoded: Value?
+    switch (type, stored) {
+    case (_, .null): decoded = .null
+    case (.int16, .integer(let i)), (.int32, .integer(let i)), (.int64, .integer(let i)): decoded = .int(i)
+    case (.int16, .real(let d)), (.int32, .real(let d)), (.int64, .real(let d)): decoded = Int64(exactly: d).map(Value.int)
+    case (.bool, .integer(let i)): decoded = .bool(i != 0)
+    case (.bool, .real(let d)): decoded = .bool(d != 0)
+    case (.double, .real(let d)), (.float, .real(let d)): decoded = .double(d)
+    case (.double, .integer(let i)), (.float, .integer(let i)): decoded = .double(Double(i))
+    case (.date, .real(let d)): decoded = .date(Date(timeIntervalSinceReferenceDate: d))
+    case (.date, .integer(let i)): decoded = .date(Date(timeIntervalSinceReferenceDate: Double(i)))
+    case (.string, .text(let s)): decoded = .string(s)
+    case (.string, .integer(let i)): decoded = .string(String(i))
+    case (.string, .real(let d)): decoded = .string(String(d))
+    case (.data, .blob(let d)): decoded = .data(d)
+    case (.data, .text(let s)): decoded = .data(Data(s.utf8))
+    case (.decimal, .text(let s)): decoded = Decimal(string: s).map(Value.decimal)
+    case (.decimal, .integer(let i)): decoded = .decimal(Decimal(i))
+    case (.decimal, .real(let d)): decoded = .decimal(Decimal(d))
+    case (.uuid, .text(let s)): decoded = UUID(uuidString: s).map(Value.uuid)
+    case (.url, .text(let s)): decoded = URL(string: s).map(Value.url)
+    default: decoded = nil
     }
-    throw StoreError(
-      .corrupted, "\(entity).\(key) holds '\(text(column))', which is not a \(type.rawValue)", entity: entity, key: key)
+    guard let decoded else {
+      throw StoreError(
+        .corrupted, "\(entity).\(key) holds \(stored), which is not a \(type.rawValue)", entity: entity, key: key)
+    }
+    return decoded
   }
 
+  /// The value as the store will hand it back after writing it (numbers in the attribute's
+  /// representation, …).
+  static func storedForm(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> Value {
+    try decode(try encode(value, as: type, entity: entity, key: key), as: type, entity: entity, key: key)
+  }
+}
+
+extension Statement {
   /// A snapshot read from the columns written by ``SQLiteSchema/Table/selectList(alias:)``, starting at `start`.
   func snapshot(_ table: SQLiteSchema.Table, storeIdentifier: String, start: Int32 = 0) throws -> Snapshot {
     let entity = table.entity
@@ -265,7 +299,7 @@ extension Statement {
     var column = start + 2
     for index in table.storedAttributes {
       let attribute = entity.attributes[index]
-      attributes[index] = try attributeValue(column, attribute.type, entity: entity.name, key: attribute.name)
+      attributes[index] = try SQLiteSchema.decode(value(at: column), as: attribute.type, entity: entity.name, key: attribute.name)
       column += 1
     }
     var toOne: [ObjectID?] = []

@@ -60,6 +60,10 @@ extension SQLiteStore {
 
   /// The snapshots of the objects that exist among `ids`, read with `WHERE _pk IN (…)` per entity.
   /// Temporary IDs and IDs of other stores are skipped.
+  ///
+  /// ```swift
+  /// let faults = try store.snapshots(for: [heatID, roninID], generation: nil)
+  /// ```
   public func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
     var keysByEntity: [String: [Int64]] = [:]
     var order: [String] = []
@@ -92,14 +96,20 @@ extension SQLiteStore {
   /// The targets of a relationship of one object, in primary-key order (for a to-one relationship, its
   /// target if any).
   ///
-  /// - Throws: `.invalidQuery` when the entity has no such relationship.
+  /// ```swift
+  /// let movies = try store.relatedObjectIDs(of: directorID, relationship: "movies", generation: nil)
+  /// ```
+  ///
+  /// - Throws: `.notFound` for an unknown entity or relationship; `.misuse` when the store is closed.
   public func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws
     -> [ObjectID]
   {
-    let table = try schema.table(id.entityName)
+    guard let table = schema.tables[id.entityName] else {
+      throw StoreError(.notFound, "\(id) names unknown entity '\(id.entityName)'", entity: id.entityName)
+    }
     guard let rel = table.entity.relationship(named: relationship) else {
       throw StoreError(
-        .invalidQuery, "\(id.entityName) has no relationship '\(relationship)'", entity: id.entityName, key: relationship)
+        .notFound, "\(id.entityName) has no relationship '\(relationship)'", entity: id.entityName, key: relationship)
     }
     guard id.storeIdentifier == identifier, let pk = id.primaryKey else { return [] }
     let sql: String

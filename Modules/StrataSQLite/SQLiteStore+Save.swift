@@ -13,102 +13,104 @@ extension SQLiteStore {
   /// let saved = result.permanentIDs[movie]   // strata://…/Movie/p1
   /// ```
   ///
-  /// Order: deletes (with their join-table rows, and to-one references without an inverse set to nil),
-  /// updates, inserts (to-one targets that are temporary IDs of objects inserted in the same change
-  /// set are patched in once those have primary keys), then many-to-many link changes. Uniqueness
-  /// clashes that later writes of the same save resolve (two objects swapping a unique value, a
-  /// deleted object's value reused) are not conflicts.
+  /// Inserts get version 1 and a primary key from SQLite, in change-set order (a permanent ID given for an
+  /// insert keeps its key); updates increment `_version`. A to-one target that is a temporary ID of an
+  /// object inserted by the same save is resolved (written once that object has its key). Deleting an object also sets every
+  /// to-one reference to it to nil and removes its join-table rows. Uniqueness is judged on the state the
+  /// whole save produces, so objects may swap unique values or reuse the value of a deleted object.
   ///
-  /// - Throws: `.optimisticLockConflict` listing every object whose stored version differs from its
-  ///   `expectedVersion` (or that was deleted meanwhile); otherwise `.constraintConflict` listing every
-  ///   uniqueness clash with both objects; `.validation` for a missing required value or a value of the
-  ///   wrong type; `.readOnly`; `.io`. After any error the file is exactly as before.
+  /// - Throws: `.optimisticLockConflict` listing every update or delete whose `expectedVersion` differs
+  ///   from the stored version (or whose object is gone); `.constraintConflict` listing every uniqueness
+  ///   clash with both objects; `.validation` for a missing required value, a value of the wrong type or a
+  ///   reference to the wrong entity; `.misuse` for a malformed change set or a closed store; `.readOnly`;
+  ///   `.io`. After any error the file is exactly as before.
   public func save(_ changes: ChangeSet) throws -> SaveResult {
     try checkOpen()
-    if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     if changes.isEmpty { return SaveResult() }
+    if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     let schema = self.schema
     let identifier = self.identifier
-    let (result, change) = try write { connection -> (SaveResult, StoreChange) in
-      var operation = SaveOperation(connection: connection, schema: schema, storeIdentifier: identifier)
+    let broadcaster = self.broadcaster
+    return try write { connection -> SaveResult in
+      var operation = SaveOperation(connection: connection, schema: schema, storeIdentifier: identifier, changes: changes)
       try connection.execute("BEGIN IMMEDIATE")
+      let outcome: (SaveResult, StoreChange)
       do {
-        let outcome = try operation.apply(changes)
+        outcome = try operation.apply()
         try connection.execute("COMMIT")
-        return outcome
       } catch {
         connection.rollback()
         throw error
       }
+      // Yielding under the write lock keeps notifications in commit order.
+      broadcaster.yield(outcome.1)
+      return outcome.0
     }
-    broadcaster.yield(change)
-    return result
   }
 }
 
 /// The work of one save, inside its transaction.
-private struct SaveOperation {
+struct SaveOperation {
   let connection: SQLiteConnection
   let schema: SQLiteSchema
   let storeIdentifier: String
+  let changes: ChangeSet
 
+  /// The ID the context knows each inserted object by → its permanent ID.
   var permanentIDs: [ObjectID: ObjectID] = [:]
-  /// Rows inserted by this save, by entity and primary key: the temporary ID the context knows them by.
-  var insertedRows: [String: [Int64: ObjectID]] = [:]
+  /// Rows inserted by this save, by entity and primary key → the ID the context knows them by.
+  var contextIDs: [String: [Int64: ObjectID]] = [:]
   var versions: [ObjectID: Int64] = [:]
-  var lockConflicts: [StoreError.Conflict] = []
-  var lockDetails: [String] = []
-  /// To-one columns to fill once the temporary target has a primary key: (table, row, column, target).
-  var patches: [(table: String, pk: Int64, column: String, target: ObjectID)] = []
+  /// The column values written for each inserted or updated object, by permanent ID.
+  var writtenRows: [ObjectID: [SQLValue]] = [:]
+  /// To-one columns filled once their temporary target has a key: inserts run in change-set order (so
+  /// primary keys follow it), and a reference to an object inserted later is patched in afterwards.
+  var patches: [(change: ObjectChange, table: String, pk: Int64, column: String, target: ObjectID)] = []
+  /// Position of each inserted and updated object in the change set, for reporting conflicts in order.
+  let position: [ObjectID: Int]
 
-  init(connection: SQLiteConnection, schema: SQLiteSchema, storeIdentifier: String) {
+  init(connection: SQLiteConnection, schema: SQLiteSchema, storeIdentifier: String, changes: ChangeSet) {
     self.connection = connection
     self.schema = schema
     self.storeIdentifier = storeIdentifier
+    self.changes = changes
+    self.position = Dictionary(
+      (changes.inserted + changes.updated).enumerated().map { ($1.objectID, $0) }, uniquingKeysWith: { a, _ in a })
   }
 
-  mutating func apply(_ changes: ChangeSet) throws -> (SaveResult, StoreChange) {
-    try check(changes)
-    var deleted: [ObjectID] = []
-    for deletion in changes.deleted {
-      if try delete(deletion) { deleted.append(deletion.objectID) }
-    }
-    var pendingUpdates = try updateAll(changes.updated)
+  mutating func apply() throws -> (SaveResult, StoreChange) {
+    try check()
+    try checkVersions()
+    let deleted = try deleteRows()
+    let deletedIDs = Set(deleted.flatMap { entity, keys in
+      keys.map { ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: $0) }
+    })
+    var pendingUpdates = try updateAll(changes.updated.filter { !deletedIDs.contains($0.objectID) })
     var pendingInserts = try insertAll(changes.inserted)
     try retry(&pendingUpdates, &pendingInserts)
-    if !lockConflicts.isEmpty {
-      throw StoreError(
-        .optimisticLockConflict,
-        "optimistic locking failed: \(lockDetails.joined(separator: "; ")) changed in the store since they were read",
-        entity: lockConflicts.first?.entity, conflicts: lockConflicts)
-    }
     if !pendingUpdates.isEmpty || !pendingInserts.isEmpty {
-      var conflicts: [StoreError.Conflict] = []
-      for change in pendingUpdates + pendingInserts { conflicts += try clashes(of: change) }
-      let described = conflicts.map(\.description).joined(separator: "; ")
-      throw StoreError(
-        .constraintConflict, "uniqueness constraint violated: \(described)", entity: conflicts.first?.entity,
-        key: conflicts.first?.keys.joined(separator: "+"), value: conflicts.first?.values.first, conflicts: conflicts)
+      throw try constraintConflict(pendingInserts + pendingUpdates)
     }
-    for patch in patches {
-      guard let target = permanentIDs[patch.target]?.primaryKey else { continue }
-      try connection.run(
-        "UPDATE \(quote(patch.table)) SET \(quote(patch.column)) = ? WHERE \"_pk\" = ?",
-        [.integer(target), .integer(patch.pk)])
-    }
+    try applyPatches()
     for link in changes.linkChanges { try apply(link) }
-    let result = SaveResult(permanentIDs: permanentIDs, versions: versions)
-    let change = StoreChange(
-      storeIdentifier: storeIdentifier, inserted: changes.inserted.compactMap { permanentIDs[$0.objectID] },
-      updated: changes.updated.map(\.objectID), deleted: deleted)
-    return (result, change)
+    let cleared = try clearReferences(to: deleted)
+    return try results(deleted: deletedIDs, cleared: cleared)
   }
 
   // MARK: Checks
 
-  /// Refuses malformed changes before anything is written.
-  private func check(_ changes: ChangeSet) throws {
-    let insertedIDs = Set(changes.inserted.map(\.objectID))
+  /// Refuses malformed change sets before anything is written.
+  private func check() throws {
+    var inserted = Set<ObjectID>()
+    for change in changes.inserted {
+      guard inserted.insert(change.objectID).inserted else {
+        throw StoreError(.misuse, "\(change.objectID) is inserted twice in one change set", entity: change.objectID.entityName)
+      }
+      if !change.objectID.isTemporary, change.objectID.storeIdentifier != storeIdentifier {
+        throw StoreError(
+          .misuse, "cannot insert \(change.objectID): it belongs to another store", entity: change.objectID.entityName)
+      }
+    }
     for change in changes.inserted + changes.updated {
       let entity = try schema.table(change.objectID.entityName).entity
       guard change.attributes.count == entity.attributes.count, change.toOne.count == entity.toOneRelationships.count
@@ -116,21 +118,87 @@ private struct SaveOperation {
         throw StoreError(
           .misuse,
           "the change of \(change.objectID) holds \(change.attributes.count) attribute values and \(change.toOne.count) "
-            + "to-one targets; \(entity.name) has \(entity.attributes.count) and \(entity.toOneRelationships.count)",
-          entity: entity.name)
+            + "to-one targets; \(entity.name) has \(entity.attributes.count) attributes and "
+            + "\(entity.toOneRelationships.count) to-one relationships", entity: entity.name)
       }
       for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
-        if let target, target.isTemporary, !insertedIDs.contains(target) {
-          throw StoreError(
-            .misuse, "\(entity.name).\(rel.name) of \(change.objectID) points at \(target), a temporary object that this save does not insert",
-            entity: entity.name, key: rel.name, value: .objectID(target))
-        }
+        try checkReference(target, entity.name, rel.name, inserted)
       }
     }
-    for change in changes.updated where change.objectID.isTemporary {
-      throw StoreError(.misuse, "cannot update \(change.objectID): it is temporary (insert it instead)", entity: change.objectID.entityName)
+    for change in changes.updated where change.objectID.isTemporary || change.objectID.storeIdentifier != storeIdentifier {
+      throw StoreError(
+        .misuse, "cannot update \(change.objectID): it is not a saved object of this store", entity: change.objectID.entityName)
+    }
+    for link in changes.linkChanges {
+      try checkReference(link.source, link.entityName, link.relationship, inserted)
+      try checkReference(link.target, link.entityName, link.relationship, inserted)
     }
   }
+
+  private func checkReference(_ target: ObjectID?, _ entity: String, _ key: String, _ inserted: Set<ObjectID>) throws {
+    guard let target, target.isTemporary, !inserted.contains(target) else { return }
+    throw StoreError(
+      .misuse, "\(entity).\(key) points at \(target), which is neither saved nor inserted by this save",
+      entity: entity, key: key, value: .objectID(target))
+  }
+
+  /// Throws `.optimisticLockConflict` for every update or delete whose object changed or vanished.
+  private func checkVersions() throws {
+    var conflicts: [StoreError.Conflict] = []
+    var details: [String] = []
+    for update in changes.updated {
+      let table = try schema.table(update.objectID.entityName)
+      let stored = try storedSnapshot(table, update.objectID)
+      if let stored, update.expectedVersion == nil || update.expectedVersion == stored.version { continue }
+      let keys = update.changedKeys
+      conflicts.append(
+        StoreError.Conflict(
+          objectID: update.objectID, entity: table.name, keys: keys,
+          values: values(of: keys, table.entity, update.attributes, update.toOne),
+          storedValues: stored.map { values(of: keys, table.entity, $0.attributes, $0.toOne.map { $0 }) } ?? []))
+      details.append(describe(update.objectID, expected: update.expectedVersion, stored: stored?.version))
+    }
+    for deletion in changes.deleted {
+      guard let expected = deletion.expectedVersion, !deletion.objectID.isTemporary else { continue }
+      let table = try schema.table(deletion.objectID.entityName)
+      let stored = try storedSnapshot(table, deletion.objectID)?.version
+      if stored == expected { continue }
+      conflicts.append(StoreError.Conflict(objectID: deletion.objectID, entity: table.name, keys: []))
+      details.append(describe(deletion.objectID, expected: expected, stored: stored))
+    }
+    guard !conflicts.isEmpty else { return }
+    throw StoreError(
+      .optimisticLockConflict,
+      "optimistic locking failure: \(conflicts.count) object(s) changed in the store since they were read: "
+        + details.joined(separator: "; "),
+      entity: Set(conflicts.map(\.entity)).count == 1 ? conflicts.first?.entity : nil, conflicts: conflicts)
+  }
+
+  private func describe(_ id: ObjectID, expected: Int64?, stored: Int64?) -> String {
+    guard let stored else { return "\(id) no longer exists" }
+    return "\(id) is at version \(stored), expected \(expected.map(String.init) ?? "any")"
+  }
+
+  private func values(of keys: [String], _ entity: EntityDescription, _ attributes: [Value], _ toOne: [ObjectID?])
+    -> [Value]
+  {
+    keys.map { key in
+      switch entity.property(named: key) {
+      case .attribute(_, let index) where index < attributes.count: attributes[index]
+      case .toOne(_, let index) where index < toOne.count: toOne[index].map(Value.objectID) ?? .null
+      default: .null
+      }
+    }
+  }
+
+  func storedSnapshot(_ table: SQLiteSchema.Table, _ id: ObjectID) throws -> Snapshot? {
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }
+    return try connection.query(table.selectByKeySQL, [.integer(pk)]) {
+      try $0.snapshot(table, storeIdentifier: storeIdentifier)
+    }.first
+  }
+
+  // MARK: Rows
 
   /// The stored form of a to-one target; `nil` when it is a temporary ID not inserted yet.
   private func encodeTarget(_ target: ObjectID?, _ rel: RelationshipDescription, of entity: String) throws -> SQLValue? {
@@ -140,7 +208,8 @@ private struct SaveOperation {
         .validation, "\(entity).\(rel.name) must point at a \(rel.destination), not at \(target)",
         entity: entity, key: rel.name, value: .objectID(target))
     }
-    if target.isTemporary { return permanentIDs[target]?.primaryKey.map(SQLValue.integer) }
+    if let permanent = permanentIDs[target] { return permanent.primaryKey.map(SQLValue.integer) }
+    if target.isTemporary { return nil }
     guard target.storeIdentifier == storeIdentifier, let pk = target.primaryKey else {
       throw StoreError(
         .validation, "\(entity).\(rel.name) points at \(target), which belongs to another store",
@@ -150,7 +219,7 @@ private struct SaveOperation {
   }
 
   /// The data-column values of a change (stored attributes, then to-one targets) and the to-one
-  /// targets to patch in later.
+  /// targets to fill in later.
   private func row(_ change: ObjectChange, _ table: SQLiteSchema.Table) throws -> ([SQLValue], [(String, ObjectID)]) {
     let entity = table.entity
     var values: [SQLValue] = []
@@ -171,64 +240,42 @@ private struct SaveOperation {
     return (values, later)
   }
 
-  // MARK: Writes
-
-  /// Deletes one object and the references to it that no context maintains; `false` when it was gone.
-  private mutating func delete(_ deletion: ObjectDeletion) throws -> Bool {
-    let id = deletion.objectID
-    let table = try schema.table(id.entityName)
-    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return false }
-    let changed: Int
-    if let expected = deletion.expectedVersion {
-      changed = try connection.run(table.deleteSQL(checked: true), [.integer(pk), .integer(expected)])
-      if changed == 0, let stored = try storedVersion(table, pk) {
-        recordLockConflict(id, table, expected: expected, stored: stored, change: nil)
-        return false
-      }
-    } else {
-      changed = try connection.run(table.deleteSQL(checked: false), [.integer(pk)])
-    }
-    guard changed > 0 else { return false }
-    for join in schema.joinTables {
-      if join.sourceEntity == table.name {
-        try connection.run("DELETE FROM \(quote(join.name)) WHERE \"source\" = ?", [.integer(pk)])
-      }
-      if join.targetEntity == table.name {
-        try connection.run("DELETE FROM \(quote(join.name)) WHERE \"target\" = ?", [.integer(pk)])
+  /// Deletes the rows of deleted objects (references to them are cleared at the end of the save).
+  private mutating func deleteRows() throws -> [String: [Int64]] {
+    var deleted: [String: [Int64]] = [:]
+    for deletion in changes.deleted {
+      let id = deletion.objectID
+      let table = try schema.table(id.entityName)
+      guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { continue }
+      if try connection.run(table.deleteSQL, [.integer(pk)]) > 0 {
+        deleted[table.name, default: []].append(pk)
       }
     }
-    for entity in schema.model.entities {
-      for rel in entity.toOneRelationships where rel.destination == table.name && rel.inverse == nil {
-        try connection.run(
-          "UPDATE \(quote(entity.name)) SET \(quote(rel.name)) = NULL WHERE \(quote(rel.name)) = ?", [.integer(pk)])
-      }
-    }
-    return true
+    return deleted
   }
 
   /// Writes one update; `false` when a uniqueness constraint refused it (for now).
   private mutating func update(_ change: ObjectChange) throws -> Bool {
-    let id = change.objectID
-    let table = try schema.table(id.entityName)
-    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else {
-      throw StoreError(.misuse, "cannot update \(id): it does not belong to this store", entity: id.entityName)
-    }
+    let table = try schema.table(change.objectID.entityName)
+    guard let pk = change.objectID.primaryKey else { return true }
     let (values, later) = try row(change, table)
     var bindings = values + [.integer(pk)]
     if let expected = change.expectedVersion { bindings.append(.integer(expected)) }
     let newVersion: SQLValue?
     do {
-      newVersion = try connection.scalar(table.updateSQL(checked: change.expectedVersion != nil), bindings)
+      newVersion = try connection.scalar(change.expectedVersion == nil ? table.updateSQL : table.checkedUpdateSQL, bindings)
     } catch let error as SQLiteError where error.isUniqueViolation {
       return false
     }
     guard case .integer(let version) = newVersion else {
-      let stored = try storedVersion(table, pk)
-      recordLockConflict(id, table, expected: change.expectedVersion, stored: stored, change: change)
-      return true
+      // checkVersions() ran under the same write lock, so the row is there at the expected version.
+      throw StoreError(
+        .optimisticLockConflict, "optimistic locking failure: \(change.objectID) changed during the save",
+        entity: table.name, conflicts: [StoreError.Conflict(objectID: change.objectID, entity: table.name, keys: change.changedKeys)])
     }
-    versions[id] = version
-    for (column, target) in later { patches.append((table.name, pk, column, target)) }
+    versions[change.objectID] = version
+    writtenRows[change.objectID] = values
+    for (column, target) in later { patches.append((change, table.name, pk, column, target)) }
     return true
   }
 
@@ -237,49 +284,50 @@ private struct SaveOperation {
     let table = try schema.table(change.objectID.entityName)
     let (values, later) = try row(change, table)
     do {
-      try connection.run(table.insertSQL, values)
+      if let pk = change.objectID.primaryKey {
+        guard try storedSnapshot(table, change.objectID) == nil else {
+          throw StoreError(.misuse, "cannot insert \(change.objectID): it is already saved", entity: table.name)
+        }
+        try connection.run(table.insertWithKeySQL, [.integer(pk), .integer(1)] + values)
+      } else {
+        try connection.run(table.insertSQL, values)
+      }
     } catch let error as SQLiteError where error.isUniqueViolation {
       return false
     }
     let pk = connection.lastInsertRowID
     let permanent = ObjectID(entityName: table.name, storeIdentifier: storeIdentifier, primaryKey: pk)
     permanentIDs[change.objectID] = permanent
-    insertedRows[table.name, default: [:]][pk] = change.objectID
+    contextIDs[table.name, default: [:]][pk] = change.objectID
     versions[permanent] = 1
-    for (column, target) in later { patches.append((table.name, pk, column, target)) }
+    writtenRows[permanent] = values
+    for (column, target) in later { patches.append((change, table.name, pk, column, target)) }
     return true
   }
 
-  /// Retries writes refused by a uniqueness constraint until no more succeed, then rewrites the
-  /// updates still refused (a cycle of objects swapping unique values) by deleting and reinserting
-  /// their rows under the same primary keys. Whatever still fails is a real conflict.
+  /// Retries writes refused by a uniqueness constraint until no more succeed, then rewrites the updates
+  /// still refused (objects swapping unique values in a cycle) by deleting and reinserting their rows
+  /// under the same keys. Whatever still fails clashes in the final state.
   private mutating func retry(_ updates: inout [ObjectChange], _ inserts: inout [ObjectChange]) throws {
     try settle(&updates, &inserts)
     guard !updates.isEmpty else { return }
-    var reinserts: [(ObjectChange, SQLiteSchema.Table, Int64, Int64)] = []
+    var rewrites: [(ObjectChange, SQLiteSchema.Table, Int64, Int64)] = []
     for change in updates {
       let table = try schema.table(change.objectID.entityName)
-      guard let pk = change.objectID.primaryKey, let stored = try storedVersion(table, pk) else { continue }
-      if let expected = change.expectedVersion, expected != stored {
-        recordLockConflict(change.objectID, table, expected: expected, stored: stored, change: change)
-        continue
-      }
-      reinserts.append((change, table, pk, stored))
+      guard let pk = change.objectID.primaryKey, let stored = try storedSnapshot(table, change.objectID) else { continue }
+      rewrites.append((change, table, pk, stored.version))
     }
-    for (_, table, pk, _) in reinserts {
-      try connection.run(table.deleteSQL(checked: false), [.integer(pk)])
+    for (_, table, pk, _) in rewrites {
+      try connection.run(table.deleteSQL, [.integer(pk)])
     }
     var failed: [ObjectChange] = []
-    for (change, table, pk, stored) in reinserts {
+    for (change, table, pk, version) in rewrites {
       let (values, later) = try row(change, table)
-      let columns = (["_pk", "_version"] + table.dataColumns).map(quote).joined(separator: ", ")
-      let placeholders = Array(repeating: "?", count: values.count + 2).joined(separator: ", ")
       do {
-        try connection.run(
-          "INSERT INTO \(quote(table.name)) (\(columns)) VALUES (\(placeholders))",
-          [.integer(pk), .integer(stored + 1)] + values)
-        versions[change.objectID] = stored + 1
-        for (column, target) in later { patches.append((table.name, pk, column, target)) }
+        try connection.run(table.insertWithKeySQL, [.integer(pk), .integer(version + 1)] + values)
+        versions[change.objectID] = version + 1
+        writtenRows[change.objectID] = values
+        for (column, target) in later { patches.append((change, table.name, pk, column, target)) }
       } catch let error as SQLiteError where error.isUniqueViolation {
         failed.append(change)
       }
@@ -317,126 +365,81 @@ private struct SaveOperation {
     return refused
   }
 
-  private func storedVersion(_ table: SQLiteSchema.Table, _ pk: Int64) throws -> Int64? {
-    if case .integer(let v) = try connection.scalar("SELECT \"_version\" FROM \(quote(table.name)) WHERE \"_pk\" = ?", [.integer(pk)]) {
-      return v
+  private mutating func applyPatches() throws {
+    var refused: [ObjectChange] = []
+    for patch in patches {
+      guard let target = permanentIDs[patch.target]?.primaryKey else { continue }
+      do {
+        try connection.run(
+          "UPDATE \(quote(patch.table)) SET \(quote(patch.column)) = ? WHERE \"_pk\" = ?",
+          [.integer(target), .integer(patch.pk)])
+      } catch let error as SQLiteError where error.isUniqueViolation {
+        refused.append(patch.change)
+      }
     }
-    return nil
+    if !refused.isEmpty { throw try constraintConflict(refused) }
   }
 
-  private mutating func recordLockConflict(
-    _ id: ObjectID, _ table: SQLiteSchema.Table, expected: Int64?, stored: Int64?, change: ObjectChange?
-  ) {
-    let entity = table.entity
-    let keys = change?.changedKeys ?? []
-    var values: [Value] = []
-    var storedValues: [Value] = []
-    let current: Snapshot? = stored == nil ? nil : try? connection.query(
-      "SELECT \(table.selectList(alias: "t0")) FROM \(quote(table.name)) AS t0 WHERE t0.\"_pk\" = ?",
-      [.integer(id.primaryKey ?? 0)]
-    ) { try $0.snapshot(table, storeIdentifier: storeIdentifier) }.first
-    for key in keys {
-      switch entity.property(named: key) {
-      case .attribute(_, let index):
-        values.append(change?.attributes[index] ?? .null)
-        if let current { storedValues.append(current.attributes[index]) }
-      case .toOne(_, let index):
-        values.append(change?.toOne[index].map(Value.objectID) ?? .null)
-        if let current { storedValues.append(current.toOne[index].map(Value.objectID) ?? .null) }
-      default:
-        continue
-      }
-    }
-    lockConflicts.append(
-      StoreError.Conflict(objectID: id, entity: entity.name, keys: keys, values: values, storedValues: storedValues))
-    if let stored {
-      let expectation = expected.map { ", expected \($0)" } ?? ""
-      lockDetails.append("\(id) (stored version \(stored)\(expectation))")
-    } else {
-      lockDetails.append("\(id) (deleted)")
-    }
-  }
-
-  // MARK: Conflicts
-
-  /// Every uniqueness constraint `change` clashes on, with the object already holding the values.
-  private func clashes(of change: ObjectChange) throws -> [StoreError.Conflict] {
-    let table = try schema.table(change.objectID.entityName)
-    let entity = table.entity
-    var result: [StoreError.Conflict] = []
-    constraints: for keys in entity.uniquenessConstraints {
-      var bindings: [SQLValue] = []
-      var values: [Value] = []
-      for key in keys {
-        switch entity.property(named: key) {
-        case .attribute(let attribute, let index):
-          let value = change.attributes[index]
-          let encoded = try SQLiteSchema.encode(value, as: attribute.type, entity: entity.name, key: key)
-          if encoded == .null { continue constraints }
-          bindings.append(encoded)
-          values.append(value)
-        case .toOne(let rel, let index):
-          guard let encoded = try encodeTarget(change.toOne[index], rel, of: entity.name), encoded != .null else {
-            continue constraints
-          }
-          bindings.append(encoded)
-          values.append(change.toOne[index].map(Value.objectID) ?? .null)
-        default:
-          continue constraints
-        }
-      }
-      let conditions = keys.map { "\(quote($0)) = ?" }.joined(separator: " AND ")
-      var sql = "SELECT \(table.selectList(alias: "t0")) FROM \(quote(table.name)) AS t0 WHERE \(conditions)"
-      if let pk = change.objectID.primaryKey, !change.objectID.isTemporary {
-        sql += " AND \"_pk\" != ?"
-        bindings.append(.integer(pk))
-      }
-      let found = try connection.query(sql + " LIMIT 1", bindings) { try $0.snapshot(table, storeIdentifier: storeIdentifier) }
-      guard let other = found.first else { continue }
-      let otherID = other.objectID.primaryKey.flatMap { insertedRows[table.name]?[$0] } ?? other.objectID
-      let storedValues: [Value] = keys.map { key in
-        switch entity.property(named: key) {
-        case .attribute(_, let index): other.attributes[index]
-        case .toOne(_, let index): other.toOne[index].map(Value.objectID) ?? .null
-        default: .null
-        }
-      }
-      result.append(
-        StoreError.Conflict(
-          objectID: change.objectID, conflictingObjectID: otherID, entity: entity.name, keys: keys, values: values,
-          storedValues: storedValues))
-    }
-    if result.isEmpty {
-      result.append(StoreError.Conflict(objectID: change.objectID, entity: entity.name, keys: entity.uniquenessConstraints.first ?? []))
-    }
-    return result
-  }
-
-  // MARK: Links
+  // MARK: Links and deletes
 
   private mutating func apply(_ link: LinkChange) throws {
     let entity = try schema.table(link.entityName).entity
     guard let rel = entity.relationship(named: link.relationship), rel.isToMany else {
       throw StoreError(
-        .misuse, "\(link.entityName).\(link.relationship) is not a to-many relationship", entity: link.entityName,
-        key: link.relationship)
+        .misuse, "\(link.entityName).\(link.relationship) is not a to-many relationship of the model",
+        entity: link.entityName, key: link.relationship)
     }
     // A to-many whose inverse is to-one is stored in the inverse's column, carried by `toOne`.
-    guard case .joinTable(let table, let ownerColumn, let targetColumn, _) = schema.toManyStorage(entity.name, rel) else {
+    guard case .joinTable(let table, let ownerColumn, _, let destination) = schema.toManyStorage(entity.name, rel) else {
       return
     }
+    for (id, expected) in [(link.source, entity.name), (link.target, destination)] where id.entityName != expected {
+      throw StoreError(
+        .validation, "\(entity.name).\(rel.name) links a \(entity.name) to a \(destination), not \(id)",
+        entity: entity.name, key: rel.name, value: .objectID(id))
+    }
     func key(_ id: ObjectID) -> Int64? {
-      id.isTemporary ? permanentIDs[id]?.primaryKey : (id.storeIdentifier == storeIdentifier ? id.primaryKey : nil)
+      permanentIDs[id]?.primaryKey ?? (id.storeIdentifier == storeIdentifier ? id.primaryKey : nil)
     }
     guard let source = key(link.source), let target = key(link.target) else { return }
     let (first, second) = ownerColumn == "source" ? (source, target) : (target, source)
-    _ = targetColumn
     if link.isInsertion {
+      // A link to an object that is not stored is dropped, as deleting an object drops its links.
       try connection.run(
-        "INSERT OR IGNORE INTO \(quote(table)) (\"source\", \"target\") VALUES (?, ?)", [.integer(first), .integer(second)])
+        "INSERT OR IGNORE INTO \(quote(table)) (\"source\", \"target\") SELECT ?, ? "
+          + "WHERE EXISTS (SELECT 1 FROM \(quote(entity.name)) WHERE \"_pk\" = ?) "
+          + "AND EXISTS (SELECT 1 FROM \(quote(destination)) WHERE \"_pk\" = ?)",
+        [.integer(first), .integer(second), .integer(source), .integer(target)])
     } else {
       try connection.run(
         "DELETE FROM \(quote(table)) WHERE \"source\" = ? AND \"target\" = ?", [.integer(first), .integer(second)])
     }
+  }
+
+  /// Sets every to-one reference to a deleted object to nil and removes the deleted objects' join-table
+  /// rows. Returns the `entity/pk/relationship` of each cleared reference.
+  private func clearReferences(to deleted: [String: [Int64]]) throws -> Set<String> {
+    guard !deleted.isEmpty else { return [] }
+    var cleared = Set<String>()
+    for entity in schema.model.entities {
+      for rel in entity.toOneRelationships {
+        for pk in deleted[rel.destination] ?? [] {
+          let rows = try connection.query(
+            "UPDATE \(quote(entity.name)) SET \(quote(rel.name)) = NULL WHERE \(quote(rel.name)) = ? RETURNING \"_pk\"",
+            [.integer(pk)]
+          ) { $0.int64(0) }
+          for row in rows { cleared.insert("\(entity.name)/\(row)/\(rel.name)") }
+        }
+      }
+    }
+    for join in schema.joinTables {
+      for pk in deleted[join.sourceEntity] ?? [] {
+        try connection.run("DELETE FROM \(quote(join.name)) WHERE \"source\" = ?", [.integer(pk)])
+      }
+      for pk in deleted[join.targetEntity] ?? [] {
+        try connection.run("DELETE FROM \(quote(join.name)) WHERE \"target\" = ?", [.integer(pk)])
+      }
+    }
+    return cleared
   }
 }

@@ -21,8 +21,11 @@ import Synchronization
 public final class SQLiteStore: PersistentStore {
   /// Always `"sqlite"`.
   public let storeType = SQLiteStoreFactory.storeType
+  /// The `store_id` written into `_strata_metadata` when the store was created; part of every object ID.
   public let identifier: String
+  /// The database file (standardized).
   public let url: URL?
+  /// The model the store was opened with, equal to the model stored in the file.
   public let model: ObjectModel
   public let options: StoreOptions
   /// The database file's path.
@@ -303,9 +306,19 @@ public final class SQLiteStore: PersistentStore {
     broadcaster.finish()
   }
 
-  /// A stream that yields a ``StoreChange`` after every save this store commits.
+  /// A stream that yields a ``StoreChange`` after every save this store commits, in commit order.
+  /// It finishes when the store closes.
+  ///
+  /// ```swift
+  /// for await change in store.changes() { print(change.inserted) }
+  /// ```
   public func changes() -> AsyncStream<StoreChange> {
-    broadcaster.stream()
+    let stream = broadcaster.stream()
+    if closed.load(ordering: .acquiring) {
+      // close() may have finished the broadcaster before this stream registered.
+      broadcaster.finish()
+    }
+    return stream
   }
 }
 

@@ -75,11 +75,11 @@ extension PredicateParserTests {
       ("a == \u{7}", 5, "unexpected character U+0007"),
     ]
     for (format, position, fragment) in table {
-      expectFailure(format, at: position, containing: fragment)
+      expectParseFailure(format, at: position, containing: fragment)
     }
-    expectFailure("a +", at: 3, containing: "expected an expression", expression: true)
-    expectFailure("a == 1", at: 2, containing: "expected an operator or end of input", expression: true)
-    expectFailure("(a", at: 2, containing: "expected ')'", expression: true)
+    expectParseFailure("a +", at: 3, containing: "expected an expression", expression: true)
+    expectParseFailure("a == 1", at: 2, containing: "expected an operator or end of input", expression: true)
+    expectParseFailure("(a", at: 2, containing: "expected ')'", expression: true)
   }
 
   @Test func argumentErrorsNameThePosition() {
@@ -101,23 +101,23 @@ extension PredicateParserTests {
       ("a IN %@", [Value.null], 5, "IN needs a collection"),
     ]
     for (format, arguments, position, fragment) in table {
-      expectFailure(format, arguments, at: position, containing: fragment)
+      expectParseFailure(format, arguments, at: position, containing: fragment)
     }
   }
 
   @Test func nestingIsCapped() {
     let deep = String(repeating: "(", count: 300) + "a == 1" + String(repeating: ")", count: 300)
-    expectFailure(deep, at: 100, containing: "nesting deeper than 100 levels")
-    expectFailure(String(repeating: "NOT ", count: 300) + "a == 1", at: 400, containing: "nesting deeper")
-    expectFailure("a == " + String(repeating: "-", count: 300) + "b", at: 105, containing: "nesting deeper")
-    expectFailure("a == " + String(repeating: "{", count: 300), at: 105, containing: "nesting deeper")
-    expectFailure("a == " + String(repeating: "abs:(", count: 300), at: 509, containing: "nesting deeper")
+    expectParseFailure(deep, at: 100, containing: "nesting deeper than 100 levels")
+    expectParseFailure(String(repeating: "NOT ", count: 300) + "a == 1", at: 400, containing: "nesting deeper")
+    expectParseFailure("a == " + String(repeating: "-", count: 300) + "b", at: 105, containing: "nesting deeper")
+    expectParseFailure("a == " + String(repeating: "{", count: 300), at: 105, containing: "nesting deeper")
+    expectParseFailure("a == " + String(repeating: "abs:(", count: 300), at: 509, containing: "nesting deeper")
     let chain = "a == 1" + String(repeating: " + 1", count: 300)
-    expectFailure(chain, at: 6 + 4 * 100 + 1, containing: "expression nested deeper than 100 levels")
+    expectParseFailure(chain, at: 6 + 4 * 100 + 1, containing: "expression nested deeper than 100 levels")
     let sub = String(repeating: "SUBQUERY(x, $x, ", count: 300)
-    expectFailure(sub, at: 100 * 16, containing: "nesting deeper")
+    expectParseFailure(sub, at: 100 * 16, containing: "nesting deeper")
     let long = String(repeating: "(", count: 10_000)
-    expectFailure(long, at: 100, containing: "(…\": nesting deeper")
+    expectParseFailure(long, at: 100, containing: "(…\": nesting deeper")
   }
 
   @Test func nestingUpToTheCapParses() throws {

@@ -4,7 +4,7 @@ import Testing
 @testable import StrataCore
 
 /// A small deterministic generator (SplitMix64), so failures reproduce.
-struct SeededGenerator: RandomNumberGenerator {
+struct PredicateFuzzRNG: RandomNumberGenerator {
   var state: UInt64
   init(seed: UInt64) { state = seed }
   mutating func next() -> UInt64 {
@@ -17,7 +17,7 @@ struct SeededGenerator: RandomNumberGenerator {
 }
 
 /// Format strings covering the grammar; each must parse, and its description must parse back equal.
-let sampleFormats: [String] = [
+let predicateSampleFormats: [String] = [
   "title == 'Heat'", "title = \"Heat\"", "year != 1995", "year <> 1995", "rating < 4.5", "rating <= 4.5",
   "rating =< 4.5", "rating > -1", "rating >= 1e3", "rating => 0x1F", "year BETWEEN {1990, 1999}",
   "genre IN {'drama', 'crime'}", "genre IN tags", "title CONTAINS[c] 'heat'", "title BEGINSWITH[cd] 'the'",
@@ -53,7 +53,7 @@ let sampleFormats: [String] = [
 
 extension PredicateParserTests {
   @Test func sampleFormatsRoundTrip() throws {
-    for format in sampleFormats {
+    for format in predicateSampleFormats {
       let predicate = try QueryPredicate(format: format)
       let again = try QueryPredicate(format: predicate.description)
       #expect(again == predicate, "\(format) → \(predicate.description)")
@@ -92,7 +92,7 @@ extension PredicateParserTests {
   }
 
   @Test func randomTreesRoundTrip() throws {
-    var generator = TreeGenerator(seed: 0x5EED)
+    var generator = PredicateTreeGenerator(seed: 0x5EED)
     var failures: [String] = []
     for _ in 0..<3_000 {
       let predicate = generator.predicate(depth: 4)
@@ -109,9 +109,9 @@ extension PredicateParserTests {
 }
 
 /// Builds random trees of the shapes the parser produces.
-struct TreeGenerator {
-  var rng: SeededGenerator
-  init(seed: UInt64) { rng = SeededGenerator(seed: seed) }
+struct PredicateTreeGenerator {
+  var rng: PredicateFuzzRNG
+  init(seed: UInt64) { rng = PredicateFuzzRNG(seed: seed) }
 
   private mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &rng)] }
   private mutating func chance(_ percent: Int) -> Bool { Int.random(in: 0..<100, using: &rng) < percent }

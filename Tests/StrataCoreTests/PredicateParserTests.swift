@@ -282,13 +282,13 @@ private func expr(_ format: String, _ arguments: any PredicateArgument...) throw
       ("lowercase:(x).name == 1", 14, "a key can only follow"),
     ]
     for (format, position, fragment) in table {
-      expectFailure(format, at: position, containing: fragment)
+      expectParseFailure(format, at: position, containing: fragment)
     }
   }
 }
 
 /// Checks that parsing fails with `.invalidQuery` and a message naming `position` and `fragment`.
-func expectFailure(
+func expectParseFailure(
   _ format: String, _ arguments: [any PredicateArgument] = [], at position: Int, containing fragment: String,
   expression: Bool = false, sourceLocation: SourceLocation = #_sourceLocation
 ) {

@@ -163,7 +163,7 @@ import Testing
     #expect(heatConflict?.values == ["Heat"])
     #expect(heatConflict?.storedValues == ["Heat"])
     #expect(error?.conflicts.contains { $0.objectID == third } == true)
-    #expect(error?.message.contains("Movie.title") == true)
+    #expect(error?.message.contains("Movie title = \"Heat\"") == true)
     #expect(try store.titles() == ["Heat", "Ronin"], "the whole save was rolled back")
     #expect(saved.permanentIDs.count == 2)
 
@@ -173,8 +173,9 @@ import Testing
     let twin = #expect(throws: StoreError.self) {
       try store.save(ChangeSet(inserted: [movieChange(MovieRow("Thief"), id: a), movieChange(MovieRow("Thief"), id: b)]))
     }
-    #expect(twin?.conflicts.first?.objectID == b)
-    #expect(twin?.conflicts.first?.conflictingObjectID == a)
+    #expect(twin?.conflicts.count == 1)
+    #expect(twin?.conflicts.first?.objectID == a, "the object written first is named first, as the memory store does")
+    #expect(twin?.conflicts.first?.conflictingObjectID == b)
   }
 
   @Test func uniqueValuesCanMoveWithinOneSave() throws {
@@ -282,6 +283,53 @@ import Testing
     let wrongType = #expect(throws: StoreError.self) { try store.save(ChangeSet(inserted: [bad])) }
     #expect(wrongType?.code == .validation)
     #expect(try store.titles().isEmpty)
+  }
+
+  @Test func deletesClearReferencesAndReportStoredState() async throws {
+    let dir = try TemporaryDirectory()
+    let store = try SQLiteStore(url: dir.file(), model: try Sample.model())
+    let mann = ObjectID.makeTemporary(entityName: "Director")
+    let heat = ObjectID.makeTemporary(entityName: "Movie")
+    var heatChange = movieChange(MovieRow("Heat"), id: heat, director: mann)
+    heatChange.attributes[1] = .int(8)  // an integer for a Double attribute is stored as a Double
+    let first = try store.save(ChangeSet(inserted: [namedChange("Director", "Michael Mann", id: mann), heatChange]))
+    let movie = try #require(first.permanentIDs[heat])
+    let director = try #require(first.permanentIDs[mann])
+    #expect(first.storedSnapshots[movie]?.attributes[1] == .double(8))
+    #expect(first.storedSnapshots[director] == nil, "stored exactly as sent")
+
+    let stream = store.changes()
+    // The director is deleted without the movie being updated: the store clears the dangling reference.
+    let second = try store.save(ChangeSet(deleted: [ObjectDeletion(objectID: director)]))
+    #expect(second.versions.isEmpty)
+    #expect(try store.snapshots(for: [movie], generation: nil).first?.toOne == [nil])
+    #expect(try store.snapshots(for: [movie], generation: nil).first?.version == 1)
+    var iterator = stream.makeAsyncIterator()
+    store.close()
+    let change = try #require(await iterator.next())
+    #expect(change.deleted == [director])
+    #expect(change.updated == [movie], "objects whose references were cleared are announced as updated")
+    var closedIterator = store.changes().makeAsyncIterator()
+    #expect(await closedIterator.next() == nil, "streams of a closed store are finished")
+  }
+
+  @Test func linksToMissingObjectsAreDroppedAndPermanentInsertsKeepTheirKey() throws {
+    let dir = try TemporaryDirectory()
+    let store = try SQLiteStore(url: dir.file(), model: try Sample.model())
+    let movie = ObjectID(entityName: "Movie", storeIdentifier: store.identifier, primaryKey: 42)
+    let ghost = ObjectID(entityName: "Actor", storeIdentifier: store.identifier, primaryKey: 7)
+    let result = try store.save(ChangeSet(
+      inserted: [movieChange(MovieRow("Heat"), id: movie)],
+      linkChanges: [LinkChange(entityName: "Movie", relationship: "actors", source: movie, target: ghost, isInsertion: true)]))
+    #expect(result.permanentIDs.isEmpty)
+    #expect(result.versions[movie] == 1)
+    #expect(try store.relatedObjectIDs(of: movie, relationship: "actors", generation: nil).isEmpty)
+    let again = #expect(throws: StoreError.self) { try store.save(ChangeSet(inserted: [movieChange(MovieRow("Ronin"), id: movie)])) }
+    #expect(again?.code == .misuse)
+    let unknown = #expect(throws: StoreError.self) { try store.relatedObjectIDs(of: movie, relationship: "nope", generation: nil) }
+    #expect(unknown?.code == .notFound)
+    let next = try store.save(ChangeSet(inserted: [movieChange(MovieRow("Thief"))]))
+    #expect(next.permanentIDs.values.first?.primaryKey == 43)
   }
 
   @Test func savesAreAnnouncedOnTheChangeStream() async throws {

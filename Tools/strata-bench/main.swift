@@ -66,7 +66,9 @@ func strataInsert(_ rows: [Row], store: StoreDescription) throws -> Double {
   defer { container.close() }
   let context = container.newBackgroundContext()
   return try context.performAndWait {
-    try milliseconds {
+    var creation = 0.0
+    let total = try milliseconds {
+      creation = milliseconds {
       for row in rows {
         let item = BenchItem(context: context)
         item.name = row.name
@@ -79,8 +81,13 @@ func strataInsert(_ rows: [Row], store: StoreDescription) throws -> Double {
         item.score = row.score
         item.note = row.note
       }
+      }
       try context.save()
     }
+    if ProcessInfo.processInfo.environment["STRATA_BENCH_PHASES"] != nil {
+      FileHandle.standardError.write(Data(String(format: "  phases: create+set %.1f ms, save %.1f ms\n", creation, total - creation).utf8))
+    }
+    return total
   }
 }
 

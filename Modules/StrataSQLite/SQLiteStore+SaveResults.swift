@@ -1,0 +1,160 @@
+import Foundation
+import StrataCore
+
+extension SaveOperation {
+  /// The save's result and change announcement: permanent IDs, new versions, and the stored snapshots of
+  /// written objects whose stored state differs from what the context sent (values converted to their
+  /// attribute's type, dates rounded to the stored precision, references to deleted objects cleared).
+  func results(deleted: Set<ObjectID>, cleared: Set<String>) throws -> (SaveResult, StoreChange) {
+    var result = SaveResult()
+    for (contextID, permanent) in permanentIDs where contextID.isTemporary {
+      result.permanentIDs[contextID] = permanent
+    }
+    var clearedIDs: [ObjectID] = []
+    var seen = Set<ObjectID>()
+    for key in cleared.sorted() {
+      let parts = key.split(separator: "/")
+      guard parts.count == 3, let pk = Int64(parts[1]) else { continue }
+      let id = ObjectID(entityName: String(parts[0]), storeIdentifier: storeIdentifier, primaryKey: pk)
+      if !deleted.contains(id), seen.insert(id).inserted { clearedIDs.append(id) }
+    }
+    var inserted: [ObjectID] = []
+    var updated: [ObjectID] = []
+    for (change, isInsert) in changes.inserted.map({ ($0, true) }) + changes.updated.map({ ($0, false) }) {
+      guard let id = isInsert ? permanentIDs[change.objectID] : change.objectID, !deleted.contains(id),
+        let version = versions[id]
+      else { continue }
+      if isInsert { inserted.append(id) } else { updated.append(id) }
+      let table = try schema.table(id.entityName)
+      let stored = try storedState(change, id: id, version: version, table: table, cleared: cleared)
+      result.versions[id] = version
+      if stored != sentState(change, stored: stored, table: table) { result.storedSnapshots[id] = stored }
+    }
+    let written = Set(inserted + updated)
+    let change = StoreChange(
+      storeIdentifier: storeIdentifier, inserted: inserted,
+      updated: updated + clearedIDs.filter { !written.contains($0) },
+      deleted: changes.deleted.map(\.objectID).filter { deleted.contains($0) })
+    return (result, change)
+  }
+
+  /// What the store now holds for a written object, computed from what was written.
+  private func storedState(
+    _ change: ObjectChange, id: ObjectID, version: Int64, table: SQLiteSchema.Table, cleared: Set<String>
+  ) throws -> Snapshot {
+    let entity = table.entity
+    var attributes = [Value](repeating: .null, count: entity.attributes.count)
+    let row = writtenRows[id] ?? []
+    for (column, index) in table.storedAttributes.enumerated() {
+      let attribute = entity.attributes[index]
+      attributes[index] =
+        column < row.count
+        ? try SQLiteSchema.decode(row[column], as: attribute.type, entity: entity.name, key: attribute.name)
+        : try SQLiteSchema.storedForm(change.attributes[index], as: attribute.type, entity: entity.name, key: attribute.name)
+    }
+    let pk = id.primaryKey ?? 0
+    let toOne = zip(entity.toOneRelationships, change.toOne).map { rel, target -> ObjectID? in
+      guard let target, !cleared.contains("\(entity.name)/\(pk)/\(rel.name)") else { return nil }
+      return permanentIDs[target] ?? target
+    }
+    return Snapshot(objectID: id, version: version, attributes: attributes, toOne: toOne)
+  }
+
+  /// The snapshot the context expects after the save: what it sent, with temporary IDs resolved.
+  private func sentState(_ change: ObjectChange, stored: Snapshot, table: SQLiteSchema.Table) -> Snapshot {
+    var expected = stored
+    for index in table.storedAttributes { expected.attributes[index] = change.attributes[index] }
+    expected.toOne = change.toOne.map { target in target.map { permanentIDs[$0] ?? $0 } }
+    return expected
+  }
+
+  // MARK: Conflicts
+
+  /// The `.constraintConflict` error for writes a uniqueness constraint refused: every clash, each
+  /// reported once, the object written first in the change set named first.
+  func constraintConflict(_ refused: [ObjectChange]) throws -> StoreError {
+    var conflicts: [StoreError.Conflict] = []
+    var reported = Set<Set<ObjectID>>()
+    for change in refused.sorted(by: { (position[$0.objectID] ?? 0) < (position[$1.objectID] ?? 0) }) {
+      for conflict in try clashes(of: change) {
+        let pair = Set([conflict.objectID, conflict.conflictingObjectID].compactMap { $0 })
+        if pair.count == 2, !reported.insert(pair).inserted { continue }
+        conflicts.append(conflict)
+      }
+    }
+    let details = conflicts.map { conflict in
+      let values = zip(conflict.keys, conflict.values).map { "\($0) = \($1)" }.joined(separator: ", ")
+      let other = conflict.conflictingObjectID.map { " (already used by \($0))" } ?? ""
+      return "\(conflict.entity) \(values)\(other)"
+    }
+    let first = conflicts.first
+    let single = conflicts.count == 1
+    return StoreError(
+      .constraintConflict, "uniqueness constraint violated: " + details.joined(separator: "; "),
+      entity: Set(conflicts.map(\.entity)).count == 1 ? first?.entity : nil,
+      key: single ? first?.keys.joined(separator: ",") : nil,
+      value: single && first?.values.count == 1 ? first?.values.first : nil, conflicts: conflicts)
+  }
+
+  /// Every uniqueness constraint `change` clashes on, with the object holding the same values.
+  private func clashes(of change: ObjectChange) throws -> [StoreError.Conflict] {
+    let table = try schema.table(change.objectID.entityName)
+    let entity = table.entity
+    var result: [StoreError.Conflict] = []
+    constraints: for keys in entity.uniquenessConstraints {
+      var bindings: [SQLValue] = []
+      var values: [Value] = []
+      for key in keys {
+        switch entity.property(named: key) {
+        case .attribute(let attribute, let index):
+          let value = try SQLiteSchema.storedForm(change.attributes[index], as: attribute.type, entity: entity.name, key: key)
+          if value.isNull { continue constraints }
+          bindings.append(SQLiteSchema.encode(value))
+          values.append(value)
+        case .toOne(_, let index):
+          guard let target = change.toOne[index], let key = (permanentIDs[target] ?? target).primaryKey else {
+            continue constraints
+          }
+          bindings.append(.integer(key))
+          values.append(.objectID(permanentIDs[target] ?? target))
+        default:
+          continue constraints
+        }
+      }
+      let conditions = keys.map { "t0.\(quote($0)) = ?" }.joined(separator: " AND ")
+      var sql = "SELECT \(table.selectList(alias: "t0")) FROM \(quote(table.name)) AS t0 WHERE \(conditions)"
+      if let pk = (permanentIDs[change.objectID] ?? change.objectID).primaryKey {
+        sql += " AND t0.\"_pk\" != ?"
+        bindings.append(.integer(pk))
+      }
+      let found = try connection.query(sql + " ORDER BY t0.\"_pk\" LIMIT 1", bindings) {
+        try $0.snapshot(table, storeIdentifier: storeIdentifier)
+      }
+      guard let other = found.first else { continue }
+      let otherID = other.objectID.primaryKey.flatMap { contextIDs[table.name]?[$0] } ?? other.objectID
+      let storedValues: [Value] = keys.map { key in
+        switch entity.property(named: key) {
+        case .attribute(_, let index): other.attributes[index]
+        case .toOne(_, let index): other.toOne[index].map(Value.objectID) ?? .null
+        default: .null
+        }
+      }
+      if let otherPosition = position[otherID], otherPosition < (position[change.objectID] ?? Int.max) {
+        result.append(
+          StoreError.Conflict(
+            objectID: otherID, conflictingObjectID: change.objectID, entity: entity.name, keys: keys,
+            values: storedValues, storedValues: values))
+      } else {
+        result.append(
+          StoreError.Conflict(
+            objectID: change.objectID, conflictingObjectID: otherID, entity: entity.name, keys: keys, values: values,
+            storedValues: storedValues))
+      }
+    }
+    if result.isEmpty {
+      result.append(
+        StoreError.Conflict(objectID: change.objectID, entity: entity.name, keys: entity.uniquenessConstraints.first ?? []))
+    }
+    return result
+  }
+}
