@@ -39,9 +39,11 @@ public struct Attribute<Value: AttributeValue> {
     _ options: AttributeOptions = [], minimum: Double? = nil, maximum: Double? = nil, minimumLength: Int? = nil,
     maximumLength: Int? = nil, pattern: String? = nil
   ) {
-    slot = SlotState.nextSlot()
+    let state = SlotState.current
+    slot = state.takeSlot()
+    guard let collector = state.collector else { return }
     Self.declare(
-      slot: slot, options: options, defaultValue: nil,
+      in: collector, slot: slot, options: options, defaultValue: nil,
       validation: AttributeValidation(
         minimum: minimum, maximum: maximum, minimumLength: minimumLength, maximumLength: maximumLength,
         pattern: pattern))
@@ -52,18 +54,20 @@ public struct Attribute<Value: AttributeValue> {
     wrappedValue: Value, _ options: AttributeOptions = [], minimum: Double? = nil, maximum: Double? = nil,
     minimumLength: Int? = nil, maximumLength: Int? = nil, pattern: String? = nil
   ) {
-    slot = SlotState.nextSlot()
+    let state = SlotState.current
+    slot = state.takeSlot()
+    guard let collector = state.collector else { return }
     Self.declare(
-      slot: slot, options: options, defaultValue: wrappedValue.storedValue,
+      in: collector, slot: slot, options: options, defaultValue: wrappedValue.storedValue,
       validation: AttributeValidation(
         minimum: minimum, maximum: maximum, minimumLength: minimumLength, maximumLength: maximumLength,
         pattern: pattern))
   }
 
   private static func declare(
-    slot: Int32, options: AttributeOptions, defaultValue: StrataCore.Value?, validation: AttributeValidation
+    in collector: PrototypeCollector, slot: Int32, options: AttributeOptions, defaultValue: StrataCore.Value?,
+    validation: AttributeValidation
   ) {
-    guard let collector = SlotState.current.collector else { return }
     collector.declarations[slot] = .attribute(
       type: Value.attributeType, isOptional: Value.isOptionalAttribute, options: options,
       defaultValue: defaultValue, derivation: nil, validation: validation)

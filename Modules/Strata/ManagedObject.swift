@@ -307,13 +307,15 @@ extension ManagedObject {
   }
 
   func setAttribute(_ value: Value, index: Int) {
+    if isInsertedStorage {
+      values[index] = value
+      return
+    }
     fireFault()
     guard values[index] != value, let info else { return }
     values[index] = value
-    if !isInsertedStorage {
-      changedKeys.insert(info.entity.attributes[index].name)
-      managedObjectContext?.registerUpdated(self)
-    }
+    changedKeys.insert(info.entity.attributes[index].name)
+    managedObjectContext?.registerUpdated(self)
   }
 
   @usableFromInline

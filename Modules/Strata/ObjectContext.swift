@@ -49,7 +49,6 @@ public final class ObjectContext: @unchecked Sendable {
   private var insertionList: [ManagedObject] = []
   private var updated: [ObjectID: ManagedObject] = [:]
   private var deleted: [ObjectID: ManagedObject] = [:]
-  private var permanentIDs: [ObjectID: ObjectID] = [:]
   private var pendingErrors: [StoreError] = []
   private let saveBroadcaster = Broadcaster<ContextDidSave>()
 
@@ -96,7 +95,7 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// Every object the context holds in memory.
   public var registeredObjects: Set<ManagedObject> {
-    Set(registry.values.compactMap(\.object))
+    Set(registry.values.compactMap(\.object)).union(inserted.values)
   }
   /// Objects inserted and not saved yet.
   public var insertedObjects: Set<ManagedObject> { Set(inserted.values) }
@@ -111,9 +110,10 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// The object with `id`: the one the context holds, or a fault that loads its values when first read.
   ///
-  /// The object is not checked to exist; use ``existingObject(with:)`` for that.
+  /// The object is not checked to exist; use ``existingObject(with:)`` for that. As in Core Data, a
+  /// temporary ID stops naming its object once the object is saved: use the object's new `objectID`.
   public func object(with id: ObjectID) -> ManagedObject {
-    let id = permanentIDs[id] ?? id
+    if id.isTemporary, let object = inserted[id] { return object }
     if let object = registry[id]?.object { return object }
     guard let info = coordinator.info(forEntity: id.entityName) else {
       return ManagedObject(ObjectConstruction(kind: .prototype(nil)))
@@ -127,7 +127,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// The object with `id`, loaded from the store.
   /// - Throws: `.notFound` when no such object exists.
   public func existingObject(with id: ObjectID) throws -> ManagedObject {
-    let id = permanentIDs[id] ?? id
+    if id.isTemporary, let object = inserted[id] { return object }
     if let object = registry[id]?.object, !object.isFaultStorage || object.isInsertedStorage {
       if object.isDeletedStorage && object.snapshot == nil {
         throw StoreError(.notFound, "\(id) no longer exists", entity: id.entityName)
@@ -197,10 +197,7 @@ public final class ObjectContext: @unchecked Sendable {
         continue
       }
     }
-    if object.isInsertedStorage {
-      registry[object.objectID] = nil
-      object.managedObjectContext = nil
-    }
+    if object.isInsertedStorage { object.managedObjectContext = nil }
   }
 
   // MARK: Undoing work
@@ -209,7 +206,6 @@ public final class ObjectContext: @unchecked Sendable {
   /// their last saved values back.
   public func rollback() {
     for object in inserted.values {
-      registry[object.objectID] = nil
       object.managedObjectContext = nil
       object.isDeletedStorage = true
     }
@@ -233,7 +229,6 @@ public final class ObjectContext: @unchecked Sendable {
     insertionList = []
     updated = [:]
     deleted = [:]
-    permanentIDs = [:]
     pendingErrors = []
   }
 
@@ -300,7 +295,6 @@ public final class ObjectContext: @unchecked Sendable {
   }
 
   func registerInserted(_ object: ManagedObject) {
-    registry[object.objectID] = WeakObject(object: object)
     inserted[object.objectID] = object
     insertionList.append(object)
   }
@@ -355,43 +349,20 @@ public final class ObjectContext: @unchecked Sendable {
   func finishSave(_ result: SaveResult, inserted savedInserts: [ManagedObject], updated savedUpdates: [ManagedObject],
     deleted savedDeletes: [ManagedObject])
   {
-    for (temporary, permanent) in result.permanentIDs { permanentIDs[temporary] = permanent }
+    let map = result.permanentIDs
+    registry.reserveCapacity(registry.count + savedInserts.count)
     for object in savedInserts {
       let old = object.objectID
-      guard let new = result.permanentIDs[old] else { continue }
-      registry[old] = nil
+      guard let new = map[old] else { continue }
       object.objectID = new
       registry[new] = WeakObject(object: object)
     }
-    let saved = savedInserts + savedUpdates
-    if !result.permanentIDs.isEmpty {
-      let map = result.permanentIDs
-      for object in saved {
-        for i in object.toOne.indices { if let id = object.toOne[i], let p = map[id] { object.toOne[i] = p } }
-        for i in object.toMany.indices {
-          if let set = object.toMany[i], set.contains(where: \.isTemporary) {
-            object.toMany[i] = Set(set.map { map[$0] ?? $0 })
-          }
-        }
-      }
+    if !map.isEmpty {
+      for object in savedInserts { rewriteTemporaryReferences(in: object, map) }
+      for object in savedUpdates { rewriteTemporaryReferences(in: object, map) }
     }
-    for object in saved {
-      let id = object.objectID
-      if let stored = result.storedSnapshots[id] {
-        object.load(stored)
-      } else {
-        var attributes = object.values
-        if let info = object.info {
-          for (i, a) in info.entity.attributes.enumerated() where a.isTransient { attributes[i] = .null }
-        }
-        object.snapshot = Snapshot(
-          objectID: id, version: result.versions[id] ?? (object.snapshot?.version ?? 0) + 1, attributes: attributes,
-          toOne: object.toOne)
-      }
-      object.committedToMany = object.toMany
-      object.changedKeys = []
-      object.isInsertedStorage = false
-    }
+    for object in savedInserts { recordSaved(object, result) }
+    for object in savedUpdates { recordSaved(object, result) }
     for object in savedDeletes {
       registry[object.objectID] = nil
       object.managedObjectContext = nil
@@ -400,18 +371,47 @@ public final class ObjectContext: @unchecked Sendable {
     insertionList = []
     updated = [:]
     deleted = [:]
-    for object in saved { object.didSave() }
+    for object in savedInserts { object.didSave() }
+    for object in savedUpdates { object.didSave() }
     for object in savedDeletes { object.didSave() }
-    saveBroadcaster.yield(
-      ContextDidSave(
-        contextName: name, insertedObjectIDs: Set(savedInserts.map(\.objectID)),
-        updatedObjectIDs: Set(savedUpdates.map(\.objectID)), deletedObjectIDs: Set(savedDeletes.map(\.objectID)),
-        historyToken: result.historyToken))
-    coordinator.contextDidSave(
-      ContextDidSave(
-        contextName: name, insertedObjectIDs: Set(savedInserts.map(\.objectID)),
-        updatedObjectIDs: Set(savedUpdates.map(\.objectID)), deletedObjectIDs: Set(savedDeletes.map(\.objectID)),
-        historyToken: result.historyToken), from: self)
+    let notify = saveBroadcaster.hasSubscribers
+    let merge = coordinator.hasMergingContexts(besides: self)
+    guard notify || merge else { return }
+    let save = ContextDidSave(
+      contextName: name, insertedObjectIDs: Set(savedInserts.map(\.objectID)),
+      updatedObjectIDs: Set(savedUpdates.map(\.objectID)), deletedObjectIDs: Set(savedDeletes.map(\.objectID)),
+      historyToken: result.historyToken)
+    if notify { saveBroadcaster.yield(save) }
+    if merge { coordinator.contextDidSave(save, from: self) }
+  }
+
+  private func rewriteTemporaryReferences(in object: ManagedObject, _ map: [ObjectID: ObjectID]) {
+    for i in object.toOne.indices {
+      if let id = object.toOne[i], id.isTemporary, let permanent = map[id] { object.toOne[i] = permanent }
+    }
+    for i in object.toMany.indices {
+      if let set = object.toMany[i], set.contains(where: \.isTemporary) {
+        object.toMany[i] = Set(set.map { map[$0] ?? $0 })
+      }
+    }
+  }
+
+  private func recordSaved(_ object: ManagedObject, _ result: SaveResult) {
+    let id = object.objectID
+    if let stored = result.storedSnapshots[id] {
+      object.load(stored)
+    } else {
+      var attributes = object.values
+      if let info = object.info, info.hasTransientAttributes {
+        for (i, a) in info.entity.attributes.enumerated() where a.isTransient { attributes[i] = .null }
+      }
+      object.snapshot = Snapshot(
+        objectID: id, version: result.versions[id] ?? (object.snapshot?.version ?? 0) + 1, attributes: attributes,
+        toOne: object.toOne)
+    }
+    object.committedToMany = object.toMany
+    object.changedKeys = []
+    object.isInsertedStorage = false
   }
 
   private func restoreSavedState(of object: ManagedObject) {

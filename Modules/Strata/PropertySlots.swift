@@ -43,10 +43,9 @@ final class SlotState {
 
   /// The slot for a wrapper being initialized now.
   @inline(__always)
-  static func nextSlot() -> Int32 {
-    let state = current
-    let slot = state.counter
-    state.counter &+= 1
+  func takeSlot() -> Int32 {
+    let slot = counter
+    counter &+= 1
     return slot
   }
 

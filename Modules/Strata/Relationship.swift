@@ -58,8 +58,9 @@ public struct Relationship<Value: RelationshipValue> {
     inverse: String? = nil, deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int = 0,
     maxCount: Int = 0
   ) {
-    slot = SlotState.nextSlot()
-    if let collector = SlotState.current.collector {
+    let state = SlotState.current
+    slot = state.takeSlot()
+    if let collector = state.collector {
       collector.declarations[slot] = .relationship(
         destination: Value.destinationType, isToMany: Value.isToMany, inverse: inverse, deleteRule: deleteRule,
         isOptional: isOptional, minCount: minCount, maxCount: maxCount)

@@ -52,6 +52,11 @@ final class StoreCoordinator: @unchecked Sendable {
     }
   }
 
+  /// Whether any context other than `source` merges saves automatically.
+  func hasMergingContexts(besides source: ObjectContext) -> Bool {
+    contexts.withLock { $0.contains { $0.context !== source && $0.context?.automaticallyMergesChangesFromParent == true } }
+  }
+
   /// Hands a save to every other context that merges changes automatically.
   func contextDidSave(_ save: ContextDidSave, from source: ObjectContext) {
     let targets = contexts.withLock { $0.compactMap(\.context) }.filter {

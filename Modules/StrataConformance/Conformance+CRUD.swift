@@ -33,13 +33,13 @@ extension Conformance {
     #expect(context.hasChanges)
     #expect(context.insertedObjects.count == 1)
     let temporaryID = film.objectID
+    #expect(context.object(with: temporaryID) === film)
 
     try context.save()
     #expect(!context.hasChanges)
     #expect(!film.isInserted)
     #expect(!film.objectID.isTemporary)
     #expect(film.objectID.entityName == "Film")
-    #expect(context.object(with: temporaryID) === film)
     #expect(context.object(with: film.objectID) === film)
 
     let other = try backend.freshContext(container, url)

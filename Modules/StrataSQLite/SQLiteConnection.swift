@@ -196,8 +196,11 @@ struct Statement {
       case .integer(let i): rc = sqlite3_bind_int64(pointer, index, i)
       case .real(let d): rc = sqlite3_bind_double(pointer, index, d)
       case .text(let s):
-        rc = s.utf8CString.withUnsafeBufferPointer { buffer in
-          sqlite3_bind_text(pointer, index, buffer.baseAddress, Int32(buffer.count - 1), strata_sqlite_transient())
+        var text = s
+        rc = text.withUTF8 { buffer in
+          // An empty buffer may have no address, which SQLite would bind as NULL.
+          guard let base = buffer.baseAddress else { return sqlite3_bind_text(pointer, index, "", 0, nil) }
+          return sqlite3_bind_text(pointer, index, base, Int32(buffer.count), strata_sqlite_transient())
         }
       case .blob(let data):
         if data.isEmpty {
@@ -211,6 +214,9 @@ struct Statement {
       if rc != SQLITE_OK { throw connection.error(rc, sql: sql) }
     }
   }
+
+  /// Rewinds the statement so it can run again with new bindings.
+  func reset() { sqlite3_reset(pointer) }
 
   /// Advances to the next row: `true` when a row is available, `false` when the statement is done.
   func step() throws -> Bool {

@@ -13,7 +13,7 @@ struct SQLiteSchema: Sendable {
   static let format = "strata-sqlite-1"
 
   /// One entity's table and the statements the store runs on it, built once.
-  struct Table: Sendable {
+  final class Table: Sendable {
     let entity: EntityDescription
     /// The positions (in `entity.attributes`) of the attributes that have a column.
     let storedAttributes: [Int]
@@ -220,7 +220,29 @@ extension SQLiteSchema {
   /// exact string form.
   ///
   /// - Throws: `.validation` when the value cannot be converted to `type`.
+  /// Whether `value` is already in `type`'s canonical form, so the store keeps it exactly as sent.
+  static func isCanonical(_ value: Value, _ type: AttributeType) -> Bool {
+    switch (type, value) {
+    case (_, .null), (.string, .string), (.int64, .int), (.double, .double), (.float, .double), (.bool, .bool),
+      (.date, .date), (.data, .data), (.uuid, .uuid), (.url, .url), (.decimal, .decimal):
+      return true
+    case (.int16, .int), (.int32, .int):
+      return type.coerce(value) != nil
+    default:
+      return false
+    }
+  }
+
   static func encode(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> SQLValue {
+    switch (type, value) {
+    case (_, .null): return .null
+    case (.string, .string(let s)): return .text(s)
+    case (.int64, .int(let i)): return .integer(i)
+    case (.double, .double(let d)), (.float, .double(let d)): return .real(d)
+    case (.bool, .bool(let b)): return .integer(b ? 1 : 0)
+    case (.date, .date(let d)): return .real(d.timeIntervalSinceReferenceDate)
+    default: break
+    }
     guard let converted = type.coerce(value) else {
       throw StoreError(
         .validation, "\(entity).\(key) is a \(type.rawValue) attribute and cannot hold the \(value.kindName) \(value)",

@@ -58,24 +58,27 @@ struct SaveOperation {
 
   /// The ID the context knows each inserted object by → its permanent ID.
   var permanentIDs: [ObjectID: ObjectID] = [:]
-  /// Rows inserted by this save, by entity and primary key → the ID the context knows them by.
-  var contextIDs: [String: [Int64: ObjectID]] = [:]
+  /// The new row version of each written object, by permanent ID.
   var versions: [ObjectID: Int64] = [:]
-  /// The column values written for each inserted or updated object, by permanent ID.
-  var writtenRows: [ObjectID: [SQLValue]] = [:]
+  /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
+  var converted = Set<ObjectID>()
   /// To-one columns filled once their temporary target has a key: inserts run in change-set order (so
   /// primary keys follow it), and a reference to an object inserted later is patched in afterwards.
   var patches: [(change: ObjectChange, table: String, pk: Int64, column: String, target: ObjectID)] = []
-  /// Position of each inserted and updated object in the change set, for reporting conflicts in order.
-  let position: [ObjectID: Int]
+  /// Position of each inserted and updated object in the change set, for reporting conflicts in order
+  /// (only built when a save has conflicts to report).
+  var position: [ObjectID: Int] {
+    Dictionary(
+      (changes.inserted + changes.updated).enumerated().map { ($1.objectID, $0) }, uniquingKeysWith: { a, _ in a })
+  }
 
   init(connection: SQLiteConnection, schema: SQLiteSchema, storeIdentifier: String, changes: ChangeSet) {
     self.connection = connection
     self.schema = schema
     self.storeIdentifier = storeIdentifier
     self.changes = changes
-    self.position = Dictionary(
-      (changes.inserted + changes.updated).enumerated().map { ($1.objectID, $0) }, uniquingKeysWith: { a, _ in a })
+    permanentIDs.reserveCapacity(changes.inserted.count)
+    versions.reserveCapacity(changes.inserted.count + changes.updated.count)
   }
 
   mutating func apply() throws -> (SaveResult, StoreChange) {
@@ -101,7 +104,7 @@ struct SaveOperation {
 
   /// Refuses malformed change sets before anything is written.
   private func check() throws {
-    var inserted = Set<ObjectID>()
+    var inserted = Set<ObjectID>(minimumCapacity: changes.inserted.count)
     for change in changes.inserted {
       guard inserted.insert(change.objectID).inserted else {
         throw StoreError(.misuse, "\(change.objectID) is inserted twice in one change set", entity: change.objectID.entityName)
@@ -220,13 +223,19 @@ struct SaveOperation {
 
   /// The data-column values of a change (stored attributes, then to-one targets) and the to-one
   /// targets to fill in later.
-  private func row(_ change: ObjectChange, _ table: SQLiteSchema.Table) throws -> ([SQLValue], [(String, ObjectID)]) {
+  /// The column values of `change`; an object whose values had to be converted to their attribute's
+  /// type is added to `converted` (its stored state differs from what the context sent).
+  private func row(_ change: ObjectChange, _ table: SQLiteSchema.Table, noting converted: inout Set<ObjectID>) throws
+    -> ([SQLValue], [(String, ObjectID)])
+  {
     let entity = table.entity
     var values: [SQLValue] = []
     values.reserveCapacity(table.dataColumns.count)
     for index in table.storedAttributes {
-      let attribute = entity.attributes[index]
-      values.append(try SQLiteSchema.encode(change.attributes[index], as: attribute.type, entity: entity.name, key: attribute.name))
+      let value = change.attributes[index]
+      let type = entity.attributes[index].type
+      if !SQLiteSchema.isCanonical(value, type) { converted.insert(change.objectID) }
+      values.append(try SQLiteSchema.encode(value, as: type, entity: entity.name, key: entity.attributes[index].name))
     }
     var later: [(String, ObjectID)] = []
     for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
@@ -258,7 +267,7 @@ struct SaveOperation {
   private mutating func update(_ change: ObjectChange) throws -> Bool {
     let table = try schema.table(change.objectID.entityName)
     guard let pk = change.objectID.primaryKey else { return true }
-    let (values, later) = try row(change, table)
+    let (values, later) = try row(change, table, noting: &converted)
     var bindings = values + [.integer(pk)]
     if let expected = change.expectedVersion { bindings.append(.integer(expected)) }
     let newVersion: SQLValue?
@@ -274,15 +283,14 @@ struct SaveOperation {
         entity: table.name, conflicts: [StoreError.Conflict(objectID: change.objectID, entity: table.name, keys: change.changedKeys)])
     }
     versions[change.objectID] = version
-    writtenRows[change.objectID] = values
     for (column, target) in later { patches.append((change, table.name, pk, column, target)) }
     return true
   }
 
-  /// Writes one insert; `false` when a uniqueness constraint refused it (for now).
-  private mutating func insert(_ change: ObjectChange) throws -> Bool {
-    let table = try schema.table(change.objectID.entityName)
-    let (values, later) = try row(change, table)
+  /// Writes one insert; `false` when a uniqueness constraint refused it (for now). `statement` is the
+  /// table's prepared `insertSQL`, reused across the rows of one entity.
+  private mutating func insert(_ change: ObjectChange, _ table: SQLiteSchema.Table, _ statement: Statement) throws -> Bool {
+    let (values, later) = try row(change, table, noting: &converted)
     do {
       if let pk = change.objectID.primaryKey {
         guard try storedSnapshot(table, change.objectID) == nil else {
@@ -290,7 +298,9 @@ struct SaveOperation {
         }
         try connection.run(table.insertWithKeySQL, [.integer(pk), .integer(1)] + values)
       } else {
-        try connection.run(table.insertSQL, values)
+        statement.reset()
+        try statement.bind(values)
+        while try statement.step() {}
       }
     } catch let error as SQLiteError where error.isUniqueViolation {
       return false
@@ -298,9 +308,7 @@ struct SaveOperation {
     let pk = connection.lastInsertRowID
     let permanent = ObjectID(entityName: table.name, storeIdentifier: storeIdentifier, primaryKey: pk)
     permanentIDs[change.objectID] = permanent
-    contextIDs[table.name, default: [:]][pk] = change.objectID
     versions[permanent] = 1
-    writtenRows[permanent] = values
     for (column, target) in later { patches.append((change, table.name, pk, column, target)) }
     return true
   }
@@ -322,11 +330,10 @@ struct SaveOperation {
     }
     var failed: [ObjectChange] = []
     for (change, table, pk, version) in rewrites {
-      let (values, later) = try row(change, table)
+      let (values, later) = try row(change, table, noting: &converted)
       do {
         try connection.run(table.insertWithKeySQL, [.integer(pk), .integer(version + 1)] + values)
         versions[change.objectID] = version + 1
-        writtenRows[change.objectID] = values
         for (column, target) in later { patches.append((change, table.name, pk, column, target)) }
       } catch let error as SQLiteError where error.isUniqueViolation {
         failed.append(change)
@@ -359,8 +366,18 @@ struct SaveOperation {
   /// Writes the inserts; returns those a uniqueness constraint refused.
   private mutating func insertAll(_ changes: [ObjectChange]) throws -> [ObjectChange] {
     var refused: [ObjectChange] = []
-    for change in changes {
-      if try !insert(change) { refused.append(change) }
+    var start = changes.startIndex
+    while start < changes.endIndex {
+      let entityName = changes[start].objectID.entityName
+      var end = start + 1
+      while end < changes.endIndex, changes[end].objectID.entityName == entityName { end += 1 }
+      let table = try schema.table(entityName)
+      try connection.withStatement(table.insertSQL) { statement in
+        for change in changes[start..<end] where try !insert(change, table, statement) {
+          refused.append(change)
+        }
+      }
+      start = end
     }
     return refused
   }

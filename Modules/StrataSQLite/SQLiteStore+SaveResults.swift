@@ -7,9 +7,8 @@ extension SaveOperation {
   /// attribute's type, dates rounded to the stored precision, references to deleted objects cleared).
   func results(deleted: Set<ObjectID>, cleared: Set<String>) throws -> (SaveResult, StoreChange) {
     var result = SaveResult()
-    for (contextID, permanent) in permanentIDs where contextID.isTemporary {
-      result.permanentIDs[contextID] = permanent
-    }
+    result.permanentIDs = permanentIDs.keys.allSatisfy(\.isTemporary) ? permanentIDs : permanentIDs.filter { $0.key.isTemporary }
+    result.versions = deleted.isEmpty ? versions : versions.filter { !deleted.contains($0.key) }
     var clearedIDs: [ObjectID] = []
     var seen = Set<ObjectID>()
     for key in cleared.sorted() {
@@ -18,19 +17,28 @@ extension SaveOperation {
       let id = ObjectID(entityName: String(parts[0]), storeIdentifier: storeIdentifier, primaryKey: pk)
       if !deleted.contains(id), seen.insert(id).inserted { clearedIDs.append(id) }
     }
+    // What was stored equals what was sent unless values were converted on the way in, the save cleared
+    // references to deleted objects, or the entity has attributes the store computes; only then is the
+    // stored state worth rebuilding.
+    let derivedEntities = Set(schema.model.entities.filter { $0.attributes.contains { $0.derivation != nil } }.map(\.name))
     var inserted: [ObjectID] = []
     var updated: [ObjectID] = []
-    for (change, isInsert) in changes.inserted.map({ ($0, true) }) + changes.updated.map({ ($0, false) }) {
-      guard let id = isInsert ? permanentIDs[change.objectID] : change.objectID, !deleted.contains(id),
-        let version = versions[id]
-      else { continue }
-      if isInsert { inserted.append(id) } else { updated.append(id) }
-      let table = try schema.table(id.entityName)
-      let stored = try storedState(change, id: id, version: version, table: table, cleared: cleared)
-      result.versions[id] = version
-      if stored != sentState(change, stored: stored, table: table) { result.storedSnapshots[id] = stored }
+    inserted.reserveCapacity(changes.inserted.count)
+    updated.reserveCapacity(changes.updated.count)
+    for (changeList, isInsert) in [(changes.inserted, true), (changes.updated, false)] {
+      for change in changeList {
+        guard let id = isInsert ? permanentIDs[change.objectID] : change.objectID else { continue }
+        if !deleted.isEmpty && deleted.contains(id) { continue }
+        if isInsert { inserted.append(id) } else { updated.append(id) }
+        guard !cleared.isEmpty || derivedEntities.contains(id.entityName) || converted.contains(change.objectID),
+          let version = versions[id]
+        else { continue }
+        let table = try schema.table(id.entityName)
+        let stored = try storedState(change, id: id, version: version, table: table, cleared: cleared)
+        if stored != sentState(change, stored: stored, table: table) { result.storedSnapshots[id] = stored }
+      }
     }
-    let written = Set(inserted + updated)
+    let written = clearedIDs.isEmpty ? [] : Set(inserted + updated)
     let change = StoreChange(
       storeIdentifier: storeIdentifier, inserted: inserted,
       updated: updated + clearedIDs.filter { !written.contains($0) },
@@ -44,13 +52,10 @@ extension SaveOperation {
   ) throws -> Snapshot {
     let entity = table.entity
     var attributes = [Value](repeating: .null, count: entity.attributes.count)
-    let row = writtenRows[id] ?? []
-    for (column, index) in table.storedAttributes.enumerated() {
+    for index in table.storedAttributes {
       let attribute = entity.attributes[index]
-      attributes[index] =
-        column < row.count
-        ? try SQLiteSchema.decode(row[column], as: attribute.type, entity: entity.name, key: attribute.name)
-        : try SQLiteSchema.storedForm(change.attributes[index], as: attribute.type, entity: entity.name, key: attribute.name)
+      attributes[index] = try SQLiteSchema.storedForm(
+        change.attributes[index], as: attribute.type, entity: entity.name, key: attribute.name)
     }
     let pk = id.primaryKey ?? 0
     let toOne = zip(entity.toOneRelationships, change.toOne).map { rel, target -> ObjectID? in
@@ -75,8 +80,9 @@ extension SaveOperation {
   func constraintConflict(_ refused: [ObjectChange]) throws -> StoreError {
     var conflicts: [StoreError.Conflict] = []
     var reported = Set<Set<ObjectID>>()
+    let position = self.position
     for change in refused.sorted(by: { (position[$0.objectID] ?? 0) < (position[$1.objectID] ?? 0) }) {
-      for conflict in try clashes(of: change) {
+      for conflict in try clashes(of: change, position: position) {
         let pair = Set([conflict.objectID, conflict.conflictingObjectID].compactMap { $0 })
         if pair.count == 2, !reported.insert(pair).inserted { continue }
         conflicts.append(conflict)
@@ -97,7 +103,7 @@ extension SaveOperation {
   }
 
   /// Every uniqueness constraint `change` clashes on, with the object holding the same values.
-  private func clashes(of change: ObjectChange) throws -> [StoreError.Conflict] {
+  private func clashes(of change: ObjectChange, position: [ObjectID: Int]) throws -> [StoreError.Conflict] {
     let table = try schema.table(change.objectID.entityName)
     let entity = table.entity
     var result: [StoreError.Conflict] = []
@@ -131,7 +137,7 @@ extension SaveOperation {
         try $0.snapshot(table, storeIdentifier: storeIdentifier)
       }
       guard let other = found.first else { continue }
-      let otherID = other.objectID.primaryKey.flatMap { contextIDs[table.name]?[$0] } ?? other.objectID
+      let otherID = permanentIDs.first { $0.value == other.objectID && $0.key.isTemporary }?.key ?? other.objectID
       let storedValues: [Value] = keys.map { key in
         switch entity.property(named: key) {
         case .attribute(_, let index): other.attributes[index]
