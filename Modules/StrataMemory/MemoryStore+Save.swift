@@ -113,42 +113,11 @@ struct MemorySaveTransaction {
   }
 
   private func checkVersions(_ changes: ChangeSet) throws {
-    var conflicts: [StoreError.Conflict] = []
-    var details: [String] = []
-    for update in changes.updated {
-      let id = update.objectID
-      let entity = try entity(for: id)
-      guard !id.isTemporary, id.storeIdentifier == storeIdentifier else {
-        throw StoreError(.misuse, "cannot update \(id): it is not a saved object of this store", entity: id.entityName)
-      }
-      let stored = original.snapshot(for: id, storeIdentifier: storeIdentifier)
-      if let stored, update.expectedVersion == nil || update.expectedVersion == stored.version { continue }
-      let keys = update.changedKeys
-      conflicts.append(
-        StoreError.Conflict(
-          objectID: id, entity: entity.name, keys: keys, values: values(of: keys, in: entity, attributes: update.attributes),
-          storedValues: stored.map { values(of: keys, in: entity, attributes: $0.attributes) } ?? []))
-      details.append(describe(id, expected: update.expectedVersion, stored: stored))
+    for update in changes.updated where update.objectID.isTemporary || update.objectID.storeIdentifier != storeIdentifier {
+      throw StoreError(
+        .misuse, "cannot update \(update.objectID): it is not a saved object of this store", entity: update.objectID.entityName)
     }
-    for deletion in changes.deleted {
-      let id = deletion.objectID
-      guard let expected = deletion.expectedVersion, !id.isTemporary else { continue }
-      let stored = original.snapshot(for: id, storeIdentifier: storeIdentifier)
-      if stored?.version == expected { continue }
-      conflicts.append(StoreError.Conflict(objectID: id, entity: id.entityName, keys: []))
-      details.append(describe(id, expected: expected, stored: stored))
-    }
-    guard !conflicts.isEmpty else { return }
-    throw StoreError(
-      .optimisticLockConflict,
-      "optimistic locking failure: \(conflicts.count) object(s) changed in the store since they were read: "
-        + details.joined(separator: "; "),
-      entity: Set(conflicts.map(\.entity)).count == 1 ? conflicts.first?.entity : nil, conflicts: conflicts)
-  }
-
-  private func describe(_ id: ObjectID, expected: Int64?, stored: Snapshot?) -> String {
-    guard let stored else { return "\(id) no longer exists" }
-    return "\(id) is at version \(stored.version), expected \(expected.map(String.init) ?? "any")"
+    try OptimisticLocking.check(changes, model: model) { original.snapshot(for: $0, storeIdentifier: storeIdentifier) }
   }
 
   // MARK: Rows
@@ -363,10 +332,4 @@ struct MemorySaveTransaction {
     return values
   }
 
-  private func values(of keys: [String], in entity: EntityDescription, attributes: [Value]) -> [Value] {
-    keys.map { key in
-      guard let index = entity.attributeIndex(named: key), index < attributes.count else { return .null }
-      return attributes[index]
-    }
-  }
 }

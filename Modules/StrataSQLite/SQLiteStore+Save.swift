@@ -147,50 +147,8 @@ struct SaveOperation {
 
   /// Throws `.optimisticLockConflict` for every update or delete whose object changed or vanished.
   private func checkVersions() throws {
-    var conflicts: [StoreError.Conflict] = []
-    var details: [String] = []
-    for update in changes.updated {
-      let table = try schema.table(update.objectID.entityName)
-      let stored = try storedSnapshot(table, update.objectID)
-      if let stored, update.expectedVersion == nil || update.expectedVersion == stored.version { continue }
-      let keys = update.changedKeys
-      conflicts.append(
-        StoreError.Conflict(
-          objectID: update.objectID, entity: table.name, keys: keys,
-          values: values(of: keys, table.entity, update.attributes, update.toOne),
-          storedValues: stored.map { values(of: keys, table.entity, $0.attributes, $0.toOne.map { $0 }) } ?? []))
-      details.append(describe(update.objectID, expected: update.expectedVersion, stored: stored?.version))
-    }
-    for deletion in changes.deleted {
-      guard let expected = deletion.expectedVersion, !deletion.objectID.isTemporary else { continue }
-      let table = try schema.table(deletion.objectID.entityName)
-      let stored = try storedSnapshot(table, deletion.objectID)?.version
-      if stored == expected { continue }
-      conflicts.append(StoreError.Conflict(objectID: deletion.objectID, entity: table.name, keys: []))
-      details.append(describe(deletion.objectID, expected: expected, stored: stored))
-    }
-    guard !conflicts.isEmpty else { return }
-    throw StoreError(
-      .optimisticLockConflict,
-      "optimistic locking failure: \(conflicts.count) object(s) changed in the store since they were read: "
-        + details.joined(separator: "; "),
-      entity: Set(conflicts.map(\.entity)).count == 1 ? conflicts.first?.entity : nil, conflicts: conflicts)
-  }
-
-  private func describe(_ id: ObjectID, expected: Int64?, stored: Int64?) -> String {
-    guard let stored else { return "\(id) no longer exists" }
-    return "\(id) is at version \(stored), expected \(expected.map(String.init) ?? "any")"
-  }
-
-  private func values(of keys: [String], _ entity: EntityDescription, _ attributes: [Value], _ toOne: [ObjectID?])
-    -> [Value]
-  {
-    keys.map { key in
-      switch entity.property(named: key) {
-      case .attribute(_, let index) where index < attributes.count: attributes[index]
-      case .toOne(_, let index) where index < toOne.count: toOne[index].map(Value.objectID) ?? .null
-      default: .null
-      }
+    try OptimisticLocking.check(changes, model: schema.model) { id in
+      try storedSnapshot(try schema.table(id.entityName), id)
     }
   }
 
