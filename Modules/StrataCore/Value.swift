@@ -19,8 +19,9 @@ public enum Value: Sendable, Hashable, Codable {
   case data(Data)
   case uuid(UUID)
   case url(URL)
-  /// A reference to another object, as held by a to-one relationship.
-  case objectID(ObjectID)
+  /// A reference to another object, as held by a to-one relationship. Boxed (`indirect`) so that
+  /// every other value fits in 24 bytes: attribute arrays of every object and snapshot stay half the size.
+  indirect case objectID(ObjectID)
   /// An ordered collection of values: an `IN {…}` literal or the targets of a to-many key path.
   case array([Value])
 
