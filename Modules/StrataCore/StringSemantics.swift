@@ -20,12 +20,8 @@ public enum StringSemantics {
     if s.utf8.allSatisfy({ $0 < 0x80 }) {
       return foldOptions.contains(.caseInsensitive) ? s.lowercased() : s
     }
-    var folded = s.folding(options: foldOptions, locale: nil)
-    if foldOptions.contains(.caseInsensitive) {
-      // Foundation's case fold keeps ß; full case folding (as NSString's compare does) expands it.
-      folded = folded.replacingOccurrences(of: "ß", with: "ss").replacingOccurrences(of: "ẞ", with: "ss")
-    }
-    return folded
+    // Foundation's fold applies full case folding: "ß" and "ẞ" become "ss".
+    return s.folding(options: foldOptions, locale: nil)
   }
 
   /// Three-way code-point comparison: negative, zero or positive.
