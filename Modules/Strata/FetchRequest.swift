@@ -95,9 +95,6 @@ extension ObjectContext {
     try requireStore().count(request.fetchDescription, generation: nil)
   }
 
-  private func pendingDeletionCount(of entityName: String) -> Int {
-    allChanges().deleted.reduce(0) { $0 + ($1.objectID.entityName == entityName ? 1 : 0) }
-  }
 }
 
 /// A typed predicate over `Root`'s key paths, built with operators:

@@ -215,10 +215,9 @@ public final class ObjectContext: @unchecked Sendable {
     updated = [:]
     deleted = [:]
     pendingErrors = []
+    // Every object whose relationships changed is in `updated` or `deleted`: setting a relationship
+    // marks both sides.
     for object in changed { restoreSavedState(of: object) }
-    for object in registeredObjects where object.toMany != object.committedToMany {
-      restoreSavedState(of: object)
-    }
   }
 
   /// Forgets every object: the context is as new. Objects handed out before stay detached.
@@ -334,6 +333,10 @@ public final class ObjectContext: @unchecked Sendable {
   }
 
   func isPendingDeletion(_ id: ObjectID) -> Bool { deleted[id] != nil }
+
+  func pendingDeletionCount(of entityName: String) -> Int {
+    deleted.keys.reduce(0) { $0 + ($1.entityName == entityName ? 1 : 0) }
+  }
 
   /// The pending changes; inserted objects in the order they were inserted.
   func allChanges() -> (inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) {
