@@ -12,12 +12,43 @@ import Synchronization
 /// let again = try background.existingObject(with: id)
 /// ```
 public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
-  /// The name of the entity the object belongs to.
-  public let entityName: String
-  /// The identifier of the store that assigned the key; empty for a temporary ID.
-  public let storeIdentifier: String
+  /// The entity name and store identifier, shared by every ID of one entity in one store. Interned, so
+  /// IDs compare scopes by identity and an ID stays 24 bytes: it keys the dictionaries of every save.
+  final class Scope: Sendable {
+    let entityName: String
+    let storeIdentifier: String
+
+    private init(entityName: String, storeIdentifier: String) {
+      self.entityName = entityName
+      self.storeIdentifier = storeIdentifier
+    }
+
+    private struct Key: Hashable, Sendable {
+      let entityName: String
+      let storeIdentifier: String
+    }
+
+    private static let interned = Locked<[Key: Scope]>([:])
+
+    static func of(entityName: String, storeIdentifier: String) -> Scope {
+      let key = Key(entityName: entityName, storeIdentifier: storeIdentifier)
+      return interned.withLock { table in
+        if let scope = table[key] { return scope }
+        let scope = Scope(entityName: entityName, storeIdentifier: storeIdentifier)
+        table[key] = scope
+        return scope
+      }
+    }
+  }
+
+  private let scope: Scope
   /// The key: the store's primary key, or a process-unique number for a temporary ID.
   public let key: Key
+
+  /// The name of the entity the object belongs to.
+  public var entityName: String { scope.entityName }
+  /// The identifier of the store that assigned the key; empty for a temporary ID.
+  public var storeIdentifier: String { scope.storeIdentifier }
 
   /// A store-assigned primary key or a temporary number.
   public enum Key: Sendable, Hashable, Codable {
@@ -27,15 +58,30 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
 
   /// Creates a permanent ID. Backends call this when they assign a primary key.
   public init(entityName: String, storeIdentifier: String, primaryKey: Int64) {
-    self.entityName = entityName
-    self.storeIdentifier = storeIdentifier
+    self.scope = Scope.of(entityName: entityName, storeIdentifier: storeIdentifier)
     self.key = .permanent(primaryKey)
   }
 
   private init(entityName: String, temporary: UInt64) {
-    self.entityName = entityName
-    self.storeIdentifier = ""
+    self.scope = Scope.of(entityName: entityName, storeIdentifier: "")
     self.key = .temporary(temporary)
+  }
+
+  private enum CodingKeys: String, CodingKey { case entityName, storeIdentifier, key }
+
+  public init(from decoder: any Decoder) throws {
+    let c = try decoder.container(keyedBy: CodingKeys.self)
+    scope = Scope.of(
+      entityName: try c.decode(String.self, forKey: .entityName),
+      storeIdentifier: try c.decode(String.self, forKey: .storeIdentifier))
+    key = try c.decode(Key.self, forKey: .key)
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var c = encoder.container(keyedBy: CodingKeys.self)
+    try c.encode(entityName, forKey: .entityName)
+    try c.encode(storeIdentifier, forKey: .storeIdentifier)
+    try c.encode(key, forKey: .key)
   }
 
   private static let temporaryCounter = Atomic<UInt64>(0)
@@ -80,7 +126,7 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
   public var description: String { uriRepresentation }
 
   public static func == (a: ObjectID, b: ObjectID) -> Bool {
-    a.key == b.key && a.entityName == b.entityName && a.storeIdentifier == b.storeIdentifier
+    a.key == b.key && a.scope === b.scope
   }
 
   /// Hashes the key alone: it is what differs between IDs of one store, and hashing the store's UUID

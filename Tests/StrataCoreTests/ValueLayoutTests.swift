@@ -18,3 +18,28 @@ struct ValueLayoutTests {
     #expect(Value.objectID(id) != Value.objectID(ObjectID(entityName: "Movie", storeIdentifier: "S", primaryKey: 4)))
   }
 }
+
+@Suite("ObjectID")
+struct ObjectIDTests {
+  @Test func anIDIsSmallAndComparesByEntityStoreAndKey() throws {
+    #expect(MemoryLayout<ObjectID>.stride <= 24)
+    let a = ObjectID(entityName: "Movie", storeIdentifier: "S1", primaryKey: 1)
+    #expect(a == ObjectID(entityName: "Movie", storeIdentifier: "S1", primaryKey: 1))
+    #expect(a != ObjectID(entityName: "Movie", storeIdentifier: "S2", primaryKey: 1))
+    #expect(a != ObjectID(entityName: "Director", storeIdentifier: "S1", primaryKey: 1))
+    #expect(a != ObjectID(entityName: "Movie", storeIdentifier: "S1", primaryKey: 2))
+    #expect(Set([a, ObjectID(entityName: "Director", storeIdentifier: "S1", primaryKey: 1)]).count == 2)
+    let temporary = ObjectID.makeTemporary(entityName: "Movie")
+    #expect(temporary.isTemporary && temporary != ObjectID.makeTemporary(entityName: "Movie"))
+  }
+
+  @Test func anIDRoundTripsThroughJSONAndItsURI() throws {
+    let id = ObjectID(entityName: "Movie", storeIdentifier: "3F2A", primaryKey: 12)
+    let decoded = try JSONDecoder().decode(ObjectID.self, from: try JSONEncoder().encode(id))
+    #expect(decoded == id)
+    #expect(decoded.entityName == "Movie" && decoded.storeIdentifier == "3F2A" && decoded.primaryKey == 12)
+    #expect(ObjectID(uriRepresentation: id.uriRepresentation) == id)
+    let temporary = ObjectID.makeTemporary(entityName: "Movie")
+    #expect(try JSONDecoder().decode(ObjectID.self, from: try JSONEncoder().encode(temporary)) == temporary)
+  }
+}
