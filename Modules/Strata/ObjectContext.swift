@@ -44,7 +44,10 @@ public final class ObjectContext: @unchecked Sendable {
   }
 
   private var registry: [ObjectID: WeakObject] = [:]
-  private var inserted: [ObjectID: ManagedObject] = [:]
+  /// How many objects of `insertionList` are still inserted (not deleted again).
+  private var insertedCount = 0
+  /// Inserted objects by temporary ID, built the first time a temporary ID is looked up.
+  private var temporaryIndex: [ObjectID: ManagedObject]?
   /// Inserted objects in insertion order; may hold objects deleted again since (filtered on use).
   private var insertionList: [ManagedObject] = []
   private var updated: [ObjectID: ManagedObject] = [:]
@@ -95,17 +98,17 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// Every object the context holds in memory.
   public var registeredObjects: Set<ManagedObject> {
-    Set(registry.values.compactMap(\.object)).union(inserted.values)
+    Set(registry.values.compactMap(\.object)).union(liveInsertions)
   }
   /// Objects inserted and not saved yet.
-  public var insertedObjects: Set<ManagedObject> { Set(inserted.values) }
+  public var insertedObjects: Set<ManagedObject> { Set(liveInsertions) }
   /// Saved objects with unsaved changes.
   public var updatedObjects: Set<ManagedObject> { Set(updated.values.filter(\.isUpdated)) }
   /// Objects deleted and not saved yet.
   public var deletedObjects: Set<ManagedObject> { Set(deleted.values) }
   /// Whether anything was inserted, changed or deleted since the last save.
   public var hasChanges: Bool {
-    !inserted.isEmpty || !deleted.isEmpty || updated.values.contains { $0.isUpdated }
+    insertedCount > 0 || !deleted.isEmpty || updated.values.contains { $0.isUpdated }
   }
 
   /// The object with `id`: the one the context holds, or a fault that loads its values when first read.
@@ -113,7 +116,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// The object is not checked to exist; use ``existingObject(with:)`` for that. As in Core Data, a
   /// temporary ID stops naming its object once the object is saved: use the object's new `objectID`.
   public func object(with id: ObjectID) -> ManagedObject {
-    if id.isTemporary, let object = inserted[id] { return object }
+    if id.isTemporary, let object = insertedObject(with: id) { return object }
     if let object = registry[id]?.object { return object }
     guard let info = coordinator.info(forEntity: id.entityName) else {
       return ManagedObject(ObjectConstruction(kind: .prototype(nil)))
@@ -127,7 +130,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// The object with `id`, loaded from the store.
   /// - Throws: `.notFound` when no such object exists.
   public func existingObject(with id: ObjectID) throws -> ManagedObject {
-    if id.isTemporary, let object = inserted[id] { return object }
+    if id.isTemporary, let object = insertedObject(with: id) { return object }
     if let object = registry[id]?.object, !object.isFaultStorage || object.isInsertedStorage {
       if object.isDeletedStorage && object.snapshot == nil {
         throw StoreError(.notFound, "\(id) no longer exists", entity: id.entityName)
@@ -180,7 +183,8 @@ public final class ObjectContext: @unchecked Sendable {
     if object.isDeletedStorage { return }
     object.isDeletedStorage = true
     if object.isInsertedStorage {
-      inserted[object.objectID] = nil
+      insertedCount -= 1
+      temporaryIndex?[object.objectID] = nil
     } else {
       deleted[object.objectID] = object
       updated[object.objectID] = nil
@@ -205,13 +209,14 @@ public final class ObjectContext: @unchecked Sendable {
   /// Discards every unsaved change: inserted objects leave the context, changed and deleted objects get
   /// their last saved values back.
   public func rollback() {
-    for object in inserted.values {
+    for object in liveInsertions {
       object.managedObjectContext = nil
       object.isDeletedStorage = true
     }
     let changed = Array(updated.values) + Array(deleted.values)
-    inserted = [:]
     insertionList = []
+    insertedCount = 0
+    temporaryIndex = nil
     updated = [:]
     deleted = [:]
     pendingErrors = []
@@ -224,8 +229,9 @@ public final class ObjectContext: @unchecked Sendable {
   public func reset() {
     for object in registeredObjects { object.managedObjectContext = nil }
     registry = [:]
-    inserted = [:]
     insertionList = []
+    insertedCount = 0
+    temporaryIndex = nil
     updated = [:]
     deleted = [:]
     pendingErrors = []
@@ -294,8 +300,9 @@ public final class ObjectContext: @unchecked Sendable {
   }
 
   func registerInserted(_ object: ManagedObject) {
-    inserted[object.objectID] = object
     insertionList.append(object)
+    insertedCount += 1
+    temporaryIndex?[object.objectID] = object
   }
 
   func registerUpdated(_ object: ManagedObject) {
@@ -334,14 +341,23 @@ public final class ObjectContext: @unchecked Sendable {
 
   func isPendingDeletion(_ id: ObjectID) -> Bool { deleted[id] != nil }
 
+  private var liveInsertions: [ManagedObject] { insertionList.filter { !$0.isDeletedStorage } }
+
+  private func insertedObject(with id: ObjectID) -> ManagedObject? {
+    if temporaryIndex == nil {
+      temporaryIndex = Dictionary(liveInsertions.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+    return temporaryIndex?[id]
+  }
+
   func pendingDeletionCount(of entityName: String) -> Int {
     deleted.keys.reduce(0) { $0 + ($1.entityName == entityName ? 1 : 0) }
   }
 
   /// The pending changes; inserted objects in the order they were inserted.
   func allChanges() -> (inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) {
-    if insertionList.count != inserted.count {
-      insertionList.removeAll { inserted[$0.objectID] !== $0 }
+    if insertionList.count != insertedCount {
+      insertionList.removeAll { $0.isDeletedStorage }
     }
     return (insertionList, Array(updated.values), Array(deleted.values))
   }
@@ -370,8 +386,9 @@ public final class ObjectContext: @unchecked Sendable {
       registry[object.objectID] = nil
       object.managedObjectContext = nil
     }
-    inserted = [:]
     insertionList = []
+    insertedCount = 0
+    temporaryIndex = nil
     updated = [:]
     deleted = [:]
     for object in savedInserts { object.didSave() }

@@ -114,8 +114,10 @@ struct SaveOperation {
           .misuse, "cannot insert \(change.objectID): it belongs to another store", entity: change.objectID.entityName)
       }
     }
-    for change in changes.inserted + changes.updated {
-      let entity = try schema.table(change.objectID.entityName).entity
+    var table: SQLiteSchema.Table?
+    for change in [changes.inserted, changes.updated].joined() {
+      if table?.name != change.objectID.entityName { table = try schema.table(change.objectID.entityName) }
+      guard let entity = table?.entity else { continue }
       guard change.attributes.count == entity.attributes.count, change.toOne.count == entity.toOneRelationships.count
       else {
         throw StoreError(
