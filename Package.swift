@@ -18,6 +18,7 @@ let package = Package(
     .library(name: "FaveFlicks", targets: ["FaveFlicks"]),
     .executable(name: "fave-flicks", targets: ["fave-flicks"]),
     .executable(name: "strata-bench", targets: ["strata-bench"]),
+    .executable(name: "strata", targets: ["strata"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -62,6 +63,12 @@ let package = Package(
     .executableTarget(
       name: "strata-bench", dependencies: ["Strata", "StrataSQLite", "StrataMemory", "CSQLite"],
       path: "Tools/strata-bench", swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "strata",
+      dependencies: [
+        "StrataCore", "StrataCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
+      path: "Tools/strata", swiftSettings: swiftSettings),
 
     // MARK: Tests
     .testTarget(name: "StrataCoreTests", dependencies: ["StrataCore"], swiftSettings: swiftSettings),
@@ -74,6 +81,6 @@ let package = Package(
     .testTarget(
       name: "FaveFlicksTests", dependencies: ["FaveFlicks", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
       swiftSettings: swiftSettings),
-    .testTarget(name: "CLITests", dependencies: ["fave-flicks"], swiftSettings: swiftSettings),
+    .testTarget(name: "CLITests", dependencies: ["fave-flicks", "strata"], swiftSettings: swiftSettings),
   ]
 )

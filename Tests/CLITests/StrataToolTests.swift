@@ -1,0 +1,180 @@
+import Foundation
+import Testing
+
+private func strata(_ arguments: String...) throws -> CommandResult {
+  try Executables.run("strata", arguments)
+}
+
+/// A store made by fave-flicks with four movies (accented titles, several genres and dates).
+private func movieStore() throws -> String {
+  let store = temporaryStore()
+  let movies = [
+    ("Amélie", "Comédie, Romance", "2001-04-25"),
+    ("Heat", "Crime, Drama", "1995-12-15"),
+    ("Élite Squad", "Action, Drama", "2007-10-05"),
+    ("Zodiac", "Mystery, Thriller", "2007-03-02"),
+  ]
+  for (title, genre, date) in movies {
+    let add = try faveFlicks("add", "--title", title, "--genre", genre, "--release-date", date, "--path", store)
+    #expect(add.status == 0, "\(add.stderr)")
+  }
+  return store
+}
+
+private func jsonArray(_ text: String) throws -> [[String: Any]] {
+  try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
+}
+
+/// The objects without their object IDs (which hold the store's random identifier), as strings.
+private func withoutIDs(_ objects: [[String: Any]]) -> [[String: String]] {
+  objects.map { object in
+    var out: [String: String] = [:]
+    for (key, value) in object where key != "objectID" { out[key] = "\(value)" }
+    return out
+  }
+}
+
+private let amelie = ["title": "Amélie", "genre": "Comédie, Romance", "releaseDate": "2001-04-25T00:00:00.000Z"]
+private let heat = ["title": "Heat", "genre": "Crime, Drama", "releaseDate": "1995-12-15T00:00:00.000Z"]
+private let elite = ["title": "Élite Squad", "genre": "Action, Drama", "releaseDate": "2007-10-05T00:00:00.000Z"]
+private let zodiac = ["title": "Zodiac", "genre": "Mystery, Thriller", "releaseDate": "2007-03-02T00:00:00.000Z"]
+
+@Suite("strata tool")
+struct StrataToolTests {
+  @Test func infoDescribesTheStoredModel() throws {
+    let store = try movieStore()
+    let text = try strata("info", store)
+    #expect(text.status == 0, "\(text.stderr)")
+    #expect(text.stdout.contains("Store type:         sqlite"))
+    #expect(text.stdout.contains("Movie — 4 rows"))
+    for line in ["title        string  no", "genre        string  no", "releaseDate  date    no"] {
+      #expect(text.stdout.contains(line), "\(line)\n\(text.stdout)")
+    }
+
+    let json = try strata("info", store, "--json")
+    #expect(json.status == 0, "\(json.stderr)")
+    let info = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+    #expect(info["storeType"] as? String == "sqlite")
+    let identifier = try #require(info["identifier"] as? String)
+    #expect(UUID(uuidString: identifier) != nil)
+    #expect((info["modelFingerprint"] as? String)?.count == 16)
+    let entities = try #require(info["entities"] as? [[String: Any]])
+    #expect(entities.count == 1)
+    let movie = try #require(entities.first)
+    #expect(movie["name"] as? String == "Movie")
+    #expect(movie["count"] as? Int == 4)
+    let attributes = try #require(movie["attributes"] as? [[String: Any]])
+    #expect(attributes.map { "\($0["name"] ?? "") \($0["type"] ?? "")" } == ["title string", "genre string", "releaseDate date"])
+    #expect(attributes.allSatisfy { $0["isOptional"] as? Bool == false && $0["isTransient"] as? Bool == false })
+    #expect((movie["relationships"] as? [Any])?.isEmpty == true)
+
+    let fetched = try jsonArray(try strata("fetch", store, "--entity", "Movie", "--json").stdout)
+    #expect((fetched.first?["objectID"] as? String)?.hasPrefix("strata://\(identifier)/Movie/p") == true)
+  }
+
+  @Test func fetchPrintsEveryObjectAsJSON() throws {
+    let store = try movieStore()
+    let result = try strata("fetch", store, "--entity", "Movie", "--json")
+    #expect(result.status == 0, "\(result.stderr)")
+    let objects = try jsonArray(result.stdout)
+    #expect(withoutIDs(objects) == [amelie, heat, elite, zodiac])
+    let ids = objects.map { $0["objectID"] as? String ?? "" }
+    #expect(ids.map { $0.hasPrefix("strata://") && $0.contains("/Movie/p") } == [true, true, true, true])
+    #expect(Set(ids).count == 4)
+    #expect(objects.allSatisfy { $0.keys.sorted() == ["genre", "objectID", "releaseDate", "title"] })
+
+    let table = try strata("fetch", store, "--entity", "Movie")
+    #expect(table.status == 0)
+    let lines = table.stdout.split(separator: "\n")
+    #expect(lines.count == 6)
+    #expect(lines.first?.hasPrefix("objectID") == true)
+    #expect(lines.first?.contains("title") == true && lines.first?.contains("releaseDate") == true)
+    #expect(table.stdout.contains("Élite Squad"))
+    #expect(table.stdout.contains("1995-12-15T00:00:00.000Z"))
+  }
+
+  @Test func fetchFiltersSortsAndPages() throws {
+    let store = try movieStore()
+    let dramas = try strata("fetch", store, "--entity", "Movie", "--where", "genre CONTAINS[c] 'drama'", "--json")
+    #expect(dramas.status == 0, "\(dramas.stderr)")
+    #expect(withoutIDs(try jsonArray(dramas.stdout)) == [heat, elite])
+
+    // Code-point order: "É" (U+00C9) sorts after "Z".
+    let descending = try strata("fetch", store, "--entity", "Movie", "--sort", "title:desc", "--json")
+    #expect(withoutIDs(try jsonArray(descending.stdout)) == [elite, zodiac, heat, amelie])
+
+    let ascending = try strata("fetch", store, "--entity", "Movie", "--sort", "releaseDate", "--json")
+    #expect(withoutIDs(try jsonArray(ascending.stdout)) == [heat, amelie, zodiac, elite])
+
+    let twoKeys = try strata(
+      "fetch", store, "--entity", "Movie", "--sort", "releaseDate:desc", "--sort", "title", "--limit", "2", "--json")
+    #expect(withoutIDs(try jsonArray(twoKeys.stdout)) == [elite, zodiac])
+
+    let page = try strata(
+      "fetch", store, "--entity", "Movie", "--sort", "title:desc", "--limit", "2", "--offset", "1", "--json")
+    #expect(withoutIDs(try jsonArray(page.stdout)) == [zodiac, heat])
+
+    let count = try strata("fetch", store, "--entity", "Movie", "--count")
+    #expect(count.status == 0)
+    #expect(count.stdout == "4\n")
+    let dramaCount = try strata("fetch", store, "--entity", "Movie", "--where", "genre CONTAINS[c] 'drama'", "--count")
+    #expect(dramaCount.stdout == "2\n")
+
+    let none = try strata("fetch", store, "--entity", "Movie", "--where", "title == 'Nope'", "--json")
+    #expect(none.status == 0)
+    #expect(try jsonArray(none.stdout).isEmpty)
+  }
+
+  @Test func badInputGetsOneLineErrorAndLeavesTheStoreAlone() throws {
+    let store = try movieStore()
+    let before = try faveFlicks("list", "--json", "--path", store)
+    #expect(before.status == 0)
+    let directory = (store as NSString).deletingLastPathComponent
+    let text = directory + "/notes.txt"
+    try Data("hello, not a database\n".utf8).write(to: URL(fileURLWithPath: text))
+    let missing = directory + "/missing.sqlite"
+
+    let cases: [([String], String)] = [
+      (["info", missing], "there is no store at \(missing)"),
+      (["fetch", missing, "--entity", "Movie"], "there is no store at \(missing)"),
+      (["info", text], "is not a Strata SQLite store"),
+      (["fetch", store, "--entity", "Film"], "unknown entity 'Film' (the model has: Movie)"),
+      (["fetch", store, "--entity", "Movie", "--where", "title =="], "expected an expression at position 8"),
+      (["fetch", store, "--entity", "Movie", "--where", "year > 3"], "Movie has no attribute or relationship 'year'"),
+      (["fetch", store, "--entity", "Movie", "--where", "title > 3"], "Movie.title is a string"),
+      (["fetch", store, "--entity", "Movie", "--sort", "year"], "bad --sort 'year'"),
+      (["fetch", store, "--entity", "Movie", "--sort", "title:down"], "KEY or KEY:desc"),
+      (["fetch", store, "--entity", "Movie", "--limit", "-1"], "--limit must be 0 or more"),
+      (["fetch", store, "--entity", "Movie", "--offset", "-2"], "--offset must be 0 or more"),
+      (["info", store, "--store", "nope"], "unknown store type 'nope'"),
+    ]
+    for (arguments, needle) in cases {
+      let result = try Executables.run("strata", arguments)
+      #expect(result.status != 0, "\(arguments)")
+      #expect(result.stdout.isEmpty, "\(arguments): \(result.stdout)")
+      let lines = result.stderr.split(separator: "\n")
+      #expect(lines.count == 1, "one line: \(result.stderr)")
+      #expect(result.stderr.hasPrefix("strata: error: "), "\(result.stderr)")
+      #expect(result.stderr.contains(needle), "\(arguments): \(result.stderr)")
+    }
+    #expect(!FileManager.default.fileExists(atPath: missing))
+    #expect(try Data(contentsOf: URL(fileURLWithPath: text)) == Data("hello, not a database\n".utf8))
+    let after = try faveFlicks("list", "--json", "--path", store)
+    #expect(after.stdout == before.stdout)
+    #expect(try strata("fetch", store, "--entity", "Movie", "--count").stdout == "4\n")
+  }
+
+  @Test func helpExplainsEveryFlag() throws {
+    let fetch = try strata("fetch", "--help")
+    #expect(fetch.status == 0)
+    for flag in ["<path>", "--store", "--entity", "--where", "--sort", "--limit", "--offset", "--count", "--json"] {
+      #expect(fetch.stdout.contains(flag), "\(flag)")
+    }
+    #expect(fetch.stdout.contains("KEY:desc"))
+    let info = try strata("info", "--help")
+    #expect(info.status == 0)
+    for flag in ["<path>", "--store", "--json"] { #expect(info.stdout.contains(flag), "\(flag)") }
+    let top = try strata("--help")
+    #expect(top.stdout.contains("info") && top.stdout.contains("fetch"))
+  }
+}

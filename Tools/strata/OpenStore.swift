@@ -1,0 +1,37 @@
+import Foundation
+import StrataCLI
+import StrataCore
+
+/// An error of the tool itself (not of a store), reported as one line.
+struct ToolError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
+extension StoreLocation {
+  /// Opens the store read-only with the model stored inside it.
+  ///
+  /// - Throws: ``ToolError`` when nothing is at the path (checked first, so no store is ever created),
+  ///   or the backend keeps no files; the factory's ``StoreError`` otherwise (`.corrupted` for a file
+  ///   that is not a store, `.unknownStoreType`).
+  func open() throws -> any PersistentStore {
+    StoreFlags.registerBackends()
+    let factory = try StoreRegistry.shared.factory(for: store)
+    guard factory.requiresLocation else {
+      throw ToolError("the \(store) store keeps nothing in a file, so there is no store to open at \(path)")
+    }
+    let expanded = (path as NSString).expandingTildeInPath
+    guard FileManager.default.fileExists(atPath: expanded) else {
+      throw ToolError("there is no store at \(expanded) (no such file)")
+    }
+    return try factory.openStore(
+      at: URL(fileURLWithPath: expanded), model: nil, options: StoreOptions(isReadOnly: true))
+  }
+
+  /// Opens the store, runs `body` with it and closes it.
+  func withStore<T>(_ body: (any PersistentStore) throws -> T) throws -> T {
+    let store = try open()
+    defer { store.close() }
+    return try body(store)
+  }
+}

@@ -1,0 +1,18 @@
+import ArgumentParser
+
+struct StrataCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "strata",
+    abstract: "Inspect a Strata store without the app's code: the model is read from the store itself.",
+    discussion: "Stores are opened read-only: strata never changes a store.",
+    subcommands: [InfoCommand.self, FetchCommand.self])
+}
+
+/// The options every subcommand shares: where the store is and which backend reads it.
+struct StoreLocation: ParsableArguments {
+  @Argument(help: ArgumentHelp("The store file to open. It must exist: strata never creates a store.", valueName: "path"))
+  var path: String
+
+  @Option(name: .long, help: "The store backend that reads the file (the only file-based one is sqlite).")
+  var store: String = "sqlite"
+}
