@@ -157,12 +157,57 @@ final class EntityInfo: @unchecked Sendable {
 }
 
 /// Records the property names read from a prototype, to turn a Swift key path into a model key path.
+///
+/// Each attribute read returns a sentinel value distinct for its slot. A key path that reads an attribute
+/// directly returns that sentinel; a computed property (`var decade: Int { year / 10 * 10 }`) returns
+/// something else, or reads more than one attribute, and is rejected rather than misread as `year`.
 final class KeyPathRecorder {
   var names: [String] = []
   var failed = false
+  /// The sentinel the last attribute read returned; `nil` when the path ends at a relationship.
+  var sentinel: Value?
+  private var attributeReads = 0
 
   func record(_ name: String?) {
     if let name { names.append(name) } else { failed = true }
+  }
+
+  func recordRelationship(_ name: String?) {
+    if attributeReads > 0 { failed = true }
+    record(name)
+  }
+
+  func recordAttribute(_ name: String?, type: AttributeType, slot: Int32) -> Value {
+    attributeReads += 1
+    if attributeReads > 1 { failed = true }
+    record(name)
+    let value = Self.sentinel(type, slot)
+    sentinel = value
+    return value
+  }
+
+  /// Whether `result`, the key path's value on the prototype, is the sentinel of the attribute it read.
+  func isDirectRead(of result: Any) -> Bool {
+    guard let sentinel else { return true }
+    guard let value = result as? any AttributeValue else { return false }
+    return value.storedValue == sentinel
+  }
+
+  private static func sentinel(_ type: AttributeType, _ slot: Int32) -> Value {
+    let n = 1000 + Int64(slot)
+    switch type {
+    case .int16, .int32, .int64: return .int(n)
+    case .double, .float: return .double(Double(n) + 0.5)
+    case .decimal: return .decimal(Decimal(n))
+    case .string: return .string("\u{1}strata-sentinel-\(slot)")
+    case .bool: return .bool(true)
+    case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(n)))
+    case .data: return .data(Data([0x53, 0x54, UInt8(truncatingIfNeeded: slot)]))
+    case .uuid:
+      let b = UInt8(truncatingIfNeeded: slot)
+      return .uuid(UUID(uuid: (0x53, 0x54, 0x52, 0x41, 0x54, 0x41, 0, 0, 0, 0, 0, 0, 0, 0, 0, b)))
+    case .url: return .url(URL(fileURLWithPath: "/strata-sentinel/\(slot)"))
+    }
   }
 }
 
@@ -183,10 +228,10 @@ enum KeyPathNames {
     let recorder = KeyPathRecorder()
     prototype.recorder = recorder
     guard let root = prototype as? Root else { return "<\(keyPath)>" }
-    _ = root[keyPath: keyPath]
+    let result = root[keyPath: keyPath]
     let name =
-      recorder.failed || recorder.names.isEmpty
-      ? "<key path \(keyPath) is not an @Attribute or @Relationship property>"
+      recorder.failed || recorder.names.isEmpty || !recorder.isDirectRead(of: result)
+      ? "<key path \(keyPath) is not a chain of @Attribute / @Relationship properties>"
       : recorder.names.joined(separator: ".")
     cache.withLock { $0[Key(keyPath: keyPath)] = name }
     return name

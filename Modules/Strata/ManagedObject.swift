@@ -292,8 +292,11 @@ extension ManagedObject {
   @usableFromInline
   func attributeValue(slot: Int32) -> Value {
     if let recorder {
-      recorder.record(prototypeLayout?.name(ofSlot: slot))
-      return .null
+      guard case .attribute(let type, _, _, _, _, _)? = prototypeLayout?.declaration(ofSlot: slot) else {
+        recorder.record(nil)
+        return .null
+      }
+      return recorder.recordAttribute(prototypeLayout?.name(ofSlot: slot), type: type, slot: slot)
     }
     guard case .attribute(let index) = target(ofSlot: slot) else { return .null }
     fireFault()
@@ -321,7 +324,7 @@ extension ManagedObject {
   @usableFromInline
   func relatedObjects(slot: Int32) -> [ManagedObject] {
     if let recorder {
-      recorder.record(prototypeLayout?.name(ofSlot: slot))
+      recorder.recordRelationship(prototypeLayout?.name(ofSlot: slot))
       if let layout = prototypeLayout, case .relationship(let destination, false, _, _, _, _, _)? = layout.declaration(ofSlot: slot) {
         let next = ClassLayout.prototype(of: destination)
         next.recorder = recorder

@@ -13,7 +13,14 @@ final class Shelf: ManagedObject {
 
 final class Item: ManagedObject {
   @Attribute var name: String
+  @Attribute var weight: Int32
+  @Attribute var fragile: Bool
   @Relationship(inverse: "items") var shelf: Shelf?
+  var weightInTens: Int32 { weight / 10 * 10 }
+  var shoutedName: String { name.uppercased() }
+  var sturdy: Bool { !fragile }
+  var heavyAndFragile: Bool { weight > 10 && fragile }
+  var sameName: String { name }
 }
 
 @Suite("Object graph")
@@ -55,6 +62,18 @@ struct ObjectGraphTests {
     let predicate: Where<Item> = \.shelf?.label == "A" && \.name != "x"
     #expect(predicate.predicate.keyPaths == ["shelf.label", "name"])
     #expect(QuerySort(\Shelf.capacity, ascending: false).keyPath == "capacity")
+    #expect(QuerySort(\Item.sameName).keyPath == "name")
+  }
+
+  @Test func computedPropertiesAreRejectedNotMisread() throws {
+    for key in [
+      QuerySort(\Item.weightInTens).keyPath, QuerySort(\Item.shoutedName).keyPath, QuerySort(\Item.sturdy).keyPath,
+      QuerySort(\Item.heavyAndFragile).keyPath,
+    ] {
+      #expect(key.hasPrefix("<"), "\(key)")
+    }
+    let container = try container(try ObjectModel(Shelf.self, Item.self), types: [Shelf.self, Item.self])
+    #expect(throws: StoreError.self) { try container.viewContext.fetch(FetchRequest<Item>(where: \.weightInTens == 10)) }
   }
 
   @Test func entitiesWithoutAClassWorkThroughKeyValueAccess() throws {
