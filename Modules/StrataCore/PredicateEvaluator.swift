@@ -24,7 +24,8 @@ public protocol EvaluationSource {
 
 /// Evaluates a predicate against snapshots, following docs/QUERY-SEMANTICS.md exactly: nil rules,
 /// two-valued logic, numbers compared by value across types, strings through ``StringSemantics``,
-/// `IN`, `BETWEEN`, `ANY`/`ALL`/`NONE`, `@count`, to-one key paths of any depth, object-ID equality.
+/// `IN`, `BETWEEN`, `ANY`/`ALL`/`NONE`, `@count`, `@sum`/`@avg`/`@min`/`@max`, to-one key paths of any
+/// depth, object-ID equality, function expressions and `SUBQUERY(…).@count` (see ``ComputedExpression``).
 ///
 /// The predicate is checked and normalized with ``QueryValidator`` and its key paths resolved once, when
 /// the evaluator is made; evaluating then does no name lookups.
@@ -38,7 +39,7 @@ public struct PredicateEvaluator: Sendable {
   public let predicate: QueryPredicate
   /// The entity of the snapshots the evaluator accepts.
   public let entity: EntityDescription
-  private let root: Node
+  private let root: PredicateNode
 
   /// Checks `predicate` against `entity` and prepares it for evaluation.
   /// - Throws: what ``QueryValidator/check(_:entity:model:)-(QueryPredicate,_,_)`` throws.
@@ -46,7 +47,7 @@ public struct PredicateEvaluator: Sendable {
     let checked = try QueryValidator.check(predicate, entity: entity, model: model)
     self.predicate = checked
     self.entity = entity
-    self.root = try Node(checked, entity: entity, model: model)
+    self.root = try PredicateNode(checked, entity: entity, model: model)
   }
 
   /// Whether `snapshot` (an object of ``entity``) matches the predicate.
@@ -63,24 +64,25 @@ public struct PredicateEvaluator: Sendable {
   }
 }
 
-private indirect enum Node: Sendable {
+/// A predicate prepared for evaluation: key paths resolved, expressions compiled.
+indirect enum PredicateNode: Sendable {
   case constant(Bool)
-  case and([Node])
-  case or([Node])
-  case not(Node)
+  case and([PredicateNode])
+  case or([PredicateNode])
+  case not(PredicateNode)
   case comparison(CompiledComparison)
 
   init(_ predicate: QueryPredicate, entity: EntityDescription, model: ObjectModel) throws {
     switch predicate {
     case .constant(let value): self = .constant(value)
-    case .and(let parts): self = .and(try parts.map { try Node($0, entity: entity, model: model) })
-    case .or(let parts): self = .or(try parts.map { try Node($0, entity: entity, model: model) })
-    case .not(let inner): self = .not(try Node(inner, entity: entity, model: model))
+    case .and(let parts): self = .and(try parts.map { try PredicateNode($0, entity: entity, model: model) })
+    case .or(let parts): self = .or(try parts.map { try PredicateNode($0, entity: entity, model: model) })
+    case .not(let inner): self = .not(try PredicateNode(inner, entity: entity, model: model))
     case .comparison(let c):
       self = .comparison(
         CompiledComparison(
-          left: try Operand(c.left, entity: entity, model: model), op: c.op,
-          right: try Operand(c.right, entity: entity, model: model), modifier: c.modifier, options: c.options))
+          left: try EvaluationOperand(c.left, entity: entity, model: model), op: c.op,
+          right: try EvaluationOperand(c.right, entity: entity, model: model), modifier: c.modifier, options: c.options))
     }
   }
 
@@ -99,15 +101,17 @@ private indirect enum Node: Sendable {
   }
 }
 
-private enum Operand: Sendable {
+enum EvaluationOperand: Sendable {
   case constant(Value)
   case path(ResolvedKeyPath)
+  case computed(ComputedExpression)
 
   init(_ expression: QueryExpression, entity: EntityDescription, model: ObjectModel) throws {
     switch expression {
     case .constant(let value): self = .constant(value)
     case .keyPath(let keyPath): self = .path(try ResolvedKeyPath(keyPath, entity: entity, model: model))
     case .evaluatedObject: self = .path(.evaluatedObject(of: entity))
+    case .function: self = .computed(try ComputedExpression(expression, entity: entity, model: model))
     default:
       // QueryValidator has already rejected every other expression.
       throw StoreError(.unsupported, "the expression \(expression) cannot be evaluated in memory", entity: entity.name)
@@ -115,10 +119,10 @@ private enum Operand: Sendable {
   }
 }
 
-private struct CompiledComparison: Sendable {
-  let left: Operand
+struct CompiledComparison: Sendable {
+  let left: EvaluationOperand
   let op: ComparisonOperator
-  let right: Operand
+  let right: EvaluationOperand
   let modifier: ComparisonModifier
   let options: StringOptions
 
@@ -127,10 +131,13 @@ private struct CompiledComparison: Sendable {
     switch right {
     case .constant(let value): rhs = value
     case .path(let path): rhs = try KeyPathReader.value(of: path, from: snapshot, source)
+    case .computed(let expression): rhs = try expression.value(snapshot, source)
     }
     switch left {
     case .constant(let lhs):
       return try ValueComparison.holds(lhs, op, rhs, options)
+    case .computed(let expression):
+      return try ValueComparison.holds(try expression.value(snapshot, source), op, rhs, options)
     case .path(let path) where !path.isCollection:
       return try ValueComparison.holds(try KeyPathReader.value(of: path, from: snapshot, source), op, rhs, options)
     case .path(let path):
@@ -202,6 +209,18 @@ enum KeyPathReader {
           continue
         }
         result.append(.int(Int64(try source.relatedObjectIDs(of: branch.objectID, relationship: rel).count)))
+      case .aggregate(let op, let rel, _, let index):
+        guard let branch else {
+          result.append(.null)
+          continue
+        }
+        var elements: [Value] = []
+        for id in try source.relatedObjectIDs(of: branch.objectID, relationship: rel) {
+          guard let target = try source.snapshot(for: id), target.attributes.indices.contains(index) else { continue }
+          let value = target.attributes[index]
+          if !value.isNull { elements.append(value) }
+        }
+        result.append(Aggregation.fold(op, elements))
       }
     }
     return result

@@ -5,15 +5,18 @@ import Foundation
 ///
 /// After ``check(_:entity:model:)-(QueryPredicate,_,_)`` a predicate holds only:
 /// - `.constant`, `.and`, `.or`, `.not`;
-/// - comparisons whose left side is a `.keyPath` (or `.evaluatedObject`), or — rarely — a constant
-///   compared with a constant;
+/// - comparisons whose left side is a `.keyPath` (or `.evaluatedObject`), a checked `.function`
+///   expression (see ``ExpressionChecker``: string functions, arithmetic, `abs:`,
+///   `count:` of a `SUBQUERY`), or — rarely — a constant compared with a constant;
 /// - right sides that are `.constant` values already converted to the left side's type (an `IN` or
 ///   `BETWEEN` collection as `.constant(.array)`, `BETWEEN` always with two elements), or a single-valued
-///   `.keyPath` / `.evaluatedObject` of a compatible type;
+///   `.keyPath` / `.evaluatedObject` / `.function` of a compatible type;
+/// - `now()` replaced by the current date; key paths ending in `@sum`, `@avg`, `@min`, `@max` resolved
+///   as single values (``ResolvedKeyPath/Terminal/aggregate(_:_:_:index:)``);
 /// - modifier `.any`, `.all` or `.none` exactly when the left key path is a collection
 ///   (``ResolvedKeyPath/isCollection``); an implicit `ANY` is made explicit.
 ///
-/// Rewrites: `5 < rating` becomes `rating > 5`; `"Heat" IN movies.title` and `movies CONTAINS %@`
+/// Rewrites: `5 < rating` becomes `rating > 5` (and `300 < 2 * runtime` becomes `2 * runtime > 300`); `"Heat" IN movies.title` and `movies CONTAINS %@`
 /// become `ANY movies.title == "Heat"` and `ANY movies == %@`; `"x" IN title` becomes `title CONTAINS "x"`.
 ///
 /// ```swift
@@ -45,9 +48,11 @@ public enum QueryValidator {
   ///
   /// - Throws: ``StoreError`` `.invalidQuery` for an unknown key, a transient attribute, a constant that
   ///   cannot be converted, a `$VARIABLE` left unsubstituted, `ANY`/`ALL`/`NONE` without a to-many key path,
-  ///   a to-many relationship compared as a whole, or an operator that does not apply to the type;
-  ///   `.unsupported` for function expressions, `SUBQUERY`, collection operators other than `@count`, and a
-  ///   to-many key path on the right side of a comparison.
+  ///   a to-many relationship compared as a whole, an operator that does not apply to the type, arithmetic
+  ///   on a non-number or a string function on a non-string (naming the key);
+  ///   `.unsupported` for functions other than those of ``ExpressionChecker``, decimal arithmetic, a
+  ///   `SUBQUERY` not counted with `@count`, nested or reading key paths other than its variable's, the
+  ///   union collection operators, and a to-many key path on the right side of a comparison.
   public static func check(_ predicate: QueryPredicate, entity: EntityDescription, model: ObjectModel) throws
     -> QueryPredicate
   {
@@ -92,9 +97,9 @@ public enum QueryValidator {
       throw StoreError(
         .invalidQuery, "cannot sort \(entity.name) by the to-many relationship '\(path.keyPath)'",
         entity: path.terminalEntity.name, key: rel.name)
-    case .count:
+    case .count, .aggregate:
       throw StoreError(
-        .invalidQuery, "cannot sort \(entity.name) by '\(path.keyPath)': sorting by @count is not supported",
+        .invalidQuery, "cannot sort \(entity.name) by '\(path.keyPath)': sorting by a collection operator is not supported",
         entity: entity.name, key: sort.keyPath)
     case .toOne, .object:
       throw StoreError(
@@ -109,12 +114,42 @@ public enum QueryValidator {
 private enum Operand {
   case constant(Value)
   case path(ResolvedKeyPath, QueryExpression)
+  /// A checked function expression (see ``ExpressionChecker``) and the kind of value it yields.
+  case computed(QueryExpression, ResolvedKeyPath.ValueKind)
 
   var expression: QueryExpression {
     switch self {
     case .constant(let value): .constant(value)
-    case .path(_, let expression): expression
+    case .path(_, let expression), .computed(let expression, _): expression
     }
+  }
+
+  /// The single value compared, when it is not a constant.
+  var subject: Subject? {
+    switch self {
+    case .constant: nil
+    case .path(let path, _): Subject(path)
+    case .computed(let expression, let kind): Subject(expression, kind)
+    }
+  }
+}
+
+/// What a comparison reads on one side: a key path or a computed expression, for messages and conversions.
+private struct Subject: CustomStringConvertible {
+  var valueKind: ResolvedKeyPath.ValueKind
+  var keyPath: String
+  var description: String
+
+  init(_ path: ResolvedKeyPath) {
+    valueKind = path.valueKind
+    keyPath = path.keyPath
+    description = path.description
+  }
+
+  init(_ expression: QueryExpression, _ kind: ResolvedKeyPath.ValueKind) {
+    valueKind = kind
+    keyPath = expression.keyPaths.first ?? ""
+    description = "the expression \(expression)"
   }
 }
 
@@ -133,6 +168,18 @@ private struct ComparisonChecker {
     var op = comparison.op
     var modifier = comparison.modifier
 
+    // Put a computed expression on the left.
+    if case .constant = left, case .computed = right {
+      switch op {
+      case .equalTo, .notEqualTo, .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
+        swap(&left, &right)
+        op = op.flipped
+      default:
+        throw StoreError(
+          .unsupported, "\(op.rawValue) with a constant on its left side and an expression on its right is not supported; put the expression on the left",
+          entity: entity.name)
+      }
+    }
     // Put the key path on the left.
     if case .constant = left, case .path(let rightPath, _) = right {
       switch op {
@@ -192,12 +239,12 @@ private struct ComparisonChecker {
         entity: entity.name, key: rightPath.keyPath)
     }
 
-    switch (left, right) {
-    case (.path(let leftPath, _), .constant(let value)):
-      right = .constant(try convert(value, for: op, against: leftPath, options: comparison.options))
-    case (.path(let leftPath, _), .path(let rightPath, _)):
-      try checkCompatible(leftPath, rightPath, op)
-    case (.constant, _):
+    switch (left.subject, right) {
+    case (let leftSubject?, .constant(let value)):
+      right = .constant(try convert(value, for: op, against: leftSubject, options: comparison.options))
+    case (let leftSubject?, _):
+      if let rightSubject = right.subject { try checkCompatible(leftSubject, rightSubject, op) }
+    case (nil, _):
       break
     }
     return Comparison(left.expression, op, right.expression, modifier: modifier, options: comparison.options)
@@ -228,15 +275,17 @@ private struct ComparisonChecker {
         values.append(value)
       }
       return .constant(.array(values))
-    case .function(let name, _):
-      throw StoreError(
-        .unsupported, "function expressions such as \(name) are not supported in fetches yet", entity: entity.name)
-    case .subquery:
-      throw StoreError(.unsupported, "SUBQUERY is not supported in fetches yet", entity: entity.name)
+    case .function, .subquery:
+      let (checked, kind) = try ExpressionChecker(entity: entity, model: model).check(expression)
+      guard let kind, !checked.isConstant else {
+        if case .constant(let value) = checked { return .constant(value) }
+        return .constant(.null)
+      }
+      return .computed(checked, kind)
     }
   }
 
-  private func convert(_ value: Value, for op: ComparisonOperator, against path: ResolvedKeyPath, options: StringOptions)
+  private func convert(_ value: Value, for op: ComparisonOperator, against path: Subject, options: StringOptions)
     throws -> Value
   {
     let kind = path.valueKind
@@ -289,7 +338,7 @@ private struct ComparisonChecker {
   }
 
   /// Converts one constant to the kind `path` yields, or throws a mismatch naming both.
-  private func scalar(_ value: Value, _ path: ResolvedKeyPath) throws -> Value {
+  private func scalar(_ value: Value, _ path: Subject) throws -> Value {
     if value.isNull { return value }
     switch path.valueKind {
     case .attribute(let type):
@@ -315,13 +364,13 @@ private struct ComparisonChecker {
     throw mismatch(path, value)
   }
 
-  private func mismatch(_ path: ResolvedKeyPath, _ value: Value) -> StoreError {
+  private func mismatch(_ path: Subject, _ value: Value) -> StoreError {
     StoreError(
       .invalidQuery, "\(path) is a \(path.valueKind.name) and cannot be compared with \(value) (\(value.kindName))",
       entity: entity.name, key: path.keyPath, value: value)
   }
 
-  private func requireOrdered(_ path: ResolvedKeyPath, _ op: ComparisonOperator) throws {
+  private func requireOrdered(_ path: Subject, _ op: ComparisonOperator) throws {
     if case .objectID = path.valueKind {
       throw StoreError(
         .invalidQuery, "\(path) is an object reference; object IDs compare for equality only, not with \(op.rawValue)",
@@ -329,7 +378,7 @@ private struct ComparisonChecker {
     }
   }
 
-  private func checkCompatible(_ left: ResolvedKeyPath, _ right: ResolvedKeyPath, _ op: ComparisonOperator) throws {
+  private func checkCompatible(_ left: Subject, _ right: Subject, _ op: ComparisonOperator) throws {
     let compatible = left.valueKind.comparisonClass == right.valueKind.comparisonClass
     guard compatible else {
       throw StoreError(

@@ -47,6 +47,18 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     case count(RelationshipDescription)
     /// `SELF`: the object ID of the object reached.
     case object
+    /// `rel.attribute.@sum` (`@avg`, `@min`, `@max`): the aggregate of `attribute` over the targets of the
+    /// to-many `rel`, nil elements skipped. Over no elements `@sum` is 0 and the others are nil.
+    /// `index` is the attribute's position in the target's ``Snapshot/attributes``.
+    case aggregate(AggregateOperator, RelationshipDescription, AttributeDescription, index: Int)
+  }
+
+  /// A collection operator that folds the values of a to-many key path into one value.
+  public enum AggregateOperator: String, Sendable, Hashable, CaseIterable {
+    case sum = "@sum"
+    case avg = "@avg"
+    case min = "@min"
+    case max = "@max"
   }
 
   /// What one value read by the key path is.
@@ -94,6 +106,17 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     case .toOne(let rel, _), .toMany(let rel): .objectID(entity: rel.destination)
     case .count: .count
     case .object: .objectID(entity: terminalEntity.name)
+    case .aggregate(let op, _, let a, _): Self.aggregateKind(op, a.type)
+    }
+  }
+
+  /// What an aggregate of values of `type` yields: `@sum` an integer (or a double for floating point),
+  /// `@avg` a double, `@min`/`@max` the type itself.
+  static func aggregateKind(_ op: AggregateOperator, _ type: AttributeType) -> ValueKind {
+    switch op {
+    case .sum: .attribute(type.isInteger || type == .bool ? .int64 : .double)
+    case .avg: .attribute(.double)
+    case .min, .max: .attribute(type)
     }
   }
 
@@ -113,16 +136,25 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
 
   /// The collection operators of NSPredicate that Strata does not evaluate yet.
   static let unsupportedCollectionOperators: Set<String> = [
-    "@sum", "@avg", "@min", "@max", "@distinctUnionOfObjects", "@unionOfObjects", "@distinctUnionOfSets",
+    "@distinctUnionOfObjects", "@unionOfObjects", "@distinctUnionOfSets",
     "@unionOfSets", "@distinctUnionOfArrays", "@unionOfArrays",
   ]
 
   /// Resolves `keyPath` (`title`, `director.name`, `movies.@count`, `SELF`) from `entity`.
   ///
+  /// `@sum`, `@avg`, `@min` and `@max` end a key path `toOne….toMany.attribute.@op`.
+  ///
   /// - Throws: ``StoreError`` `.invalidQuery` naming the entity and key for an unknown key, a transient
-  ///   attribute, a key path continuing past an attribute or a misplaced `@count`; `.unsupported` for the
-  ///   collection operators `@sum`, `@avg`, `@min`, `@max` and the union operators.
+  ///   attribute, a key path continuing past an attribute, a misplaced `@count`/`@sum`/…, or an aggregate
+  ///   of an attribute it does not apply to (`@sum` of a string); `.unsupported` for the union operators
+  ///   and aggregates of decimals.
   public init(_ keyPath: String, entity: EntityDescription, model: ObjectModel) throws {
+    if let dot = keyPath.lastIndex(of: "."),
+      let op = AggregateOperator(rawValue: keyPath[keyPath.index(after: dot)...].lowercased())
+    {
+      try self.init(aggregate: op, of: String(keyPath[..<dot]), written: keyPath, entity: entity, model: model)
+      return
+    }
     var components = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
     guard !keyPath.isEmpty, !components.contains(where: \.isEmpty) else {
       throw StoreError(.invalidQuery, "'\(keyPath)' is not a valid key path of \(entity.name)", entity: entity.name, key: keyPath)
@@ -195,6 +227,39 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
       }
     }
     self.init(keyPath: written, root: entity, hops: hops, terminal: terminal)
+  }
+
+  private init(
+    aggregate op: AggregateOperator, of base: String, written: String, entity: EntityDescription, model: ObjectModel
+  ) throws {
+    let path = try ResolvedKeyPath(base, entity: entity, model: model)
+    let context = " (in key path '\(written)' of \(entity.name))"
+    guard case .attribute(let attribute, let index) = path.terminal, let last = path.hops.last, last.isToMany,
+      !path.hops.dropLast().contains(where: \.isToMany)
+    else {
+      throw StoreError(
+        .invalidQuery, "\(op.rawValue) must follow a to-many relationship and one of its target's attributes\(context)",
+        entity: entity.name, key: written)
+    }
+    let type = attribute.type
+    if type == .decimal {
+      throw StoreError(
+        .unsupported, "\(op.rawValue) of the decimal attribute \(last.destination.name).\(attribute.name) is not supported\(context)",
+        entity: last.destination.name, key: attribute.name)
+    }
+    let applies: Bool
+    switch op {
+    case .sum, .avg: applies = type.isNumeric
+    case .min, .max: applies = type.isNumeric || type == .date || type == .string
+    }
+    guard applies else {
+      throw StoreError(
+        .invalidQuery, "\(op.rawValue) does not apply to \(last.destination.name).\(attribute.name), a \(type.rawValue)\(context)",
+        entity: last.destination.name, key: attribute.name)
+    }
+    self.init(
+      keyPath: path.keyPath + "." + op.rawValue, root: entity, hops: Array(path.hops.dropLast()),
+      terminal: .aggregate(op, last.relationship, attribute, index: index))
   }
 
   private static func destination(

@@ -9,6 +9,9 @@ import StrataCore
 ///   `options` (`op` is the position of the operator in `ComparisonOperator.allCases`, `options` the
 ///   raw value of `StringOptions`). nil rules: `==` is true when both sides are nil, `!=` is its
 ///   negation, every other operator is false when either side is nil. Never returns NULL.
+/// - `strata_text(code, s)`: the string function `code` (``textFunctionCode(_:)``: 0 `lowercase:`,
+///   1 `uppercase:`, 2 `canonical:`) applied to `s` exactly as the evaluator applies it (Foundation's full
+///   Unicode mappings and ``StringSemantics/fold(_:_:)``, never SQLite's ASCII-only `lower()`); NULL for NULL.
 /// - Collations `STRATA_CASE`, `STRATA_LOCALIZED`, `STRATA_STANDARD` for the sort comparators
 ///   `caseInsensitive`, `localized` and `localizedStandard`.
 /// - Collation `STRATA_DECIMAL` for decimal columns (stored as exact text): compares the texts as
@@ -16,6 +19,12 @@ import StrataCore
 enum SQLiteFunctions {
   static let stringFunction = "strata_string"
   static let decimalCollation = "STRATA_DECIMAL"
+  static let textFunction = "strata_text"
+  /// The string functions `strata_text` implements, in code order.
+  static let textFunctions = ["lowercase:", "uppercase:", "canonical:"]
+
+  /// The `strata_text` code of a string function name, or `nil` when it is not one.
+  static func textFunctionCode(_ name: String) -> Int? { textFunctions.firstIndex(of: name) }
 
   /// The collation implementing a sort comparator, or `nil` for code-point order (SQLite's `BINARY`).
   static func collation(for comparator: StringComparator) -> String? {
@@ -36,6 +45,8 @@ enum SQLiteFunctions {
     let flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC
     var rc = sqlite3_create_function_v2(db, stringFunction, 4, flags, nil, stringOperation, nil, nil, nil)
     guard rc == SQLITE_OK else { throw registrationError(db, rc, stringFunction) }
+    rc = sqlite3_create_function_v2(db, textFunction, 2, flags, nil, textOperation, nil, nil, nil)
+    guard rc == SQLITE_OK else { throw registrationError(db, rc, textFunction) }
     let collations: [(String, @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32)] = [
       ("STRATA_CASE", compareCaseInsensitive),
       ("STRATA_LOCALIZED", compareLocalized),
@@ -100,6 +111,29 @@ private let stringOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutabl
   } catch {
     sqlite3_result_error(context, "\(error)", -1)
   }
+}
+
+private let textOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
+  context, count, arguments in
+  guard count == 2, let arguments else {
+    sqlite3_result_error(context, "strata_text expects 2 arguments", -1)
+    return
+  }
+  guard let text = SQLiteFunctions.string(arguments[1]) else {
+    sqlite3_result_null(context)
+    return
+  }
+  let code = Int(sqlite3_value_int64(arguments[0]))
+  guard SQLiteFunctions.textFunctions.indices.contains(code) else {
+    sqlite3_result_error(context, "strata_text: unknown function code \(code)", -1)
+    return
+  }
+  guard let result = ExpressionFunctions.applyString(SQLiteFunctions.textFunctions[code], text) else {
+    sqlite3_result_null(context)
+    return
+  }
+  let length = Int32(clamping: result.utf8.count)
+  result.withCString { sqlite3_result_text(context, $0, length, strata_sqlite_transient()) }
 }
 
 private let compareCaseInsensitive: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {

@@ -31,7 +31,13 @@ struct Fragment: Sendable, ExpressibleByStringLiteral {
 /// - to-one key paths become `LEFT JOIN`s (`t1`, `t2`, … aliases), reused by every reference;
 /// - `ANY`/`ALL`/`NONE` over a to-many key path become `EXISTS` / `NOT EXISTS` subqueries over the
 ///   destination rows (foreign-key style) or join-table rows;
-/// - `rel.@count` becomes a correlated `(SELECT COUNT(*) …)`;
+/// - `rel.@count` becomes a correlated `(SELECT COUNT(*) …)`, `rel.attr.@sum` a `(SELECT COALESCE(SUM(…), 0) …)`,
+///   `@avg` `AVG(CAST(… AS REAL))`, `@min`/`@max` `MIN`/`MAX`;
+/// - `SUBQUERY(rel, $x, p).@count` becomes `(SELECT COUNT(*) FROM <targets> WHERE <correlation> AND <p>)`,
+///   `p` compiled by a nested compiler whose root alias is the target rows';
+/// - arithmetic uses SQL operators (floating-point attributes `CAST` to `REAL`, division always in `REAL`),
+///   `lowercase:`/`uppercase:`/`canonical:` call `strata_text`; comparisons of these computed values are
+///   wrapped in `COALESCE(…, 0)`;
 /// - string operators and `[c]`/`[d]` options call `strata_string`, which runs ``StringSemantics``;
 /// - constants are bound, never written into the SQL.
 struct SQLiteQueryCompiler {
@@ -70,11 +76,16 @@ struct SQLiteQueryCompiler {
     var kind: Kind
     /// The elements of an array constant (`IN {…}`, `BETWEEN {…}`).
     var elements: [Operand]? = nil
+    /// A computed value (function, aggregate, subquery): ordered with `COALESCE(l op r, 0)`, so it is
+    /// written (and run) once rather than again in an `IS NOT NULL` guard.
+    var isComputed = false
   }
 
   let schema: SQLiteSchema
   let storeIdentifier: String
   let root: EntityDescription
+  /// The alias of the root entity's rows: `t0`, or a subquery's element alias.
+  private var rootAlias = "t0"
   /// The root query's joins first, then those of the subquery being compiled, if any.
   private var scopes = [Scope()]
   private var aliasCount = 0
@@ -142,6 +153,10 @@ struct SQLiteQueryCompiler {
     case .keyPath(let keyPath): leftPath = try ResolvedKeyPath(keyPath, entity: root, model: schema.model)
     case .evaluatedObject: leftPath = .evaluatedObject(of: root)
     case .constant: leftPath = nil
+    case .function:
+      let left = try expression(comparison.left)
+      let right = try operand(comparison.right, against: nil)
+      return try Self.compare(left, comparison.op, right, comparison.options, entity: root.name)
     default:
       throw StoreError(.unsupported, "this expression is not supported in a fetch of \(root.name)", entity: root.name)
     }
@@ -159,7 +174,7 @@ struct SQLiteQueryCompiler {
         try Self.compare(element, op, right, options, entity: entity)
       }
     }
-    let alias = joinToOne(leftPath.hops[...], from: "t0", scope: 0, prefix: "")
+    let alias = joinToOne(leftPath.hops[...], from: rootAlias, scope: 0, prefix: "")
     let left = try terminal(leftPath.terminal, of: leftPath.terminalEntity, alias: alias, throughToOne: !leftPath.hops.isEmpty)
     return try Self.compare(left, op, right, options, entity: entity)
   }
@@ -178,10 +193,12 @@ struct SQLiteQueryCompiler {
           .unsupported, "a to-many key path ('\(keyPath)') on the right side of a comparison is not supported",
           entity: root.name, key: keyPath)
       }
-      let alias = joinToOne(path.hops[...], from: "t0", scope: 0, prefix: "")
+      let alias = joinToOne(path.hops[...], from: rootAlias, scope: 0, prefix: "")
       return try terminal(path.terminal, of: path.terminalEntity, alias: alias, throughToOne: !path.hops.isEmpty)
     case .evaluatedObject:
-      return Operand(fragment: "t0.\"_pk\"", nullable: false, kind: .other)
+      return Operand(fragment: Fragment("\(rootAlias).\"_pk\""), nullable: false, kind: .other)
+    case .function:
+      return try self.expression(expression)
     default:
       throw StoreError(.unsupported, "this expression is not supported in a fetch of \(root.name)", entity: root.name)
     }
@@ -257,6 +274,20 @@ struct SQLiteQueryCompiler {
       var sql = "(SELECT COUNT(*) FROM \(source.from) WHERE \(source.correlation))"
       if throughToOne { sql = "CASE WHEN \(alias).\"_pk\" IS NULL THEN NULL ELSE \(sql) END" }
       return Operand(fragment: Fragment(sql), nullable: throughToOne, kind: .other)
+    case .aggregate(let op, let rel, let attribute, _):
+      let source = toManySource(rel, owner: entity.name, ownerAlias: alias)
+      let column = "\(source.alias).\(quote(attribute.name))"
+      let value =
+        switch op {
+        case .sum: "COALESCE(SUM(\(column)), 0)"
+        case .avg: "AVG(CAST(\(column) AS REAL))"
+        case .min: "MIN(\(column))"
+        case .max: "MAX(\(column))"
+        }
+      var sql = "(SELECT \(value) FROM \(source.from) WHERE \(source.correlation))"
+      if throughToOne { sql = "CASE WHEN \(alias).\"_pk\" IS NULL THEN NULL ELSE \(sql) END" }
+      let isString = attribute.type == .string && (op == .min || op == .max)
+      return Operand(fragment: Fragment(sql), nullable: true, kind: isString ? .string : .other, isComputed: true)
     case .toMany(let rel):
       throw StoreError(
         .invalidQuery, "\(entity.name).\(rel.name) is a to-many relationship and cannot be compared as a whole",
@@ -294,7 +325,7 @@ struct SQLiteQueryCompiler {
   ) throws -> Fragment {
     let firstToMany = path.hops.firstIndex(where: \.isToMany)
     let outerHops = path.hops[..<(firstToMany ?? path.hops.count)]
-    let outerAlias = joinToOne(outerHops, from: "t0", scope: 0, prefix: "")
+    let outerAlias = joinToOne(outerHops, from: rootAlias, scope: 0, prefix: "")
     scopes.append(Scope())
     let scope = scopes.count - 1
     defer { scopes.removeLast() }
@@ -348,6 +379,80 @@ struct SQLiteQueryCompiler {
     }
   }
 
+  // MARK: Expressions
+
+  /// A checked expression (see `ExpressionChecker` in StrataCore) as a SQL value. Arithmetic uses SQL's
+  /// operators, which compute as the evaluator does: integers stay integers (a real on overflow), a real on
+  /// either side makes a real, `divide:by:` always divides reals and gives NULL for a zero divisor.
+  private mutating func expression(_ expression: QueryExpression) throws -> Operand {
+    switch expression {
+    case .constant(let value):
+      return constant(value, against: nil)
+    case .keyPath, .evaluatedObject:
+      return try operand(expression, against: nil)
+    case .function("count:", let arguments):
+      guard arguments.count == 1, case .subquery(.keyPath(let keyPath), _, let predicate) = arguments[0] else { break }
+      return try subqueryCount(keyPath, predicate)
+    case .function(let name, let arguments):
+      if let code = SQLiteFunctions.textFunctionCode(name), arguments.count == 1 {
+        let argument = try self.expression(arguments[0])
+        return Operand(
+          fragment: Fragment("\(SQLiteFunctions.textFunction)(\(code), ") + argument.fragment + Fragment(")"),
+          nullable: true, kind: .string, isComputed: true)
+      }
+      if name == "abs:", arguments.count == 1 {
+        let argument = try numeric(arguments[0])
+        return Operand(
+          fragment: Fragment("abs(") + argument + Fragment(")"), nullable: true, kind: .other, isComputed: true)
+      }
+      let symbols = ["add:to:": "+", "from:subtract:": "-", "multiply:by:": "*", "divide:by:": "/"]
+      if let symbol = symbols[name], arguments.count == 2 {
+        var left = try numeric(arguments[0])
+        let right = try numeric(arguments[1])
+        if symbol == "/" { left = Fragment("CAST(") + left + Fragment(" AS REAL)") }
+        return Operand(
+          fragment: Fragment("(") + left + Fragment(" \(symbol) ") + right + Fragment(")"), nullable: true, kind: .other,
+          isComputed: true)
+      }
+    default:
+      break
+    }
+    throw StoreError(.unsupported, "the expression \(expression) is not supported in a fetch of \(root.name)", entity: root.name)
+  }
+
+  /// A numeric argument: floating-point attributes are read as `REAL` so SQL computes in `Double` as the
+  /// evaluator does.
+  private mutating func numeric(_ argument: QueryExpression) throws -> Fragment {
+    let operand = try expression(argument)
+    if case .keyPath(let keyPath) = argument,
+      case .attribute(let type) = try ResolvedKeyPath(keyPath, entity: root, model: schema.model).valueKind,
+      type == .double || type == .float
+    {
+      return Fragment("CAST(") + operand.fragment + Fragment(" AS REAL)")
+    }
+    return operand.fragment
+  }
+
+  /// `SUBQUERY(keyPath, $x, predicate).@count`: a correlated `COUNT(*)` over the targets of the to-many
+  /// `keyPath`, with `predicate` (already relative to the target entity) compiled against the target rows.
+  private mutating func subqueryCount(_ keyPath: String, _ predicate: QueryPredicate) throws -> Operand {
+    let path = try ResolvedKeyPath(keyPath, entity: root, model: schema.model)
+    guard case .toMany(let rel) = path.terminal, !path.hops.contains(where: \.isToMany) else {
+      throw StoreError(.unsupported, "'\(keyPath)' is not a to-many relationship", entity: root.name, key: keyPath)
+    }
+    let ownerAlias = joinToOne(path.hops[...], from: rootAlias, scope: 0, prefix: "")
+    let source = toManySource(rel, owner: path.terminalEntity.name, ownerAlias: ownerAlias)
+    var inner = SQLiteQueryCompiler(
+      schema: schema, storeIdentifier: storeIdentifier, root: try schema.table(rel.destination).entity)
+    inner.rootAlias = source.alias
+    inner.aliasCount = aliasCount
+    let condition = try inner.compile(predicate)
+    aliasCount = inner.aliasCount
+    let joins = inner.scopes[0].joins.isEmpty ? "" : " " + inner.scopes[0].joins.joined(separator: " ")
+    let head = "(SELECT COUNT(*) FROM \(source.from)\(joins) WHERE \(source.correlation) AND "
+    return Operand(fragment: Fragment(head) + condition + Fragment(")"), nullable: false, kind: .other, isComputed: true)
+  }
+
   // MARK: Comparisons
 
   /// `left op right` as an expression that is always 0 or 1.
@@ -392,6 +497,8 @@ struct SQLiteQueryCompiler {
   ) -> Fragment {
     if left.isNullConstant || right.isNullConstant { return "0" }
     if folds { return stringOperation(left, op, right, options) }
+    let comparison = Fragment("(") + left.fragment + Fragment(" \(op.rawValue) ") + right.fragment + Fragment(")")
+    if left.isComputed || right.isComputed { return Fragment("COALESCE(") + comparison + Fragment(", 0)") }
     var guards: [Fragment] = []
     if left.nullable { guards.append(left.fragment + Fragment(" IS NOT NULL")) }
     if right.nullable { guards.append(right.fragment + Fragment(" IS NOT NULL")) }

@@ -189,9 +189,14 @@ private func queryError(_ predicate: QueryPredicate, entity: String = "Movie") t
   }
 
   @Test func unsupportedConstructsSayUnsupported() throws {
-    #expect(try queryError(cmp("movies.rating.@sum", .greaterThan, 3), entity: "Director").code == .unsupported)
-    let function = QueryPredicate.comparison(Comparison(.function("now", []), .greaterThan, .keyPath("year")))
+    #expect(
+      try queryError(cmp("movies.rating.@distinctUnionOfObjects", .greaterThan, 3), entity: "Director").code
+        == .unsupported)
+    let function = QueryPredicate.comparison(Comparison(.function("random", []), .greaterThan, .keyPath("year")))
     #expect(try queryError(function).code == .unsupported)
+    // now() is a date: comparing it with a number is a type error.
+    let now = QueryPredicate.comparison(Comparison(.function("now", []), .greaterThan, .keyPath("year")))
+    #expect(try queryError(now).code == .invalidQuery)
     let subquery = QueryPredicate.comparison(
       Comparison(
         .subquery(collection: .keyPath("tags"), variable: "t", predicate: .true), .equalTo, .constant(1)))

@@ -13,4 +13,5 @@ struct SQLiteConformanceTests {
   @Test func fetching() async throws { try await Conformance.fetching(backend) }
   @Test func concurrency() async throws { try await Conformance.concurrency(backend) }
   @Test func errors() async throws { try await Conformance.errors(backend) }
+  @Test func expressions() async throws { try await Conformance.expressions(backend) }
 }
