@@ -214,12 +214,7 @@ public final class ObjectContext: @unchecked Sendable {
       object.isDeletedStorage = true
     }
     let changed = Array(updated.values) + Array(deleted.values)
-    insertionList = []
-    insertedCount = 0
-    temporaryIndex = nil
-    updated = [:]
-    deleted = [:]
-    pendingErrors = []
+    forgetPendingChanges()
     // Every object whose relationships changed is in `updated` or `deleted`: setting a relationship
     // marks both sides.
     for object in changed { restoreSavedState(of: object) }
@@ -229,6 +224,11 @@ public final class ObjectContext: @unchecked Sendable {
   public func reset() {
     for object in registeredObjects { object.managedObjectContext = nil }
     registry = [:]
+    forgetPendingChanges()
+  }
+
+  /// Empties the inserted, updated and deleted sets and the recorded relationship errors.
+  private func forgetPendingChanges() {
     insertionList = []
     insertedCount = 0
     temporaryIndex = nil
@@ -386,11 +386,7 @@ public final class ObjectContext: @unchecked Sendable {
       registry[object.objectID] = nil
       object.managedObjectContext = nil
     }
-    insertionList = []
-    insertedCount = 0
-    temporaryIndex = nil
-    updated = [:]
-    deleted = [:]
+    forgetPendingChanges()
     for object in savedInserts { object.didSave() }
     for object in savedUpdates { object.didSave() }
     for object in savedDeletes { object.didSave() }
