@@ -159,8 +159,8 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
     case (.int16, .bool(let b)), (.int32, .bool(let b)), (.int64, .bool(let b)): return .int(b ? 1 : 0)
     case (.double, .double), (.float, .double): return value
     case (.double, .int(let i)), (.float, .int(let i)): return .double(Double(i))
-    case (.double, .decimal(let d)), (.float, .decimal(let d)):
-      return .double(NSDecimalNumber(decimal: d).doubleValue)
+    case (.double, .decimal), (.float, .decimal):
+      return value.numericValue.map(Value.double)
     case (.decimal, .decimal): return value
     case (.decimal, .int(let i)): return .decimal(Decimal(i))
     case (.decimal, .double(let d)): return .decimal(Decimal(d))

@@ -224,7 +224,7 @@ struct SQLiteQueryCompiler {
       // Compared with a decimal column, the text meets the column's STRATA_DECIMAL collation (exact);
       // compared with anything numeric, SQLite's numeric affinity turns it into a number.
       if case .attribute(.decimal) = kind { return .text("\(d)") }
-      return .real(NSDecimalNumber(decimal: d).doubleValue)
+      return value.numericValue.map(SQLValue.real) ?? .null
     default:
       return SQLiteSchema.encode(value)
     }
