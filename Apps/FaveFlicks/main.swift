@@ -11,6 +11,8 @@ struct FaveFlicksCommand: ParsableCommand {
     commandName: "fave-flicks",
     abstract: "Keep a list of favourite movies in a Strata store.",
     subcommands: [Add.self, List.self, Delete.self])
+
+  static func main() { mainReportingUsageErrors() }
 }
 
 struct JSONMovie: Encodable {

@@ -86,3 +86,25 @@ public func textTable(headers: [String], rows: [[String]]) -> String {
   }
   return ([line(headers), line(widths.map { String(repeating: "-", count: $0) })] + rows.map(line)).joined(separator: "\n")
 }
+
+extension ParsableCommand {
+  /// Parses the command line and runs the command, as `main()` does, except that a usage error (a
+  /// missing argument, a bad value, an unknown flag) is one line on standard error, naming the problem
+  /// and where help is, with exit code 64. `--help` and `--version` print as usual.
+  public static func mainReportingUsageErrors(_ arguments: [String]? = nil) {
+    var command: any ParsableCommand
+    do {
+      command = try parseAsRoot(arguments)
+    } catch {
+      guard exitCode(for: error) != .success else { exit(withError: error) }
+      let tool = configuration.commandName ?? "command"
+      printError(tool: tool, "\(message(for: error)) (see '\(tool) --help')")
+      Foundation.exit(exitCode(for: error).rawValue)
+    }
+    do {
+      try command.run()
+    } catch {
+      exit(withError: error)
+    }
+  }
+}

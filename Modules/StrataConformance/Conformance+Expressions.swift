@@ -111,8 +111,12 @@ extension Conformance {
     expectError(Director.self, "films.title.@sum > 1", .invalidQuery, key: "title")
     expectError(Director.self, "films.poster.@max != nil", .invalidQuery, key: "poster")
     expectError(Film.self, "budget + 1 > 2", .unsupported)
-    expectError(Film.self, "sqrt:(runtime) > 2", .unsupported)
-    expectError(Director.self, "SUBQUERY(films, $f, SUBQUERY($f.actors, $a, $a.name == 'x').@count > 0).@count > 0", .unsupported)
+    expectError(Film.self, "random() > 2", .unsupported)
+    expectError(Film.self, "sqrt:(title) > 2", .invalidQuery, key: "title")
+    expectError(Director.self, "median:(films.title) > 2", .invalidQuery, key: "title")
+    expectError(Director.self, "sum:(films) > 2", .invalidQuery, key: "films")
+    expectError(Director.self, "average:(films.budget) > 2", .unsupported)
+    expectError(Director.self, "films.budget.@sum > 2", .unsupported)
     expectError(Director.self, "SUBQUERY(films, $f, $f.year > 2000 AND name == 'x').@count > 0", .unsupported)
   }
 }

@@ -65,7 +65,13 @@ public enum SampleData {
   static let actors: [(name: String, imdbID: String?)] = [
     ("Al Pacino", "nm0000199"), ("Robert De Niro", "nm0000134"), ("Audrey Tautou", nil), ("Song Kang-ho", nil),
     ("Zoë Kravitz", "nm0005139"),
+    // Actors without films, for Unicode: "ë" decomposed (e + U+0308) beside Kravitz's precomposed one,
+    // Turkish dotted İ and dotless ı, Han, Hangul, Greek with tonos, an emoji ZWJ sequence with a skin tone.
+    (zoeSaldana, "nm0757855"), ("İlker Kaleli", nil), ("Kıvanç Tatlıtuğ", nil), ("宋康昊", nil), ("배두나", nil),
+    ("Μελίνα Μερκούρη", nil), ("👩🏽‍🚀 Astronaut", nil),
   ]
+  /// "Zoë Saldaña" with its "ë" decomposed: "e" followed by U+0308 COMBINING DIAERESIS.
+  public static let zoeSaldana = "Zoe\u{308} Saldaña"
 
   /// Inserts the sample objects into `context` and saves.
   public static func insert(into context: ObjectContext) throws {

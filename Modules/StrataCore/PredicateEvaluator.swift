@@ -220,7 +220,7 @@ enum KeyPathReader {
           let value = target.attributes[index]
           if !value.isNull { elements.append(value) }
         }
-        result.append(Aggregation.fold(op, elements))
+        result.append(op.function.fold(elements))
       }
     }
     return result

@@ -25,7 +25,7 @@ enum FormatLiterals {
       ],
       arity: 1)
     add(["sum:", "count:", "min:", "max:", "average:", "median:", "mode:", "stddev:"], arity: 1, collection: true)
-    add(["add:to:", "from:subtract:", "multiply:by:", "divide:by:", "raise:toPower:"], arity: 2)
+    add(["add:to:", "from:subtract:", "multiply:by:", "divide:by:", "modulus:by:", "raise:toPower:"], arity: 2)
     return table
   }()
 

@@ -25,8 +25,8 @@ extension QueryPredicate {
   ///   strings in `"…"` or `'…'` with escapes `\" \' \\ \/ \n \t \r \0 \uXXXX`, literal collections
   ///   `{1, 2, 'a'}`, arithmetic `+ - * / **` and unary minus (which binds tighter than `**`), functions
   ///   `now()`, `random()`, `lowercase:(x)`, `uppercase:(x)`, `canonical:(x)` (case and diacritic folded),
-  ///   `abs: sqrt: log: ln: exp: floor: ceiling: trunc:`, and on a collection `sum: count: min: max:
-  ///   average: median: mode: stddev:` (`sum:(a, b)` means `sum:({a, b})`), and
+  ///   `abs: sqrt: log: ln: exp: floor: ceiling: trunc:`, `modulus:by:(a, b)`, and on a collection
+  ///   `sum: count: min: max: average: median: mode: stddev:` (`sum:(a, b)` means `sum:({a, b})`), and
   ///   `CAST(x, "NSDate" | "NSNumber" | "NSDecimalNumber" | "NSString" | "UUID" | "NSURL" | "NSData" | "ObjectID")`.
   /// - **Arguments**: `%@` (any ``PredicateArgument``), `%K` (a key path string), `%d %i %u` with length
   ///   modifiers (`%ld`, `%lld`, `%hd`, `%qd`, `%zd`…; an integer or a Bool), `%f %lf %e %g` (a number).

@@ -6,17 +6,18 @@ import Foundation
 /// After checking, an expression holds only:
 /// - `.constant` values (`now()` is replaced by the current date), single-valued `.keyPath`s (including
 ///   `rel.attr.@sum` and friends) and `.evaluatedObject`;
-/// - `.function` calls of `lowercase:`, `uppercase:`, `canonical:` (on strings), `abs:`, `add:to:`,
-///   `from:subtract:`, `multiply:by:`, `divide:by:` (on numbers);
+/// - `.function` calls of ``ExpressionFunctions``: the string functions on strings, the numeric ones on
+///   numbers;
+/// - `.function(f, [.keyPath(k)])` for a ``CollectionFunction`` `f` over the collection key path `k` that no
+///   collection operator expresses (`median:(films.rating)`, `sum:(films.actors.rating)`), and
+///   `.function(f, [.aggregate(items)])` over a literal of single-valued expressions; constant
+///   collections are folded;
 /// - `.function("count:", [.subquery(collection: .keyPath(k), variable: v, predicate: p)])` where `k` is a
 ///   to-many relationship reached through to-one hops and `p` is a predicate checked against the
 ///   relationship's destination entity: `$v.year` has become `year` and `$v` `SELF`.
 struct ExpressionChecker {
   let entity: EntityDescription
   let model: ObjectModel
-
-  static let stringFunctions: Set<String> = ["lowercase:", "uppercase:", "canonical:"]
-  static let arithmeticFunctions: Set<String> = ["add:to:", "from:subtract:", "multiply:by:", "divide:by:"]
 
   /// The checked expression and the kind of value it yields (`nil` for the constant nil).
   func check(_ expression: QueryExpression) throws -> (QueryExpression, ResolvedKeyPath.ValueKind?) {
@@ -58,28 +59,116 @@ struct ExpressionChecker {
     if name == "count:", arguments.count == 1, case .subquery(let collection, let variable, let predicate) = arguments[0] {
       return (try subquery(collection, variable, predicate), .count)
     }
-    if Self.stringFunctions.contains(name), arguments.count == 1 {
+    if let function = CollectionFunction(rawValue: name), arguments.count == 1 {
+      return try fold(function, arguments[0])
+    }
+    if ExpressionFunctions.stringFunctions.contains(name), arguments.count == 1 {
       let (argument, kind) = try check(arguments[0])
       if let kind, kind != .attribute(.string) {
         throw typeError(name, "a string", arguments[0], kind)
       }
       return (.function(name, [argument]), .attribute(.string))
     }
-    if name == "abs:", arguments.count == 1 {
+    if ExpressionFunctions.unaryNumericFunctions.contains(name), arguments.count == 1 {
       let (argument, kind) = try check(arguments[0])
       let integer = try numeric(name, arguments[0], kind)
-      return (.function(name, [argument]), .attribute(integer ? .int64 : .double))
+      return (.function(name, [argument]), .attribute(integer && name == "abs:" ? .int64 : .double))
     }
-    if Self.arithmeticFunctions.contains(name), arguments.count == 2 {
+    if ExpressionFunctions.binaryNumericFunctions.contains(name), arguments.count == 2 {
       let (a, aKind) = try check(arguments[0])
       let (b, bKind) = try check(arguments[1])
       let integer = try numeric(name, arguments[0], aKind) && numeric(name, arguments[1], bKind)
-      let result: AttributeType = integer && name != "divide:by:" ? .int64 : .double
-      return (.function(name, [a, b]), .attribute(result))
+      let integral: Set = ["add:to:", "from:subtract:", "multiply:by:", "modulus:by:"]
+      return (.function(name, [a, b]), .attribute(integer && integral.contains(name) ? .int64 : .double))
     }
     throw StoreError(
       .unsupported, "the function \(name) is not supported in fetches (with \(arguments.count) argument(s))",
       entity: entity.name)
+  }
+
+  /// A collection function over constants (folded now), a to-many key path (`sum:(films.rating)` becomes
+  /// `films.rating.@sum` where a collection operator says the same), or a literal of expressions.
+  private func fold(_ function: CollectionFunction, _ argument: QueryExpression) throws
+    -> (QueryExpression, ResolvedKeyPath.ValueKind?)
+  {
+    let name = function.rawValue
+    switch argument {
+    case .constant(.array(let values)):
+      for value in values {
+        if let kind = Self.kind(of: value) { try requireElement(function, kind, argument) }
+      }
+      let result = function.fold(values)
+      return (.constant(result), Self.kind(of: result) ?? function.resultKind(nil))
+    case .keyPath(let keyPath):
+      let path = try ResolvedKeyPath(keyPath, entity: entity, model: model)
+      guard path.isCollection else { return try fold(function, .aggregate([argument])) }
+      if let shorthand = try collectionOperator(function, path) { return try check(.keyPath(shorthand)) }
+      let kind = path.valueKind
+      if case .objectID = kind, function != .count {
+        throw StoreError(
+          .invalidQuery, "\(name) needs the values of an attribute, but \(path) yields objects; use count:",
+          entity: entity.name, key: keyPath)
+      }
+      try requireElement(function, kind, argument)
+      return (.function(name, [.keyPath(path.keyPath)]), function.resultKind(kind))
+    case .aggregate(let items):
+      var checked: [QueryExpression] = []
+      var elementKind: ResolvedKeyPath.ValueKind?
+      for item in items {
+        let (expression, kind) = try check(item)
+        if let kind {
+          try requireElement(function, kind, item)
+          if kind == .attribute(.double) || kind == .attribute(.float) || elementKind == nil { elementKind = kind }
+        }
+        checked.append(expression)
+      }
+      return (.function(name, [.aggregate(checked)]), function.resultKind(elementKind))
+    default:
+      return try fold(function, .aggregate([argument]))
+    }
+  }
+
+  /// `rel.@count`, or `rel.attr.@sum` (`@avg`, `@min`, `@max`) when `function` over `path` means the
+  /// same; `nil` when no collection operator does.
+  private func collectionOperator(_ function: CollectionFunction, _ path: ResolvedKeyPath) throws -> String? {
+    if path.hops.contains(where: \.isToMany) {
+      guard case .attribute = path.terminal, let last = path.hops.last, last.isToMany,
+        !path.hops.dropLast().contains(where: \.isToMany)
+      else { return nil }
+      let op: ResolvedKeyPath.AggregateOperator? =
+        switch function {
+        case .sum: .sum
+        case .average: .avg
+        case .min: .min
+        case .max: .max
+        default: nil
+        }
+      return op.map { path.keyPath + "." + $0.rawValue }
+    }
+    if function == .count, case .toMany = path.terminal { return path.keyPath + ".@count" }
+    return nil
+  }
+
+  /// Checks that an element of `kind` suits `function`: numbers for `sum:` `average:` `median:` `stddev:`,
+  /// also strings and dates for `min:` `max:` `mode:`; decimals are not supported in folds yet.
+  private func requireElement(_ function: CollectionFunction, _ kind: ResolvedKeyPath.ValueKind, _ argument: QueryExpression)
+    throws
+  {
+    if function == .count { return }
+    switch kind {
+    case .count: return
+    case .attribute(let type) where type.isNumeric && type != .decimal: return
+    case .attribute(.bool): return
+    case .attribute(.decimal):
+      throw StoreError(
+        .unsupported, "\(function.rawValue) on decimal values is not supported in fetches",
+        entity: entity.name, key: argument.keyPaths.first)
+    case .attribute(.string), .attribute(.date):
+      if !function.needsNumbers { return }
+    default:
+      break
+    }
+    throw typeError(function.rawValue, function.needsNumbers ? "numbers" : "numbers, strings or dates", argument, kind)
   }
 
   /// Whether an arithmetic argument is an integer (true) or a floating-point number (false).
@@ -164,8 +253,16 @@ struct ExpressionChecker {
         .unsupported, "SELF inside a SUBQUERY predicate is not supported; use $\(variable)", entity: entity.name)
     case .aggregate(let items): return .aggregate(try items.map { try rebase($0, variable) })
     case .function(let name, let arguments): return .function(name, try arguments.map { try rebase($0, variable) })
-    case .subquery:
-      throw StoreError(.unsupported, "nested SUBQUERY expressions are not supported", entity: entity.name)
+    case .subquery(let collection, let inner, let predicate):
+      // A nested SUBQUERY over `$variable.rel` reads the element's relationship; its own predicate is
+      // checked against that relationship's destination, so it may not reach back to `$variable`.
+      if predicate.mentions(variable: variable) {
+        throw StoreError(
+          .unsupported,
+          "a nested SUBQUERY may only read its own variable $\(inner), not the outer $\(variable) (in a fetch of \(entity.name))",
+          entity: entity.name, key: variable)
+      }
+      return .subquery(collection: try rebase(collection, variable), variable: inner, predicate: predicate)
     }
   }
 
@@ -187,7 +284,38 @@ struct ExpressionChecker {
   }
 }
 
+extension QueryPredicate {
+  /// Whether the predicate reads the variable `$name` (directly or as `$name.key`).
+  func mentions(variable name: String) -> Bool {
+    switch self {
+    case .constant: false
+    case .and(let parts), .or(let parts): parts.contains { $0.mentions(variable: name) }
+    case .not(let inner): inner.mentions(variable: name)
+    case .comparison(let c): c.left.mentions(variable: name) || c.right.mentions(variable: name)
+    }
+  }
+}
+
 extension QueryExpression {
+  /// Whether the expression reads the variable `$name` (directly or as `$name.key`).
+  func mentions(variable name: String) -> Bool {
+    switch self {
+    case .constant, .evaluatedObject: false
+    case .variable(let v): v == name
+    case .keyPath(let k): k == "$" + name || k.hasPrefix("$" + name + ".")
+    case .aggregate(let items), .function(_, let items): items.contains { $0.mentions(variable: name) }
+    case .subquery(let collection, _, let predicate):
+      collection.mentions(variable: name) || predicate.mentions(variable: name)
+    }
+  }
+
+  /// Whether the expression is a `.subquery` (`count:` of one is `SUBQUERY(…).@count`, of anything
+  /// else the number of non-nil elements).
+  public var isSubquery: Bool {
+    if case .subquery = self { return true }
+    return false
+  }
+
   /// Whether the expression is a `.constant`.
   var isConstant: Bool {
     if case .constant = self { return true }

@@ -59,6 +59,16 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     case avg = "@avg"
     case min = "@min"
     case max = "@max"
+
+    /// The collection function that computes the same fold.
+    public var function: CollectionFunction {
+      switch self {
+      case .sum: .sum
+      case .avg: .average
+      case .min: .min
+      case .max: .max
+      }
+    }
   }
 
   /// What one value read by the key path is.

@@ -3,16 +3,25 @@ import Foundation
 /// String comparison rules shared by every backend: the SQLite store registers these functions as SQL
 /// functions and collations, the in-memory evaluator calls them directly, so both give the same answers.
 ///
-/// - Without options, strings compare by Unicode code point (the order of their UTF-8 bytes), which is
-///   also SQLite's `BINARY` collation.
-/// - `[c]` folds case (full Unicode case folding: "ß" matches "SS"), `[d]` removes diacritics
-///   ("é" matches "e"); both fold compatibility forms the way Foundation's `folding(options:)` does.
+/// - Without options, strings compare literally, by Unicode code point (the order of their UTF-8 bytes),
+///   which is also SQLite's `BINARY` collation and NSString's literal comparison: "é" (U+00E9) and
+///   "e" + U+0301 differ, as they do in Core Data's SQLite store.
+/// - `[c]` folds case (full, locale-independent Unicode case folding: "ß" matches "SS", "ς" matches "Σ",
+///   "İ" folds to "i̇", so `[c]` does not equate "İ" and "i" but `[cd]` does); `[d]` removes diacritics
+///   ("é" matches "e"). Under either, canonically equivalent strings are equal: both sides are brought
+///   to their canonical composition (NFC) after folding.
+/// - `[n]` says the operands are already normalized and, as in NSPredicate, supersedes `[c]` and `[d]`:
+///   the comparison is literal.
+/// - `LIKE` works on user-perceived characters (`?` is one `Character`, so `Zo?` matches "Zoë" whether
+///   "ë" is one code point or two), each compared code point by code point as above; `MATCHES` is an ICU
+///   regular expression, whose `.` is one code point.
 /// - ``StringComparator/localizedStandard`` orders like Finder: case- and diacritic-insensitive, digit
 ///   runs compared as numbers ("File2" < "file10"); ties are broken by code point so order is total.
 public enum StringSemantics {
   /// `s` folded for a comparison with `options`: the canonical form two strings share when they match
   /// under those options.
   public static func fold(_ s: String, _ options: StringOptions) -> String {
+    if options.contains(.normalized) { return s }
     var foldOptions: String.CompareOptions = []
     if options.contains(.caseInsensitive) { foldOptions.insert(.caseInsensitive) }
     if options.contains(.diacriticInsensitive) { foldOptions.insert(.diacriticInsensitive) }
@@ -20,8 +29,9 @@ public enum StringSemantics {
     if s.utf8.allSatisfy({ $0 < 0x80 }) {
       return foldOptions.contains(.caseInsensitive) ? s.lowercased() : s
     }
-    // Foundation's fold applies full case folding: "ß" and "ẞ" become "ss".
-    return s.folding(options: foldOptions, locale: nil)
+    // Foundation's fold applies full case folding ("ß" and "ẞ" become "ss") but keeps the composition
+    // it was given, so canonical equivalents need composing (NFC) on top.
+    return s.folding(options: foldOptions, locale: nil).precomposedStringWithCanonicalMapping
   }
 
   /// Three-way code-point comparison: negative, zero or positive.
@@ -111,7 +121,7 @@ public enum StringSemantics {
       if pi < p.count, p[pi] == "\\", pi + 1 < p.count, p[pi + 1] == v[vi] {
         vi += 1
         pi += 2
-      } else if pi < p.count, p[pi] == "?" || (p[pi] == v[vi] && p[pi] != "*") {
+      } else if pi < p.count, p[pi] == "?" || (p[pi] != "*" && sameScalars(p[pi], v[vi])) {
         vi += 1
         pi += 1
       } else if pi < p.count, p[pi] == "*" {
@@ -130,9 +140,15 @@ public enum StringSemantics {
     return pi == p.count
   }
 
+  /// Literal equality of two characters (`Character`'s `==` would equate canonical equivalents).
+  private static func sameScalars(_ a: Character, _ b: Character) -> Bool {
+    a.unicodeScalars.elementsEqual(b.unicodeScalars)
+  }
+
   /// Whether `value` matches the regular expression `pattern` as a whole (ICU syntax, as `MATCHES`).
   /// - Throws: ``StoreError`` `.invalidQuery` when the pattern is not a valid regular expression.
   public static func matches(_ value: String, _ pattern: String, _ options: StringOptions) throws -> Bool {
+    let options = options.contains(.normalized) ? [] : options
     var regexOptions: NSRegularExpression.Options = []
     if options.contains(.caseInsensitive) { regexOptions.insert(.caseInsensitive) }
     let subject = options.contains(.diacriticInsensitive) ? fold(value, .diacriticInsensitive) : value

@@ -12,6 +12,9 @@ import StrataCore
 /// - `strata_text(code, s)`: the string function `code` (``textFunctionCode(_:)``: 0 `lowercase:`,
 ///   1 `uppercase:`, 2 `canonical:`) applied to `s` exactly as the evaluator applies it (Foundation's full
 ///   Unicode mappings and ``StringSemantics/fold(_:_:)``, never SQLite's ASCII-only `lower()`); NULL for NULL.
+/// - `strata_apply(name, a, …)`: ``ExpressionFunctions/apply(_:_:)`` of the arguments (NULL when one is
+///   NULL), or, for a ``CollectionFunction`` name, its fold over the arguments (NULLs skipped).
+/// - `strata_fold(name, x)`: the aggregate that folds the rows' `x` with the ``CollectionFunction`` `name`.
 /// - Collations `STRATA_CASE`, `STRATA_LOCALIZED`, `STRATA_STANDARD` for the sort comparators
 ///   `caseInsensitive`, `localized` and `localizedStandard`.
 /// - Collation `STRATA_DECIMAL` for decimal columns (stored as exact text): compares the texts as
@@ -20,6 +23,8 @@ enum SQLiteFunctions {
   static let stringFunction = "strata_string"
   static let decimalCollation = "STRATA_DECIMAL"
   static let textFunction = "strata_text"
+  static let applyFunction = "strata_apply"
+  static let foldFunction = "strata_fold"
   /// The string functions `strata_text` implements, in code order.
   static let textFunctions = ["lowercase:", "uppercase:", "canonical:"]
 
@@ -47,6 +52,10 @@ enum SQLiteFunctions {
     guard rc == SQLITE_OK else { throw registrationError(db, rc, stringFunction) }
     rc = sqlite3_create_function_v2(db, textFunction, 2, flags, nil, textOperation, nil, nil, nil)
     guard rc == SQLITE_OK else { throw registrationError(db, rc, textFunction) }
+    rc = sqlite3_create_function_v2(db, applyFunction, -1, flags, nil, applyOperation, nil, nil, nil)
+    guard rc == SQLITE_OK else { throw registrationError(db, rc, applyFunction) }
+    rc = sqlite3_create_function_v2(db, foldFunction, 2, flags, nil, nil, foldStep, foldFinal, nil)
+    guard rc == SQLITE_OK else { throw registrationError(db, rc, foldFunction) }
     let collations: [(String, @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32)] = [
       ("STRATA_CASE", compareCaseInsensitive),
       ("STRATA_LOCALIZED", compareLocalized),
@@ -70,6 +79,34 @@ enum SQLiteFunctions {
     guard let bytes = sqlite3_value_text(value) else { return "" }
     let count = Int(sqlite3_value_bytes(value))
     return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+  }
+
+  /// An SQL value as a ``Value``: INTEGER → `.int`, REAL → `.double`, TEXT → `.string`, BLOB → `.data`.
+  static func value(_ value: OpaquePointer?) -> Value {
+    guard let value else { return .null }
+    switch sqlite3_value_type(value) {
+    case SQLITE_INTEGER: return .int(sqlite3_value_int64(value))
+    case SQLITE_FLOAT: return .double(sqlite3_value_double(value))
+    case SQLITE_TEXT: return string(value).map(Value.string) ?? .null
+    case SQLITE_BLOB:
+      let count = Int(sqlite3_value_bytes(value))
+      guard let bytes = sqlite3_value_blob(value), count > 0 else { return .data(Data()) }
+      return .data(Data(bytes: bytes, count: count))
+    default: return .null
+    }
+  }
+
+  /// Sets `value` as the result of the SQL function call `context` (NULL for what SQL cannot hold).
+  static func setResult(_ context: OpaquePointer?, _ value: Value) {
+    switch value {
+    case .int(let i): sqlite3_result_int64(context, i)
+    case .bool(let b): sqlite3_result_int64(context, b ? 1 : 0)
+    case .double(let d): sqlite3_result_double(context, d)
+    case .string(let s):
+      let length = Int32(clamping: s.utf8.count)
+      s.withCString { sqlite3_result_text(context, $0, length, strata_sqlite_transient()) }
+    default: sqlite3_result_null(context)
+    }
   }
 
   static func string(_ bytes: UnsafeRawPointer?, _ count: Int32) -> String {
@@ -134,6 +171,72 @@ private let textOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutableP
   }
   let length = Int32(clamping: result.utf8.count)
   result.withCString { sqlite3_result_text(context, $0, length, strata_sqlite_transient()) }
+}
+
+private let applyOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
+  context, count, arguments in
+  guard count >= 1, let arguments, let name = SQLiteFunctions.string(arguments[0]) else {
+    sqlite3_result_error(context, "strata_apply expects a function name", -1)
+    return
+  }
+  var values: [Value] = []
+  for index in 1..<Int(count) { values.append(SQLiteFunctions.value(arguments[index])) }
+  if let function = CollectionFunction(rawValue: name) {
+    SQLiteFunctions.setResult(context, function.fold(values))
+  } else if values.contains(where: \.isNull) {
+    sqlite3_result_null(context)
+  } else {
+    SQLiteFunctions.setResult(context, ExpressionFunctions.apply(name, values))
+  }
+}
+
+/// The values an aggregate `strata_fold` has collected for one group.
+private final class FoldState {
+  var function: CollectionFunction?
+  var values: [Value] = []
+}
+
+/// The `FoldState` of the group `context` folds, made on first use and kept in SQLite's aggregate
+/// context (a retained pointer, released by `foldFinal`); `nil` when no row was folded.
+private func foldState(_ context: OpaquePointer?, create: Bool) -> FoldState? {
+  let size = Int32(MemoryLayout<UnsafeMutableRawPointer?>.size)
+  guard let slot = sqlite3_aggregate_context(context, create ? size : 0) else { return nil }
+  let pointer = slot.assumingMemoryBound(to: UnsafeMutableRawPointer?.self)
+  if let existing = pointer.pointee { return Unmanaged<FoldState>.fromOpaque(existing).takeUnretainedValue() }
+  guard create else { return nil }
+  let state = FoldState()
+  pointer.pointee = Unmanaged.passRetained(state).toOpaque()
+  return state
+}
+
+private let foldStep: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
+  context, count, arguments in
+  guard count == 2, let arguments, let state = foldState(context, create: true) else {
+    sqlite3_result_error_nomem(context)
+    return
+  }
+  if state.function == nil {
+    guard let name = SQLiteFunctions.string(arguments[0]), let function = CollectionFunction(rawValue: name) else {
+      sqlite3_result_error(context, "strata_fold: unknown function", -1)
+      return
+    }
+    state.function = function
+  }
+  state.values.append(SQLiteFunctions.value(arguments[1]))
+}
+
+private let foldFinal: @convention(c) (OpaquePointer?) -> Void = { context in
+  guard let slot = sqlite3_aggregate_context(context, 0),
+    let opaque = slot.assumingMemoryBound(to: UnsafeMutableRawPointer?.self).pointee
+  else {
+    // No rows, so no name: NULL, the fold of nothing for all but sum: and count:, which the compiler
+    // wraps in COALESCE(…, 0).
+    sqlite3_result_null(context)
+    return
+  }
+  let state = Unmanaged<FoldState>.fromOpaque(opaque).takeRetainedValue()
+  slot.assumingMemoryBound(to: UnsafeMutableRawPointer?.self).pointee = nil
+  SQLiteFunctions.setResult(context, state.function?.fold(state.values) ?? .null)
 }
 
 private let compareCaseInsensitive: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {

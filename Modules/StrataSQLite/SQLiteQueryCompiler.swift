@@ -323,6 +323,20 @@ struct SQLiteQueryCompiler {
   private mutating func collection(
     _ path: ResolvedKeyPath, _ modifier: ComparisonModifier, _ condition: (Operand) throws -> Fragment
   ) throws -> Fragment {
+    let (from, test) = try elements(of: path, condition)
+    let head = "SELECT 1 \(from) AND "
+    switch modifier {
+    case .all: return Fragment("(NOT EXISTS (\(head)NOT ") + test + Fragment("))")
+    case .none: return Fragment("(NOT EXISTS (\(head)") + test + Fragment("))")
+    case .any, .direct: return Fragment("(EXISTS (\(head)") + test + Fragment("))")
+    }
+  }
+
+  /// The rows of the elements of a collection key path, in a scope of their own: `FROM <targets>
+  /// <joins> WHERE <correlation>`, and what `body` makes of each element's value.
+  private mutating func elements(of path: ResolvedKeyPath, _ body: (Operand) throws -> Fragment) throws
+    -> (from: String, body: Fragment)
+  {
     let firstToMany = path.hops.firstIndex(where: \.isToMany)
     let outerHops = path.hops[..<(firstToMany ?? path.hops.count)]
     let outerAlias = joinToOne(outerHops, from: rootAlias, scope: 0, prefix: "")
@@ -369,14 +383,9 @@ struct SQLiteQueryCompiler {
     } else {
       element = try terminal(path.terminal, of: entity, alias: alias, throughToOne: throughToOne)
     }
-    let test = try condition(element)
+    let result = try body(element)
     let joins = scopes[scope].joins.isEmpty ? "" : " " + scopes[scope].joins.joined(separator: " ")
-    let head = "SELECT 1 FROM \(source.from)\(joins) WHERE \(source.correlation) AND "
-    switch modifier {
-    case .all: return Fragment("(NOT EXISTS (\(head)NOT ") + test + Fragment("))")
-    case .none: return Fragment("(NOT EXISTS (\(head)") + test + Fragment("))")
-    case .any, .direct: return Fragment("(EXISTS (\(head)") + test + Fragment("))")
-    }
+    return ("FROM \(source.from)\(joins) WHERE \(source.correlation)", result)
   }
 
   // MARK: Expressions
@@ -390,8 +399,8 @@ struct SQLiteQueryCompiler {
       return constant(value, against: nil)
     case .keyPath, .evaluatedObject:
       return try operand(expression, against: nil)
-    case .function("count:", let arguments):
-      guard arguments.count == 1, case .subquery(.keyPath(let keyPath), _, let predicate) = arguments[0] else { break }
+    case .function("count:", let arguments) where arguments.count == 1 && arguments[0].isSubquery:
+      guard case .subquery(.keyPath(let keyPath), _, let predicate) = arguments[0] else { break }
       return try subqueryCount(keyPath, predicate)
     case .function(let name, let arguments):
       if let code = SQLiteFunctions.textFunctionCode(name), arguments.count == 1 {
@@ -400,10 +409,18 @@ struct SQLiteQueryCompiler {
           fragment: Fragment("\(SQLiteFunctions.textFunction)(\(code), ") + argument.fragment + Fragment(")"),
           nullable: true, kind: .string, isComputed: true)
       }
+      if let function = CollectionFunction(rawValue: name), arguments.count == 1 {
+        return try fold(function, arguments[0])
+      }
       if name == "abs:", arguments.count == 1 {
         let argument = try numeric(arguments[0])
         return Operand(
           fragment: Fragment("abs(") + argument + Fragment(")"), nullable: true, kind: .other, isComputed: true)
+      }
+      if (ExpressionFunctions.unaryNumericFunctions.contains(name) && arguments.count == 1)
+        || (["modulus:by:", "raise:toPower:"].contains(name) && arguments.count == 2)
+      {
+        return try apply(name, arguments.map { try numeric($0) })
       }
       let symbols = ["add:to:": "+", "from:subtract:": "-", "multiply:by:": "*", "divide:by:": "/"]
       if let symbol = symbols[name], arguments.count == 2 {
@@ -418,6 +435,42 @@ struct SQLiteQueryCompiler {
       break
     }
     throw StoreError(.unsupported, "the expression \(expression) is not supported in a fetch of \(root.name)", entity: root.name)
+  }
+
+  /// `strata_apply(name, arguments…)`: the function as ``ExpressionFunctions/apply(_:_:)`` computes it.
+  private func apply(_ name: String, _ arguments: [Fragment]) -> Operand {
+    var fragment = Fragment("\(SQLiteFunctions.applyFunction)('\(name)'")
+    for argument in arguments { fragment = fragment + Fragment(", ") + argument }
+    return Operand(fragment: fragment + Fragment(")"), nullable: true, kind: .other, isComputed: true)
+  }
+
+  /// A collection function over a collection key path (`strata_fold` over the element rows) or over a
+  /// literal of expressions (`strata_apply` with the items as arguments).
+  private mutating func fold(_ function: CollectionFunction, _ argument: QueryExpression) throws -> Operand {
+    let kind: Kind
+    let fragment: Fragment
+    switch argument {
+    case .keyPath(let keyPath):
+      let path = try ResolvedKeyPath(keyPath, entity: root, model: schema.model)
+      var elementKind = Kind.other
+      let (from, value) = try elements(of: path) { element in
+        elementKind = element.kind
+        return Fragment("\(SQLiteFunctions.foldFunction)('\(function.rawValue)', ") + element.fragment + Fragment(")")
+      }
+      kind = elementKind
+      let query = Fragment("(SELECT ") + value + Fragment(" \(from))")
+      fragment = function == .sum || function == .count ? Fragment("COALESCE(") + query + Fragment(", 0)") : query
+    case .aggregate(let items):
+      var operands: [Operand] = []
+      for item in items { operands.append(try expression(item)) }
+      kind = operands.contains { $0.kind == .string } ? .string : .other
+      fragment = apply(function.rawValue, operands.map(\.fragment)).fragment
+    default:
+      throw StoreError(
+        .unsupported, "\(function.rawValue) needs a collection in a fetch of \(root.name)", entity: root.name)
+    }
+    let yieldsElement = function == .min || function == .max || function == .mode
+    return Operand(fragment: fragment, nullable: true, kind: yieldsElement ? kind : .other, isComputed: true)
   }
 
   /// A numeric argument: floating-point attributes are read as `REAL` so SQL computes in `Double` as the
@@ -459,7 +512,7 @@ struct SQLiteQueryCompiler {
   private static func compare(
     _ left: Operand, _ op: ComparisonOperator, _ right: Operand, _ options: StringOptions, entity: String
   ) throws -> Fragment {
-    let folds = left.kind == .string && !options.subtracting(.normalized).isEmpty
+    let folds = left.kind == .string && !options.isEmpty && !options.contains(.normalized)
     switch op {
     case .equalTo:
       return equal(left, right, options, folds: folds)

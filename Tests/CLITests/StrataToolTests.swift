@@ -147,6 +147,11 @@ struct StrataToolTests {
       (["fetch", store, "--entity", "Movie", "--limit", "-1"], "--limit must be 0 or more"),
       (["fetch", store, "--entity", "Movie", "--offset", "-2"], "--offset must be 0 or more"),
       (["info", store, "--store", "nope"], "unknown store type 'nope'"),
+      (["fetch", store], "Missing expected argument '--entity <entity>'"),
+      (["fetch", store, "--entity", "Movie", "--limit", "many"], "The value 'many' is invalid for '--limit <limit>'"),
+      (["fetch", store, "--entity", "Movie", "--colour"], "Unknown option '--colour'"),
+      (["fetch", store, "--entity", "Movie", "--where", "title MATCHES '('"], "is not a valid regular expression"),
+      (["fetch", store, "--entity", "Movie", "--where", "sqrt:(title) > 1"], "sqrt: needs a number"),
     ]
     for (arguments, needle) in cases {
       let result = try Executables.run("strata", arguments)

@@ -185,7 +185,7 @@ struct PredicateTreeGenerator {
     case 2: return .constant(constant())
     case 3: return pick([.variable("V"), .evaluatedObject])
     case 4...6:
-      let name = pick(["add:to:", "from:subtract:", "multiply:by:", "divide:by:", "raise:toPower:"])
+      let name = pick(["add:to:", "from:subtract:", "multiply:by:", "divide:by:", "modulus:by:", "raise:toPower:"])
       return .function(name, [expression(depth: depth - 1), expression(depth: depth - 1)])
     case 7: return .function("from:subtract:", [.constant(0), keyPath()])
     case 8:

@@ -14,4 +14,5 @@ struct SQLiteConformanceTests {
   @Test func concurrency() async throws { try await Conformance.concurrency(backend) }
   @Test func errors() async throws { try await Conformance.errors(backend) }
   @Test func expressions() async throws { try await Conformance.expressions(backend) }
+  @Test func predicates() async throws { try await Conformance.predicates(backend) }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import StrataCLI
 
 struct StrataCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -6,6 +7,8 @@ struct StrataCommand: ParsableCommand {
     abstract: "Inspect a Strata store without the app's code: the model is read from the store itself.",
     discussion: "Stores are opened read-only: strata never changes a store.",
     subcommands: [InfoCommand.self, FetchCommand.self])
+
+  static func main() { mainReportingUsageErrors() }
 }
 
 /// The options every subcommand shares: where the store is and which backend reads it.
