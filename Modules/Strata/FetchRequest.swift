@@ -23,6 +23,14 @@ public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
   public var fetchLimit: Int?
   /// How many leading objects to skip.
   public var fetchOffset: Int
+  /// For ``ObjectContext/fetchDictionaries(_:)``: what each row holds (`nil`: every attribute).
+  public var propertiesToFetch: [PropertySelection]?
+  /// For ``ObjectContext/fetchDictionaries(_:)``: one row per group of these key paths.
+  public var propertiesToGroupBy: [String]?
+  /// For grouped dictionary rows: the groups to keep; its key paths are the rows' keys.
+  public var havingPredicate: QueryPredicate?
+  /// For dictionary rows: drop repeated rows.
+  public var returnsDistinctResults = false
 
   public init(
     entityName: String? = nil, predicate: QueryPredicate? = nil, sortDescriptors: [QuerySort] = [],
@@ -53,9 +61,14 @@ public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
 
   /// The request as stores receive it.
   public var fetchDescription: FetchDescription {
-    FetchDescription(
+    var description = FetchDescription(
       entityName: entityName, predicate: predicate, sortDescriptors: sortDescriptors, fetchLimit: fetchLimit,
       fetchOffset: fetchOffset)
+    description.propertiesToFetch = propertiesToFetch
+    description.propertiesToGroupBy = propertiesToGroupBy
+    description.havingPredicate = havingPredicate
+    description.returnsDistinctResults = returnsDistinctResults
+    return description
   }
 }
 
@@ -88,6 +101,30 @@ extension ObjectContext {
     description.resultType = .objectIDs
     guard case .objectIDs(let ids) = try requireStore().fetch(description, generation: nil) else { return [] }
     return ids.filter { !isPendingDeletion($0) }
+  }
+
+  /// Rows of values instead of objects, computed by the store (SQL `GROUP BY`, `SUM`, … in SQLite):
+  /// the request's `propertiesToFetch` (attributes, key paths through to-one relationships, named
+  /// expressions), grouped by `propertiesToGroupBy`, filtered by `havingPredicate`. Nil values are left
+  /// out of a row. See ``DictionaryFetch`` for the rules.
+  ///
+  /// ```swift
+  /// var request = FetchRequest<Venue>()
+  /// request.propertiesToFetch = [
+  ///   .keyPath("priceInfo.priceCategory"),
+  ///   try .expression("venues", format: "count:(name)", resultType: .int64),
+  /// ]
+  /// request.propertiesToGroupBy = ["priceInfo.priceCategory"]
+  /// let rows = try context.fetchDictionaries(request)   // [["priceInfo.priceCategory": "$", "venues": 61], …]
+  /// ```
+  ///
+  /// - Throws: `.invalidQuery` naming the key for a to-many or unknown key path, an ungrouped property
+  ///   beside aggregates, a having predicate reading an unfetched key.
+  public func fetchDictionaries<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [[String: Value]] {
+    var description = request.fetchDescription
+    description.resultType = .dictionaries
+    guard case .dictionaries(let rows) = try requireStore().fetch(description, generation: nil) else { return [] }
+    return rows
   }
 
   /// The number of stored objects matching `request`, counted by the store.

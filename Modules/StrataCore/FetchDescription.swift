@@ -20,6 +20,18 @@ public enum PropertySelection: Sendable, Hashable, Codable {
   case expression(name: String, expression: QueryExpression, resultType: AttributeType)
 }
 
+extension PropertySelection {
+  /// A named expression written in the format language.
+  ///
+  /// ```swift
+  /// let deals = try PropertySelection.expression("deals", format: "sum:(specialCount)", resultType: .int64)
+  /// ```
+  /// - Throws: `.invalidQuery` naming the position when the format does not parse.
+  public static func expression(_ name: String, format: String, resultType: AttributeType) throws -> PropertySelection {
+    .expression(name: name, expression: try QueryExpression(format: format), resultType: resultType)
+  }
+}
+
 /// A fetch request as stores receive it: plain data, `Sendable` and `Codable`.
 ///
 /// The object graph's typed `FetchRequest<T>` wraps one of these.

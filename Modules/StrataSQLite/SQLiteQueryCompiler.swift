@@ -101,17 +101,20 @@ struct SQLiteQueryCompiler {
   /// - Throws: what the validator throws (`.invalidQuery`, `.unsupported`).
   static func compile(_ request: FetchDescription, schema: SQLiteSchema, storeIdentifier: String) throws -> Query {
     let table = try schema.table(request.entityName)
-    let entity = table.entity
-    let predicate = try request.predicate.map { try QueryValidator.check($0, entity: entity, model: schema.model) }
-    try QueryValidator.check(request.sortDescriptors, entity: entity, model: schema.model)
-    var compiler = SQLiteQueryCompiler(schema: schema, storeIdentifier: storeIdentifier, root: entity)
-    let condition = try predicate.map { try compiler.compile($0) }
+    var compiler = SQLiteQueryCompiler(schema: schema, storeIdentifier: storeIdentifier, root: table.entity)
+    return try compiler.compileQuery(request, table)
+  }
+
+  private mutating func compileQuery(_ request: FetchDescription, _ table: SQLiteSchema.Table) throws -> Query {
+    let predicate = try request.predicate.map { try QueryValidator.check($0, entity: root, model: schema.model) }
+    try QueryValidator.check(request.sortDescriptors, entity: root, model: schema.model)
+    let condition = try predicate.map { try compile($0) }
     var orderBy: [String] = []
     for sort in request.sortDescriptors {
-      orderBy.append(try compiler.orderTerm(sort))
+      orderBy.append(try orderTerm(sort))
     }
     orderBy.append("t0.\"_pk\" ASC")
-    return Query(table: table, joins: compiler.scopes[0].joins, condition: condition, orderBy: orderBy)
+    return Query(table: table, joins: scopes[0].joins, condition: condition, orderBy: orderBy)
   }
 
   private mutating func newAlias() -> String {
@@ -565,5 +568,93 @@ struct SQLiteQueryCompiler {
     if op != .equalTo && op != .notEqualTo && (left.isNullConstant || right.isNullConstant) { return "0" }
     let head = "\(SQLiteFunctions.stringFunction)(\(SQLiteFunctions.operatorCode(op)), \(options.rawValue), "
     return Fragment(head) + left.fragment + Fragment(", ") + right.fragment + Fragment(")")
+  }
+}
+
+// MARK: Dictionary results
+
+extension SQLiteQueryCompiler {
+  /// How one selected SQL value becomes a row value.
+  enum ColumnDecoding: Sendable {
+    /// A stored attribute of this type (also the folds that keep their element's type).
+    case attribute(AttributeType)
+    /// A to-one target's primary key, an object ID of this entity.
+    case objectID(entity: String)
+    /// A computed value (converted to the declared result type like every fold and expression).
+    case computed
+  }
+
+  /// A dictionary fetch compiled to `SELECT <columns> FROM … WHERE … [GROUP BY …] ORDER BY …`.
+  struct DictionaryQuery {
+    var query: Query
+    /// Each column's key, SQL, how to read it, and for a fold or expression the declared result type.
+    var columns: [(name: String, sql: Fragment, decoding: ColumnDecoding, resultType: AttributeType?)]
+    var groupBy: [String]
+  }
+
+  /// Compiles a checked ``DictionaryFetch`` with the request's predicate and sort descriptors. Folds
+  /// become SQL aggregates (`COALESCE(SUM(x), 0)`, `COUNT(x)`, `MIN`, `MAX`, `AVG(CAST(x AS REAL))`,
+  /// `strata_fold` for `median:` `mode:` `stddev:`); a grouped fetch without sort descriptors orders by
+  /// its group-by values, as ``DictionaryFetch`` does in memory.
+  static func compileDictionary(
+    _ request: FetchDescription, _ plan: DictionaryFetch, schema: SQLiteSchema, storeIdentifier: String
+  ) throws -> DictionaryQuery {
+    let table = try schema.table(request.entityName)
+    var compiler = SQLiteQueryCompiler(schema: schema, storeIdentifier: storeIdentifier, root: table.entity)
+    var base = try compiler.compileQuery(request, table)
+    let sorts = request.sortDescriptors
+    var columns: [(name: String, sql: Fragment, decoding: ColumnDecoding, resultType: AttributeType?)] = []
+    for column in plan.columns {
+      switch column {
+      case .property(let name, let path):
+        let (sql, decoding) = try compiler.single(path)
+        columns.append((name, sql, decoding, nil))
+      case .fold(let name, let function, let path, let resultType):
+        let (x, elementDecoding) = try compiler.single(path)
+        let sql: Fragment
+        var decoding = ColumnDecoding.computed
+        switch function {
+        case .sum: sql = Fragment("COALESCE(SUM(") + x + Fragment("), 0)")
+        case .count: sql = Fragment("COUNT(") + x + Fragment(")")
+        case .average: sql = Fragment("AVG(CAST(") + x + Fragment(" AS REAL))")
+        case .min, .max:
+          sql = Fragment(function == .min ? "MIN(" : "MAX(") + x + Fragment(")")
+          decoding = elementDecoding
+        case .mode, .median, .stddev:
+          sql = Fragment("\(SQLiteFunctions.foldFunction)('\(function.rawValue)', ") + x + Fragment(")")
+          if function == .mode { decoding = elementDecoding }
+        }
+        columns.append((name, sql, decoding, resultType))
+      case .expression(let name, let expression, let resultType):
+        let operand = try compiler.expression(expression)
+        columns.append((name, operand.fragment, .computed, resultType))
+      }
+    }
+    var groupBy: [String] = []
+    for path in plan.groupBy {
+      let (sql, _) = try compiler.single(path)
+      guard sql.bindings.isEmpty else { continue }
+      groupBy.append(sql.sql)
+    }
+    var orderBy = Array(base.orderBy.dropLast())
+    if plan.isGrouped {
+      if sorts.isEmpty { orderBy = groupBy.map { "\($0) ASC" } }
+    } else {
+      orderBy.append("t0.\"_pk\" ASC")
+    }
+    base.joins = compiler.scopes[0].joins
+    base.orderBy = orderBy
+    return DictionaryQuery(query: base, columns: columns, groupBy: groupBy)
+  }
+
+  /// The SQL of a single-valued key path and how to read it back.
+  private mutating func single(_ path: ResolvedKeyPath) throws -> (Fragment, ColumnDecoding) {
+    let alias = joinToOne(path.hops[...], from: rootAlias, scope: 0, prefix: "")
+    let operand = try terminal(path.terminal, of: path.terminalEntity, alias: alias, throughToOne: !path.hops.isEmpty)
+    switch path.valueKind {
+    case .attribute(let type): return (operand.fragment, .attribute(type))
+    case .objectID(let entity): return (operand.fragment, .objectID(entity: entity))
+    case .count: return (operand.fragment, .computed)
+    }
   }
 }

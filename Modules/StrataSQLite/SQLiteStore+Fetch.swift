@@ -15,13 +15,11 @@ extension SQLiteStore {
   ///
   /// A `.count` fetch counts the objects a snapshot fetch with the same limit and offset would return.
   ///
-  /// - Throws: `.invalidQuery` / `.unsupported` from the validator, `.unsupported` for dictionary
-  ///   results, `.misuse` when the store is closed.
+  /// Dictionary results follow ``DictionaryFetch``, computed by SQL (see ``fetchDictionaries(_:generation:)``).
+  ///
+  /// - Throws: `.invalidQuery` / `.unsupported` from the validator, `.misuse` when the store is closed.
   public func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
-    if request.resultType == .dictionaries {
-      throw StoreError(
-        .unsupported, "the sqlite store does not return dictionary results yet", entity: request.entityName)
-    }
+    if request.resultType == .dictionaries { return try fetchDictionaries(request, generation: generation) }
     let query = try SQLiteQueryCompiler.compile(request, schema: schema, storeIdentifier: identifier)
     let table = query.table
     var paging = ""

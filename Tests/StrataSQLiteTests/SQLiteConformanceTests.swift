@@ -15,4 +15,5 @@ struct SQLiteConformanceTests {
   @Test func errors() async throws { try await Conformance.errors(backend) }
   @Test func expressions() async throws { try await Conformance.expressions(backend) }
   @Test func predicates() async throws { try await Conformance.predicates(backend) }
+  @Test func dictionaries() async throws { try await Conformance.dictionaries(backend) }
 }
