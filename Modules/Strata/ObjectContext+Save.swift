@@ -138,3 +138,45 @@ extension ObjectContext {
     number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
   }
 }
+
+// MARK: Batch requests
+
+extension ObjectContext {
+  /// Runs a batch update or delete in the store, in one transaction, without loading objects into this
+  /// context. Merge the result into live contexts with
+  /// ``mergeChanges(fromRemoteContextSave:into:)`` so none keeps showing stale or deleted objects.
+  ///
+  /// ```swift
+  /// let result = try context.execute(.update(
+  ///   entityName: "Venue", predicate: nil, propertiesToUpdate: ["favorite": .constant(true)]))
+  /// ObjectContext.mergeChanges(fromRemoteContextSave: result.changes(of: request), into: [container.viewContext])
+  /// ```
+  ///
+  /// - Throws: `.invalidQuery` for an unknown, relationship or transient key or a bad predicate,
+  ///   `.validation` for a value an attribute cannot hold, `.deleteDenied` when a deny rule forbids a
+  ///   delete, `.optimisticLockConflict` when an object changed meanwhile; the store is then unchanged.
+  public func execute(_ request: BatchRequest) throws -> BatchResult {
+    try requireStore().execute(request)
+  }
+
+  /// Applies changes made outside any context (a batch request, another process) to `contexts`: updated
+  /// objects without unsaved changes are refreshed, deleted objects leave each context. Each context is
+  /// updated on its own queue.
+  public static func mergeChanges(fromRemoteContextSave changes: ContextDidSave, into contexts: [ObjectContext]) {
+    for context in contexts {
+      context.performAndWait { context.mergeChanges(fromContextDidSave: changes) }
+    }
+  }
+}
+
+extension BatchResult {
+  /// The result as a save notification: its objects updated or deleted, as `request` did.
+  public func changes(of request: BatchRequest) -> ContextDidSave {
+    switch request {
+    case .update: ContextDidSave(contextName: "batch update", updatedObjectIDs: Set(objectIDs), historyToken: historyToken)
+    case .insert: ContextDidSave(contextName: "batch insert", insertedObjectIDs: Set(objectIDs), historyToken: historyToken)
+    case .delete, .deleteObjects:
+      ContextDidSave(contextName: "batch delete", deletedObjectIDs: Set(objectIDs), historyToken: historyToken)
+    }
+  }
+}

@@ -117,10 +117,6 @@ public protocol PersistentStore: AnyObject, Sendable {
 }
 
 extension PersistentStore {
-  public func execute(_ request: BatchRequest) throws -> BatchResult {
-    throw StoreError(.unsupported, "the \(storeType) store does not support batch requests yet")
-  }
-
   public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
     throw StoreError(.unsupported, "the \(storeType) store does not support persistent history yet")
   }

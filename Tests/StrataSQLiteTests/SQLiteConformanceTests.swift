@@ -16,4 +16,5 @@ struct SQLiteConformanceTests {
   @Test func expressions() async throws { try await Conformance.expressions(backend) }
   @Test func predicates() async throws { try await Conformance.predicates(backend) }
   @Test func dictionaries() async throws { try await Conformance.dictionaries(backend) }
+  @Test func batch() async throws { try await Conformance.batch(backend) }
 }

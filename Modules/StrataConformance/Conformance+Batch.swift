@@ -1,0 +1,80 @@
+import Foundation
+import Strata
+import StrataCore
+import Testing
+
+extension Conformance {
+  /// Batch update and delete: expressions, delete rules (cascade, deny), errors that leave the store as it
+  /// was, and merging the results into a live context.
+  public static func batch(_ backend: ConformanceStore) async throws {
+    let (container, url) = try backend.sampleContainer()
+    let live = try backend.freshContext(container, url)
+    func fresh() throws -> ObjectContext { try backend.freshContext(container, url) }
+    func titles(_ format: String) throws -> Set<String> {
+      Set(try fresh().fetch(FetchRequest<Film>(format: format)).map(\.title))
+    }
+
+    let heat = try #require(try live.fetch(FetchRequest<Film>(format: "title == 'Heat'")).first)
+    let parasite = try #require(try live.fetch(FetchRequest<Film>(format: "title == 'Parasite'")).first)
+    #expect(heat.runtime == 170)
+
+    // Update: constants and expressions of the object's own values.
+    let release = BatchRequest.update(
+      entityName: "Film", predicate: try QueryPredicate(format: "released == NO"),
+      propertiesToUpdate: ["released": .constant(true)])
+    let released = try live.execute(release)
+    #expect(released.count == 3)
+    #expect(try titles("released == NO").isEmpty)
+    let longer = BatchRequest.update(
+      entityName: "Film", predicate: try QueryPredicate(format: "director.name == 'Michael Mann'"),
+      propertiesToUpdate: ["runtime": try QueryExpression(format: "runtime + 10"), "rating": try QueryExpression(format: "rating / 2")])
+    let result = try live.execute(longer)
+    #expect(result.count == 2)
+    #expect(try titles("runtime == 180 AND rating == 4.15") == ["Heat"])
+    #expect(try titles("runtime == 130") == ["Collateral"])
+    ObjectContext.mergeChanges(fromRemoteContextSave: result.changes(of: longer), into: [live])
+    #expect(heat.runtime == 180)
+
+    // Bad updates change nothing.
+    let bad: [(BatchRequest, StoreError.Code)] = [
+      (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["length": .constant(1)]), .invalidQuery),
+      (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["director": .constant(.null)]), .invalidQuery),
+      (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["scratch": .constant("x")]), .invalidQuery),
+      (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["title": .constant(.null)]), .validation),
+      (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["year": .constant(100_000)]), .validation),
+      (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["year": try QueryExpression(format: "title")]), .validation),
+      (.update(entityName: "Film", predicate: try QueryPredicate(format: "year > 'x'"), propertiesToUpdate: [:]), .invalidQuery),
+      (.delete(entityName: "Studio", predicate: try QueryPredicate(format: "name == 'Warner'")), .deleteDenied),
+      (.delete(entityName: "Nope", predicate: nil), .invalidQuery),
+    ]
+    for (request, code) in bad {
+      do {
+        _ = try live.execute(request)
+        Issue.record("expected \(code) for \(request)")
+      } catch let error as StoreError {
+        #expect(error.code == code, "\(request): \(error.message)")
+      }
+    }
+    #expect(try fresh().count(for: FetchRequest<Film>()) == SampleData.films.count)
+    #expect(try titles("title == nil OR year > 3000").isEmpty)
+    #expect(try fresh().count(for: FetchRequest<Studio>()) == SampleData.studios.count)
+
+    // Delete: by predicate, cascading (a director's films), by IDs; merged, the live context forgets them.
+    let old = try live.execute(.delete(entityName: "Film", predicate: try QueryPredicate(format: "year < 1992")))
+    #expect(old.count == 1)
+    #expect(try titles("title == 'Delicatessen'").isEmpty)
+    let bong = BatchRequest.delete(entityName: "Director", predicate: try QueryPredicate(format: "name == 'Bong Joon-ho'"))
+    let cascaded = try live.execute(bong)
+    #expect(cascaded.count == 3)
+    #expect(Set(cascaded.objectIDs.map(\.entityName)) == ["Director", "Film"])
+    #expect(try titles("title IN {'Parasite', 'Memories of Murder'}").isEmpty)
+    ObjectContext.mergeChanges(fromRemoteContextSave: cascaded.changes(of: bong), into: [live])
+    #expect(parasite.isDeleted || parasite.managedObjectContext == nil)
+    #expect(try live.fetch(FetchRequest<Film>(format: "title == 'Parasite'")).isEmpty)
+    let empty = try #require(try live.fetch(FetchRequest<Studio>(format: "name == 'Empty Studio'")).first)
+    let byID = try live.execute(.deleteObjects([empty.objectID]))
+    #expect(byID.count == 1)
+    #expect(try fresh().count(for: FetchRequest<Studio>()) == SampleData.studios.count - 1)
+    #expect(try live.execute(.delete(entityName: "Film", predicate: try QueryPredicate(format: "year > 3000"))).count == 0)
+  }
+}
