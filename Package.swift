@@ -17,6 +17,7 @@ let package = Package(
     .library(name: "StrataConformance", targets: ["StrataConformance"]),
     .library(name: "FaveFlicks", targets: ["FaveFlicks"]),
     .executable(name: "fave-flicks", targets: ["fave-flicks"]),
+    .library(name: "BubbleTeaFinder", targets: ["BubbleTeaFinder"]),
     .executable(name: "strata-bench", targets: ["strata-bench"]),
     .executable(name: "strata", targets: ["strata"]),
   ],
@@ -42,6 +43,9 @@ let package = Package(
     .target(
       name: "FaveFlicks", dependencies: ["Strata"], path: "Modules/FaveFlicks",
       resources: [.copy("Resources/default-movies.json")], swiftSettings: swiftSettings),
+    .target(
+      name: "BubbleTeaFinder", dependencies: ["Strata"], path: "Modules/BubbleTeaFinder",
+      resources: [.copy("Resources/seed.json"), .copy("Resources/attribution.txt")], swiftSettings: swiftSettings),
 
     // MARK: Apps
     .target(
@@ -80,6 +84,10 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "FaveFlicksTests", dependencies: ["FaveFlicks", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "BubbleTeaFinderTests",
+      dependencies: ["BubbleTeaFinder", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
       swiftSettings: swiftSettings),
     .testTarget(name: "CLITests", dependencies: ["fave-flicks", "strata"], swiftSettings: swiftSettings),
   ]
