@@ -18,6 +18,7 @@ let package = Package(
     .library(name: "FaveFlicks", targets: ["FaveFlicks"]),
     .executable(name: "fave-flicks", targets: ["fave-flicks"]),
     .library(name: "BubbleTeaFinder", targets: ["BubbleTeaFinder"]),
+    .executable(name: "bubble-tea-finder", targets: ["bubble-tea-finder"]),
     .executable(name: "strata-bench", targets: ["strata-bench"]),
     .executable(name: "strata", targets: ["strata"]),
   ],
@@ -62,6 +63,13 @@ let package = Package(
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Apps/FaveFlicks", swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "bubble-tea-finder",
+      dependencies: [
+        "BubbleTeaFinder", "Strata", "StrataCLI",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
+      path: "Apps/BubbleTeaFinder", swiftSettings: swiftSettings),
 
     // MARK: Tools
     .executableTarget(
@@ -89,6 +97,7 @@ let package = Package(
       name: "BubbleTeaFinderTests",
       dependencies: ["BubbleTeaFinder", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
       swiftSettings: swiftSettings),
-    .testTarget(name: "CLITests", dependencies: ["fave-flicks", "strata"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "CLITests", dependencies: ["fave-flicks", "bubble-tea-finder", "strata"], swiftSettings: swiftSettings),
   ]
 )
