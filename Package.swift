@@ -17,6 +17,8 @@ let package = Package(
     .library(name: "StrataConformance", targets: ["StrataConformance"]),
     .library(name: "FaveFlicks", targets: ["FaveFlicks"]),
     .executable(name: "fave-flicks", targets: ["fave-flicks"]),
+    .library(name: "BubbleTeaFinder", targets: ["BubbleTeaFinder"]),
+    .executable(name: "bubble-tea-finder", targets: ["bubble-tea-finder"]),
     .executable(name: "strata-bench", targets: ["strata-bench"]),
     .executable(name: "strata", targets: ["strata"]),
   ],
@@ -42,6 +44,9 @@ let package = Package(
     .target(
       name: "FaveFlicks", dependencies: ["Strata"], path: "Modules/FaveFlicks",
       resources: [.copy("Resources/default-movies.json")], swiftSettings: swiftSettings),
+    .target(
+      name: "BubbleTeaFinder", dependencies: ["Strata"], path: "Modules/BubbleTeaFinder",
+      resources: [.copy("Resources/seed.json"), .copy("Resources/attribution.txt")], swiftSettings: swiftSettings),
 
     // MARK: Apps
     .target(
@@ -58,6 +63,13 @@ let package = Package(
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Apps/FaveFlicks", swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "bubble-tea-finder",
+      dependencies: [
+        "BubbleTeaFinder", "Strata", "StrataCLI",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
+      path: "Apps/BubbleTeaFinder", swiftSettings: swiftSettings),
 
     // MARK: Tools
     .executableTarget(
@@ -81,6 +93,11 @@ let package = Package(
     .testTarget(
       name: "FaveFlicksTests", dependencies: ["FaveFlicks", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
       swiftSettings: swiftSettings),
-    .testTarget(name: "CLITests", dependencies: ["fave-flicks", "strata"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "BubbleTeaFinderTests",
+      dependencies: ["BubbleTeaFinder", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "CLITests", dependencies: ["fave-flicks", "bubble-tea-finder", "strata"], swiftSettings: swiftSettings),
   ]
 )

@@ -1,0 +1,85 @@
+import ArgumentParser
+import BubbleTeaFinder
+import Foundation
+import Strata
+import StrataCLI
+
+@main
+struct BubbleTeaFinderCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "bubble-tea-finder",
+    abstract: "Find bubble tea in New York: Foursquare venues in a Strata store.",
+    subcommands: [Seed.self, List.self])
+
+  static func main() { mainReportingUsageErrors() }
+}
+
+extension PriceCategory: ExpressibleByArgument {}
+extension VenueSort: ExpressibleByArgument {}
+
+func openFinder(_ options: StoreFlags) throws -> VenueFinder {
+  StoreFlags.registerBackends()
+  if options.isMemory { return try VenueFinder.preview() }
+  let description = try options.storeDescription(app: "bubble-tea-finder", fileName: "BubbleTeaFinder.sqlite")
+  return VenueFinder(container: try VenueFinder.makeContainer(store: description))
+}
+
+extension BubbleTeaFinderCommand {
+  struct Seed: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract: "Import the venues when the store has none (running it again adds nothing).")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Option(
+      help: ArgumentHelp(
+        "A Foursquare venues/search response to import instead of the bundled New York venues.", valueName: "path"))
+    var file: String?
+
+    func run() throws {
+      try runReportingErrors(tool: "bubble-tea-finder") {
+        let url = file.map { URL(fileURLWithPath: ($0 as NSString).expandingTildeInPath) }
+        switch try openFinder(storeOptions).seed(from: url) {
+        case .imported(let count, let file):
+          print("Imported \(count) venue\(count == 1 ? "" : "s") from \(file)")
+        case .alreadySeeded(let count):
+          print("The store already has \(count) venue\(count == 1 ? "" : "s"); nothing imported")
+        }
+      }
+    }
+  }
+
+  struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List venues, filtered and sorted.")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Option(help: "Only venues in this price category.") var price: PriceCategory?
+    @Flag(help: "Only venues with special offers.") var deals = false
+    @Flag(help: "Only venues less than \(VenueFilter.walkingDistance) m away.") var walking = false
+    @Flag(help: "Only venues with tips.") var tips = false
+    @Option(help: "The order: name, name-desc, distance or price.") var sort: VenueSort = .name
+    @Flag(help: "Print a JSON array of venues (name, priceCategory, specialCount, distance, favorite, …).")
+    var json = false
+
+    func run() throws {
+      try runReportingErrors(tool: "bubble-tea-finder") {
+        let filter = VenueFilter(price: price, deals: deals, walking: walking, tips: tips)
+        let venues = try openFinder(storeOptions).venues(filter: filter, sort: sort)
+        if json {
+          print(try jsonString(venues))
+        } else if venues.isEmpty {
+          print("No venues.")
+        } else {
+          print(textTable(
+            headers: ["Name", "Price", "Deals", "Distance", "Tips", "Address"],
+            rows: venues.map { venue in
+              [
+                venue.name, venue.priceCategory ?? "", "\(venue.specialCount)",
+                venue.distance.map { "\($0) m" } ?? "", venue.tipCount.map(String.init) ?? "",
+                [venue.address, venue.city].compactMap { $0 }.joined(separator: ", "),
+              ]
+            }))
+        }
+      }
+    }
+  }
+}

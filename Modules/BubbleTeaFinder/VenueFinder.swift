@@ -1,0 +1,114 @@
+import Foundation
+import Strata
+
+/// The BubbleTeaFinder feature: bubble-tea venues from Foursquare, filtered and sorted, over any Strata store.
+public struct VenueFinder: Sendable {
+  public let container: PersistentContainer
+
+  public static let name = "BubbleTeaFinder"
+
+  public static let types: [ManagedObject.Type] = [Venue.self, Location.self, PriceInfo.self, Stats.self, Category.self]
+
+  public static func makeModel() throws -> ObjectModel { try ObjectModel(types: types) }
+
+  public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
+    let container = PersistentContainer(name: name, model: try makeModel(), types: types, registry: registry)
+    container.storeDescriptions = [store]
+    try container.loadPersistentStores()
+    return container
+  }
+
+  public init(container: PersistentContainer) {
+    self.container = container
+  }
+
+  private var context: ObjectContext { container.viewContext }
+
+  /// What ``seed(from:)`` did.
+  public enum SeedOutcome: Sendable, Hashable {
+    case imported(count: Int, file: String)
+    /// The store already had venues, so nothing was imported.
+    case alreadySeeded(venueCount: Int)
+  }
+
+  /// The seed file bundled with the module: 30 venues in New York, from Foursquare.
+  public static func bundledSeedURL() throws -> URL {
+    guard let url = Bundle.module.url(forResource: "seed", withExtension: "json") else {
+      throw SeedError(file: "seed.json", problem: "is missing from the BubbleTeaFinder resources")
+    }
+    return url
+  }
+
+  /// Imports the venues of a Foursquare `venues/search` response (the bundled one without `url`) when
+  /// the store has no venues yet.
+  ///
+  /// The whole file is decoded and checked before anything is inserted, and saved at once, so a bad
+  /// file leaves the store as it was.
+  ///
+  /// - Throws: ``SeedError`` naming the file and the JSON path that is wrong; a `StoreError` when the
+  ///   save fails.
+  @discardableResult
+  public func seed(from url: URL? = nil) throws -> SeedOutcome {
+    let source = try url ?? Self.bundledSeedURL()
+    let file = url?.path ?? source.lastPathComponent
+    let seedFile = try SeedFile.read(source, named: file)
+    let existing = try venueCount()
+    guard existing == 0 else { return .alreadySeeded(venueCount: existing) }
+    for venue in seedFile.venues { insert(venue) }
+    do {
+      try context.save()
+    } catch {
+      context.rollback()
+      throw error
+    }
+    return .imported(count: seedFile.venues.count, file: file)
+  }
+
+  private func insert(_ seed: SeedVenue) {
+    let venue = Venue(context: context)
+    venue.name = seed.name
+    venue.phone = seed.contact?.phone
+    venue.specialCount = seed.specials?.count ?? 0
+
+    let location = Location(context: context)
+    location.address = seed.location.address
+    location.crossStreet = seed.location.crossStreet
+    location.city = seed.location.city
+    location.state = seed.location.state
+    location.zipcode = seed.location.postalCode
+    location.country = seed.location.country
+    location.distance = seed.location.distance
+    location.lat = seed.location.lat
+    location.lng = seed.location.lng
+    venue.location = location
+
+    if let price = seed.price {
+      let priceInfo = PriceInfo(context: context)
+      priceInfo.priceCategory = price.currency
+      venue.priceInfo = priceInfo
+    }
+
+    let stats = Stats(context: context)
+    stats.checkinsCount = seed.stats.checkinsCount
+    stats.usersCount = seed.stats.usersCount
+    stats.tipCount = seed.stats.tipCount
+    venue.stats = stats
+
+    if let first = seed.categories?.first {
+      let category = Category(context: context)
+      category.name = first.name
+      venue.category = category
+    }
+  }
+
+  /// The venues `filter` lets through, in `sort` order; the store does the filtering and sorting.
+  public func venues(filter: VenueFilter = VenueFilter(), sort: VenueSort = .name) throws -> [VenueRecord] {
+    let request = FetchRequest<Venue>(predicate: try filter.predicate(), sortDescriptors: sort.sortDescriptors)
+    return try context.fetch(request).map(VenueRecord.init)
+  }
+
+  /// How many venues the store holds.
+  public func venueCount() throws -> Int {
+    try context.count(for: FetchRequest<Venue>())
+  }
+}
