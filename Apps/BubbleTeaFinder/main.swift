@@ -9,7 +9,7 @@ struct BubbleTeaFinderCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "bubble-tea-finder",
     abstract: "Find bubble tea in New York: Foursquare venues in a Strata store.",
-    subcommands: [Seed.self, List.self])
+    subcommands: [Seed.self, List.self, Stats.self, FavoriteAll.self, Delete.self])
 
   static func main() { mainReportingUsageErrors() }
 }
@@ -79,6 +79,56 @@ extension BubbleTeaFinderCommand {
               ]
             }))
         }
+      }
+    }
+  }
+}
+
+extension BubbleTeaFinderCommand {
+  struct Stats: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract: "Count the venues in each price category and the deals on offer.")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Flag(help: "Print {\"venues\", \"cheap\", \"moderate\", \"expensive\", \"deals\"} as JSON.") var json = false
+
+    func run() throws {
+      try runReportingErrors(tool: "bubble-tea-finder") {
+        let stats = try openFinder(storeOptions).stats()
+        if json {
+          print(try jsonString(stats))
+        } else {
+          print(textTable(
+            headers: ["Venues", "$", "$$", "$$$", "Deals"],
+            rows: [[stats.venues, stats.cheap, stats.moderate, stats.expensive, stats.deals].map(String.init)]))
+        }
+      }
+    }
+  }
+
+  struct FavoriteAll: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      commandName: "favorite-all", abstract: "Mark every venue a favorite with one batch update.")
+
+    @OptionGroup var storeOptions: StoreFlags
+
+    func run() throws {
+      try runReportingErrors(tool: "bubble-tea-finder") {
+        print("Records updated \(try openFinder(storeOptions).favoriteAll())")
+      }
+    }
+  }
+
+  struct Delete: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete the venues matching a predicate with one batch delete.")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Option(name: .customLong("where"), help: ArgumentHelp("The venues to delete, e.g. \"stats.tipCount == 0\".", valueName: "predicate"))
+    var predicate: String
+
+    func run() throws {
+      try runReportingErrors(tool: "bubble-tea-finder") {
+        print("Records deleted \(try openFinder(storeOptions).deleteVenues(where: predicate))")
       }
     }
   }

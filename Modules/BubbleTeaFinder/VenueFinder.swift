@@ -9,7 +9,13 @@ public struct VenueFinder: Sendable {
 
   public static let types: [ManagedObject.Type] = [Venue.self, Location.self, PriceInfo.self, Stats.self, Category.self]
 
-  public static func makeModel() throws -> ObjectModel { try ObjectModel(types: types) }
+  public static let venuesByPriceTemplate = "VenuesByPrice"
+
+  public static func makeModel() throws -> ObjectModel {
+    let byPrice = FetchDescription(
+      entityName: "Venue", predicate: try QueryPredicate(format: "priceInfo.priceCategory == $PRICE"))
+    return try ObjectModel(types: types, fetchRequestTemplates: [venuesByPriceTemplate: byPrice])
+  }
 
   public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
     let container = PersistentContainer(name: name, model: try makeModel(), types: types, registry: registry)
@@ -111,4 +117,49 @@ public struct VenueFinder: Sendable {
   public func venueCount() throws -> Int {
     try context.count(for: FetchRequest<Venue>())
   }
+
+  /// How many venues there are in each price category, and how many deals in all — each number asked
+  /// of the store in a different way: a count result type, `count(for:)`, a stored template, a sum.
+  public func stats() throws -> VenueStats {
+    let cheap = try context.fetchCount(
+      FetchRequest<Venue>(format: "priceInfo.priceCategory == %@", PriceCategory.cheap.rawValue))
+    let moderate = try context.count(
+      for: FetchRequest<Venue>(format: "priceInfo.priceCategory == %@", PriceCategory.moderate.rawValue))
+    let expensive = try context.count(
+      for: try container.model.fetchRequestFromTemplate(
+        named: Self.venuesByPriceTemplate, substitutionVariables: ["PRICE": PriceCategory.expensive.rawValue],
+        as: Venue.self))
+    var dealsRequest = FetchRequest<Venue>()
+    dealsRequest.propertiesToFetch = [try .expression("deals", format: "sum:(specialCount)", resultType: .int64)]
+    let deals = try context.fetchDictionaries(dealsRequest).first?["deals"]
+    return VenueStats(
+      venues: try venueCount(), cheap: cheap, moderate: moderate, expensive: expensive,
+      deals: Int(deals?.numericValue ?? 0))
+  }
+
+  /// Marks every venue a favorite with one batch update; returns how many were updated.
+  public func favoriteAll() throws -> Int {
+    let request = BatchRequest.update(entityName: "Venue", predicate: nil, propertiesToUpdate: ["favorite": .constant(true)])
+    let result = try context.execute(request)
+    ObjectContext.mergeChanges(fromRemoteContextSave: result.changes(of: request), into: [context])
+    return result.count
+  }
+
+  /// Deletes the venues matching `format` (with their location, price, stats and category) with one
+  /// batch delete; returns how many venues were deleted.
+  public func deleteVenues(where format: String) throws -> Int {
+    let request = BatchRequest.delete(entityName: "Venue", predicate: try QueryPredicate(format: format))
+    let result = try context.execute(request)
+    ObjectContext.mergeChanges(fromRemoteContextSave: result.changes(of: request), into: [context])
+    return result.objectIDs.filter { $0.entityName == "Venue" }.count
+  }
+}
+
+/// The numbers `stats` prints.
+public struct VenueStats: Sendable, Hashable, Codable {
+  public var venues: Int
+  public var cheap: Int
+  public var moderate: Int
+  public var expensive: Int
+  public var deals: Int
 }

@@ -127,6 +127,15 @@ extension ObjectContext {
     return rows
   }
 
+  /// The number of objects a fetch of `request` would return, asked of the store as a count result type
+  /// (limit and offset apply, as they would to the objects); nothing is materialized.
+  public func fetchCount<T: ManagedObject>(_ request: FetchRequest<T>) throws -> Int {
+    var description = request.fetchDescription
+    description.resultType = .count
+    guard case .count(let count) = try requireStore().fetch(description, generation: nil) else { return 0 }
+    return count
+  }
+
   /// The number of stored objects matching `request`, counted by the store.
   public func count<T: ManagedObject>(for request: FetchRequest<T>) throws -> Int {
     try requireStore().count(request.fetchDescription, generation: nil)

@@ -152,4 +152,38 @@ struct BubbleTeaFinderCLITests {
     let seed = try bubbleTeaFinder("seed", "--help")
     for flag in ["--store", "--path", "--file"] { #expect(seed.stdout.contains(flag), "\(flag)") }
   }
+
+  @Test func statsFavoriteAllAndDeleteAcrossProcesses() throws {
+    let store = bubbleTeaStore()
+    #expect(try bubbleTeaFinder("seed", "--path", store).status == 0)
+    let venues = try SeedJSON.venues()
+    func price(_ venue: [String: Any]) -> String? { (venue["price"] as? [String: Any])?["currency"] as? String }
+    let stats = try bubbleTeaFinder("stats", "--json", "--path", store)
+    #expect(stats.status == 0, "\(stats.stderr)")
+    let numbers = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Int])
+    let deals: Int = venues.map { ($0["specials"] as? [String: Any])?["count"] as? Int ?? 0 }.reduce(0, +)
+    var expected: [String: Int] = ["venues": venues.count, "deals": deals]
+    for (key, symbol) in [("cheap", "$"), ("moderate", "$$"), ("expensive", "$$$")] {
+      expected[key] = venues.filter { price($0) == symbol }.count
+    }
+    #expect(numbers == expected)
+
+    #expect(try bubbleTeaFinder("favorite-all", "--path", store).stdout == "Records updated \(venues.count)\n")
+    let listed = try jsonRows(try bubbleTeaFinder("list", "--json", "--path", store))
+    #expect(listed.count == venues.count && listed.allSatisfy { $0["favorite"] as? Bool == true })
+
+    let moderate = venues.filter { price($0) == "$$" }.count
+    let deleted = try bubbleTeaFinder("delete", "--where", "priceInfo.priceCategory == '$$'", "--path", store)
+    #expect(deleted.stdout == "Records deleted \(moderate)\n", "\(deleted.stderr)")
+    let after = try bubbleTeaFinder("stats", "--json", "--path", store)
+    let remaining = try #require(try JSONSerialization.jsonObject(with: Data(after.stdout.utf8)) as? [String: Int])
+    #expect(remaining["venues"] == venues.count - moderate && remaining["moderate"] == 0)
+
+    let bad = try bubbleTeaFinder("delete", "--where", "name ==", "--path", store)
+    #expect(bad.status == 1)
+    #expect(bad.stderr.hasPrefix("bubble-tea-finder: error: ") && bad.stderr.split(separator: "\n").count == 1)
+    #expect(bad.stderr.contains("position 7"))
+    let unchanged = try bubbleTeaFinder("stats", "--json", "--path", store)
+    #expect(unchanged.stdout == after.stdout)
+  }
 }
