@@ -85,7 +85,11 @@ let package = Package(
       name: "StrataMemoryTests", dependencies: ["StrataConformance", "StrataMemory", "Strata"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "StrataLMDBTests", dependencies: ["StrataConformance", "StrataLMDB", "Strata", "CLMDB"],
+      name: "StrataLMDBTests", dependencies: ["StrataConformance", "StrataLMDB", "Strata", "CLMDB", "lmdb-worker"],
+      swiftSettings: swiftSettings),
+    // A second process for the LMDB tests: writes, reads, or holds a lock until it is killed.
+    .executableTarget(
+      name: "lmdb-worker", dependencies: ["StrataLMDB", "StrataCore", "CLMDB"], path: "Tests/LMDBWorker",
       swiftSettings: swiftSettings),
     .testTarget(
       name: "FaveFlicksTests", dependencies: ["FaveFlicks", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],

@@ -1,6 +1,7 @@
 import CLMDB
 import Foundation
 import StrataCore
+import Synchronization
 
 /// An open liblmdb environment and the rules for using it from many threads and processes.
 ///
@@ -22,13 +23,53 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// Set under the exclusive gate, read under the shared gate: no transaction starts after `close()`.
   private var isClosed = false
 
+  /// The environments open in this process, by directory, with how many stores use each. liblmdb
+  /// forbids opening one environment twice in a process (its POSIX locks are per process: a second
+  /// handle would reset the lock file under the first), so stores at one path share one environment.
+  private static let open = Mutex<[String: (environment: LMDBEnvironment, users: Int)]>([:])
+
+  /// The environment at `path`, opened now or shared with the stores of this process already using it.
+  /// Release it with ``release()``.
+  /// - Throws: `.misuse` when a read-write store asks for an environment this process has open read-only.
+  static func shared(path: String, maxDatabases: UInt32, mapSize: Int, isReadOnly: Bool) throws -> LMDBEnvironment {
+    try open.withLock { open throws -> LMDBEnvironment in
+      if let entry = open[path] {
+        guard !entry.environment.isReadOnly || isReadOnly else {
+          throw StoreError(.misuse, "the LMDB store \(path) is already open read-only in this process; close it first to write")
+        }
+        open[path] = (entry.environment, entry.users + 1)
+        return entry.environment
+      }
+      let environment = try LMDBEnvironment(path: path, maxDatabases: maxDatabases, mapSize: mapSize, isReadOnly: isReadOnly)
+      open[path] = (environment, 1)
+      return environment
+    }
+  }
+
+  /// Gives up one store's use of the environment; the last one closes it.
+  /// - Returns: whether the environment was closed.
+  @discardableResult
+  func release() -> Bool {
+    let isLast = Self.open.withLock { open -> Bool in
+      guard let entry = open[path], entry.environment === self else { return true }
+      if entry.users > 1 {
+        open[path] = (self, entry.users - 1)
+        return false
+      }
+      open[path] = nil
+      return true
+    }
+    if isLast { close() }
+    return isLast
+  }
+
   /// The map size a new environment starts with, unless the `mapSize` setting says otherwise.
   static let defaultMapSize = 64 << 20
   /// Named databases an environment may hold beyond those a model needs.
   static let spareDatabases: UInt32 = 8
 
   /// Opens (creating the files when `isReadOnly` is false) the environment in the directory `path`.
-  init(path: String, maxDatabases: UInt32, mapSize: Int, isReadOnly: Bool) throws {
+  private init(path: String, maxDatabases: UInt32, mapSize: Int, isReadOnly: Bool) throws {
     var created: OpaquePointer?
     try check(mdb_env_create(&created), "mdb_env_create")
     guard let env = created else { throw LMDBError(ENOMEM, "mdb_env_create") }
@@ -61,7 +102,7 @@ final class LMDBEnvironment: @unchecked Sendable {
 
   /// Closes the environment once every transaction in flight has ended. The store ends its pinned
   /// transactions first; later transactions throw `.misuse`.
-  func close() {
+  private func close() {
     gate.exclusive {
       guard !isClosed else { return }
       isClosed = true

@@ -60,7 +60,7 @@ public final class LMDBStore: PersistentStore {
     guard url.isFileURL else {
       throw StoreError(.unsupported, "the lmdb store needs a directory URL, not \(url.absoluteString)")
     }
-    let path = url.standardizedFileURL.path
+    let path = url.standardizedFileURL.resolvingSymlinksInPath().path
     let mapSize = try Self.mapSize(options)
     let isNew = try Self.prepareDirectory(path, model: model, options: options)
     let lockFile = (path as NSString).appendingPathComponent("lock.mdb")
@@ -70,7 +70,7 @@ public final class LMDBStore: PersistentStore {
     let databases = UInt32(model.map { LMDBSchema.databases(for: $0).count } ?? 0)
     do {
       // The stored model may need more databases than the given one: leave room (handles are cheap).
-      environment = try LMDBEnvironment(
+      environment = try LMDBEnvironment.shared(
         path: path, maxDatabases: max(databases, 64) * 2, mapSize: mapSize, isReadOnly: options.isReadOnly)
     } catch let error as LMDBError {
       throw error.storeError(path: path)
@@ -78,9 +78,8 @@ public final class LMDBStore: PersistentStore {
     do {
       opened = try Self.openSchema(environment, path: path, model: model, options: options, isNew: isNew)
     } catch {
-      environment.close()
       // Leave a directory that is not ours as it was: remove the lock file liblmdb just made.
-      if !hadLockFile && !isNew { try? FileManager.default.removeItem(atPath: lockFile) }
+      if environment.release(), !hadLockFile, !isNew { try? FileManager.default.removeItem(atPath: lockFile) }
       if let error = error as? LMDBError { throw error.storeError(path: path) }
       throw error
     }
@@ -95,6 +94,7 @@ public final class LMDBStore: PersistentStore {
   }
 
   deinit {
+    if !closed.load(ordering: .acquiring) { environment.release() }
     broadcaster.finish()
   }
 
@@ -282,7 +282,7 @@ public final class LMDBStore: PersistentStore {
       return Array(pinned.values)
     }
     for transaction in all { transaction.end(environment) }
-    environment.close()
+    environment.release()
     broadcaster.finish()
   }
 }
