@@ -37,8 +37,10 @@ public struct StoreFlags: ParsableArguments, Sendable {
     if let path, !path.isEmpty {
       url = URL(fileURLWithPath: (path as NSString).expandingTildeInPath)
     } else {
+      // The default name's extension follows the backend: FaveFlicks.sqlite, FaveFlicks.lmdb.
+      let name = store == "sqlite" ? fileName : (fileName as NSString).deletingPathExtension + "." + store
       url = PersistentContainer.defaultDirectoryURL().appending(path: app, directoryHint: .isDirectory)
-        .appending(path: fileName)
+        .appending(path: name)
     }
     return StoreDescription(type: store, url: url)
   }
