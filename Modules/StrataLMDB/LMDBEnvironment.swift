@@ -163,39 +163,35 @@ final class LMDBEnvironment: @unchecked Sendable {
 
   // MARK: Transactions
 
-  /// Runs `body` in a new read transaction on the latest committed state.
-  func read<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
+  /// Begins a transaction inside the shared gate and hands it to `body`, which ends it. When another
+  /// process grew the map (`MDB_MAP_RESIZED`), adopts the new size outside the gate and begins again.
+  private func withNewTransaction<R>(_ flags: Int32, _ body: (OpaquePointer) throws -> R) throws -> R {
     while true {
       let outcome: R? = try gate.shared { () throws -> R? in
         try checkOpen()
         var txn: OpaquePointer?
-        let rc = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn)
+        let rc = mdb_txn_begin(env, nil, UInt32(flags), &txn)
         if rc == MDB_MAP_RESIZED { return nil }
-        try check(rc, "mdb_txn_begin (read)")
+        try check(rc, "mdb_txn_begin")
         guard let txn else { throw LMDBError(EINVAL, "mdb_txn_begin") }
-        defer { mdb_txn_abort(txn) }
-        return try body(LMDBTransaction(txn: txn))
+        return try body(txn)
       }
       if let outcome { return outcome }
       try adoptGrownMap()
     }
   }
 
+  /// Runs `body` in a new read transaction on the latest committed state.
+  func read<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
+    try withNewTransaction(MDB_RDONLY) { txn in
+      defer { mdb_txn_abort(txn) }
+      return try body(LMDBTransaction(txn: txn))
+    }
+  }
+
   /// Begins a read transaction kept open for a pinned query generation; end it with ``endPinned(_:)``.
   func beginPinned() throws -> OpaquePointer {
-    while true {
-      let begun: OpaquePointer? = try gate.shared { () throws -> OpaquePointer? in
-        try checkOpen()
-        var txn: OpaquePointer?
-        let rc = mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn)
-        if rc == MDB_MAP_RESIZED { return nil }
-        try check(rc, "mdb_txn_begin (pinned read)")
-        guard let txn else { throw LMDBError(EINVAL, "mdb_txn_begin") }
-        return txn
-      }
-      if let begun { return begun }
-      try adoptGrownMap()
-    }
+    try withNewTransaction(MDB_RDONLY) { $0 }
   }
 
   /// Runs `body` in a pinned read transaction. The caller keeps one thread at a time on it.
@@ -217,13 +213,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     writeLock.lock()
     defer { writeLock.unlock() }
     while true {
-      let outcome: Result<R, LMDBError>? = try gate.shared { () throws -> Result<R, LMDBError>? in
-        try checkOpen()
-        var txn: OpaquePointer?
-        let rc = mdb_txn_begin(env, nil, 0, &txn)
-        if rc == MDB_MAP_RESIZED { return .failure(LMDBError(rc, "mdb_txn_begin")) }
-        try check(rc, "mdb_txn_begin (write)")
-        guard let txn else { throw LMDBError(EINVAL, "mdb_txn_begin") }
+      let outcome = try withNewTransaction(0) { txn -> Result<R, LMDBError> in
         let result: R
         do {
           result = try body(LMDBTransaction(txn: txn))
@@ -240,9 +230,8 @@ final class LMDBEnvironment: @unchecked Sendable {
         return .success(result)
       }
       switch outcome {
-      case .success(let result)?: return result
-      case .failure(let error)? where error.isMapFull: try growMap()
-      default: try adoptGrownMap()
+      case .success(let result): return result
+      case .failure: try growMap()
       }
     }
   }
