@@ -421,7 +421,7 @@ struct LMDBSaveOperation {
   /// The save's result and change announcement, as the memory store reports them.
   private func results(deleted: Set<ObjectID>) throws -> (SaveResult, StoreChange) {
     var result = SaveResult()
-    result.permanentIDs = permanentIDs.filter { $0.key.isTemporary }
+    result.permanentIDs = changes.inserted.allSatisfy(\.objectID.isTemporary) ? permanentIDs : permanentIDs.filter { $0.key.isTemporary }
     result.versions = versions
     let clearedSet = Set(cleared)
     var inserted: [ObjectID] = []
@@ -434,9 +434,12 @@ struct LMDBSaveOperation {
         if stored != expected(sent: change, stored: stored) { result.storedSnapshots[id] = stored }
       }
     }
-    let written = Set(inserted + updated)
     var change = StoreChange(storeIdentifier: storeIdentifier, inserted: inserted)
-    change.updated = updated + cleared.filter { !written.contains($0) && !deleted.contains($0) }
+    change.updated = updated
+    if !cleared.isEmpty {
+      let written = Set(inserted + updated)
+      change.updated += cleared.filter { !written.contains($0) && !deleted.contains($0) }
+    }
     change.deleted = changes.deleted.map(\.objectID).filter { deleted.contains($0) }
     return (result, change)
   }
