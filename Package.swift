@@ -14,6 +14,7 @@ let package = Package(
     .library(name: "Strata", targets: ["Strata"]),
     .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
     .library(name: "StrataMemory", targets: ["StrataMemory"]),
+    .library(name: "StrataLMDB", targets: ["StrataLMDB"]),
     .library(name: "StrataConformance", targets: ["StrataConformance"]),
     .library(name: "FaveFlicks", targets: ["FaveFlicks"]),
     .executable(name: "fave-flicks", targets: ["fave-flicks"]),
@@ -36,6 +37,10 @@ let package = Package(
       name: "StrataSQLite", dependencies: ["StrataCore", "CSQLite"], path: "Modules/StrataSQLite",
       swiftSettings: swiftSettings),
     .target(name: "StrataMemory", dependencies: ["StrataCore"], path: "Modules/StrataMemory", swiftSettings: swiftSettings),
+    .systemLibrary(name: "CLMDB", path: "Modules/CLMDB", providers: [.apt(["liblmdb-dev"])]),
+    .target(
+      name: "StrataLMDB", dependencies: ["StrataCore", "CLMDB"], path: "Modules/StrataLMDB",
+      swiftSettings: swiftSettings),
     .target(
       name: "StrataConformance", dependencies: ["Strata", "StrataCore"], path: "Modules/StrataConformance",
       swiftSettings: swiftSettings),
@@ -52,7 +57,7 @@ let package = Package(
     .target(
       name: "StrataCLI",
       dependencies: [
-        "Strata", "StrataCore", "StrataSQLite", "StrataMemory",
+        "Strata", "StrataCore", "StrataSQLite", "StrataMemory", "StrataLMDB",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Apps/StrataCLI", swiftSettings: swiftSettings),
@@ -73,7 +78,8 @@ let package = Package(
 
     // MARK: Tools
     .executableTarget(
-      name: "strata-bench", dependencies: ["Strata", "StrataSQLite", "StrataMemory", "CSQLite"],
+      name: "strata-bench",
+      dependencies: ["Strata", "StrataSQLite", "StrataMemory", "StrataLMDB", "CSQLite", "CLMDB"],
       path: "Tools/strata-bench", swiftSettings: swiftSettings),
     .executableTarget(
       name: "strata",
@@ -89,6 +95,13 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataMemoryTests", dependencies: ["StrataConformance", "StrataMemory", "Strata"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "StrataLMDBTests", dependencies: ["StrataConformance", "StrataLMDB", "Strata", "CLMDB", "lmdb-worker"],
+      swiftSettings: swiftSettings),
+    // A second process for the LMDB tests: writes, reads, or holds a lock until it is killed.
+    .executableTarget(
+      name: "lmdb-worker", dependencies: ["StrataLMDB", "StrataCore", "CLMDB"], path: "Tests/LMDBWorker",
       swiftSettings: swiftSettings),
     .testTarget(
       name: "FaveFlicksTests", dependencies: ["FaveFlicks", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],

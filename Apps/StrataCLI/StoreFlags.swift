@@ -2,12 +2,13 @@ import ArgumentParser
 import Foundation
 import Strata
 import StrataCore
+import StrataLMDB
 import StrataMemory
 import StrataSQLite
 
 /// The flags every app CLI shares: which backend and where its store lives.
 public struct StoreFlags: ParsableArguments, Sendable {
-  @Option(name: .long, help: "The store backend: sqlite (default) or memory (starts from the preview data and keeps nothing).")
+  @Option(name: .long, help: "The store backend: sqlite (default), lmdb (a directory), or memory (starts from the preview data and keeps nothing).")
   public var store: String = "sqlite"
 
   @Option(
@@ -22,6 +23,7 @@ public struct StoreFlags: ParsableArguments, Sendable {
   /// Registers every backend this build has with the process-wide registry.
   public static func registerBackends(in registry: StoreRegistry = .shared) {
     registry.register(SQLiteStoreFactory())
+    registry.register(LMDBStoreFactory())
     registry.register(MemoryStoreFactory())
   }
 
@@ -35,8 +37,10 @@ public struct StoreFlags: ParsableArguments, Sendable {
     if let path, !path.isEmpty {
       url = URL(fileURLWithPath: (path as NSString).expandingTildeInPath)
     } else {
+      // The default name's extension follows the backend: FaveFlicks.sqlite, FaveFlicks.lmdb.
+      let name = store == "sqlite" ? fileName : (fileName as NSString).deletingPathExtension + "." + store
       url = PersistentContainer.defaultDirectoryURL().appending(path: app, directoryHint: .isDirectory)
-        .appending(path: fileName)
+        .appending(path: name)
     }
     return StoreDescription(type: store, url: url)
   }

@@ -1,6 +1,8 @@
+import CLMDB
 import CSQLite
 import Foundation
 import Strata
+import StrataLMDB
 import StrataMemory
 import StrataSQLite
 
@@ -37,9 +39,11 @@ struct Row {
 
 enum BenchError: Error, CustomStringConvertible {
   case sqlite(String)
+  case lmdb(String)
   var description: String {
     switch self {
     case .sqlite(let message): "sqlite: \(message)"
+    case .lmdb(let message): "lmdb: \(message)"
     }
   }
 }
@@ -56,13 +60,19 @@ func freshDirectory() throws -> URL {
   return url
 }
 
-func strataInsert(_ rows: [Row], store: StoreDescription) throws -> Double {
+func benchContainer(_ store: StoreDescription) throws -> PersistentContainer {
   let registry = StoreRegistry()
   registry.register(SQLiteStoreFactory())
+  registry.register(LMDBStoreFactory())
   registry.register(MemoryStoreFactory())
   let container = PersistentContainer(name: "Bench", model: try ObjectModel(BenchItem.self), types: [BenchItem.self], registry: registry)
   container.storeDescriptions = [store]
   try container.loadPersistentStores()
+  return container
+}
+
+func strataInsert(_ rows: [Row], store: StoreDescription) throws -> Double {
+  let container = try benchContainer(store)
   defer { container.close() }
   let context = container.newBackgroundContext()
   return try context.performAndWait {
@@ -153,7 +163,7 @@ struct Options {
       case "--runs": runs = max(1, Int(iterator.next() ?? "") ?? runs)
       case "--help", "-h":
         print("""
-          strata-bench: measures Strata against raw SQLite loops in one run (use a release build).
+          strata-bench: measures Strata against raw SQLite and LMDB loops in one run (use a release build).
           usage: strata-bench [--rows N] [--runs N]
             --rows N   rows per scenario (default 100000)
             --runs N   runs per scenario; medians are printed (default 3)
@@ -174,6 +184,19 @@ func report(_ scenario: String, _ backend: String, strata: [Double], raw: [Doubl
   print(String(format: "%@ %@ strata_ms=%.1f raw_ms=%.1f ratio=%.2f", scenario, backend, s, r, r > 0 ? s / r : 0))
 }
 
+/// Fetches every BenchItem of the store through a fresh container and context; returns the time.
+func strataFetch(expecting count: Int, store: StoreDescription) throws -> Double {
+  let container = try benchContainer(store)
+  defer { container.close() }
+  let context = container.newBackgroundContext()
+  return try context.performAndWait {
+    var fetched = 0
+    let time = try milliseconds { fetched = try context.fetch(FetchRequest<BenchItem>()).count }
+    guard fetched == count else { throw BenchError.lmdb("fetched \(fetched) objects, expected \(count)") }
+    return time
+  }
+}
+
 do {
   let options = try Options(CommandLine.arguments)
   let rows = (0..<options.rows).map(Row.make)
@@ -186,6 +209,20 @@ do {
     strata.append(try strataInsert(rows, store: StoreDescription(type: "sqlite", url: directory.appending(path: "strata.sqlite"))))
   }
   report("insert_\(options.rows)", "sqlite", strata: strata, raw: raw)
+
+  var lmdb = (insert: [Double](), rawInsert: [Double](), fetch: [Double](), rawFetch: [Double]())
+  for _ in 0..<options.runs {
+    let directory = try freshDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let rawPath = directory.appending(path: "raw.lmdb")
+    let store = StoreDescription(type: "lmdb", url: directory.appending(path: "strata.lmdb"))
+    lmdb.rawInsert.append(try rawLMDBInsert(rows, at: rawPath))
+    lmdb.insert.append(try strataInsert(rows, store: store))
+    lmdb.rawFetch.append(try rawLMDBScan(expecting: rows.count, at: rawPath))
+    lmdb.fetch.append(try strataFetch(expecting: rows.count, store: store))
+  }
+  report("insert_\(options.rows)", "lmdb", strata: lmdb.insert, raw: lmdb.rawInsert)
+  report("fetch_\(options.rows)", "lmdb", strata: lmdb.fetch, raw: lmdb.rawFetch)
 } catch {
   FileHandle.standardError.write(Data("strata-bench: error: \(error)\n".utf8))
   exit(1)

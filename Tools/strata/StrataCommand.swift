@@ -13,9 +13,9 @@ struct StrataCommand: ParsableCommand {
 
 /// The options every subcommand shares: where the store is and which backend reads it.
 struct StoreLocation: ParsableArguments {
-  @Argument(help: ArgumentHelp("The store file to open. It must exist: strata never creates a store.", valueName: "path"))
+  @Argument(help: ArgumentHelp("The store file (a directory for lmdb) to open. It must exist: strata never creates a store.", valueName: "path"))
   var path: String
 
-  @Option(name: .long, help: "The store backend that reads the file (the only file-based one is sqlite).")
+  @Option(name: .long, help: "The store backend that reads the file: sqlite (default) or lmdb.")
   var store: String = "sqlite"
 }

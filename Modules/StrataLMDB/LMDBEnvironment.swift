@@ -1,0 +1,311 @@
+import CLMDB
+import Foundation
+import StrataCore
+import Synchronization
+
+/// An open liblmdb environment and the rules for using it from many threads and processes.
+///
+/// - Every transaction runs inside the *gate*, shared; growing the map takes the gate exclusively, so
+///   `mdb_env_set_mapsize` runs while no transaction of this process is in flight (liblmdb's rule).
+///   Pinned read transactions stay open across calls but hold no cursor between them: liblmdb reaches
+///   pages through the environment's current map, so they survive a remap.
+/// - Write transactions of this process are serialized by `writeLock` (liblmdb serializes processes).
+/// - `MDB_MAP_FULL` aborts the write, doubles the map and retries it; `MDB_MAP_RESIZED` (another process
+///   grew the map) adopts the new size and retries. Neither reaches the caller.
+final class LMDBEnvironment: @unchecked Sendable {
+  let env: OpaquePointer
+  let path: String
+  let isReadOnly: Bool
+  /// The longest key liblmdb accepts (index keys longer than this are truncated).
+  let maxKeySize: Int
+  private let gate = ResizeGate()
+  private let writeLock = NSLock()
+  /// Set under the exclusive gate, read under the shared gate: no transaction starts after `close()`.
+  private var isClosed = false
+
+  /// The environments open in this process, by directory, with how many stores use each. liblmdb
+  /// forbids opening one environment twice in a process (its POSIX locks are per process: a second
+  /// handle would reset the lock file under the first), so stores at one path share one environment.
+  private static let open = Mutex<[String: (environment: LMDBEnvironment, users: Int)]>([:])
+
+  /// The environment at `path`, opened now or shared with the stores of this process already using it.
+  /// Release it with ``release()``.
+  /// - Throws: `.misuse` when a read-write store asks for an environment this process has open read-only.
+  static func shared(path: String, maxDatabases: UInt32, mapSize: Int, isReadOnly: Bool) throws -> LMDBEnvironment {
+    try open.withLock { open throws -> LMDBEnvironment in
+      if let entry = open[path] {
+        guard !entry.environment.isReadOnly || isReadOnly else {
+          throw StoreError(.misuse, "the LMDB store \(path) is already open read-only in this process; close it first to write")
+        }
+        open[path] = (entry.environment, entry.users + 1)
+        return entry.environment
+      }
+      let environment = try LMDBEnvironment(path: path, maxDatabases: maxDatabases, mapSize: mapSize, isReadOnly: isReadOnly)
+      open[path] = (environment, 1)
+      return environment
+    }
+  }
+
+  /// Gives up one store's use of the environment; the last one closes it.
+  /// - Returns: whether the environment was closed.
+  @discardableResult
+  func release() -> Bool {
+    let isLast = Self.open.withLock { open -> Bool in
+      guard let entry = open[path], entry.environment === self else { return true }
+      if entry.users > 1 {
+        open[path] = (self, entry.users - 1)
+        return false
+      }
+      open[path] = nil
+      return true
+    }
+    if isLast { close() }
+    return isLast
+  }
+
+  /// The map size a new environment starts with, unless the `mapSize` setting says otherwise.
+  static let defaultMapSize = 64 << 20
+  /// Named databases an environment may hold beyond those a model needs.
+  static let spareDatabases: UInt32 = 8
+
+  /// Opens (creating the files when `isReadOnly` is false) the environment in the directory `path`.
+  private init(path: String, maxDatabases: UInt32, mapSize: Int, isReadOnly: Bool) throws {
+    var created: OpaquePointer?
+    try check(mdb_env_create(&created), "mdb_env_create")
+    guard let env = created else { throw LMDBError(ENOMEM, "mdb_env_create") }
+    do {
+      try check(mdb_env_set_maxdbs(env, maxDatabases + Self.spareDatabases), "mdb_env_set_maxdbs")
+      try check(mdb_env_set_maxreaders(env, 254), "mdb_env_set_maxreaders")
+      // A size smaller than the file's is raised by liblmdb to the file's size.
+      try check(mdb_env_set_mapsize(env, mapSize), "mdb_env_set_mapsize")
+      // NOTLS: read transactions are not bound to threads (pinned generations move between them).
+      // NOMETASYNC: like SQLite's synchronous=NORMAL, a crash may lose the last commit, never integrity.
+      var flags = UInt32(MDB_NOTLS | MDB_NOMETASYNC)
+      if isReadOnly { flags |= UInt32(MDB_RDONLY) }
+      try check(mdb_env_open(env, path, flags, 0o644), "mdb_env_open")
+      // Slots of readers whose process died would pin old pages forever: clear them now.
+      var dead: Int32 = 0
+      try check(mdb_reader_check(env, &dead), "mdb_reader_check")
+    } catch {
+      mdb_env_close(env)
+      throw error
+    }
+    self.env = env
+    self.path = path
+    self.isReadOnly = isReadOnly
+    self.maxKeySize = Int(mdb_env_get_maxkeysize(env))
+  }
+
+  deinit {
+    if !isClosed { mdb_env_close(env) }
+  }
+
+  /// Closes the environment once every transaction in flight has ended. The store ends its pinned
+  /// transactions first; later transactions throw `.misuse`.
+  private func close() {
+    gate.exclusive {
+      guard !isClosed else { return }
+      isClosed = true
+      mdb_env_close(env)
+    }
+  }
+
+  private func checkOpen() throws {
+    if isClosed { throw StoreError(.misuse, "the LMDB store \(path) is closed") }
+  }
+
+  /// The current map size in bytes.
+  var mapSize: Int {
+    var info = MDB_envinfo()
+    mdb_env_info(env, &info)
+    return info.me_mapsize
+  }
+
+  /// The ID of the last transaction committed by any process; `nil` once closed.
+  func lastTransactionID() -> Int? {
+    gate.shared { () -> Int? in
+      guard !isClosed else { return nil }
+      var info = MDB_envinfo()
+      mdb_env_info(env, &info)
+      return info.me_last_txnid
+    }
+  }
+
+  // MARK: Opening databases
+
+  /// Opens named databases in one transaction (a write transaction when `create`, which creates the
+  /// missing ones) and returns the handles of those that exist. Called while the store opens, before any
+  /// other transaction of this environment.
+  func openDatabases(_ names: [(name: String, isDuplicateSorted: Bool)], create: Bool) throws -> [String: MDB_dbi] {
+    try gate.shared { () throws -> [String: MDB_dbi] in
+      try checkOpen()
+      var txn: OpaquePointer?
+      try check(mdb_txn_begin(env, nil, create ? 0 : UInt32(MDB_RDONLY), &txn), "mdb_txn_begin (open databases)")
+      guard let txn else { throw LMDBError(EINVAL, "mdb_txn_begin") }
+      var handles: [String: MDB_dbi] = [:]
+      for (name, isDuplicateSorted) in names {
+        var flags = isDuplicateSorted ? UInt32(MDB_DUPSORT) : 0
+        if create { flags |= UInt32(MDB_CREATE) }
+        var dbi: MDB_dbi = 0
+        let rc = mdb_dbi_open(txn, name, flags, &dbi)
+        if rc == MDB_NOTFOUND { continue }
+        if rc != MDB_SUCCESS {
+          mdb_txn_abort(txn)
+          throw LMDBError(rc, "mdb_dbi_open(\(name))")
+        }
+        handles[name] = dbi
+      }
+      // Committing (even a read transaction) keeps the handles open for every later transaction.
+      try check(mdb_txn_commit(txn), "mdb_txn_commit (open databases)")
+      return handles
+    }
+  }
+
+  // MARK: Transactions
+
+  /// Begins a transaction inside the shared gate and hands it to `body`, which ends it. When another
+  /// process grew the map (`MDB_MAP_RESIZED`), adopts the new size outside the gate and begins again.
+  private func withNewTransaction<R>(_ flags: Int32, _ body: (OpaquePointer) throws -> R) throws -> R {
+    while true {
+      let outcome: R? = try gate.shared { () throws -> R? in
+        try checkOpen()
+        var txn: OpaquePointer?
+        let rc = mdb_txn_begin(env, nil, UInt32(flags), &txn)
+        if rc == MDB_MAP_RESIZED { return nil }
+        try check(rc, "mdb_txn_begin")
+        guard let txn else { throw LMDBError(EINVAL, "mdb_txn_begin") }
+        return try body(txn)
+      }
+      if let outcome { return outcome }
+      try adoptGrownMap()
+    }
+  }
+
+  /// Runs `body` in a new read transaction on the latest committed state.
+  func read<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
+    try withNewTransaction(MDB_RDONLY) { txn in
+      defer { mdb_txn_abort(txn) }
+      return try body(LMDBTransaction(txn: txn))
+    }
+  }
+
+  /// Begins a read transaction kept open for a pinned query generation; end it with ``endPinned(_:)``.
+  func beginPinned() throws -> OpaquePointer {
+    try withNewTransaction(MDB_RDONLY) { $0 }
+  }
+
+  /// Runs `body` in a pinned read transaction. The caller keeps one thread at a time on it.
+  func withPinned<R>(_ txn: OpaquePointer, _ body: (LMDBTransaction) throws -> R) throws -> R {
+    try gate.shared {
+      try checkOpen()
+      return try body(LMDBTransaction(txn: txn))
+    }
+  }
+
+  func endPinned(_ txn: OpaquePointer) {
+    gate.shared { if !isClosed { mdb_txn_abort(txn) } }
+  }
+
+  /// Runs `body` in a write transaction and commits it. When the map fills up, the transaction is
+  /// aborted, the map doubled and `body` run again from the start on a new transaction, so `body` must
+  /// compute everything it writes from what it reads in the transaction.
+  func write<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
+    writeLock.lock()
+    defer { writeLock.unlock() }
+    while true {
+      let outcome = try withNewTransaction(0) { txn -> Result<R, LMDBError> in
+        let result: R
+        do {
+          result = try body(LMDBTransaction(txn: txn))
+        } catch let error as LMDBError where error.isMapFull {
+          mdb_txn_abort(txn)
+          return .failure(error)
+        } catch {
+          mdb_txn_abort(txn)
+          throw error
+        }
+        let committed = mdb_txn_commit(txn)  // frees the transaction whatever it returns
+        if committed == MDB_MAP_FULL { return .failure(LMDBError(committed, "mdb_txn_commit")) }
+        try check(committed, "mdb_txn_commit")
+        return .success(result)
+      }
+      switch outcome {
+      case .success(let result): return result
+      case .failure: try growMap()
+      }
+    }
+  }
+
+  // MARK: Growing the map
+
+  /// Doubles the map (no transaction of this process is in flight while it changes).
+  private func growMap() throws {
+    try gate.exclusive { () throws in
+      try checkOpen()
+      let current = mapSize
+      let (doubled, overflow) = current.multipliedReportingOverflow(by: 2)
+      guard !overflow else { throw LMDBError(MDB_MAP_FULL, "growing the map beyond \(current) bytes") }
+      try check(mdb_env_set_mapsize(env, doubled), "mdb_env_set_mapsize(\(doubled))")
+    }
+  }
+
+  /// Adopts the size another process gave the map (`MDB_MAP_RESIZED`).
+  private func adoptGrownMap() throws {
+    try gate.exclusive { () throws in
+      try checkOpen()
+      try check(mdb_env_set_mapsize(env, 0), "mdb_env_set_mapsize(0)")
+    }
+  }
+}
+
+/// A readers–writer gate that prefers the writer: shared holders are transactions, the exclusive
+/// holder resizes the map.
+final class ResizeGate: @unchecked Sendable {
+  private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+  private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+  private var holders = 0
+  private var isExclusive = false
+  private var waitingExclusive = 0
+
+  init() {
+    pthread_mutex_init(mutex, nil)
+    pthread_cond_init(condition, nil)
+  }
+
+  deinit {
+    pthread_cond_destroy(condition)
+    pthread_mutex_destroy(mutex)
+    mutex.deallocate()
+    condition.deallocate()
+  }
+
+  func shared<R>(_ body: () throws -> R) rethrows -> R {
+    pthread_mutex_lock(mutex)
+    while isExclusive || waitingExclusive > 0 { pthread_cond_wait(condition, mutex) }
+    holders += 1
+    pthread_mutex_unlock(mutex)
+    defer {
+      pthread_mutex_lock(mutex)
+      holders -= 1
+      if holders == 0 { pthread_cond_broadcast(condition) }
+      pthread_mutex_unlock(mutex)
+    }
+    return try body()
+  }
+
+  func exclusive<R>(_ body: () throws -> R) rethrows -> R {
+    pthread_mutex_lock(mutex)
+    waitingExclusive += 1
+    while isExclusive || holders > 0 { pthread_cond_wait(condition, mutex) }
+    waitingExclusive -= 1
+    isExclusive = true
+    pthread_mutex_unlock(mutex)
+    defer {
+      pthread_mutex_lock(mutex)
+      isExclusive = false
+      pthread_cond_broadcast(condition)
+      pthread_mutex_unlock(mutex)
+    }
+    return try body()
+  }
+}

@@ -1,0 +1,279 @@
+import Foundation
+import StrataCore
+
+/// Keys that sort the way their values do, compared bytewise by liblmdb's default comparator.
+enum KeyCoding {
+  /// A primary key as 8 big-endian bytes with the sign bit flipped: byte order is numeric order.
+  @inline(__always)
+  static func bigEndian(_ key: Int64) -> UInt64 {
+    (UInt64(bitPattern: key) ^ (1 << 63)).bigEndian
+  }
+
+  /// The primary key stored by ``bigEndian(_:)``.
+  static func primaryKey(_ bytes: UnsafeRawBufferPointer) throws -> Int64 {
+    guard bytes.count == 8 else {
+      throw StoreError(.corrupted, "an LMDB key of \(bytes.count) bytes is not a primary key")
+    }
+    return Int64(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)) ^ (1 << 63))
+  }
+
+  static func primaryKeyBytes(_ key: Int64) -> [UInt8] {
+    withUnsafeBytes(of: bigEndian(key)) { Array($0) }
+  }
+}
+
+/// The key of a value in a secondary index: ordered like the evaluator orders values of one attribute
+/// type (docs/QUERY-SEMANTICS.md), so equality and ranges become key lookups and range scans.
+///
+/// Each value is a marker byte (0 nil, 1 present) and a payload: integers as big-endian with the sign bit
+/// flipped, doubles and dates in IEEE order (`-0` as `0`), booleans as 0/1, UUIDs as their 16 bytes,
+/// strings, URLs, decimals and data as bytes with `00` escaped to `00 FF` and ended by `00 01`.
+/// Decimals are keyed by their exact text: good for equality (uniqueness) only, so queries never range
+/// over them. A key longer than liblmdb's limit is truncated, which keeps order but not exactness.
+struct IndexKey {
+  var bytes: [UInt8] = []
+  /// Whether the key identifies the value exactly (not truncated, not NaN).
+  var isExact = true
+
+  init() {}
+
+  init(_ value: Value) {
+    append(value)
+  }
+
+  mutating func append(_ value: Value) {
+    switch value {
+    case .null, .array:
+      bytes.append(0)
+      return
+    default:
+      bytes.append(1)
+    }
+    switch value {
+    case .int(let i): appendBigEndian(UInt64(bitPattern: i) ^ (1 << 63))
+    case .double(let d): appendDouble(d)
+    case .date(let d): appendDouble(d.timeIntervalSinceReferenceDate)
+    case .bool(let b): bytes.append(b ? 1 : 0)
+    case .uuid(let u): withUnsafeBytes(of: u.uuid) { bytes.append(contentsOf: $0) }
+    case .string(let s): appendEscaped(s.utf8)
+    case .url(let u): appendEscaped(u.absoluteString.utf8)
+    case .decimal(let d): appendEscaped("\(d)".utf8)
+    case .data(let d): appendEscaped(d)
+    case .objectID(let id): appendBigEndian(UInt64(bitPattern: id.primaryKey ?? 0) ^ (1 << 63))
+    case .null, .array: break
+    }
+  }
+
+  private mutating func appendBigEndian(_ x: UInt64) {
+    withUnsafeBytes(of: x.bigEndian) { bytes.append(contentsOf: $0) }
+  }
+
+  private mutating func appendDouble(_ d: Double) {
+    if d.isNaN { isExact = false }
+    let bits = (d == 0 ? 0.0 : d).bitPattern
+    appendBigEndian(bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63))
+  }
+
+  private mutating func appendEscaped(_ source: some Sequence<UInt8>) {
+    for byte in source {
+      bytes.append(byte)
+      if byte == 0 { bytes.append(0xFF) }
+    }
+    bytes.append(0)
+    bytes.append(1)
+  }
+
+  /// The key cut to `maxSize` bytes (liblmdb's key limit); a cut key is no longer exact.
+  func limited(to maxSize: Int) -> IndexKey {
+    guard bytes.count >= maxSize else { return self }
+    var cut = self
+    cut.bytes.removeLast(bytes.count - maxSize)
+    cut.isExact = false
+    return cut
+  }
+}
+
+/// The compact binary form of a stored object.
+///
+/// `[format 1][version: zigzag varint]` then one tagged value per stored (non-transient) attribute in
+/// model order, then one per to-one relationship (`0` nil, or `1` and the target's primary key).
+/// Value tags: 0 nil, 1 integer (zigzag varint), 2 double (8 bytes), 3 decimal (exact text), 4 string
+/// (varint length + UTF-8), 5 false, 6 true, 7 date (seconds since 2001 as a double), 8 data,
+/// 9 UUID (16 bytes), 10 URL (its absolute string).
+enum RecordCodec {
+  static let format: UInt8 = 1
+
+  static func encode(
+    version: Int64, attributes: [Value], toOne: [ObjectID?], entity: EntityDescription, into buffer: inout [UInt8]
+  ) {
+    buffer.removeAll(keepingCapacity: true)
+    buffer.append(format)
+    appendVarint(zigzag(version), to: &buffer)
+    for (index, attribute) in entity.attributes.enumerated() where !attribute.isTransient {
+      append(attributes[index], to: &buffer)
+    }
+    for target in toOne {
+      if let pk = target?.primaryKey {
+        buffer.append(1)
+        appendVarint(zigzag(pk), to: &buffer)
+      } else {
+        buffer.append(0)
+      }
+    }
+  }
+
+  static func append(_ value: Value, to buffer: inout [UInt8]) {
+    switch value {
+    case .null, .array, .objectID: buffer.append(0)
+    case .int(let i):
+      buffer.append(1)
+      appendVarint(zigzag(i), to: &buffer)
+    case .double(let d): appendFixed(2, d.bitPattern, to: &buffer)
+    case .decimal(let d): appendBytes(3, "\(d)".utf8, to: &buffer)
+    case .string(let s):
+      var s = s
+      s.withUTF8 { appendBytes(4, $0, to: &buffer) }
+    case .bool(let b): buffer.append(b ? 6 : 5)
+    case .date(let d): appendFixed(7, d.timeIntervalSinceReferenceDate.bitPattern, to: &buffer)
+    case .data(let d): appendBytes(8, d, to: &buffer)
+    case .uuid(let u):
+      buffer.append(9)
+      withUnsafeBytes(of: u.uuid) { buffer.append(contentsOf: $0) }
+    case .url(let u): appendBytes(10, u.absoluteString.utf8, to: &buffer)
+    }
+  }
+
+  @inline(__always)
+  static func zigzag(_ i: Int64) -> UInt64 { UInt64(bitPattern: (i << 1) ^ (i >> 63)) }
+
+  @inline(__always)
+  static func unzigzag(_ u: UInt64) -> Int64 { Int64(bitPattern: u >> 1) ^ -Int64(bitPattern: u & 1) }
+
+  @inline(__always)
+  static func appendVarint(_ value: UInt64, to buffer: inout [UInt8]) {
+    var v = value
+    while v >= 0x80 {
+      buffer.append(UInt8(truncatingIfNeeded: v) | 0x80)
+      v >>= 7
+    }
+    buffer.append(UInt8(v))
+  }
+
+  private static func appendFixed(_ tag: UInt8, _ bits: UInt64, to buffer: inout [UInt8]) {
+    buffer.append(tag)
+    withUnsafeBytes(of: bits.littleEndian) { buffer.append(contentsOf: $0) }
+  }
+
+  private static func appendBytes<C: Collection<UInt8>>(_ tag: UInt8, _ bytes: C, to buffer: inout [UInt8]) {
+    buffer.append(tag)
+    appendVarint(UInt64(bytes.count), to: &buffer)
+    buffer.append(contentsOf: bytes)
+  }
+
+  /// Decodes a record of `entity` stored under `primaryKey`.
+  /// - Throws: `.corrupted` naming the entity, key and attribute when the bytes are not such a record.
+  static func decode(
+    _ bytes: UnsafeRawBufferPointer, primaryKey: Int64, entity: EntityDescription, storeIdentifier: String
+  ) throws -> Snapshot {
+    var reader = RecordReader(bytes: bytes)
+    let id = ObjectID(entityName: entity.name, storeIdentifier: storeIdentifier, primaryKey: primaryKey)
+    func corrupted(_ what: String, key: String? = nil) -> StoreError {
+      StoreError(.corrupted, "the stored record of \(id) is damaged (\(what))", entity: entity.name, key: key)
+    }
+    guard reader.byte() == format else { throw corrupted("unknown record format") }
+    guard let version = reader.varint() else { throw corrupted("no version") }
+    var attributes: [Value] = []
+    attributes.reserveCapacity(entity.attributes.count)
+    for attribute in entity.attributes {
+      if attribute.isTransient {
+        attributes.append(.null)
+        continue
+      }
+      guard let value = reader.value(attribute.type) else {
+        throw corrupted("\(attribute.name) is not a readable \(attribute.type.rawValue)", key: attribute.name)
+      }
+      attributes.append(value)
+    }
+    var toOne: [ObjectID?] = []
+    toOne.reserveCapacity(entity.toOneRelationships.count)
+    for rel in entity.toOneRelationships {
+      switch reader.byte() {
+      case 0: toOne.append(nil)
+      case 1:
+        guard let pk = reader.varint() else { throw corrupted("\(rel.name) is truncated", key: rel.name) }
+        toOne.append(ObjectID(entityName: rel.destination, storeIdentifier: storeIdentifier, primaryKey: unzigzag(pk)))
+      default: throw corrupted("\(rel.name) is not a reference", key: rel.name)
+      }
+    }
+    guard reader.isAtEnd else { throw corrupted("\(reader.remaining) unexpected trailing bytes") }
+    return Snapshot(objectID: id, version: unzigzag(version), attributes: attributes, toOne: toOne)
+  }
+}
+
+/// Reads a record's bytes front to back; every read returns `nil` rather than running past the end.
+struct RecordReader {
+  let bytes: UnsafeRawBufferPointer
+  var offset = 0
+
+  var isAtEnd: Bool { offset == bytes.count }
+  var remaining: Int { bytes.count - offset }
+
+  mutating func byte() -> UInt8? {
+    guard offset < bytes.count else { return nil }
+    defer { offset += 1 }
+    return bytes[offset]
+  }
+
+  mutating func varint() -> UInt64? {
+    var result: UInt64 = 0
+    var shift: UInt64 = 0
+    while let b = byte() {
+      guard shift < 64 else { return nil }
+      result |= UInt64(b & 0x7F) << shift
+      if b < 0x80 { return result }
+      shift += 7
+    }
+    return nil
+  }
+
+  mutating func fixed64() -> UInt64? {
+    guard remaining >= 8 else { return nil }
+    defer { offset += 8 }
+    return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+  }
+
+  mutating func slice() -> UnsafeRawBufferPointer? {
+    guard let length = varint(), length <= UInt64(remaining) else { return nil }
+    let start = offset
+    offset += Int(length)
+    return UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
+  }
+
+  mutating func string() -> String? {
+    slice().map { String(decoding: $0, as: UTF8.self) }
+  }
+
+  /// The next value, which must be nil or a value of `type`.
+  mutating func value(_ type: AttributeType) -> Value? {
+    guard let tag = byte() else { return nil }
+    switch (tag, type) {
+    case (0, _): return .null
+    case (1, .int16), (1, .int32), (1, .int64): return varint().map { .int(RecordCodec.unzigzag($0)) }
+    case (2, .double), (2, .float): return fixed64().map { .double(Double(bitPattern: $0)) }
+    case (3, .decimal): return string().flatMap { Decimal(string: $0) }.map(Value.decimal)
+    case (4, .string): return string().map(Value.string)
+    case (5, .bool): return .bool(false)
+    case (6, .bool): return .bool(true)
+    case (7, .date): return fixed64().map { .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: $0))) }
+    case (8, .data): return slice().map { .data(Data($0)) }
+    case (9, .uuid):
+      guard remaining >= 16 else { return nil }
+      var uuid = UUID().uuid
+      withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 16])) }
+      offset += 16
+      return .uuid(UUID(uuid: uuid))
+    case (10, .url): return string().flatMap { URL(string: $0) }.map(Value.url)
+    default: return nil
+    }
+  }
+}

@@ -1,0 +1,167 @@
+import CLMDB
+import Foundation
+import StrataCore
+
+/// The named databases of a Strata LMDB environment and their handles, derived from the model.
+///
+/// | database | key → value |
+/// |---|---|
+/// | `strata.meta` | `format`, `store_id`, `model` (JSON), `model_fingerprint`, `created_at` → UTF-8 text |
+/// | `strata.counters` | entity name → the last primary key assigned (8 bytes) |
+/// | `Entity` | primary key (8 bytes, big-endian, sign flipped) → record (see ``RecordCodec``) |
+/// | `Entity.a+b.unique` | index key of a uniqueness constraint's values → primary keys (dupsort) |
+/// | `Entity.attr.index` | index key of an indexed attribute (nil included) → primary keys (dupsort) |
+/// | `Entity.rel.ref` | primary key of a to-one target → primary keys of the objects pointing at it |
+/// | `Entity.rel.links` / `.links-reverse` | join-table relationship: source → targets / target → sources |
+struct LMDBSchema: Sendable {
+  static let format = "strata-lmdb-1"
+  static let metaName = "strata.meta"
+  static let countersName = "strata.counters"
+
+  /// A secondary index over one or more values of an entity's objects.
+  struct Index: Sendable {
+    let name: String
+    let dbi: MDB_dbi
+    /// The attributes or to-one relationships whose values make the key, in order.
+    let keys: [String]
+    /// Whether objects with a nil among the values are indexed (attribute indexes) or left out
+    /// (uniqueness constraints: nil never clashes).
+    let includesNil: Bool
+    let isUnique: Bool
+  }
+
+  /// The databases of one entity.
+  struct Table: Sendable {
+    let entity: EntityDescription
+    let records: MDB_dbi
+    let uniques: [Index]
+    let indexes: [Index]
+    /// Aligned with `entity.toOneRelationships`: target primary key → source primary keys.
+    let references: [MDB_dbi]
+
+    /// The index a query on the single attribute `name` can use, if any.
+    func index(on name: String) -> Index? {
+      indexes.first { $0.keys == [name] } ?? uniques.first { $0.keys == [name] }
+    }
+  }
+
+  /// The two databases of one join-table relationship, on its owning side.
+  struct Links: Sendable {
+    let forward: MDB_dbi
+    let reverse: MDB_dbi
+  }
+
+  let model: ObjectModel
+  let meta: MDB_dbi
+  let counters: MDB_dbi
+  let tables: [String: Table]
+  /// Keyed by the owner's `Entity.relationship`.
+  let links: [String: Links]
+
+  /// Every database name the model needs, with whether it holds duplicates.
+  static func databases(for model: ObjectModel) -> [(name: String, isDuplicateSorted: Bool)] {
+    var names: [(String, Bool)] = [(metaName, false), (countersName, false)]
+    for entity in model.entities {
+      names.append((entity.name, false))
+      for keys in entity.uniquenessConstraints { names.append(("\(entity.name).\(keys.joined(separator: "+")).unique", true)) }
+      for keys in indexedKeys(entity) { names.append(("\(entity.name).\(keys.joined(separator: "+")).index", true)) }
+      for rel in entity.toOneRelationships { names.append(("\(entity.name).\(rel.name).ref", true)) }
+      for rel in entity.toManyRelationships where model.usesJoinTable(rel) {
+        let owner = model.joinTableOwner(of: entity.name, rel)
+        guard !owner.isFlipped else { continue }
+        names.append(("\(entity.name).\(rel.name).links", true))
+        names.append(("\(entity.name).\(rel.name).links-reverse", true))
+      }
+    }
+    return names
+  }
+
+  /// The attribute sets an entity keeps an index on: each indexed attribute, then each declared index.
+  static func indexedKeys(_ entity: EntityDescription) -> [[String]] {
+    var result: [[String]] = entity.attributes.filter { $0.isIndexed && !$0.isTransient }.map { [$0.name] }
+    for keys in entity.indexes where !result.contains(keys) { result.append(keys) }
+    return result
+  }
+
+  /// Builds the schema from database handles opened by name.
+  init(model: ObjectModel, handles: [String: MDB_dbi]) throws {
+    func handle(_ name: String) throws -> MDB_dbi {
+      guard let dbi = handles[name] else {
+        throw StoreError(.corrupted, "the LMDB store has no '\(name)' database")
+      }
+      return dbi
+    }
+    self.model = model
+    meta = try handle(Self.metaName)
+    counters = try handle(Self.countersName)
+    var tables: [String: Table] = [:]
+    var links: [String: Links] = [:]
+    for entity in model.entities {
+      let uniques = try entity.uniquenessConstraints.map { keys in
+        let name = "\(entity.name).\(keys.joined(separator: "+")).unique"
+        return Index(name: name, dbi: try handle(name), keys: keys, includesNil: false, isUnique: true)
+      }
+      let indexes = try Self.indexedKeys(entity).map { keys in
+        let name = "\(entity.name).\(keys.joined(separator: "+")).index"
+        return Index(name: name, dbi: try handle(name), keys: keys, includesNil: true, isUnique: false)
+      }
+      let references = try entity.toOneRelationships.map { try handle("\(entity.name).\($0.name).ref") }
+      tables[entity.name] = Table(
+        entity: entity, records: try handle(entity.name), uniques: uniques, indexes: indexes, references: references)
+      for rel in entity.toManyRelationships where model.usesJoinTable(rel) {
+        let owner = model.joinTableOwner(of: entity.name, rel)
+        guard !owner.isFlipped else { continue }
+        links["\(entity.name).\(rel.name)"] = Links(
+          forward: try handle("\(entity.name).\(rel.name).links"),
+          reverse: try handle("\(entity.name).\(rel.name).links-reverse"))
+      }
+    }
+    self.tables = tables
+    self.links = links
+  }
+
+  func table(_ entityName: String) throws -> Table {
+    guard let table = tables[entityName] else {
+      throw StoreError(.notFound, "the model has no entity '\(entityName)'", entity: entityName)
+    }
+    return table
+  }
+
+  /// How the targets of a to-many relationship are found.
+  enum ToManyStorage {
+    /// Through the inverse to-one's reference index: the destination objects pointing at the source.
+    case references(MDB_dbi)
+    /// Through a join table; `dbi` maps the source's key to its targets' keys.
+    case links(MDB_dbi)
+  }
+
+  func toManyStorage(_ entityName: String, _ rel: RelationshipDescription) -> ToManyStorage? {
+    if model.usesJoinTable(rel) {
+      let owner = model.joinTableOwner(of: entityName, rel)
+      guard let tables = links["\(owner.entity).\(owner.relationship)"] else { return nil }
+      return .links(owner.isFlipped ? tables.reverse : tables.forward)
+    }
+    guard let inverse = model.inverse(of: rel), let destination = tables[rel.destination],
+      let index = destination.entity.toOneIndex(named: inverse.name), index < destination.references.count
+    else { return nil }
+    return .references(destination.references[index])
+  }
+
+  /// The index key of `keys` in a row, or `nil` when a value is nil and the index leaves nils out.
+  func indexKey(_ index: Index, entity: EntityDescription, attributes: [Value], toOne: [ObjectID?], maxKeySize: Int)
+    -> IndexKey?
+  {
+    var key = IndexKey()
+    for name in index.keys {
+      let value: Value
+      switch entity.property(named: name) {
+      case .attribute(_, let i) where i < attributes.count: value = attributes[i]
+      case .toOne(_, let i) where i < toOne.count: value = toOne[i].map(Value.objectID) ?? .null
+      default: value = .null
+      }
+      if value.isNull && !index.includesNil { return nil }
+      key.append(value)
+    }
+    return key.limited(to: maxKeySize)
+  }
+}

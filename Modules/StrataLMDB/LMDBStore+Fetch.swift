@@ -1,0 +1,162 @@
+import CLMDB
+import Foundation
+import StrataCore
+
+extension LMDBStore {
+  /// Runs a fetch in one read transaction with the shared evaluator and sorter: candidates from an
+  /// index range when the predicate allows it (see ``IndexPlan``), else every object of the entity;
+  /// then filter, sort, offset and limit — the same answers as the SQLite and memory stores.
+  ///
+  /// ```swift
+  /// var request = FetchDescription(entityName: "Movie")
+  /// request.predicate = try QueryPredicate(format: "year >= 1990 AND genre CONTAINS[c] 'drama'")
+  /// request.sortDescriptors = [QuerySort("title", comparator: .localizedStandard)]
+  /// let result = try store.fetch(request, generation: nil)
+  /// ```
+  ///
+  /// A `.count` reads no object when it can: without a predicate it is the entity database's entry
+  /// count (`mdb_stat`); for a single comparison on an index, the number of keys in the range.
+  ///
+  /// - Throws: `.invalidQuery` / `.unsupported` from the validator, `.unsupported` for dictionary
+  ///   results, `.misuse` when the store is closed or the generation is not pinned.
+  public func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
+    let entity = try model.requireEntity(request.entityName)
+    let evaluator = try request.predicate.map { try PredicateEvaluator($0, entity: entity, model: model) }
+    let sorter = try SnapshotSorter(request.sortDescriptors, entity: entity, model: model)
+    if request.resultType == .dictionaries {
+      throw StoreError(.unsupported, "the lmdb store does not return dictionary results yet", entity: entity.name)
+    }
+    let table = try schema.table(entity.name)
+    let plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: environment.maxKeySize)
+    let maxKeySize = environment.maxKeySize
+    return try read(generation: generation) { txn -> FetchResult in
+      let reader = LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier)
+      if request.resultType == .count {
+        if evaluator == nil {
+          return .count(Self.page(count: try txn.entries(table.records), request))
+        }
+        if let evaluator, let plan, plan.answersWholePredicate {
+          let total = try plan.count(txn, maxKeySize: maxKeySize) { pk in
+            guard let snapshot = try reader.record(table, pk) else { return false }
+            return try evaluator.evaluate(snapshot, source: reader)
+          }
+          return .count(Self.page(count: total, request))
+        }
+      }
+      var rows: [Snapshot]
+      if let plan {
+        rows = []
+        for pk in try plan.candidates(txn) {
+          if let snapshot = try reader.record(table, pk) { rows.append(snapshot) }
+        }
+      } else {
+        rows = try reader.allRecords(table)
+      }
+      if let evaluator { rows = try evaluator.filter(rows, source: reader) }
+      if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
+      let start = min(max(request.fetchOffset, 0), rows.count)
+      let end = start + (request.effectiveLimit.map { min(rows.count - start, $0) } ?? rows.count - start)
+      let page = rows[start..<end]
+      switch request.resultType {
+      case .snapshots: return .snapshots(Array(page))
+      case .objectIDs: return .objectIDs(page.map(\.objectID))
+      case .count: return .count(page.count)
+      case .dictionaries: return .dictionaries([])
+      }
+    }
+  }
+
+  /// How many of `count` results remain after the request's offset and limit.
+  static func page(count: Int, _ request: FetchDescription) -> Int {
+    let remaining = max(count - max(request.fetchOffset, 0), 0)
+    return request.effectiveLimit.map { min($0, remaining) } ?? remaining
+  }
+
+  /// The snapshots of the objects that exist among `ids`; temporary IDs and other stores' IDs are skipped.
+  ///
+  /// ```swift
+  /// let faults = try store.snapshots(for: [heatID, roninID], generation: nil)
+  /// ```
+  public func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
+    try read(generation: generation) { txn -> [Snapshot] in
+      let reader = LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier)
+      var result: [Snapshot] = []
+      result.reserveCapacity(ids.count)
+      for id in ids {
+        guard id.storeIdentifier == identifier, let pk = id.primaryKey, let table = schema.tables[id.entityName] else {
+          continue
+        }
+        if let snapshot = try reader.record(table, pk) { result.append(snapshot) }
+      }
+      return result
+    }
+  }
+
+  /// The targets of a relationship of one object, in primary-key order (for a to-one, its target if
+  /// any): from the inverse's reference index, or from the join table.
+  ///
+  /// ```swift
+  /// let movies = try store.relatedObjectIDs(of: directorID, relationship: "movies", generation: nil)
+  /// ```
+  ///
+  /// - Throws: `.notFound` for an unknown entity or relationship; `.misuse` when the store is closed.
+  public func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws
+    -> [ObjectID]
+  {
+    guard let entity = model.entity(named: id.entityName) else {
+      throw StoreError(.notFound, "\(id) names unknown entity '\(id.entityName)'", entity: id.entityName)
+    }
+    guard let rel = entity.relationship(named: relationship) else {
+      throw StoreError(
+        .notFound, "\(entity.name) has no relationship '\(relationship)'", entity: entity.name, key: relationship)
+    }
+    return try read(generation: generation) { txn in
+      try LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier).relatedObjectIDs(of: id, relationship: rel)
+    }
+  }
+
+  // MARK: Query generations
+
+  /// Pins the store's current state: an LMDB read transaction stays open, and reads given the returned
+  /// generation run in it, seeing the store as it is now whatever commits later (in any process).
+  /// Release it with ``unpin(_:)``; an open generation keeps the pages it sees from being reused.
+  ///
+  /// ```swift
+  /// let generation = try store.pinGeneration()
+  /// defer { store.unpin(generation) }
+  /// let before = try store.fetch(request, generation: generation)   // unaffected by later saves
+  /// ```
+  public func pinGeneration() throws -> QueryGeneration {
+    try checkOpen()
+    let txn: OpaquePointer
+    do {
+      txn = try environment.beginPinned()
+    } catch let error as LMDBError {
+      throw error.storeError(path: path)
+    }
+    let id = nextGeneration.add(1, ordering: .relaxed).newValue
+    let transaction = PinnedTransaction(txn)
+    pinned.withLock { $0[id] = transaction }
+    if closed.load(ordering: .acquiring) {
+      // close() may have ended the generations before this one was registered.
+      unpin(QueryGeneration(storeIdentifier: identifier, id: id))
+      throw StoreError(.misuse, "the store \(path) is closed")
+    }
+    return QueryGeneration(storeIdentifier: identifier, id: id)
+  }
+
+  /// Ends the read transaction of a pinned generation. Unknown generations are ignored.
+  public func unpin(_ generation: QueryGeneration) {
+    guard generation.storeIdentifier == identifier else { return }
+    pinned.withLock { $0.removeValue(forKey: generation.id) }?.end(environment)
+  }
+
+  func pinnedTransaction(_ generation: QueryGeneration) throws -> PinnedTransaction {
+    guard generation.storeIdentifier == identifier, let transaction = pinned.withLock({ $0[generation.id] }) else {
+      throw StoreError(
+        .misuse,
+        "query generation \(generation.id) is not pinned on the store \(path) (it was unpinned or belongs to another store)")
+    }
+    return transaction
+  }
+}

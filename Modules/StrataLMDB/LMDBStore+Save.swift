@@ -1,0 +1,459 @@
+import CLMDB
+import Foundation
+import StrataCore
+
+extension LMDBStore {
+  /// Applies a change set in one LMDB write transaction, all or nothing.
+  ///
+  /// ```swift
+  /// let movie = ObjectID.makeTemporary(entityName: "Movie")
+  /// let result = try store.save(ChangeSet(inserted: [
+  ///   ObjectChange(objectID: movie, attributes: ["Heat", .int(1995)], toOne: [nil])
+  /// ]))
+  /// let saved = result.permanentIDs[movie]   // strata://…/Movie/p1
+  /// ```
+  ///
+  /// Inserts get version 1 and the next primary key of their entity (`strata.counters`: keys are never
+  /// reused); a permanent ID given for an insert keeps its key. Updates increment the version. Deleting
+  /// an object sets every to-one reference to it to nil and removes its join-table links. Uniqueness is
+  /// judged on the state the whole save produces. When the map fills up, the save is retried on a larger map.
+  ///
+  /// - Throws: `.optimisticLockConflict` listing every update or delete whose expected version differs
+  ///   from the stored one (or whose object is gone); `.constraintConflict` listing every uniqueness
+  ///   clash with both objects; `.validation` for a value of the wrong type or a reference to the wrong
+  ///   entity; `.misuse` for a malformed change set or a closed store; `.readOnly`; `.io`. After any
+  ///   error the environment is exactly as before.
+  public func save(_ changes: ChangeSet) throws -> SaveResult {
+    try checkOpen()
+    if changes.isEmpty { return SaveResult() }
+    if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
+    let schema = self.schema
+    let identifier = self.identifier
+    let maxKeySize = environment.maxKeySize
+    saveLock.lock()
+    defer { saveLock.unlock() }
+    let outcome: (result: SaveResult, change: StoreChange, transactionID: Int)
+    do {
+      outcome = try environment.write { txn in
+        var operation = LMDBSaveOperation(
+          txn: txn, schema: schema, storeIdentifier: identifier, maxKeySize: maxKeySize, changes: changes)
+        let (result, change) = try operation.apply()
+        return (result, change, mdb_txn_id(txn.txn))
+      }
+    } catch let error as LMDBError {
+      throw error.storeError(path: path)
+    }
+    announce(outcome.change, transactionID: outcome.transactionID)
+    return outcome.result
+  }
+}
+
+/// The work of one save, inside its write transaction.
+struct LMDBSaveOperation {
+  let txn: LMDBTransaction
+  let schema: LMDBSchema
+  let storeIdentifier: String
+  let maxKeySize: Int
+  let changes: ChangeSet
+  let reader: LMDBReader
+
+  /// The ID the context knows each inserted object by → its permanent ID.
+  var permanentIDs: [ObjectID: ObjectID] = [:]
+  /// The new version of each written object, by permanent ID.
+  private var versions: [ObjectID: Int64] = [:]
+  /// Written objects whose values were converted on the way in (their stored state differs from what was sent).
+  private var converted = Set<ObjectID>()
+  /// The last primary key assigned per entity, read from `strata.counters` once per save.
+  private var counters: [String: Int64] = [:]
+  /// Objects whose to-one references to deleted objects were cleared, in the order they were cleared.
+  private var cleared: [ObjectID] = []
+  private var buffer: [UInt8] = []
+
+  init(txn: LMDBTransaction, schema: LMDBSchema, storeIdentifier: String, maxKeySize: Int, changes: ChangeSet) {
+    self.txn = txn
+    self.schema = schema
+    self.storeIdentifier = storeIdentifier
+    self.maxKeySize = maxKeySize
+    self.changes = changes
+    self.reader = LMDBReader(txn: txn, schema: schema, storeIdentifier: storeIdentifier)
+    permanentIDs.reserveCapacity(changes.inserted.count)
+    versions.reserveCapacity(changes.inserted.count + changes.updated.count)
+  }
+
+  mutating func apply() throws -> (SaveResult, StoreChange) {
+    try check()
+    try assignPermanentIDs()
+    try OptimisticLocking.check(changes, model: schema.model) { id in try stored(id) }
+    let deleted = try deleteRecords()
+    var written: [ObjectID] = []
+    written.reserveCapacity(changes.inserted.count + changes.updated.count)
+    for change in changes.updated where !deleted.contains(change.objectID) {
+      try update(change)
+      written.append(change.objectID)
+    }
+    try insertAll(&written)
+    for link in changes.linkChanges { try apply(link) }
+    try clearReferences(to: deleted)
+    try checkUniqueness(written)
+    return try results(deleted: deleted)
+  }
+
+  private func stored(_ id: ObjectID) throws -> Snapshot? {
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey, let table = schema.tables[id.entityName] else {
+      return nil
+    }
+    return try reader.record(table, pk)
+  }
+
+  // MARK: Checks
+
+  /// Refuses malformed change sets before anything is written.
+  private func check() throws {
+    var inserted = Set<ObjectID>(minimumCapacity: changes.inserted.count)
+    for change in changes.inserted {
+      guard inserted.insert(change.objectID).inserted else {
+        throw StoreError(.misuse, "\(change.objectID) is inserted twice in one change set", entity: change.objectID.entityName)
+      }
+      if !change.objectID.isTemporary, change.objectID.storeIdentifier != storeIdentifier {
+        throw StoreError(
+          .misuse, "cannot insert \(change.objectID): it belongs to another store", entity: change.objectID.entityName)
+      }
+    }
+    var table: LMDBSchema.Table?
+    for change in [changes.inserted, changes.updated].joined() {
+      if table?.entity.name != change.objectID.entityName { table = try entityTable(change.objectID) }
+      guard let entity = table?.entity else { continue }
+      guard change.attributes.count == entity.attributes.count, change.toOne.count == entity.toOneRelationships.count
+      else {
+        throw StoreError(
+          .misuse,
+          "the change of \(change.objectID) holds \(change.attributes.count) attribute values and \(change.toOne.count) "
+            + "to-one targets; \(entity.name) has \(entity.attributes.count) attributes and "
+            + "\(entity.toOneRelationships.count) to-one relationships", entity: entity.name)
+      }
+      for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
+        try checkReference(target, entity.name, rel.name, inserted)
+      }
+    }
+    for change in changes.updated where change.objectID.isTemporary || change.objectID.storeIdentifier != storeIdentifier {
+      throw StoreError(
+        .misuse, "cannot update \(change.objectID): it is not a saved object of this store", entity: change.objectID.entityName)
+    }
+    for link in changes.linkChanges {
+      try checkReference(link.source, link.entityName, link.relationship, inserted)
+      try checkReference(link.target, link.entityName, link.relationship, inserted)
+    }
+  }
+
+  private func checkReference(_ target: ObjectID?, _ entity: String, _ key: String, _ inserted: Set<ObjectID>) throws {
+    guard let target, target.isTemporary, !inserted.contains(target) else { return }
+    throw StoreError(
+      .misuse, "\(entity).\(key) points at \(target), which is neither saved nor inserted by this save",
+      entity: entity, key: key, value: .objectID(target))
+  }
+
+  private func entityTable(_ id: ObjectID) throws -> LMDBSchema.Table {
+    guard let table = schema.tables[id.entityName] else {
+      throw StoreError(.notFound, "\(id) names unknown entity '\(id.entityName)'", entity: id.entityName)
+    }
+    return table
+  }
+
+  // MARK: Keys
+
+  private mutating func assignPermanentIDs() throws {
+    for change in changes.inserted {
+      let id = change.objectID
+      let last = try lastPrimaryKey(id.entityName)
+      let pk: Int64
+      if let given = id.primaryKey {
+        guard try stored(id) == nil else {
+          throw StoreError(.misuse, "cannot insert \(id): it is already saved", entity: id.entityName)
+        }
+        pk = given
+      } else {
+        pk = last + 1
+      }
+      counters[id.entityName] = max(last, pk)
+      permanentIDs[id] = ObjectID(entityName: id.entityName, storeIdentifier: storeIdentifier, primaryKey: pk)
+    }
+    for (entityName, last) in counters {
+      try withUnsafeBytes(of: last.littleEndian) { value in
+        _ = try txn.put(schema.counters, Array(entityName.utf8), Array(value))
+      }
+    }
+  }
+
+  private mutating func lastPrimaryKey(_ entityName: String) throws -> Int64 {
+    if let last = counters[entityName] { return last }
+    let last = try txn.get(schema.counters, Array(entityName.utf8)) { bytes -> Int64 in
+      guard let bytes else { return 0 }
+      guard bytes.count == 8 else {
+        throw StoreError(.corrupted, "the key counter of \(entityName) is damaged", entity: entityName)
+      }
+      return Int64(littleEndian: bytes.loadUnaligned(as: Int64.self))
+    }
+    counters[entityName] = last
+    return last
+  }
+
+  // MARK: Rows
+
+  /// The stored attribute values and to-one targets of a change: values converted to their attribute's
+  /// type, transient ones nil, temporary targets replaced by permanent IDs.
+  private mutating func row(_ change: ObjectChange, _ entity: EntityDescription) throws -> ([Value], [ObjectID?]) {
+    var attributes = change.attributes
+    for (index, attribute) in entity.attributes.enumerated() {
+      let value = attributes[index]
+      if attribute.isTransient {
+        attributes[index] = .null
+        continue
+      }
+      if Self.isCanonical(value, attribute.type) { continue }
+      guard let coerced = attribute.type.coerce(value) else {
+        throw StoreError(
+          .validation,
+          "\(entity.name).\(attribute.name) is a \(attribute.type.rawValue) attribute and cannot hold the \(value.kindName) \(value)",
+          entity: entity.name, key: attribute.name, value: value)
+      }
+      attributes[index] = coerced
+      converted.insert(change.objectID)
+    }
+    var toOne = change.toOne
+    for (index, rel) in entity.toOneRelationships.enumerated() {
+      guard let target = toOne[index] else { continue }
+      guard target.entityName == rel.destination else {
+        throw StoreError(
+          .validation, "\(entity.name).\(rel.name) must point at a \(rel.destination), not at \(target)",
+          entity: entity.name, key: rel.name, value: .objectID(target))
+      }
+      if let permanent = permanentIDs[target] {
+        toOne[index] = permanent
+      } else if target.storeIdentifier != storeIdentifier || target.primaryKey == nil {
+        throw StoreError(
+          .validation, "\(entity.name).\(rel.name) points at \(target), which belongs to another store",
+          entity: entity.name, key: rel.name, value: .objectID(target))
+      }
+    }
+    return (attributes, toOne)
+  }
+
+  /// Whether `value` is already in the form a `type` attribute stores, so it is kept exactly as sent.
+  static func isCanonical(_ value: Value, _ type: AttributeType) -> Bool {
+    switch (type, value) {
+    case (_, .null), (.string, .string), (.int64, .int), (.double, .double), (.float, .double), (.bool, .bool),
+      (.date, .date), (.data, .data), (.uuid, .uuid), (.url, .url), (.decimal, .decimal):
+      return true
+    case (.int16, .int), (.int32, .int):
+      return type.coerce(value) != nil
+    default:
+      return false
+    }
+  }
+
+  private mutating func update(_ change: ObjectChange) throws {
+    let table = try entityTable(change.objectID)
+    guard let pk = change.objectID.primaryKey, let old = try reader.record(table, pk) else { return }
+    let (attributes, toOne) = try row(change, table.entity)
+    let version = old.version + 1
+    try write(table, pk, version: version, attributes: attributes, toOne: toOne, replacing: old, flags: 0)
+    versions[change.objectID] = version
+  }
+
+  private mutating func insertAll(_ written: inout [ObjectID]) throws {
+    var table: LMDBSchema.Table?
+    var lastAppended: [String: Int64] = [:]
+    for change in changes.inserted {
+      if table?.entity.name != change.objectID.entityName { table = try entityTable(change.objectID) }
+      guard let table, let id = permanentIDs[change.objectID], let pk = id.primaryKey else { continue }
+      let (attributes, toOne) = try row(change, table.entity)
+      // Keys the counter hands out grow, so most inserts append to the end of the entity's tree.
+      let canAppend = id.primaryKey.map { $0 > (lastAppended[table.entity.name] ?? .min) } ?? false
+        && change.objectID.isTemporary
+      let flags = canAppend ? MDB_APPEND : MDB_NOOVERWRITE
+      if canAppend { lastAppended[table.entity.name] = pk }
+      try write(table, pk, version: 1, attributes: attributes, toOne: toOne, replacing: nil, flags: flags)
+      versions[id] = 1
+      written.append(id)
+    }
+  }
+
+  /// Stores a record and brings its index entries up to date (removing those of `old`).
+  private mutating func write(
+    _ table: LMDBSchema.Table, _ pk: Int64, version: Int64, attributes: [Value], toOne: [ObjectID?], replacing old: Snapshot?,
+    flags: Int32
+  ) throws {
+    RecordCodec.encode(version: version, attributes: attributes, toOne: toOne, entity: table.entity, into: &buffer)
+    let stored = try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
+      try buffer.withUnsafeBytes { value in try txn.put(table.records, key, value, flags: flags) }
+    }
+    if !stored {
+      // MDB_APPEND refuses a key that is not the largest: store it normally (the counter makes this rare).
+      guard flags == MDB_APPEND else {
+        throw StoreError(.misuse, "cannot insert \(table.entity.name) p\(pk): it is already saved", entity: table.entity.name)
+      }
+      try write(table, pk, version: version, attributes: attributes, toOne: toOne, replacing: old, flags: MDB_NOOVERWRITE)
+      return
+    }
+    try reindex(table, pk, old: old.map { ($0.attributes, $0.toOne) }, new: (attributes, toOne))
+  }
+
+  /// Moves the index entries of one object from its `old` values to its `new` ones (either may be nil).
+  private func reindex(
+    _ table: LMDBSchema.Table, _ pk: Int64, old: ([Value], [ObjectID?])?, new: ([Value], [ObjectID?])?
+  ) throws {
+    let entity = table.entity
+    for index in table.uniques + table.indexes {
+      let before = old.flatMap { schema.indexKey(index, entity: entity, attributes: $0.0, toOne: $0.1, maxKeySize: maxKeySize) }
+      let after = new.flatMap { schema.indexKey(index, entity: entity, attributes: $0.0, toOne: $0.1, maxKeySize: maxKeySize) }
+      if before?.bytes == after?.bytes { continue }
+      if let before { try txn.deleteIndex(index.dbi, before.bytes, primaryKey: pk) }
+      if let after { try txn.putIndex(index.dbi, after.bytes, primaryKey: pk) }
+    }
+    for (i, dbi) in table.references.enumerated() {
+      let before = old.flatMap { i < $0.1.count ? $0.1[i]?.primaryKey : nil }
+      let after = new.flatMap { i < $0.1.count ? $0.1[i]?.primaryKey : nil }
+      if before == after { continue }
+      if let before { try txn.deleteIndex(dbi, KeyCoding.primaryKeyBytes(before), primaryKey: pk) }
+      if let after { try txn.putIndex(dbi, KeyCoding.primaryKeyBytes(after), primaryKey: pk) }
+    }
+  }
+
+  // MARK: Deletes and links
+
+  /// Removes the records of deleted objects and their index entries. Returns the IDs deleted.
+  private func deleteRecords() throws -> Set<ObjectID> {
+    var deleted = Set<ObjectID>()
+    for deletion in changes.deleted {
+      let id = deletion.objectID
+      let table = try entityTable(id)
+      guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey, let old = try reader.record(table, pk) else {
+        continue
+      }
+      try txn.delete(table.records, primaryKey: pk)
+      try reindex(table, pk, old: (old.attributes, old.toOne), new: nil)
+      deleted.insert(id)
+    }
+    return deleted
+  }
+
+  private func apply(_ link: LinkChange) throws {
+    guard let entity = schema.model.entity(named: link.entityName), let rel = entity.relationship(named: link.relationship),
+      rel.isToMany
+    else {
+      throw StoreError(
+        .misuse, "\(link.entityName).\(link.relationship) is not a to-many relationship of the model",
+        entity: link.entityName, key: link.relationship)
+    }
+    // A to-many whose inverse is to-one is stored in the inverse's reference, carried by `toOne`.
+    guard schema.model.usesJoinTable(rel) else { return }
+    for (id, expected) in [(link.source, entity.name), (link.target, rel.destination)] where id.entityName != expected {
+      throw StoreError(
+        .validation, "\(entity.name).\(rel.name) links a \(entity.name) to a \(rel.destination), not \(id)",
+        entity: entity.name, key: rel.name, value: .objectID(id))
+    }
+    let owner = schema.model.joinTableOwner(of: entity.name, rel)
+    guard let tables = schema.links["\(owner.entity).\(owner.relationship)"] else { return }
+    func resolved(_ id: ObjectID) -> ObjectID? {
+      permanentIDs[id] ?? (id.storeIdentifier == storeIdentifier && id.primaryKey != nil ? id : nil)
+    }
+    guard let source = resolved(link.source), let target = resolved(link.target),
+      let sourceKey = source.primaryKey, let targetKey = target.primaryKey
+    else { return }
+    let (ownerSource, ownerTarget) = owner.isFlipped ? (targetKey, sourceKey) : (sourceKey, targetKey)
+    if link.isInsertion {
+      // A link to an object that is not stored (deleted meanwhile) is dropped, as a delete drops its links.
+      guard try stored(source) != nil, try stored(target) != nil else { return }
+      try txn.putIndex(tables.forward, KeyCoding.primaryKeyBytes(ownerSource), primaryKey: ownerTarget)
+      try txn.putIndex(tables.reverse, KeyCoding.primaryKeyBytes(ownerTarget), primaryKey: ownerSource)
+    } else {
+      try txn.deleteIndex(tables.forward, KeyCoding.primaryKeyBytes(ownerSource), primaryKey: ownerTarget)
+      try txn.deleteIndex(tables.reverse, KeyCoding.primaryKeyBytes(ownerTarget), primaryKey: ownerSource)
+    }
+  }
+
+  /// Sets every to-one reference to a deleted object to nil (the referring object keeps its version, as
+  /// in the other stores) and removes the deleted objects' join-table links.
+  private mutating func clearReferences(to deleted: Set<ObjectID>) throws {
+    guard !deleted.isEmpty else { return }
+    var deletedKeys: [String: [Int64]] = [:]
+    for id in deleted { if let pk = id.primaryKey { deletedKeys[id.entityName, default: []].append(pk) } }
+    for key in deletedKeys.keys { deletedKeys[key]?.sort() }
+    for entity in schema.model.entities {
+      let table = try schema.table(entity.name)
+      var referring = Set<Int64>()
+      for (index, rel) in entity.toOneRelationships.enumerated() {
+        for target in deletedKeys[rel.destination] ?? [] {
+          referring.formUnion(try txn.primaryKeys(table.references[index], KeyCoding.primaryKeyBytes(target)))
+        }
+      }
+      for pk in referring.sorted() {
+        guard let row = try reader.record(table, pk) else { continue }
+        var toOne = row.toOne
+        for (index, target) in toOne.enumerated() where target.map(deleted.contains) == true { toOne[index] = nil }
+        RecordCodec.encode(version: row.version, attributes: row.attributes, toOne: toOne, entity: entity, into: &buffer)
+        try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
+          try buffer.withUnsafeBytes { value in _ = try txn.put(table.records, key, value) }
+        }
+        try reindex(table, pk, old: (row.attributes, row.toOne), new: (row.attributes, toOne))
+        cleared.append(row.objectID)
+      }
+      for rel in entity.toManyRelationships where schema.model.usesJoinTable(rel) {
+        guard let tables = schema.links["\(entity.name).\(rel.name)"] else { continue }
+        for pk in deletedKeys[entity.name] ?? [] {
+          for target in try txn.primaryKeys(tables.forward, KeyCoding.primaryKeyBytes(pk)) {
+            try txn.deleteIndex(tables.reverse, KeyCoding.primaryKeyBytes(target), primaryKey: pk)
+          }
+          try KeyCoding.primaryKeyBytes(pk).withUnsafeBytes { _ = try txn.delete(tables.forward, $0) }
+        }
+        for pk in deletedKeys[rel.destination] ?? [] {
+          for source in try txn.primaryKeys(tables.reverse, KeyCoding.primaryKeyBytes(pk)) {
+            try txn.deleteIndex(tables.forward, KeyCoding.primaryKeyBytes(source), primaryKey: pk)
+          }
+          try KeyCoding.primaryKeyBytes(pk).withUnsafeBytes { _ = try txn.delete(tables.reverse, $0) }
+        }
+      }
+    }
+  }
+
+  // MARK: Results
+
+  /// The save's result and change announcement, as the memory store reports them.
+  private func results(deleted: Set<ObjectID>) throws -> (SaveResult, StoreChange) {
+    var result = SaveResult()
+    result.permanentIDs = changes.inserted.allSatisfy(\.objectID.isTemporary) ? permanentIDs : permanentIDs.filter { $0.key.isTemporary }
+    result.versions = versions
+    let clearedSet = Set(cleared)
+    var inserted: [ObjectID] = []
+    var updated: [ObjectID] = []
+    for (list, isInsert) in [(changes.inserted, true), (changes.updated, false)] {
+      for change in list {
+        guard let id = isInsert ? permanentIDs[change.objectID] : change.objectID, !deleted.contains(id) else { continue }
+        if isInsert { inserted.append(id) } else { updated.append(id) }
+        guard converted.contains(change.objectID) || clearedSet.contains(id), let stored = try stored(id) else { continue }
+        if stored != expected(sent: change, stored: stored) { result.storedSnapshots[id] = stored }
+      }
+    }
+    var change = StoreChange(storeIdentifier: storeIdentifier, inserted: inserted)
+    change.updated = updated
+    if !cleared.isEmpty {
+      let written = Set(inserted + updated)
+      change.updated += cleared.filter { !written.contains($0) && !deleted.contains($0) }
+    }
+    change.deleted = changes.deleted.map(\.objectID).filter { deleted.contains($0) }
+    return (result, change)
+  }
+
+  /// What the store would hold for `sent` if it changed nothing: the snapshot the context already knows.
+  private func expected(sent: ObjectChange, stored: Snapshot) -> Snapshot {
+    guard let entity = schema.tables[stored.objectID.entityName]?.entity else { return stored }
+    var expected = stored
+    for (index, attribute) in entity.attributes.enumerated() where !attribute.isTransient && index < sent.attributes.count {
+      expected.attributes[index] = sent.attributes[index]
+    }
+    for index in sent.toOne.indices where index < expected.toOne.count {
+      expected.toOne[index] = sent.toOne[index].map { permanentIDs[$0] ?? $0 }
+    }
+    return expected
+  }
+}

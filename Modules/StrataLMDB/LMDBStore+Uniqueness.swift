@@ -1,0 +1,85 @@
+import CLMDB
+import Foundation
+import StrataCore
+
+extension LMDBSaveOperation {
+  /// Checks every uniqueness constraint of the written objects against the state the save produced,
+  /// through the constraint's index: each clash is reported once, with both objects (by the IDs the
+  /// context knows them by) and both sides' values. Nil values never clash.
+  func checkUniqueness(_ written: [ObjectID]) throws {
+    var changedByEntity: [String: [Int64]] = [:]
+    var entityOrder: [String] = []
+    for id in written {
+      guard let pk = id.primaryKey, schema.tables[id.entityName]?.uniques.isEmpty == false else { continue }
+      if changedByEntity[id.entityName] == nil { entityOrder.append(id.entityName) }
+      changedByEntity[id.entityName, default: []].append(pk)
+    }
+    guard !entityOrder.isEmpty else { return }
+    var contextIDs: [ObjectID: ObjectID]?
+    func contextID(_ id: ObjectID) -> ObjectID {
+      if contextIDs == nil {
+        contextIDs = Dictionary(permanentIDs.map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+      }
+      return contextIDs?[id] ?? id
+    }
+    var conflicts: [StoreError.Conflict] = []
+    for entityName in entityOrder {
+      let table = try schema.table(entityName)
+      let changed = changedByEntity[entityName] ?? []
+      let changedSet = Set(changed)
+      for index in table.uniques {
+        var reportedPairs = Set<[Int64]>()
+        for pk in changed {
+          guard let row = try reader.record(table, pk), let key = indexKey(index, table, row) else { continue }
+          var others = try txn.primaryKeys(index.dbi, key.bytes).filter { $0 != pk }
+          if !key.isExact {
+            let full = fullKey(index, table, row)
+            others = try others.filter { other in
+              try reader.record(table, other).map { fullKey(index, table, $0) } == full
+            }
+          }
+          guard let other = others.first(where: { !changedSet.contains($0) }) ?? others.first,
+            let otherRow = try reader.record(table, other)
+          else { continue }
+          if changedSet.contains(other), !reportedPairs.insert([min(pk, other), max(pk, other)]).inserted { continue }
+          conflicts.append(
+            StoreError.Conflict(
+              objectID: contextID(row.objectID), conflictingObjectID: contextID(otherRow.objectID), entity: entityName,
+              keys: index.keys, values: values(index.keys, table.entity, row),
+              storedValues: values(index.keys, table.entity, otherRow)))
+        }
+      }
+    }
+    guard let first = conflicts.first else { return }
+    let details = conflicts.map { conflict in
+      let values = zip(conflict.keys, conflict.values).map { "\($0) = \($1)" }.joined(separator: ", ")
+      let other = conflict.conflictingObjectID.map { " (already used by \($0))" } ?? ""
+      return "\(conflict.entity) \(values)\(other)"
+    }
+    let single = conflicts.count == 1
+    throw StoreError(
+      .constraintConflict, "uniqueness constraint violated: " + details.joined(separator: "; "),
+      entity: Set(conflicts.map(\.entity)).count == 1 ? first.entity : nil,
+      key: single ? first.keys.joined(separator: ",") : nil,
+      value: single && first.values.count == 1 ? first.values.first : nil, conflicts: conflicts)
+  }
+
+  private func indexKey(_ index: LMDBSchema.Index, _ table: LMDBSchema.Table, _ row: Snapshot) -> IndexKey? {
+    schema.indexKey(index, entity: table.entity, attributes: row.attributes, toOne: row.toOne, maxKeySize: maxKeySize)
+  }
+
+  /// The key without liblmdb's length limit: equal exactly when the values are.
+  private func fullKey(_ index: LMDBSchema.Index, _ table: LMDBSchema.Table, _ row: Snapshot) -> [UInt8]? {
+    schema.indexKey(index, entity: table.entity, attributes: row.attributes, toOne: row.toOne, maxKeySize: .max)?.bytes
+  }
+
+  private func values(_ keys: [String], _ entity: EntityDescription, _ row: Snapshot) -> [Value] {
+    keys.map { key in
+      switch entity.property(named: key) {
+      case .attribute(_, let index) where index < row.attributes.count: row.attributes[index]
+      case .toOne(_, let index) where index < row.toOne.count: row.toOne[index].map(Value.objectID) ?? .null
+      default: .null
+      }
+    }
+  }
+}

@@ -1,0 +1,353 @@
+import CLMDB
+import Foundation
+import StrataCore
+import Synchronization
+
+/// A backend over LMDB: one environment directory, one named database per entity holding compact
+/// binary records, secondary index databases for uniqueness constraints, indexed attributes and
+/// relationships, and the model stored inside (see ``LMDBSchema`` for the layout). `mdb_stat -a DIR`
+/// lists every database.
+///
+/// ```swift
+/// let store = try LMDBStore(url: URL(fileURLWithPath: "/tmp/movies.lmdb"), model: model)
+/// let result = try store.save(ChangeSet(inserted: [change]))
+/// let movies = try store.fetch(FetchDescription(entityName: "Movie"), generation: nil)
+/// store.close()
+/// ```
+///
+/// Reads run in LMDB read transactions (MVCC snapshots: a read never waits for a write, and a pinned
+/// query generation is simply a read transaction kept open). Saves run in one write transaction.
+/// Several processes may open the same environment at once. The map starts at 64 MiB (or the
+/// `mapSize` setting, in bytes) and doubles whenever a write fills it.
+public final class LMDBStore: PersistentStore {
+  /// Always `"lmdb"`.
+  public let storeType = LMDBStoreFactory.storeType
+  /// The `store_id` written into `strata.meta` when the environment was created.
+  public let identifier: String
+  /// The environment directory (standardized).
+  public let url: URL?
+  /// The model the store was opened with, equal to the stored model.
+  public let model: ObjectModel
+  public let options: StoreOptions
+  let path: String
+  let environment: LMDBEnvironment
+  let schema: LMDBSchema
+  let broadcaster = ChangeBroadcaster()
+  /// Serializes saves and their announcements, so changes are yielded in commit order.
+  let saveLock = NSLock()
+  let pinned = Mutex<[UInt64: PinnedTransaction]>([:])
+  let nextGeneration = Atomic<UInt64>(0)
+  let closed = Atomic<Bool>(false)
+  /// The last transaction ID this process has announced (its own commits or remote ones).
+  let lastAnnounced = Mutex<Int>(0)
+  let isWatching = Atomic<Bool>(false)
+
+  /// Opens the environment in the directory `url`, creating it (and the directory) when there is none.
+  ///
+  /// ```swift
+  /// let store = try LMDBStore(url: url, model: model)                           // create or open
+  /// let tool = try LMDBStore(url: url, model: nil, options: .init(isReadOnly: true))  // stored model
+  /// let small = try LMDBStore(url: url, model: model, options: .init(settings: ["mapSize": "1048576"]))
+  /// ```
+  ///
+  /// - Parameter model: the app's model; an existing store must have been created with an equal one.
+  ///   `nil` opens an existing store with the model stored inside it.
+  /// - Throws: `.corrupted` when `url` is a file, or a directory that is not a Strata LMDB environment
+  ///   (nothing in it is changed); `.schemaMismatch` when the stored model differs; `.notFound` when
+  ///   there is no store and none can be created (`model` is `nil` or the store is read-only); `.io` when
+  ///   the directory cannot be read or created or liblmdb refuses it; `.invalidQuery` for a bad `mapSize`.
+  public init(url: URL, model: ObjectModel?, options: StoreOptions = StoreOptions()) throws {
+    guard url.isFileURL else {
+      throw StoreError(.unsupported, "the lmdb store needs a directory URL, not \(url.absoluteString)")
+    }
+    let path = url.standardizedFileURL.resolvingSymlinksInPath().path
+    let mapSize = try Self.mapSize(options)
+    let isNew = try Self.prepareDirectory(path, model: model, options: options)
+    let lockFile = (path as NSString).appendingPathComponent("lock.mdb")
+    let hadLockFile = FileManager.default.fileExists(atPath: lockFile)
+    let environment: LMDBEnvironment
+    let opened: (identifier: String, model: ObjectModel, schema: LMDBSchema)
+    let databases = UInt32(model.map { LMDBSchema.databases(for: $0).count } ?? 0)
+    do {
+      // The stored model may need more databases than the given one: leave room (handles are cheap).
+      environment = try LMDBEnvironment.shared(
+        path: path, maxDatabases: max(databases, 64) * 2, mapSize: mapSize, isReadOnly: options.isReadOnly)
+    } catch let error as LMDBError {
+      throw error.storeError(path: path)
+    }
+    do {
+      opened = try Self.openSchema(environment, path: path, model: model, options: options, isNew: isNew)
+    } catch {
+      // Leave a directory that is not ours as it was: remove the lock file liblmdb just made.
+      if environment.release(), !hadLockFile, !isNew { try? FileManager.default.removeItem(atPath: lockFile) }
+      if let error = error as? LMDBError { throw error.storeError(path: path) }
+      throw error
+    }
+    self.url = url.standardizedFileURL
+    self.path = path
+    self.options = options
+    self.environment = environment
+    self.identifier = opened.identifier
+    self.model = opened.model
+    self.schema = opened.schema
+    lastAnnounced.withLock { $0 = environment.lastTransactionID() ?? 0 }
+  }
+
+  deinit {
+    if !closed.load(ordering: .acquiring) { environment.release() }
+    broadcaster.finish()
+  }
+
+  // MARK: Opening
+
+  private static func mapSize(_ options: StoreOptions) throws -> Int {
+    guard let text = options.settings["mapSize"] else { return LMDBEnvironment.defaultMapSize }
+    guard let size = Int(text), size >= 65_536 else {
+      throw StoreError(
+        .invalidQuery, "the lmdb setting mapSize must be a number of bytes of at least 65536, not '\(text)'",
+        key: "mapSize", value: .string(text))
+    }
+    return size
+  }
+
+  /// Checks what is at `path` before liblmdb touches it; creates the directory for a new store.
+  /// - Returns: whether the store is new (the directory was missing or empty).
+  private static func prepareDirectory(_ path: String, model: ObjectModel?, options: StoreOptions) throws -> Bool {
+    let files = FileManager.default
+    var isDirectory: ObjCBool = false
+    let notStrata = "\(path) is not a Strata LMDB store"
+    if files.fileExists(atPath: path, isDirectory: &isDirectory) {
+      guard isDirectory.boolValue else {
+        throw StoreError(.corrupted, "\(notStrata) (it is a file; an LMDB store is a directory)")
+      }
+      let contents: [String]
+      do {
+        contents = try files.contentsOfDirectory(atPath: path)
+      } catch {
+        throw StoreError(.io, "cannot read the directory \(path): \(error.localizedDescription)")
+      }
+      let data = (path as NSString).appendingPathComponent("data.mdb")
+      if contents.contains("data.mdb") {
+        guard isLMDBDataFile(data) else {
+          throw StoreError(.corrupted, "\(notStrata) (its data.mdb is not an LMDB data file)")
+        }
+        return false
+      }
+      guard contents.filter({ $0 != "lock.mdb" && !$0.hasPrefix(".") }).isEmpty else {
+        throw StoreError(.corrupted, "\(notStrata) (it holds other files and no data.mdb)")
+      }
+    }
+    guard let model = model else {
+      throw StoreError(.notFound, "there is no store at \(path) (open it with a model to create one)")
+    }
+    _ = model
+    guard !options.isReadOnly else { throw StoreError(.notFound, "there is no store at \(path) to open read-only") }
+    do {
+      try files.createDirectory(atPath: path, withIntermediateDirectories: true)
+    } catch {
+      throw StoreError(.io, "cannot create the directory \(path) for the store: \(error.localizedDescription)")
+    }
+    return true
+  }
+
+  /// Whether the file starts with an LMDB meta page (magic `0xBEEFC0DE` after the 16-byte page header).
+  private static func isLMDBDataFile(_ path: String) -> Bool {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+    defer { try? handle.close() }
+    guard let header = try? handle.read(upToCount: 20), header.count == 20 else { return false }
+    let magic = header.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 16, as: UInt32.self)) }
+    return magic == 0xBEEF_C0DE
+  }
+
+  private static func openSchema(
+    _ environment: LMDBEnvironment, path: String, model: ObjectModel?, options: StoreOptions, isNew: Bool
+  ) throws -> (identifier: String, model: ObjectModel, schema: LMDBSchema) {
+    let notStrata = "\(path) is not a Strata LMDB store"
+    var metaHandle = try environment.openDatabases([(LMDBSchema.metaName, false)], create: false)
+    if metaHandle.isEmpty {
+      // A new environment (or one whose creator died before committing): create it in one transaction.
+      let mainEntries = try environment.read { txn -> Int in
+        var main: MDB_dbi = 0
+        try check(mdb_dbi_open(txn.txn, nil, 0, &main), "mdb_dbi_open(main)")
+        return try txn.entries(main)
+      }
+      guard mainEntries == 0 else { throw StoreError(.corrupted, "\(notStrata) (it has no \(LMDBSchema.metaName) database)") }
+      guard let model, !options.isReadOnly else {
+        throw StoreError(.corrupted, "\(notStrata) (it is an empty LMDB environment)")
+      }
+      try create(environment, model: model)
+      metaHandle = try environment.openDatabases([(LMDBSchema.metaName, false)], create: false)
+    }
+    guard let meta = metaHandle[LMDBSchema.metaName] else {
+      throw StoreError(.corrupted, "\(notStrata) (it has no \(LMDBSchema.metaName) database)")
+    }
+    let metadata = try environment.read { txn -> [String: String] in
+      var values: [String: String] = [:]
+      for key in ["format", "store_id", "model", "model_fingerprint"] {
+        values[key] = try txn.get(meta, Array(key.utf8)) { $0.map { String(decoding: $0, as: UTF8.self) } }
+      }
+      return values
+    }
+    guard metadata["format"] == LMDBSchema.format else {
+      let found = metadata["format"].map { "format '\($0)'" } ?? "no format"
+      throw StoreError(.corrupted, "\(notStrata) (its metadata has \(found), expected '\(LMDBSchema.format)')")
+    }
+    guard let identifier = metadata["store_id"], !identifier.isEmpty, let json = metadata["model"] else {
+      throw StoreError(.corrupted, "\(path) is a damaged Strata LMDB store (its metadata has no store_id or model)")
+    }
+    let stored: ObjectModel
+    do {
+      stored = try ObjectModel.decode(jsonData: Data(json.utf8))
+    } catch let error as StoreError {
+      throw StoreError(.corrupted, "\(path): \(error.message)")
+    }
+    let storedFingerprint = metadata["model_fingerprint"] ?? stored.fingerprint
+    if let model, model.fingerprint != storedFingerprint {
+      throw mismatch(path: path, stored: stored, storedFingerprint: storedFingerprint, given: model)
+    }
+    let effective = model ?? stored
+    let names = LMDBSchema.databases(for: effective)
+    let handles = try environment.openDatabases(names, create: !options.isReadOnly)
+    do {
+      return (identifier, effective, try LMDBSchema(model: effective, handles: handles))
+    } catch let error as StoreError {
+      throw StoreError(.corrupted, "\(path) is a damaged Strata LMDB store (\(error.message))")
+    }
+  }
+
+  /// Writes the metadata and creates every database, unless another process got there first.
+  private static func create(_ environment: LMDBEnvironment, model: ObjectModel) throws {
+    let names = LMDBSchema.databases(for: model)
+    _ = try environment.openDatabases(names, create: true)
+    let handles = try environment.openDatabases([(LMDBSchema.metaName, false)], create: false)
+    guard let meta = handles[LMDBSchema.metaName] else { return }
+    let json = String(decoding: try model.jsonData(), as: UTF8.self)
+    try environment.write { txn in
+      let existing = try txn.get(meta, Array("store_id".utf8)) { $0 != nil }
+      guard !existing else { return }
+      let metadata: [(String, String)] = [
+        ("format", LMDBSchema.format), ("store_id", UUID().uuidString), ("model", json),
+        ("model_fingerprint", model.fingerprint), ("created_at", ISO8601DateFormatter().string(from: Date())),
+      ]
+      for (key, value) in metadata { try txn.put(meta, Array(key.utf8), Array(value.utf8)) }
+    }
+  }
+
+  private static func mismatch(path: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel)
+    -> StoreError
+  {
+    var differences: [String] = []
+    for entity in given.entities {
+      if let old = stored.entity(named: entity.name) {
+        if old != entity { differences.append("\(entity.name) (changed)") }
+      } else {
+        differences.append("\(entity.name) (only in the new model)")
+      }
+    }
+    for entity in stored.entities where given.entity(named: entity.name) == nil {
+      differences.append("\(entity.name) (only in the stored model)")
+    }
+    let detail =
+      differences.isEmpty ? "fetch request templates differ" : "entities that differ: \(differences.joined(separator: ", "))"
+    return StoreError(
+      .schemaMismatch,
+      "the store \(path) was created with model \(storedFingerprint) but is opened with model \(given.fingerprint); "
+        + "\(detail) (migration is not supported yet)",
+      entity: differences.first.flatMap { $0.split(separator: " ").first.map(String.init) })
+  }
+
+  // MARK: Transactions
+
+  func checkOpen() throws {
+    if closed.load(ordering: .acquiring) { throw StoreError(.misuse, "the store \(path) is closed") }
+  }
+
+  /// Runs `body` in a read transaction: the pinned one of `generation`, else a new one.
+  func read<R>(generation: QueryGeneration?, _ body: (LMDBTransaction) throws -> R) throws -> R {
+    try checkOpen()
+    do {
+      if let generation { return try pinnedTransaction(generation).withTransaction(environment, body) }
+      return try environment.read(body)
+    } catch let error as LMDBError {
+      throw error.storeError(path: path)
+    }
+  }
+
+  /// Releases the environment. Pinned generations end and streams from ``changes()`` finish.
+  /// Further calls throw `.misuse`.
+  public func close() {
+    guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    let all = pinned.withLock { pinned in
+      defer { pinned.removeAll() }
+      return Array(pinned.values)
+    }
+    for transaction in all { transaction.end(environment) }
+    environment.release()
+    broadcaster.finish()
+  }
+}
+
+/// A read transaction kept open for a pinned query generation, used by one thread at a time.
+final class PinnedTransaction: @unchecked Sendable {
+  private let lock = NSLock()
+  private var txn: OpaquePointer?
+
+  init(_ txn: OpaquePointer) { self.txn = txn }
+
+  func withTransaction<R>(_ environment: LMDBEnvironment, _ body: (LMDBTransaction) throws -> R) throws -> R {
+    lock.lock()
+    defer { lock.unlock() }
+    guard let txn else { throw StoreError(.misuse, "the query generation was unpinned") }
+    return try environment.withPinned(txn, body)
+  }
+
+  func end(_ environment: LMDBEnvironment) {
+    lock.lock()
+    defer { lock.unlock() }
+    if let txn { environment.endPinned(txn) }
+    txn = nil
+  }
+}
+
+/// Makes ``LMDBStore``s; register it so containers and CLIs can pick the `lmdb` store type.
+///
+/// ```swift
+/// StoreRegistry.shared.register(LMDBStoreFactory())
+/// let store = try StoreRegistry.shared.factory(for: "lmdb")
+///   .openStore(at: URL(fileURLWithPath: "movies.lmdb"), model: model, options: .init())
+/// ```
+public struct LMDBStoreFactory: PersistentStoreFactory {
+  static let storeType = "lmdb"
+
+  /// `"lmdb"`.
+  public var storeType: String { Self.storeType }
+  /// Always `true`: an LMDB store lives in a directory.
+  public var requiresLocation: Bool { true }
+
+  public init() {}
+
+  /// Opens (or creates) the store in the directory `url`; see ``LMDBStore/init(url:model:options:)``.
+  /// - Throws: `.misuse` when `url` is `nil`, and everything ``LMDBStore/init(url:model:options:)`` throws.
+  public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
+    guard let url else { throw StoreError(.misuse, "the lmdb store needs a directory location") }
+    return try LMDBStore(url: url, model: model, options: options)
+  }
+
+  /// Deletes the environment's `data.mdb` and `lock.mdb`, then the directory when that leaves it empty.
+  /// A missing store is not an error.
+  /// - Throws: `.io` when a file exists but cannot be removed.
+  public func destroyStore(at url: URL) throws {
+    let path = url.standardizedFileURL.path
+    let files = FileManager.default
+    for name in ["data.mdb", "lock.mdb"] {
+      let file = (path as NSString).appendingPathComponent(name)
+      guard files.fileExists(atPath: file) else { continue }
+      do {
+        try files.removeItem(atPath: file)
+      } catch {
+        throw StoreError(.io, "cannot delete \(file): \(error.localizedDescription)")
+      }
+    }
+    if (try? files.contentsOfDirectory(atPath: path))?.isEmpty == true { try? files.removeItem(atPath: path) }
+  }
+}

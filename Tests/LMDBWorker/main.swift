@@ -1,0 +1,66 @@
+import CLMDB
+import Foundation
+import StrataCore
+import StrataLMDB
+
+// A second process for the LMDB tests, on a store the test created (Note: text unique, n, payload):
+//   lmdb-worker insert DIR PREFIX COUNT BATCH     saves COUNT notes "PREFIX-i", BATCH per save
+//   lmdb-worker grow DIR BYTES                    saves notes with BYTES of payload in all, 64 KiB each
+//   lmdb-worker hold-write DIR                    opens a raw write transaction, says "ready", waits to be killed
+//   lmdb-worker hold-read DIR                     opens a raw read transaction, says "ready", waits to be killed
+// Exit 0 on success, 1 with one line on standard error otherwise.
+
+func fail(_ message: String) -> Never {
+  FileHandle.standardError.write(Data("lmdb-worker: \(message)\n".utf8))
+  exit(1)
+}
+
+func note(_ text: String, _ n: Int, payload: Data? = nil) -> ObjectChange {
+  ObjectChange(
+    objectID: .makeTemporary(entityName: "Note"),
+    attributes: [.string(text), .int(Int64(n)), payload.map(Value.data) ?? .null], toOne: [])
+}
+
+func holdRawTransaction(_ path: String, readOnly: Bool) -> Never {
+  var env: OpaquePointer?
+  guard mdb_env_create(&env) == MDB_SUCCESS, let env else { fail("mdb_env_create") }
+  mdb_env_set_maxdbs(env, 64)
+  guard mdb_env_open(env, path, UInt32(MDB_NOTLS), 0o644) == MDB_SUCCESS else { fail("mdb_env_open \(path)") }
+  var txn: OpaquePointer?
+  guard mdb_txn_begin(env, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn) == MDB_SUCCESS else { fail("mdb_txn_begin") }
+  FileHandle.standardOutput.write(Data("ready\n".utf8))
+  while true { sleep(60) }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else { fail("usage: lmdb-worker insert|grow|hold-write|hold-read DIR …") }
+let path = arguments[2]
+do {
+  switch arguments[1] {
+  case "insert":
+    guard arguments.count == 6, let count = Int(arguments[4]), let batch = Int(arguments[5]), batch > 0 else {
+      fail("usage: lmdb-worker insert DIR PREFIX COUNT BATCH")
+    }
+    let store = try LMDBStore(url: URL(fileURLWithPath: path), model: nil)
+    defer { store.close() }
+    var start = 0
+    while start < count {
+      let end = min(start + batch, count)
+      _ = try store.save(ChangeSet(inserted: (start..<end).map { note("\(arguments[3])-\($0)", $0) }))
+      start = end
+    }
+  case "grow":
+    guard arguments.count == 4, let bytes = Int(arguments[3]) else { fail("usage: lmdb-worker grow DIR BYTES") }
+    let store = try LMDBStore(url: URL(fileURLWithPath: path), model: nil)
+    defer { store.close() }
+    let chunk = Data(repeating: 0xAB, count: 64 << 10)
+    for i in 0..<max(1, bytes / chunk.count) {
+      _ = try store.save(ChangeSet(inserted: [note("grow-\(i)", i, payload: chunk)]))
+    }
+  case "hold-write": holdRawTransaction(path, readOnly: false)
+  case "hold-read": holdRawTransaction(path, readOnly: true)
+  default: fail("unknown command '\(arguments[1])'")
+  }
+} catch {
+  fail("\(error)")
+}

@@ -1,0 +1,17 @@
+import StrataConformance
+import StrataLMDB
+import Testing
+
+@Suite("LMDB conformance")
+struct LMDBConformanceTests {
+  let backend = ConformanceStore(factory: LMDBStoreFactory()) { $0.appending(path: "conformance.lmdb") }
+
+  @Test func crud() async throws { try await Conformance.crud(backend) }
+  @Test func relationships() async throws { try await Conformance.relationships(backend) }
+  @Test func deleteRules() async throws { try await Conformance.deleteRules(backend) }
+  @Test func uniqueness() async throws { try await Conformance.uniqueness(backend) }
+  @Test func fetching() async throws { try await Conformance.fetching(backend) }
+  @Test func concurrency() async throws { try await Conformance.concurrency(backend) }
+  @Test func errors() async throws { try await Conformance.errors(backend) }
+  @Test func expressions() async throws { try await Conformance.expressions(backend) }
+}

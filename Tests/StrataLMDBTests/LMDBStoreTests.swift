@@ -1,0 +1,233 @@
+import CLMDB
+import Foundation
+import StrataCore
+import StrataLMDB
+import StrataMemory
+import Testing
+
+@Suite("LMDB store")
+struct LMDBStoreTests {
+  @Test func pinnedGenerationsKeepTheirState() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let store = try LMDBStore(url: dir.store, model: try noteModel())
+    defer { store.close() }
+    let first = note("one", 1)
+    let id = try #require(try store.save(ChangeSet(inserted: [first])).permanentIDs[first.objectID])
+    let generation = try store.pinGeneration()
+    var update = note("one v2", 1)
+    update.objectID = id
+    _ = try store.save(ChangeSet(inserted: [note("two", 2)], updated: [update]))
+    #expect(try texts(store, generation: generation) == ["one"])
+    #expect(try texts(store) == ["one v2", "two"])
+    #expect(try store.snapshots(for: [id], generation: generation).first?.version == 1)
+    #expect(try store.snapshots(for: [id], generation: nil).first?.version == 2)
+    store.unpin(generation)
+    #expect(storeError { _ = try texts(store, generation: generation) }?.code == .misuse)
+  }
+
+  @Test func changesAreAnnouncedAfterEachSave() async throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let store = try LMDBStore(url: dir.store, model: try noteModel())
+    var changes = store.changes().makeAsyncIterator()
+    let first = note("one", 1)
+    let id = try #require(try store.save(ChangeSet(inserted: [first])).permanentIDs[first.objectID])
+    let inserted = await changes.next()
+    #expect(inserted?.inserted == [id])
+    #expect(inserted?.storeIdentifier == store.identifier)
+    #expect(inserted?.isRemote == false)
+    _ = try store.save(ChangeSet(deleted: [ObjectDeletion(objectID: id)]))
+    #expect(await changes.next()?.deleted == [id])
+    store.close()
+    #expect(await changes.next() == nil)
+  }
+
+  @Test func theMapGrowsWhenAWriteFillsIt() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let small = StoreOptions(settings: ["mapSize": "\(1 << 20)"])
+    let store = try LMDBStore(url: dir.store, model: try noteModel(), options: small)
+    let chunk = Data(repeating: 7, count: 64 << 10)
+    // One save of 4 MiB into a 1 MiB map, then many small saves past it.
+    _ = try store.save(ChangeSet(inserted: (0..<64).map { note("big-\($0)", $0, payload: chunk) }))
+    for i in 0..<40 { _ = try store.save(ChangeSet(inserted: [note("more-\(i)", 100 + i, payload: chunk)])) }
+    #expect(try count(store) == 104)
+    #expect(try count(store, "n >= 100") == 40)
+    store.close()
+    let size = try FileManager.default.attributesOfItem(atPath: dir.store.appending(path: "data.mdb").path)[.size] as? Int
+    #expect((size ?? 0) > 1 << 20)
+    let reopened = try LMDBStore(url: dir.store, model: nil, options: small)
+    defer { reopened.close() }
+    #expect(try count(reopened) == 104)
+  }
+
+  @Test func indexesGiveTheSameAnswersAsTheMemoryStore() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let model = try noteModel()
+    let lmdb = try LMDBStore(url: dir.store, model: model)
+    defer { lmdb.close() }
+    let memory = MemoryStore(model: model)
+    let long = String(repeating: "x", count: 700)
+    var notes = (0..<60).map { note("note \($0 % 7)-\($0)", ($0 * 37) % 50 - 10) }
+    notes += [note(long + "a", 5), note(long + "b", 5), note("", 0), note("\u{0}zero", -1_000_000)]
+    for store in [lmdb, memory] as [any PersistentStore] { _ = try store.save(ChangeSet(inserted: notes)) }
+    let predicates = [
+      "n == 5", "n < 0", "n <= 0", "n > 30", "n >= 30", "n BETWEEN {-5, 5}", "n IN {1, 2, 3, 39}", "n == nil",
+      "text == 'note 3-3'", "text < 'note 2'", "text >= 'note 5'", "text == %@", "text > %@", "text BEGINSWITH 'note 1'",
+      "n > 10 AND text < 'note 3'", "n == 5 OR n == 6", "text IN {'', 'note 0-0'}", "n < 10.5", "n == 5.5",
+    ]
+    for format in predicates {
+      let predicate = format.contains("%@") ? try QueryPredicate(format: format, long + "a") : try QueryPredicate(format: format)
+      var request = FetchDescription(entityName: "Note", predicate: predicate, resultType: .objectIDs)
+      let expected = try keys(memory.fetch(request, generation: nil))
+      #expect(try keys(lmdb.fetch(request, generation: nil)) == expected, "\(format)")
+      #expect(!expected.isEmpty || format.contains("5.5") || format.contains("nil"), "\(format) matches something")
+      request.resultType = .count
+      #expect(try lmdb.fetch(request, generation: nil) == .count(expected.count), "count of \(format)")
+      request.fetchOffset = 2
+      request.fetchLimit = 3
+      #expect(try lmdb.fetch(request, generation: nil) == (try memory.fetch(request, generation: nil)), "page of \(format)")
+      request.resultType = .objectIDs
+      #expect(try keys(lmdb.fetch(request, generation: nil)) == keys(memory.fetch(request, generation: nil)), "\(format)")
+    }
+    // Long unique values that share the part liblmdb keys can hold are told apart; equal ones clash.
+    let clash = storeError { _ = try lmdb.save(ChangeSet(inserted: [note(long + "a", 1)])) }
+    #expect(clash?.code == .constraintConflict)
+    #expect(clash?.conflicts.first?.values == [.string(long + "a")])
+    _ = try lmdb.save(ChangeSet(inserted: [note(long + "c", 1)]))
+    #expect(try count(lmdb, "text BEGINSWITH 'xxx'") == 3)
+  }
+
+  @Test func badLocationsAreRefusedAndLeftAlone() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let model = try noteModel()
+    try FileManager.default.createDirectory(at: dir.url, withIntermediateDirectories: true)
+
+    let file = dir.url.appending(path: "file")
+    try Data("hello".utf8).write(to: file)
+    let asFile = storeError { _ = try LMDBStore(url: file, model: model) }
+    #expect(asFile?.code == .corrupted)
+    #expect(asFile?.message.contains("not a Strata LMDB store") == true)
+
+    let other = dir.url.appending(path: "other")
+    try FileManager.default.createDirectory(at: other, withIntermediateDirectories: true)
+    try Data("notes".utf8).write(to: other.appending(path: "notes.txt"))
+    #expect(storeError { _ = try LMDBStore(url: other, model: model) }?.code == .corrupted)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: other.path) == ["notes.txt"])
+
+    let garbage = dir.url.appending(path: "garbage")
+    try FileManager.default.createDirectory(at: garbage, withIntermediateDirectories: true)
+    try Data(repeating: 0x42, count: 8192).write(to: garbage.appending(path: "data.mdb"))
+    #expect(storeError { _ = try LMDBStore(url: garbage, model: model) }?.code == .corrupted)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: garbage.path) == ["data.mdb"])
+
+    // A plain LMDB environment of someone else's.
+    let foreign = dir.url.appending(path: "foreign")
+    try FileManager.default.createDirectory(at: foreign, withIntermediateDirectories: true)
+    try rawPut(foreign.path, database: "other", key: "k", value: "v")
+    let notOurs = storeError { _ = try LMDBStore(url: foreign, model: model) }
+    #expect(notOurs?.code == .corrupted)
+    #expect(notOurs?.message.contains("not a Strata LMDB store") == true)
+
+    let missing = dir.url.appending(path: "missing")
+    #expect(storeError { _ = try LMDBStore(url: missing, model: nil) }?.code == .notFound)
+    #expect(storeError { _ = try LMDBStore(url: missing, model: model, options: .init(isReadOnly: true)) }?.code == .notFound)
+    #expect(!FileManager.default.fileExists(atPath: missing.path))
+    #expect(storeError { _ = try LMDBStore(url: dir.store, model: model, options: .init(settings: ["mapSize": "lots"])) }?.code == .invalidQuery)
+  }
+
+  @Test func openingChecksTheModelAndTheMode() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let store = try LMDBStore(url: dir.store, model: try noteModel())
+    _ = try store.save(ChangeSet(inserted: [note("one", 1)]))
+    store.close()
+    #expect(storeError { _ = try texts(store) }?.code == .misuse)
+    let other = try ObjectModel(entities: [EntityDescription(name: "Note", attributes: [AttributeDescription(name: "text", type: .string)])])
+    let mismatch = storeError { _ = try LMDBStore(url: dir.store, model: other) }
+    #expect(mismatch?.code == .schemaMismatch)
+    let tool = try LMDBStore(url: dir.store, model: nil, options: .init(isReadOnly: true))
+    defer { tool.close() }
+    #expect(tool.model == (try noteModel()))
+    #expect(try texts(tool) == ["one"])
+    #expect(storeError { _ = try tool.save(ChangeSet(inserted: [note("two", 2)])) }?.code == .readOnly)
+  }
+
+  @Test func aDamagedRecordIsAnErrorNamingTheObject() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let store = try LMDBStore(url: dir.store, model: try noteModel())
+    _ = try store.save(ChangeSet(inserted: [note("one", 1)]))
+    store.close()
+    var key = (UInt64(1) ^ (1 << 63)).bigEndian
+    try withUnsafeBytes(of: &key) { try rawPut(dir.store.path, database: "Note", key: Data($0), value: Data([1, 2, 4, 200])) }
+    let reopened = try LMDBStore(url: dir.store, model: nil)
+    defer { reopened.close() }
+    let damaged = storeError { _ = try texts(reopened) }
+    #expect(damaged?.code == .corrupted)
+    #expect(damaged?.entity == "Note")
+    #expect(damaged?.message.contains("Note/p1") == true)
+  }
+
+  @Test func mdbStatOpensTheEnvironment() throws {
+    guard let tool = mdbStat else { return }
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let store = try LMDBStore(url: dir.store, model: try noteModel())
+    _ = try store.save(ChangeSet(inserted: [note("one", 1), note("two", 2)]))
+    store.close()
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = ["-a", dir.store.path]
+    let out = Pipe()
+    process.standardOutput = out
+    try process.run()
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0)
+    for name in ["strata.meta", "strata.counters", "Note", "Note.text.unique", "Note.n.index"] {
+      #expect(text.contains("Status of \(name)\n"), "\(name) in:\n\(text)")
+    }
+  }
+}
+
+/// The primary keys of an object-ID result (IDs of different stores differ by store identifier).
+private func keys(_ result: FetchResult) -> [Int64] {
+  guard case .objectIDs(let ids) = result else { return [] }
+  return ids.compactMap(\.primaryKey)
+}
+
+/// The `mdb_stat` tool of lmdb-utils, when it is installed.
+let mdbStat = ["/usr/bin/mdb_stat", "/usr/local/bin/mdb_stat"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+/// Writes one entry into a named database with liblmdb directly (creating the environment).
+func rawPut(_ path: String, database: String, key: String, value: String) throws {
+  try rawPut(path, database: database, key: Data(key.utf8), value: Data(value.utf8))
+}
+
+func rawPut(_ path: String, database: String, key: Data, value: Data) throws {
+  struct Failed: Error { let code: Int32 }
+  func check(_ rc: Int32) throws { if rc != MDB_SUCCESS { throw Failed(code: rc) } }
+  var env: OpaquePointer?
+  try check(mdb_env_create(&env))
+  defer { mdb_env_close(env) }
+  try check(mdb_env_set_maxdbs(env, 64))
+  try check(mdb_env_open(env, path, 0, 0o644))
+  var txn: OpaquePointer?
+  try check(mdb_txn_begin(env, nil, 0, &txn))
+  var dbi: MDB_dbi = 0
+  try check(mdb_dbi_open(txn, database, UInt32(MDB_CREATE), &dbi))
+  var key = key
+  var value = value
+  try key.withUnsafeMutableBytes { k in
+    try value.withUnsafeMutableBytes { v in
+      var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+      var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+      try check(mdb_put(txn, dbi, &kv, &vv, 0))
+    }
+  }
+  try check(mdb_txn_commit(txn))
+}

@@ -1,0 +1,166 @@
+import CLMDB
+import Foundation
+
+/// The raw LMDB baselines: the rows as compact records (lengths as varints, numbers fixed-width) under
+/// 8-byte big-endian keys, in one environment opened with the store's flags (NOTLS, NOMETASYNC).
+final class RawLMDB {
+  let env: OpaquePointer
+  var dbi: MDB_dbi = 0
+
+  init(path: URL) throws {
+    try FileManager.default.createDirectory(at: path, withIntermediateDirectories: true)
+    var env: OpaquePointer?
+    try Self.check(mdb_env_create(&env), "mdb_env_create")
+    guard let env else { throw BenchError.lmdb("mdb_env_create") }
+    self.env = env
+    try Self.check(mdb_env_set_maxdbs(env, 4), "mdb_env_set_maxdbs")
+    try Self.check(mdb_env_set_mapsize(env, 1 << 30), "mdb_env_set_mapsize")
+    try Self.check(mdb_env_open(env, path.path, UInt32(MDB_NOTLS | MDB_NOMETASYNC), 0o644), "mdb_env_open")
+  }
+
+  deinit { mdb_env_close(env) }
+
+  static func check(_ rc: Int32, _ what: String) throws {
+    guard rc == MDB_SUCCESS else { throw BenchError.lmdb("\(what): \(String(cString: mdb_strerror(rc)))") }
+  }
+
+  func transaction(readOnly: Bool, _ body: (OpaquePointer) throws -> Void) throws {
+    var txn: OpaquePointer?
+    try Self.check(mdb_txn_begin(env, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn), "mdb_txn_begin")
+    guard let txn else { throw BenchError.lmdb("mdb_txn_begin") }
+    if !readOnly { try Self.check(mdb_dbi_open(txn, "BenchItem", UInt32(MDB_CREATE), &dbi), "mdb_dbi_open") }
+    do {
+      try body(txn)
+    } catch {
+      mdb_txn_abort(txn)
+      throw error
+    }
+    try Self.check(mdb_txn_commit(txn), "mdb_txn_commit")
+  }
+}
+
+private func appendVarint(_ value: Int, to buffer: inout [UInt8]) {
+  var v = UInt(bitPattern: value)
+  while v >= 0x80 {
+    buffer.append(UInt8(truncatingIfNeeded: v) | 0x80)
+    v >>= 7
+  }
+  buffer.append(UInt8(v))
+}
+
+private func appendFixed(_ value: UInt64, to buffer: inout [UInt8]) {
+  withUnsafeBytes(of: value.littleEndian) { buffer.append(contentsOf: $0) }
+}
+
+private func appendString(_ string: String, to buffer: inout [UInt8]) {
+  var string = string
+  string.withUTF8 { bytes in
+    appendVarint(bytes.count, to: &buffer)
+    buffer.append(contentsOf: bytes)
+  }
+}
+
+func rawLMDBInsert(_ rows: [Row], at url: URL) throws -> Double {
+  let raw = try RawLMDB(path: url)
+  return try milliseconds {
+    try raw.transaction(readOnly: false) { txn in
+      var buffer: [UInt8] = []
+      for (i, row) in rows.enumerated() {
+        buffer.removeAll(keepingCapacity: true)
+        appendString(row.name, to: &buffer)
+        appendString(row.category, to: &buffer)
+        appendFixed(UInt64(bitPattern: row.count), to: &buffer)
+        appendFixed(row.amount.bitPattern, to: &buffer)
+        buffer.append(row.flag ? 1 : 0)
+        appendFixed(row.created.timeIntervalSinceReferenceDate.bitPattern, to: &buffer)
+        appendFixed(UInt64(UInt32(bitPattern: row.code)), to: &buffer)
+        appendFixed(Double(row.score).bitPattern, to: &buffer)
+        if let note = row.note {
+          buffer.append(1)
+          appendString(note, to: &buffer)
+        } else {
+          buffer.append(0)
+        }
+        var key = UInt64(i + 1).bigEndian
+        try withUnsafeMutableBytes(of: &key) { k in
+          try buffer.withUnsafeMutableBytes { v in
+            var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+            var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+            try RawLMDB.check(mdb_put(txn, raw.dbi, &kv, &vv, UInt32(MDB_APPEND)), "mdb_put")
+          }
+        }
+      }
+    }
+  }
+}
+
+/// Reads fields written by ``rawLMDBInsert(_:at:)`` back into rows with one cursor.
+private struct RawReader {
+  let bytes: UnsafeRawBufferPointer
+  var offset = 0
+
+  mutating func varint() -> Int {
+    var result = 0
+    var shift = 0
+    while offset < bytes.count {
+      let b = bytes[offset]
+      offset += 1
+      result |= Int(b & 0x7F) << shift
+      if b < 0x80 { break }
+      shift += 7
+    }
+    return result
+  }
+
+  mutating func fixed() -> UInt64 {
+    defer { offset += 8 }
+    return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+  }
+
+  mutating func byte() -> UInt8 {
+    defer { offset += 1 }
+    return bytes[offset]
+  }
+
+  mutating func string() -> String {
+    let length = varint()
+    defer { offset += length }
+    return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]), as: UTF8.self)
+  }
+}
+
+func rawLMDBScan(expecting count: Int, at url: URL) throws -> Double {
+  let raw = try RawLMDB(path: url)
+  var rows: [Row] = []
+  let time = try milliseconds {
+    try raw.transaction(readOnly: true) { txn in
+      var dbi: MDB_dbi = 0
+      try RawLMDB.check(mdb_dbi_open(txn, "BenchItem", 0, &dbi), "mdb_dbi_open")
+      var cursor: OpaquePointer?
+      try RawLMDB.check(mdb_cursor_open(txn, dbi, &cursor), "mdb_cursor_open")
+      defer { mdb_cursor_close(cursor) }
+      var key = MDB_val()
+      var value = MDB_val()
+      var op = MDB_FIRST
+      while mdb_cursor_get(cursor, &key, &value, op) == MDB_SUCCESS {
+        op = MDB_NEXT
+        var reader = RawReader(bytes: UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+        let name = reader.string()
+        let category = reader.string()
+        let count = Int64(bitPattern: reader.fixed())
+        let amount = Double(bitPattern: reader.fixed())
+        let flag = reader.byte() != 0
+        let created = Date(timeIntervalSinceReferenceDate: Double(bitPattern: reader.fixed()))
+        let code = Int32(bitPattern: UInt32(truncatingIfNeeded: reader.fixed()))
+        let score = Float(Double(bitPattern: reader.fixed()))
+        let note = reader.byte() == 1 ? reader.string() : nil
+        rows.append(
+          Row(
+            name: name, category: category, count: count, amount: amount, flag: flag, created: created, code: code,
+            score: score, note: note))
+      }
+    }
+  }
+  guard rows.count == count else { throw BenchError.lmdb("scanned \(rows.count) rows, expected \(count)") }
+  return time
+}
