@@ -17,15 +17,15 @@ extension LMDBStore {
   /// A `.count` reads no object when it can: without a predicate it is the entity database's entry
   /// count (`mdb_stat`); for a single comparison on an index, the number of keys in the range.
   ///
-  /// - Throws: `.invalidQuery` / `.unsupported` from the validator, `.unsupported` for dictionary
-  ///   results, `.misuse` when the store is closed or the generation is not pinned.
+  /// Dictionary results follow ``DictionaryFetch`` over the matching records.
+  ///
+  /// - Throws: `.invalidQuery` / `.unsupported` from the validator and ``DictionaryFetch``, `.misuse` when
+  ///   the store is closed or the generation is not pinned.
   public func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
     let entity = try model.requireEntity(request.entityName)
     let evaluator = try request.predicate.map { try PredicateEvaluator($0, entity: entity, model: model) }
     let sorter = try SnapshotSorter(request.sortDescriptors, entity: entity, model: model)
-    if request.resultType == .dictionaries {
-      throw StoreError(.unsupported, "the lmdb store does not return dictionary results yet", entity: entity.name)
-    }
+    let dictionaries = request.resultType == .dictionaries ? try DictionaryFetch(request, model: model) : nil
     let table = try schema.table(entity.name)
     let plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: environment.maxKeySize)
     let maxKeySize = environment.maxKeySize
@@ -54,6 +54,10 @@ extension LMDBStore {
       }
       if let evaluator { rows = try evaluator.filter(rows, source: reader) }
       if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
+      if let dictionaries {
+        let result = try dictionaries.rows(from: rows, source: reader)
+        return .dictionaries(DictionaryFetch.page(result, offset: request.fetchOffset, limit: request.effectiveLimit))
+      }
       let start = min(max(request.fetchOffset, 0), rows.count)
       let end = start + (request.effectiveLimit.map { min(rows.count - start, $0) } ?? rows.count - start)
       let page = rows[start..<end]

@@ -14,4 +14,7 @@ struct LMDBConformanceTests {
   @Test func concurrency() async throws { try await Conformance.concurrency(backend) }
   @Test func errors() async throws { try await Conformance.errors(backend) }
   @Test func expressions() async throws { try await Conformance.expressions(backend) }
+  @Test func predicates() async throws { try await Conformance.predicates(backend) }
+  @Test func dictionaries() async throws { try await Conformance.dictionaries(backend) }
+  @Test func batch() async throws { try await Conformance.batch(backend) }
 }
