@@ -299,7 +299,8 @@ private struct Library {
           ObjectID(entityName: "Book", storeIdentifier: "LIB", primaryKey: 1),
         ]))
     request.resultType = .dictionaries
-    #expect(lib.error { _ = try lib.store.fetch(request, generation: nil) }?.code == .unsupported)
+    request.propertiesToFetch = [.keyPath("genres")]
+    #expect(lib.error { _ = try lib.store.fetch(request, generation: nil) }?.code == .invalidQuery)
   }
 
   @Test func nilSemantics() throws {

@@ -164,10 +164,12 @@ final class QueryFixture {
       FetchDescription(entityName: "Movie", predicate: where_("director.name", .equalTo, "Michael Mann"), resultType: .objectIDs),
       generation: nil)
     #expect(ids == .objectIDs([try #require(f.ids["Heat"]), try #require(f.ids["Collateral"])]))
-    let dictionaries = #expect(throws: StoreError.self) {
-      try f.store.fetch(FetchDescription(entityName: "Movie", resultType: .dictionaries), generation: nil)
-    }
-    #expect(dictionaries?.code == .unsupported)
+    var titles = FetchDescription(
+      entityName: "Movie", sortDescriptors: [QuerySort("title")], fetchLimit: 2, resultType: .dictionaries)
+    titles.propertiesToFetch = [.keyPath("title"), .keyPath("director.name")]
+    #expect(try f.store.fetch(titles, generation: nil) == .dictionaries([
+      ["title": "Collateral", "director.name": "Michael Mann"], ["title": "Heat", "director.name": "Michael Mann"],
+    ]))
   }
 
   @Test func invalidQueriesNameEntityAndKey() throws {
