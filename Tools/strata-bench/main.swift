@@ -197,18 +197,83 @@ func strataFetch(expecting count: Int, store: StoreDescription) throws -> Double
   }
 }
 
+/// Runs `sql` on the raw file and returns the time; the first column of the first row must be `expected`.
+func rawSQLite(_ sql: String, at url: URL, expecting expected: Double?) throws -> Double {
+  var db: OpaquePointer?
+  guard sqlite3_open(url.path, &db) == SQLITE_OK, let db else { throw BenchError.sqlite("cannot open \(url.path)") }
+  defer { sqlite3_close(db) }
+  return try milliseconds {
+    guard sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK else { throw BenchError.sqlite("begin") }
+    var statement: OpaquePointer?
+    guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+      throw BenchError.sqlite(String(cString: sqlite3_errmsg(db)))
+    }
+    defer { sqlite3_finalize(statement) }
+    let rc = sqlite3_step(statement)
+    if let expected {
+      guard rc == SQLITE_ROW, sqlite3_column_double(statement, 0) == expected else {
+        throw BenchError.sqlite("\(sql) did not give \(expected)")
+      }
+    }
+    guard sqlite3_exec(db, "COMMIT", nil, nil, nil) == SQLITE_OK else { throw BenchError.sqlite("commit") }
+  }
+}
+
+/// Times the issue-4 operations on a Strata store holding `rows`, checking each answer.
+func strataQueries(_ rows: [Row], store: StoreDescription) throws -> (count: Double, sum: Double, update: Double) {
+  let container = try benchContainer(store)
+  defer { container.close() }
+  let context = container.newBackgroundContext()
+  return try context.performAndWait {
+    let expectedCount = rows.filter { $0.category == "category-3" && $0.amount > 1000 }.count
+    var counted = 0
+    let count = try milliseconds {
+      counted = try context.count(for: FetchRequest<BenchItem>(format: "category == 'category-3' AND amount > 1000"))
+    }
+    guard counted == expectedCount else { throw BenchError.sqlite("counted \(counted), expected \(expectedCount)") }
+    var request = FetchRequest<BenchItem>()
+    request.propertiesToFetch = [try .expression("total", format: "sum:(amount)", resultType: .double)]
+    var total: Double?
+    let sum = try milliseconds { total = try context.fetchDictionaries(request).first?["total"]?.numericValue }
+    guard total == rows.reduce(0, { $0 + $1.amount }) else { throw BenchError.sqlite("sum \(String(describing: total))") }
+    var updated = 0
+    let update = try milliseconds {
+      updated = try context.execute(
+        .update(entityName: "BenchItem", predicate: nil, propertiesToUpdate: ["count": try QueryExpression(format: "count + 1")])
+      ).count
+    }
+    guard updated == rows.count else { throw BenchError.sqlite("updated \(updated)") }
+    return (count, sum, update)
+  }
+}
+
 do {
   let options = try Options(CommandLine.arguments)
   let rows = (0..<options.rows).map(Row.make)
   var strata: [Double] = []
   var raw: [Double] = []
+  var queries = (count: [Double](), rawCount: [Double](), sum: [Double](), rawSum: [Double](), update: [Double](), rawUpdate: [Double]())
   for _ in 0..<options.runs {
     let directory = try freshDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
-    raw.append(try rawSQLiteInsert(rows, at: directory.appending(path: "raw.sqlite")))
-    strata.append(try strataInsert(rows, store: StoreDescription(type: "sqlite", url: directory.appending(path: "strata.sqlite"))))
+    let rawURL = directory.appending(path: "raw.sqlite")
+    let store = StoreDescription(type: "sqlite", url: directory.appending(path: "strata.sqlite"))
+    raw.append(try rawSQLiteInsert(rows, at: rawURL))
+    strata.append(try strataInsert(rows, store: store))
+    let expectedCount = Double(rows.filter { $0.category == "category-3" && $0.amount > 1000 }.count)
+    queries.rawCount.append(
+      try rawSQLite("SELECT COUNT(*) FROM BenchItem WHERE category = 'category-3' AND amount > 1000", at: rawURL, expecting: expectedCount))
+    queries.rawSum.append(try rawSQLite("SELECT SUM(amount) FROM BenchItem", at: rawURL, expecting: rows.reduce(0) { $0 + $1.amount }))
+    queries.rawUpdate.append(try rawSQLite("UPDATE BenchItem SET count = count + 1", at: rawURL, expecting: nil))
+    let timed = try strataQueries(rows, store: store)
+    queries.count.append(timed.count)
+    queries.sum.append(timed.sum)
+    queries.update.append(timed.update)
   }
   report("insert_\(options.rows)", "sqlite", strata: strata, raw: raw)
+  report("count_where_\(options.rows)", "sqlite", strata: queries.count, raw: queries.rawCount)
+  report("sum_\(options.rows)", "sqlite", strata: queries.sum, raw: queries.rawSum)
+  report("batch_update_\(options.rows)", "sqlite", strata: queries.update, raw: queries.rawUpdate)
 
   var lmdb = (insert: [Double](), rawInsert: [Double](), fetch: [Double](), rawFetch: [Double]())
   for _ in 0..<options.runs {
