@@ -116,3 +116,26 @@ extension StoreError.Code {
     (error as? StoreError)?.code == code
   }
 }
+
+extension StoreError {
+  /// The `.constraintConflict` error for uniqueness clashes, listing every one in its message and in
+  /// ``conflicts``; `nil` when there are none.
+  ///
+  /// ```swift
+  /// if let error = StoreError.uniquenessViolation(conflicts) { throw error }
+  /// ```
+  public static func uniquenessViolation(_ conflicts: [Conflict]) -> StoreError? {
+    guard let first = conflicts.first else { return nil }
+    let details = conflicts.map { conflict in
+      let values = zip(conflict.keys, conflict.values).map { "\($0) = \($1)" }.joined(separator: ", ")
+      let other = conflict.conflictingObjectID.map { " (already used by \($0))" } ?? ""
+      return "\(conflict.entity) \(values)\(other)"
+    }
+    let single = conflicts.count == 1
+    return StoreError(
+      .constraintConflict, "uniqueness constraint violated: " + details.joined(separator: "; "),
+      entity: Set(conflicts.map(\.entity)).count == 1 ? first.entity : nil,
+      key: single ? first.keys.joined(separator: ",") : nil,
+      value: single && first.values.count == 1 ? first.values.first : nil, conflicts: conflicts)
+  }
+}

@@ -54,19 +54,7 @@ extension LMDBStore {
       }
       if let evaluator { rows = try evaluator.filter(rows, source: reader) }
       if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
-      if let dictionaries {
-        let result = try dictionaries.rows(from: rows, source: reader)
-        return .dictionaries(DictionaryFetch.page(result, offset: request.fetchOffset, limit: request.effectiveLimit))
-      }
-      let start = min(max(request.fetchOffset, 0), rows.count)
-      let end = start + (request.effectiveLimit.map { min(rows.count - start, $0) } ?? rows.count - start)
-      let page = rows[start..<end]
-      switch request.resultType {
-      case .snapshots: return .snapshots(Array(page))
-      case .objectIDs: return .objectIDs(page.map(\.objectID))
-      case .count: return .count(page.count)
-      case .dictionaries: return .dictionaries([])
-      }
+      return try request.result(from: rows, dictionaries: dictionaries, source: reader)
     }
   }
 

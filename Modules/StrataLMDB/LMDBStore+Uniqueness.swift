@@ -50,18 +50,7 @@ extension LMDBSaveOperation {
         }
       }
     }
-    guard let first = conflicts.first else { return }
-    let details = conflicts.map { conflict in
-      let values = zip(conflict.keys, conflict.values).map { "\($0) = \($1)" }.joined(separator: ", ")
-      let other = conflict.conflictingObjectID.map { " (already used by \($0))" } ?? ""
-      return "\(conflict.entity) \(values)\(other)"
-    }
-    let single = conflicts.count == 1
-    throw StoreError(
-      .constraintConflict, "uniqueness constraint violated: " + details.joined(separator: "; "),
-      entity: Set(conflicts.map(\.entity)).count == 1 ? first.entity : nil,
-      key: single ? first.keys.joined(separator: ",") : nil,
-      value: single && first.values.count == 1 ? first.values.first : nil, conflicts: conflicts)
+    if let error = StoreError.uniquenessViolation(conflicts) { throw error }
   }
 
   private func indexKey(_ index: LMDBSchema.Index, _ table: LMDBSchema.Table, _ row: Snapshot) -> IndexKey? {

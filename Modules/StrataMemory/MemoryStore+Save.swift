@@ -302,18 +302,7 @@ struct MemorySaveTransaction {
         }
       }
     }
-    guard let first = conflicts.first else { return }
-    let details = conflicts.map { conflict in
-      let values = zip(conflict.keys, conflict.values).map { "\($0) = \($1)" }.joined(separator: ", ")
-      let other = conflict.conflictingObjectID.map { " (already used by \($0))" } ?? ""
-      return "\(conflict.entity) \(values)\(other)"
-    }
-    let single = conflicts.count == 1
-    throw StoreError(
-      .constraintConflict, "uniqueness constraint violated: " + details.joined(separator: "; "),
-      entity: Set(conflicts.map(\.entity)).count == 1 ? first.entity : nil,
-      key: single ? first.keys.joined(separator: ",") : nil,
-      value: single && first.values.count == 1 ? first.values.first : nil, conflicts: conflicts)
+    if let error = StoreError.uniquenessViolation(conflicts) { throw error }
   }
 
   /// The values of `keys` in `row`, or `nil` when one is nil (a nil never clashes, as in SQL UNIQUE).

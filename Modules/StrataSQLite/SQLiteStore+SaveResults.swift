@@ -88,18 +88,8 @@ extension SaveOperation {
         conflicts.append(conflict)
       }
     }
-    let details = conflicts.map { conflict in
-      let values = zip(conflict.keys, conflict.values).map { "\($0) = \($1)" }.joined(separator: ", ")
-      let other = conflict.conflictingObjectID.map { " (already used by \($0))" } ?? ""
-      return "\(conflict.entity) \(values)\(other)"
-    }
-    let first = conflicts.first
-    let single = conflicts.count == 1
-    return StoreError(
-      .constraintConflict, "uniqueness constraint violated: " + details.joined(separator: "; "),
-      entity: Set(conflicts.map(\.entity)).count == 1 ? first?.entity : nil,
-      key: single ? first?.keys.joined(separator: ",") : nil,
-      value: single && first?.values.count == 1 ? first?.values.first : nil, conflicts: conflicts)
+    return StoreError.uniquenessViolation(conflicts)
+      ?? StoreError(.constraintConflict, "uniqueness constraint violated", conflicts: conflicts)
   }
 
   /// Every uniqueness constraint `change` clashes on, with the object holding the same values.
