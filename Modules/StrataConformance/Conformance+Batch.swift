@@ -44,6 +44,8 @@ extension Conformance {
       (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["year": .constant(100_000)]), .validation),
       (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["year": try QueryExpression(format: "title")]), .validation),
       (.update(entityName: "Film", predicate: try QueryPredicate(format: "year > 'x'"), propertiesToUpdate: [:]), .invalidQuery),
+      (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["year": try QueryExpression(format: "year * 100")]), .validation),
+      (.update(entityName: "Actor", predicate: nil, propertiesToUpdate: ["imdbID": .constant("nm1")]), .constraintConflict),
       (.delete(entityName: "Studio", predicate: try QueryPredicate(format: "name == 'Warner'")), .deleteDenied),
       (.delete(entityName: "Nope", predicate: nil), .invalidQuery),
     ]
@@ -57,6 +59,7 @@ extension Conformance {
     }
     #expect(try fresh().count(for: FetchRequest<Film>()) == SampleData.films.count)
     #expect(try titles("title == nil OR year > 3000").isEmpty)
+    #expect(try fresh().count(for: FetchRequest<Actor>(format: "imdbID == 'nm1'")) == 0)
     #expect(try fresh().count(for: FetchRequest<Studio>()) == SampleData.studios.count)
 
     // Delete: by predicate, cascading (a director's films), by IDs; merged, the live context forgets them.

@@ -28,10 +28,14 @@ extension PersistentStore {
 ///   propertiesToUpdate: ["favorite": .constant(true), "specialCount": try QueryExpression(format: "specialCount + 1")]))
 /// result.count   // objects updated
 /// ```
-struct BatchExecution<Store: PersistentStore> {
+public struct BatchExecution<Store: PersistentStore> {
   let store: Store
 
-  func execute(_ request: BatchRequest) throws -> BatchResult {
+  /// The batch runner over `store`, for a store that runs some batches natively and the rest here.
+  public init(store: Store) { self.store = store }
+
+  /// Runs `request` as one change set saved to the store.
+  public func execute(_ request: BatchRequest) throws -> BatchResult {
     switch request {
     case .insert(let entityName, _):
       throw StoreError(.unsupported, "the \(store.storeType) store does not run batch inserts yet", entity: entityName)

@@ -284,6 +284,22 @@ struct ExpressionChecker {
   }
 }
 
+extension QueryValidator {
+  /// Checks an expression standing alone (a batch update's value, a fetched expression) against
+  /// `entity` and returns it normalized, with the kind of value it yields (`nil` for the constant nil).
+  ///
+  /// ```swift
+  /// let (checked, kind) = try QueryValidator.checkExpression(try QueryExpression(format: "count + 1"), entity: item, model: model)
+  /// // kind == .attribute(.int64)
+  /// ```
+  /// - Throws: `.invalidQuery` / `.unsupported` as for an expression inside a predicate.
+  public static func checkExpression(_ expression: QueryExpression, entity: EntityDescription, model: ObjectModel) throws
+    -> (QueryExpression, ResolvedKeyPath.ValueKind?)
+  {
+    try ExpressionChecker(entity: entity, model: model).check(expression)
+  }
+}
+
 extension QueryPredicate {
   /// Whether the predicate reads the variable `$name` (directly or as `$name.key`).
   func mentions(variable name: String) -> Bool {

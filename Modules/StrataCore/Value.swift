@@ -150,8 +150,9 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
   public func coerce(_ value: Value) -> Value? {
     switch (self, value) {
     case (_, .null): return .null
-    case (.int16, .int(let i)): return (Int64(Int16.min)...Int64(Int16.max)).contains(i) ? value : nil
-    case (.int32, .int(let i)): return (Int64(Int32.min)...Int64(Int32.max)).contains(i) ? value : nil
+    // `Optional.none`, not `nil`: Value is ExpressibleByNilLiteral, so a bare `nil` here would be `.null`.
+    case (.int16, .int(let i)): return (Int64(Int16.min)...Int64(Int16.max)).contains(i) ? value : Optional.none
+    case (.int32, .int(let i)): return (Int64(Int32.min)...Int64(Int32.max)).contains(i) ? value : Optional.none
     case (.int64, .int): return value
     case (.int16, .double(let d)), (.int32, .double(let d)), (.int64, .double(let d)):
       guard d.rounded() == d, let i = Int64(exactly: d) else { return nil }
@@ -167,7 +168,7 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
     case (.decimal, .string(let s)): return Decimal(string: s).map(Value.decimal)
     case (.string, .string): return value
     case (.bool, .bool): return value
-    case (.bool, .int(let i)): return i == 0 || i == 1 ? .bool(i == 1) : nil
+    case (.bool, .int(let i)): return i == 0 || i == 1 ? .bool(i == 1) : Optional.none
     case (.date, .date): return value
     case (.data, .data): return value
     case (.uuid, .uuid): return value

@@ -658,3 +658,17 @@ extension SQLiteQueryCompiler {
     }
   }
 }
+
+extension SQLiteQueryCompiler {
+  /// The SQL of a checked expression of `root`'s own attributes, reading the row aliased `t0`.
+  static func compileValue(
+    _ expression: QueryExpression, schema: SQLiteSchema, storeIdentifier: String, root: EntityDescription
+  ) throws -> Fragment {
+    var compiler = SQLiteQueryCompiler(schema: schema, storeIdentifier: storeIdentifier, root: root)
+    let operand = try compiler.expression(expression)
+    guard compiler.scopes[0].joins.isEmpty else {
+      throw StoreError(.unsupported, "the expression reads another object", entity: root.name)
+    }
+    return operand.fragment
+  }
+}

@@ -58,3 +58,16 @@ struct ExpressionFunctionsTests {
     #expect(ExpressionFunctions.apply("count:", [.array([.int(3), .null])]) == .int(1))
   }
 }
+
+@Suite("Value coercion")
+struct ValueCoercionTests {
+  @Test func outOfRangeIntegersAndNonBooleanIntegersDoNotCoerce() {
+    // A bare `nil` in `coerce` once became `.null` (Value is ExpressibleByNilLiteral), so these "fitted".
+    #expect(AttributeType.int16.coerce(.int(40_000)) == Optional<Value>.none)
+    #expect(AttributeType.int32.coerce(.int(Int64(Int32.max) + 1)) == Optional<Value>.none)
+    #expect(AttributeType.bool.coerce(.int(2)) == Optional<Value>.none)
+    #expect(AttributeType.int16.coerce(.int(-32_768)) == .int(-32_768))
+    #expect(AttributeType.bool.coerce(.int(1)) == .bool(true))
+    #expect(AttributeType.int16.coerce(.null) == .null)
+  }
+}
