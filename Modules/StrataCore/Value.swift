@@ -142,6 +142,20 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
     }
   }
 
+  /// Whether `value` is already in this type's canonical representation (what ``coerce(_:)`` would
+  /// return unchanged), so a store can keep it exactly as sent.
+  public func isCanonical(_ value: Value) -> Bool {
+    switch (self, value) {
+    case (_, .null), (.string, .string), (.int64, .int), (.double, .double), (.float, .double), (.bool, .bool),
+      (.date, .date), (.data, .data), (.uuid, .uuid), (.url, .url), (.decimal, .decimal):
+      return true
+    case (.int16, .int), (.int32, .int):
+      return coerce(value) != nil
+    default:
+      return false
+    }
+  }
+
   /// Converts `value` into this type's canonical representation, or returns `nil` when it cannot.
   ///
   /// Integers widen to floating point for `double`/`float`; whole doubles narrow to integers when exact;

@@ -240,15 +240,7 @@ struct LMDBSaveOperation {
 
   /// Whether `value` is already in the form a `type` attribute stores, so it is kept exactly as sent.
   static func isCanonical(_ value: Value, _ type: AttributeType) -> Bool {
-    switch (type, value) {
-    case (_, .null), (.string, .string), (.int64, .int), (.double, .double), (.float, .double), (.bool, .bool),
-      (.date, .date), (.data, .data), (.uuid, .uuid), (.url, .url), (.decimal, .decimal):
-      return true
-    case (.int16, .int), (.int32, .int):
-      return type.coerce(value) != nil
-    default:
-      return false
-    }
+    type.isCanonical(value)
   }
 
   private mutating func update(_ change: ObjectChange) throws {

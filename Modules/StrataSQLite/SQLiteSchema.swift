@@ -222,15 +222,7 @@ extension SQLiteSchema {
   /// - Throws: `.validation` when the value cannot be converted to `type`.
   /// Whether `value` is already in `type`'s canonical form, so the store keeps it exactly as sent.
   static func isCanonical(_ value: Value, _ type: AttributeType) -> Bool {
-    switch (type, value) {
-    case (_, .null), (.string, .string), (.int64, .int), (.double, .double), (.float, .double), (.bool, .bool),
-      (.date, .date), (.data, .data), (.uuid, .uuid), (.url, .url), (.decimal, .decimal):
-      return true
-    case (.int16, .int), (.int32, .int):
-      return type.coerce(value) != nil
-    default:
-      return false
-    }
+    type.isCanonical(value)
   }
 
   static func encode(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> SQLValue {
