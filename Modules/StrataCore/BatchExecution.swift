@@ -70,9 +70,8 @@ public struct BatchExecution<Store: PersistentStore> {
           .invalidQuery, "\(entity.name).\(key) is transient and not stored; a batch update cannot set it",
           entity: entity.name, key: key)
       }
-      let probe = QueryPredicate.comparison(Comparison(expression, .equalTo, .constant(.null)))
-      guard case .comparison(let checked) = try QueryValidator.check(probe, entity: entity, model: model) else { continue }
-      assignments.append((index, attribute, try ComputedExpression(checked.left, entity: entity, model: model)))
+      let (checked, _) = try QueryValidator.checkExpression(expression, entity: entity, model: model)
+      assignments.append((index, attribute, try ComputedExpression(checked, entity: entity, model: model)))
     }
     guard case .snapshots(let snapshots) = try store.fetch(
       FetchDescription(entityName: entityName, predicate: predicate), generation: nil)
@@ -84,19 +83,8 @@ public struct BatchExecution<Store: PersistentStore> {
     for snapshot in snapshots {
       var attributes = snapshot.attributes
       for assignment in assignments {
-        let value = try assignment.value.value(snapshot, source)
-        let attribute = assignment.attribute
-        guard let converted = attribute.type.coerce(value) ?? attribute.type.coerce(DictionaryFetch.converted(value, to: attribute.type))
-        else {
-          throw StoreError(
-            .validation, "\(entity.name).\(attribute.name) is a \(attribute.type.rawValue) and cannot hold \(value)",
-            entity: entity.name, key: attribute.name, value: value)
-        }
-        if converted.isNull && !attribute.isOptional {
-          throw StoreError(
-            .validation, "\(entity.name).\(attribute.name) is not optional; the batch update would set it to nil for \(snapshot.objectID)",
-            entity: entity.name, key: attribute.name)
-        }
+        let converted = try Self.assignable(
+          try assignment.value.value(snapshot, source), to: assignment.attribute, of: entity.name, object: snapshot.objectID)
         attributes[assignment.index] = converted
       }
       changes.append(
@@ -106,6 +94,26 @@ public struct BatchExecution<Store: PersistentStore> {
     }
     let saved = try store.save(ChangeSet(updated: changes, contextName: "batch update"))
     return BatchResult(count: changes.count, objectIDs: changes.map(\.objectID), historyToken: saved.historyToken)
+  }
+
+  /// `value` as a batch update stores it in `attribute`: converted to the attribute's type (numbers
+  /// truncated to integers), or a `.validation` error when it cannot be, or when it is nil and the
+  /// attribute is not optional. Stores with a native batch path check what they wrote with it too.
+  public static func assignable(_ value: Value, to attribute: AttributeDescription, of entity: String, object: ObjectID)
+    throws -> Value
+  {
+    guard let converted = attribute.type.coerce(value) ?? attribute.type.coerce(DictionaryFetch.converted(value, to: attribute.type))
+    else {
+      throw StoreError(
+        .validation, "\(entity).\(attribute.name) is a \(attribute.type.rawValue) and cannot hold \(value)",
+        entity: entity, key: attribute.name, value: value)
+    }
+    if converted.isNull && !attribute.isOptional {
+      throw StoreError(
+        .validation, "\(entity).\(attribute.name) is not optional; the batch update would set it to nil for \(object)",
+        entity: entity, key: attribute.name)
+    }
+    return converted
   }
 
   private func delete(_ ids: [ObjectID]) throws -> BatchResult {

@@ -147,11 +147,8 @@ public struct DictionaryFetch: Sendable {
         }
         return .fold(name: name, function: function, path: path, resultType: resultType)
       }
-      let probe = QueryPredicate.comparison(Comparison(expression, .equalTo, .constant(.null)))
-      guard case .comparison(let checked) = try QueryValidator.check(probe, entity: entity, model: model) else {
-        throw StoreError(.invalidQuery, "'\(name)' is not an expression", entity: entity.name, key: name)
-      }
-      return .expression(name: name, expression: checked.left, resultType: resultType)
+      let (checked, _) = try QueryValidator.checkExpression(expression, entity: entity, model: model)
+      return .expression(name: name, expression: checked, resultType: resultType)
     }
   }
 
@@ -175,12 +172,6 @@ public struct DictionaryFetch: Sendable {
         .invalidQuery, "\(function.rawValue) does not apply to '\(path.keyPath)' of \(entity.name), a \(type.rawValue)",
         entity: entity.name, key: path.keyPath)
     }
-  }
-
-  /// The type of value a fold yields before conversion to its declared result type.
-  func elementType(_ path: ResolvedKeyPath) -> AttributeType? {
-    if case .attribute(let type) = path.valueKind { return type }
-    return nil
   }
 
   // MARK: Computing rows

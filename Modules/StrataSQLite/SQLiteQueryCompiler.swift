@@ -633,7 +633,6 @@ extension SQLiteQueryCompiler {
     var groupBy: [String] = []
     for path in plan.groupBy {
       let (sql, _) = try compiler.single(path)
-      guard sql.bindings.isEmpty else { continue }
       groupBy.append(sql.sql)
     }
     var orderBy = Array(base.orderBy.dropLast())

@@ -32,20 +32,12 @@ extension SQLiteStore {
         var ids: [ObjectID] = []
         ids.reserveCapacity(rows.count)
         for (pk, stored) in rows {
+          let id = ObjectID(entityName: entityName, storeIdentifier: identifier, primaryKey: pk)
           for (attribute, storedValue) in zip(update.attributes, stored) {
             let value = try SQLiteSchema.decode(storedValue, as: attribute.type, entity: entityName, key: attribute.name)
-            if value.isNull && !attribute.isOptional {
-              throw StoreError(
-                .validation, "\(entityName).\(attribute.name) is not optional; the batch update would set it to nil for \(entityName) p\(pk)",
-                entity: entityName, key: attribute.name)
-            }
-            if attribute.type.coerce(value) == nil {
-              throw StoreError(
-                .validation, "\(entityName).\(attribute.name) is a \(attribute.type.rawValue) and cannot hold \(value)",
-                entity: entityName, key: attribute.name, value: value)
-            }
+            _ = try BatchExecution<SQLiteStore>.assignable(value, to: attribute, of: entityName, object: id)
           }
-          ids.append(ObjectID(entityName: entityName, storeIdentifier: identifier, primaryKey: pk))
+          ids.append(id)
         }
         try connection.execute("COMMIT")
         broadcaster.yield(StoreChange(storeIdentifier: identifier, inserted: [], updated: ids, deleted: []))
