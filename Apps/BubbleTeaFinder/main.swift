@@ -57,13 +57,19 @@ extension BubbleTeaFinderCommand {
     @Flag(help: "Only venues less than \(VenueFilter.walkingDistance) m away.") var walking = false
     @Flag(help: "Only venues with tips.") var tips = false
     @Option(help: "The order: name, name-desc, distance or price.") var sort: VenueSort = .name
+    @Flag(help: "Fetch with an asynchronous fetch request, read in chunks on a background context.")
+    var async = false
     @Flag(help: "Print a JSON array of venues (name, priceCategory, specialCount, distance, favorite, …).")
     var json = false
 
     func run() throws {
       try runReportingErrors(tool: "bubble-tea-finder") {
         let filter = VenueFilter(price: price, deals: deals, walking: walking, tips: tips)
-        let venues = try openFinder(storeOptions).venues(filter: filter, sort: sort)
+        let finder = try openFinder(storeOptions)
+        let venues =
+          async
+          ? try waitFor { [sort] in try await finder.venuesAsynchronously(filter: filter, sort: sort) }
+          : try finder.venues(filter: filter, sort: sort)
         if json {
           print(try jsonString(venues))
         } else if venues.isEmpty {

@@ -112,3 +112,21 @@ extension ParsableCommand {
     }
   }
 }
+
+/// Runs `body` to completion from synchronous command code (off the main queue, which stays blocked).
+public func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+  let outcome = Locked<Result<T, any Error>?>(nil)
+  let done = DispatchSemaphore(value: 0)
+  Task.detached {
+    do {
+      let value = try await body()
+      outcome.withLock { $0 = .success(value) }
+    } catch {
+      outcome.withLock { $0 = .failure(error) }
+    }
+    done.signal()
+  }
+  done.wait()
+  guard let result = outcome.withLock({ $0 }) else { throw StoreError(.misuse, "the operation did not finish") }
+  return try result.get()
+}

@@ -109,8 +109,23 @@ public struct VenueFinder: Sendable {
 
   /// The venues `filter` lets through, in `sort` order; the store does the filtering and sorting.
   public func venues(filter: VenueFilter = VenueFilter(), sort: VenueSort = .name) throws -> [VenueRecord] {
-    let request = FetchRequest<Venue>(predicate: try filter.predicate(), sortDescriptors: sort.sortDescriptors)
-    return try context.fetch(request).map(VenueRecord.init)
+    try context.fetch(try Self.listRequest(filter, sort)).map(VenueRecord.init)
+  }
+
+  /// The same venues through an asynchronous fetch, read in chunks on a background context.
+  public func venuesAsynchronously(filter: VenueFilter = VenueFilter(), sort: VenueSort = .name) async throws
+    -> [VenueRecord]
+  {
+    let background = container.newBackgroundContext()
+    let request = AsynchronousFetchRequest(fetchRequest: try Self.listRequest(filter, sort), chunkSize: 10)
+    let venues = try await background.fetch(request)
+    return background.performAndWait { venues.map(VenueRecord.init) }
+  }
+
+  private static func listRequest(_ filter: VenueFilter, _ sort: VenueSort) throws -> FetchRequest<Venue> {
+    var request = FetchRequest<Venue>(predicate: try filter.predicate(), sortDescriptors: sort.sortDescriptors)
+    request.relationshipKeyPathsForPrefetching = ["location", "priceInfo", "stats", "category"]
+    return request
   }
 
   /// How many venues the store holds.

@@ -31,6 +31,21 @@ public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
   public var havingPredicate: QueryPredicate?
   /// For dictionary rows: drop repeated rows.
   public var returnsDistinctResults = false
+  /// With a value above 0, ``ObjectContext/fetch(_:)`` returns faults whose values load this many at a
+  /// time, in one store call per batch, when the first of them is read; and
+  /// ``ObjectContext/fetch(_:batchSize:)`` walks the results holding only one batch of objects.
+  public var fetchBatchSize = 0
+  /// Whether fetched objects come back as faults (the default, as in Core Data). A fault already holds
+  /// the values the fetch read, so reading it costs no store call; `awakeFromFetch()` runs on first read.
+  /// With `false`, values are loaded and `awakeFromFetch()` runs during the fetch.
+  public var returnsObjectsAsFaults = true
+  /// Relationship key paths (`location`, `location.venue`, `films`) whose targets the fetch loads along
+  /// with the objects: one store call per relationship, whatever the number of objects.
+  public var relationshipKeyPathsForPrefetching: [String] = []
+  /// Whether the fetch reflects the context's unsaved changes (the default): inserted objects that match
+  /// are included, deleted ones left out, and changed objects matched and sorted by their current values.
+  /// Dictionary results always read the store as it is, as in Core Data.
+  public var includesPendingChanges = true
 
   public init(
     entityName: String? = nil, predicate: QueryPredicate? = nil, sortDescriptors: [QuerySort] = [],
@@ -68,79 +83,10 @@ public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
     description.propertiesToGroupBy = propertiesToGroupBy
     description.havingPredicate = havingPredicate
     description.returnsDistinctResults = returnsDistinctResults
+    description.fetchBatchSize = fetchBatchSize
+    description.relationshipKeyPathsForPrefetching = relationshipKeyPathsForPrefetching
     return description
   }
-}
-
-extension ObjectContext {
-  /// The objects matching `request`, as objects of this context (one per ID).
-  ///
-  /// Objects already in the context keep their unsaved changes; objects deleted in the context and not
-  /// saved yet are left out. Objects inserted and not saved yet are not included (they are once saved).
-  ///
-  /// - Throws: `.invalidQuery` naming the entity and key when the predicate or a sort names an unknown or
-  ///   transient key or compares incompatible types; `.misuse` when no store is loaded.
-  public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [T] {
-    var description = request.fetchDescription
-    let pendingDeletes = pendingDeletionCount(of: description.entityName)
-    if pendingDeletes > 0, let limit = description.effectiveLimit { description.fetchLimit = limit + pendingDeletes }
-    guard case .snapshots(let snapshots) = try requireStore().fetch(description, generation: nil) else { return [] }
-    var objects: [T] = []
-    objects.reserveCapacity(snapshots.count)
-    for snapshot in snapshots where !isPendingDeletion(snapshot.objectID) {
-      guard let object = materialize(snapshot) as? T else { continue }
-      objects.append(object)
-    }
-    if let limit = request.fetchDescription.effectiveLimit, objects.count > limit { objects.removeLast(objects.count - limit) }
-    return objects
-  }
-
-  /// The IDs of the objects matching `request`, without materializing objects.
-  public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [ObjectID] {
-    var description = request.fetchDescription
-    description.resultType = .objectIDs
-    guard case .objectIDs(let ids) = try requireStore().fetch(description, generation: nil) else { return [] }
-    return ids.filter { !isPendingDeletion($0) }
-  }
-
-  /// Rows of values instead of objects, computed by the store (SQL `GROUP BY`, `SUM`, … in SQLite):
-  /// the request's `propertiesToFetch` (attributes, key paths through to-one relationships, named
-  /// expressions), grouped by `propertiesToGroupBy`, filtered by `havingPredicate`. Nil values are left
-  /// out of a row. See ``DictionaryFetch`` for the rules.
-  ///
-  /// ```swift
-  /// var request = FetchRequest<Venue>()
-  /// request.propertiesToFetch = [
-  ///   .keyPath("priceInfo.priceCategory"),
-  ///   try .expression("venues", format: "count:(name)", resultType: .int64),
-  /// ]
-  /// request.propertiesToGroupBy = ["priceInfo.priceCategory"]
-  /// let rows = try context.fetchDictionaries(request)   // [["priceInfo.priceCategory": "$", "venues": 61], …]
-  /// ```
-  ///
-  /// - Throws: `.invalidQuery` naming the key for a to-many or unknown key path, an ungrouped property
-  ///   beside aggregates, a having predicate reading an unfetched key.
-  public func fetchDictionaries<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [[String: Value]] {
-    var description = request.fetchDescription
-    description.resultType = .dictionaries
-    guard case .dictionaries(let rows) = try requireStore().fetch(description, generation: nil) else { return [] }
-    return rows
-  }
-
-  /// The number of objects a fetch of `request` would return, asked of the store as a count result type
-  /// (limit and offset apply, as they would to the objects); nothing is materialized.
-  public func fetchCount<T: ManagedObject>(_ request: FetchRequest<T>) throws -> Int {
-    var description = request.fetchDescription
-    description.resultType = .count
-    guard case .count(let count) = try requireStore().fetch(description, generation: nil) else { return 0 }
-    return count
-  }
-
-  /// The number of stored objects matching `request`, counted by the store.
-  public func count<T: ManagedObject>(for request: FetchRequest<T>) throws -> Int {
-    try requireStore().count(request.fetchDescription, generation: nil)
-  }
-
 }
 
 /// A typed predicate over `Root`'s key paths, built with operators:

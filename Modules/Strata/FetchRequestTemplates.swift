@@ -12,6 +12,8 @@ extension FetchRequest {
     propertiesToGroupBy = description.propertiesToGroupBy
     havingPredicate = description.havingPredicate
     returnsDistinctResults = description.returnsDistinctResults
+    fetchBatchSize = description.fetchBatchSize
+    relationshipKeyPathsForPrefetching = description.relationshipKeyPathsForPrefetching
   }
 }
 

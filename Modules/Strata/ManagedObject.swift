@@ -56,6 +56,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// The properties changed since the last save (only tracked for saved objects).
   var changedKeys: Set<String> = []
   var isFaultStorage = true
+  /// For a fault fetched with `fetchBatchSize`: the batch whose snapshots load together when any of them fires.
+  var faultBatch: FaultBatch?
   var isInsertedStorage = false
   var isDeletedStorage = false
 
@@ -254,9 +256,13 @@ extension ManagedObject {
 
   /// Loads the values of a fault. An object that no longer exists in the store is marked deleted and
   /// keeps default values (it never crashes the app).
+  /// A fault fetched with its values (`returnsObjectsAsFaults`, prefetching, a loaded fault batch) keeps
+  /// them in `snapshot` and loads from there without asking the store.
   func fireFault() {
     guard isFaultStorage, !isInsertedStorage, let info else { return }
-    if let context = managedObjectContext, let snapshot = context.fetchSnapshot(for: objectID) {
+    if snapshot == nil, let batch = faultBatch { managedObjectContext?.loadFaultBatch(batch) }
+    faultBatch = nil
+    if let snapshot = snapshot ?? managedObjectContext?.fetchSnapshot(for: objectID) {
       load(snapshot)
       awakeFromFetch()
     } else {
@@ -277,6 +283,7 @@ extension ManagedObject {
     toMany = Array(repeating: nil, count: info.entity.toManyRelationships.count)
     committedToMany = toMany
     snapshot = nil
+    faultBatch = nil
     changedKeys = []
     isFaultStorage = true
     isDeletedStorage = false

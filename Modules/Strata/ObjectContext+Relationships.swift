@@ -11,7 +11,11 @@ extension ObjectContext {
     {
       let rel = info.entity.toManyRelationships[index]
       do {
-        ids = Set(try store.relatedObjectIDs(of: object.objectID, relationship: rel.name, generation: nil))
+        if let prefetched = toManyCache[object.objectID]?[rel.name] {
+          ids = Set(prefetched)
+        } else {
+          ids = Set(try store.relatedObjectIDs(of: object.objectID, relationship: rel.name, generation: nil))
+        }
       } catch let error as StoreError {
         recordError(error)
       } catch {
@@ -108,7 +112,8 @@ extension ObjectContext {
     if rel.isToMany {
       guard let index = info.toManyIndex[rel.name] else { return }
       var set = loadToMany(target, index: index)
-      guard set.remove(source.objectID) != nil else { return }
+      // A set loaded after `source` was marked deleted already leaves it out; the target still changed.
+      guard set.remove(source.objectID) != nil || isPendingDeletion(source.objectID) else { return }
       target.toMany[index] = set
     } else {
       guard let index = info.entity.toOneIndex(named: rel.name) else { return }

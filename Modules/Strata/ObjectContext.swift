@@ -39,11 +39,18 @@ public final class ObjectContext: @unchecked Sendable {
   private let queue: DispatchQueue
   private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
-  private struct WeakObject {
+  struct WeakObject {
     weak var object: ManagedObject?
   }
 
-  private var registry: [ObjectID: WeakObject] = [:]
+  /// One entry per object handed out; entries of freed objects are swept as the registry grows.
+  private(set) var registry: [ObjectID: WeakObject] = [:]
+  private var registrySweepThreshold = 4096
+  /// Snapshots fetched ahead of their objects (prefetched relationship targets), used when the object is
+  /// made or its fault fires; kept until the object is refreshed, saved or merged, or the context reset.
+  var rowCache: [ObjectID: Snapshot] = [:]
+  /// Prefetched to-many targets of objects not made yet, by object and relationship name.
+  var toManyCache: [ObjectID: [String: [ObjectID]]] = [:]
   /// How many objects of `insertionList` are still inserted (not deleted again).
   private var insertedCount = 0
   /// Inserted objects by temporary ID, built the first time a temporary ID is looked up.
@@ -94,6 +101,11 @@ public final class ObjectContext: @unchecked Sendable {
     }
   }
 
+  /// Runs `body` on the context's queue later, without waiting (also when called from that queue).
+  func performLater(_ body: @escaping @Sendable () -> Void) {
+    queue.async(execute: body)
+  }
+
   // MARK: Objects
 
   /// Every object the context holds in memory.
@@ -123,8 +135,18 @@ public final class ObjectContext: @unchecked Sendable {
     }
     let object = info.objectClass.init(
       ObjectConstruction(kind: .managed(info, self, id, snapshot: nil, isInserted: false)))
-    registry[id] = WeakObject(object: object)
+    if !rowCache.isEmpty, let cached = rowCache[id] { object.snapshot = cached }
+    remember(object)
     return object
+  }
+
+  /// Registers `object` under its ID, sweeping out entries of freed objects now and then so that walking
+  /// a large result keeps the registry as small as the objects still alive.
+  func remember(_ object: ManagedObject) {
+    registry[object.objectID] = WeakObject(object: object)
+    guard registry.count >= registrySweepThreshold else { return }
+    registry = registry.filter { $0.value.object != nil }
+    registrySweepThreshold = max(4096, registry.count * 2)
   }
 
   /// The object with `id`, loaded from the store.
@@ -224,6 +246,7 @@ public final class ObjectContext: @unchecked Sendable {
   public func reset() {
     for object in registeredObjects { object.managedObjectContext = nil }
     registry = [:]
+    forgetPrefetched()
     forgetPendingChanges()
   }
 
@@ -241,6 +264,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// unsaved changes; with true it takes the stored values but keeps the properties it changed.
   public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
     guard object.managedObjectContext === self, !object.isInsertedStorage, let info = object.info else { return }
+    forgetPrefetched(object.objectID)
     guard mergeChanges, object.isUpdated, !object.isFaultStorage else {
       updated[object.objectID] = nil
       if !object.isDeletedStorage { object.turnIntoFault() }
@@ -261,6 +285,7 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// Refreshes every registered object, keeping unsaved changes.
   public func refreshAllObjects() {
+    forgetPrefetched()
     for object in registeredObjects { refresh(object, mergeChanges: true) }
   }
 
@@ -273,9 +298,11 @@ public final class ObjectContext: @unchecked Sendable {
   /// refreshed, deleted objects leave the context. Objects with unsaved changes keep them.
   public func mergeChanges(fromContextDidSave save: ContextDidSave) {
     for id in save.updatedObjectIDs {
+      forgetPrefetched(id)
       if let object = registry[id]?.object { refresh(object, mergeChanges: true) }
     }
     for id in save.deletedObjectIDs {
+      forgetPrefetched(id)
       guard let object = registry[id]?.object else { continue }
       registry[id] = nil
       updated[id] = nil
@@ -315,17 +342,24 @@ public final class ObjectContext: @unchecked Sendable {
   }
 
   func fetchSnapshot(for id: ObjectID) -> Snapshot? {
+    if !rowCache.isEmpty, let cached = rowCache[id] { return cached }
     guard !id.isTemporary, let store = try? requireStore() else { return nil }
     return (try? store.snapshots(for: [id], generation: nil))?.first
   }
 
-  /// The registered object for `snapshot`, loaded with it if it was a fault, or a new object.
-  func materialize(_ snapshot: Snapshot) -> ManagedObject {
+  /// The registered object for `snapshot`, or a new one. A fault is loaded with the snapshot — or, with
+  /// `asFault`, keeps it to load from when first read.
+  func materialize(_ snapshot: Snapshot, asFault: Bool = false) -> ManagedObject {
     let id = snapshot.objectID
     if let object = registry[id]?.object {
       if object.isFaultStorage && !object.isInsertedStorage {
-        object.load(snapshot)
-        object.awakeFromFetch()
+        if asFault {
+          object.snapshot = snapshot
+          object.faultBatch = nil
+        } else {
+          object.load(snapshot)
+          object.awakeFromFetch()
+        }
       }
       return object
     }
@@ -333,10 +367,29 @@ public final class ObjectContext: @unchecked Sendable {
       return ManagedObject(ObjectConstruction(kind: .prototype(nil)))
     }
     let object = info.objectClass.init(
-      ObjectConstruction(kind: .managed(info, self, id, snapshot: snapshot, isInserted: false)))
-    registry[id] = WeakObject(object: object)
-    object.awakeFromFetch()
+      ObjectConstruction(kind: .managed(info, self, id, snapshot: asFault ? nil : snapshot, isInserted: false)))
+    if asFault { object.snapshot = snapshot }
+    remember(object)
+    if !asFault { object.awakeFromFetch() }
     return object
+  }
+
+  /// Drops prefetched values: of one object, or of every object.
+  func forgetPrefetched(_ id: ObjectID? = nil) {
+    guard !rowCache.isEmpty || !toManyCache.isEmpty else { return }
+    if let id {
+      rowCache[id] = nil
+      toManyCache[id] = nil
+    } else {
+      rowCache = [:]
+      toManyCache = [:]
+    }
+  }
+
+  /// The object registered under `id` (an inserted object under its temporary ID), if it is alive.
+  func registeredObject(for id: ObjectID) -> ManagedObject? {
+    if id.isTemporary { return insertedObject(with: id) }
+    return registry[id]?.object
   }
 
   func isPendingDeletion(_ id: ObjectID) -> Bool { deleted[id] != nil }
@@ -374,7 +427,7 @@ public final class ObjectContext: @unchecked Sendable {
       let old = object.objectID
       guard let new = map[old] else { continue }
       object.objectID = new
-      registry[new] = WeakObject(object: object)
+      remember(object)
     }
     if !map.isEmpty {
       for object in savedInserts { rewriteTemporaryReferences(in: object, map) }
@@ -382,7 +435,9 @@ public final class ObjectContext: @unchecked Sendable {
     }
     for object in savedInserts { recordSaved(object, result) }
     for object in savedUpdates { recordSaved(object, result) }
+    for object in savedUpdates { forgetPrefetched(object.objectID) }
     for object in savedDeletes {
+      forgetPrefetched(object.objectID)
       registry[object.objectID] = nil
       object.managedObjectContext = nil
     }

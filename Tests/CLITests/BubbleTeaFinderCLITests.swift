@@ -91,6 +91,28 @@ struct BubbleTeaFinderCLITests {
     #expect(prices == prices.sorted() && prices.count == 30)
   }
 
+  @Test func asyncListingGivesTheSameVenues() throws {
+    let store = bubbleTeaStore()
+    _ = try bubbleTeaFinder("seed", "--path", store)
+    for arguments in [["--sort", "distance"], ["--deals", "--sort", "name-desc"], ["--price", "$$"]] {
+      let plain = try Executables.run("bubble-tea-finder", ["list", "--json", "--path", store] + arguments)
+      let async = try Executables.run("bubble-tea-finder", ["list", "--json", "--async", "--path", store] + arguments)
+      #expect(async.status == 0, "\(arguments): \(async.stderr)")
+      #expect(async.stdout == plain.stdout, "\(arguments)")
+      #expect(!(try jsonRows(async)).isEmpty, "\(arguments)")
+    }
+    let memory = try bubbleTeaFinder("list", "--store", "memory", "--async", "--json")
+    #expect(try jsonRows(memory).count == 30)
+    let garbage = bubbleTeaStore()
+    try FileManager.default.createDirectory(
+      at: URL(fileURLWithPath: garbage).deletingLastPathComponent(), withIntermediateDirectories: true)
+    try Data("not a database, not at all".utf8).write(to: URL(fileURLWithPath: garbage))
+    let bad = try bubbleTeaFinder("list", "--async", "--path", garbage)
+    #expect(bad.status != 0)
+    #expect(bad.stderr.split(separator: "\n").count == 1, "\(bad.stderr)")
+    #expect(try String(contentsOfFile: garbage, encoding: .utf8) == "not a database, not at all")
+  }
+
   @Test func memoryStoreStartsFromThePreview() throws {
     let list = try bubbleTeaFinder("list", "--store", "memory", "--json")
     #expect(list.status == 0, "\(list.stderr)")
@@ -146,7 +168,7 @@ struct BubbleTeaFinderCLITests {
   @Test func helpExplainsTheFlags() throws {
     let list = try bubbleTeaFinder("list", "--help")
     #expect(list.status == 0)
-    for flag in ["--store", "--path", "--price", "--deals", "--walking", "--tips", "--sort", "--json"] {
+    for flag in ["--store", "--path", "--price", "--deals", "--walking", "--tips", "--sort", "--async", "--json"] {
       #expect(list.stdout.contains(flag), "\(flag)")
     }
     let seed = try bubbleTeaFinder("seed", "--help")

@@ -17,4 +17,8 @@ struct SQLiteConformanceTests {
   @Test func predicates() async throws { try await Conformance.predicates(backend) }
   @Test func dictionaries() async throws { try await Conformance.dictionaries(backend) }
   @Test func batch() async throws { try await Conformance.batch(backend) }
+  @Test func faulting() async throws { try await Conformance.faulting(backend) }
+  @Test func boundedWalk() async throws { try await Conformance.boundedWalk(backend) }
+  @Test func pendingChanges() async throws { try await Conformance.pendingChanges(backend) }
+  @Test func asynchronousFetch() async throws { try await Conformance.asynchronousFetch(backend) }
 }

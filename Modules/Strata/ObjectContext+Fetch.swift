@@ -1,0 +1,267 @@
+import Foundation
+import StrataCore
+
+extension ObjectContext {
+  /// The objects matching `request`, as objects of this context (one per ID).
+  ///
+  /// With ``FetchRequest/includesPendingChanges`` (the default) the answer reflects unsaved work:
+  /// inserted objects that match are included, deleted objects are left out, and changed objects are
+  /// matched and sorted by their current values. Objects come back as faults that already hold their
+  /// values unless ``FetchRequest/returnsObjectsAsFaults`` is false; with a ``FetchRequest/fetchBatchSize``
+  /// they hold nothing yet and load a batch at a time; ``FetchRequest/relationshipKeyPathsForPrefetching``
+  /// loads related objects along with them.
+  ///
+  /// ```swift
+  /// var request = FetchRequest<Venue>(where: \.specialCount > 0)
+  /// request.relationshipKeyPathsForPrefetching = ["location"]
+  /// let venues = try context.fetch(request)       // venue.location.address costs no store call
+  /// ```
+  ///
+  /// - Throws: `.invalidQuery` naming the entity and key when the predicate, a sort or a prefetch key
+  ///   path names an unknown or transient key or compares incompatible types; `.misuse` when no store is
+  ///   loaded.
+  public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [T] {
+    try fetchObjects(request).compactMap { $0 as? T }
+  }
+
+  /// The IDs of the objects matching `request`, without materializing objects. With
+  /// ``FetchRequest/includesPendingChanges``, inserted objects that match are included under their
+  /// temporary IDs.
+  public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [ObjectID] {
+    let pending = pendingChanges(for: request)
+    guard pending.isEmpty else { return try fetchObjects(request).map(\.objectID) }
+    var description = request.fetchDescription
+    description.resultType = .objectIDs
+    guard case .objectIDs(let ids) = try requireStore().fetch(description, generation: nil) else { return [] }
+    return ids
+  }
+
+  /// Rows of values instead of objects, computed by the store (SQL `GROUP BY`, `SUM`, … in SQLite):
+  /// the request's `propertiesToFetch` (attributes, key paths through to-one relationships, named
+  /// expressions), grouped by `propertiesToGroupBy`, filtered by `havingPredicate`. Nil values are left
+  /// out of a row. See ``DictionaryFetch`` for the rules. As in Core Data, rows reflect the store only,
+  /// not the context's unsaved changes.
+  ///
+  /// ```swift
+  /// var request = FetchRequest<Venue>()
+  /// request.propertiesToFetch = [
+  ///   .keyPath("priceInfo.priceCategory"),
+  ///   try .expression("venues", format: "count:(name)", resultType: .int64),
+  /// ]
+  /// request.propertiesToGroupBy = ["priceInfo.priceCategory"]
+  /// let rows = try context.fetchDictionaries(request)   // [["priceInfo.priceCategory": "$", "venues": 61], …]
+  /// ```
+  ///
+  /// - Throws: `.invalidQuery` naming the key for a to-many or unknown key path, an ungrouped property
+  ///   beside aggregates, a having predicate reading an unfetched key.
+  public func fetchDictionaries<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [[String: Value]] {
+    var description = request.fetchDescription
+    description.resultType = .dictionaries
+    guard case .dictionaries(let rows) = try requireStore().fetch(description, generation: nil) else { return [] }
+    return rows
+  }
+
+  /// The number of objects a fetch of `request` would return, asked of the store as a count result type
+  /// (limit and offset apply, as they would to the objects); nothing is materialized. Unsaved changes
+  /// count as ``count(for:)`` describes.
+  public func fetchCount<T: ManagedObject>(_ request: FetchRequest<T>) throws -> Int {
+    try count(for: request)
+  }
+
+  /// The number of objects a fetch of `request` would return, counted by the store without
+  /// materializing objects (limit and offset apply). With ``FetchRequest/includesPendingChanges`` the
+  /// context's unsaved inserts, edits and deletes of the entity are accounted for: the store counts, and
+  /// only the changed objects are matched in memory.
+  ///
+  /// ```swift
+  /// let deals = try context.count(for: FetchRequest<Venue>(format: "specialCount > 0"))
+  /// ```
+  public func count<T: ManagedObject>(for request: FetchRequest<T>) throws -> Int {
+    let store = try requireStore()
+    let pending = pendingChanges(for: request)
+    guard !pending.isEmpty else { return try store.count(request.fetchDescription, generation: nil) }
+    var description = request.fetchDescription
+    description.fetchLimit = nil
+    description.fetchOffset = 0
+    var total = try store.count(description, generation: nil)
+    let storedIDs = pending.changed.map(\.objectID) + pending.deleted.filter { !$0.isTemporary }
+    if !storedIDs.isEmpty {
+      var stored = description
+      let affected = QueryPredicate.comparison(
+        Comparison(.evaluatedObject, .in, .constant(.array(storedIDs.map(Value.objectID)))))
+      stored.predicate = description.predicate.map { .and([$0, affected]) } ?? affected
+      total -= try store.count(stored, generation: nil)
+    }
+    total += try pending.matching(description.predicate, in: self).count
+    total = max(0, total - max(request.fetchOffset, 0))
+    if let limit = request.fetchDescription.effectiveLimit { total = min(total, limit) }
+    return total
+  }
+
+  /// The objects of a fetch, before the cast to the request's type.
+  func fetchObjects<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [ManagedObject] {
+    let pending = pendingChanges(for: request)
+    var description = request.fetchDescription
+    if !pending.isEmpty {
+      // At most `pending.storedRowCount` stored rows leave or move, so that many more rows from the
+      // store are enough to fill the page after merging.
+      if let limit = description.effectiveLimit {
+        description.fetchLimit = max(description.fetchOffset, 0) + limit + pending.storedRowCount
+      }
+      description.fetchOffset = 0
+    } else if request.fetchBatchSize > 0 {
+      description.resultType = .objectIDs
+    }
+    var objects: [ManagedObject]
+    switch try requireStore().fetch(description, generation: nil) {
+    case .snapshots(let snapshots):
+      objects = []
+      objects.reserveCapacity(snapshots.count)
+      for snapshot in snapshots where pending.deleted.isEmpty || !pending.deleted.contains(snapshot.objectID) {
+        objects.append(materialize(snapshot, asFault: request.returnsObjectsAsFaults))
+      }
+    case .objectIDs(let ids):
+      objects = faults(for: ids, batchSize: request.fetchBatchSize)
+    default:
+      objects = []
+    }
+    if !pending.isEmpty { objects = try pending.merge(objects, request.fetchDescription, in: self) }
+    if !request.relationshipKeyPathsForPrefetching.isEmpty {
+      try prefetch(request.relationshipKeyPathsForPrefetching, of: objects, entityName: request.entityName)
+    }
+    return objects
+  }
+
+  /// Faults for `ids`, grouped in batches that load together when one of them is first read.
+  func faults(for ids: [ObjectID], batchSize: Int) -> [ManagedObject] {
+    var objects: [ManagedObject] = []
+    objects.reserveCapacity(ids.count)
+    var start = 0
+    while start < ids.count {
+      let end = batchSize > 0 ? min(start + batchSize, ids.count) : ids.count
+      let batch = FaultBatch(ids: Array(ids[start..<end]))
+      for id in ids[start..<end] {
+        let object = object(with: id)
+        if object.isFaultStorage && object.snapshot == nil && !object.isInsertedStorage { object.faultBatch = batch }
+        objects.append(object)
+      }
+      start = end
+    }
+    return objects
+  }
+
+  /// Loads the snapshots of a fault batch's objects that are still unloaded faults, in one store call.
+  func loadFaultBatch(_ batch: FaultBatch) {
+    guard !batch.isLoaded else { return }
+    batch.isLoaded = true
+    let wanted = batch.ids.filter { id in
+      guard let object = registry[id]?.object else { return false }
+      return object.isFaultStorage && object.snapshot == nil && !object.isInsertedStorage
+    }
+    guard !wanted.isEmpty, let store = try? requireStore(),
+      let snapshots = try? store.snapshots(for: wanted, generation: nil)
+    else { return }
+    for snapshot in snapshots {
+      guard let object = registry[snapshot.objectID]?.object, object.isFaultStorage, object.snapshot == nil else {
+        continue
+      }
+      object.snapshot = snapshot
+      object.faultBatch = nil
+    }
+  }
+
+  // MARK: Unsaved changes
+
+  /// The unsaved changes of the request's entity that its answer must reflect (none without
+  /// `includesPendingChanges`).
+  func pendingChanges<T: ManagedObject>(for request: FetchRequest<T>) -> PendingChanges {
+    guard request.includesPendingChanges else { return PendingChanges() }
+    let entityName = request.entityName
+    let changes = allChanges()
+    var pending = PendingChanges()
+    pending.inserted = changes.inserted.filter { !$0.isDeletedStorage && $0.info?.entity.name == entityName }
+    pending.changed = changes.updated.filter { $0.isUpdated && $0.info?.entity.name == entityName }
+    for object in changes.deleted where object.info?.entity.name == entityName { pending.deleted.insert(object.objectID) }
+    return pending
+  }
+
+  /// The state of `object` as the context sees it now, as a snapshot for matching and sorting.
+  func currentSnapshot(of object: ManagedObject) -> Snapshot {
+    if object.isFaultStorage && !object.isInsertedStorage {
+      if let stored = object.snapshot { return stored }
+      object.fireFault()
+    }
+    return Snapshot(
+      objectID: object.objectID, version: object.snapshot?.version ?? 0, attributes: object.values, toOne: object.toOne)
+  }
+}
+
+/// Faults fetched together with a ``FetchRequest/fetchBatchSize``: reading one loads them all.
+final class FaultBatch {
+  let ids: [ObjectID]
+  var isLoaded = false
+
+  init(ids: [ObjectID]) { self.ids = ids }
+}
+
+/// A context's unsaved inserts, edits and deletes of one entity, and how they change a fetch's answer.
+struct PendingChanges {
+  var inserted: [ManagedObject] = []
+  var changed: [ManagedObject] = []
+  var deleted: Set<ObjectID> = []
+
+  var isEmpty: Bool { inserted.isEmpty && changed.isEmpty && deleted.isEmpty }
+  /// How many stored rows the changes can remove from, or move within, the store's answer.
+  var storedRowCount: Int { changed.count + deleted.count }
+
+  /// The inserted and changed objects that match `predicate` by their current values.
+  func matching(_ predicate: QueryPredicate?, in context: ObjectContext) throws -> [ManagedObject] {
+    let candidates = changed + inserted
+    guard let predicate, let entity = candidates.first?.info?.entity else { return candidates }
+    let evaluator = try PredicateEvaluator(predicate, entity: entity, model: context.coordinator.model)
+    let source = ContextEvaluationSource(context: context)
+    return try candidates.filter { try evaluator.evaluate(context.currentSnapshot(of: $0), source: source) }
+  }
+
+  /// The store's answer `stored` (unpaged, pending deletes already left out) with the changes applied:
+  /// changed objects matched again, inserted ones added, everything sorted by current values, then paged.
+  func merge(_ stored: [ManagedObject], _ request: FetchDescription, in context: ObjectContext) throws -> [ManagedObject] {
+    let changedIDs = Set(changed.map(\.objectID))
+    var rows = stored.filter { !changedIDs.contains($0.objectID) }
+    rows += try matching(request.predicate, in: context)
+    let model = context.coordinator.model
+    if let entity = model.entity(named: request.entityName) {
+      let sorter = try SnapshotSorter(request.sortDescriptors, entity: entity, model: model)
+      let byID = Dictionary(rows.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first })
+      let order = try sorter.sorted(rows.map(context.currentSnapshot(of:)), source: ContextEvaluationSource(context: context))
+      rows = order.compactMap { byID[$0.objectID] }
+    }
+    let start = min(max(request.fetchOffset, 0), rows.count)
+    let end = request.effectiveLimit.map { min(rows.count, start + $0) } ?? rows.count
+    return Array(rows[start..<end])
+  }
+}
+
+/// The object graph as a context sees it — its objects' current values, the store's for the rest — for
+/// matching and sorting unsaved objects with the shared evaluator.
+struct ContextEvaluationSource: EvaluationSource {
+  let context: ObjectContext
+
+  func snapshot(for id: ObjectID) throws -> Snapshot? {
+    if let object = context.registeredObject(for: id) {
+      return object.isDeletedStorage ? nil : context.currentSnapshot(of: object)
+    }
+    guard !id.isTemporary, !context.isPendingDeletion(id) else { return nil }
+    if let cached = context.rowCache[id] { return cached }
+    return try context.requireStore().snapshots(for: [id], generation: nil).first
+  }
+
+  func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+    if let object = context.registeredObject(for: id), let index = object.info?.toManyIndex[relationship.name] {
+      return Array(context.loadToMany(object, index: index))
+    }
+    guard !id.isTemporary else { return [] }
+    return try context.requireStore().relatedObjectIDs(of: id, relationship: relationship.name, generation: nil)
+      .filter { !context.isPendingDeletion($0) }
+  }
+}

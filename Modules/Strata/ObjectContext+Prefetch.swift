@@ -1,0 +1,133 @@
+import Foundation
+import StrataCore
+
+extension ObjectContext {
+  /// Loads the targets of `keyPaths` (relationship names joined by dots) for `objects`, one store call per
+  /// relationship hop: to-one targets by ID, to-many targets through the inverse's foreign key. Join-table
+  /// relationships (many-to-many, or without an inverse) read each object's links, then every target in
+  /// one call. Loaded targets become faults holding their values (or wait in the row cache until made).
+  ///
+  /// - Throws: `.invalidQuery` naming the entity and key when a component is not a relationship.
+  func prefetch(_ keyPaths: [String], of objects: [ManagedObject], entityName: String) throws {
+    let model = coordinator.model
+    guard let root = model.entity(named: entityName) else { return }
+    let paths = try keyPaths.map { try Self.prefetchPath($0, from: root, model: model) }
+    guard !objects.isEmpty else { return }
+    let store = try requireStore()
+    let roots = objects.map { currentSnapshot(of: $0) }
+    for path in paths {
+      var sources = roots
+      var entity = root
+      for rel in path {
+        sources = try prefetchHop(rel, of: sources, entity: entity, store: store)
+        guard let next = model.entity(named: rel.destination) else { break }
+        entity = next
+      }
+    }
+  }
+
+  private static func prefetchPath(_ keyPath: String, from root: EntityDescription, model: ObjectModel) throws
+    -> [RelationshipDescription]
+  {
+    var entity = root
+    var path: [RelationshipDescription] = []
+    for name in keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init) {
+      guard let rel = entity.relationship(named: name), let next = model.entity(named: rel.destination) else {
+        throw StoreError(
+          .invalidQuery,
+          "relationshipKeyPathsForPrefetching: \(entity.name) has no relationship '\(name)' (in '\(keyPath)')",
+          entity: entity.name, key: name)
+      }
+      path.append(rel)
+      entity = next
+    }
+    return path
+  }
+
+  /// Loads the targets of `rel` for `sources` (snapshots of `entity`) and returns the targets' snapshots.
+  private func prefetchHop(
+    _ rel: RelationshipDescription, of sources: [Snapshot], entity: EntityDescription, store: any PersistentStore
+  ) throws -> [Snapshot] {
+    let model = coordinator.model
+    if !rel.isToMany {
+      guard let index = entity.toOneIndex(named: rel.name) else { return [] }
+      var seen = Set<ObjectID>()
+      let ids = sources.compactMap { $0.toOne[index] }.filter { seen.insert($0).inserted }
+      return try knownSnapshots(of: ids, store: store)
+    }
+    let sourceIDs = sources.map(\.objectID).filter { !$0.isTemporary }
+    guard !sourceIDs.isEmpty else { return [] }
+    var targetsBySource: [ObjectID: [ObjectID]] = [:]
+    var targets: [Snapshot]
+    if !model.usesJoinTable(rel), let inverse = model.inverse(of: rel),
+      let destination = model.entity(named: rel.destination), let inverseIndex = destination.toOneIndex(named: inverse.name)
+    {
+      var request = FetchDescription(entityName: rel.destination)
+      request.predicate = .comparison(
+        Comparison(.keyPath(inverse.name), .in, .constant(.array(sourceIDs.map(Value.objectID)))))
+      guard case .snapshots(let found) = try store.fetch(request, generation: nil) else { return [] }
+      for snapshot in found {
+        if let owner = snapshot.toOne[inverseIndex] { targetsBySource[owner, default: []].append(snapshot.objectID) }
+      }
+      targets = found
+      for snapshot in found { keep(snapshot) }
+    } else {
+      var all: [ObjectID] = []
+      var seen = Set<ObjectID>()
+      for id in sourceIDs {
+        let related = try store.relatedObjectIDs(of: id, relationship: rel.name, generation: nil)
+        targetsBySource[id] = related
+        all += related.filter { seen.insert($0).inserted }
+      }
+      targets = try knownSnapshots(of: all, store: store)
+    }
+    guard let info = coordinator.info(forEntity: entity.name), let index = info.toManyIndex[rel.name] else {
+      return targets
+    }
+    for id in sourceIDs {
+      let targets = targetsBySource[id] ?? []
+      guard let object = registry[id]?.object else {
+        toManyCache[id, default: [:]][rel.name] = targets
+        continue
+      }
+      guard object.toMany[index] == nil else { continue }
+      let loaded = Set(targets.filter { !isPendingDeletion($0) })
+      object.toMany[index] = loaded
+      object.committedToMany[index] = loaded
+    }
+    return targets
+  }
+
+  /// The snapshots of `ids`: what the context already holds, and the rest from the store in one call.
+  private func knownSnapshots(of ids: [ObjectID], store: any PersistentStore) throws -> [Snapshot] {
+    var result: [Snapshot] = []
+    var missing: [ObjectID] = []
+    for id in ids {
+      if let object = registeredObject(for: id), !object.isFaultStorage || object.snapshot != nil {
+        result.append(currentSnapshot(of: object))
+      } else if let cached = rowCache[id] {
+        result.append(cached)
+      } else if !id.isTemporary {
+        missing.append(id)
+      }
+    }
+    guard !missing.isEmpty else { return result }
+    for snapshot in try store.snapshots(for: missing, generation: nil) {
+      keep(snapshot)
+      result.append(snapshot)
+    }
+    return result
+  }
+
+  /// Hands a prefetched snapshot to its object when it is an empty fault, else keeps it for later.
+  private func keep(_ snapshot: Snapshot) {
+    if let object = registry[snapshot.objectID]?.object {
+      if object.isFaultStorage && object.snapshot == nil && !object.isInsertedStorage {
+        object.snapshot = snapshot
+        object.faultBatch = nil
+      }
+    } else {
+      rowCache[snapshot.objectID] = snapshot
+    }
+  }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import Strata
+import StrataCore
+import Testing
+
+extension Conformance {
+  /// Faults and what reading them costs: fetched objects are faults that already hold their values;
+  /// `fetchBatchSize` loads one batch per store call; prefetching loads to-one, to-many (through the
+  /// inverse and through join tables) and nested relationship targets with the objects, so that reading
+  /// them costs no store call; a bad prefetch key path is an error naming it; a batched collection
+  /// walks the same objects in the same order.
+  public static func faulting(_ backend: ConformanceStore) async throws {
+    let (container, counts) = try backend.countedSampleContainer()
+    let context = container.newBackgroundContext()
+    let byTitle = [QuerySort("title", comparator: .localizedStandard)]
+    let titles = ["Amélie", "Collateral", "Delicatessen", "File2", "file10", "Heat", "Memories of Murder", "Parasite",
+      "Straße", "Untitled Project"]
+
+    // Faults holding their values: no store call to read them.
+    let faults = try context.fetch(FetchRequest<Film>(sortDescriptors: byTitle))
+    #expect(faults.allSatisfy { $0.isFault })
+    counts.reset()
+    #expect(faults.map(\.title) == titles)
+    #expect(counts.reads == 0)
+    var loaded = FetchRequest<Film>(sortDescriptors: byTitle)
+    loaded.returnsObjectsAsFaults = false
+    let fresh = container.newBackgroundContext()
+    #expect(try fresh.fetch(loaded).allSatisfy { !$0.isFault })
+
+    // Batch faulting: one store read per batch of three, when the batch is first read.
+    let batched = container.newBackgroundContext()
+    var request = FetchRequest<Film>(sortDescriptors: byTitle)
+    request.fetchBatchSize = 3
+    counts.reset()
+    let films = try batched.fetch(request)
+    #expect(films.count == 10)
+    #expect(counts.snapshotReads == 0)
+    #expect(films[0].title == "Amélie")
+    #expect(counts.snapshotReads == 1)
+    #expect(films[1].title == "Collateral" && films[2].title == "Delicatessen")
+    #expect(counts.snapshotReads == 1)
+    #expect(films.map(\.title) == titles)
+    #expect(counts.snapshotReads == 4)
+
+    // The batched collection: the same objects, one store read per batch.
+    let walker = container.newBackgroundContext()
+    counts.reset()
+    let collection = try walker.fetch(FetchRequest<Film>(sortDescriptors: byTitle), batchSize: 4)
+    #expect(collection.count == 10)
+    #expect(collection.map(\.title) == titles)
+    #expect(counts.snapshotReads == 3)
+    #expect(collection.objectIDs == (try walker.fetchObjectIDs(FetchRequest<Film>(sortDescriptors: byTitle))))
+
+    // Without prefetching, reading directors costs store calls; with it, none.
+    let plain = container.newBackgroundContext()
+    let unprefetched = try plain.fetch(FetchRequest<Film>(sortDescriptors: byTitle))
+    counts.reset()
+    _ = unprefetched.map { $0.director?.name }
+    #expect(counts.reads > 0)
+
+    let prefetching = container.newBackgroundContext()
+    var withTargets = FetchRequest<Film>(sortDescriptors: byTitle)
+    withTargets.relationshipKeyPathsForPrefetching = ["director", "studio", "actors", "director.films"]
+    counts.reset()
+    let prefetched = try prefetching.fetch(withTargets)
+    let readsToFetch = counts.reads
+    #expect(readsToFetch < 10 + 10, "prefetching reads per hop, and per object only for join tables")
+    counts.reset()
+    let directors = prefetched.map { $0.director?.name }
+    let studios = prefetched.map { $0.studio?.name }
+    let casts = prefetched.map { $0.actors.map(\.name).sorted() }
+    let filmographies = prefetched.map { $0.director?.films.map(\.title).sorted() ?? [] }
+    #expect(counts.reads == 0)
+    #expect(directors == [
+      "Jean-Pierre Jeunet", "Michael Mann", "Jean-Pierre Jeunet", nil, nil, "Michael Mann", "Bong Joon-ho", "Bong Joon-ho",
+      nil, nil,
+    ])
+    #expect(studios == ["UGC", "Warner", "UGC", "Warner", "Warner", "Warner", nil, nil, nil, nil])
+    #expect(casts[5] == ["Al Pacino", "Robert De Niro"])
+    #expect(filmographies[1] == ["Collateral", "Heat"])
+
+    // A to-many through its inverse: one fetch for every director's films.
+    let owners = container.newBackgroundContext()
+    var directorRequest = FetchRequest<Director>(sortDescriptors: [QuerySort("name")])
+    directorRequest.relationshipKeyPathsForPrefetching = ["films"]
+    counts.reset()
+    let allDirectors = try owners.fetch(directorRequest)
+    #expect(counts.reads == 2)
+    counts.reset()
+    #expect(allDirectors.map { $0.films.map(\.title).sorted() } == [
+      ["Memories of Murder", "Parasite"], ["Amélie", "Delicatessen"], ["Collateral", "Heat"], [],
+    ])
+    #expect(counts.reads == 0)
+
+    // Bad key paths name the key.
+    for bad in ["directr", "title", "director.nme"] {
+      var wrong = FetchRequest<Film>()
+      wrong.relationshipKeyPathsForPrefetching = [bad]
+      do {
+        _ = try context.fetch(wrong)
+        Issue.record("prefetching '\(bad)' should fail")
+      } catch let error as StoreError {
+        #expect(error.code == .invalidQuery)
+        #expect(error.message.contains(bad.split(separator: ".").last.map(String.init) ?? bad))
+      }
+    }
+  }
+
+  /// Walking a large result with a batched collection keeps about one batch of objects alive, however
+  /// many rows there are.
+  public static func boundedWalk(_ backend: ConformanceStore, rows: Int = 100_000, batchSize: Int = 500) async throws {
+    let url = try backend.makeLocation()
+    let container = try backend.container(at: url)
+    let writer = container.newBackgroundContext()
+    try writer.performAndWait {
+      var next = 0
+      while next < rows {
+        for n in next..<min(rows, next + 10_000) {
+          let actor = Actor(context: writer)
+          actor.name = "Walker \(n)"
+        }
+        next = min(rows, next + 10_000)
+        try writer.save()
+        writer.reset()
+      }
+    }
+    let reader = container.newBackgroundContext()
+    try reader.performAndWait {
+      let all = try reader.fetch(FetchRequest<Actor>(format: "name BEGINSWITH 'Walker'"), batchSize: batchSize)
+      #expect(all.count == rows)
+      var most = 0
+      var characters = 0
+      for (i, actor) in all.enumerated() {
+        characters += actor.name.count
+        if i % 5_000 == 0 { most = max(most, reader.registeredObjects.count) }
+      }
+      most = max(most, reader.registeredObjects.count)
+      #expect(most <= 2 * batchSize, "live objects while walking: \(most)")
+      let expected = (0..<rows).reduce(0) { $0 + "Walker \($1)".count }
+      #expect(characters == expected)
+    }
+  }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Strata
+import StrataCore
+
+/// How many times the object graph called each read of a store: the way the suite checks that batch
+/// faulting and prefetching cost one store call per batch or hop, not one per object.
+public final class StoreCallCounts: Sendable {
+  private let counts = Locked<[String: Int]>([:])
+
+  public init() {}
+
+  func record(_ call: String) { counts.withLock { $0[call, default: 0] += 1 } }
+
+  /// Calls of `fetch(_:generation:)`, `snapshots(for:generation:)` and
+  /// `relatedObjectIDs(of:relationship:generation:)` since the last ``reset()``.
+  public var fetches: Int { counts.withLock { $0["fetch", default: 0] } }
+  public var snapshotReads: Int { counts.withLock { $0["snapshots", default: 0] } }
+  public var relationshipReads: Int { counts.withLock { $0["related", default: 0] } }
+  /// Every read call.
+  public var reads: Int { fetches + snapshotReads + relationshipReads }
+
+  public func reset() { counts.withLock { $0 = [:] } }
+}
+
+/// A store that forwards everything to another one and counts its reads.
+final class CountingStore: PersistentStore {
+  let inner: any PersistentStore
+  let counts: StoreCallCounts
+
+  init(_ inner: any PersistentStore, counts: StoreCallCounts) {
+    self.inner = inner
+    self.counts = counts
+  }
+
+  var storeType: String { inner.storeType }
+  var identifier: String { inner.identifier }
+  var url: URL? { inner.url }
+  var model: ObjectModel { inner.model }
+  var options: StoreOptions { inner.options }
+
+  func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
+    counts.record("fetch")
+    return try inner.fetch(request, generation: generation)
+  }
+
+  func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
+    counts.record("snapshots")
+    return try inner.snapshots(for: ids, generation: generation)
+  }
+
+  func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID] {
+    counts.record("related")
+    return try inner.relatedObjectIDs(of: id, relationship: relationship, generation: generation)
+  }
+
+  func save(_ changes: ChangeSet) throws -> SaveResult { try inner.save(changes) }
+  func execute(_ request: BatchRequest) throws -> BatchResult { try inner.execute(request) }
+  func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult { try inner.fetchHistory(request) }
+  func deleteHistory(before cutoff: HistoryCutoff) throws -> Int { try inner.deleteHistory(before: cutoff) }
+  func pinGeneration() throws -> QueryGeneration { try inner.pinGeneration() }
+  func unpin(_ generation: QueryGeneration) { inner.unpin(generation) }
+  func changes() -> AsyncStream<StoreChange> { inner.changes() }
+  func close() { inner.close() }
+}
+
+/// Opens the wrapped factory's stores inside a ``CountingStore``.
+struct CountingStoreFactory: PersistentStoreFactory {
+  let inner: any PersistentStoreFactory
+  let counts: StoreCallCounts
+
+  var storeType: String { inner.storeType }
+  var requiresLocation: Bool { inner.requiresLocation }
+
+  func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
+    CountingStore(try inner.openStore(at: url, model: model, options: options), counts: counts)
+  }
+
+  func destroyStore(at url: URL) throws { try inner.destroyStore(at: url) }
+}
+
+extension ConformanceStore {
+  /// A loaded container over a fresh store holding the sample data, whose store reads are counted.
+  func countedSampleContainer() throws -> (PersistentContainer, StoreCallCounts) {
+    let counts = StoreCallCounts()
+    let counted = ConformanceStore(factory: CountingStoreFactory(inner: factory, counts: counts), location: location)
+    let (container, _) = try counted.sampleContainer()
+    counts.reset()
+    return (container, counts)
+  }
+}
