@@ -145,7 +145,9 @@ public final class ObjectContext: @unchecked Sendable {
   func remember(_ object: ManagedObject) {
     registry[object.objectID] = WeakObject(object: object)
     guard registry.count >= registrySweepThreshold else { return }
-    registry = registry.filter { $0.value.object != nil }
+    var freed = 0
+    for entry in registry.values where entry.object == nil { freed += 1 }
+    if freed > registry.count / 4 { registry = registry.filter { $0.value.object != nil } }
     registrySweepThreshold = max(4096, registry.count * 2)
   }
 
