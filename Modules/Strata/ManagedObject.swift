@@ -130,6 +130,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   public var isDeleted: Bool { isDeletedStorage }
   /// Whether the object is inserted, updated or deleted.
   public var hasChanges: Bool { isInserted || isUpdated || isDeleted }
+  /// Whether the object has changes the store would see: like ``hasChanges``, but changes of transient
+  /// attributes alone do not count.
+  public var hasPersistentChangedValues: Bool {
+    if isInserted || isDeleted { return true }
+    guard isUpdated, let info else { return false }
+    guard info.hasTransientAttributes else { return true }
+    return changedKeys.contains { info.entity.attribute(named: $0)?.isTransient != true }
+  }
 
   /// The properties whose values differ from the last saved state, with their new values.
   public func changedValues() -> [String: Value] {
@@ -188,7 +196,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       if value != nil && target == nil {
         throw StoreError(.validation, "\(info.entity.name).\(key) takes a \(rel.destination) object", entity: info.entity.name, key: key)
       }
-      managedObjectContext?.setRelationship(self, rel, targets: target.map { [$0] } ?? [])
+      managedObjectContext?.undoGrouping {
+        managedObjectContext?.setRelationship(self, rel, targets: target.map { [$0] } ?? [])
+      }
     case .toMany(let rel):
       let targets: [ManagedObject]
       if let set = value as? Set<ManagedObject> {
@@ -200,7 +210,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       } else {
         throw StoreError(.validation, "\(info.entity.name).\(key) takes a set of \(rel.destination) objects", entity: info.entity.name, key: key)
       }
-      managedObjectContext?.setRelationship(self, rel, targets: targets)
+      managedObjectContext?.undoGrouping { managedObjectContext?.setRelationship(self, rel, targets: targets) }
     case nil:
       throw StoreError(.invalidQuery, "\(info.entity.name) has no attribute or relationship '\(key)'", entity: info.entity.name, key: key)
     }
@@ -211,6 +221,29 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     guard let info, let index = info.entity.attributeIndex(named: key) else { return nil }
     fireFault()
     return values[index]
+  }
+
+  /// Sets an attribute without marking a change: the object does not become updated and no undo is
+  /// recorded. For values a subclass maintains itself — a timestamp set in ``willSave()`` (a normal
+  /// setter there would mark the object again), a default computed in ``awakeFromInsert()``. The value
+  /// is saved with the object's other changes.
+  ///
+  /// ```swift
+  /// override func willSave() {
+  ///   try? setPrimitiveValue(Date.now, forKey: "lastModified")
+  /// }
+  /// ```
+  ///
+  /// - Throws: `.invalidQuery` for an unknown key, `.validation` for a value the attribute cannot hold.
+  public func setPrimitiveValue(_ value: Any?, forKey key: String) throws {
+    guard let info else { return }
+    guard let index = info.entity.attributeIndex(named: key) else {
+      throw StoreError(.invalidQuery, "\(info.entity.name) has no attribute '\(key)'", entity: info.entity.name, key: key)
+    }
+    let attribute = info.entity.attributes[index]
+    let stored = try Value(swiftValue: value, for: attribute, entity: info.entity.name)
+    fireFault()
+    values[index] = stored
   }
 
   // MARK: Lifecycle hooks
@@ -225,6 +258,28 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   open func didSave() {}
   /// Called when the object is deleted, before delete rules are applied.
   open func prepareForDeletion() {}
+  /// Called after the object's values were replaced by a refresh, a rollback, a merge policy resolving a
+  /// conflict, or an undo or redo.
+  open func awake(fromSnapshotEvents events: SnapshotEvents) {}
+
+  // MARK: Validation
+
+  /// Checks the value of one attribute when the object is saved; throw to refuse it. Called for every
+  /// stored attribute of an inserted or updated object, after the model's own rules. Every failure of
+  /// one save is reported together.
+  ///
+  /// ```swift
+  /// override func validateValue(_ value: Any?, forKey key: String) throws {
+  ///   if key == "title", (value as? String)?.hasPrefix(" ") == true { throw TitleError.leadingSpace }
+  /// }
+  /// ```
+  open func validateValue(_ value: Any?, forKey key: String) throws {}
+  /// Checks the whole object before it is first saved; throw to refuse the save.
+  open func validateForInsert() throws {}
+  /// Checks the whole object before its changes are saved; throw to refuse the save.
+  open func validateForUpdate() throws {}
+  /// Checks that the object may be deleted; throw to refuse the save.
+  open func validateForDelete() throws {}
 
   // MARK: Hashable
 
@@ -237,6 +292,19 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     let fields = (info?.entity.attributes ?? []).enumerated().map { "\($1.name)=\(values[$0])" }
     return "<\(name) \(objectID) \(fields.joined(separator: " "))>"
   }
+}
+
+/// What replaced an object's values, for ``ManagedObject/awake(fromSnapshotEvents:)``.
+public struct SnapshotEvents: OptionSet, Sendable, Hashable {
+  public let rawValue: UInt8
+  public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+  public static let undoInsertion = SnapshotEvents(rawValue: 1)
+  public static let undoDeletion = SnapshotEvents(rawValue: 2)
+  public static let undoUpdate = SnapshotEvents(rawValue: 4)
+  public static let rollback = SnapshotEvents(rawValue: 8)
+  public static let refresh = SnapshotEvents(rawValue: 16)
+  public static let mergePolicy = SnapshotEvents(rawValue: 32)
 }
 
 // MARK: - Framework internals
@@ -318,11 +386,15 @@ extension ManagedObject {
 
   func setAttribute(_ value: Value, index: Int) {
     if isInsertedStorage {
+      if let context = managedObjectContext, context.undoManager != nil, values[index] != value {
+        context.recordUndo(.attribute(self, index: index, value: values[index]))
+      }
       values[index] = value
       return
     }
     fireFault()
     guard values[index] != value, let info else { return }
+    managedObjectContext?.recordUndo(.attribute(self, index: index, value: values[index]))
     values[index] = value
     changedKeys.insert(info.entity.attributes[index].name)
     managedObjectContext?.registerUpdated(self)
@@ -362,9 +434,9 @@ extension ManagedObject {
     guard let info, let context = managedObjectContext else { return }
     switch target(ofSlot: slot) {
     case .toOne(let index):
-      context.setRelationship(self, info.entity.toOneRelationships[index], targets: objects)
+      context.undoGrouping { context.setRelationship(self, info.entity.toOneRelationships[index], targets: objects) }
     case .toMany(let index):
-      context.setRelationship(self, info.entity.toManyRelationships[index], targets: objects)
+      context.undoGrouping { context.setRelationship(self, info.entity.toManyRelationships[index], targets: objects) }
     default:
       return
     }

@@ -20,13 +20,12 @@ extension ObjectContext {
     for object in before.updated { object.willSave() }
     for object in before.deleted { object.willSave() }
     let changes = allChanges()
-    let inserted = changes.inserted
-    let updated = changes.updated.filter { !$0.changedKeys.isEmpty }
-    let deleted = changes.deleted
-    for object in updated { object.fireFault() }
+    for object in changes.updated where !object.changedKeys.isEmpty { object.fireFault() }
 
     var failures: [ValidationFailure] = []
-    for object in inserted + updated { validate(object, into: &failures) }
+    for object in changes.inserted { validate(object, isInsert: true, into: &failures) }
+    for object in changes.updated where object.hasPersistentChangedValues { validate(object, isInsert: false, into: &failures) }
+    for object in changes.deleted { runCustomValidation(of: object, into: &failures) { try object.validateForDelete() } }
     if let first = failures.first {
       let messages = failures.map(\.message)
       throw StoreError(
@@ -35,8 +34,35 @@ extension ObjectContext {
         entity: first.conflict.entity, key: first.conflict.keys.first, value: first.conflict.values.first,
         conflicts: failures.map(\.conflict))
     }
-    try checkDenyRules(deleted)
+    try checkDenyRules(changes.deleted)
 
+    let store = try requireStore()
+    var resolutions = 0
+    while true {
+      let current = allChanges()
+      let inserted = current.inserted
+      let updated = current.updated.filter { $0.hasPersistentChangedValues }
+      let unchanged = current.updated.filter { !$0.hasPersistentChangedValues }
+      let deleted = current.deleted
+      if inserted.isEmpty && updated.isEmpty && deleted.isEmpty {
+        forgetTransientOnlyChanges(unchanged)
+        return
+      }
+      let changeSet = makeChangeSet(inserted: inserted, updated: updated, deleted: deleted)
+      do {
+        let result = try store.save(changeSet)
+        forgetTransientOnlyChanges(unchanged)
+        finishSave(result, inserted: inserted, updated: updated, deleted: deleted)
+        return
+      } catch let error as StoreError where mergePolicy != .error && resolutions < 8 {
+        // Each round settles the conflicts the store reported; a later round may meet new ones.
+        resolutions += 1
+        guard try resolveConflicts(error, store: store) else { throw error }
+      }
+    }
+  }
+
+  private func makeChangeSet(inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) -> ChangeSet {
     let model = coordinator.model
     var changeSet = ChangeSet(author: transactionAuthor, contextName: name)
     changeSet.inserted = inserted.map { object in
@@ -45,9 +71,12 @@ extension ObjectContext {
     changeSet.updated = updated.map { object in
       ObjectChange(
         objectID: object.objectID, attributes: storedAttributes(of: object), toOne: object.toOne,
-        expectedVersion: object.snapshot?.version, changedKeys: object.changedKeys.sorted())
+        expectedVersion: mergePolicy == .overwrite ? nil : object.snapshot?.version,
+        changedKeys: object.changedKeys.sorted())
     }
-    changeSet.deleted = deleted.map { ObjectDeletion(objectID: $0.objectID, expectedVersion: $0.snapshot?.version) }
+    changeSet.deleted = deleted.map {
+      ObjectDeletion(objectID: $0.objectID, expectedVersion: mergePolicy == .overwrite ? nil : $0.snapshot?.version)
+    }
     for object in inserted + updated {
       guard let info = object.info else { continue }
       for (i, rel) in info.entity.toManyRelationships.enumerated() where model.usesJoinTable(rel) {
@@ -63,8 +92,7 @@ extension ObjectContext {
         }
       }
     }
-    let result = try requireStore().save(changeSet)
-    finishSave(result, inserted: inserted, updated: updated, deleted: deleted)
+    return changeSet
   }
 
   private struct ValidationFailure {
@@ -79,7 +107,7 @@ extension ObjectContext {
     return values
   }
 
-  private func validate(_ object: ManagedObject, into failures: inout [ValidationFailure]) {
+  private func validate(_ object: ManagedObject, isInsert: Bool, into failures: inout [ValidationFailure]) {
     guard let info = object.info else { return }
     let entity = info.entity
     func fail(_ key: String, _ value: Value, _ rule: String) {
@@ -88,6 +116,16 @@ extension ObjectContext {
         ValidationFailure(
           conflict: StoreError.Conflict(objectID: object.objectID, entity: entity.name, keys: [key], values: [value]),
           message: "\(entity.name).\(key) \(rule)\(shown)"))
+    }
+    defer {
+      for (i, attribute) in entity.attributes.enumerated() where attribute.derivation == nil && !attribute.isTransient {
+        runCustomValidation(of: object, key: attribute.name, value: object.values[i], into: &failures) {
+          try object.validateValue(object.values[i].swiftValue, forKey: attribute.name)
+        }
+      }
+      runCustomValidation(of: object, into: &failures) {
+        if isInsert { try object.validateForInsert() } else { try object.validateForUpdate() }
+      }
     }
     for (i, attribute) in entity.attributes.enumerated() where attribute.derivation == nil {
       let value = object.values[i]
@@ -116,6 +154,30 @@ extension ObjectContext {
       let count = loadToMany(object, index: i).count
       if rel.minCount > 0 && count < rel.minCount { fail(rel.name, .int(Int64(count)), "must have at least \(rel.minCount) objects") }
       if rel.maxCount > 0 && count > rel.maxCount { fail(rel.name, .int(Int64(count)), "must have at most \(rel.maxCount) objects") }
+    }
+  }
+
+  /// Runs a subclass's own validation method, turning what it throws into a failure of `key`.
+  private func runCustomValidation(
+    of object: ManagedObject, key: String? = nil, value: Value = .null, into failures: inout [ValidationFailure],
+    _ body: () throws -> Void
+  ) {
+    do {
+      try body()
+    } catch {
+      let entity = object.entity.name
+      let reason = (error as? StoreError)?.message ?? String(describing: error)
+      failures.append(
+        ValidationFailure(
+          conflict: StoreError.Conflict(objectID: object.objectID, entity: entity, keys: key.map { [$0] } ?? [], values: [value]),
+          message: key.map { "\(entity).\($0): \(reason)" } ?? "\(entity) \(object.objectID): \(reason)"))
+    }
+  }
+
+  private func forgetTransientOnlyChanges(_ objects: [ManagedObject]) {
+    for object in objects {
+      object.changedKeys = []
+      updated[object.objectID] = nil
     }
   }
 

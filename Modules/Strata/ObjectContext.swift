@@ -34,6 +34,12 @@ public final class ObjectContext: @unchecked Sendable {
   public var transactionAuthor: String?
   /// Whether saves of the container's other contexts are merged into this one as they happen.
   public var automaticallyMergesChangesFromParent = false
+  /// How ``save()`` resolves conflicts with the store; `.error` (the default) throws them.
+  public var mergePolicy: MergePolicy = .error
+  /// Records unsaved changes for undo and redo; `nil` (the default) records nothing.
+  public var undoManager: ContextUndoManager? {
+    didSet { undoManager?.context = self }
+  }
 
   let coordinator: StoreCoordinator
   private let queue: DispatchQueue
@@ -44,7 +50,7 @@ public final class ObjectContext: @unchecked Sendable {
   }
 
   /// One entry per object handed out; entries of freed objects are swept as the registry grows.
-  private(set) var registry: [ObjectID: WeakObject] = [:]
+  var registry: [ObjectID: WeakObject] = [:]
   private var registrySweepThreshold = 4096
   /// Snapshots fetched ahead of their objects (prefetched relationship targets), used when the object is
   /// made or its fault fires; kept until the object is refreshed, saved or merged, or the context reset.
@@ -52,13 +58,13 @@ public final class ObjectContext: @unchecked Sendable {
   /// Prefetched to-many targets of objects not made yet, by object and relationship name.
   var toManyCache: [ObjectID: [String: [ObjectID]]] = [:]
   /// How many objects of `insertionList` are still inserted (not deleted again).
-  private var insertedCount = 0
+  var insertedCount = 0
   /// Inserted objects by temporary ID, built the first time a temporary ID is looked up.
-  private var temporaryIndex: [ObjectID: ManagedObject]?
+  var temporaryIndex: [ObjectID: ManagedObject]?
   /// Inserted objects in insertion order; may hold objects deleted again since (filtered on use).
-  private var insertionList: [ManagedObject] = []
-  private var updated: [ObjectID: ManagedObject] = [:]
-  private var deleted: [ObjectID: ManagedObject] = [:]
+  var insertionList: [ManagedObject] = []
+  var updated: [ObjectID: ManagedObject] = [:]
+  var deleted: [ObjectID: ManagedObject] = [:]
   private var pendingErrors: [StoreError] = []
   private let saveBroadcaster = Broadcaster<ContextDidSave>()
 
@@ -201,7 +207,13 @@ public final class ObjectContext: @unchecked Sendable {
   /// Marks `object` deleted and applies its relationships' delete rules now: `nullify` removes it from
   /// the related objects, `cascade` deletes them too. `deny` rules are checked by ``save()``.
   public func delete(_ object: ManagedObject) {
-    guard object.managedObjectContext === self, !object.isDeletedStorage, let info = object.info else { return }
+    guard object.managedObjectContext === self, !object.isDeletedStorage, object.info != nil else { return }
+    undoGrouping { applyDeletion(of: object) }
+  }
+
+  private func applyDeletion(of object: ManagedObject) {
+    guard let info = object.info else { return }
+    recordUndo(.delete(object))
     object.prepareForDeletion()
     object.fireFault()
     if object.isDeletedStorage { return }
@@ -233,6 +245,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// Discards every unsaved change: inserted objects leave the context, changed and deleted objects get
   /// their last saved values back.
   public func rollback() {
+    undoManager?.removeAllActions()
     for object in liveInsertions {
       object.managedObjectContext = nil
       object.isDeletedStorage = true
@@ -246,6 +259,7 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// Forgets every object: the context is as new. Objects handed out before stay detached.
   public func reset() {
+    undoManager?.removeAllActions()
     for object in registeredObjects { object.managedObjectContext = nil }
     registry = [:]
     forgetPrefetched()
@@ -264,6 +278,8 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// Updates `object` from the store. With `mergeChanges` false the object becomes a fault and loses
   /// unsaved changes; with true it takes the stored values but keeps the properties it changed.
+  /// Either way transient attributes go back to their defaults, and a loaded object gets
+  /// ``ManagedObject/awake(fromSnapshotEvents:)`` with `.refresh`.
   public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
     guard object.managedObjectContext === self, !object.isInsertedStorage, let info = object.info else { return }
     forgetPrefetched(object.objectID)
@@ -273,7 +289,8 @@ public final class ObjectContext: @unchecked Sendable {
       return
     }
     guard let snapshot = fetchSnapshot(for: object.objectID) else { return }
-    let keep = object.changedKeys
+    let keep = info.hasTransientAttributes
+      ? object.changedKeys.filter { info.entity.attribute(named: $0)?.isTransient != true } : object.changedKeys
     var merged = snapshot
     for (i, attribute) in info.entity.attributes.enumerated() where keep.contains(attribute.name) {
       merged.attributes[i] = object.values[i]
@@ -283,6 +300,9 @@ public final class ObjectContext: @unchecked Sendable {
     }
     object.load(merged)
     object.snapshot = snapshot
+    object.changedKeys = keep
+    if keep.isEmpty { updated[object.objectID] = nil }
+    object.awake(fromSnapshotEvents: .refresh)
   }
 
   /// Refreshes every registered object, keeping unsaved changes.
@@ -332,6 +352,7 @@ public final class ObjectContext: @unchecked Sendable {
     insertionList.append(object)
     insertedCount += 1
     temporaryIndex?[object.objectID] = object
+    recordUndo(.insert(object))
   }
 
   func registerUpdated(_ object: ManagedObject) {
@@ -398,7 +419,7 @@ public final class ObjectContext: @unchecked Sendable {
 
   private var liveInsertions: [ManagedObject] { insertionList.filter { !$0.isDeletedStorage } }
 
-  private func insertedObject(with id: ObjectID) -> ManagedObject? {
+  func insertedObject(with id: ObjectID) -> ManagedObject? {
     if temporaryIndex == nil {
       temporaryIndex = Dictionary(liveInsertions.map { ($0.objectID, $0) }, uniquingKeysWith: { first, _ in first })
     }
@@ -444,6 +465,7 @@ public final class ObjectContext: @unchecked Sendable {
       object.managedObjectContext = nil
     }
     forgetPendingChanges()
+    undoManager?.removeAllActions()
     for object in savedInserts { object.didSave() }
     for object in savedUpdates { object.didSave() }
     for object in savedDeletes { object.didSave() }
@@ -458,7 +480,7 @@ public final class ObjectContext: @unchecked Sendable {
     if merge { coordinator.contextDidSave(save, from: self) }
   }
 
-  private func rewriteTemporaryReferences(in object: ManagedObject, _ map: [ObjectID: ObjectID]) {
+  func rewriteTemporaryReferences(in object: ManagedObject, _ map: [ObjectID: ObjectID]) {
     for i in object.toOne.indices {
       if let id = object.toOne[i], id.isTemporary, let permanent = map[id] { object.toOne[i] = permanent }
     }
@@ -487,12 +509,13 @@ public final class ObjectContext: @unchecked Sendable {
     object.isInsertedStorage = false
   }
 
-  private func restoreSavedState(of object: ManagedObject) {
+  func restoreSavedState(of object: ManagedObject) {
     object.isDeletedStorage = false
     object.changedKeys = []
     if let snapshot = object.snapshot {
       object.load(snapshot)
       object.toMany = object.committedToMany
+      object.awake(fromSnapshotEvents: .rollback)
     } else {
       object.turnIntoFault()
     }
