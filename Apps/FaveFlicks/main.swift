@@ -19,11 +19,13 @@ struct JSONMovie: Encodable {
   var title: String
   var genre: String
   var releaseDate: String
+  var lastModified: String?
 
   init(_ movie: MovieRecord) {
     title = movie.title
     genre = movie.genre
     releaseDate = ReleaseDate.format(movie.releaseDate)
+    lastModified = movie.lastModified.map { $0.formatted(.iso8601) }
   }
 }
 
@@ -57,7 +59,7 @@ extension FaveFlicksCommand {
 
     @OptionGroup var storeOptions: StoreFlags
     @Option(help: "Only movies whose genre contains this text (case and accents ignored).") var genreContains: String?
-    @Flag(help: "Print a JSON array of {title, genre, releaseDate}.") var json = false
+    @Flag(help: "Print a JSON array of {title, genre, releaseDate, lastModified}.") var json = false
 
     func run() throws {
       try runReportingErrors(tool: "fave-flicks") {

@@ -24,12 +24,8 @@ public struct MovieLibrary: Sendable {
 
   @discardableResult
   public func add(title: String, genre: String, releaseDate: Date) throws -> MovieRecord {
-    let trimmed = title.trimmingCharacters(in: .whitespacesAndNewlines)
-    guard !trimmed.isEmpty else {
-      throw StoreError(.validation, "Movie.title must not be empty", entity: "Movie", key: "title", value: .string(title))
-    }
     let movie = Movie(context: context)
-    movie.title = trimmed
+    movie.title = title.trimmingCharacters(in: .whitespacesAndNewlines)
     movie.genre = genre.trimmingCharacters(in: .whitespacesAndNewlines)
     movie.releaseDate = releaseDate
     do {

@@ -188,16 +188,17 @@ extension ObjectContext {
     var seen = Set<ObjectIdentifier>()
     for object in objects where seen.insert(ObjectIdentifier(object)).inserted {
       defer { object.awake(fromSnapshotEvents: events) }
-      guard !object.isInsertedStorage, !object.isDeletedStorage, !object.isFaultStorage, let info = object.info,
-        let snapshot = object.snapshot
-      else { continue }
+      guard !object.isInsertedStorage, !object.isDeletedStorage, let info = object.info else { continue }
       var keys: Set<String> = []
-      for (i, attribute) in info.entity.attributes.enumerated() {
-        let stored = attribute.isTransient ? attribute.initialValue : snapshot.attributes[i]
-        if object.values[i] != stored { keys.insert(attribute.name) }
-      }
-      for (i, rel) in info.entity.toOneRelationships.enumerated() where object.toOne[i] != snapshot.toOne[i] {
-        keys.insert(rel.name)
+      // A fault's attributes and to-one targets were never loaded, so only its to-many sets can differ.
+      if !object.isFaultStorage, let snapshot = object.snapshot {
+        for (i, attribute) in info.entity.attributes.enumerated() {
+          let stored = attribute.isTransient ? attribute.initialValue : snapshot.attributes[i]
+          if object.values[i] != stored { keys.insert(attribute.name) }
+        }
+        for (i, rel) in info.entity.toOneRelationships.enumerated() where object.toOne[i] != snapshot.toOne[i] {
+          keys.insert(rel.name)
+        }
       }
       for (i, rel) in info.entity.toManyRelationships.enumerated()
       where object.toMany[i] != nil && object.toMany[i] != object.committedToMany[i] {

@@ -60,10 +60,13 @@ struct FaveFlicksCLITests {
     let list = try faveFlicks("list", "--json", "--path", store)
     #expect(list.status == 0)
     let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: String]])
-    #expect(rows == [
+    #expect(rows.map { $0.filter { $0.key != "lastModified" } } == [
       ["title": "Amélie", "genre": "Comédie", "releaseDate": "2001-04-25"],
       ["title": "Heat", "genre": "Crime", "releaseDate": "1995-12-15"],
     ])
+    let stamps = try rows.map { try Date($0["lastModified"] ?? "", strategy: .iso8601) }
+    #expect(stamps.allSatisfy { abs($0.timeIntervalSinceNow) < 600 }, "\(stamps)")
+    #expect(stamps[0] >= stamps[1], "Amélie was added after Heat")
     let filtered = try faveFlicks("list", "--genre-contains", "comedie", "--path", store)
     #expect(filtered.stdout.contains("Amélie"))
     #expect(!filtered.stdout.contains("Heat"))
@@ -72,6 +75,15 @@ struct FaveFlicksCLITests {
     #expect(delete.status == 0)
     let after = try faveFlicks("list", "--json", "--path", store)
     #expect(!after.stdout.contains("Heat"))
+  }
+
+  @Test func anEmptyTitleIsOneLineNamingTheKey() throws {
+    let store = temporaryStore()
+    let add = try faveFlicks("add", "--title", "  ", "--genre", "Crime", "--release-date", "1995-12-15", "--path", store)
+    #expect(add.status != 0)
+    #expect(add.stderr.split(separator: "\n").count == 1)
+    #expect(add.stderr.contains("Movie.title"), "\(add.stderr)")
+    #expect(try faveFlicks("list", "--path", store).stdout == "No movies.\n")
   }
 
   @Test func memoryStoreStartsFromThePreview() throws {

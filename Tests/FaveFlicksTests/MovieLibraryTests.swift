@@ -52,6 +52,31 @@ struct MovieLibraryTests {
     #expect(try library.list().count == 3)
   }
 
+  @Test(arguments: Backend.allCases)
+  func anEmptyTitleIsAValidationErrorNamingTheKey(_ backend: Backend) throws {
+    let library = try backend.makeLibrary()
+    for title in ["", "   "] {
+      do {
+        try library.add(title: title, genre: "Drama", releaseDate: Date())
+        Issue.record("'\(title)' should be refused")
+      } catch let error as StoreError {
+        #expect(error.code == .validation)
+        #expect(error.key == "title")
+        #expect(error.message.contains("Movie.title"))
+      }
+    }
+    #expect(try library.list().isEmpty)
+  }
+
+  @Test(arguments: Backend.allCases)
+  func lastModifiedIsStampedWhenSaved(_ backend: Backend) throws {
+    let library = try backend.makeLibrary()
+    let before = Date.now
+    try library.add(title: "Heat", genre: "Crime", releaseDate: try ReleaseDate.parse("1995-12-15"))
+    let stamped = try #require(try library.list().first?.lastModified)
+    #expect(stamped >= before && stamped <= Date.now)
+  }
+
   @Test func sqliteStorePersistsAcrossContainers() throws {
     let registry = StoreRegistry()
     registry.register(SQLiteStoreFactory())
@@ -61,7 +86,9 @@ struct MovieLibraryTests {
     first.container.close()
     let second = MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: "sqlite", url: url), registry: registry))
     let movies = try second.list()
-    #expect(movies == [MovieRecord(title: "Heat", genre: "Crime", releaseDate: try ReleaseDate.parse("1995-12-15"))])
+    #expect(movies.map(\.title) == ["Heat"] && movies.map(\.genre) == ["Crime"])
+    #expect(movies.map(\.releaseDate) == [try ReleaseDate.parse("1995-12-15")])
+    #expect(movies.first?.lastModified != nil)
   }
 
   @Test(arguments: ["2023-02-30", "2023-2-3", "23-02-03", "abc", "", "2023-13-01", "2023-01-01T00:00"])

@@ -22,4 +22,7 @@ struct MemoryConformanceTests {
   @Test func pendingChanges() async throws { try await Conformance.pendingChanges(backend) }
   @Test func asynchronousFetch() async throws { try await Conformance.asynchronousFetch(backend) }
   @Test func mergePolicies() async throws { try await Conformance.mergePolicies(backend) }
+  @Test func transientAttributes() async throws { try await Conformance.transientAttributes(backend) }
+  @Test func lifecycle() async throws { try await Conformance.lifecycle(backend) }
+  @Test func undo() async throws { try await Conformance.undo(backend) }
 }
