@@ -386,8 +386,9 @@ extension ManagedObject {
 
   func setAttribute(_ value: Value, index: Int) {
     if isInsertedStorage {
-      if let context = managedObjectContext, context.undoManager != nil, values[index] != value {
-        context.recordUndo(.attribute(self, index: index, value: values[index]))
+      if let context = managedObjectContext, values[index] != value {
+        if context.undoManager != nil { context.recordUndo(.attribute(self, index: index, value: values[index])) }
+        context.noteChange(self, .updated)
       }
       values[index] = value
       return
@@ -395,6 +396,7 @@ extension ManagedObject {
     fireFault()
     guard values[index] != value, let info else { return }
     managedObjectContext?.recordUndo(.attribute(self, index: index, value: values[index]))
+    managedObjectContext?.noteChange(self, .updated)
     values[index] = value
     changedKeys.insert(info.entity.attributes[index].name)
     managedObjectContext?.registerUpdated(self)

@@ -127,6 +127,7 @@ extension ObjectContext {
   }
 
   private func markRelationshipChanged(_ object: ManagedObject, _ key: String) {
+    if !object.isDeletedStorage { noteChange(object, .updated) }
     guard !object.isInsertedStorage, !object.isDeletedStorage else { return }
     object.changedKeys.insert(key)
     registerUpdated(object)

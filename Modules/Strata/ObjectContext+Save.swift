@@ -14,6 +14,8 @@ extension ObjectContext {
   ///   or ``rollback()``.
   public func save() throws {
     if let first = pendingErrorsToThrow().first { throw first }
+    processPendingChanges()
+    defer { processPendingChanges() }
     let before = allChanges()
     guard !before.inserted.isEmpty || !before.updated.isEmpty || !before.deleted.isEmpty else { return }
     for object in before.inserted { object.willSave() }

@@ -67,6 +67,7 @@ public final class ObjectContext: @unchecked Sendable {
   var deleted: [ObjectID: ManagedObject] = [:]
   private var pendingErrors: [StoreError] = []
   private let saveBroadcaster = Broadcaster<ContextDidSave>()
+  let changeLog = ObjectChangeLog()
 
   init(coordinator: StoreCoordinator, concurrencyType: ConcurrencyType) {
     self.coordinator = coordinator
@@ -214,6 +215,7 @@ public final class ObjectContext: @unchecked Sendable {
   private func applyDeletion(of object: ManagedObject) {
     guard let info = object.info else { return }
     recordUndo(.delete(object))
+    noteChange(object, .deleted)
     object.prepareForDeletion()
     object.fireFault()
     if object.isDeletedStorage { return }
@@ -247,6 +249,7 @@ public final class ObjectContext: @unchecked Sendable {
   public func rollback() {
     undoManager?.removeAllActions()
     for object in liveInsertions {
+      noteChange(object, .deleted)
       object.managedObjectContext = nil
       object.isDeletedStorage = true
     }
@@ -254,16 +257,22 @@ public final class ObjectContext: @unchecked Sendable {
     forgetPendingChanges()
     // Every object whose relationships changed is in `updated` or `deleted`: setting a relationship
     // marks both sides.
-    for object in changed { restoreSavedState(of: object) }
+    for object in changed {
+      restoreSavedState(of: object)
+      noteChange(object, .refreshed)
+    }
+    processPendingChanges()
   }
 
   /// Forgets every object: the context is as new. Objects handed out before stay detached.
   public func reset() {
     undoManager?.removeAllActions()
+    noteInvalidation()
     for object in registeredObjects { object.managedObjectContext = nil }
     registry = [:]
     forgetPrefetched()
     forgetPendingChanges()
+    processPendingChanges()
   }
 
   /// Empties the inserted, updated and deleted sets and the recorded relationship errors.
@@ -283,6 +292,7 @@ public final class ObjectContext: @unchecked Sendable {
   public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
     guard object.managedObjectContext === self, !object.isInsertedStorage, let info = object.info else { return }
     forgetPrefetched(object.objectID)
+    noteChange(object, .refreshed)
     guard mergeChanges, object.isUpdated, !object.isFaultStorage else {
       updated[object.objectID] = nil
       if !object.isDeletedStorage { object.turnIntoFault() }
@@ -319,6 +329,12 @@ public final class ObjectContext: @unchecked Sendable {
   /// Applies another context's save to this one: updated objects that have no unsaved changes here are
   /// refreshed, deleted objects leave the context. Objects with unsaved changes keep them.
   public func mergeChanges(fromContextDidSave save: ContextDidSave) {
+    defer { processPendingChanges() }
+    if changeLog.isObserved {
+      for id in save.insertedObjectIDs where registry[id]?.object == nil {
+        noteChange(object(with: id), .inserted)
+      }
+    }
     for id in save.updatedObjectIDs {
       forgetPrefetched(id)
       if let object = registry[id]?.object { refresh(object, mergeChanges: true) }
@@ -326,6 +342,7 @@ public final class ObjectContext: @unchecked Sendable {
     for id in save.deletedObjectIDs {
       forgetPrefetched(id)
       guard let object = registry[id]?.object else { continue }
+      noteChange(object, .deleted)
       registry[id] = nil
       updated[id] = nil
       deleted[id] = nil
@@ -353,6 +370,7 @@ public final class ObjectContext: @unchecked Sendable {
     insertedCount += 1
     temporaryIndex?[object.objectID] = object
     recordUndo(.insert(object))
+    noteChange(object, .inserted)
   }
 
   func registerUpdated(_ object: ManagedObject) {
@@ -466,6 +484,7 @@ public final class ObjectContext: @unchecked Sendable {
     }
     forgetPendingChanges()
     undoManager?.removeAllActions()
+    if !savedInserts.isEmpty { noteNewIdentities() }
     for object in savedInserts { object.didSave() }
     for object in savedUpdates { object.didSave() }
     for object in savedDeletes { object.didSave() }
