@@ -21,4 +21,5 @@ struct MemoryConformanceTests {
   @Test func boundedWalk() async throws { try await Conformance.boundedWalk(backend) }
   @Test func pendingChanges() async throws { try await Conformance.pendingChanges(backend) }
   @Test func asynchronousFetch() async throws { try await Conformance.asynchronousFetch(backend) }
+  @Test func derivedAttributes() async throws { try await Conformance.derivedAttributes(backend) }
 }
