@@ -184,11 +184,17 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
   /// Sets the attribute or relationship called `key`.
   ///
-  /// - Throws: `.invalidQuery` for an unknown key, `.validation` for a value of the wrong type.
+  /// - Throws: `.invalidQuery` for an unknown key, `.validation` for a value of the wrong type, `.misuse`
+  ///   for a derived attribute (the store computes it).
   public func setValue(_ value: Any?, forKey key: String) throws {
     guard let info else { return }
     switch info.entity.property(named: key) {
     case .attribute(let attribute, let index):
+      if let derivation = attribute.derivation {
+        throw StoreError(
+          .misuse, "\(info.entity.name).\(key) is derived from '\(derivation)'; the store computes it on save and it cannot be set",
+          entity: info.entity.name, key: key)
+      }
       let stored = try Value(swiftValue: value, for: attribute, entity: info.entity.name)
       setAttribute(stored, index: index)
     case .toOne(let rel, _):

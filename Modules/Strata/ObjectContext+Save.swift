@@ -234,13 +234,21 @@ extension ObjectContext {
 }
 
 extension BatchResult {
-  /// The result as a save notification: its objects updated or deleted, as `request` did.
+  /// The result as a save notification: its objects updated or deleted, as `request` did, and the objects
+  /// whose derived attributes it changed as updated.
   public func changes(of request: BatchRequest) -> ContextDidSave {
     switch request {
-    case .update: ContextDidSave(contextName: "batch update", updatedObjectIDs: Set(objectIDs), historyToken: historyToken)
-    case .insert: ContextDidSave(contextName: "batch insert", insertedObjectIDs: Set(objectIDs), historyToken: historyToken)
+    case .update:
+      ContextDidSave(
+        contextName: "batch update", updatedObjectIDs: Set(objectIDs + recomputedObjectIDs), historyToken: historyToken)
+    case .insert:
+      ContextDidSave(
+        contextName: "batch insert", insertedObjectIDs: Set(objectIDs), updatedObjectIDs: Set(recomputedObjectIDs),
+        historyToken: historyToken)
     case .delete, .deleteObjects:
-      ContextDidSave(contextName: "batch delete", deletedObjectIDs: Set(objectIDs), historyToken: historyToken)
+      ContextDidSave(
+        contextName: "batch delete", updatedObjectIDs: Set(recomputedObjectIDs), deletedObjectIDs: Set(objectIDs),
+        historyToken: historyToken)
     }
   }
 }

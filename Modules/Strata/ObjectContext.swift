@@ -476,6 +476,7 @@ public final class ObjectContext: @unchecked Sendable {
     }
     for object in savedInserts { recordSaved(object, result) }
     for object in savedUpdates { recordSaved(object, result) }
+    let recomputed = refreshRecomputed(result, besides: savedInserts, savedUpdates)
     for object in savedUpdates { forgetPrefetched(object.objectID) }
     for object in savedDeletes {
       forgetPrefetched(object.objectID)
@@ -493,10 +494,38 @@ public final class ObjectContext: @unchecked Sendable {
     guard notify || merge else { return }
     let save = ContextDidSave(
       contextName: name, insertedObjectIDs: Set(savedInserts.map(\.objectID)),
-      updatedObjectIDs: Set(savedUpdates.map(\.objectID)), deletedObjectIDs: Set(savedDeletes.map(\.objectID)),
+      updatedObjectIDs: Set(savedUpdates.map(\.objectID)).union(recomputed),
+      deletedObjectIDs: Set(savedDeletes.map(\.objectID)),
       historyToken: result.historyToken)
     if notify { saveBroadcaster.yield(save) }
     if merge { coordinator.contextDidSave(save, from: self) }
+  }
+
+  /// Shows the values the store computed for objects the save did not write (derived attributes reading
+  /// a saved object, such as the count of a list whose item was inserted): each registered one takes the
+  /// derived values of its stored snapshot (it has no unsaved changes; transient values stay). Returns
+  /// the IDs of all of them, for the save notification.
+  private func refreshRecomputed(
+    _ result: SaveResult, besides savedInserts: [ManagedObject], _ savedUpdates: [ManagedObject]
+  ) -> Set<ObjectID> {
+    guard !result.storedSnapshots.isEmpty else { return [] }
+    let saved = Set(savedInserts.map(\.objectID)).union(savedUpdates.map(\.objectID))
+    var recomputed = Set<ObjectID>()
+    for (id, stored) in result.storedSnapshots where !saved.contains(id) {
+      recomputed.insert(id)
+      forgetPrefetched(id)
+      guard let object = registry[id]?.object, !object.isDeletedStorage else { continue }
+      if !object.isFaultStorage, let entity = object.info?.entity {
+        for (i, attribute) in entity.attributes.enumerated()
+        where attribute.derivation != nil && i < stored.attributes.count && i < object.values.count {
+          object.values[i] = stored.attributes[i]
+        }
+        object.snapshot = stored
+      } else if object.snapshot != nil {
+        object.snapshot = stored
+      }
+    }
+    return recomputed
   }
 
   func rewriteTemporaryReferences(in object: ManagedObject, _ map: [ObjectID: ObjectID]) {

@@ -32,11 +32,11 @@ public struct ConformanceStore: Sendable {
     return location(directory)
   }
 
-  /// A loaded container over a store at `url`.
-  func container(at url: URL?) throws -> PersistentContainer {
+  /// A loaded container over a store at `url`, for the sample model or the model of `types`.
+  func container(at url: URL?, types: [ManagedObject.Type] = sampleTypes) throws -> PersistentContainer {
     let registry = StoreRegistry()
     registry.register(factory)
-    let container = PersistentContainer(name: "Conformance", model: try sampleModel(), types: sampleTypes, registry: registry)
+    let container = PersistentContainer(name: "Conformance", model: try ObjectModel(types: types), types: types, registry: registry)
     container.storeDescriptions = [StoreDescription(type: factory.storeType, url: url)]
     try container.loadPersistentStores()
     return container
@@ -62,9 +62,11 @@ public struct ConformanceStore: Sendable {
   }
 
   /// A context that reads the same store afresh: a new container for file stores, else a new context.
-  func freshContext(_ container: PersistentContainer, _ url: URL?) throws -> ObjectContext {
+  func freshContext(_ container: PersistentContainer, _ url: URL?, types: [ManagedObject.Type] = sampleTypes) throws
+    -> ObjectContext
+  {
     if let url {
-      return try self.container(at: url).viewContext
+      return try self.container(at: url, types: types).viewContext
     }
     return container.newBackgroundContext()
   }

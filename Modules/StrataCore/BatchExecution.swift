@@ -16,7 +16,8 @@ extension PersistentStore {
 /// - Update: each property is set to a constant or an expression of the object's own values
 ///   (`specialCount + 1`), converted to the attribute's type; nil into a non-optional attribute, a value
 ///   that does not fit, a relationship or transient key are errors. As in Core Data, validation bounds
-///   are not checked.
+///   are not checked. Derived attributes cannot be set; the store recomputes them, and those of other
+///   objects reading the updated ones (``BatchResult/recomputedObjectIDs``).
 /// - Delete: delete rules are honoured — `cascade` deletes the targets too (recursively), `nullify` and
 ///   `noAction` leave the targets (whose references the store clears), `deny` fails the whole batch with
 ///   `.deleteDenied` when the object still has targets that are not deleted with it. The result lists
@@ -70,6 +71,11 @@ public struct BatchExecution<Store: PersistentStore> {
           .invalidQuery, "\(entity.name).\(key) is transient and not stored; a batch update cannot set it",
           entity: entity.name, key: key)
       }
+      if let derivation = attribute.derivation {
+        throw StoreError(
+          .invalidQuery, "\(entity.name).\(key) is derived from '\(derivation)'; the store computes it, a batch update cannot set it",
+          entity: entity.name, key: key)
+      }
       let (checked, _) = try QueryValidator.checkExpression(expression, entity: entity, model: model)
       assignments.append((index, attribute, try ComputedExpression(checked, entity: entity, model: model)))
     }
@@ -93,7 +99,10 @@ public struct BatchExecution<Store: PersistentStore> {
           changedKeys: keys))
     }
     let saved = try store.save(ChangeSet(updated: changes, contextName: "batch update"))
-    return BatchResult(count: changes.count, objectIDs: changes.map(\.objectID), historyToken: saved.historyToken)
+    let ids = changes.map(\.objectID)
+    return BatchResult(
+      count: changes.count, objectIDs: ids, historyToken: saved.historyToken,
+      recomputedObjectIDs: Self.recomputed(saved, besides: ids))
   }
 
   /// `value` as a batch update stores it in `attribute`: converted to the attribute's type (numbers
@@ -159,7 +168,16 @@ public struct BatchExecution<Store: PersistentStore> {
     guard !order.isEmpty else { return BatchResult(count: 0) }
     let deletions = order.map { ObjectDeletion(objectID: $0, expectedVersion: versions[$0]) }
     let saved = try store.save(ChangeSet(deleted: deletions, contextName: "batch delete"))
-    return BatchResult(count: order.count, objectIDs: order, historyToken: saved.historyToken)
+    return BatchResult(
+      count: order.count, objectIDs: order, historyToken: saved.historyToken,
+      recomputedObjectIDs: Self.recomputed(saved, besides: order))
+  }
+
+  /// The objects besides `ids` whose derived attributes the save recomputed, in a stable order.
+  private static func recomputed(_ saved: SaveResult, besides ids: [ObjectID]) -> [ObjectID] {
+    guard !saved.storedSnapshots.isEmpty else { return [] }
+    let own = Set(ids)
+    return saved.storedSnapshots.keys.filter { !own.contains($0) }.sorted { $0.description < $1.description }
   }
 }
 

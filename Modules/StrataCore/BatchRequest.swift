@@ -28,11 +28,17 @@ public struct BatchResult: Sendable, Hashable {
   public var objectIDs: [ObjectID]
   /// The history token of the transaction, when history tracking is on.
   public var historyToken: HistoryToken?
+  /// Other objects whose derived attributes the request changed (the list of an updated item, say).
+  public var recomputedObjectIDs: [ObjectID]
 
-  public init(succeeded: Bool = true, count: Int, objectIDs: [ObjectID] = [], historyToken: HistoryToken? = nil) {
+  public init(
+    succeeded: Bool = true, count: Int, objectIDs: [ObjectID] = [], historyToken: HistoryToken? = nil,
+    recomputedObjectIDs: [ObjectID] = []
+  ) {
     self.succeeded = succeeded
     self.count = count
     self.objectIDs = objectIDs
     self.historyToken = historyToken
+    self.recomputedObjectIDs = recomputedObjectIDs
   }
 }

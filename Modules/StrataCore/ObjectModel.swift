@@ -59,7 +59,9 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
   public var defaultValue: Value?
   /// A transient attribute is tracked by contexts but never written to a store.
   public var isTransient: Bool
-  /// A derivation expression (for example `canonical:(title)`); the store computes the value on save.
+  /// A derivation expression (for example `canonical:(title)`, `list.name`, `items.@count`); the store
+  /// computes the value whenever it writes (see ``DerivedAttributes`` for the supported forms). The app
+  /// cannot set a derived attribute; until the first save it holds its initial value.
   public var derivation: String?
   /// Whether the store keeps an index on this attribute.
   public var isIndexed: Bool
@@ -272,19 +274,39 @@ public struct ObjectModel: Sendable, Hashable, Codable {
   public let entities: [EntityDescription]
   /// Named fetch requests stored with the model; their predicates may use `$VARIABLE`s.
   public let fetchRequestTemplates: [String: FetchDescription]
+  /// The derived attributes of every entity, checked when the model was built (not encoded: it follows
+  /// from `entities`).
+  public private(set) var derivedAttributes = DerivedAttributes()
 
   /// Creates a model and checks it: names unique and well formed, relationships pointing at existing
   /// entities with inverses that point back, constraints and indexes naming stored attributes,
-  /// default values of the declared types.
+  /// default values of the declared types, derivations that parse, have a supported form, read existing
+  /// keys and fit their attribute's type.
   ///
   /// - Throws: ``StoreError`` with code `.invalidModel` naming the entity and key at fault.
   public init(entities: [EntityDescription], fetchRequestTemplates: [String: FetchDescription] = [:]) throws {
     self.entities = entities
     self.fetchRequestTemplates = fetchRequestTemplates
     try validate()
+    derivedAttributes = try DerivedAttributes(model: self)
+  }
+
+  public static func == (a: ObjectModel, b: ObjectModel) -> Bool {
+    a.entities == b.entities && a.fetchRequestTemplates == b.fetchRequestTemplates
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(entities)
+    hasher.combine(fetchRequestTemplates)
   }
 
   private enum CodingKeys: String, CodingKey { case entities, fetchRequestTemplates }
+
+  public func encode(to encoder: any Encoder) throws {
+    var c = encoder.container(keyedBy: CodingKeys.self)
+    try c.encode(entities, forKey: .entities)
+    try c.encode(fetchRequestTemplates, forKey: .fetchRequestTemplates)
+  }
 
   public init(from decoder: any Decoder) throws {
     let c = try decoder.container(keyedBy: CodingKeys.self)

@@ -81,7 +81,8 @@ public struct LinkChange: Sendable, Hashable {
 ///
 /// The context has already applied delete rules (nullify, cascade) and checked deny rules, so the
 /// change set is complete: a store writes what it says and enforces uniqueness constraints and
-/// optimistic locking.
+/// optimistic locking. The values it carries for derived attributes are ignored: the store computes
+/// them (``DerivedRecomputation``).
 public struct ChangeSet: Sendable, Hashable {
   public var inserted: [ObjectChange]
   public var updated: [ObjectChange]
@@ -116,7 +117,9 @@ public struct SaveResult: Sendable, Hashable {
   /// The new row version of every inserted and updated object, keyed by permanent ID.
   public var versions: [ObjectID: Int64]
   /// The snapshots as stored, for inserted and updated objects whose stored values differ from what the
-  /// context sent (derived attributes computed by the store). Keyed by permanent ID.
+  /// context sent (values converted, derived attributes computed by the store), and for every other
+  /// object whose derived attributes the save recomputed (the list of an inserted item). Keyed by
+  /// permanent ID.
   public var storedSnapshots: [ObjectID: Snapshot]
   /// The history token of the transaction, when history tracking is on.
   public var historyToken: HistoryToken?

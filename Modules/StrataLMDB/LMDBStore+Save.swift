@@ -16,7 +16,9 @@ extension LMDBStore {
   /// Inserts get version 1 and the next primary key of their entity (`strata.counters`: keys are never
   /// reused); a permanent ID given for an insert keeps its key. Updates increment the version. Deleting
   /// an object sets every to-one reference to it to nil and removes its join-table links. Uniqueness is
-  /// judged on the state the whole save produces. When the map fills up, the save is retried on a larger map.
+  /// judged on the state the whole save produces. Derived attributes are computed inside the transaction,
+  /// of the written objects and of those whose derivations read them (``DerivedRecomputation``). When the
+  /// map fills up, the save is retried on a larger map.
   ///
   /// - Throws: `.optimisticLockConflict` listing every update or delete whose expected version differs
   ///   from the stored one (or whose object is gone); `.constraintConflict` listing every uniqueness
@@ -84,6 +86,8 @@ struct LMDBSaveOperation {
     try check()
     try assignPermanentIDs()
     try OptimisticLocking.check(changes, model: schema.model) { id in try stored(id) }
+    var derived = DerivedRecomputation(model: schema.model, changes: changes)
+    try derived.noteRelatedObjects(before: LMDBReader(txn: txn, schema: schema, storeIdentifier: storeIdentifier))
     let deleted = try deleteRecords()
     var written: [ObjectID] = []
     written.reserveCapacity(changes.inserted.count + changes.updated.count)
@@ -94,8 +98,13 @@ struct LMDBSaveOperation {
     try insertAll(&written)
     for link in changes.linkChanges { try apply(link) }
     try clearReferences(to: deleted)
-    try checkUniqueness(written)
-    return try results(deleted: deleted)
+    let recomputed = try writeDerivedAttributes(&derived)
+    let recomputedIDs = Set(recomputed.map(\.objectID))
+    let writtenSet = Set(written)
+    try checkUniqueness(written + recomputed.map(\.objectID).filter { !writtenSet.contains($0) })
+    var (result, change) = try results(deleted: deleted, recomputed: recomputedIDs)
+    derived.report(recomputed, into: &result, change: &change)
+    return (result, change)
   }
 
   private func stored(_ id: ObjectID) throws -> Snapshot? {
@@ -271,7 +280,7 @@ struct LMDBSaveOperation {
   }
 
   /// Stores a record and brings its index entries up to date (removing those of `old`).
-  private mutating func write(
+  mutating func write(
     _ table: LMDBSchema.Table, _ pk: Int64, version: Int64, attributes: [Value], toOne: [ObjectID?], replacing old: Snapshot?,
     flags: Int32
   ) throws {
@@ -411,7 +420,7 @@ struct LMDBSaveOperation {
   // MARK: Results
 
   /// The save's result and change announcement, as the memory store reports them.
-  private func results(deleted: Set<ObjectID>) throws -> (SaveResult, StoreChange) {
+  private func results(deleted: Set<ObjectID>, recomputed: Set<ObjectID>) throws -> (SaveResult, StoreChange) {
     var result = SaveResult()
     result.permanentIDs = changes.inserted.allSatisfy(\.objectID.isTemporary) ? permanentIDs : permanentIDs.filter { $0.key.isTemporary }
     result.versions = versions
@@ -422,7 +431,9 @@ struct LMDBSaveOperation {
       for change in list {
         guard let id = isInsert ? permanentIDs[change.objectID] : change.objectID, !deleted.contains(id) else { continue }
         if isInsert { inserted.append(id) } else { updated.append(id) }
-        guard converted.contains(change.objectID) || clearedSet.contains(id), let stored = try stored(id) else { continue }
+        guard converted.contains(change.objectID) || clearedSet.contains(id) || recomputed.contains(id),
+          let stored = try stored(id)
+        else { continue }
         if stored != expected(sent: change, stored: stored) { result.storedSnapshots[id] = stored }
       }
     }

@@ -6,7 +6,9 @@ extension MemoryStore {
   ///
   /// Inserts get permanent IDs (primary keys from 1 upward per entity) and version 1; updates increment
   /// the stored version. Temporary IDs in to-one targets and link changes are replaced by permanent ones.
-  /// Deleting an object also clears to-one references to it and its join-table links.
+  /// Deleting an object also clears to-one references to it and its join-table links. Derived attributes
+  /// are computed on the new state (``DerivedRecomputation``), of the written objects and of those whose
+  /// derivations read them.
   ///
   /// - Throws: `.optimisticLockConflict` listing every update or delete whose expected version differs
   ///   from the stored one (or whose object is gone); `.constraintConflict` listing every uniqueness clash
@@ -52,6 +54,8 @@ struct MemorySaveTransaction {
   mutating func apply(_ changes: ChangeSet) throws -> (SaveResult, StoreChange) {
     try assignPermanentIDs(changes.inserted)
     try checkVersions(changes)
+    var derived = DerivedRecomputation(model: model, changes: changes)
+    try derived.noteRelatedObjects(before: MemoryEvaluationSource(state: original, model: model, storeIdentifier: storeIdentifier))
 
     var written: [(change: ObjectChange, snapshot: Snapshot)] = []
     for insert in changes.inserted {
@@ -67,7 +71,15 @@ struct MemorySaveTransaction {
     }
     try applyLinks(changes.linkChanges)
     let (deleted, cleared) = deleteObjects(changes.deleted)
-    try checkUniqueness(written.map(\.snapshot.objectID))
+    let recomputed = try derived.recompute(
+      permanentIDs: permanentIDs,
+      source: MemoryEvaluationSource(state: state, model: model, storeIdentifier: storeIdentifier))
+    for row in recomputed {
+      if let pk = row.objectID.primaryKey { state.rows[row.objectID.entityName, default: [:]][pk] = row }
+    }
+    let writtenIDs = written.map(\.snapshot.objectID)
+    let writtenSet = Set(writtenIDs)
+    try checkUniqueness(writtenIDs + recomputed.map(\.objectID).filter { !writtenSet.contains($0) })
 
     var result = SaveResult()
     var change = StoreChange(storeIdentifier: storeIdentifier)
@@ -84,6 +96,7 @@ struct MemorySaveTransaction {
     let updatedIDs = changes.updated.map(\.objectID).filter { !deleted.contains($0) }
     change.updated = updatedIDs + cleared.filter { !insertedIDs.contains($0) && !updatedIDs.contains($0) }
     change.deleted = changes.deleted.map(\.objectID).filter { deleted.contains($0) }
+    derived.report(recomputed, into: &result, change: &change)
     return (result, change)
   }
 

@@ -117,6 +117,21 @@ struct SQLiteSchema: Sendable {
     return .foreignKey(destination: relationship.destination, column: relationship.inverse ?? "")
   }
 
+  /// The query for the primary keys of the targets of `relationship` of one object of `entity` (bound
+  /// to its `_pk`), in primary-key order: a to-one column, the inverse's foreign key, or a join table.
+  func relatedKeysSQL(_ entity: String, _ relationship: RelationshipDescription) -> String {
+    guard relationship.isToMany else {
+      return "SELECT \(quote(relationship.name)) FROM \(quote(entity)) WHERE \"_pk\" = ? AND \(quote(relationship.name)) IS NOT NULL"
+    }
+    switch toManyStorage(entity, relationship) {
+    case .foreignKey(let destination, let column):
+      return "SELECT \"_pk\" FROM \(quote(destination)) WHERE \(quote(column)) = ? ORDER BY \"_pk\""
+    case .joinTable(let joinTable, let ownerColumn, let targetColumn, let destination):
+      return "SELECT j.\(quote(targetColumn)) FROM \(quote(joinTable)) AS j JOIN \(quote(destination)) AS d "
+        + "ON d.\"_pk\" = j.\(quote(targetColumn)) WHERE j.\(quote(ownerColumn)) = ? ORDER BY j.\(quote(targetColumn))"
+    }
+  }
+
   /// SQLite names are case-insensitive: refuse models whose tables, columns or indexes would collide.
   private func checkNames() throws {
     var seen: [String: String] = [:]

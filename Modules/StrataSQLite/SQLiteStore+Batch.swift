@@ -58,6 +58,9 @@ extension SQLiteStore {
   private func nativeUpdate(_ entityName: String, _ predicate: QueryPredicate?, _ properties: [String: QueryExpression])
     throws -> (sql: Fragment, attributes: [AttributeDescription])
   {
+    guard !model.derivedAttributes.isAffected(byUpdating: properties.keys, of: entityName) else {
+      throw StoreError(.unsupported, "derived attributes must be recomputed (the general path does)")
+    }
     let table = try schema.table(entityName)
     let entity = table.entity
     let query = try SQLiteQueryCompiler.compile(

@@ -110,19 +110,7 @@ extension SQLiteStore {
         .notFound, "\(id.entityName) has no relationship '\(relationship)'", entity: id.entityName, key: relationship)
     }
     guard id.storeIdentifier == identifier, let pk = id.primaryKey else { return [] }
-    let sql: String
-    if !rel.isToMany {
-      sql = "SELECT \(quote(rel.name)) FROM \(quote(table.name)) WHERE \"_pk\" = ? AND \(quote(rel.name)) IS NOT NULL"
-    } else {
-      switch schema.toManyStorage(id.entityName, rel) {
-      case .foreignKey(let destination, let column):
-        sql = "SELECT \"_pk\" FROM \(quote(destination)) WHERE \(quote(column)) = ? ORDER BY \"_pk\""
-      case .joinTable(let joinTable, let ownerColumn, let targetColumn, let destination):
-        sql =
-          "SELECT j.\(quote(targetColumn)) FROM \(quote(joinTable)) AS j JOIN \(quote(destination)) AS d "
-          + "ON d.\"_pk\" = j.\(quote(targetColumn)) WHERE j.\(quote(ownerColumn)) = ? ORDER BY j.\(quote(targetColumn))"
-      }
-    }
+    let sql = schema.relatedKeysSQL(table.name, rel)
     let identifier = self.identifier
     return try read(generation: generation) { connection -> [ObjectID] in
       try connection.query(sql, [.integer(pk)]) {

@@ -18,6 +18,8 @@ extension SQLiteStore {
   /// object inserted by the same save is resolved (written once that object has its key). Deleting an object also sets every
   /// to-one reference to it to nil and removes its join-table rows. Uniqueness is judged on the state the
   /// whole save produces, so objects may swap unique values or reuse the value of a deleted object.
+  /// Derived attributes are computed last, inside the transaction, of the written objects and of those
+  /// whose derivations read them (``DerivedRecomputation``).
   ///
   /// - Throws: `.optimisticLockConflict` listing every update or delete whose `expectedVersion` differs
   ///   from the stored version (or whose object is gone); `.constraintConflict` listing every uniqueness
@@ -84,6 +86,8 @@ struct SaveOperation {
   mutating func apply() throws -> (SaveResult, StoreChange) {
     try check()
     try checkVersions()
+    var derived = DerivedRecomputation(model: schema.model, changes: changes)
+    try derived.noteRelatedObjects(before: transactionSource)
     let deleted = try deleteRows()
     let deletedIDs = Set(deleted.flatMap { entity, keys in
       keys.map { ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: $0) }
@@ -97,7 +101,10 @@ struct SaveOperation {
     try applyPatches()
     for link in changes.linkChanges { try apply(link) }
     let cleared = try clearReferences(to: deleted)
-    return try results(deleted: deletedIDs, cleared: cleared)
+    let recomputed = try writeDerivedAttributes(&derived)
+    var (result, change) = try results(deleted: deletedIDs, cleared: cleared, recomputed: recomputed)
+    derived.report(recomputed, into: &result, change: &change)
+    return (result, change)
   }
 
   // MARK: Checks

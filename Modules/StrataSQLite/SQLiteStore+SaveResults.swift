@@ -4,8 +4,9 @@ import StrataCore
 extension SaveOperation {
   /// The save's result and change announcement: permanent IDs, new versions, and the stored snapshots of
   /// written objects whose stored state differs from what the context sent (values converted to their
-  /// attribute's type, dates rounded to the stored precision, references to deleted objects cleared).
-  func results(deleted: Set<ObjectID>, cleared: Set<String>) throws -> (SaveResult, StoreChange) {
+  /// attribute's type, dates rounded to the stored precision, references to deleted objects cleared,
+  /// derived attributes computed: `recomputed` holds those snapshots as stored).
+  func results(deleted: Set<ObjectID>, cleared: Set<String>, recomputed: [Snapshot]) throws -> (SaveResult, StoreChange) {
     var result = SaveResult()
     result.permanentIDs = permanentIDs.keys.allSatisfy(\.isTemporary) ? permanentIDs : permanentIDs.filter { $0.key.isTemporary }
     result.versions = deleted.isEmpty ? versions : versions.filter { !deleted.contains($0.key) }
@@ -18,9 +19,9 @@ extension SaveOperation {
       if !deleted.contains(id), seen.insert(id).inserted { clearedIDs.append(id) }
     }
     // What was stored equals what was sent unless values were converted on the way in, the save cleared
-    // references to deleted objects, or the entity has attributes the store computes; only then is the
-    // stored state worth rebuilding.
-    let derivedEntities = Set(schema.model.entities.filter { $0.attributes.contains { $0.derivation != nil } }.map(\.name))
+    // references to deleted objects, or the store computed derived attributes; only then is the stored
+    // state worth rebuilding.
+    let derived = recomputed.isEmpty ? [:] : Dictionary(recomputed.map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
     var inserted: [ObjectID] = []
     var updated: [ObjectID] = []
     inserted.reserveCapacity(changes.inserted.count)
@@ -30,11 +31,11 @@ extension SaveOperation {
         guard let id = isInsert ? permanentIDs[change.objectID] : change.objectID else { continue }
         if !deleted.isEmpty && deleted.contains(id) { continue }
         if isInsert { inserted.append(id) } else { updated.append(id) }
-        guard !cleared.isEmpty || derivedEntities.contains(id.entityName) || converted.contains(change.objectID),
+        guard !cleared.isEmpty || derived[id] != nil || converted.contains(change.objectID),
           let version = versions[id]
         else { continue }
         let table = try schema.table(id.entityName)
-        let stored = try storedState(change, id: id, version: version, table: table, cleared: cleared)
+        let stored = try derived[id] ?? storedState(change, id: id, version: version, table: table, cleared: cleared)
         if stored != sentState(change, stored: stored, table: table) { result.storedSnapshots[id] = stored }
       }
     }

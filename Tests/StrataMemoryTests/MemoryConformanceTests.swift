@@ -25,4 +25,5 @@ struct MemoryConformanceTests {
   @Test func transientAttributes() async throws { try await Conformance.transientAttributes(backend) }
   @Test func lifecycle() async throws { try await Conformance.lifecycle(backend) }
   @Test func undo() async throws { try await Conformance.undo(backend) }
+  @Test func derivedAttributes() async throws { try await Conformance.derivedAttributes(backend) }
 }

@@ -1,0 +1,56 @@
+import Foundation
+import StrataCore
+
+/// Declares a derived attribute of a ``ManagedObject`` subclass: a stored value the store computes from
+/// a derivation expression every time it writes the object, or an object it reads.
+///
+/// The property is read-only: assigning to it does not compile, and `setValue(_:forKey:)` throws. Until
+/// the object is first saved it holds its type's zero value (`nil` when optional); afterwards, what the
+/// store computed at the last save. A context's unsaved changes do not update it. Derived attributes
+/// are stored, so predicates and sorts can use them. See ``DerivedAttributes`` for the supported forms.
+///
+/// ```swift
+/// final class TodoList: ManagedObject {
+///   @Attribute var name: String
+///   @Relationship(inverse: "list") var items: Set<TodoItem>
+///   @Derived("items.@count") var itemCount: Int64
+///   @Derived("canonical:(name)", .indexed) var searchName: String
+/// }
+/// final class TodoItem: ManagedObject {
+///   @Attribute var title: String
+///   @Relationship(inverse: "items") var list: TodoList?
+///   @Derived("list.name") var listName: String?
+///   @Derived("now()") var lastSaved: Date?
+/// }
+/// ```
+@propertyWrapper
+public struct Derived<Value: AttributeValue> {
+  @usableFromInline let slot: Int32
+
+  /// A derived attribute computed by `derivation`.
+  /// - Parameter options: `.indexed`, `.unique` and `.preserveValueOnDeletion` apply; `.transient` makes
+  ///   the model invalid (a derived attribute is stored).
+  public init(_ derivation: String, _ options: AttributeOptions = []) {
+    let state = SlotState.current
+    slot = state.takeSlot()
+    guard let collector = state.collector else { return }
+    collector.declarations[slot] = .attribute(
+      type: Value.attributeType, isOptional: Value.isOptionalAttribute, options: options, defaultValue: nil,
+      derivation: derivation, validation: AttributeValidation())
+  }
+
+  @available(*, unavailable, message: "@Derived is only available on ManagedObject subclasses")
+  public var wrappedValue: Value { fatalError("unreachable") }
+
+  @inlinable
+  public static subscript<Object: ManagedObject>(
+    _enclosingInstance object: Object,
+    wrapped wrappedKeyPath: KeyPath<Object, Value>,
+    storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
+  ) -> Value {
+    let stored = object.attributeValue(slot: object[keyPath: storageKeyPath].slot)
+    return Value(storedValue: stored) ?? Value.zero
+  }
+}
+
+extension Derived: SlotCarrying {}
