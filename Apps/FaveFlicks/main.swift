@@ -59,11 +59,13 @@ extension FaveFlicksCommand {
 
     @OptionGroup var storeOptions: StoreFlags
     @Option(help: "Only movies whose genre contains this text (case and accents ignored).") var genreContains: String?
+    @Option(help: "Only movies whose title contains this text (case and accents ignored: \"amelie\" finds \"Amélie\").")
+    var search: String?
     @Flag(help: "Print a JSON array of {title, genre, releaseDate, lastModified}.") var json = false
 
     func run() throws {
       try runReportingErrors(tool: "fave-flicks") {
-        let movies = try openLibrary(storeOptions).list(genreContaining: genreContains)
+        let movies = try openLibrary(storeOptions).list(genreContaining: genreContains, titleMatching: search)
         if json {
           print(try jsonString(movies.map(JSONMovie.init)))
         } else if movies.isEmpty {

@@ -6,6 +6,7 @@ public final class Movie: ManagedObject {
   @Attribute public var genre: String
   @Attribute public var releaseDate: Date
   @Attribute public var lastModified: Date?
+  @Derived("canonical:(title)") public var titleSearch: String
 
   public override func willSave() {
     guard hasPersistentChangedValues, !isDeleted else { return }

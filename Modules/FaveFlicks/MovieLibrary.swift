@@ -37,13 +37,20 @@ public struct MovieLibrary: Sendable {
     return MovieRecord(movie)
   }
 
-  public func list(genreContaining genre: String? = nil) throws -> [MovieRecord] {
+  /// The movies by title; `genreContaining` and `titleMatching` ignore case and accents. A title search
+  /// runs in the store, on the derived `titleSearch` column (`canonical:(title)`).
+  public func list(genreContaining genre: String? = nil, titleMatching search: String? = nil) throws -> [MovieRecord] {
     var request = FetchRequest<Movie>(sortDescriptors: [
       QuerySort(\Movie.title, comparator: .localizedStandard), QuerySort(\Movie.releaseDate),
     ])
+    var conditions: [QueryPredicate] = []
     if let genre, !genre.isEmpty {
-      request.predicate = (\Movie.genre).contains(genre, options: [.caseInsensitive, .diacriticInsensitive]).predicate
+      conditions.append((\Movie.genre).contains(genre, options: [.caseInsensitive, .diacriticInsensitive]).predicate)
     }
+    if let search, !search.isEmpty {
+      conditions.append(try QueryPredicate(format: "titleSearch CONTAINS canonical:(%@)", search))
+    }
+    if !conditions.isEmpty { request.predicate = conditions.count == 1 ? conditions[0] : .and(conditions) }
     return try context.fetch(request).map(MovieRecord.init)
   }
 

@@ -45,12 +45,7 @@ public struct ConformanceStore: Sendable {
   /// A loaded container over a store at `url` (`nil`: a fresh location) for a model of the area's own.
   func container(types: [ManagedObject.Type], at url: URL? = nil) throws -> (PersistentContainer, URL?) {
     let location = try url ?? makeLocation()
-    let registry = StoreRegistry()
-    registry.register(factory)
-    let container = PersistentContainer(name: "Conformance", model: try ObjectModel(types: types), types: types, registry: registry)
-    container.storeDescriptions = [StoreDescription(type: factory.storeType, url: location)]
-    try container.loadPersistentStores()
-    return (container, location)
+    return (try container(at: location, types: types), location)
   }
 
   /// A loaded container over a fresh store holding the sample data.

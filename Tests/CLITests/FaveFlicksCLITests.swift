@@ -67,6 +67,9 @@ struct FaveFlicksCLITests {
     let stamps = try rows.map { try Date($0["lastModified"] ?? "", strategy: .iso8601) }
     #expect(stamps.allSatisfy { abs($0.timeIntervalSinceNow) < 600 }, "\(stamps)")
     #expect(stamps[0] >= stamps[1], "Amélie was added after Heat")
+    let searched = try faveFlicks("list", "--search", "AMELIE", "--json", "--path", store)
+    #expect(searched.status == 0, "\(searched.stderr)")
+    #expect(searched.stdout.contains("Amélie") && !searched.stdout.contains("Heat"))
     let filtered = try faveFlicks("list", "--genre-contains", "comedie", "--path", store)
     #expect(filtered.stdout.contains("Amélie"))
     #expect(!filtered.stdout.contains("Heat"))

@@ -25,19 +25,26 @@ private func jsonArray(_ text: String) throws -> [[String: Any]] {
   try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
 }
 
-/// The objects without their object IDs (which hold the store's random identifier), as strings.
+/// The objects without their object IDs (which hold the store's random identifier) and save stamps, as
+/// strings.
 private func withoutIDs(_ objects: [[String: Any]]) -> [[String: String]] {
   objects.map { object in
     var out: [String: String] = [:]
-    for (key, value) in object where key != "objectID" { out[key] = "\(value)" }
+    for (key, value) in object where key != "objectID" && key != "lastModified" { out[key] = "\(value)" }
     return out
   }
 }
 
-private let amelie = ["title": "Amélie", "genre": "Comédie, Romance", "releaseDate": "2001-04-25T00:00:00.000Z"]
-private let heat = ["title": "Heat", "genre": "Crime, Drama", "releaseDate": "1995-12-15T00:00:00.000Z"]
-private let elite = ["title": "Élite Squad", "genre": "Action, Drama", "releaseDate": "2007-10-05T00:00:00.000Z"]
-private let zodiac = ["title": "Zodiac", "genre": "Mystery, Thriller", "releaseDate": "2007-03-02T00:00:00.000Z"]
+private let amelie = [
+  "title": "Amélie", "genre": "Comédie, Romance", "releaseDate": "2001-04-25T00:00:00.000Z", "titleSearch": "amelie",
+]
+private let heat = ["title": "Heat", "genre": "Crime, Drama", "releaseDate": "1995-12-15T00:00:00.000Z", "titleSearch": "heat"]
+private let elite = [
+  "title": "Élite Squad", "genre": "Action, Drama", "releaseDate": "2007-10-05T00:00:00.000Z", "titleSearch": "elite squad",
+]
+private let zodiac = [
+  "title": "Zodiac", "genre": "Mystery, Thriller", "releaseDate": "2007-03-02T00:00:00.000Z", "titleSearch": "zodiac",
+]
 
 @Suite("strata tool")
 struct StrataToolTests {
@@ -47,7 +54,10 @@ struct StrataToolTests {
     #expect(text.status == 0, "\(text.stderr)")
     #expect(text.stdout.contains("Store type:         sqlite"))
     #expect(text.stdout.contains("Movie — 4 rows"))
-    for line in ["title        string  no", "genre        string  no", "releaseDate  date    no"] {
+    for line in [
+      "title         string  no", "genre         string  no", "releaseDate   date    no", "lastModified  date    yes",
+      "titleSearch   string  no        derived: canonical:(title)",
+    ] {
       #expect(text.stdout.contains(line), "\(line)\n\(text.stdout)")
     }
 
@@ -64,8 +74,11 @@ struct StrataToolTests {
     #expect(movie["name"] as? String == "Movie")
     #expect(movie["count"] as? Int == 4)
     let attributes = try #require(movie["attributes"] as? [[String: Any]])
-    #expect(attributes.map { "\($0["name"] ?? "") \($0["type"] ?? "")" } == ["title string", "genre string", "releaseDate date"])
-    #expect(attributes.allSatisfy { $0["isOptional"] as? Bool == false && $0["isTransient"] as? Bool == false })
+    #expect(attributes.map { "\($0["name"] ?? "") \($0["type"] ?? "")" } == [
+      "title string", "genre string", "releaseDate date", "lastModified date", "titleSearch string",
+    ])
+    #expect(attributes.map { $0["isOptional"] as? Bool } == [false, false, false, true, false])
+    #expect(attributes.allSatisfy { $0["isTransient"] as? Bool == false })
     #expect((movie["relationships"] as? [Any])?.isEmpty == true)
 
     let fetched = try jsonArray(try strata("fetch", store, "--entity", "Movie", "--json").stdout)
@@ -81,7 +94,9 @@ struct StrataToolTests {
     let ids = objects.map { $0["objectID"] as? String ?? "" }
     #expect(ids.map { $0.hasPrefix("strata://") && $0.contains("/Movie/p") } == [true, true, true, true])
     #expect(Set(ids).count == 4)
-    #expect(objects.allSatisfy { $0.keys.sorted() == ["genre", "objectID", "releaseDate", "title"] })
+    #expect(objects.allSatisfy {
+      $0.keys.sorted() == ["genre", "lastModified", "objectID", "releaseDate", "title", "titleSearch"]
+    })
 
     let table = try strata("fetch", store, "--entity", "Movie")
     #expect(table.status == 0)

@@ -44,6 +44,10 @@ struct MovieLibraryTests {
     #expect(try library.list(genreContaining: "drama").map(\.title) == ["Apollo 13", "Zodiac"])
     #expect(try library.list(genreContaining: "COMEDIE").map(\.title) == ["Amélie"])
     #expect(try library.list(genreContaining: "western").isEmpty)
+    #expect(try library.list(titleMatching: "amelie").map(\.title) == ["Amélie"])
+    #expect(try library.list(titleMatching: "APOLLO").map(\.title) == ["apollo 2", "Apollo 13"])
+    #expect(try library.list(genreContaining: "drama", titleMatching: "pollo").map(\.title) == ["Apollo 13"])
+    #expect(try library.list(titleMatching: "zzz").isEmpty)
 
     #expect(try library.delete(title: "Zodiac") == 1)
     #expect(try library.list().map(\.title) == ["Amélie", "apollo 2", "Apollo 13"])

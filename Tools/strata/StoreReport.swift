@@ -10,6 +10,7 @@ struct StoreReport: Encodable {
     var isUnique: Bool
     var isIndexed: Bool
     var isTransient: Bool
+    var derivation: String?
   }
 
   struct Relationship: Encodable {
@@ -59,7 +60,7 @@ struct StoreReport: Encodable {
           Attribute(
             name: a.name, type: a.type.rawValue, isOptional: a.isOptional,
             isUnique: entity.uniquenessConstraints.contains([a.name]), isIndexed: a.isIndexed,
-            isTransient: a.isTransient)
+            isTransient: a.isTransient, derivation: a.derivation)
         },
         relationships: entity.relationships.map { r in
           Relationship(
@@ -84,7 +85,10 @@ struct StoreReport: Encodable {
       lines.append(indented(textTable(
         headers: ["Attribute", "Type", "Optional", "Flags"],
         rows: entity.attributes.map { a in
-          let flags = [a.isUnique ? "unique" : nil, a.isIndexed ? "indexed" : nil, a.isTransient ? "transient" : nil]
+          let flags = [
+            a.isUnique ? "unique" : nil, a.isIndexed ? "indexed" : nil, a.isTransient ? "transient" : nil,
+            a.derivation.map { "derived: \($0)" },
+          ]
           return [a.name, a.type, a.isOptional ? "yes" : "no", flags.compactMap { $0 }.joined(separator: ", ")]
         })))
       if !entity.relationships.isEmpty {
