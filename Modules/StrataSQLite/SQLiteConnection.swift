@@ -150,16 +150,24 @@ final class SQLiteConnection: @unchecked Sendable {
   /// failed are reported too: a caller that rolls back discards the answer.
   func updatedRowIDs(_ body: () throws -> Void) throws -> [Int64] {
     let db = try requireHandle()
-    let collector = RowIDCollector()
+    // The hook's context: a plain pointer, so each call is an append without an exclusivity check.
+    let rowIDs = UnsafeMutablePointer<[Int64]>.allocate(capacity: 1)
+    rowIDs.initialize(to: [])
+    defer { rowIDs.deallocate() }
     sqlite3_update_hook(
       db,
       { context, operation, _, _, rowID in
         guard let context, operation == SQLITE_UPDATE else { return }
-        Unmanaged<RowIDCollector>.fromOpaque(context).takeUnretainedValue().rowIDs.append(rowID)
-      }, Unmanaged.passUnretained(collector).toOpaque())
+        context.assumingMemoryBound(to: [Int64].self).pointee.append(rowID)
+      }, rowIDs)
     defer { sqlite3_update_hook(db, nil, nil) }
-    try withExtendedLifetime(collector) { try body() }
-    return collector.rowIDs
+    do {
+      try body()
+    } catch {
+      rowIDs.deinitialize(count: 1)
+      throw error
+    }
+    return rowIDs.move()
   }
 
   /// The first column of the first row, or `nil` when there is no row.
@@ -195,11 +203,6 @@ final class SQLiteConnection: @unchecked Sendable {
   func rollback() {
     if isInTransaction { try? execute("ROLLBACK") }
   }
-}
-
-/// The rows an update hook reports (see ``SQLiteConnection/updatedRowIDs(_:)``).
-private final class RowIDCollector {
-  var rowIDs: [Int64] = []
 }
 
 /// A prepared statement borrowed from a connection's cache for the duration of one call.
