@@ -62,6 +62,74 @@ extension Conformance {
     #expect(try fresh().count(for: FetchRequest<Actor>(format: "imdbID == 'nm1'")) == 0)
     #expect(try fresh().count(for: FetchRequest<Studio>()) == SampleData.studios.count)
 
+    // Values an attribute cannot hold: the whole update is refused with the same error on every backend
+    // (SQLite's native path checks them in SQL as it writes, then reports through the general path), and
+    // nothing is written — not even the objects whose new values would have fitted.
+    let untitled = try #require(try fresh().fetch(FetchRequest<Film>(format: "title == 'Untitled Project'")).first)
+    let heatOnly = try QueryPredicate(format: "title == 'Heat'")
+    let refused: [(BatchRequest, StoreError)] = [
+      (
+        .update(entityName: "Film", predicate: heatOnly, propertiesToUpdate: ["year": try QueryExpression(format: "year * 100")]),
+        StoreError(.validation, "Film.year is a int16 and cannot hold 199500", entity: "Film", key: "year", value: .int(199_500))
+      ),
+      (
+        .update(entityName: "Film", predicate: heatOnly, propertiesToUpdate: ["year": try QueryExpression(format: "year - 40000")]),
+        StoreError(.validation, "Film.year is a int16 and cannot hold -38005", entity: "Film", key: "year", value: .int(-38_005))
+      ),
+      (
+        .update(
+          entityName: "Film", predicate: heatOnly, propertiesToUpdate: ["runtime": try QueryExpression(format: "runtime * 100000000")]),
+        StoreError(
+          .validation, "Film.runtime is a int32 and cannot hold 18000000000", entity: "Film", key: "runtime",
+          value: .int(18_000_000_000))
+      ),
+      (
+        .update(
+          entityName: "Film", predicate: try QueryPredicate(format: "title == 'Untitled Project'"),
+          propertiesToUpdate: ["title": try QueryExpression(format: "genre")]),
+        StoreError(
+          .validation, "Film.title is not optional; the batch update would set it to nil for \(untitled.objectID)",
+          entity: "Film", key: "title")
+      ),
+      (
+        .update(
+          entityName: "Film", predicate: heatOnly,
+          propertiesToUpdate: ["runtime": try QueryExpression(format: "runtime + 1"), "year": try QueryExpression(format: "year + 40000")]),
+        StoreError(.validation, "Film.year is a int16 and cannot hold 41995", entity: "Film", key: "year", value: .int(41_995))
+      ),
+    ]
+    for (request, expected) in refused {
+      do {
+        _ = try live.execute(request)
+        Issue.record("expected \(expected) for \(request)")
+      } catch let error as StoreError {
+        #expect(error == expected)
+      }
+    }
+    // Some objects fit (Delicatessen: 99 × 20,000,000 is an Int32), Heat's 180 does not: none changes.
+    let mixed = BatchRequest.update(
+      entityName: "Film", predicate: nil, propertiesToUpdate: ["runtime": try QueryExpression(format: "runtime * 20000000")])
+    do {
+      _ = try live.execute(mixed)
+      Issue.record("expected a validation error for \(mixed)")
+    } catch let error as StoreError {
+      #expect(error.code == .validation && error.entity == "Film" && error.key == "runtime")
+    }
+    #expect(try titles("runtime == 180 AND year == 1995") == ["Heat"])
+    #expect(try titles("runtime == 99") == ["Delicatessen"])
+    #expect(try titles("runtime == 0") == ["Untitled Project"])
+    #expect(try titles("runtime > 1000 OR year > 3000 OR year < 0 OR title == nil").isEmpty)
+    #expect(try fresh().count(for: FetchRequest<Film>()) == SampleData.films.count)
+
+    // As in Core Data, a batch update does not apply validation bounds (rating is 0…10): every backend
+    // stores the value, as it stores what the general path would.
+    let doubled = try live.execute(
+      .update(
+        entityName: "Film", predicate: try QueryPredicate(format: "title == 'Parasite'"),
+        propertiesToUpdate: ["rating": try QueryExpression(format: "rating * 2")]))
+    #expect(doubled.count == 1)
+    #expect(try titles("rating > 10") == ["Parasite"])
+
     // Delete: by predicate, cascading (a director's films), by IDs; merged, the live context forgets them.
     let old = try live.execute(.delete(entityName: "Film", predicate: try QueryPredicate(format: "year < 1992")))
     #expect(old.count == 1)

@@ -107,7 +107,8 @@ public struct BatchExecution<Store: PersistentStore> {
 
   /// `value` as a batch update stores it in `attribute`: converted to the attribute's type (numbers
   /// truncated to integers), or a `.validation` error when it cannot be, or when it is nil and the
-  /// attribute is not optional. Stores with a native batch path check what they wrote with it too.
+  /// attribute is not optional. A store with a native batch path enforces the same rules as it writes
+  /// (SQLite: in SQL) and falls back here to report a refusal, so the error is this one.
   public static func assignable(_ value: Value, to attribute: AttributeDescription, of entity: String, object: ObjectID)
     throws -> Value
   {

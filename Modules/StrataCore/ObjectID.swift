@@ -62,6 +62,18 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
     self.key = .permanent(primaryKey)
   }
 
+  private init(scope: Scope, key: Key) {
+    self.scope = scope
+    self.key = key
+  }
+
+  /// A permanent ID of the same entity and store with another primary key. Cheaper than
+  /// ``init(entityName:storeIdentifier:primaryKey:)``, which looks the entity and store up, for a store
+  /// naming many rows of one table.
+  public func withPrimaryKey(_ primaryKey: Int64) -> ObjectID {
+    ObjectID(scope: scope, key: .permanent(primaryKey))
+  }
+
   private init(entityName: String, temporary: UInt64) {
     self.scope = Scope.of(entityName: entityName, storeIdentifier: "")
     self.key = .temporary(temporary)

@@ -144,6 +144,32 @@ final class SQLiteConnection: @unchecked Sendable {
     }
   }
 
+  /// Runs `body` and returns the rowid of every row it updated, in the order SQLite updated them: one
+  /// `sqlite3_update_hook` call per row, which costs less than `RETURNING` or a second query. The hook
+  /// sees rowid tables only (every entity table is one), and rows a failed statement touched before it
+  /// failed are reported too: a caller that rolls back discards the answer.
+  func updatedRowIDs(_ body: () throws -> Void) throws -> [Int64] {
+    let db = try requireHandle()
+    // The hook's context: a plain pointer, so each call is an append without an exclusivity check.
+    let rowIDs = UnsafeMutablePointer<[Int64]>.allocate(capacity: 1)
+    rowIDs.initialize(to: [])
+    defer { rowIDs.deallocate() }
+    sqlite3_update_hook(
+      db,
+      { context, operation, _, _, rowID in
+        guard let context, operation == SQLITE_UPDATE else { return }
+        context.assumingMemoryBound(to: [Int64].self).pointee.append(rowID)
+      }, rowIDs)
+    defer { sqlite3_update_hook(db, nil, nil) }
+    do {
+      try body()
+    } catch {
+      rowIDs.deinitialize(count: 1)
+      throw error
+    }
+    return rowIDs.move()
+  }
+
   /// The first column of the first row, or `nil` when there is no row.
   func scalar(_ sql: String, _ bindings: [SQLValue] = []) throws -> SQLValue? {
     try withStatement(sql, bindings) { statement in

@@ -7,6 +7,7 @@ extension SQLiteError {
   static let constraintUnique: Int32 = 2067  // SQLITE_CONSTRAINT_UNIQUE
   static let constraintPrimaryKey: Int32 = 1555  // SQLITE_CONSTRAINT_PRIMARYKEY
   static let constraintNotNull: Int32 = 1299  // SQLITE_CONSTRAINT_NOTNULL
+  static let constraintCheck: Int32 = 275  // SQLITE_CONSTRAINT_CHECK
 
   /// Whether the error is a `UNIQUE` (or primary key) constraint failure.
   var isUniqueViolation: Bool {

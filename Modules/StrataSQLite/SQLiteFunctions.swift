@@ -15,6 +15,9 @@ import StrataCore
 /// - `strata_apply(name, a, …)`: ``ExpressionFunctions/apply(_:_:)`` of the arguments (NULL when one is
 ///   NULL), or, for a ``CollectionFunction`` name, its fold over the arguments (NULLs skipped).
 /// - `strata_fold(name, x)`: the aggregate that folds the rows' `x` with the ``CollectionFunction`` `name`.
+/// - `strata_refuse(x)`: NULL when `x` is NULL; otherwise fails the statement with
+///   `SQLITE_CONSTRAINT_CHECK`. A native batch update calls it for a value its attribute cannot hold
+///   (`CASE WHEN v BETWEEN lo AND hi THEN v ELSE strata_refuse(v) END`), so the UPDATE itself fails.
 /// - Collations `STRATA_CASE`, `STRATA_LOCALIZED`, `STRATA_STANDARD` for the sort comparators
 ///   `caseInsensitive`, `localized` and `localizedStandard`.
 /// - Collation `STRATA_DECIMAL` for decimal columns (stored as exact text): compares the texts as
@@ -25,6 +28,7 @@ enum SQLiteFunctions {
   static let textFunction = "strata_text"
   static let applyFunction = "strata_apply"
   static let foldFunction = "strata_fold"
+  static let refuseFunction = "strata_refuse"
   /// The string functions `strata_text` implements, in code order.
   static let textFunctions = ["lowercase:", "uppercase:", "canonical:"]
 
@@ -56,6 +60,9 @@ enum SQLiteFunctions {
     guard rc == SQLITE_OK else { throw registrationError(db, rc, applyFunction) }
     rc = sqlite3_create_function_v2(db, foldFunction, 2, flags, nil, nil, foldStep, foldFinal, nil)
     guard rc == SQLITE_OK else { throw registrationError(db, rc, foldFunction) }
+    // Not deterministic: SQLite must not evaluate it ahead of the row it refuses.
+    rc = sqlite3_create_function_v2(db, refuseFunction, 1, SQLITE_UTF8, nil, refuseOperation, nil, nil, nil)
+    guard rc == SQLITE_OK else { throw registrationError(db, rc, refuseFunction) }
     let collations: [(String, @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32)] = [
       ("STRATA_CASE", compareCaseInsensitive),
       ("STRATA_LOCALIZED", compareLocalized),
@@ -113,6 +120,16 @@ enum SQLiteFunctions {
     guard let bytes, count > 0 else { return "" }
     return String(decoding: UnsafeRawBufferPointer(start: bytes, count: Int(count)), as: UTF8.self)
   }
+}
+
+private let refuseOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
+  context, count, arguments in
+  guard count == 1, let arguments, sqlite3_value_type(arguments[0]) == SQLITE_NULL else {
+    sqlite3_result_error(context, "strata_refuse: the value does not fit its attribute", -1)
+    sqlite3_result_error_code(context, SQLiteError.constraintCheck)
+    return
+  }
+  sqlite3_result_null(context)
 }
 
 private let stringOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {

@@ -1,13 +1,17 @@
+import CSQLite
 import Foundation
 import StrataCore
 
 extension SQLiteStore {
   /// Runs a batch request. A batch update whose values are constants or expressions of the object's own
-  /// attributes runs as one SQL statement — `UPDATE … SET col = CAST(expr AS …), _version = _version + 1
-  /// WHERE _pk IN (SELECT … WHERE <predicate>) RETURNING …` — and the returned values are checked
-  /// (ranges, non-optional attributes) before the transaction commits. Everything else, and an update
-  /// that clashes with a uniqueness constraint (rolled back, then reported in full), runs through
-  /// ``BatchExecution``, with the same answers.
+  /// attributes runs natively as one statement, `UPDATE … SET col = <value>, _version = _version + 1
+  /// WHERE <predicate>` (`WHERE _pk IN (SELECT …)` when the predicate follows a to-one relationship);
+  /// SQLite names the rows it updates through an update hook. The values are checked by SQL as they are
+  /// written — `NOT NULL` columns refuse nil for non-optional attributes, and an Int16 or Int32 value
+  /// outside its range calls `strata_refuse`, which fails the statement — so a value the general path
+  /// would refuse never commits. Everything else, and an update that fails a check or a uniqueness
+  /// constraint (rolled back, then reported in full), runs through ``BatchExecution``, with the same
+  /// answers and errors.
   ///
   /// ```swift
   /// let result = try store.execute(.update(
@@ -21,28 +25,28 @@ extension SQLiteStore {
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     let identifier = self.identifier
     let broadcaster = self.broadcaster
+    let scope = ObjectID(entityName: entityName, storeIdentifier: identifier, primaryKey: 0)
     let outcome: BatchResult? = try write { connection -> BatchResult? in
       try connection.execute("BEGIN IMMEDIATE")
       do {
-        // The values are read first and checked once the statement is done: a statement still running
-        // would keep ROLLBACK from undoing it.
-        let rows = try connection.query(update.sql.sql, update.sql.bindings) { statement -> (Int64, [SQLValue]) in
-          (statement.int64(0), update.attributes.indices.map { statement.value(at: Int32($0 + 1)) })
+        // SQLite names the rows as it updates them (an update hook, one call per row).
+        var changed = 0
+        let keys = try connection.updatedRowIDs {
+          changed = try connection.run(update.sql, update.bindings)
+        }
+        guard changed == keys.count else {
+          connection.rollback()
+          return nil
         }
         var ids: [ObjectID] = []
-        ids.reserveCapacity(rows.count)
-        for (pk, stored) in rows {
-          let id = ObjectID(entityName: entityName, storeIdentifier: identifier, primaryKey: pk)
-          for (attribute, storedValue) in zip(update.attributes, stored) {
-            let value = try SQLiteSchema.decode(storedValue, as: attribute.type, entity: entityName, key: attribute.name)
-            _ = try BatchExecution<SQLiteStore>.assignable(value, to: attribute, of: entityName, object: id)
-          }
-          ids.append(id)
-        }
+        ids.reserveCapacity(keys.count)
+        for key in keys { ids.append(scope.withPrimaryKey(key)) }
         try connection.execute("COMMIT")
         broadcaster.yield(StoreChange(storeIdentifier: identifier, inserted: [], updated: ids, deleted: []))
         return BatchResult(count: ids.count, objectIDs: ids)
-      } catch let error as SQLiteError where error.code == 19 {
+      } catch let error as SQLiteError where error.code == SQLITE_CONSTRAINT {
+        // A value a check refused (`strata_refuse`, NOT NULL) or a uniqueness clash: the general path
+        // reports it precisely.
         connection.rollback()
         return nil
       } catch {
@@ -53,10 +57,10 @@ extension SQLiteStore {
     return try outcome ?? BatchExecution(store: self).execute(request)
   }
 
-  /// The SQL of an update the store can run as one statement, or an error when it cannot (the caller
-  /// then runs the general path, which reports problems precisely).
+  /// The UPDATE of an update the store can run natively, or an error when it cannot (the caller then runs
+  /// the general path, which reports problems precisely).
   private func nativeUpdate(_ entityName: String, _ predicate: QueryPredicate?, _ properties: [String: QueryExpression])
-    throws -> (sql: Fragment, attributes: [AttributeDescription])
+    throws -> Fragment
   {
     guard !model.derivedAttributes.isAffected(byUpdating: properties.keys, of: entityName) else {
       throw StoreError(.unsupported, "derived attributes must be recomputed (the general path does)")
@@ -66,7 +70,6 @@ extension SQLiteStore {
     let query = try SQLiteQueryCompiler.compile(
       FetchDescription(entityName: entityName, predicate: predicate), schema: schema, storeIdentifier: identifier)
     var assignments: [Fragment] = []
-    var attributes: [AttributeDescription] = []
     for (key, expression) in properties.sorted(by: { $0.key < $1.key }) {
       guard let attribute = entity.attributes.first(where: { $0.name == key }), !attribute.isTransient else {
         throw StoreError(.unsupported, "not an attribute")
@@ -75,13 +78,21 @@ extension SQLiteStore {
       guard !checked.keyPaths.contains(where: { $0.contains(".") }) else {
         throw StoreError(.unsupported, "reads another object")
       }
+      // What the column's constraint does not check itself (it refuses NULL when the attribute is not
+      // optional): a constant is converted (or refused) here, an expression checked as it is written.
       let value: Fragment
       if case .constant(let constant) = checked {
         value = Fragment("?", [try SQLiteSchema.encode(constant, as: attribute.type, entity: entityName, key: key)])
       } else {
         let sql = try SQLiteQueryCompiler.compileValue(checked, schema: schema, storeIdentifier: identifier, root: entity)
         switch (attribute.type, kind) {
-        case (.int16, let kind?), (.int32, let kind?), (.int64, let kind?):
+        case (.int16, let kind?), (.int32, let kind?):
+          guard kind.isNumber else { throw StoreError(.unsupported, "not a number") }
+          let range = attribute.type == .int16 ? "\(Int16.min) AND \(Int16.max)" : "\(Int32.min) AND \(Int32.max)"
+          let integer = Fragment("CAST(") + sql + Fragment(" AS INTEGER)")
+          value = Fragment("CASE WHEN ") + integer + Fragment(" BETWEEN \(range) THEN ") + integer
+            + Fragment(" ELSE \(SQLiteFunctions.refuseFunction)(") + integer + Fragment(") END")
+        case (.int64, let kind?):
           guard kind.isNumber else { throw StoreError(.unsupported, "not a number") }
           value = Fragment("CAST(") + sql + Fragment(" AS INTEGER)")
         case (.double, let kind?), (.float, let kind?):
@@ -94,14 +105,17 @@ extension SQLiteStore {
         }
       }
       assignments.append(Fragment("\(quote(attribute.name)) = ") + value)
-      attributes.append(attribute)
     }
     guard !assignments.isEmpty else { throw StoreError(.unsupported, "nothing to set") }
-    var sql = Fragment("UPDATE \(quote(table.name)) AS t0 SET ")
-    for assignment in assignments { sql = sql + assignment + Fragment(", ") }
-    sql = sql + Fragment("\"_version\" = t0.\"_version\" + 1 WHERE t0.\"_pk\" IN (SELECT t0.\"_pk\" ") + query.fromClause
-      + Fragment(") RETURNING \"_pk\"" + attributes.map { ", " + quote($0.name) }.joined())
-    return (sql, attributes)
+    var update = Fragment("UPDATE \(quote(table.name)) AS t0 SET ")
+    for assignment in assignments { update = update + assignment + Fragment(", ") }
+    update = update + Fragment("\"_version\" = t0.\"_version\" + 1")
+    if !query.joins.isEmpty {
+      update = update + Fragment(" WHERE t0.\"_pk\" IN (SELECT t0.\"_pk\" ") + query.fromClause + Fragment(")")
+    } else if let condition = query.condition {
+      update = update + Fragment(" WHERE ") + condition
+    }
+    return update
   }
 }
 
