@@ -79,8 +79,9 @@ extension ObjectContext {
   public func count<T: ManagedObject>(for request: FetchRequest<T>) throws -> Int {
     let store = try requireStore()
     let pending = pendingChanges(for: request)
-    guard !pending.isEmpty else { return try store.count(request.fetchDescription, generation: nil) }
     var description = request.fetchDescription
+    description.sortDescriptors = []
+    guard !pending.isEmpty else { return try store.count(description, generation: nil) }
     description.fetchLimit = nil
     description.fetchOffset = 0
     var total = try store.count(description, generation: nil)

@@ -324,3 +324,16 @@ enum ValueComparison {
     x < y ? -1 : (x > y ? 1 : 0)
   }
 }
+
+extension ResolvedKeyPath {
+  /// The value this key path reads from `snapshot`, following to-one relationships through `source`
+  /// (`nil` along the way gives `.null`).
+  ///
+  /// ```swift
+  /// let key = try QueryValidator.resolveSortKey(QuerySort("director.name"), entity: movie, model: model)
+  /// let name = try key.value(in: snapshot, source: source)
+  /// ```
+  public func value(in snapshot: Snapshot, source: some EvaluationSource) throws -> Value {
+    try KeyPathReader.value(of: self, from: snapshot, source)
+  }
+}

@@ -40,6 +40,27 @@ public struct SnapshotSorter: Sendable {
     return rows.map(\.snapshot)
   }
 
+  /// The values `snapshot` is sorted by, one per descriptor, for ``precedes(_:_:)``: read once, they
+  /// order an object among others without reading them again.
+  public func sortValues(of snapshot: Snapshot, source: some EvaluationSource) throws -> [Value] {
+    try keys.map { try KeyPathReader.value(of: $0, from: snapshot, source) }
+  }
+
+  /// Whether the object with sort values `a.values` and ID `a.id` comes before `b`'s, ties broken by
+  /// primary-key order — the order of ``sorted(_:source:)``.
+  ///
+  /// ```swift
+  /// let index = list.partitioningIndex { sorter.precedes((new, newID), ($0.values, $0.id)) }
+  /// ```
+  public func precedes(_ a: (values: [Value], id: ObjectID), _ b: (values: [Value], id: ObjectID)) -> Bool {
+    for (index, sort) in sorts.enumerated() {
+      var order = Self.compare(a.values[index], b.values[index], comparator: sort.comparator)
+      if !sort.ascending { order = -order }
+      if order != 0 { return order < 0 }
+    }
+    return Self.primaryKeyOrder(a.id, b.id) < 0
+  }
+
   /// Three-way order of two values for an ascending sort: nil first, strings under `comparator`, numbers
   /// by value, dates chronologically, UUIDs by their uppercase string, data bytewise, booleans as 0/1.
   /// Values without an order between them (object IDs, different kinds) compare as equal.

@@ -69,6 +69,12 @@ public enum StringSemantics {
   /// Finder-style comparison: case- and diacritic-insensitive, with runs of decimal digits compared by
   /// numeric value ("File2" < "file10", "a01" == "a1" then broken by code point). Total and deterministic.
   public static func localizedStandardCompare(_ a: String, _ b: String) -> Int {
+    if let ascii = asciiStandardCompare(a, b) { return ascii != 0 ? ascii : codePointCompare(a, b) }
+    return scalarStandardCompare(a, b)
+  }
+
+  /// ``localizedStandardCompare(_:_:)`` for any strings, scalar by scalar.
+  static func scalarStandardCompare(_ a: String, _ b: String) -> Int {
     let fa = Array(fold(a, [.caseInsensitive, .diacriticInsensitive]).unicodeScalars)
     let fb = Array(fold(b, [.caseInsensitive, .diacriticInsensitive]).unicodeScalars)
     var i = 0
@@ -94,6 +100,52 @@ public enum StringSemantics {
     if i < fa.count { return 1 }
     if j < fb.count { return -1 }
     return codePointCompare(a, b)
+  }
+
+  /// ``localizedStandardCompare(_:_:)`` of two ASCII strings before the final code-point tie break,
+  /// without allocating (folding ASCII is lowercasing, and its only decimal digits are 0–9); `nil` when
+  /// either string is not ASCII.
+  static func asciiStandardCompare(_ first: String, _ second: String) -> Int? {
+    var first = first
+    var second = second
+    return first.withUTF8 { x in
+      second.withUTF8 { y -> Int? in
+        guard x.allSatisfy({ $0 < 0x80 }), y.allSatisfy({ $0 < 0x80 }) else { return nil }
+        func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+        func lower(_ c: UInt8) -> UInt8 { c >= 0x41 && c <= 0x5A ? c + 32 : c }
+        var i = 0
+        var j = 0
+        while i < x.count && j < y.count {
+          if isDigit(x[i]) && isDigit(y[j]) {
+            var endI = i
+            var endJ = j
+            while endI < x.count, isDigit(x[endI]) { endI += 1 }
+            while endJ < y.count, isDigit(y[endJ]) { endJ += 1 }
+            while i < endI - 1, x[i] == 0x30 { i += 1 }
+            while j < endJ - 1, y[j] == 0x30 { j += 1 }
+            if x[i] == 0x30 && endI - i == 1 { i = endI }
+            if y[j] == 0x30 && endJ - j == 1 { j = endJ }
+            if endI - i != endJ - j { return endI - i < endJ - j ? -1 : 1 }
+            while i < endI {
+              if x[i] != y[j] { return x[i] < y[j] ? -1 : 1 }
+              i += 1
+              j += 1
+            }
+            i = endI
+            j = endJ
+            continue
+          }
+          let ca = lower(x[i])
+          let cb = lower(y[j])
+          if ca != cb { return ca < cb ? -1 : 1 }
+          i += 1
+          j += 1
+        }
+        if i < x.count { return 1 }
+        if j < y.count { return -1 }
+        return 0
+      }
+    }
   }
 
   private static func digit(_ s: Unicode.Scalar) -> UInt32? {

@@ -78,3 +78,31 @@ import Testing
     #expect(StringSemantics.compare("éclair", "Ezra", .localized) < 0)
   }
 }
+
+@Suite("Standard compare, ASCII fast path")
+struct StandardCompareFastPathTests {
+  /// The ASCII path must order exactly as the scalar path: random strings of letters, digits (with
+  /// leading zeros) and punctuation, compared both ways.
+  @Test func asciiPathAgreesWithTheScalarPath() {
+    var state: UInt64 = 0x5EED
+    func next(_ bound: Int) -> Int {
+      state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      return Int((state >> 33) % UInt64(bound))
+    }
+    let alphabet = Array("aAbBzZ0001239 -_.~")
+    func word() -> String { String((0..<next(9)).map { _ in alphabet[next(alphabet.count)] }) }
+    var disagreements: [String] = []
+    for _ in 0..<20_000 {
+      let a = word()
+      let b = word()
+      let fast = StringSemantics.localizedStandardCompare(a, b)
+      let slow = StringSemantics.scalarStandardCompare(a, b)
+      if fast.signum() != slow.signum() { disagreements.append("\(a) vs \(b): \(fast) / \(slow)") }
+    }
+    #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
+    #expect(StringSemantics.asciiStandardCompare("Amélie", "Amelie") == nil)
+    #expect(StringSemantics.localizedStandardCompare("File2", "file10") < 0)
+    #expect(StringSemantics.localizedStandardCompare("a01", "a1") != 0)
+    #expect(StringSemantics.localizedStandardCompare("x0", "x00") == StringSemantics.scalarStandardCompare("x0", "x00"))
+  }
+}

@@ -26,4 +26,6 @@ struct LMDBConformanceTests {
   @Test func lifecycle() async throws { try await Conformance.lifecycle(backend) }
   @Test func undo() async throws { try await Conformance.undo(backend) }
   @Test func derivedAttributes() async throws { try await Conformance.derivedAttributes(backend) }
+  @Test func fetchedResults() async throws { try await Conformance.fetchedResults(backend) }
+  @Test func fetchedResultsUnderLoad() async throws { try await Conformance.fetchedResultsUnderLoad(backend) }
 }
