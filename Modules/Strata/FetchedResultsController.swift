@@ -198,11 +198,13 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     var object: Result
     var sortValues: [Value]
     var section: String
+    /// The stored version the object had, to tell a refetched object that changed.
+    var version: Int64
   }
 
   private func contextChanged(_ changes: ObjectChanges) {
     guard let old = state else { return }
-    if changes.invalidatedAll {
+    if changes.invalidatedAll || changes.storeChanged {
       try? refetch(from: old)
       return
     }
@@ -229,16 +231,22 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     report(from: old, to: sections(of: ordered), changed: changedKeys)
   }
 
+  /// Fetches again and reports the difference; objects whose stored version moved count as changed.
   private func refetch(from old: [FetchedResultsSection<Result>]) throws {
+    let versions = Dictionary(ordered.map { (ObjectIdentifier($0.object), $0.version) }, uniquingKeysWith: { a, _ in a })
     ordered = try sortedEntries(try managedObjectContext.fetch(fetchRequest))
-    report(from: old, to: sections(of: ordered), changed: [])
+    let changed = Set(ordered.compactMap { entry -> ObjectIdentifier? in
+      let key = ObjectIdentifier(entry.object)
+      return versions[key].map { $0 != entry.version } == true ? key : nil
+    })
+    report(from: old, to: sections(of: ordered), changed: changed)
   }
 
   private func entry(for object: Result, _ source: ContextEvaluationSource) throws -> Entry {
     let snapshot = managedObjectContext.currentSnapshot(of: object)
     return Entry(
       object: object, sortValues: try sorter?.sortValues(of: snapshot, source: source) ?? [],
-      section: try name(of: object, source))
+      section: try name(of: object, source), version: snapshot.version)
   }
 
   private func precedes(_ a: Entry, _ b: Entry) -> Bool {

@@ -27,9 +27,12 @@ struct ObjectChanges {
   var invalidatedAll = false
   /// Saved inserts got permanent IDs (nothing else changed).
   var identitiesChanged = false
+  /// Another process changed the store in ways not known object by object: results must be fetched again.
+  var storeChanged = false
 
   var isEmpty: Bool {
     inserted.isEmpty && updated.isEmpty && deleted.isEmpty && refreshed.isEmpty && !invalidatedAll && !identitiesChanged
+      && !storeChanged
   }
 
   /// Every object that changed in any way.
@@ -114,6 +117,24 @@ extension ObjectContext {
     guard log.isObserved else { return }
     log.pending.identitiesChanged = true
     scheduleProcessing()
+  }
+
+  /// Applies a commit made elsewhere: with object IDs, as a merge of a save; without, every object is
+  /// refreshed and observers fetch again.
+  func mergeRemoteChange(_ change: StoreChange) {
+    if !change.inserted.isEmpty || !change.updated.isEmpty || !change.deleted.isEmpty {
+      mergeChanges(
+        fromContextDidSave: ContextDidSave(
+          contextName: "another process", insertedObjectIDs: Set(change.inserted), updatedObjectIDs: Set(change.updated),
+          deletedObjectIDs: Set(change.deleted), historyToken: change.historyToken))
+      return
+    }
+    refreshAllObjects()
+    if changeLog.isObserved {
+      changeLog.pending.storeChanged = true
+      scheduleProcessing()
+    }
+    processPendingChanges()
   }
 
   /// Notes that every object was dropped (a reset).

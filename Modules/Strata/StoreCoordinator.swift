@@ -9,6 +9,7 @@ final class StoreCoordinator: @unchecked Sendable {
   private let infosByClass: [ObjectIdentifier: EntityInfo]
   private let loadedStore = Locked<(any PersistentStore)?>(nil)
   private let contexts = Locked<[WeakContext]>([])
+  private let remoteFollower = Locked<Task<Void, Never>?>(nil)
 
   private struct WeakContext: @unchecked Sendable {
     weak var context: ObjectContext?
@@ -36,6 +37,26 @@ final class StoreCoordinator: @unchecked Sendable {
 
   func setStore(_ store: (any PersistentStore)?) {
     loadedStore.withLock { $0 = store }
+    remoteFollower.withLock { task in
+      task?.cancel()
+      task = nil
+      guard let store, store.options.postsRemoteChangeNotifications else { return }
+      let changes = store.changes()
+      task = Task { [weak self] in
+        for await change in changes where change.isRemote {
+          self?.storeChangedElsewhere(change)
+        }
+      }
+    }
+  }
+
+  /// Hands a commit of another process (or another store on the same file) to every context that merges
+  /// changes automatically.
+  private func storeChangedElsewhere(_ change: StoreChange) {
+    let targets = contexts.withLock { $0.compactMap(\.context) }.filter(\.automaticallyMergesChangesFromParent)
+    for context in targets {
+      context.performLater { context.mergeRemoteChange(change) }
+    }
   }
 
   func requireStore() throws -> any PersistentStore {

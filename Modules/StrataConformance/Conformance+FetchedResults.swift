@@ -206,3 +206,68 @@ public struct SplitMix: RandomNumberGenerator {
     return z ^ (z >> 31)
   }
 }
+
+extension Conformance {
+  /// Commits another store instance makes to the same file (as another process would) reach a merging
+  /// context and its fetched results controller when the store posts remote change notifications.
+  /// Stores without a file have no other writer and skip the area.
+  public static func remoteChanges(_ backend: ConformanceStore) async throws {
+    guard let url = try backend.makeLocation() else { return }
+    func container() throws -> PersistentContainer {
+      let registry = StoreRegistry()
+      registry.register(backend.factory)
+      let container = PersistentContainer(name: "Remote", model: try ObjectModel(types: [Tater.self]), types: [Tater.self], registry: registry)
+      container.storeDescriptions = [
+        StoreDescription(type: backend.factory.storeType, url: url, options: StoreOptions(postsRemoteChangeNotifications: true))
+      ]
+      try container.loadPersistentStores()
+      return container
+    }
+    let watching = try container()
+    let writing = try container()
+    defer {
+      watching.close()
+      writing.close()
+    }
+    let view = watching.newBackgroundContext()
+    view.automaticallyMergesChangesFromParent = true
+    let recorder = ChangeRecorder()
+    let controller = FetchedResultsController(
+      fetchRequest: FetchRequest<Tater>(sortDescriptors: [QuerySort("variety")]), managedObjectContext: view)
+    try view.performAndWait {
+      controller.delegate = recorder
+      try controller.performFetch()
+    }
+    func settle(_ expected: [String]) async throws -> [String] {
+      var seen: [String] = []
+      for _ in 0..<200 {
+        seen = view.performAndWait { controller.fetchedObjects?.map { "\($0.variety) \($0.rating)" } ?? [] }
+        if seen == expected { break }
+        try await Task.sleep(for: .milliseconds(20))
+      }
+      return seen
+    }
+    let writer = writing.newBackgroundContext()
+    try writer.performAndWait {
+      for variety in ["Ratte", "Agria"] {
+        let tater = Tater(context: writer)
+        tater.variety = variety
+      }
+      try writer.save()
+    }
+    #expect(try await settle(["Agria 0", "Ratte 0"]) == ["Agria 0", "Ratte 0"])
+    try writer.performAndWait {
+      let ratte = try #require(try writer.fetch(FetchRequest<Tater>(format: "variety == 'Ratte'")).first)
+      ratte.rating = 4
+      try writer.save()
+    }
+    #expect(try await settle(["Agria 0", "Ratte 4"]) == ["Agria 0", "Ratte 4"])
+    #expect(view.performAndWait { recorder.log.contains("update 0.1→0.1") }, "\(view.performAndWait { recorder.log })")
+    try writer.performAndWait {
+      for tater in try writer.fetch(FetchRequest<Tater>(format: "variety == 'Agria'")) { writer.delete(tater) }
+      try writer.save()
+    }
+    #expect(try await settle(["Ratte 4"]) == ["Ratte 4"])
+    #expect(view.performAndWait { recorder.log.contains("delete 0.0→-") })
+  }
+}

@@ -38,6 +38,9 @@ public final class SQLiteStore: PersistentStore {
   let nextReader = Atomic<Int>(0)
   let closed = Atomic<Bool>(false)
   let broadcaster = ChangeBroadcaster()
+  let isWatching = Atomic<Bool>(false)
+  /// The last `PRAGMA data_version` the remote-change watcher read.
+  let lastDataVersion = Mutex<Int64?>(nil)
 
   static let readerCount = 4
 
@@ -304,21 +307,6 @@ public final class SQLiteStore: PersistentStore {
     }
     writer?.close()
     broadcaster.finish()
-  }
-
-  /// A stream that yields a ``StoreChange`` after every save this store commits, in commit order.
-  /// It finishes when the store closes.
-  ///
-  /// ```swift
-  /// for await change in store.changes() { print(change.inserted) }
-  /// ```
-  public func changes() -> AsyncStream<StoreChange> {
-    let stream = broadcaster.stream()
-    if closed.load(ordering: .acquiring) {
-      // close() may have finished the broadcaster before this stream registered.
-      broadcaster.finish()
-    }
-    return stream
   }
 }
 

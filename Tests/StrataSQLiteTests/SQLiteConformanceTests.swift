@@ -28,4 +28,5 @@ struct SQLiteConformanceTests {
   @Test func derivedAttributes() async throws { try await Conformance.derivedAttributes(backend) }
   @Test func fetchedResults() async throws { try await Conformance.fetchedResults(backend) }
   @Test func fetchedResultsUnderLoad() async throws { try await Conformance.fetchedResultsUnderLoad(backend) }
+  @Test func remoteChanges() async throws { try await Conformance.remoteChanges(backend) }
 }
