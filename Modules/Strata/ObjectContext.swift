@@ -69,9 +69,16 @@ public final class ObjectContext: @unchecked Sendable {
   private let saveBroadcaster = Broadcaster<ContextDidSave>()
   let changeLog = ObjectChangeLog()
 
-  init(coordinator: StoreCoordinator, concurrencyType: ConcurrencyType) {
+  /// The context whose objects this child context reads and whose objects its saves change, instead of
+  /// the store; `nil` for a context of the store.
+  public let parent: ObjectContext?
+  private let parentStore: ParentContextStore?
+
+  init(coordinator: StoreCoordinator, concurrencyType: ConcurrencyType, parent: ObjectContext? = nil) {
     self.coordinator = coordinator
     self.concurrencyType = concurrencyType
+    self.parent = parent
+    self.parentStore = parent.map(ParentContextStore.init)
     switch concurrencyType {
     case .mainQueue:
       queue = DispatchQueue.main
@@ -354,7 +361,29 @@ public final class ObjectContext: @unchecked Sendable {
   // MARK: Internals used by objects, fetching and saving
 
   func requireStore() throws -> any PersistentStore {
-    try coordinator.requireStore()
+    if let parentStore { return parentStore }
+    return try coordinator.requireStore()
+  }
+
+  /// A context whose parent is this one: it reads this context's objects as they are now (unsaved
+  /// changes included) and its ``save()`` hands its changes to this context, which writes them to the
+  /// store when it saves itself. For edits that may be thrown away, such as a form.
+  ///
+  /// ```swift
+  /// let editor = container.viewContext.newChildContext()
+  /// let draft = editor.object(with: movie.objectID) as? Movie
+  /// draft?.title = "Heat (1995)"
+  /// try editor.save()                       // the view context has the change, unsaved
+  /// try container.viewContext.save()        // now the store has it
+  /// ```
+  ///
+  /// Do not call a child synchronously from its parent's queue (`performAndWait` both ways would wait
+  /// for each other). Objects a child inserted keep their temporary IDs after the parent saves: fetch
+  /// them again in the child.
+  public func newChildContext(concurrencyType: ConcurrencyType = .privateQueue) -> ObjectContext {
+    let child = ObjectContext(coordinator: coordinator, concurrencyType: concurrencyType, parent: self)
+    coordinator.register(child)
+    return child
   }
 
   func entityInfo(for type: ManagedObject.Type) -> EntityInfo {
@@ -490,7 +519,7 @@ public final class ObjectContext: @unchecked Sendable {
     for object in savedUpdates { object.didSave() }
     for object in savedDeletes { object.didSave() }
     let notify = saveBroadcaster.hasSubscribers
-    let merge = coordinator.hasMergingContexts(besides: self)
+    let merge = parent == nil && coordinator.hasMergingContexts(besides: self)
     guard notify || merge else { return }
     let save = ContextDidSave(
       contextName: name, insertedObjectIDs: Set(savedInserts.map(\.objectID)),

@@ -13,11 +13,17 @@ public struct StoreDescription: Sendable, Hashable {
   /// The store's file or directory; `nil` for stores without one.
   public var url: URL?
   public var options: StoreOptions
+  /// Whether ``PersistentContainer/loadPersistentStores(completionHandler:)`` opens the store on a
+  /// background queue and returns at once (opening a large or remote file can take a while).
+  public var shouldAddStoreAsynchronously: Bool
 
-  public init(type: String, url: URL? = nil, options: StoreOptions = StoreOptions()) {
+  public init(
+    type: String, url: URL? = nil, options: StoreOptions = StoreOptions(), shouldAddStoreAsynchronously: Bool = false
+  ) {
     self.type = type
     self.url = url
     self.options = options
+    self.shouldAddStoreAsynchronously = shouldAddStoreAsynchronously
   }
 }
 
@@ -91,6 +97,36 @@ public final class PersistentContainer: @unchecked Sendable {
     coordinator.store?.close()
     let store = try factory.openStore(at: description.url, model: model, options: description.options)
     coordinator.setStore(store)
+  }
+
+  /// Opens the store and calls `completionHandler` with its description and the error, if any — Core
+  /// Data's form. With ``StoreDescription/shouldAddStoreAsynchronously`` the store opens on a background
+  /// queue and this returns at once; the handler runs on that queue. Otherwise the store opens now and the
+  /// handler runs before this returns.
+  ///
+  /// ```swift
+  /// container.storeDescriptions[0].shouldAddStoreAsynchronously = true
+  /// container.loadPersistentStores { description, error in
+  ///   if let error { print("cannot open \(description.url?.path ?? ""): \(error)") }
+  /// }
+  /// ```
+  public func loadPersistentStores(
+    completionHandler: @escaping @Sendable (StoreDescription, (any Error)?) -> Void
+  ) {
+    let description = storeDescriptions.first ?? StoreDescription(type: "none")
+    let load: @Sendable () -> Void = { [self] in
+      do {
+        try self.loadPersistentStores()
+        completionHandler(description, nil)
+      } catch {
+        completionHandler(description, error)
+      }
+    }
+    if description.shouldAddStoreAsynchronously {
+      DispatchQueue.global(qos: .userInitiated).async(execute: load)
+    } else {
+      load()
+    }
   }
 
   /// Opens the store without blocking the caller.

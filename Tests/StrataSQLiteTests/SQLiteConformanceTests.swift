@@ -29,4 +29,5 @@ struct SQLiteConformanceTests {
   @Test func fetchedResults() async throws { try await Conformance.fetchedResults(backend) }
   @Test func fetchedResultsUnderLoad() async throws { try await Conformance.fetchedResultsUnderLoad(backend) }
   @Test func remoteChanges() async throws { try await Conformance.remoteChanges(backend) }
+  @Test func childContexts() async throws { try await Conformance.childContexts(backend) }
 }

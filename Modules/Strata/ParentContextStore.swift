@@ -1,0 +1,133 @@
+import Foundation
+import StrataCore
+
+/// What a child context sees as its store: its parent context's objects as they are now. Reads answer
+/// with the parent's current values (its unsaved changes included); a save applies the change set to
+/// the parent's objects, leaving them unsaved there. Everything else (batch requests, history, query
+/// generations, change streams) goes to the store beneath.
+final class ParentContextStore: PersistentStore, @unchecked Sendable {
+  let parent: ObjectContext
+
+  init(parent: ObjectContext) {
+    self.parent = parent
+  }
+
+  private var root: any PersistentStore {
+    get throws { try parent.requireStore() }
+  }
+
+  var storeType: String { (try? root.storeType) ?? "parent" }
+  var identifier: String { (try? root.identifier) ?? "" }
+  var url: URL? { try? root.url }
+  var model: ObjectModel { parent.coordinator.model }
+  var options: StoreOptions { (try? root.options) ?? StoreOptions() }
+
+  func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
+    if request.resultType == .dictionaries { return try root.fetch(request, generation: generation) }
+    return try parent.performAndWait {
+      let typed = FetchRequest<ManagedObject>(request)
+      switch request.resultType {
+      case .count: return .count(try parent.count(for: typed))
+      case .objectIDs: return .objectIDs(try parent.fetchObjectIDs(typed))
+      case .snapshots, .dictionaries: return .snapshots(try parent.fetchObjects(typed).map { parent.currentSnapshot(of: $0) })
+      }
+    }
+  }
+
+  func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
+    try parent.performAndWait {
+      var found: [Snapshot] = []
+      var fromStore: [ObjectID] = []
+      for id in ids {
+        if let object = parent.registeredObject(for: id) {
+          if !object.isDeletedStorage { found.append(parent.currentSnapshot(of: object)) }
+        } else if !id.isTemporary && !parent.isPendingDeletion(id) {
+          fromStore.append(id)
+        }
+      }
+      if !fromStore.isEmpty { found += try root.snapshots(for: fromStore, generation: generation) }
+      return found
+    }
+  }
+
+  func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID] {
+    try parent.performAndWait {
+      if let object = parent.registeredObject(for: id), let index = object.info?.toManyIndex[relationship] {
+        return Array(parent.loadToMany(object, index: index))
+      }
+      guard !id.isTemporary else { return [] }
+      return try root.relatedObjectIDs(of: id, relationship: relationship, generation: generation)
+        .filter { !parent.isPendingDeletion($0) }
+    }
+  }
+
+  func save(_ changes: ChangeSet) throws -> SaveResult {
+    try parent.performAndWait { try parent.apply(changes) }
+  }
+
+  func execute(_ request: BatchRequest) throws -> BatchResult { try root.execute(request) }
+  func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult { try root.fetchHistory(request) }
+  func deleteHistory(before cutoff: HistoryCutoff) throws -> Int { try root.deleteHistory(before: cutoff) }
+  func pinGeneration() throws -> QueryGeneration { try root.pinGeneration() }
+  func unpin(_ generation: QueryGeneration) { try? root.unpin(generation) }
+  func changes() -> AsyncStream<StoreChange> {
+    (try? root.changes()) ?? AsyncStream { $0.finish() }
+  }
+  func close() {}
+}
+
+extension ObjectContext {
+  /// Applies a child context's save to this context's objects: inserts become inserted objects here (with
+  /// the child's temporary IDs), updates set the changed properties, deletes delete. Nothing is saved.
+  func apply(_ changes: ChangeSet) throws -> SaveResult {
+    let model = coordinator.model
+    var inserted: [(ManagedObject, ObjectChange)] = []
+    for change in changes.inserted {
+      guard let info = coordinator.info(forEntity: change.objectID.entityName) else {
+        throw StoreError(.invalidQuery, "the model has no entity '\(change.objectID.entityName)'", entity: change.objectID.entityName)
+      }
+      let object = info.objectClass.init(
+        ObjectConstruction(kind: .managed(info, self, change.objectID, snapshot: nil, isInserted: true)))
+      registerInserted(object)
+      for (i, attribute) in info.entity.attributes.enumerated() where attribute.derivation == nil && i < change.attributes.count {
+        object.setAttribute(change.attributes[i], index: i)
+      }
+      inserted.append((object, change))
+    }
+    for (object, change) in inserted {
+      guard let entity = object.info?.entity else { continue }
+      for (i, rel) in entity.toOneRelationships.enumerated() where i < change.toOne.count {
+        if let target = change.toOne[i] { setRelationship(object, rel, targets: [self.object(with: target)]) }
+      }
+    }
+    var versions: [ObjectID: Int64] = [:]
+    for change in changes.updated {
+      let object = self.object(with: change.objectID)
+      guard let entity = object.info?.entity else { continue }
+      object.fireFault()
+      for key in change.changedKeys {
+        switch entity.property(named: key) {
+        case .attribute(let attribute, let index) where attribute.derivation == nil && index < change.attributes.count:
+          object.setAttribute(change.attributes[index], index: index)
+        case .toOne(let rel, let index) where index < change.toOne.count:
+          setRelationship(object, rel, targets: change.toOne[index].map { [self.object(with: $0)] } ?? [])
+        default:
+          continue
+        }
+      }
+      versions[change.objectID] = object.snapshot?.version
+    }
+    for link in changes.linkChanges {
+      guard let rel = model.entity(named: link.entityName)?.relationship(named: link.relationship) else { continue }
+      let source = object(with: link.source)
+      var targets = Set(currentTargets(of: source, rel).map(\.objectID))
+      if link.isInsertion { targets.insert(link.target) } else { targets.remove(link.target) }
+      setRelationship(source, rel, targets: targets.map { object(with: $0) })
+    }
+    for deletion in changes.deleted {
+      delete(object(with: deletion.objectID))
+    }
+    processPendingChanges()
+    return SaveResult(versions: versions)
+  }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Strata
+import StrataCore
+import Testing
+
+extension Conformance {
+  /// Child contexts read their parent's objects as they are (unsaved changes included), and their saves
+  /// reach the parent — inserts, edits, relationships, deletes — but not the store until the parent saves.
+  public static func childContexts(_ backend: ConformanceStore) async throws {
+    let (container, url) = try backend.sampleContainer()
+    let parent = container.newBackgroundContext()
+    let child = parent.newChildContext()
+    #expect(child.parent === parent)
+    func titles(_ context: ObjectContext, _ format: String) throws -> [String] {
+      try context.performAndWait { try context.fetch(try FetchRequest<Film>(format: format, sortBy: [QuerySort("title")])).map(\.title) }
+    }
+    func stored(_ format: String) throws -> [String] { try titles(try backend.freshContext(container, url), format) }
+
+    try parent.performAndWait {
+      let heat = try #require(try parent.fetch(FetchRequest<Film>(format: "title == 'Heat'")).first)
+      heat.genre = "Heist"
+      let zulu = Film(context: parent)
+      zulu.title = "Zulu"
+      zulu.uuid = UUID()
+    }
+    #expect(try titles(child, "genre == 'Heist'") == ["Heat"])
+    #expect(try titles(child, "title BEGINSWITH 'Z'") == ["Zulu"])
+    #expect(try child.performAndWait { try child.count(for: FetchRequest<Film>()) } == 11)
+
+    try child.performAndWait {
+      let heat = try #require(try child.fetch(FetchRequest<Film>(format: "title == 'Heat'")).first)
+      #expect(heat.genre == "Heist")
+      heat.title = "Heat (child)"
+      let mann = try #require(heat.director)
+      let extra = Film(context: child)
+      extra.title = "Thief"
+      extra.uuid = UUID()
+      extra.director = mann
+      let delicatessen = try #require(try child.fetch(FetchRequest<Film>(format: "title == 'Delicatessen'")).first)
+      child.delete(delicatessen)
+      try child.save()
+      #expect(!child.hasChanges)
+    }
+    #expect(try titles(parent, "director.name == 'Michael Mann'") == ["Collateral", "Heat (child)", "Thief"])
+    #expect(try titles(parent, "title == 'Delicatessen'").isEmpty)
+    #expect(parent.performAndWait { parent.hasChanges })
+    #expect(try stored("director.name == 'Michael Mann'") == ["Collateral", "Heat"], "the store waits for the parent")
+    #expect(try stored("title == 'Delicatessen'") == ["Delicatessen"])
+
+    // A child's failed save changes nothing in the parent; a rollback in the child leaves the parent alone.
+    try child.performAndWait {
+      let bad = Film(context: child)
+      bad.title = "Bad"
+      bad.rating = 11
+      bad.uuid = UUID()
+      #expect(throws: StoreError.self) { try child.save() }
+      child.rollback()
+      let collateral = try #require(try child.fetch(FetchRequest<Film>(format: "title == 'Collateral'")).first)
+      collateral.genre = "Rolled back"
+      child.rollback()
+    }
+    #expect(try titles(parent, "title == 'Bad' OR genre == 'Rolled back'").isEmpty)
+
+    try parent.performAndWait { try parent.save() }
+    #expect(try stored("director.name == 'Michael Mann'") == ["Collateral", "Heat (child)", "Thief"])
+    #expect(try stored("title == 'Delicatessen' OR title == 'Zulu'") == ["Zulu"])
+    #expect(try stored("genre == 'Heist'") == ["Heat (child)"])
+  }
+}
