@@ -17,16 +17,11 @@ extension LMDBStore {
       broadcaster.finish()
       return stream
     }
-    if options.postsRemoteChangeNotifications, !isWatching.exchange(true, ordering: .acquiringAndReleasing) {
-      let thread = Thread { [weak self] in
-        while let store = self, !store.closed.load(ordering: .acquiring), store.broadcaster.hasSubscribers {
-          store.announceRemoteCommits()
-          Thread.sleep(forTimeInterval: 0.05)
-        }
-        self?.isWatching.store(false, ordering: .releasing)
-      }
-      thread.name = "strata-lmdb-watch"
-      thread.start()
+    if options.postsRemoteChangeNotifications {
+      remoteWatcher.start(while: { [weak self] in
+        guard let store = self else { return false }
+        return !store.closed.load(ordering: .acquiring) && store.broadcaster.hasSubscribers
+      }) { [weak self] in self?.announceRemoteCommits() }
     }
     return stream
   }

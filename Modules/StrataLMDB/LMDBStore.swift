@@ -40,7 +40,7 @@ public final class LMDBStore: PersistentStore {
   let closed = Atomic<Bool>(false)
   /// The last transaction ID this process has announced (its own commits or remote ones).
   let lastAnnounced = Mutex<Int>(0)
-  let isWatching = Atomic<Bool>(false)
+  let remoteWatcher = RemoteCommitWatcher(name: "strata-lmdb-watch")
 
   /// Opens the environment in the directory `url`, creating it (and the directory) when there is none.
   ///

@@ -18,17 +18,13 @@ extension SQLiteStore {
       broadcaster.finish()
       return stream
     }
-    if options.postsRemoteChangeNotifications, !isWatching.exchange(true, ordering: .acquiringAndReleasing) {
-      lastDataVersion.withLock { $0 = try? dataVersion() }
-      let thread = Thread { [weak self] in
-        while let store = self, !store.closed.load(ordering: .acquiring), store.broadcaster.hasSubscribers {
-          store.announceRemoteCommits()
-          Thread.sleep(forTimeInterval: 0.05)
-        }
-        self?.isWatching.store(false, ordering: .releasing)
-      }
-      thread.name = "strata-sqlite-watch"
-      thread.start()
+    if options.postsRemoteChangeNotifications {
+      let baseline = try? dataVersion()
+      lastDataVersion.withLock { if $0 == nil { $0 = baseline } }
+      remoteWatcher.start(while: { [weak self] in
+        guard let store = self else { return false }
+        return !store.closed.load(ordering: .acquiring) && store.broadcaster.hasSubscribers
+      }) { [weak self] in self?.announceRemoteCommits() }
     }
     return stream
   }

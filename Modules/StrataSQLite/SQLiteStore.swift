@@ -38,7 +38,7 @@ public final class SQLiteStore: PersistentStore {
   let nextReader = Atomic<Int>(0)
   let closed = Atomic<Bool>(false)
   let broadcaster = ChangeBroadcaster()
-  let isWatching = Atomic<Bool>(false)
+  let remoteWatcher = RemoteCommitWatcher(name: "strata-sqlite-watch")
   /// The last `PRAGMA data_version` the remote-change watcher read.
   let lastDataVersion = Mutex<Int64?>(nil)
 
