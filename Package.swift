@@ -20,6 +20,8 @@ let package = Package(
     .executable(name: "fave-flicks", targets: ["fave-flicks"]),
     .library(name: "BubbleTeaFinder", targets: ["BubbleTeaFinder"]),
     .executable(name: "bubble-tea-finder", targets: ["bubble-tea-finder"]),
+    .library(name: "TaterRater", targets: ["TaterRater"]),
+    .executable(name: "tater-rater", targets: ["tater-rater"]),
     .executable(name: "strata-bench", targets: ["strata-bench"]),
     .executable(name: "strata", targets: ["strata"]),
   ],
@@ -52,6 +54,9 @@ let package = Package(
     .target(
       name: "BubbleTeaFinder", dependencies: ["Strata"], path: "Modules/BubbleTeaFinder",
       resources: [.copy("Resources/seed.json"), .copy("Resources/attribution.txt")], swiftSettings: swiftSettings),
+    .target(
+      name: "TaterRater", dependencies: ["Strata"], path: "Modules/TaterRater",
+      resources: [.copy("Resources/Potatoes.txt")], swiftSettings: swiftSettings),
 
     // MARK: Apps
     .target(
@@ -75,6 +80,13 @@ let package = Package(
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Apps/BubbleTeaFinder", swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "tater-rater",
+      dependencies: [
+        "TaterRater", "Strata", "StrataCLI",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
+      path: "Apps/TaterRater", swiftSettings: swiftSettings),
 
     // MARK: Tools
     .executableTarget(
@@ -111,6 +123,10 @@ let package = Package(
       dependencies: ["BubbleTeaFinder", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "CLITests", dependencies: ["fave-flicks", "bubble-tea-finder", "strata"], swiftSettings: swiftSettings),
+      name: "TaterRaterTests", dependencies: ["TaterRater", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "CLITests", dependencies: ["fave-flicks", "bubble-tea-finder", "tater-rater", "strata"],
+      swiftSettings: swiftSettings),
   ]
 )

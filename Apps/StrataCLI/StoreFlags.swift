@@ -20,6 +20,16 @@ public struct StoreFlags: ParsableArguments, Sendable {
 
   public init() {}
 
+  /// Refuses a store type no backend is registered under, as a usage error.
+  public func validate() throws {
+    Self.registerBackends()
+    do {
+      _ = try StoreRegistry.shared.factory(for: store)
+    } catch let error as StoreError {
+      throw ValidationError(error.message)
+    }
+  }
+
   /// Registers every backend this build has with the process-wide registry.
   public static func registerBackends(in registry: StoreRegistry = .shared) {
     registry.register(SQLiteStoreFactory())

@@ -1,0 +1,51 @@
+import Foundation
+import Strata
+
+public final class Potato: ManagedObject {
+  @Attribute(.unique) public var variety: String
+  @Attribute public var crowdRating: Float
+  @Attribute(minimum: 0, maximum: 5) public var userRating: Int16
+  @Attribute public var notes: String?
+}
+
+/// A potato as plain data, for output and tests.
+public struct PotatoRecord: Sendable, Hashable, Codable {
+  public var variety: String
+  /// The crowd's rating, 0.0 to 4.9 in steps of 0.1.
+  public var crowdRating: Float
+  /// The user's own rating, 0 (unrated) to 5 stars.
+  public var userRating: Int
+  public var notes: String?
+
+  public init(variety: String, crowdRating: Float, userRating: Int = 0, notes: String? = nil) {
+    self.variety = variety
+    self.crowdRating = crowdRating
+    self.userRating = userRating
+    self.notes = notes
+  }
+
+  init(_ potato: Potato) {
+    self.init(variety: potato.variety, crowdRating: potato.crowdRating, userRating: Int(potato.userRating), notes: potato.notes)
+  }
+
+  /// The user's rating as stars, `★★★` for 3; empty when unrated.
+  public var stars: String { String(repeating: "★", count: max(0, userRating)) }
+}
+
+/// A section of potatoes: those whose variety starts with the same letter.
+public struct PotatoSection: Sendable, Hashable, Codable {
+  public var name: String
+  public var potatoes: [PotatoRecord]
+
+  public init(name: String, potatoes: [PotatoRecord]) {
+    self.name = name
+    self.potatoes = potatoes
+  }
+}
+
+extension Potato {
+  /// The section of a variety: its first letter, uppercased, diacritics folded ("Épicure" is under "E").
+  public static func section(of variety: String) -> String {
+    StringSemantics.fold(String(variety.prefix(1)), [.caseInsensitive, .diacriticInsensitive]).uppercased()
+  }
+}

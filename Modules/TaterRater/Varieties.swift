@@ -1,0 +1,50 @@
+import Foundation
+import Strata
+
+extension PotatoRater {
+  /// The varieties file bundled with the module: one variety per line.
+  public static func bundledVarietiesURL() throws -> URL {
+    guard let url = Bundle.module.url(forResource: "Potatoes", withExtension: "txt") else {
+      throw StoreError(.notFound, "Potatoes.txt is missing from the TaterRater resources")
+    }
+    return url
+  }
+
+  /// The varieties of a file with one per line, in file order: blank lines skipped, a variety listed
+  /// twice kept once (the bundled file lists Sieglinde twice, and varieties are unique).
+  public static func varieties(in url: URL) throws -> [String] {
+    let text = try String(contentsOf: url, encoding: .utf8)
+    var seen = Set<String>()
+    return text.split(whereSeparator: \.isNewline)
+      .map { $0.trimmingCharacters(in: .whitespaces) }
+      .filter { !$0.isEmpty && seen.insert($0).inserted }
+  }
+}
+
+/// Crowd ratings from 0.0 to 4.9 in steps of 0.1: reproducible with a seed, random without one.
+public struct CrowdRatings: Sendable {
+  private var generator: SplitMix64
+
+  public init(seed: UInt64? = nil) {
+    generator = SplitMix64(seed: seed ?? UInt64.random(in: .min ... .max))
+  }
+
+  public mutating func next() -> Float {
+    Float(Int.random(in: 0...49, using: &generator)) / 10
+  }
+}
+
+/// A small deterministic random number generator (SplitMix64), so that seeded imports repeat.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+  private var state: UInt64
+
+  public init(seed: UInt64) { state = seed }
+
+  public mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
