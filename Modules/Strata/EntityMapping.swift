@@ -131,6 +131,8 @@ final class EntityInfo: @unchecked Sendable {
   let slotTargets: [SlotTarget]
   let toManyIndex: [String: Int]
   let hasTransientAttributes: Bool
+  /// The positions of the transient attributes.
+  let transientIndices: [Int]
   /// The attribute values of a newly inserted object.
   let initialValues: [Value]
   let emptyToOne: [ObjectID?]
@@ -138,6 +140,7 @@ final class EntityInfo: @unchecked Sendable {
   init(entity: EntityDescription, objectClass: ManagedObject.Type) {
     self.entity = entity
     hasTransientAttributes = entity.attributes.contains(where: \.isTransient)
+    transientIndices = entity.attributes.indices.filter { entity.attributes[$0].isTransient }
     initialValues = entity.attributes.map(\.initialValue)
     emptyToOne = Array(repeating: nil, count: entity.toOneRelationships.count)
     self.objectClass = objectClass

@@ -319,10 +319,8 @@ extension ManagedObject {
   func load(_ snapshot: Snapshot) {
     self.snapshot = snapshot
     values = snapshot.attributes
-    if let info {
-      for (i, attribute) in info.entity.attributes.enumerated() where attribute.isTransient {
-        values[i] = attribute.initialValue
-      }
+    if let info, info.hasTransientAttributes {
+      for i in info.transientIndices { values[i] = info.initialValues[i] }
     }
     toOne = snapshot.toOne
     isFaultStorage = false

@@ -21,7 +21,12 @@ extension ObjectContext {
   ///   path names an unknown or transient key or compares incompatible types; `.misuse` when no store is
   ///   loaded.
   public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [T] {
-    try fetchObjects(request).compactMap { $0 as? T }
+    let objects = try fetchObjects(request)
+    // Every object of an entity is made from the entity's class: when that is `T`, no object needs a cast.
+    if let info = coordinator.info(forEntity: request.entityName), info.objectClass == T.self {
+      return objects.map { unsafeDowncast($0, to: T.self) }
+    }
+    return objects.compactMap { $0 as? T }
   }
 
   /// The IDs of the objects matching `request`, without materializing objects. With
@@ -118,6 +123,7 @@ extension ObjectContext {
     case .snapshots(let snapshots):
       objects = []
       objects.reserveCapacity(snapshots.count)
+      reserveRegistry(snapshots.count)
       for snapshot in snapshots where pending.deleted.isEmpty || !pending.deleted.contains(snapshot.objectID) {
         objects.append(materialize(snapshot, asFault: request.returnsObjectsAsFaults))
       }

@@ -59,7 +59,10 @@ final class ObjectChangeLog {
   var nextObserver: UInt64 = 0
   let broadcaster = Broadcaster<ObjectsDidChange>()
 
-  var isObserved: Bool { !observers.isEmpty || broadcaster.hasSubscribers }
+  /// Whether a stream was ever asked for (cheaper to read per change than the broadcaster's lock).
+  var hasHadStreams = false
+
+  var isObserved: Bool { !observers.isEmpty || (hasHadStreams && broadcaster.hasSubscribers) }
 
   func record(_ object: ManagedObject, _ kind: Kind) {
     let key = ObjectIdentifier(object)
@@ -88,7 +91,10 @@ extension ObjectContext {
   /// ```swift
   /// for await change in context.objectsDidChange() { print(change.updated.count, "objects changed") }
   /// ```
-  public func objectsDidChange() -> AsyncStream<ObjectsDidChange> { changeLog.broadcaster.stream() }
+  public func objectsDidChange() -> AsyncStream<ObjectsDidChange> {
+    changeLog.hasHadStreams = true
+    return changeLog.broadcaster.stream()
+  }
 
   /// Announces the object changes made since the last call to the context's observers (fetched results
   /// controllers, ``objectsDidChange()`` streams). The context calls it on its queue after the work that

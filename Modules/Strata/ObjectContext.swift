@@ -154,6 +154,11 @@ public final class ObjectContext: @unchecked Sendable {
     return object
   }
 
+  /// Makes room in the registry for `count` more objects.
+  func reserveRegistry(_ count: Int) {
+    registry.reserveCapacity(registry.count + count)
+  }
+
   /// Registers `object` under its ID, sweeping out entries of freed objects now and then so that walking
   /// a large result keeps the registry as small as the objects still alive.
   func remember(_ object: ManagedObject) {

@@ -40,11 +40,12 @@ final class LMDBReader: EvaluationSource {
   func allRecords(_ table: LMDBSchema.Table) throws -> [Snapshot] {
     var result: [Snapshot] = []
     result.reserveCapacity(try txn.entries(table.records))
+    let decoder = RecordDecoder(entity: table.entity, storeIdentifier: storeIdentifier)
     try txn.withCursor(table.records) { cursor in
       var entry = try cursor.next(.first)
       while let (key, value) = entry {
         let pk = try KeyCoding.primaryKey(key)
-        result.append(try RecordCodec.decode(value, primaryKey: pk, entity: table.entity, storeIdentifier: storeIdentifier))
+        result.append(try decoder.decode(value, primaryKey: pk))
         entry = try cursor.next(.next)
       }
     }

@@ -175,38 +175,67 @@ enum RecordCodec {
   static func decode(
     _ bytes: UnsafeRawBufferPointer, primaryKey: Int64, entity: EntityDescription, storeIdentifier: String
   ) throws -> Snapshot {
+    try RecordDecoder(entity: entity, storeIdentifier: storeIdentifier).decode(bytes, primaryKey: primaryKey)
+  }
+}
+
+/// Decodes the records of one entity: what every record needs (attribute types, ID templates for the
+/// object and its to-one targets) is worked out once, not per record.
+struct RecordDecoder {
+  let entity: EntityDescription
+  /// Per attribute: its type, or `nil` for a transient attribute (not stored).
+  private let storedTypes: [AttributeType?]
+  private let idTemplate: ObjectID
+  private let targetTemplates: [ObjectID]
+
+  init(entity: EntityDescription, storeIdentifier: String) {
+    self.entity = entity
+    storedTypes = entity.attributes.map { $0.isTransient ? nil : $0.type }
+    idTemplate = ObjectID(entityName: entity.name, storeIdentifier: storeIdentifier, primaryKey: 0)
+    targetTemplates = entity.toOneRelationships.map {
+      ObjectID(entityName: $0.destination, storeIdentifier: storeIdentifier, primaryKey: 0)
+    }
+  }
+
+  func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64) throws -> Snapshot {
     var reader = RecordReader(bytes: bytes)
-    let id = ObjectID(entityName: entity.name, storeIdentifier: storeIdentifier, primaryKey: primaryKey)
+    let id = idTemplate.withPrimaryKey(primaryKey)
     func corrupted(_ what: String, key: String? = nil) -> StoreError {
       StoreError(.corrupted, "the stored record of \(id) is damaged (\(what))", entity: entity.name, key: key)
     }
-    guard reader.byte() == format else { throw corrupted("unknown record format") }
+    guard reader.byte() == RecordCodec.format else { throw corrupted("unknown record format") }
     guard let version = reader.varint() else { throw corrupted("no version") }
     var attributes: [Value] = []
-    attributes.reserveCapacity(entity.attributes.count)
-    for attribute in entity.attributes {
-      if attribute.isTransient {
+    attributes.reserveCapacity(storedTypes.count)
+    for (index, type) in storedTypes.enumerated() {
+      guard let type else {
         attributes.append(.null)
         continue
       }
-      guard let value = reader.value(attribute.type) else {
-        throw corrupted("\(attribute.name) is not a readable \(attribute.type.rawValue)", key: attribute.name)
+      guard let value = reader.value(type) else {
+        let name = entity.attributes[index].name
+        throw corrupted("\(name) is not a readable \(type.rawValue)", key: name)
       }
       attributes.append(value)
     }
     var toOne: [ObjectID?] = []
-    toOne.reserveCapacity(entity.toOneRelationships.count)
-    for rel in entity.toOneRelationships {
+    toOne.reserveCapacity(targetTemplates.count)
+    for (index, template) in targetTemplates.enumerated() {
       switch reader.byte() {
       case 0: toOne.append(nil)
       case 1:
-        guard let pk = reader.varint() else { throw corrupted("\(rel.name) is truncated", key: rel.name) }
-        toOne.append(ObjectID(entityName: rel.destination, storeIdentifier: storeIdentifier, primaryKey: unzigzag(pk)))
-      default: throw corrupted("\(rel.name) is not a reference", key: rel.name)
+        guard let pk = reader.varint() else {
+          let name = entity.toOneRelationships[index].name
+          throw corrupted("\(name) is truncated", key: name)
+        }
+        toOne.append(template.withPrimaryKey(RecordCodec.unzigzag(pk)))
+      default:
+        let name = entity.toOneRelationships[index].name
+        throw corrupted("\(name) is not a reference", key: name)
       }
     }
     guard reader.isAtEnd else { throw corrupted("\(reader.remaining) unexpected trailing bytes") }
-    return Snapshot(objectID: id, version: unzigzag(version), attributes: attributes, toOne: toOne)
+    return Snapshot(objectID: id, version: RecordCodec.unzigzag(version), attributes: attributes, toOne: toOne)
   }
 }
 
