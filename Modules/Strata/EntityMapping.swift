@@ -136,12 +136,32 @@ final class EntityInfo: @unchecked Sendable {
   /// The attribute values of a newly inserted object.
   let initialValues: [Value]
   let emptyToOne: [ObjectID?]
+  /// What saving checks of each attribute the app sets (derived ones excluded), worked out once.
+  let validatedAttributes: [ValidatedAttribute]
+  /// Whether any to-one is required or any to-many has a count rule.
+  let hasRelationshipRules: Bool
+
+  struct ValidatedAttribute {
+    let index: Int
+    let name: String
+    let isOptional: Bool
+    let isTransient: Bool
+    let rules: AttributeValidation?
+  }
 
   init(entity: EntityDescription, objectClass: ManagedObject.Type) {
     self.entity = entity
     hasTransientAttributes = entity.attributes.contains(where: \.isTransient)
     transientIndices = entity.attributes.indices.filter { entity.attributes[$0].isTransient }
     initialValues = entity.attributes.map(\.initialValue)
+    validatedAttributes = entity.attributes.enumerated().compactMap { index, attribute in
+      guard attribute.derivation == nil else { return nil }
+      return ValidatedAttribute(
+        index: index, name: attribute.name, isOptional: attribute.isOptional, isTransient: attribute.isTransient,
+        rules: attribute.validation.isEmpty ? nil : attribute.validation)
+    }
+    hasRelationshipRules =
+      entity.toOneRelationships.contains { !$0.isOptional } || entity.toManyRelationships.contains { $0.minCount > 0 || $0.maxCount > 0 }
     emptyToOne = Array(repeating: nil, count: entity.toOneRelationships.count)
     self.objectClass = objectClass
     layout = objectClass == ManagedObject.self ? ClassLayout.of(ManagedObject.self) : ClassLayout.of(objectClass)

@@ -120,23 +120,23 @@ extension ObjectContext {
           message: "\(entity.name).\(key) \(rule)\(shown)"))
     }
     defer {
-      for (i, attribute) in entity.attributes.enumerated() where attribute.derivation == nil && !attribute.isTransient {
-        runCustomValidation(of: object, key: attribute.name, value: object.values[i], into: &failures) {
-          try object.validateValue(object.values[i].swiftValue, forKey: attribute.name)
+      for attribute in info.validatedAttributes where !attribute.isTransient {
+        let value = object.values[attribute.index]
+        runCustomValidation(of: object, key: attribute.name, value: value, into: &failures) {
+          try object.validateValue(value.swiftValue, forKey: attribute.name)
         }
       }
       runCustomValidation(of: object, into: &failures) {
         if isInsert { try object.validateForInsert() } else { try object.validateForUpdate() }
       }
     }
-    for (i, attribute) in entity.attributes.enumerated() where attribute.derivation == nil {
-      let value = object.values[i]
+    for attribute in info.validatedAttributes {
+      let value = object.values[attribute.index]
       if value.isNull {
         if !attribute.isOptional { fail(attribute.name, value, "is required") }
         continue
       }
-      let rules = attribute.validation
-      if rules.isEmpty { continue }
+      guard let rules = attribute.rules else { continue }
       if let number = value.numericValue {
         if let min = rules.minimum, number < min { fail(attribute.name, value, "must be at least \(format(min))") }
         if let max = rules.maximum, number > max { fail(attribute.name, value, "must be at most \(format(max))") }
@@ -149,6 +149,7 @@ extension ObjectContext {
         }
       }
     }
+    guard info.hasRelationshipRules else { return }
     for (i, rel) in entity.toOneRelationships.enumerated() where !rel.isOptional && object.toOne[i] == nil {
       fail(rel.name, .null, "is required")
     }
