@@ -98,6 +98,16 @@ extension Conformance {
         StoreError(.validation, "Film.year is a int16 and cannot hold 41995", entity: "Film", key: "year", value: .int(41_995))
       ),
     ]
+    // Beyond Int64: an overflow or a huge product is refused too, never clamped or trapped.
+    for format in ["boxOffice * 1e30", "boxOffice + 9223372036854775807", "0 - boxOffice - 9223372036854775807"] {
+      do {
+        _ = try live.execute(
+          .update(entityName: "Film", predicate: heatOnly, propertiesToUpdate: ["boxOffice": try QueryExpression(format: format)]))
+        Issue.record("expected \(format) to be refused")
+      } catch let error as StoreError {
+        #expect(error.code == .validation && error.entity == "Film" && error.key == "boxOffice", "\(format): \(error)")
+      }
+    }
     for (request, expected) in refused {
       do {
         _ = try live.execute(request)

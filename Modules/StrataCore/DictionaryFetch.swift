@@ -294,7 +294,8 @@ public struct DictionaryFetch: Sendable {
   public static func converted(_ value: Value, to type: AttributeType) -> Value {
     switch (type, value) {
     case (.int16, .double(let d)), (.int32, .double(let d)), (.int64, .double(let d)):
-      return d.isFinite ? .int(Int64(d.rounded(.towardZero))) : value
+      // A double beyond Int64's range stays a double, which the caller then refuses.
+      return Int64(exactly: d.rounded(.towardZero)).map(Value.int) ?? value
     case (.double, .int(let i)), (.float, .int(let i)): return .double(Double(i))
     case (.bool, .int(let i)): return .bool(i != 0)
     default: return type.coerce(value) ?? value

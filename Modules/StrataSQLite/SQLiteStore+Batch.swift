@@ -94,7 +94,10 @@ extension SQLiteStore {
             + Fragment(" ELSE \(SQLiteFunctions.refuseFunction)(") + integer + Fragment(") END")
         case (.int64, let kind?):
           guard kind.isNumber else { throw StoreError(.unsupported, "not a number") }
-          value = Fragment("CAST(") + sql + Fragment(" AS INTEGER)")
+          // A real beyond Int64's range (an overflow turns integers into reals) would be clamped by CAST.
+          value = Fragment("CASE WHEN typeof(") + sql + Fragment(") = 'real' AND abs(") + sql
+            + Fragment(") >= 9223372036854775808.0 THEN \(SQLiteFunctions.refuseFunction)(") + sql
+            + Fragment(") ELSE CAST(") + sql + Fragment(" AS INTEGER) END")
         case (.double, let kind?), (.float, let kind?):
           guard kind.isNumber else { throw StoreError(.unsupported, "not a number") }
           value = Fragment("CAST(") + sql + Fragment(" AS REAL)")
