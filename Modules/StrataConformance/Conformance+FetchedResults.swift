@@ -67,7 +67,7 @@ extension Conformance {
     }
     defer { listener.cancel() }
     var varieties: [String] = []
-    for _ in 0..<200 {
+    for _ in 0..<400 {
       varieties = view.performAndWait { controller.fetchedObjects?.map(\.variety) ?? [] }
       if varieties == expected { break }
       try await Task.sleep(for: .milliseconds(25))
@@ -240,7 +240,7 @@ extension Conformance {
     }
     func settle(_ expected: [String]) async throws -> [String] {
       var seen: [String] = []
-      for _ in 0..<200 {
+      for _ in 0..<500 {
         seen = view.performAndWait { controller.fetchedObjects?.map { "\($0.variety) \($0.rating)" } ?? [] }
         if seen == expected { break }
         try await Task.sleep(for: .milliseconds(20))
