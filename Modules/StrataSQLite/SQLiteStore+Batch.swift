@@ -18,7 +18,7 @@ extension SQLiteStore {
   ///   entityName: "Venue", predicate: nil, propertiesToUpdate: ["specialCount": try QueryExpression(format: "specialCount + 1")]))
   /// ```
   public func execute(_ request: BatchRequest) throws -> BatchResult {
-    guard case .update(let entityName, let predicate, let properties) = request,
+    guard case .update(let entityName, let predicate, let properties, let resultType) = request,
       let update = try? nativeUpdate(entityName, predicate, properties)
     else { return try BatchExecution(store: self).execute(request) }
     try checkOpen()
@@ -43,7 +43,7 @@ extension SQLiteStore {
         for key in keys { ids.append(scope.withPrimaryKey(key)) }
         try connection.execute("COMMIT")
         broadcaster.yield(StoreChange(storeIdentifier: identifier, inserted: [], updated: ids, deleted: []))
-        return BatchResult(count: ids.count, objectIDs: ids)
+        return BatchResult(count: ids.count, objectIDs: ids).reported(as: resultType)
       } catch let error as SQLiteError where error.code == SQLITE_CONSTRAINT {
         // A value a check refused (`strata_refuse`, NOT NULL) or a uniqueness clash: the general path
         // reports it precisely.
