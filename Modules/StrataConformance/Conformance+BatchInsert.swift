@@ -18,7 +18,17 @@ final class Gadget: ManagedObject {
 final class GadgetShelf: ManagedObject {
   @Attribute var label: String
   @Relationship(inverse: "shelf") var gadgets: Set<Gadget>
+  @Relationship(inverse: "shelf") var parts: Set<Part>
   @Derived("gadgets.@count") var gadgetCount: Int64
+}
+
+/// A part of the batch-insert area: unique, no derived attributes (SQLite upserts it natively).
+final class Part: ManagedObject {
+  @Attribute(.unique) var code: String
+  @Attribute var qty: Int16
+  @Attribute var size: Int32 = 2
+  @Attribute var label: String?
+  @Relationship(inverse: "parts") var shelf: GadgetShelf?
 }
 
 /// A batch-insert row without a uniqueness constraint.
@@ -33,7 +43,7 @@ extension Conformance {
   /// of two rows with one key wins); defaults; derived attributes computed; every bad row refused with the
   /// store unchanged; the store's change stream and merging the result into a live context.
   public static func batchInsert(_ backend: ConformanceStore) async throws {
-    let types: [ManagedObject.Type] = [Gadget.self, GadgetShelf.self, LogLine.self]
+    let types: [ManagedObject.Type] = [Gadget.self, GadgetShelf.self, Part.self, LogLine.self]
     let (container, url) = try backend.container(types: types)
     let seed = container.viewContext
     let shelf = GadgetShelf(context: seed)
@@ -45,6 +55,11 @@ extension Conformance {
     old.weight = 7
     old.note = "keep"
     old.shelf = shelf
+    let bolt = Part(context: seed)
+    bolt.code = "p1"
+    bolt.qty = 1
+    bolt.label = "bolt"
+    bolt.shelf = shelf
     try seed.save()
     let live = try backend.freshContext(container, url, types: types)
     func fresh() throws -> ObjectContext { try backend.freshContext(container, url, types: types) }
@@ -191,5 +206,45 @@ extension Conformance {
     let cleared = try live.execute(.delete(entityName: "LogLine", predicate: nil, resultType: .count))
     #expect(cleared.count == lineCount && cleared.objectIDs.isEmpty)
     #expect(try fresh().count(for: FetchRequest<LogLine>()) == 0)
+
+    // An entity without derived attributes (SQLite's native upsert): the same answers.
+    let liveBolt = try #require(try live.fetch(FetchRequest<Part>(format: "code == 'p1'")).first)
+    #expect(liveBolt.qty == 1)
+    var partStream = store.changes().makeAsyncIterator()
+    let parts = BatchRequest.insert(
+      entityName: "Part",
+      objects: [["code": "p2", "qty": 4], ["code": "p1", "qty": 7], ["code": "p2", "qty": 5, "label": "nut"]],
+      resultType: .objectIDs)
+    let partResult = try seed.execute(parts)
+    #expect(partResult.count == 2 && partResult.updatedObjectIDs == [bolt.objectID])
+    #expect(partResult.objectIDs.last == bolt.objectID)
+    let partChange = try #require(await partStream.next())
+    #expect(partChange.updated == [bolt.objectID])
+    #expect(partChange.inserted.count == 1 && partChange.inserted.first == partResult.objectIDs.first)
+    let partReader = try fresh()
+    let p1 = try #require(try partReader.fetch(FetchRequest<Part>(format: "code == 'p1'")).first)
+    #expect(p1.qty == 7 && p1.label == "bolt" && p1.size == 2 && p1.shelf?.label == "A")
+    let p2 = try #require(try partReader.fetch(FetchRequest<Part>(format: "code == 'p2'")).first)
+    #expect(p2.qty == 5 && p2.label == "nut" && p2.size == 2 && p2.shelf == nil)
+    ObjectContext.mergeChanges(fromRemoteContextSave: partResult.changes(of: parts), into: [live])
+    #expect(liveBolt.qty == 7)
+    let partsBefore = try fresh().count(for: FetchRequest<Part>())
+    let badParts: [([String: Value], StoreError.Code, String)] = [
+      (["code": "p1", "qty": 40_000], .validation, "qty"),
+      (["code": "p9"], .validation, "qty"),
+      (["code": "p9", "qty": 1, "shelf": .null], .invalidQuery, "shelf"),
+      (["code": "p9", "qty": 1, "size": "big"], .validation, "size"),
+    ]
+    for (row, code, key) in badParts {
+      do {
+        _ = try seed.execute(BatchRequest.insert(entityName: "Part", objects: [["code": "p1", "qty": 99], row]))
+        Issue.record("expected \(code) for \(row)")
+      } catch let error as StoreError {
+        #expect(error.code == code && error.entity == "Part" && error.key == key, "\(row): \(error.message)")
+        #expect(error.message.contains("row 1"), "\(error.message)")
+      }
+    }
+    #expect(try fresh().count(for: FetchRequest<Part>()) == partsBefore)
+    #expect(try fresh().fetch(FetchRequest<Part>(format: "code == 'p1'")).first?.qty == 7)
   }
 }

@@ -3,7 +3,7 @@ import Foundation
 import StrataCore
 
 extension SQLiteStore {
-  /// Runs a batch request. A batch update whose values are constants or expressions of the object's own
+  /// Runs a batch request. A batch insert runs natively when it can (see ``nativeInsert(_:)``). A batch update whose values are constants or expressions of the object's own
   /// attributes runs natively as one statement, `UPDATE … SET col = <value>, _version = _version + 1
   /// WHERE <predicate>` (`WHERE _pk IN (SELECT …)` when the predicate follows a to-one relationship);
   /// SQLite names the rows it updates through an update hook. The values are checked by SQL as they are
@@ -18,6 +18,7 @@ extension SQLiteStore {
   ///   entityName: "Venue", predicate: nil, propertiesToUpdate: ["specialCount": try QueryExpression(format: "specialCount + 1")]))
   /// ```
   public func execute(_ request: BatchRequest) throws -> BatchResult {
+    if case .insert(let insert) = request, let result = try nativeInsert(insert) { return result }
     guard case .update(let entityName, let predicate, let properties, let resultType) = request,
       let update = try? nativeUpdate(entityName, predicate, properties)
     else { return try BatchExecution(store: self).execute(request) }
