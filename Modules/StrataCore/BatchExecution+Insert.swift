@@ -13,7 +13,7 @@ extension BatchExecution {
   /// ```
   public func insert(_ request: BatchInsertDescription) throws -> BatchResult {
     let entity = try store.model.requireEntity(request.entityName)
-    let required = BatchInsertRow.required(entity)
+    let rules = BatchInsertRow.Rules(entity)
     let constraints: [[Int]] = entity.uniquenessConstraints.map { $0.compactMap { entity.attributeIndex(named: $0) } }
     // The stored objects by the key of each constraint, read only when the entity has constraints.
     var stored: [[[Value]: Snapshot]] = Array(repeating: [:], count: constraints.count)
@@ -32,7 +32,7 @@ extension BatchExecution {
     var pending: [[[Value]: Int]] = Array(repeating: [:], count: constraints.count)
     let noLinks = [ObjectID?](repeating: nil, count: entity.toOneRelationships.count)
     try request.forEachRow { index, dictionary in
-      let row = try BatchInsertRow(dictionary, index: index, entity: entity, required: required)
+      let row = try BatchInsertRow(dictionary, index: index, rules: rules)
       var target: Int?
       var existing: Snapshot?
       var keys: [[Value]?] = []

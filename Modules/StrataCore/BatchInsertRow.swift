@@ -4,7 +4,7 @@ import Foundation
 /// aligned with the entity's attributes, and which attributes the row gave.
 ///
 /// ```swift
-/// let row = try BatchInsertRow(["name": "Ghibli"], index: 0, entity: studio)
+/// let row = try BatchInsertRow(["name": "Ghibli"], index: 0, rules: BatchInsertRow.Rules(studio))
 /// row.given   // the position of "name" in studio.attributes
 /// ```
 public struct BatchInsertRow: Sendable {
@@ -21,9 +21,32 @@ public struct BatchInsertRow: Sendable {
   ///   relationship, transient or derived); `.validation` for a value the attribute cannot hold (wrong
   ///   type, out of range, nil for a non-optional attribute) and for a missing non-optional attribute
   ///   without a default. Each error names the entity, the key and the row index.
-  /// `required` are the positions from ``required(_:)``, computed once per batch.
-  public init(_ row: [String: Value], index: Int, entity: EntityDescription, required: [Int]) throws {
-    var values = entity.attributes.map(\.initialValue)
+  /// What every row of one entity is checked against, worked out once per batch.
+  public struct Rules: Sendable {
+    let entity: EntityDescription
+    /// The positions of the attributes a row must give: stored, settable, non-optional, without a default.
+    let required: [Int]
+    let isRequired: [Bool]
+    let initialValues: [Value]
+
+    public init(_ entity: EntityDescription) {
+      self.entity = entity
+      required = entity.attributes.indices.filter {
+        let attribute = entity.attributes[$0]
+        return !attribute.isOptional && attribute.defaultValue == nil && !attribute.isTransient && attribute.derivation == nil
+      }
+      var isRequired = [Bool](repeating: false, count: entity.attributes.count)
+      for position in required { isRequired[position] = true }
+      self.isRequired = isRequired
+      initialValues = entity.attributes.map(\.initialValue)
+    }
+  }
+
+  /// Checks `row` (the `index`th of the batch) against `rules`.
+  public init(_ row: [String: Value], index: Int, rules: Rules) throws {
+    let entity = rules.entity
+    var values = rules.initialValues
+    var requiredGiven = 0
     var given: [Int] = []
     given.reserveCapacity(row.count)
     for (key, value) in row {
@@ -51,8 +74,9 @@ public struct BatchInsertRow: Sendable {
       }
       values[position] = converted
       given.append(position)
+      if rules.isRequired[position] { requiredGiven += 1 }
     }
-    for position in required where row[entity.attributes[position].name] == nil {
+    if requiredGiven < rules.required.count, let position = rules.required.first(where: { row[entity.attributes[$0].name] == nil }) {
       let key = entity.attributes[position].name
       throw StoreError(
         .validation, "\(entity.name).\(key) is not optional and has no default; batch insert row \(index) does not give it",
@@ -61,13 +85,5 @@ public struct BatchInsertRow: Sendable {
     given.sort()
     self.values = values
     self.given = given
-  }
-
-  /// The positions of the attributes a row must give: stored, settable, non-optional, without a default.
-  public static func required(_ entity: EntityDescription) -> [Int] {
-    entity.attributes.indices.filter {
-      let attribute = entity.attributes[$0]
-      return !attribute.isOptional && attribute.defaultValue == nil && !attribute.isTransient && attribute.derivation == nil
-    }
   }
 }

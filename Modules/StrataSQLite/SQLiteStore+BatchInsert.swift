@@ -20,7 +20,7 @@ extension SQLiteStore {
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     let table = try schema.table(entity.name)
-    let required = BatchInsertRow.required(entity)
+    let rules = BatchInsertRow.Rules(entity)
     let stored = table.storedAttributes
     let insert =
       "INSERT INTO \(quote(entity.name)) (\(stored.map { quote(entity.attributes[$0].name) }.joined(separator: ", "))) VALUES ("
@@ -33,8 +33,13 @@ extension SQLiteStore {
     let written: [(rowID: Int64, isInsert: Bool)] = try write { connection in
       var statements: [[Int]: Statement] = [:]
       defer { for statement in statements.values { sqlite3_finalize(statement.pointer) } }
+      var last: (given: [Int], statement: Statement)?
       func statement(for given: [Int]) throws -> Statement {
-        if let statement = statements[given] { return statement }
+        if let last, last.given == given { return last.statement }
+        if let statement = statements[given] {
+          last = (given, statement)
+          return statement
+        }
         var sql = insert
         if let conflict {
           sql += conflict
@@ -46,12 +51,13 @@ extension SQLiteStore {
         }
         let statement = try connection.prepare(sql)
         statements[given] = statement
+        last = (given, statement)
         return statement
       }
       var bindings = [SQLValue](repeating: .null, count: stored.count)
       func run() throws {
         try request.forEachRow { index, dictionary in
-          let row = try BatchInsertRow(dictionary, index: index, entity: entity, required: required)
+          let row = try BatchInsertRow(dictionary, index: index, rules: rules)
           let statement = try statement(for: conflict == nil ? [] : row.given)
           for (column, position) in stored.enumerated() { bindings[column] = SQLiteSchema.encode(row.values[position]) }
           try statement.bind(bindings)
@@ -72,21 +78,24 @@ extension SQLiteStore {
     }
     guard wantsIDs else { return BatchResult(count: 0) }
     // Each object once, in the order rows first wrote it; an upsert of a row this batch inserted is no update.
+    // Without updates every row is a new one (the common case, no sets needed).
     var ids: [ObjectID] = []
     var updated: [ObjectID] = []
     ids.reserveCapacity(written.count)
-    var inserted = Set<Int64>()
-    var seen = Set<Int64>()
-    for (rowID, isInsert) in written {
-      if conflict != nil {
-        guard seen.insert(rowID).inserted else { continue }
+    if written.allSatisfy(\.isInsert) {
+      for (rowID, _) in written { ids.append(scope.withPrimaryKey(rowID)) }
+    } else {
+      var inserted = Set<Int64>()
+      var seen = Set<Int64>()
+      for (rowID, isInsert) in written where seen.insert(rowID).inserted {
         if isInsert { inserted.insert(rowID) } else if !inserted.contains(rowID) { updated.append(scope.withPrimaryKey(rowID)) }
+        ids.append(scope.withPrimaryKey(rowID))
       }
-      ids.append(scope.withPrimaryKey(rowID))
     }
     let updatedSet = Set(updated)
     broadcaster.yield(
-      StoreChange(storeIdentifier: identifier, inserted: ids.filter { !updatedSet.contains($0) }, updated: updated))
+      StoreChange(
+        storeIdentifier: identifier, inserted: updated.isEmpty ? ids : ids.filter { !updatedSet.contains($0) }, updated: updated))
     return BatchResult(count: ids.count, objectIDs: ids, updatedObjectIDs: updated).reported(as: request.resultType)
   }
 }
