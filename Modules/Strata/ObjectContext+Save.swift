@@ -235,8 +235,9 @@ extension ObjectContext {
 }
 
 extension BatchResult {
-  /// The result as a save notification: its objects updated or deleted, as `request` did, and the objects
-  /// whose derived attributes it changed as updated.
+  /// The result as a save notification: its objects inserted, updated or deleted, as `request` did (a
+  /// batch insert's upserted objects as updated), and the objects whose derived attributes it changed as
+  /// updated. It names objects only when the request's result type is ``BatchResultType/objectIDs``.
   public func changes(of request: BatchRequest) -> ContextDidSave {
     switch request {
     case .update:
@@ -244,8 +245,8 @@ extension BatchResult {
         contextName: "batch update", updatedObjectIDs: Set(objectIDs + recomputedObjectIDs), historyToken: historyToken)
     case .insert:
       ContextDidSave(
-        contextName: "batch insert", insertedObjectIDs: Set(objectIDs), updatedObjectIDs: Set(recomputedObjectIDs),
-        historyToken: historyToken)
+        contextName: "batch insert", insertedObjectIDs: Set(objectIDs).subtracting(updatedObjectIDs),
+        updatedObjectIDs: Set(updatedObjectIDs + recomputedObjectIDs), historyToken: historyToken)
     case .delete, .deleteObjects:
       ContextDidSave(
         contextName: "batch delete", updatedObjectIDs: Set(recomputedObjectIDs), deletedObjectIDs: Set(objectIDs),

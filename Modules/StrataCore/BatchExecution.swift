@@ -1,8 +1,8 @@
 import Foundation
 
 extension PersistentStore {
-  /// Runs a batch update or delete as one ``ChangeSet`` saved in one transaction (see ``BatchExecution``).
-  /// Batch inserts are not supported yet.
+  /// Runs a batch insert, update or delete as one ``ChangeSet`` saved in one transaction (see
+  /// ``BatchExecution``).
   public func execute(_ request: BatchRequest) throws -> BatchResult {
     try BatchExecution(store: self).execute(request)
   }
@@ -35,21 +35,21 @@ public struct BatchExecution<Store: PersistentStore> {
   /// The batch runner over `store`, for a store that runs some batches natively and the rest here.
   public init(store: Store) { self.store = store }
 
-  /// Runs `request` as one change set saved to the store.
+  /// Runs `request` as one change set saved to the store, and reports what its result type asks.
   public func execute(_ request: BatchRequest) throws -> BatchResult {
     switch request {
-    case .insert(let entityName, _):
-      throw StoreError(.unsupported, "the \(store.storeType) store does not run batch inserts yet", entity: entityName)
-    case .update(let entityName, let predicate, let properties):
-      return try update(entityName, predicate, properties)
-    case .delete(let entityName, let predicate):
+    case .insert(let insert):
+      return try self.insert(insert)
+    case .update(let entityName, let predicate, let properties, let type):
+      return try update(entityName, predicate, properties).reported(as: type)
+    case .delete(let entityName, let predicate, let type):
       _ = try store.model.requireEntity(entityName)
       var request = FetchDescription(entityName: entityName, predicate: predicate)
       request.resultType = .objectIDs
       guard case .objectIDs(let ids) = try store.fetch(request, generation: nil) else { return BatchResult(count: 0) }
-      return try delete(ids)
-    case .deleteObjects(let ids):
-      return try delete(ids)
+      return try delete(ids).reported(as: type)
+    case .deleteObjects(let ids, let type):
+      return try delete(ids).reported(as: type)
     }
   }
 

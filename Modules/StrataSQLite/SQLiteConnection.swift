@@ -170,6 +170,40 @@ final class SQLiteConnection: @unchecked Sendable {
     return rowIDs.move()
   }
 
+  /// Runs `body` and returns the rowid of every row it inserted or updated, in order, each with whether it
+  /// was an insert (`sqlite3_update_hook`, as ``updatedRowIDs(_:)``): an upsert names its row either way.
+  func writtenRowIDs(_ body: () throws -> Void) throws -> [(rowID: Int64, isInsert: Bool)] {
+    let db = try requireHandle()
+    let written = UnsafeMutablePointer<[(rowID: Int64, isInsert: Bool)]>.allocate(capacity: 1)
+    written.initialize(to: [])
+    defer { written.deallocate() }
+    sqlite3_update_hook(
+      db,
+      { context, operation, _, _, rowID in
+        guard let context, operation == SQLITE_UPDATE || operation == SQLITE_INSERT else { return }
+        context.assumingMemoryBound(to: [(rowID: Int64, isInsert: Bool)].self).pointee.append(
+          (rowID, operation == SQLITE_INSERT))
+      }, written)
+    defer { sqlite3_update_hook(db, nil, nil) }
+    do {
+      try body()
+    } catch {
+      written.deinitialize(count: 1)
+      throw error
+    }
+    return written.move()
+  }
+
+  /// Prepares `sql` outside the statement cache, for a caller that holds several statements at once and
+  /// finalizes them itself (`sqlite3_finalize`).
+  func prepare(_ sql: String) throws -> Statement {
+    let db = try requireHandle()
+    var stmt: OpaquePointer?
+    let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+    guard rc == SQLITE_OK, let stmt else { throw error(rc, sql: sql) }
+    return Statement(pointer: stmt, connection: self, sql: sql)
+  }
+
   /// The first column of the first row, or `nil` when there is no row.
   func scalar(_ sql: String, _ bindings: [SQLValue] = []) throws -> SQLValue? {
     try withStatement(sql, bindings) { statement in

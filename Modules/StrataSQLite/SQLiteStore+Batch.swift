@@ -3,7 +3,7 @@ import Foundation
 import StrataCore
 
 extension SQLiteStore {
-  /// Runs a batch request. A batch update whose values are constants or expressions of the object's own
+  /// Runs a batch request. A batch insert runs natively when it can (see ``nativeInsert(_:)``). A batch update whose values are constants or expressions of the object's own
   /// attributes runs natively as one statement, `UPDATE … SET col = <value>, _version = _version + 1
   /// WHERE <predicate>` (`WHERE _pk IN (SELECT …)` when the predicate follows a to-one relationship);
   /// SQLite names the rows it updates through an update hook. The values are checked by SQL as they are
@@ -18,7 +18,8 @@ extension SQLiteStore {
   ///   entityName: "Venue", predicate: nil, propertiesToUpdate: ["specialCount": try QueryExpression(format: "specialCount + 1")]))
   /// ```
   public func execute(_ request: BatchRequest) throws -> BatchResult {
-    guard case .update(let entityName, let predicate, let properties) = request,
+    if case .insert(let insert) = request, let result = try nativeInsert(insert) { return result }
+    guard case .update(let entityName, let predicate, let properties, let resultType) = request,
       let update = try? nativeUpdate(entityName, predicate, properties)
     else { return try BatchExecution(store: self).execute(request) }
     try checkOpen()
@@ -43,7 +44,7 @@ extension SQLiteStore {
         for key in keys { ids.append(scope.withPrimaryKey(key)) }
         try connection.execute("COMMIT")
         broadcaster.yield(StoreChange(storeIdentifier: identifier, inserted: [], updated: ids, deleted: []))
-        return BatchResult(count: ids.count, objectIDs: ids)
+        return BatchResult(count: ids.count, objectIDs: ids).reported(as: resultType)
       } catch let error as SQLiteError where error.code == SQLITE_CONSTRAINT {
         // A value a check refused (`strata_refuse`, NOT NULL) or a uniqueness clash: the general path
         // reports it precisely.

@@ -30,4 +30,5 @@ struct SQLiteConformanceTests {
   @Test func fetchedResultsUnderLoad() async throws { try await Conformance.fetchedResultsUnderLoad(backend) }
   @Test func remoteChanges() async throws { try await Conformance.remoteChanges(backend) }
   @Test func childContexts() async throws { try await Conformance.childContexts(backend) }
+  @Test func batchInsert() async throws { try await Conformance.batchInsert(backend) }
 }

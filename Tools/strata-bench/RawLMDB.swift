@@ -60,27 +60,32 @@ private func appendString(_ string: String, to buffer: inout [UInt8]) {
   }
 }
 
+/// `row` as the raw loops store it.
+private func encode(_ row: Row, into buffer: inout [UInt8]) {
+  buffer.removeAll(keepingCapacity: true)
+  appendString(row.name, to: &buffer)
+  appendString(row.category, to: &buffer)
+  appendFixed(UInt64(bitPattern: row.count), to: &buffer)
+  appendFixed(row.amount.bitPattern, to: &buffer)
+  buffer.append(row.flag ? 1 : 0)
+  appendFixed(row.created.timeIntervalSinceReferenceDate.bitPattern, to: &buffer)
+  appendFixed(UInt64(UInt32(bitPattern: row.code)), to: &buffer)
+  appendFixed(Double(row.score).bitPattern, to: &buffer)
+  if let note = row.note {
+    buffer.append(1)
+    appendString(note, to: &buffer)
+  } else {
+    buffer.append(0)
+  }
+}
+
 func rawLMDBInsert(_ rows: [Row], at url: URL) throws -> Double {
   let raw = try RawLMDB(path: url)
   return try milliseconds {
     try raw.transaction(readOnly: false) { txn in
       var buffer: [UInt8] = []
       for (i, row) in rows.enumerated() {
-        buffer.removeAll(keepingCapacity: true)
-        appendString(row.name, to: &buffer)
-        appendString(row.category, to: &buffer)
-        appendFixed(UInt64(bitPattern: row.count), to: &buffer)
-        appendFixed(row.amount.bitPattern, to: &buffer)
-        buffer.append(row.flag ? 1 : 0)
-        appendFixed(row.created.timeIntervalSinceReferenceDate.bitPattern, to: &buffer)
-        appendFixed(UInt64(UInt32(bitPattern: row.code)), to: &buffer)
-        appendFixed(Double(row.score).bitPattern, to: &buffer)
-        if let note = row.note {
-          buffer.append(1)
-          appendString(note, to: &buffer)
-        } else {
-          buffer.append(0)
-        }
+        encode(row, into: &buffer)
         var key = UInt64(i + 1).bigEndian
         try withUnsafeMutableBytes(of: &key) { k in
           try buffer.withUnsafeMutableBytes { v in
@@ -163,4 +168,48 @@ func rawLMDBScan(expecting count: Int, at url: URL) throws -> Double {
   }
   guard rows.count == count else { throw BenchError.lmdb("scanned \(rows.count) rows, expected \(count)") }
   return time
+}
+
+/// The raw baseline of a batch upsert: one write transaction; per row a lookup of the name in a unique
+/// index (name → key), then the record put under the found key or a new one (appended) and the index entry.
+func rawLMDBUpsert(_ rows: [Row], at url: URL) throws -> Double {
+  let raw = try RawLMDB(path: url)
+  return try milliseconds {
+    try raw.transaction(readOnly: false) { txn in
+      var index: MDB_dbi = 0
+      try RawLMDB.check(mdb_dbi_open(txn, "BenchUniqueName", UInt32(MDB_CREATE), &index), "mdb_dbi_open")
+      var buffer: [UInt8] = []
+      var next: UInt64 = 0
+      for row in rows {
+        encode(row, into: &buffer)
+        var name = row.name
+        try name.withUTF8 { nameBytes in
+          var nk = MDB_val(mv_size: nameBytes.count, mv_data: UnsafeMutableRawPointer(mutating: nameBytes.baseAddress))
+          var found = MDB_val()
+          var key: UInt64
+          var flags = UInt32(0)
+          let rc = mdb_get(txn, index, &nk, &found)
+          if rc == MDB_SUCCESS, found.mv_size == 8, let data = found.mv_data {
+            key = data.loadUnaligned(as: UInt64.self)
+          } else {
+            try RawLMDB.check(rc == MDB_NOTFOUND ? MDB_SUCCESS : rc, "mdb_get")
+            next += 1
+            key = next.bigEndian
+            flags = UInt32(MDB_APPEND)
+            try withUnsafeMutableBytes(of: &key) { k in
+              var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+              try RawLMDB.check(mdb_put(txn, index, &nk, &kv, 0), "mdb_put index")
+            }
+          }
+          try withUnsafeMutableBytes(of: &key) { k in
+            try buffer.withUnsafeMutableBytes { v in
+              var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+              var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+              try RawLMDB.check(mdb_put(txn, raw.dbi, &kv, &vv, flags), "mdb_put")
+            }
+          }
+        }
+      }
+    }
+  }
 }

@@ -18,6 +18,19 @@ final class BenchItem: ManagedObject {
   @Attribute var note: String?
 }
 
+/// BenchItem with a unique name: the batch-insert scenario upserts on it.
+final class BenchUnique: ManagedObject {
+  @Attribute(.unique) var name: String
+  @Attribute var category: String
+  @Attribute var count: Int64
+  @Attribute var amount: Double
+  @Attribute var flag: Bool
+  @Attribute var created: Date
+  @Attribute var code: Int32
+  @Attribute var score: Float
+  @Attribute var note: String?
+}
+
 struct Row {
   var name: String
   var category: String
@@ -65,7 +78,8 @@ func benchContainer(_ store: StoreDescription) throws -> PersistentContainer {
   registry.register(SQLiteStoreFactory())
   registry.register(LMDBStoreFactory())
   registry.register(MemoryStoreFactory())
-  let container = PersistentContainer(name: "Bench", model: try ObjectModel(BenchItem.self), types: [BenchItem.self], registry: registry)
+  let container = PersistentContainer(name: "Bench", model: try ObjectModel(types: [BenchItem.self, BenchUnique.self]),
+    types: [BenchItem.self, BenchUnique.self], registry: registry)
   container.storeDescriptions = [store]
   try container.loadPersistentStores()
   return container
@@ -118,6 +132,80 @@ func rawSQLiteInsert(_ rows: [Row], at url: URL) throws -> Double {
   return try milliseconds {
     var statement: OpaquePointer?
     let sql = "INSERT INTO BenchItem (name, category, count, amount, flag, created, code, score, note) VALUES (?,?,?,?,?,?,?,?,?)"
+    guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+      throw BenchError.sqlite(String(cString: sqlite3_errmsg(db)))
+    }
+    defer { sqlite3_finalize(statement) }
+    try exec("BEGIN IMMEDIATE")
+    for row in rows {
+      sqlite3_bind_text(statement, 1, row.name, -1, strata_sqlite_transient())
+      sqlite3_bind_text(statement, 2, row.category, -1, strata_sqlite_transient())
+      sqlite3_bind_int64(statement, 3, row.count)
+      sqlite3_bind_double(statement, 4, row.amount)
+      sqlite3_bind_int(statement, 5, row.flag ? 1 : 0)
+      sqlite3_bind_double(statement, 6, row.created.timeIntervalSinceReferenceDate)
+      sqlite3_bind_int(statement, 7, row.code)
+      sqlite3_bind_double(statement, 8, Double(row.score))
+      if let note = row.note {
+        sqlite3_bind_text(statement, 9, note, -1, strata_sqlite_transient())
+      } else {
+        sqlite3_bind_null(statement, 9)
+      }
+      guard sqlite3_step(statement) == SQLITE_DONE else { throw BenchError.sqlite(String(cString: sqlite3_errmsg(db))) }
+      sqlite3_reset(statement)
+    }
+    try exec("COMMIT")
+  }
+}
+
+/// The rows as batch-insert dictionaries (built before timing, as the raw loops get theirs ready-made).
+func dictionaries(_ rows: [Row]) -> [[String: Strata.Value]] {
+  rows.map { row in
+    [
+      "name": .string(row.name), "category": .string(row.category), "count": .int(row.count), "amount": .double(row.amount),
+      "flag": .bool(row.flag), "created": .date(row.created), "code": .int(Int64(row.code)), "score": .double(Double(row.score)),
+      "note": row.note.map { .string($0) } ?? .null,
+    ]
+  }
+}
+
+/// A batch insert (upserting on the unique name) of every row through a context, result type status only.
+func strataBatchInsert(_ rows: [[String: Strata.Value]], store: StoreDescription) throws -> Double {
+  let container = try benchContainer(store)
+  defer { container.close() }
+  let context = container.newBackgroundContext()
+  return try context.performAndWait {
+    var result = BatchResult(count: 0)
+    let time = try milliseconds { result = try context.execute(BatchInsertRequest<BenchUnique>(objects: rows, resultType: .count)) }
+    guard result.count == rows.count else { throw BenchError.sqlite("batch insert wrote \(result.count) rows") }
+    return time
+  }
+}
+
+/// The raw baseline of a batch upsert: one prepared `INSERT … ON CONFLICT(name) DO UPDATE`, one transaction.
+func rawSQLiteUpsert(_ rows: [Row], at url: URL) throws -> Double {
+  var db: OpaquePointer?
+  guard sqlite3_open(url.path, &db) == SQLITE_OK, let db else { throw BenchError.sqlite("cannot open \(url.path)") }
+  defer { sqlite3_close(db) }
+  func exec(_ sql: String) throws {
+    guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError.sqlite(String(cString: sqlite3_errmsg(db))) }
+  }
+  try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
+  try exec(
+    """
+    CREATE TABLE BenchUnique (_pk INTEGER PRIMARY KEY AUTOINCREMENT, _version INTEGER NOT NULL DEFAULT 1, name TEXT NOT NULL,
+      category TEXT NOT NULL, count INTEGER NOT NULL, amount REAL NOT NULL, flag INTEGER NOT NULL,
+      created REAL NOT NULL, code INTEGER NOT NULL, score REAL NOT NULL, note TEXT);
+    CREATE UNIQUE INDEX BenchUnique_name ON BenchUnique (name)
+    """)
+  return try milliseconds {
+    var statement: OpaquePointer?
+    let sql = """
+      INSERT INTO BenchUnique (name, category, count, amount, flag, created, code, score, note) VALUES (?,?,?,?,?,?,?,?,?)
+      ON CONFLICT(name) DO UPDATE SET name = excluded.name, category = excluded.category, count = excluded.count,
+      amount = excluded.amount, flag = excluded.flag, created = excluded.created, code = excluded.code,
+      score = excluded.score, note = excluded.note, _version = _version + 1
+      """
     guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
       throw BenchError.sqlite(String(cString: sqlite3_errmsg(db)))
     }
@@ -269,6 +357,9 @@ do {
   let rows = (0..<options.rows).map(Row.make)
   var strata: [Double] = []
   var raw: [Double] = []
+  let rowDictionaries = dictionaries(rows)
+  var batchInsert = (strata: [Double](), raw: [Double]())
+  var lmdbBatchInsert = (strata: [Double](), raw: [Double]())
   var queries = (count: [Double](), rawCount: [Double](), sum: [Double](), rawSum: [Double](), update: [Double](), rawUpdate: [Double]())
   for _ in 0..<(options.only == nil || options.only == "sqlite" ? options.runs : 0) {
     let directory = try freshDirectory()
@@ -286,12 +377,16 @@ do {
     queries.count.append(timed.count)
     queries.sum.append(timed.sum)
     queries.update.append(timed.update)
+    batchInsert.raw.append(try rawSQLiteUpsert(rows, at: directory.appending(path: "raw-upsert.sqlite")))
+    batchInsert.strata.append(
+      try strataBatchInsert(rowDictionaries, store: StoreDescription(type: "sqlite", url: directory.appending(path: "upsert.sqlite"))))
   }
   if !strata.isEmpty {
     report("insert_\(options.rows)", "sqlite", strata: strata, raw: raw)
     report("count_where_\(options.rows)", "sqlite", strata: queries.count, raw: queries.rawCount)
     report("sum_\(options.rows)", "sqlite", strata: queries.sum, raw: queries.rawSum)
     report("batch_update_\(options.rows)", "sqlite", strata: queries.update, raw: queries.rawUpdate)
+    report("batch_insert_\(options.rows)", "sqlite", strata: batchInsert.strata, raw: batchInsert.raw)
   }
 
   var lmdb = (insert: [Double](), rawInsert: [Double](), fetch: [Double](), rawFetch: [Double]())
@@ -304,10 +399,14 @@ do {
     lmdb.insert.append(try strataInsert(rows, store: store))
     lmdb.rawFetch.append(try rawLMDBScan(expecting: rows.count, at: rawPath))
     lmdb.fetch.append(try strataFetch(expecting: rows.count, store: store))
+    lmdbBatchInsert.raw.append(try rawLMDBUpsert(rows, at: directory.appending(path: "raw-upsert.lmdb")))
+    lmdbBatchInsert.strata.append(
+      try strataBatchInsert(rowDictionaries, store: StoreDescription(type: "lmdb", url: directory.appending(path: "upsert.lmdb"))))
   }
   if !lmdb.insert.isEmpty {
     report("insert_\(options.rows)", "lmdb", strata: lmdb.insert, raw: lmdb.rawInsert)
     report("fetch_\(options.rows)", "lmdb", strata: lmdb.fetch, raw: lmdb.rawFetch)
+    report("batch_insert_\(options.rows)", "lmdb", strata: lmdbBatchInsert.strata, raw: lmdbBatchInsert.raw)
   }
 } catch {
   FileHandle.standardError.write(Data("strata-bench: error: \(error)\n".utf8))

@@ -1,0 +1,250 @@
+import Foundation
+import Strata
+import StrataCore
+import Testing
+
+/// A gadget of the batch-insert area: a unique SKU, a default, optionals, a to-one and a derived key.
+final class Gadget: ManagedObject {
+  @Attribute(.unique) var sku: String
+  @Attribute var name: String
+  @Attribute var stock: Int16 = 5
+  @Attribute var weight: Int32?
+  @Attribute var note: String?
+  @Relationship(inverse: "gadgets") var shelf: GadgetShelf?
+  @Derived("canonical:(name)") var nameKey: String
+}
+
+/// A shelf of the batch-insert area, counting its gadgets.
+final class GadgetShelf: ManagedObject {
+  @Attribute var label: String
+  @Relationship(inverse: "shelf") var gadgets: Set<Gadget>
+  @Relationship(inverse: "shelf") var parts: Set<Part>
+  @Derived("gadgets.@count") var gadgetCount: Int64
+}
+
+/// A part of the batch-insert area: unique, no derived attributes (SQLite upserts it natively).
+final class Part: ManagedObject {
+  @Attribute(.unique) var code: String
+  @Attribute var qty: Int16
+  @Attribute var size: Int32 = 2
+  @Attribute var label: String?
+  @Relationship(inverse: "parts") var shelf: GadgetShelf?
+}
+
+/// A batch-insert row without a uniqueness constraint.
+final class LogLine: ManagedObject {
+  @Attribute var text: String
+  @Attribute var level: Int16 = 1
+}
+
+extension Conformance {
+  /// Batch insert: rows from dictionaries, a dictionary handler and an object handler; result types;
+  /// upserts on a uniqueness constraint (given attributes updated, others and relationships kept; the later
+  /// of two rows with one key wins); defaults; derived attributes computed; every bad row refused with the
+  /// store unchanged; the store's change stream and merging the result into a live context.
+  public static func batchInsert(_ backend: ConformanceStore) async throws {
+    let types: [ManagedObject.Type] = [Gadget.self, GadgetShelf.self, Part.self, LogLine.self]
+    let (container, url) = try backend.container(types: types)
+    let seed = container.viewContext
+    let shelf = GadgetShelf(context: seed)
+    shelf.label = "A"
+    let old = Gadget(context: seed)
+    old.sku = "g1"
+    old.name = "Old"
+    old.stock = 2
+    old.weight = 7
+    old.note = "keep"
+    old.shelf = shelf
+    let bolt = Part(context: seed)
+    bolt.code = "p1"
+    bolt.qty = 1
+    bolt.label = "bolt"
+    bolt.shelf = shelf
+    try seed.save()
+    let live = try backend.freshContext(container, url, types: types)
+    func fresh() throws -> ObjectContext { try backend.freshContext(container, url, types: types) }
+    // Objects keep their context alive only while the caller holds it: each check reads from `reader`.
+    var reader = try fresh()
+    func gadget(_ sku: String) throws -> Gadget? {
+      reader = try fresh()
+      return try reader.fetch(FetchRequest<Gadget>(format: "sku == %@", sku)).first
+    }
+    let held = try #require(try live.fetch(FetchRequest<Gadget>(format: "sku == 'g1'")).first)
+    #expect(held.name == "Old")
+    let store = try #require(container.persistentStore)
+    var stream = store.changes().makeAsyncIterator()
+
+    // Dictionaries with upsert: g1 exists, g3 appears twice (the later row merges over the earlier).
+    let request = BatchRequest.insert(
+      entityName: "Gadget",
+      objects: [
+        ["sku": "g1", "name": "New", "stock": 9],
+        ["sku": "g2", "name": "Ünïcode Thing"],
+        ["sku": "g3", "name": "first", "note": "n3"],
+        ["sku": "g3", "name": "Second", "weight": 3],
+      ], resultType: .objectIDs)
+    let result = try seed.execute(request)  // through the store whose change stream is watched
+    #expect(result.count == 3)
+    #expect(result.objectIDs.count == 3)
+    #expect(result.updatedObjectIDs == [held.objectID])
+    #expect(result.objectIDs.first == held.objectID)
+    let g1 = try #require(try gadget("g1"))
+    #expect(g1.name == "New" && g1.stock == 9 && g1.weight == 7 && g1.note == "keep")
+    #expect(g1.shelf?.label == "A")
+    #expect(g1.nameKey == "new")
+    let g2 = try #require(try gadget("g2"))
+    #expect(g2.stock == 5 && g2.weight == nil && g2.note == nil && g2.shelf == nil)
+    #expect(g2.nameKey == "unicode thing")
+    let g3 = try #require(try gadget("g3"))
+    #expect(g3.name == "Second" && g3.note == "n3" && g3.weight == 3 && g3.nameKey == "second")
+    #expect(try fresh().count(for: FetchRequest<Gadget>()) == 3)
+    #expect(try fresh().fetch(FetchRequest<GadgetShelf>()).first?.gadgetCount == 1)
+    #expect(try fresh().count(for: FetchRequest<Gadget>(format: "nameKey == 'unicode thing'")) == 1)
+
+    // The store's change stream names the inserted and the updated objects.
+    let change = try #require(await stream.next())
+    #expect(Set(change.inserted) == Set(result.objectIDs).subtracting([held.objectID]))
+    #expect(change.updated.contains(held.objectID))
+    #expect(!change.inserted.contains(held.objectID))
+
+    // Merging into a live context that holds g1 shows the update.
+    let didSave = result.changes(of: request)
+    #expect(didSave.updatedObjectIDs.contains(held.objectID))
+    #expect(didSave.insertedObjectIDs.count == 2)
+    ObjectContext.mergeChanges(fromRemoteContextSave: didSave, into: [live])
+    #expect(held.name == "New" && held.stock == 9 && held.note == "keep")
+
+    // Result types.
+    let status = try live.execute(BatchRequest.insert(entityName: "LogLine", objects: [["text": "a"], ["text": "b"]]))
+    #expect(status.succeeded && status.count == 0 && status.objectIDs.isEmpty)
+    let counted = try live.execute(
+      BatchRequest.insert(entityName: "LogLine", objects: [["text": "c", "level": 3]], resultType: .count))
+    #expect(counted.count == 1 && counted.objectIDs.isEmpty)
+    #expect(try fresh().count(for: FetchRequest<LogLine>()) == 3)
+    #expect(try fresh().count(for: FetchRequest<LogLine>(format: "level == 1")) == 2)
+    let lines = try live.execute(
+      BatchRequest.insert(entityName: "LogLine", objects: [["text": "c"], ["text": "c"]], resultType: .objectIDs))
+    #expect(lines.count == 2 && Set(lines.objectIDs).count == 2 && lines.updatedObjectIDs.isEmpty)
+
+    // A dictionary handler: one row per call until it returns true.
+    let calls = Locked(0)
+    let byDictionary = try live.execute(
+      BatchInsertRequest<Gadget>(resultType: .count) { row in
+        let n = calls.withLock { count in
+          count += 1
+          return count
+        }
+        row["sku"] = .string("h\(n)")
+        row["name"] = .string("Handled \(n)")
+        return n > 4
+      })
+    #expect(byDictionary.count == 4)
+    #expect(calls.withLock { $0 } == 5)
+    #expect(try fresh().count(for: FetchRequest<Gadget>(format: "sku BEGINSWITH 'h'")) == 4)
+    #expect(try gadget("h4")?.nameKey == "handled 4")
+
+    // An object handler: a fresh object per call; it upserts too (g2 gets every attribute of the object).
+    var made = 0
+    let byObject = try live.execute(
+      BatchInsertRequest<Gadget>(resultType: .objectIDs) { gadget in
+        made += 1
+        guard made <= 2 else { return true }
+        #expect(gadget.stock == 5 && gadget.managedObjectContext == nil)
+        gadget.sku = made == 1 ? "g2" : "o2"
+        gadget.name = "Object \(made)"
+        gadget.weight = Int32(made * 10)
+        return false
+      })
+    #expect(byObject.count == 2 && byObject.updatedObjectIDs == [g2.objectID])
+    #expect(try gadget("g2")?.weight == 10)
+    #expect(try gadget("o2")?.nameKey == "object 2")
+    #expect(live.insertedObjects.isEmpty)
+
+    // Bad rows (the second of each batch) are refused, naming entity, key and row; nothing is written.
+    let good: [String: Value] = ["sku": "never", "name": "Never"]
+    let bad: [([String: Value], StoreError.Code, String)] = [
+      (["sku": "b", "name": "B", "colour": "red"], .invalidQuery, "colour"),
+      (["sku": "b", "name": "B", "shelf": .null], .invalidQuery, "shelf"),
+      (["sku": "b", "name": "B", "nameKey": "b"], .invalidQuery, "nameKey"),
+      (["sku": "b", "name": "B", "stock": "many"], .validation, "stock"),
+      (["sku": "b", "name": "B", "stock": 40_000], .validation, "stock"),
+      (["sku": "b", "name": "B", "weight": .int(Int64(Int32.max) + 1)], .validation, "weight"),
+      (["sku": "b"], .validation, "name"),
+      (["sku": "b", "name": .null], .validation, "name"),
+    ]
+    let before = try fresh().count(for: FetchRequest<Gadget>())
+    for (row, code, key) in bad {
+      do {
+        _ = try live.execute(BatchRequest.insert(entityName: "Gadget", objects: [good, row]))
+        Issue.record("expected \(code) for \(row)")
+      } catch let error as StoreError {
+        #expect(error.code == code, "\(row): \(error.message)")
+        #expect(error.entity == "Gadget" && error.key == key, "\(row): \(error.message)")
+        #expect(error.message.contains("row 1"), "\(error.message)")
+      }
+    }
+    #expect(try fresh().count(for: FetchRequest<Gadget>()) == before)
+    #expect(try gadget("never") == nil)
+    do {
+      _ = try live.execute(BatchRequest.insert(entityName: "Nope", objects: [good]))
+      Issue.record("expected an unknown entity to fail")
+    } catch let error as StoreError {
+      #expect(error.code == .invalidQuery)
+    }
+    let empty = try live.execute(BatchRequest.insert(entityName: "Gadget", objects: [], resultType: .objectIDs))
+    #expect(empty.count == 0 && empty.objectIDs.isEmpty)
+    #expect(try fresh().count(for: FetchRequest<Gadget>()) == before)
+
+    // Batch update and delete report what their result type asks (object IDs unless told).
+    let lineCount = try fresh().count(for: FetchRequest<LogLine>())
+    let louder = try live.execute(
+      .update(entityName: "LogLine", predicate: nil, propertiesToUpdate: ["level": .constant(4)], resultType: .statusOnly))
+    #expect(louder.succeeded && louder.count == 0 && louder.objectIDs.isEmpty)
+    #expect(try fresh().count(for: FetchRequest<LogLine>(format: "level == 4")) == lineCount)
+    let listed = try live.execute(.update(entityName: "LogLine", predicate: nil, propertiesToUpdate: ["level": .constant(2)]))
+    #expect(listed.count == lineCount && listed.objectIDs.count == lineCount)
+    let cleared = try live.execute(.delete(entityName: "LogLine", predicate: nil, resultType: .count))
+    #expect(cleared.count == lineCount && cleared.objectIDs.isEmpty)
+    #expect(try fresh().count(for: FetchRequest<LogLine>()) == 0)
+
+    // An entity without derived attributes (SQLite's native upsert): the same answers.
+    let liveBolt = try #require(try live.fetch(FetchRequest<Part>(format: "code == 'p1'")).first)
+    #expect(liveBolt.qty == 1)
+    var partStream = store.changes().makeAsyncIterator()
+    let parts = BatchRequest.insert(
+      entityName: "Part",
+      objects: [["code": "p2", "qty": 4], ["code": "p1", "qty": 7], ["code": "p2", "qty": 5, "label": "nut"]],
+      resultType: .objectIDs)
+    let partResult = try seed.execute(parts)
+    #expect(partResult.count == 2 && partResult.updatedObjectIDs == [bolt.objectID])
+    #expect(partResult.objectIDs.last == bolt.objectID)
+    let partChange = try #require(await partStream.next())
+    #expect(partChange.updated == [bolt.objectID])
+    #expect(partChange.inserted.count == 1 && partChange.inserted.first == partResult.objectIDs.first)
+    let partReader = try fresh()
+    let p1 = try #require(try partReader.fetch(FetchRequest<Part>(format: "code == 'p1'")).first)
+    #expect(p1.qty == 7 && p1.label == "bolt" && p1.size == 2 && p1.shelf?.label == "A")
+    let p2 = try #require(try partReader.fetch(FetchRequest<Part>(format: "code == 'p2'")).first)
+    #expect(p2.qty == 5 && p2.label == "nut" && p2.size == 2 && p2.shelf == nil)
+    ObjectContext.mergeChanges(fromRemoteContextSave: partResult.changes(of: parts), into: [live])
+    #expect(liveBolt.qty == 7)
+    let partsBefore = try fresh().count(for: FetchRequest<Part>())
+    let badParts: [([String: Value], StoreError.Code, String)] = [
+      (["code": "p1", "qty": 40_000], .validation, "qty"),
+      (["code": "p9"], .validation, "qty"),
+      (["code": "p9", "qty": 1, "shelf": .null], .invalidQuery, "shelf"),
+      (["code": "p9", "qty": 1, "size": "big"], .validation, "size"),
+    ]
+    for (row, code, key) in badParts {
+      do {
+        _ = try seed.execute(BatchRequest.insert(entityName: "Part", objects: [["code": "p1", "qty": 99], row]))
+        Issue.record("expected \(code) for \(row)")
+      } catch let error as StoreError {
+        #expect(error.code == code && error.entity == "Part" && error.key == key, "\(row): \(error.message)")
+        #expect(error.message.contains("row 1"), "\(error.message)")
+      }
+    }
+    #expect(try fresh().count(for: FetchRequest<Part>()) == partsBefore)
+    #expect(try fresh().fetch(FetchRequest<Part>(format: "code == 'p1'")).first?.qty == 7)
+  }
+}

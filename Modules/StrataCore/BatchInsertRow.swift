@@ -1,0 +1,89 @@
+import Foundation
+
+/// One row of a batch insert checked against the model: every attribute value (given, defaulted or nil),
+/// aligned with the entity's attributes, and which attributes the row gave.
+///
+/// ```swift
+/// let row = try BatchInsertRow(["name": "Ghibli"], index: 0, rules: BatchInsertRow.Rules(studio))
+/// row.given   // the position of "name" in studio.attributes
+/// ```
+public struct BatchInsertRow: Sendable {
+  /// Every attribute value, aligned with ``EntityDescription/attributes``: the row's value converted to
+  /// the attribute's type, else the default, else nil (derived and transient attributes hold their
+  /// initial value; the store computes derived ones).
+  public var values: [Value]
+  /// The positions of the attributes the row gave, in ascending order.
+  public var given: [Int]
+
+  /// Checks `row` (the `index`th of the batch) against `entity`.
+  ///
+  /// - Throws: `.invalidQuery` for a key that is not a stored, settable attribute (unknown, a
+  ///   relationship, transient or derived); `.validation` for a value the attribute cannot hold (wrong
+  ///   type, out of range, nil for a non-optional attribute) and for a missing non-optional attribute
+  ///   without a default. Each error names the entity, the key and the row index.
+  /// What every row of one entity is checked against, worked out once per batch.
+  public struct Rules: Sendable {
+    let entity: EntityDescription
+    /// The positions of the attributes a row must give: stored, settable, non-optional, without a default.
+    let required: [Int]
+    let isRequired: [Bool]
+    let initialValues: [Value]
+
+    public init(_ entity: EntityDescription) {
+      self.entity = entity
+      required = entity.attributes.indices.filter {
+        let attribute = entity.attributes[$0]
+        return !attribute.isOptional && attribute.defaultValue == nil && !attribute.isTransient && attribute.derivation == nil
+      }
+      var isRequired = [Bool](repeating: false, count: entity.attributes.count)
+      for position in required { isRequired[position] = true }
+      self.isRequired = isRequired
+      initialValues = entity.attributes.map(\.initialValue)
+    }
+  }
+
+  /// Checks `row` (the `index`th of the batch) against `rules`.
+  public init(_ row: [String: Value], index: Int, rules: Rules) throws {
+    let entity = rules.entity
+    var values = rules.initialValues
+    var requiredGiven = 0
+    var given: [Int] = []
+    given.reserveCapacity(row.count)
+    for (key, value) in row {
+      guard let position = entity.attributeIndex(named: key) else {
+        let what = entity.relationship(named: key) == nil ? "has no attribute" : "has a relationship, not an attribute,"
+        throw StoreError(
+          .invalidQuery, "\(entity.name) \(what) '\(key)' (batch insert row \(index)); a batch insert sets attributes only",
+          entity: entity.name, key: key)
+      }
+      let attribute = entity.attributes[position]
+      if attribute.isTransient || attribute.derivation != nil {
+        let why = attribute.isTransient ? "is transient and not stored" : "is derived; the store computes it"
+        throw StoreError(
+          .invalidQuery, "\(entity.name).\(key) \(why); batch insert row \(index) cannot set it", entity: entity.name, key: key)
+      }
+      guard let converted = attribute.type.coerce(value) else {
+        throw StoreError(
+          .validation, "\(entity.name).\(key) is a \(attribute.type.rawValue) and cannot hold \(value) (batch insert row \(index))",
+          entity: entity.name, key: key, value: value)
+      }
+      if converted.isNull && !attribute.isOptional {
+        throw StoreError(
+          .validation, "\(entity.name).\(key) is not optional; batch insert row \(index) sets it to nil",
+          entity: entity.name, key: key)
+      }
+      values[position] = converted
+      given.append(position)
+      if rules.isRequired[position] { requiredGiven += 1 }
+    }
+    if requiredGiven < rules.required.count, let position = rules.required.first(where: { row[entity.attributes[$0].name] == nil }) {
+      let key = entity.attributes[position].name
+      throw StoreError(
+        .validation, "\(entity.name).\(key) is not optional and has no default; batch insert row \(index) does not give it",
+        entity: entity.name, key: key)
+    }
+    given.sort()
+    self.values = values
+    self.given = given
+  }
+}

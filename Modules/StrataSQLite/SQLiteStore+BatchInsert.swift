@@ -1,0 +1,101 @@
+import CSQLite
+import Foundation
+import StrataCore
+
+extension SQLiteStore {
+  /// Runs a batch insert natively when it can: one prepared statement per shape of row (the set of
+  /// attributes a row gives), `INSERT INTO t (every stored attribute) VALUES (…)`, with
+  /// `ON CONFLICT(<unique columns>) DO UPDATE SET <given columns> = excluded.<column>, _version = _version + 1`
+  /// when the entity has one uniqueness constraint, bound row by row inside one `BEGIN IMMEDIATE`. Rows are
+  /// checked (``BatchInsertRow``) as they are bound; a refused row rolls the whole batch back. The written
+  /// rows are named by an update hook (insert or update), only when the result or a change stream needs
+  /// them. Returns `nil` for what the general path must run: an entity whose derived attributes (its own
+  /// or another entity's) the rows could change, or one with several uniqueness constraints.
+  func nativeInsert(_ request: BatchInsertDescription) throws -> BatchResult? {
+    let entity = try model.requireEntity(request.entityName)
+    let settable = entity.attributes.filter { $0.isPersistent && $0.derivation == nil }.map(\.name)
+    guard entity.uniquenessConstraints.count <= 1,
+      !model.derivedAttributes.isAffected(byUpdating: settable, of: entity.name)
+    else { return nil }
+    try checkOpen()
+    if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
+    let table = try schema.table(entity.name)
+    let rules = BatchInsertRow.Rules(entity)
+    let stored = table.storedAttributes
+    let insert =
+      "INSERT INTO \(quote(entity.name)) (\(stored.map { quote(entity.attributes[$0].name) }.joined(separator: ", "))) VALUES ("
+      + Array(repeating: "?", count: stored.count).joined(separator: ", ") + ")"
+    let conflict = entity.uniquenessConstraints.first.map { " ON CONFLICT(\($0.map(quote).joined(separator: ", "))) DO UPDATE SET " }
+    let wantsIDs = request.resultType != .statusOnly || broadcaster.hasSubscribers
+    let identifier = self.identifier
+    let broadcaster = self.broadcaster
+    let scope = ObjectID(entityName: entity.name, storeIdentifier: identifier, primaryKey: 0)
+    let written: [(rowID: Int64, isInsert: Bool)] = try write { connection in
+      var statements: [[Int]: Statement] = [:]
+      defer { for statement in statements.values { sqlite3_finalize(statement.pointer) } }
+      var last: (given: [Int], statement: Statement)?
+      func statement(for given: [Int]) throws -> Statement {
+        if let last, last.given == given { return last.statement }
+        if let statement = statements[given] {
+          last = (given, statement)
+          return statement
+        }
+        var sql = insert
+        if let conflict {
+          sql += conflict
+          for position in given {
+            let column = quote(entity.attributes[position].name)
+            sql += "\(column) = excluded.\(column), "
+          }
+          sql += "\"_version\" = \"_version\" + 1"
+        }
+        let statement = try connection.prepare(sql)
+        statements[given] = statement
+        last = (given, statement)
+        return statement
+      }
+      var bindings = [SQLValue](repeating: .null, count: stored.count)
+      func run() throws {
+        try request.forEachRow { index, dictionary in
+          let row = try BatchInsertRow(dictionary, index: index, rules: rules)
+          let statement = try statement(for: conflict == nil ? [] : row.given)
+          for (column, position) in stored.enumerated() { bindings[column] = SQLiteSchema.encode(row.values[position]) }
+          try statement.bind(bindings)
+          defer { statement.reset() }
+          while try statement.step() {}
+        }
+      }
+      try connection.execute("BEGIN IMMEDIATE")
+      do {
+        var written: [(rowID: Int64, isInsert: Bool)] = []
+        if wantsIDs { written = try connection.writtenRowIDs(run) } else { try run() }
+        try connection.execute("COMMIT")
+        return written
+      } catch {
+        connection.rollback()
+        throw error
+      }
+    }
+    guard wantsIDs else { return BatchResult(count: 0) }
+    // Each object once, in the order rows first wrote it; an upsert of a row this batch inserted is no update.
+    // Without updates every row is a new one (the common case, no sets needed).
+    var ids: [ObjectID] = []
+    var updated: [ObjectID] = []
+    ids.reserveCapacity(written.count)
+    if written.allSatisfy(\.isInsert) {
+      for (rowID, _) in written { ids.append(scope.withPrimaryKey(rowID)) }
+    } else {
+      var inserted = Set<Int64>()
+      var seen = Set<Int64>()
+      for (rowID, isInsert) in written where seen.insert(rowID).inserted {
+        if isInsert { inserted.insert(rowID) } else if !inserted.contains(rowID) { updated.append(scope.withPrimaryKey(rowID)) }
+        ids.append(scope.withPrimaryKey(rowID))
+      }
+    }
+    let updatedSet = Set(updated)
+    broadcaster.yield(
+      StoreChange(
+        storeIdentifier: identifier, inserted: updated.isEmpty ? ids : ids.filter { !updatedSet.contains($0) }, updated: updated))
+    return BatchResult(count: ids.count, objectIDs: ids, updatedObjectIDs: updated).reported(as: request.resultType)
+  }
+}
