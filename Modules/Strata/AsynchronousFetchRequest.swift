@@ -126,7 +126,7 @@ extension ObjectContext {
       do {
         try readInChunks(request, result, collector)
       } catch {
-        finishOnQueue(request, result, error: (error as? StoreError) ?? StoreError(.io, "the fetch failed: \(error)"))
+        finishOnQueue(request, result, failure: error)
       }
     }
   }
@@ -146,14 +146,8 @@ extension ObjectContext {
       let pending = pendingChanges(for: fetchRequest)
       return (!pending.isEmpty, pending.storedRowCount, pending.deleted)
     }
-    var description = fetchRequest.fetchDescription
+    var description = mergesPending ? fetchRequest.fetchDescription.widened(by: storedRowCount) : fetchRequest.fetchDescription
     description.resultType = .objectIDs
-    if mergesPending {
-      if let limit = description.effectiveLimit {
-        description.fetchLimit = max(description.fetchOffset, 0) + limit + storedRowCount
-      }
-      description.fetchOffset = 0
-    }
     guard case .objectIDs(let ids) = try store.fetch(description, generation: generation) else { return }
     result.progress.totalUnitCount = Int64(ids.count)
     let chunkSize = max(1, request.chunkSize)
@@ -188,9 +182,15 @@ extension ObjectContext {
         result.finish(objects: objects.compactMap { $0 as? T }, error: nil)
         request.completion?(result)
       } catch {
-        finishOnQueue(request, result, error: (error as? StoreError) ?? StoreError(.io, "the fetch failed: \(error)"))
+        finishOnQueue(request, result, failure: error)
       }
     }
+  }
+
+  private func finishOnQueue<T: ManagedObject>(
+    _ request: AsynchronousFetchRequest<T>, _ result: AsynchronousFetchResult<T>, failure: any Error
+  ) {
+    finishOnQueue(request, result, error: (failure as? StoreError) ?? StoreError(.io, "the fetch failed: \(failure)"))
   }
 
   private func finishOnQueue<T: ManagedObject>(

@@ -391,7 +391,7 @@ extension ManagedObject {
   func setAttribute(_ value: Value, index: Int) {
     if isInsertedStorage {
       if let context = managedObjectContext, values[index] != value {
-        if context.undoManager != nil { context.recordUndo(.attribute(self, index: index, value: values[index])) }
+        context.recordUndo(.attribute(self, index: index, value: values[index]))
         context.noteChange(self, .updated)
       }
       values[index] = value

@@ -109,12 +109,7 @@ extension ObjectContext {
     let pending = pendingChanges(for: request)
     var description = request.fetchDescription
     if !pending.isEmpty {
-      // At most `pending.storedRowCount` stored rows leave or move, so that many more rows from the
-      // store are enough to fill the page after merging.
-      if let limit = description.effectiveLimit {
-        description.fetchLimit = max(description.fetchOffset, 0) + limit + pending.storedRowCount
-      }
-      description.fetchOffset = 0
+      description = description.widened(by: pending.storedRowCount)
     } else if request.fetchBatchSize > 0 {
       description.resultType = .objectIDs
     }
@@ -203,6 +198,18 @@ extension ObjectContext {
   }
 }
 
+extension FetchDescription {
+  /// The request to ask the store when `storedRows` stored rows may leave or move once unsaved changes
+  /// are merged: no offset, and that many more rows than the page needs — enough to fill it after
+  /// merging, which then applies offset and limit.
+  func widened(by storedRows: Int) -> FetchDescription {
+    var widened = self
+    if let limit = effectiveLimit { widened.fetchLimit = max(fetchOffset, 0) + limit + storedRows }
+    widened.fetchOffset = 0
+    return widened
+  }
+}
+
 /// Faults fetched together with a ``FetchRequest/fetchBatchSize``: reading one loads them all.
 final class FaultBatch {
   let ids: [ObjectID]
@@ -255,20 +262,42 @@ struct ContextEvaluationSource: EvaluationSource {
   let context: ObjectContext
 
   func snapshot(for id: ObjectID) throws -> Snapshot? {
-    if let object = context.registeredObject(for: id) {
-      return object.isDeletedStorage ? nil : context.currentSnapshot(of: object)
-    }
-    guard !id.isTemporary, !context.isPendingDeletion(id) else { return nil }
-    if let cached = context.rowCache[id] { return cached }
-    return try context.requireStore().snapshots(for: [id], generation: nil).first
+    try context.currentSnapshots(for: [id]).first
   }
 
   func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
-    if let object = context.registeredObject(for: id), let index = object.info?.toManyIndex[relationship.name] {
-      return Array(context.loadToMany(object, index: index))
+    try context.currentRelatedObjectIDs(of: id, relationship: relationship.name)
+  }
+}
+
+extension ObjectContext {
+  /// The snapshots of `ids` as this context sees them now: its objects' current values (objects deleted
+  /// here left out), prefetched or stored values for the rest, read in one store call.
+  func currentSnapshots(for ids: [ObjectID], generation: QueryGeneration? = nil) throws -> [Snapshot] {
+    var found: [Snapshot] = []
+    var fromStore: [ObjectID] = []
+    for id in ids {
+      if let object = registeredObject(for: id) {
+        if !object.isDeletedStorage { found.append(currentSnapshot(of: object)) }
+      } else if let cached = rowCache[id] {
+        found.append(cached)
+      } else if !id.isTemporary && !isPendingDeletion(id) {
+        fromStore.append(id)
+      }
+    }
+    if !fromStore.isEmpty { found += try requireStore().snapshots(for: fromStore, generation: generation) }
+    return found
+  }
+
+  /// The targets of the to-many `relationship` of `id` as this context sees them now.
+  func currentRelatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration? = nil) throws
+    -> [ObjectID]
+  {
+    if let object = registeredObject(for: id), let index = object.info?.toManyIndex[relationship] {
+      return Array(loadToMany(object, index: index))
     }
     guard !id.isTemporary else { return [] }
-    return try context.requireStore().relatedObjectIDs(of: id, relationship: relationship.name, generation: nil)
-      .filter { !context.isPendingDeletion($0) }
+    return try requireStore().relatedObjectIDs(of: id, relationship: relationship, generation: generation)
+      .filter { !isPendingDeletion($0) }
   }
 }

@@ -136,20 +136,16 @@ extension ObjectContext {
       return
     }
     refreshAllObjects()
-    if changeLog.isObserved {
-      changeLog.pending.storeChanged = true
-      scheduleProcessing()
-    }
+    if changeLog.isObserved { changeLog.pending.storeChanged = true }
     processPendingChanges()
   }
 
-  /// Notes that every object was dropped (a reset).
+  /// Notes that every object was dropped (a reset, which announces it at once).
   func noteInvalidation() {
     let log = changeLog
     guard log.isObserved else { return }
     log.pending = ObjectChanges()
     log.pending.invalidatedAll = true
-    scheduleProcessing()
   }
 
   private func scheduleProcessing() {

@@ -61,7 +61,7 @@ extension ObjectContext {
       let current = loadToMany(object, index: index)
       let wanted = Set(targets.map(\.objectID))
       guard wanted != current else { return }
-      if undoManager != nil { recordUndo(.relationship(object, rel, targets: current.map { self.object(with: $0) })) }
+      recordUndo(.relationship(object, rel, targets: current.map { self.object(with: $0) }))
       object.toMany[index] = wanted
       if markingSource { markRelationshipChanged(object, rel.name) }
       guard let inverse else { return }
@@ -73,7 +73,7 @@ extension ObjectContext {
       let old = object.toOne[index]
       let new = targets.first?.objectID
       guard old != new else { return }
-      if undoManager != nil { recordUndo(.relationship(object, rel, targets: old.map { [self.object(with: $0)] } ?? [])) }
+      recordUndo(.relationship(object, rel, targets: old.map { [self.object(with: $0)] } ?? []))
       object.toOne[index] = new
       if markingSource { markRelationshipChanged(object, rel.name) }
       guard let inverse else { return }

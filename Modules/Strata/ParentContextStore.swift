@@ -35,30 +35,11 @@ final class ParentContextStore: PersistentStore, @unchecked Sendable {
   }
 
   func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
-    try parent.performAndWait {
-      var found: [Snapshot] = []
-      var fromStore: [ObjectID] = []
-      for id in ids {
-        if let object = parent.registeredObject(for: id) {
-          if !object.isDeletedStorage { found.append(parent.currentSnapshot(of: object)) }
-        } else if !id.isTemporary && !parent.isPendingDeletion(id) {
-          fromStore.append(id)
-        }
-      }
-      if !fromStore.isEmpty { found += try root.snapshots(for: fromStore, generation: generation) }
-      return found
-    }
+    try parent.performAndWait { try parent.currentSnapshots(for: ids, generation: generation) }
   }
 
   func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID] {
-    try parent.performAndWait {
-      if let object = parent.registeredObject(for: id), let index = object.info?.toManyIndex[relationship] {
-        return Array(parent.loadToMany(object, index: index))
-      }
-      guard !id.isTemporary else { return [] }
-      return try root.relatedObjectIDs(of: id, relationship: relationship, generation: generation)
-        .filter { !parent.isPendingDeletion($0) }
-    }
+    try parent.performAndWait { try parent.currentRelatedObjectIDs(of: id, relationship: relationship, generation: generation) }
   }
 
   func save(_ changes: ChangeSet) throws -> SaveResult {
