@@ -31,4 +31,5 @@ struct MemoryConformanceTests {
   @Test func remoteChanges() async throws { try await Conformance.remoteChanges(backend) }
   @Test func childContexts() async throws { try await Conformance.childContexts(backend) }
   @Test func batchInsert() async throws { try await Conformance.batchInsert(backend) }
+  @Test func queryGenerations() async throws { try await Conformance.queryGenerations(backend) }
 }
