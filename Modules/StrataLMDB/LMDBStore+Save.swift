@@ -186,11 +186,23 @@ struct LMDBSaveOperation {
       counters[id.entityName] = max(last, pk)
       permanentIDs[id] = ObjectID(entityName: id.entityName, storeIdentifier: storeIdentifier, primaryKey: pk)
     }
+    try storeCounters()
+  }
+
+  /// Writes the last primary key handed out per entity to `strata.counters`.
+  func storeCounters() throws {
     for (entityName, last) in counters {
       try withUnsafeBytes(of: last.littleEndian) { value in
         _ = try txn.put(schema.counters, Array(entityName.utf8), Array(value))
       }
     }
+  }
+
+  /// Hands out the next primary key of `entityName` (stored by ``storeCounters()``).
+  mutating func nextPrimaryKey(_ entityName: String) throws -> Int64 {
+    let next = try lastPrimaryKey(entityName) + 1
+    counters[entityName] = next
+    return next
   }
 
   private mutating func lastPrimaryKey(_ entityName: String) throws -> Int64 {

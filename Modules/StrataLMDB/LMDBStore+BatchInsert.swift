@@ -1,0 +1,140 @@
+import CLMDB
+import Foundation
+import StrataCore
+
+extension LMDBStore {
+  /// Runs a batch request in one write transaction: inserts directly when it can (``directInsert(_:)``),
+  /// the rest as one change set (``BatchExecution``).
+  ///
+  /// ```swift
+  /// let result = try store.execute(.insert(BatchInsertDescription(entityName: "Studio", objects: [["name": "A24"]])))
+  /// ```
+  public func execute(_ request: BatchRequest) throws -> BatchResult {
+    if case .insert(let insert) = request, let result = try directInsert(insert) { return result }
+    return try BatchExecution(store: self).execute(request)
+  }
+
+  /// Runs a batch insert directly in one write transaction: each checked row (``BatchInsertRow``) looks
+  /// its key up in the uniqueness constraint's index and either updates that record (the given attributes
+  /// over the stored ones; relationships kept; the version bumped once per batch) or is appended under the
+  /// next primary key, with its index entries. A row whose key an earlier row of the batch wrote merges
+  /// over it, as on the general path. A refused row aborts the transaction: the environment is unchanged.
+  ///
+  /// Returns `nil` for what the general path must run: an entity whose derived attributes (its own or
+  /// another entity's) the rows could change, or one with several uniqueness constraints or a constraint
+  /// over a relationship.
+  func directInsert(_ request: BatchInsertDescription) throws -> BatchResult? {
+    let entity = try model.requireEntity(request.entityName)
+    let settable = entity.attributes.filter { $0.isPersistent && $0.derivation == nil }.map(\.name)
+    guard entity.uniquenessConstraints.count <= 1,
+      entity.uniquenessConstraints.allSatisfy({ $0.allSatisfy { entity.attributeIndex(named: $0) != nil } }),
+      !model.derivedAttributes.isAffected(byUpdating: settable, of: entity.name)
+    else { return nil }
+    try checkOpen()
+    if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
+    // A full map makes the environment retry the write, which runs the rows again.
+    let request = request.materialized()
+    let schema = self.schema
+    let identifier = self.identifier
+    let maxKeySize = environment.maxKeySize
+    saveLock.lock()
+    defer { saveLock.unlock() }
+    let outcome: (written: LMDBBatchInsert.Written, transactionID: Int)
+    do {
+      outcome = try environment.write { txn in
+        var batch = try LMDBBatchInsert(txn: txn, schema: schema, entity: entity, storeIdentifier: identifier, maxKeySize: maxKeySize)
+        try request.forEachRow { index, dictionary in try batch.write(BatchInsertRow(dictionary, index: index, rules: batch.rules)) }
+        return (try batch.finish(), mdb_txn_id(txn.txn))
+      }
+    } catch let error as LMDBError {
+      throw error.storeError(path: path)
+    }
+    let (ids, updated) = (outcome.written.ids, outcome.written.updated)
+    guard !ids.isEmpty else { return BatchResult(count: 0).reported(as: request.resultType) }
+    let updatedSet = Set(updated)
+    announce(
+      StoreChange(
+        storeIdentifier: identifier, inserted: updated.isEmpty ? ids : ids.filter { !updatedSet.contains($0) }, updated: updated),
+      transactionID: outcome.transactionID)
+    return BatchResult(count: ids.count, objectIDs: ids, updatedObjectIDs: updated).reported(as: request.resultType)
+  }
+}
+
+/// The rows of one direct batch insert, written inside its transaction.
+struct LMDBBatchInsert {
+  /// Each object written, once, in the order rows first wrote it; and those of them that were stored before.
+  struct Written {
+    var ids: [ObjectID] = []
+    var updated: [ObjectID] = []
+  }
+
+  let rules: BatchInsertRow.Rules
+  private var operation: LMDBSaveOperation
+  private let table: LMDBSchema.Table
+  private let unique: LMDBSchema.Index?
+  private let noLinks: [ObjectID?]
+  private let scope: ObjectID
+  private var written = Written()
+  /// The slot in `written.ids` of each object an earlier row wrote, and whether that row inserted it;
+  /// kept only for an entity with a uniqueness constraint (without one, every row is a new object).
+  private var earlier: [Int64: (slot: Int, inserted: Bool)] = [:]
+
+  init(txn: LMDBTransaction, schema: LMDBSchema, entity: EntityDescription, storeIdentifier: String, maxKeySize: Int) throws {
+    rules = BatchInsertRow.Rules(entity)
+    operation = LMDBSaveOperation(
+      txn: txn, schema: schema, storeIdentifier: storeIdentifier, maxKeySize: maxKeySize, changes: ChangeSet())
+    table = try schema.table(entity.name)
+    unique = table.uniques.first
+    noLinks = [ObjectID?](repeating: nil, count: entity.toOneRelationships.count)
+    scope = ObjectID(entityName: entity.name, storeIdentifier: storeIdentifier, primaryKey: 0)
+  }
+
+  mutating func write(_ row: BatchInsertRow) throws {
+    if let stored = try storedKey(of: row), let old = try operation.reader.record(table, stored) {
+      var attributes = old.attributes
+      for position in row.given { attributes[position] = row.values[position] }
+      let seen = earlier[stored]
+      // One version step per batch for a stored object; none for an object this batch inserted.
+      let version = seen == nil ? old.version + 1 : old.version
+      try operation.write(table, stored, version: version, attributes: attributes, toOne: old.toOne, replacing: old, flags: 0)
+      if seen == nil {
+        earlier[stored] = (written.ids.count, false)
+        written.ids.append(scope.withPrimaryKey(stored))
+        written.updated.append(scope.withPrimaryKey(stored))
+      }
+      return
+    }
+    let pk = try operation.nextPrimaryKey(table.entity.name)
+    try operation.write(table, pk, version: 1, attributes: row.values, toOne: noLinks, replacing: nil, flags: MDB_APPEND)
+    if unique != nil { earlier[pk] = (written.ids.count, true) }
+    written.ids.append(scope.withPrimaryKey(pk))
+  }
+
+  /// Stores the key counter; returns what was written.
+  func finish() throws -> Written {
+    try operation.storeCounters()
+    return written
+  }
+
+  /// The primary key of the stored object whose unique key the row gives, if any.
+  private func storedKey(of row: BatchInsertRow) throws -> Int64? {
+    guard let unique,
+      let key = operation.schema.indexKey(
+        unique, entity: table.entity, attributes: row.values, toOne: noLinks, maxKeySize: operation.maxKeySize)
+    else { return nil }
+    if key.isExact {
+      return try operation.txn.get(unique.dbi, key.bytes) { bytes in
+        try bytes.map { try KeyCoding.primaryKey($0) }
+      }
+    }
+    // A key cut to liblmdb's length limit: compare the full values of the candidates.
+    let full = operation.schema.indexKey(unique, entity: table.entity, attributes: row.values, toOne: noLinks, maxKeySize: .max)
+    for candidate in try operation.txn.primaryKeys(unique.dbi, key.bytes) {
+      guard let record = try operation.reader.record(table, candidate) else { continue }
+      let stored = operation.schema.indexKey(
+        unique, entity: table.entity, attributes: record.attributes, toOne: record.toOne, maxKeySize: .max)
+      if stored?.bytes == full?.bytes { return candidate }
+    }
+    return nil
+  }
+}
