@@ -37,33 +37,37 @@ extension LMDBStore {
     let schema = self.schema
     let identifier = self.identifier
     let maxKeySize = environment.maxKeySize
+    let namesObjects = request.resultType == .objectIDs || broadcaster.hasSubscribers
     saveLock.lock()
     defer { saveLock.unlock() }
     let outcome: (written: LMDBBatchInsert.Written, transactionID: Int)
     do {
       outcome = try environment.write { txn in
-        var batch = try LMDBBatchInsert(txn: txn, schema: schema, entity: entity, storeIdentifier: identifier, maxKeySize: maxKeySize)
+        var batch = try LMDBBatchInsert(
+          txn: txn, schema: schema, entity: entity, storeIdentifier: identifier, maxKeySize: maxKeySize, namesObjects: namesObjects)
         try request.forEachRow { index, dictionary in try batch.write(BatchInsertRow(dictionary, index: index, rules: batch.rules)) }
         return (try batch.finish(), mdb_txn_id(txn.txn))
       }
     } catch let error as LMDBError {
       throw error.storeError(path: path)
     }
+    guard outcome.written.count > 0 else { return BatchResult(count: 0).reported(as: request.resultType) }
     let (ids, updated) = (outcome.written.ids, outcome.written.updated)
-    guard !ids.isEmpty else { return BatchResult(count: 0).reported(as: request.resultType) }
     let updatedSet = Set(updated)
     announce(
       StoreChange(
         storeIdentifier: identifier, inserted: updated.isEmpty ? ids : ids.filter { !updatedSet.contains($0) }, updated: updated),
       transactionID: outcome.transactionID)
-    return BatchResult(count: ids.count, objectIDs: ids, updatedObjectIDs: updated).reported(as: request.resultType)
+    return BatchResult(count: outcome.written.count, objectIDs: ids, updatedObjectIDs: updated).reported(as: request.resultType)
   }
 }
 
 /// The rows of one direct batch insert, written inside its transaction.
 struct LMDBBatchInsert {
-  /// Each object written, once, in the order rows first wrote it; and those of them that were stored before.
+  /// How many objects were written (each once), and — when asked for — their IDs in the order rows first
+  /// wrote them, and those of them that were stored before the batch.
   struct Written {
+    var count = 0
     var ids: [ObjectID] = []
     var updated: [ObjectID] = []
   }
@@ -74,12 +78,18 @@ struct LMDBBatchInsert {
   private let unique: LMDBSchema.Index?
   private let noLinks: [ObjectID?]
   private let scope: ObjectID
+  private let namesObjects: Bool
   private var written = Written()
-  /// The slot in `written.ids` of each object an earlier row wrote, and whether that row inserted it;
-  /// kept only for an entity with a uniqueness constraint (without one, every row is a new object).
-  private var earlier: [Int64: (slot: Int, inserted: Bool)] = [:]
+  /// The last primary key handed out before the batch: a key found above it is an object the batch inserted.
+  private let lastStoredKey: Int64
+  private var lastKey: Int64
+  /// Stored objects an earlier row of the batch updated (their version is bumped once).
+  private var updatedKeys = Set<Int64>()
 
-  init(txn: LMDBTransaction, schema: LMDBSchema, entity: EntityDescription, storeIdentifier: String, maxKeySize: Int) throws {
+  init(
+    txn: LMDBTransaction, schema: LMDBSchema, entity: EntityDescription, storeIdentifier: String, maxKeySize: Int,
+    namesObjects: Bool
+  ) throws {
     rules = BatchInsertRow.Rules(entity)
     operation = LMDBSaveOperation(
       txn: txn, schema: schema, storeIdentifier: storeIdentifier, maxKeySize: maxKeySize, changes: ChangeSet())
@@ -87,31 +97,38 @@ struct LMDBBatchInsert {
     unique = table.uniques.first
     noLinks = [ObjectID?](repeating: nil, count: entity.toOneRelationships.count)
     scope = ObjectID(entityName: entity.name, storeIdentifier: storeIdentifier, primaryKey: 0)
+    self.namesObjects = namesObjects
+    lastStoredKey = try operation.lastPrimaryKey(of: entity.name)
+    lastKey = lastStoredKey
   }
 
   mutating func write(_ row: BatchInsertRow) throws {
     if let stored = try storedKey(of: row), let old = try operation.reader.record(table, stored) {
       var attributes = old.attributes
       for position in row.given { attributes[position] = row.values[position] }
-      let seen = earlier[stored]
       // One version step per batch for a stored object; none for an object this batch inserted.
-      let version = seen == nil ? old.version + 1 : old.version
+      let isNew = stored > lastStoredKey
+      let isFirstUpdate = !isNew && updatedKeys.insert(stored).inserted
+      let version = isFirstUpdate ? old.version + 1 : old.version
       try operation.write(table, stored, version: version, attributes: attributes, toOne: old.toOne, replacing: old, flags: 0)
-      if seen == nil {
-        earlier[stored] = (written.ids.count, false)
+      guard isFirstUpdate else { return }
+      written.count += 1
+      if namesObjects {
         written.ids.append(scope.withPrimaryKey(stored))
         written.updated.append(scope.withPrimaryKey(stored))
       }
       return
     }
-    let pk = try operation.nextPrimaryKey(table.entity.name)
+    lastKey += 1
+    let pk = lastKey
     try operation.write(table, pk, version: 1, attributes: row.values, toOne: noLinks, replacing: nil, flags: MDB_APPEND)
-    if unique != nil { earlier[pk] = (written.ids.count, true) }
-    written.ids.append(scope.withPrimaryKey(pk))
+    written.count += 1
+    if namesObjects { written.ids.append(scope.withPrimaryKey(pk)) }
   }
 
   /// Stores the key counter; returns what was written.
-  func finish() throws -> Written {
+  mutating func finish() throws -> Written {
+    operation.noteLastPrimaryKey(lastKey, of: table.entity.name)
     try operation.storeCounters()
     return written
   }
