@@ -205,19 +205,10 @@ extension FireballWatchCommand.Group {
     static let configuration = CommandConfiguration(abstract: "Put fireballs in a group.")
 
     @OptionGroup var storeOptions: StoreFlags
-    @Argument(help: "The group's name.") var name: String
-    @Argument(help: ArgumentHelp("When each fireball was seen, as yyyy-MM-dd HH:mm:ss (UTC).", valueName: "date"))
-    var dates: [FireballDateArgument]
-
-    func validate() throws {
-      if dates.isEmpty { throw ValidationError("give at least one <date>") }
-    }
+    @OptionGroup var members: GroupMembers
 
     func run() throws {
-      try runReportingErrors(tool: "fireball-watch") {
-        let group = try openWatch(storeOptions).add(dates.map(\.date), toGroup: name)
-        print("Group '\(group.name)' holds \(plural(group.fireballCount, "fireball"))")
-      }
+      try members.edit(storeOptions) { watch, dates, name in try watch.add(dates, toGroup: name) }
     }
   }
 
@@ -225,19 +216,29 @@ extension FireballWatchCommand.Group {
     static let configuration = CommandConfiguration(abstract: "Take fireballs out of a group.")
 
     @OptionGroup var storeOptions: StoreFlags
-    @Argument(help: "The group's name.") var name: String
-    @Argument(help: ArgumentHelp("When each fireball was seen, as yyyy-MM-dd HH:mm:ss (UTC).", valueName: "date"))
-    var dates: [FireballDateArgument]
-
-    func validate() throws {
-      if dates.isEmpty { throw ValidationError("give at least one <date>") }
-    }
+    @OptionGroup var members: GroupMembers
 
     func run() throws {
-      try runReportingErrors(tool: "fireball-watch") {
-        let group = try openWatch(storeOptions).remove(dates.map(\.date), fromGroup: name)
-        print("Group '\(group.name)' holds \(plural(group.fireballCount, "fireball"))")
-      }
+      try members.edit(storeOptions) { watch, dates, name in try watch.remove(dates, fromGroup: name) }
+    }
+  }
+}
+
+struct GroupMembers: ParsableArguments {
+  @Argument(help: "The group's name.") var name: String
+  @Argument(help: ArgumentHelp("When each fireball was seen, as yyyy-MM-dd HH:mm:ss (UTC).", valueName: "date"))
+  var dates: [FireballDateArgument]
+
+  func validate() throws {
+    if dates.isEmpty { throw ValidationError("give at least one <date>") }
+  }
+
+  func edit(
+    _ storeOptions: StoreFlags, _ change: (FireballWatch, [Date], String) throws -> FireballGroupRecord
+  ) throws {
+    try runReportingErrors(tool: "fireball-watch") {
+      let group = try change(try openWatch(storeOptions), dates.map(\.date), name)
+      print("Group '\(group.name)' holds \(plural(group.fireballCount, "fireball"))")
     }
   }
 }

@@ -159,6 +159,10 @@ struct FireballWatchCLITests {
     _ = try fireballWatch("group", "create", "G", "--store", "lmdb", "--path", store)
     let date = try #require(try FireballSnapshot.rows().first?["date"] as? String)
     #expect(try fireballWatch("group", "add", "G", date, "--store", "lmdb", "--path", store).stdout == "Group 'G' holds 1 fireball\n")
+    #expect(try fireballWatch("delete", date, "--store", "lmdb", "--path", store).status == 0)
+    let groups = try jsonRows(try fireballWatch("groups", "--json", "--store", "lmdb", "--path", store))
+    #expect(groups.count == 1 && groups.first?["fireballCount"] as? Int == 0)
+    #expect(try jsonRows(try fireballWatch("list", "--json", "--store", "lmdb", "--path", store)).count == count - 1)
 
     let memory = try fireballWatch("groups", "--store", "memory", "--json")
     #expect(memory.status == 0, "\(memory.stderr)")
