@@ -79,8 +79,12 @@ public enum FireballData {
         }
       }
       guard position["date"] != nil else { throw FireballDataError(reason: "'fields' has no 'date' column") }
-      for (value, direction) in [("lat", "lat-dir"), ("lon", "lon-dir")] where (position[value] == nil) != (position[direction] == nil) {
-        throw FireballDataError(reason: "'fields' has '\(position[value] == nil ? direction : value)' without '\(position[value] == nil ? value : direction)'")
+      for (value, direction) in [("lat", "lat-dir"), ("lon", "lon-dir")] {
+        switch (position[value], position[direction]) {
+        case (_?, nil): throw FireballDataError(reason: "'fields' has '\(value)' without '\(direction)'")
+        case (nil, _?): throw FireballDataError(reason: "'fields' has '\(direction)' without '\(value)'")
+        default: break
+        }
       }
       count = fields.count
       self.position = position

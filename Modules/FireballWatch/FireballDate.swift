@@ -8,18 +8,19 @@ public enum FireballDate {
     return calendar
   }()
 
+  private static let pattern = Array("0000-00-00 00:00:00".utf8)
+
   /// The date `text` names, or `nil` when it is not exactly `yyyy-MM-dd HH:mm:ss` of a real time.
   public static func parse(_ text: String) -> Date? {
-    let parts = text.split(omittingEmptySubsequences: false) { $0 == "-" || $0 == " " || $0 == ":" }
-    let widths = [4, 2, 2, 2, 2, 2]
-    let separators = Array("-- ::")
-    guard text.count == 19, parts.count == 6,
-      zip(parts, widths).allSatisfy({ part, width in part.count == width && part.allSatisfy(\.isASCII) && part.allSatisfy(\.isNumber) }),
-      [4, 7, 10, 13, 16].enumerated().allSatisfy({ text[text.index(text.startIndex, offsetBy: $1)] == separators[$0] })
+    let bytes = Array(text.utf8)
+    let digits = UInt8(ascii: "0")...UInt8(ascii: "9")
+    guard bytes.count == pattern.count,
+      zip(bytes, pattern).allSatisfy({ byte, expected in expected == digits.lowerBound ? digits.contains(byte) : byte == expected })
     else { return nil }
-    let numbers = parts.compactMap { Int($0) }
+    func number(_ range: Range<Int>) -> Int { bytes[range].reduce(0) { $0 * 10 + Int($1 - digits.lowerBound) } }
     let components = DateComponents(
-      year: numbers[0], month: numbers[1], day: numbers[2], hour: numbers[3], minute: numbers[4], second: numbers[5])
+      year: number(0..<4), month: number(5..<7), day: number(8..<10), hour: number(11..<13), minute: number(14..<16),
+      second: number(17..<19))
     guard let date = calendar.date(from: components), string(from: date) == text else { return nil }
     return date
   }

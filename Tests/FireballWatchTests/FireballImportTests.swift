@@ -79,6 +79,18 @@ struct FireballImportTests {
       file.object["fields"] = Array(file.fields.dropFirst())
       file.rows = file.rows.map { Array($0.dropFirst()) }
     },
+    BadInput(name: "field named twice", reason: "field 'energy' is named twice") { file in
+      file.object["fields"] = file.fields + ["energy"]
+      file.rows = file.rows.map { $0 + ["1.0"] }
+    },
+    BadInput(name: "longitude without its direction field", reason: "'fields' has 'lon' without 'lon-dir'") { file in
+      guard let column = file.fields.firstIndex(of: "lon-dir") else { return }
+      file.object["fields"] = file.fields.filter { $0 != "lon-dir" }
+      file.rows = file.rows.map { row in row.enumerated().filter { $0.offset != column }.map(\.element) }
+    },
+    BadInput(name: "count disagrees with data", reason: "'count' is 973 but 'data' holds 972 rows") { file in
+      file.rows.removeLast()
+    },
     BadInput(name: "short row", row: 5, reason: "8 values, but 'fields' names 9") { file in file.rows[4].removeLast() },
     BadInput(name: "long row", row: 973, reason: "10 values") { file in file.rows[972].append("1") },
     BadInput(name: "energy not a number", row: 7, reason: "energy 'lots' is not a number", edit: BadInput.cell(7, "energy", "lots")),
