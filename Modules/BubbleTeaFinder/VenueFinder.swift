@@ -18,10 +18,7 @@ public struct VenueFinder: Sendable {
   }
 
   public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
-    let container = PersistentContainer(name: name, model: try makeModel(), types: types, registry: registry)
-    container.storeDescriptions = [store]
-    try container.loadPersistentStores()
-    return container
+    try PersistentContainer.loaded(name: name, model: try makeModel(), types: types, store: store, registry: registry)
   }
 
   public init(container: PersistentContainer) {

@@ -10,10 +10,7 @@ public struct MovieLibrary: Sendable {
   public static func makeModel() throws -> ObjectModel { try ObjectModel(Movie.self) }
 
   public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
-    let container = PersistentContainer(name: name, model: try makeModel(), types: [Movie.self], registry: registry)
-    container.storeDescriptions = [store]
-    try container.loadPersistentStores()
-    return container
+    try PersistentContainer.loaded(name: name, model: try makeModel(), types: [Movie.self], store: store, registry: registry)
   }
 
   public init(container: PersistentContainer) {

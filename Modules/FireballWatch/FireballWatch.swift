@@ -19,11 +19,7 @@ public struct FireballWatch: Sendable {
   public static func makeModel() throws -> ObjectModel { try ObjectModel(Fireball.self, FireballGroup.self) }
 
   public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
-    let container = PersistentContainer(
-      name: name, model: try makeModel(), types: [Fireball.self, FireballGroup.self], registry: registry)
-    container.storeDescriptions = [store]
-    try container.loadPersistentStores()
-    return container
+    try PersistentContainer.loaded(name: name, model: try makeModel(), types: [Fireball.self, FireballGroup.self], store: store, registry: registry)
   }
 
   public init(container: PersistentContainer) {

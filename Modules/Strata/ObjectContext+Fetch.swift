@@ -157,14 +157,14 @@ extension ObjectContext {
     guard !batch.isLoaded else { return }
     batch.isLoaded = true
     let wanted = batch.ids.filter { id in
-      guard let object = registry[id]?.object else { return false }
+      guard let object = liveObject(id) else { return false }
       return object.isFaultStorage && object.snapshot == nil && !object.isInsertedStorage
     }
     guard !wanted.isEmpty, let store = try? requireStore(),
       let snapshots = try? store.snapshots(for: wanted, generation: readGeneration)
     else { return }
     for snapshot in snapshots {
-      guard let object = registry[snapshot.objectID]?.object, object.isFaultStorage, object.snapshot == nil else {
+      guard let object = liveObject(snapshot.objectID), object.isFaultStorage, object.snapshot == nil else {
         continue
       }
       object.snapshot = snapshot

@@ -161,7 +161,7 @@ extension ObjectContext {
     case .mergeByPropertyStoreTrump, .rollback, .error: keep = []
     }
     let temporary = object.objectID
-    if let previous = registry[stored.objectID]?.object, previous !== object {
+    if let previous = liveObject(stored.objectID), previous !== object {
       previous.managedObjectContext = nil
     }
     temporaryIndex?[temporary] = nil

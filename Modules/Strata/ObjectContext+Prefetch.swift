@@ -86,7 +86,7 @@ extension ObjectContext {
     }
     for id in sourceIDs {
       let targets = targetsBySource[id] ?? []
-      guard let object = registry[id]?.object else {
+      guard let object = liveObject(id) else {
         toManyCache[id, default: [:]][rel.name] = targets
         continue
       }
@@ -121,7 +121,7 @@ extension ObjectContext {
 
   /// Hands a prefetched snapshot to its object when it is an empty fault, else keeps it for later.
   private func keep(_ snapshot: Snapshot) {
-    if let object = registry[snapshot.objectID]?.object {
+    if let object = liveObject(snapshot.objectID) {
       if object.isFaultStorage && object.snapshot == nil && !object.isInsertedStorage {
         object.snapshot = snapshot
         object.faultBatch = nil

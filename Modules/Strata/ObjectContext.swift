@@ -45,12 +45,15 @@ public final class ObjectContext: @unchecked Sendable {
   private let queue: DispatchQueue
   private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
-  struct WeakObject {
-    weak var object: ManagedObject?
+  /// A registry entry. It holds its object strongly: a weak reference would cost every object a side
+  /// table of its own, the largest part of making one. ``sweepRegistry()`` lets go of objects that nothing
+  /// but the registry holds — nothing else can reach them, so dropping them is never observable.
+  struct RegisteredObject {
+    var object: ManagedObject?
   }
 
-  /// One entry per object handed out; entries of freed objects are swept as the registry grows.
-  var registry: [ObjectID: WeakObject] = [:]
+  /// One entry per object handed out; objects nothing else holds are swept out as the registry grows.
+  var registry: [ObjectID: RegisteredObject] = [:]
   private var registrySweepThreshold = 4096
   /// Snapshots fetched ahead of their objects (prefetched relationship targets), used when the object is
   /// made or its fault fires; kept until the object is refreshed, saved or merged, or the context reset.
@@ -126,7 +129,8 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// Every object the context holds in memory.
   public var registeredObjects: Set<ManagedObject> {
-    Set(registry.values.compactMap(\.object)).union(liveInsertions)
+    sweepRegistry()
+    return Set(registry.values.compactMap(\.object)).union(liveInsertions)
   }
   /// Objects inserted and not saved yet.
   public var insertedObjects: Set<ManagedObject> { Set(liveInsertions) }
@@ -145,7 +149,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// temporary ID stops naming its object once the object is saved: use the object's new `objectID`.
   public func object(with id: ObjectID) -> ManagedObject {
     if id.isTemporary, let object = insertedObject(with: id) { return object }
-    if let object = registry[id]?.object { return object }
+    if let object = liveObject(id) { return object }
     guard let info = coordinator.info(forEntity: id.entityName) else {
       return ManagedObject(ObjectConstruction(kind: .prototype(nil)))
     }
@@ -161,22 +165,43 @@ public final class ObjectContext: @unchecked Sendable {
     registry.reserveCapacity(registry.count + count)
   }
 
-  /// Registers `object` under its ID, sweeping out entries of freed objects now and then so that walking
-  /// a large result keeps the registry as small as the objects still alive.
+  /// Registers `object` under its ID, sweeping now and then so that walking a large result keeps the
+  /// registry about as small as the objects still in use.
   func remember(_ object: ManagedObject) {
-    registry[object.objectID] = WeakObject(object: object)
+    registry[object.objectID] = RegisteredObject(object: object)
     guard registry.count >= registrySweepThreshold else { return }
-    var freed = 0
-    for entry in registry.values where entry.object == nil { freed += 1 }
-    if freed > registry.count / 4 { registry = registry.filter { $0.value.object != nil } }
+    sweepRegistry()
     registrySweepThreshold = max(4096, registry.count * 2)
+  }
+
+  /// The registered object with `id`, unless only the registry holds it: such an object is dropped, as
+  /// a weak registry would have dropped it, so that a caller gets it made afresh from the store.
+  func liveObject(_ id: ObjectID) -> ManagedObject? {
+    guard let index = registry.index(forKey: id) else { return nil }
+    if isKnownUniquelyReferenced(&registry.values[index].object) {
+      registry.remove(at: index)
+      return nil
+    }
+    return registry.values[index].object
+  }
+
+  /// Drops the objects only the registry holds. Other threads cannot take a new reference to such an
+  /// object (they reach objects through this context, on its queue), so the check cannot be outdated.
+  func sweepRegistry() {
+    var unused: [ObjectID] = []
+    var index = registry.values.startIndex
+    while index != registry.values.endIndex {
+      if isKnownUniquelyReferenced(&registry.values[index].object) { unused.append(registry.keys[index]) }
+      registry.values.formIndex(after: &index)
+    }
+    for id in unused { registry[id] = nil }
   }
 
   /// The object with `id`, loaded from the store.
   /// - Throws: `.notFound` when no such object exists.
   public func existingObject(with id: ObjectID) throws -> ManagedObject {
     if id.isTemporary, let object = insertedObject(with: id) { return object }
-    if let object = registry[id]?.object, !object.isFaultStorage || object.isInsertedStorage {
+    if let object = liveObject(id), !object.isFaultStorage || object.isInsertedStorage {
       if object.isDeletedStorage && object.snapshot == nil {
         throw StoreError(.notFound, "\(id) no longer exists", entity: id.entityName)
       }
@@ -348,17 +373,17 @@ public final class ObjectContext: @unchecked Sendable {
     defer { processPendingChanges() }
     advanceQueryGeneration()
     if changeLog.isObserved {
-      for id in save.insertedObjectIDs where registry[id]?.object == nil {
+      for id in save.insertedObjectIDs where liveObject(id) == nil {
         noteChange(object(with: id), .inserted)
       }
     }
     for id in save.updatedObjectIDs {
       forgetPrefetched(id)
-      if let object = registry[id]?.object { refresh(object, mergeChanges: true) }
+      if let object = liveObject(id) { refresh(object, mergeChanges: true) }
     }
     for id in save.deletedObjectIDs {
       forgetPrefetched(id)
-      guard let object = registry[id]?.object else { continue }
+      guard let object = liveObject(id) else { continue }
       noteChange(object, .deleted)
       registry[id] = nil
       updated[id] = nil
@@ -431,7 +456,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// `asFault`, keeps it to load from when first read.
   func materialize(_ snapshot: Snapshot, asFault: Bool = false) -> ManagedObject {
     let id = snapshot.objectID
-    if let object = registry[id]?.object {
+    if let object = liveObject(id) {
       if object.isFaultStorage && !object.isInsertedStorage {
         if asFault {
           object.snapshot = snapshot
@@ -469,7 +494,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// The object registered under `id` (an inserted object under its temporary ID), if it is alive.
   func registeredObject(for id: ObjectID) -> ManagedObject? {
     if id.isTemporary { return insertedObject(with: id) }
-    return registry[id]?.object
+    return liveObject(id)
   }
 
   func isPendingDeletion(_ id: ObjectID) -> Bool { deleted[id] != nil }
@@ -554,7 +579,7 @@ public final class ObjectContext: @unchecked Sendable {
     for (id, stored) in result.storedSnapshots where !saved.contains(id) {
       recomputed.insert(id)
       forgetPrefetched(id)
-      guard let object = registry[id]?.object, !object.isDeletedStorage else { continue }
+      guard let object = liveObject(id), !object.isDeletedStorage else { continue }
       if !object.isFaultStorage, let entity = object.info?.entity {
         for (i, attribute) in entity.attributes.enumerated()
         where attribute.derivation != nil && i < stored.attributes.count && i < object.values.count {

@@ -69,6 +69,24 @@ public final class PersistentContainer: @unchecked Sendable {
     self.init(name: name, model: try ObjectModel(types: types), types: types, registry: registry)
   }
 
+  /// A container for the model of `types` with the store `store` loaded: what an app's composition root
+  /// usually wants in one call.
+  ///
+  /// ```swift
+  /// let container = try PersistentContainer.loaded(
+  ///   name: "FaveFlicks", model: try ObjectModel(Movie.self), types: [Movie.self],
+  ///   store: StoreDescription(type: "sqlite", url: url))
+  /// ```
+  /// - Throws: the errors of ``loadPersistentStores()``.
+  public static func loaded(
+    name: String, model: ObjectModel, types: [ManagedObject.Type], store: StoreDescription, registry: StoreRegistry = .shared
+  ) throws -> PersistentContainer {
+    let container = PersistentContainer(name: name, model: model, types: types, registry: registry)
+    container.storeDescriptions = [store]
+    try container.loadPersistentStores()
+    return container
+  }
+
   /// The directory for stores of apps that do not choose one: `$XDG_DATA_HOME`, else `~/.local/share`.
   public static func defaultDirectoryURL() -> URL {
     if let xdg = ProcessInfo.processInfo.environment["XDG_DATA_HOME"], !xdg.isEmpty {

@@ -13,10 +13,7 @@ public struct PotatoRater: Sendable {
   public static func makeModel() throws -> ObjectModel { try ObjectModel(Potato.self) }
 
   public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
-    let container = PersistentContainer(name: name, model: try makeModel(), types: [Potato.self], registry: registry)
-    container.storeDescriptions = [store]
-    try container.loadPersistentStores()
-    return container
+    try PersistentContainer.loaded(name: name, model: try makeModel(), types: [Potato.self], store: store, registry: registry)
   }
 
   public init(container: PersistentContainer) {
