@@ -61,6 +61,8 @@ struct LMDBSaveOperation {
 
   /// The ID the context knows each inserted object by → its permanent ID.
   var permanentIDs: [ObjectID: ObjectID] = [:]
+  /// The permanent IDs of `changes.inserted`, in order.
+  private var insertedIDs: [ObjectID] = []
   /// The new version of each written object, by permanent ID.
   private var versions: [ObjectID: Int64] = [:]
   /// Written objects whose values were converted on the way in (their stored state differs from what was sent).
@@ -171,6 +173,8 @@ struct LMDBSaveOperation {
   // MARK: Keys
 
   private mutating func assignPermanentIDs() throws {
+    var scope: ObjectID?
+    insertedIDs.reserveCapacity(changes.inserted.count)
     for change in changes.inserted {
       let id = change.objectID
       let last = try lastPrimaryKey(id.entityName)
@@ -184,7 +188,12 @@ struct LMDBSaveOperation {
         pk = last + 1
       }
       counters[id.entityName] = max(last, pk)
-      permanentIDs[id] = ObjectID(entityName: id.entityName, storeIdentifier: storeIdentifier, primaryKey: pk)
+      if scope?.entityName != id.entityName {
+        scope = ObjectID(entityName: id.entityName, storeIdentifier: storeIdentifier, primaryKey: 0)
+      }
+      let permanent = scope?.withPrimaryKey(pk) ?? id
+      permanentIDs[id] = permanent
+      insertedIDs.append(permanent)
     }
     try storeCounters()
   }
@@ -281,16 +290,22 @@ struct LMDBSaveOperation {
 
   private mutating func insertAll(_ written: inout [ObjectID]) throws {
     var table: LMDBSchema.Table?
+    // The largest key appended per entity: the current entity's in `appendedUpTo`, the others' here.
     var lastAppended: [String: Int64] = [:]
-    for change in changes.inserted {
-      if table?.entity.name != change.objectID.entityName { table = try entityTable(change.objectID) }
-      guard let table, let id = permanentIDs[change.objectID], let pk = id.primaryKey else { continue }
+    var appendedUpTo = Int64.min
+    for (i, change) in changes.inserted.enumerated() {
+      if table?.entity.name != change.objectID.entityName {
+        if let table { lastAppended[table.entity.name] = appendedUpTo }
+        table = try entityTable(change.objectID)
+        appendedUpTo = lastAppended[change.objectID.entityName] ?? .min
+      }
+      let id = insertedIDs[i]
+      guard let table, let pk = id.primaryKey else { continue }
       let (attributes, toOne) = try row(change, table)
       // Keys the counter hands out grow, so most inserts append to the end of the entity's tree.
-      let canAppend = id.primaryKey.map { $0 > (lastAppended[table.entity.name] ?? .min) } ?? false
-        && change.objectID.isTemporary
+      let canAppend = pk > appendedUpTo && change.objectID.isTemporary
       let flags = canAppend ? MDB_APPEND : MDB_NOOVERWRITE
-      if canAppend { lastAppended[table.entity.name] = pk }
+      if canAppend { appendedUpTo = pk }
       try write(table, pk, version: 1, attributes: attributes, toOne: toOne, replacing: nil, flags: flags)
       versions[id] = 1
       written.append(id)
@@ -452,8 +467,9 @@ struct LMDBSaveOperation {
     var inserted: [ObjectID] = []
     var updated: [ObjectID] = []
     for (list, isInsert) in [(changes.inserted, true), (changes.updated, false)] {
-      for change in list {
-        guard let id = isInsert ? permanentIDs[change.objectID] : change.objectID, !deleted.contains(id) else { continue }
+      for (i, change) in list.enumerated() {
+        let id = isInsert ? insertedIDs[i] : change.objectID
+        guard deleted.isEmpty || !deleted.contains(id) else { continue }
         if isInsert { inserted.append(id) } else { updated.append(id) }
         guard converted.contains(change.objectID) || clearedSet.contains(id) || recomputed.contains(id),
           let stored = try stored(id)
