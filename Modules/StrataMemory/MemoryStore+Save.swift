@@ -18,13 +18,22 @@ extension MemoryStore {
     let model = self.model
     let identifier = self.identifier
     let isReadOnly = options.isReadOnly
+    let tracksHistory = options.tracksHistory
     let broadcaster = self.broadcaster
     return try storage.withLock { storage -> SaveResult in
       guard !storage.isClosed else { throw StoreError(.misuse, "the memory store \(identifier) is closed") }
       if changes.isEmpty { return SaveResult() }
       guard !isReadOnly else { throw StoreError(.readOnly, "the memory store \(identifier) was opened read-only") }
       var transaction = MemorySaveTransaction(state: storage.state, model: model, storeIdentifier: identifier)
-      let (result, change) = try transaction.apply(changes)
+      var (result, change) = try transaction.apply(changes)
+      if tracksHistory {
+        let tombstones = MemoryHistory.tombstones(of: change.deleted, in: storage.state, model: model, storeIdentifier: identifier)
+        let token = storage.history.append(
+          HistoryLog.changes(of: change, changeSet: changes, tombstones: tombstones, model: model),
+          author: changes.author, contextName: changes.contextName, storeIdentifier: identifier)
+        result.historyToken = token
+        change.historyToken = token
+      }
       storage.state = transaction.state
       // Yielding under the lock keeps notifications in commit order.
       broadcaster.yield(change)
