@@ -1,0 +1,159 @@
+import Foundation
+import Strata
+import StrataCore
+import Testing
+
+/// Collects a change stream on a task of its own, so a test can wait for a change with a deadline.
+final class StoreChangeCollector: Sendable {
+  private let received = Locked<[StoreChange]>([])
+  private let task: Task<Void, Never>
+
+  init(_ stream: AsyncStream<StoreChange>) {
+    let received = self.received
+    task = Task {
+      for await change in stream { received.withLock { $0.append(change) } }
+    }
+  }
+
+  deinit { task.cancel() }
+
+  /// The first change received that matches, waiting at most `deadline`.
+  func first(within deadline: Duration, where matches: (StoreChange) -> Bool) async throws -> StoreChange? {
+    let clock = ContinuousClock()
+    let end = clock.now + deadline
+    while true {
+      if let change = received.withLock({ $0.first(where: matches) }) { return change }
+      guard clock.now < end else { return nil }
+      try await Task.sleep(for: .milliseconds(5))
+    }
+  }
+}
+
+extension ConformanceStore {
+  /// An executable built with the tests (a second process), found next to the test bundle.
+  public static func executable(named name: String) -> URL {
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+      let candidate = directory.appending(path: name)
+      if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+      directory = directory.deletingLastPathComponent()
+    }
+    return URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appending(path: ".build/debug/\(name)")
+  }
+}
+
+extension Conformance {
+  /// Remote-change notifications with history tokens: local saves and batches carry their tokens; two
+  /// stores on one file or environment see each other's commits with the newest token within 250 ms
+  /// (file stores only); history fetched after a token merges into a live context object by object.
+  public static func historyNotifications(_ backend: ConformanceStore) async throws {
+    let url = try backend.makeLocation()
+    let options = StoreOptions(tracksHistory: true, postsRemoteChangeNotifications: true)
+    let container = try backend.historyContainer(at: url, options: options)
+    defer { container.close() }
+    let store = try #require(container.persistentStore)
+    let local = StoreChangeCollector(container.persistentStoreRemoteChanges())
+    let context = container.newBackgroundContext()
+    let memoID = try context.performAndWait {
+      let memo = Memo(context: context)
+      memo.code = "n1"
+      memo.title = "Local"
+      try context.save()
+      return memo.objectID
+    }
+    let saveToken = try store.currentHistoryToken()
+    #expect(saveToken != nil)
+    let saved = try await local.first(within: .seconds(5)) { $0.historyToken == saveToken }
+    #expect(saved?.isRemote == false && saved?.inserted == [memoID])
+    let batch = try context.performAndWait {
+      try context.execute(.update(entityName: "Memo", predicate: nil, propertiesToUpdate: ["priority": .constant(1)]))
+    }
+    #expect(batch.historyToken != nil && batch.historyToken != saveToken)
+    let batchChange = try await local.first(within: .seconds(5)) { $0.historyToken == batch.historyToken }
+    #expect(batchChange?.updated == [memoID])
+
+    // Another store on the same file or environment.
+    guard let url else { return }
+    let other = try backend.historyContainer(at: url, options: options)
+    defer { other.close() }
+    let otherStore = try #require(other.persistentStore)
+    let seenByOther = StoreChangeCollector(other.persistentStoreRemoteChanges())
+    let remote = StoreChangeCollector(container.persistentStoreRemoteChanges())
+    let view = container.newBackgroundContext()
+    let live = try view.performAndWait { try #require(try view.existingObject(with: memoID) as? Memo) }
+    #expect(view.performAndWait { live.title } == "Local")
+    let lastSeen = try #require(try store.currentHistoryToken())
+    try await Task.sleep(for: .milliseconds(120))  // both watchers have taken their first look
+
+    let writer = other.newBackgroundContext()
+    writer.transactionAuthor = "other"
+    try writer.performAndWait {
+      let memo = try #require(try writer.existingObject(with: memoID) as? Memo)
+      memo.title = "Remote"
+      try writer.save()
+    }
+    let remoteToken = try #require(try otherStore.currentHistoryToken())
+    let change = try await remote.first(within: .milliseconds(250)) { $0.isRemote && $0.historyToken == remoteToken }
+    #expect(change != nil, "no remote change with token \(remoteToken) within 250 ms")
+
+    // Merging what history says changed updates the live object.
+    guard case .transactions(let missed) = try view.performAndWait({ try view.execute(.fetchHistory(after: lastSeen)) }) else {
+      Issue.record("expected transactions")
+      return
+    }
+    #expect(missed.map(\.author) == ["other"])
+    for transaction in missed {
+      ObjectContext.mergeChanges(fromRemoteContextSave: transaction.objectIDNotification(), into: [view])
+    }
+    #expect(view.performAndWait { live.title } == "Remote")
+
+    // And the other way round.
+    try context.performAndWait {
+      let memo = Memo(context: context)
+      memo.code = "n2"
+      memo.title = "Back"
+      try context.save()
+    }
+    let backToken = try #require(try store.currentHistoryToken())
+    let back = try await seenByOther.first(within: .milliseconds(250)) { $0.isRemote && $0.historyToken == backToken }
+    #expect(back != nil, "no remote change with token \(backToken) within 250 ms")
+  }
+
+  /// A second process (`strata-worker`) commits to the store; this process gets a remote change with
+  /// that transaction's token within 250 ms, and its history names the other process.
+  public static func historyFromAnotherProcess(_ backend: ConformanceStore) async throws {
+    guard let url = try backend.makeLocation() else { return }
+    let options = StoreOptions(tracksHistory: true, postsRemoteChangeNotifications: true)
+    let container = try backend.historyContainer(at: url, options: options)
+    defer { container.close() }
+    let store = try #require(container.persistentStore)
+    let changes = StoreChangeCollector(container.persistentStoreRemoteChanges())
+    try await Task.sleep(for: .milliseconds(120))  // the watcher has taken its first look
+
+    let process = Process()
+    process.executableURL = ConformanceStore.executable(named: "strata-worker")
+    process.arguments = ["insert", backend.factory.storeType, url.path, "Memo", "code", "from-worker"]
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let failure = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0, "\(failure)")
+    let token = try #require(HistoryToken(string: printed.trimmingCharacters(in: .whitespacesAndNewlines)))
+
+    let change = try await changes.first(within: .milliseconds(250)) { $0.isRemote && $0.historyToken == token }
+    #expect(change != nil, "no remote change with token \(token) within 250 ms")
+    #expect(try store.currentHistoryToken() == token)
+    guard case .transactions(let transactions) = try container.viewContext.execute(.fetchHistory(after: nil as HistoryToken?)) else {
+      Issue.record("expected transactions")
+      return
+    }
+    let last = try #require(transactions.last)
+    #expect(last.token == token && last.author == "worker")
+    #expect(last.processID == process.processIdentifier && last.processID != getpid())
+    #expect(last.changes.map(\.changeType) == [.insert])
+  }
+}
