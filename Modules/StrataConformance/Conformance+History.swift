@@ -187,6 +187,25 @@ extension Conformance {
     let next = try all()
     #expect(next.count == 1 && next.first.map { $0.token > tokens[5] } == true)
 
+    // A file store opened without history after it recorded some: that history is dropped and every
+    // token issued before expires (nothing would tell the app what it missed meanwhile).
+    if let url, let lastToken = next.last?.token {
+      container.close()
+      let untracked = try backend.historyContainer(at: url, options: StoreOptions())
+      let memo = Memo(context: untracked.viewContext)
+      memo.code = "unrecorded"
+      memo.title = "Unrecorded"
+      try untracked.viewContext.save()
+      untracked.close()
+      let again = try backend.historyContainer(at: url, options: StoreOptions(tracksHistory: true))
+      defer { again.close() }
+      let error = #expect(throws: StoreError.self) { try again.viewContext.execute(.fetchHistory(after: lastToken)) }
+      #expect(error?.code == .historyExpired)
+      let current = try #require(try again.persistentStore?.currentHistoryToken())
+      #expect(current > lastToken)
+      #expect(try again.viewContext.execute(.fetchHistory(after: current)) == .transactions([]))
+    }
+
     // History off: nothing recorded, a clear error.
     let plainURL = try backend.makeLocation()
     let plain = try backend.historyContainer(at: plainURL, options: StoreOptions())
