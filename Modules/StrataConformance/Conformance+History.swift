@@ -9,6 +9,15 @@ final class Memo: ManagedObject {
   @Attribute(.unique) var code: String
   @Attribute(.preserveValueOnDeletion) var title: String
   @Attribute var priority: Int16 = 0
+
+  /// A new memo in `context`.
+  @discardableResult
+  static func make(in context: ObjectContext, code: String, title: String) -> Memo {
+    let memo = Memo(context: context)
+    memo.code = code
+    memo.title = title
+    return memo
+  }
 }
 
 /// A binder counting its pages: deleting a page recomputes it.
@@ -69,12 +78,8 @@ extension Conformance {
     }
 
     // 1. A save of inserts.
-    let first = Memo(context: context)
-    first.code = "m1"
-    first.title = "First"
-    let second = Memo(context: context)
-    second.code = "m2"
-    second.title = "Second"
+    let first = Memo.make(in: context, code: "m1", title: "First")
+    let second = Memo.make(in: context, code: "m2", title: "Second")
     let binder = Binder(context: context)
     binder.label = "B"
     let page = Page(context: context)
@@ -158,9 +163,7 @@ extension Conformance {
     #expect(unknownKey?.code == .invalidQuery && unknownKey?.message.contains("colour") == true, "\(String(describing: unknownKey))")
 
     // A failed save records nothing.
-    let clash = Memo(context: context)
-    clash.code = "m3"
-    clash.title = "Clash"
+    Memo.make(in: context, code: "m3", title: "Clash")
     #expect(throws: StoreError.self) { try context.save() }
     context.rollback()
     #expect(try all().count == 6)
@@ -192,9 +195,7 @@ extension Conformance {
     if let url, let lastToken = next.last?.token {
       container.close()
       let untracked = try backend.historyContainer(at: url, options: StoreOptions())
-      let memo = Memo(context: untracked.viewContext)
-      memo.code = "unrecorded"
-      memo.title = "Unrecorded"
+      Memo.make(in: untracked.viewContext, code: "unrecorded", title: "Unrecorded")
       try untracked.viewContext.save()
       untracked.close()
       let again = try backend.historyContainer(at: url, options: StoreOptions(tracksHistory: true))
@@ -210,9 +211,7 @@ extension Conformance {
     let plainURL = try backend.makeLocation()
     let plain = try backend.historyContainer(at: plainURL, options: StoreOptions())
     defer { plain.close() }
-    let memo = Memo(context: plain.viewContext)
-    memo.code = "x"
-    memo.title = "Untracked"
+    Memo.make(in: plain.viewContext, code: "x", title: "Untracked")
     try plain.viewContext.save()
     #expect(try plain.persistentStore?.currentHistoryToken() == nil)
     let untracked = #expect(throws: StoreError.self) { try plain.viewContext.execute(.fetchHistory(after: nil as HistoryToken?)) }

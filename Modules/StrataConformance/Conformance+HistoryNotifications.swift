@@ -17,6 +17,13 @@ final class StoreChangeCollector: Sendable {
 
   deinit { task.cancel() }
 
+  /// Expects a remote change carrying `token` within 250 ms (see ``arrival(within:where:)``).
+  func expectRemoteChange(with token: HistoryToken, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let arrival = try await arrival(within: .milliseconds(250)) { $0.isRemote && $0.historyToken == token }
+    #expect(arrival != nil, "no remote change with token \(token)", sourceLocation: sourceLocation)
+    #expect(arrival?.onTime != false, "the remote change with token \(token) came later than 250 ms", sourceLocation: sourceLocation)
+  }
+
   /// The first change received that matches, waiting up to 10 s.
   func first(where matches: (StoreChange) -> Bool) async throws -> StoreChange? {
     try await arrival(within: .seconds(10), where: matches)?.change
@@ -71,12 +78,8 @@ extension Conformance {
     let local = StoreChangeCollector(container.persistentStoreRemoteChanges())
     let context = container.newBackgroundContext()
     let (memoID, bystanderID) = try context.performAndWait {
-      let memo = Memo(context: context)
-      memo.code = "n1"
-      memo.title = "Local"
-      let bystander = Memo(context: context)
-      bystander.code = "n0"
-      bystander.title = "Bystander"
+      let memo = Memo.make(in: context, code: "n1", title: "Local")
+      let bystander = Memo.make(in: context, code: "n0", title: "Bystander")
       try context.save()
       return (memo.objectID, bystander.objectID)
     }
@@ -122,9 +125,7 @@ extension Conformance {
       try writer.save()
     }
     let remoteToken = try #require(try otherStore.currentHistoryToken())
-    let change = try await remote.arrival(within: .milliseconds(250)) { $0.isRemote && $0.historyToken == remoteToken }
-    #expect(change != nil, "no remote change with token \(remoteToken)")
-    #expect(change?.onTime != false, "the remote change with token \(remoteToken) came later than 250 ms")
+    try await remote.expectRemoteChange(with: remoteToken)
 
     for _ in 0..<500 where auto.performAndWait({ merging.title }) != "Remote" {
       try await Task.sleep(for: .milliseconds(20))
@@ -145,15 +146,11 @@ extension Conformance {
 
     // And the other way round.
     try context.performAndWait {
-      let memo = Memo(context: context)
-      memo.code = "n2"
-      memo.title = "Back"
+      Memo.make(in: context, code: "n2", title: "Back")
       try context.save()
     }
     let backToken = try #require(try store.currentHistoryToken())
-    let back = try await seenByOther.arrival(within: .milliseconds(250)) { $0.isRemote && $0.historyToken == backToken }
-    #expect(back != nil, "no remote change with token \(backToken)")
-    #expect(back?.onTime != false, "the remote change with token \(backToken) came later than 250 ms")
+    try await seenByOther.expectRemoteChange(with: backToken)
   }
 
   /// A second process (`strata-worker`) commits to the store; this process gets a remote change with
@@ -181,9 +178,7 @@ extension Conformance {
     #expect(process.terminationStatus == 0, "\(failure)")
     let token = try #require(HistoryToken(string: printed.trimmingCharacters(in: .whitespacesAndNewlines)))
 
-    let change = try await changes.arrival(within: .milliseconds(250)) { $0.isRemote && $0.historyToken == token }
-    #expect(change != nil, "no remote change with token \(token)")
-    #expect(change?.onTime != false, "the remote change with token \(token) came later than 250 ms")
+    try await changes.expectRemoteChange(with: token)
     #expect(try store.currentHistoryToken() == token)
     guard case .transactions(let transactions) = try container.viewContext.execute(.fetchHistory(after: nil as HistoryToken?)) else {
       Issue.record("expected transactions")
