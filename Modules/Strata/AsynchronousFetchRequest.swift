@@ -139,9 +139,12 @@ extension ObjectContext {
   ) throws {
     let fetchRequest = request.fetchRequest
     let store = try requireStore()
-    // The IDs and the chunks are read from one pinned generation, so that they agree.
-    let generation = try? store.pinGeneration()
-    defer { if let generation { store.unpin(generation) } }
+    // The IDs and the chunks are read from one pinned generation, so that they agree: the context's
+    // own when it is pinned, else one pinned for this fetch.
+    let contextPin = performAndWait { pinnedGeneration }
+    let ownPin = contextPin == nil ? try? GenerationPin(store: store) : nil
+    let generation = (contextPin?.pin ?? ownPin)?.generation
+    defer { withExtendedLifetime((contextPin, ownPin)) {} }
     let (mergesPending, storedRowCount, deleted) = performAndWait {
       let pending = pendingChanges(for: fetchRequest)
       return (!pending.isEmpty, pending.storedRowCount, pending.deleted)

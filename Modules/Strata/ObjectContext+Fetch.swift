@@ -37,7 +37,7 @@ extension ObjectContext {
     guard pending.isEmpty else { return try fetchObjects(request).map(\.objectID) }
     var description = request.fetchDescription
     description.resultType = .objectIDs
-    guard case .objectIDs(let ids) = try requireStore().fetch(description, generation: nil) else { return [] }
+    guard case .objectIDs(let ids) = try requireStore().fetch(description, generation: readGeneration) else { return [] }
     return ids
   }
 
@@ -62,7 +62,7 @@ extension ObjectContext {
   public func fetchDictionaries<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [[String: Value]] {
     var description = request.fetchDescription
     description.resultType = .dictionaries
-    guard case .dictionaries(let rows) = try requireStore().fetch(description, generation: nil) else { return [] }
+    guard case .dictionaries(let rows) = try requireStore().fetch(description, generation: readGeneration) else { return [] }
     return rows
   }
 
@@ -86,17 +86,17 @@ extension ObjectContext {
     let pending = pendingChanges(for: request)
     var description = request.fetchDescription
     description.sortDescriptors = []
-    guard !pending.isEmpty else { return try store.count(description, generation: nil) }
+    guard !pending.isEmpty else { return try store.count(description, generation: readGeneration) }
     description.fetchLimit = nil
     description.fetchOffset = 0
-    var total = try store.count(description, generation: nil)
+    var total = try store.count(description, generation: readGeneration)
     let storedIDs = pending.changed.map(\.objectID) + pending.deleted.filter { !$0.isTemporary }
     if !storedIDs.isEmpty {
       var stored = description
       let affected = QueryPredicate.comparison(
         Comparison(.evaluatedObject, .in, .constant(.array(storedIDs.map(Value.objectID)))))
       stored.predicate = description.predicate.map { .and([$0, affected]) } ?? affected
-      total -= try store.count(stored, generation: nil)
+      total -= try store.count(stored, generation: readGeneration)
     }
     total += try pending.matching(description.predicate, in: self).count
     total = max(0, total - max(request.fetchOffset, 0))
@@ -114,7 +114,7 @@ extension ObjectContext {
       description.resultType = .objectIDs
     }
     var objects: [ManagedObject]
-    switch try requireStore().fetch(description, generation: nil) {
+    switch try requireStore().fetch(description, generation: readGeneration) {
     case .snapshots(let snapshots):
       objects = []
       objects.reserveCapacity(snapshots.count)
@@ -161,7 +161,7 @@ extension ObjectContext {
       return object.isFaultStorage && object.snapshot == nil && !object.isInsertedStorage
     }
     guard !wanted.isEmpty, let store = try? requireStore(),
-      let snapshots = try? store.snapshots(for: wanted, generation: nil)
+      let snapshots = try? store.snapshots(for: wanted, generation: readGeneration)
     else { return }
     for snapshot in snapshots {
       guard let object = registry[snapshot.objectID]?.object, object.isFaultStorage, object.snapshot == nil else {
@@ -285,7 +285,7 @@ extension ObjectContext {
         fromStore.append(id)
       }
     }
-    if !fromStore.isEmpty { found += try requireStore().snapshots(for: fromStore, generation: generation) }
+    if !fromStore.isEmpty { found += try requireStore().snapshots(for: fromStore, generation: generation ?? readGeneration) }
     return found
   }
 
@@ -297,7 +297,7 @@ extension ObjectContext {
       return Array(loadToMany(object, index: index))
     }
     guard !id.isTemporary else { return [] }
-    return try requireStore().relatedObjectIDs(of: id, relationship: relationship, generation: generation)
+    return try requireStore().relatedObjectIDs(of: id, relationship: relationship, generation: generation ?? readGeneration)
       .filter { !isPendingDeletion($0) }
   }
 }

@@ -65,7 +65,7 @@ extension ObjectContext {
       var request = FetchDescription(entityName: rel.destination)
       request.predicate = .comparison(
         Comparison(.keyPath(inverse.name), .in, .constant(.array(sourceIDs.map(Value.objectID)))))
-      guard case .snapshots(let found) = try store.fetch(request, generation: nil) else { return [] }
+      guard case .snapshots(let found) = try store.fetch(request, generation: readGeneration) else { return [] }
       for snapshot in found {
         if let owner = snapshot.toOne[inverseIndex] { targetsBySource[owner, default: []].append(snapshot.objectID) }
       }
@@ -75,7 +75,7 @@ extension ObjectContext {
       var all: [ObjectID] = []
       var seen = Set<ObjectID>()
       for id in sourceIDs {
-        let related = try store.relatedObjectIDs(of: id, relationship: rel.name, generation: nil)
+        let related = try store.relatedObjectIDs(of: id, relationship: rel.name, generation: readGeneration)
         targetsBySource[id] = related
         all += related.filter { seen.insert($0).inserted }
       }
@@ -112,7 +112,7 @@ extension ObjectContext {
       }
     }
     guard !missing.isEmpty else { return result }
-    for snapshot in try store.snapshots(for: missing, generation: nil) {
+    for snapshot in try store.snapshots(for: missing, generation: readGeneration) {
       keep(snapshot)
       result.append(snapshot)
     }

@@ -14,7 +14,7 @@ extension ObjectContext {
         if let prefetched = toManyCache[object.objectID]?[rel.name] {
           ids = Set(prefetched)
         } else {
-          ids = Set(try store.relatedObjectIDs(of: object.objectID, relationship: rel.name, generation: nil))
+          ids = Set(try store.relatedObjectIDs(of: object.objectID, relationship: rel.name, generation: readGeneration))
         }
       } catch let error as StoreError {
         recordError(error)

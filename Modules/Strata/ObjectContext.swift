@@ -66,6 +66,8 @@ public final class ObjectContext: @unchecked Sendable {
   var updated: [ObjectID: ManagedObject] = [:]
   var deleted: [ObjectID: ManagedObject] = [:]
   private var pendingErrors: [StoreError] = []
+  /// The generation this context reads, when pinned (see ``setQueryGenerationFrom(_:)``).
+  var pinnedGeneration: QueryGenerationToken?
   private let saveBroadcaster = Broadcaster<ContextDidSave>()
   let changeLog = ObjectChangeLog()
 
@@ -183,7 +185,7 @@ public final class ObjectContext: @unchecked Sendable {
     guard coordinator.info(forEntity: id.entityName) != nil else {
       throw StoreError(.notFound, "the model has no entity '\(id.entityName)' (from \(id))", entity: id.entityName)
     }
-    guard let snapshot = try requireStore().snapshots(for: [id], generation: nil).first else {
+    guard let snapshot = try requireStore().snapshots(for: [id], generation: readGeneration).first else {
       throw StoreError(.notFound, "\(id) does not exist in the store", entity: id.entityName)
     }
     return materialize(snapshot)
@@ -278,6 +280,7 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// Forgets every object: the context is as new. Objects handed out before stay detached.
   public func reset() {
+    advanceQueryGeneration()
     undoManager?.removeAllActions()
     noteInvalidation()
     for object in registeredObjects { object.managedObjectContext = nil }
@@ -329,6 +332,7 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// Refreshes every registered object, keeping unsaved changes.
   public func refreshAllObjects() {
+    advanceQueryGeneration()
     forgetPrefetched()
     for object in registeredObjects { refresh(object, mergeChanges: true) }
   }
@@ -342,6 +346,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// refreshed, deleted objects leave the context. Objects with unsaved changes keep them.
   public func mergeChanges(fromContextDidSave save: ContextDidSave) {
     defer { processPendingChanges() }
+    advanceQueryGeneration()
     if changeLog.isObserved {
       for id in save.insertedObjectIDs where registry[id]?.object == nil {
         noteChange(object(with: id), .inserted)
@@ -419,7 +424,7 @@ public final class ObjectContext: @unchecked Sendable {
   func fetchSnapshot(for id: ObjectID) -> Snapshot? {
     if !rowCache.isEmpty, let cached = rowCache[id] { return cached }
     guard !id.isTemporary, let store = try? requireStore() else { return nil }
-    return (try? store.snapshots(for: [id], generation: nil))?.first
+    return (try? store.snapshots(for: [id], generation: readGeneration))?.first
   }
 
   /// The registered object for `snapshot`, or a new one. A fault is loaded with the snapshot — or, with
@@ -496,6 +501,7 @@ public final class ObjectContext: @unchecked Sendable {
   func finishSave(_ result: SaveResult, inserted savedInserts: [ManagedObject], updated savedUpdates: [ManagedObject],
     deleted savedDeletes: [ManagedObject])
   {
+    advanceQueryGeneration()
     let map = result.permanentIDs
     registry.reserveCapacity(registry.count + savedInserts.count)
     for object in savedInserts {

@@ -63,6 +63,17 @@ public struct BatchInsertDescription: Sendable, Hashable {
     self.resultType = resultType
   }
 
+  /// The same request with its rows given up front: a handler is called until it stops, once, so that
+  /// a store can run the rows more than once (a write retried after growing its file).
+  public func materialized() -> BatchInsertDescription {
+    guard case .handler = rows else { return self }
+    var objects: [[String: Value]] = []
+    forEachRow { _, row in objects.append(row) }
+    var copy = self
+    copy.rows = .objects(objects)
+    return copy
+  }
+
   /// Calls `body` with each row in order, with its index, until the rows or the handler end.
   public func forEachRow(_ body: (Int, [String: Value]) throws -> Void) rethrows {
     switch rows {

@@ -22,12 +22,19 @@ public struct BatchInsertRow: Sendable {
   ///   type, out of range, nil for a non-optional attribute) and for a missing non-optional attribute
   ///   without a default. Each error names the entity, the key and the row index.
   /// What every row of one entity is checked against, worked out once per batch.
-  public struct Rules: Sendable {
+  public final class Rules: Sendable {
     let entity: EntityDescription
     /// The positions of the attributes a row must give: stored, settable, non-optional, without a default.
     let required: [Int]
     let isRequired: [Bool]
     let initialValues: [Value]
+    /// Aligned with the entity's attributes, so that rows are checked without copying descriptions.
+    let names: [String]
+    let types: [AttributeType]
+    let isOptional: [Bool]
+    let isSettable: [Bool]
+    /// Each name's UTF-8 length and first byte: most names are told apart without comparing them.
+    let signatures: [Int]
 
     public init(_ entity: EntityDescription) {
       self.entity = entity
@@ -39,6 +46,25 @@ public struct BatchInsertRow: Sendable {
       for position in required { isRequired[position] = true }
       self.isRequired = isRequired
       initialValues = entity.attributes.map(\.initialValue)
+      names = entity.attributes.map(\.name)
+      types = entity.attributes.map(\.type)
+      isOptional = entity.attributes.map(\.isOptional)
+      isSettable = entity.attributes.map { !$0.isTransient && $0.derivation == nil }
+      signatures = entity.attributes.map { Rules.signature($0.name) }
+    }
+
+    @inline(__always)
+    static func signature(_ name: String) -> Int {
+      name.utf8.count << 8 | Int(name.utf8.first ?? 0)
+    }
+
+    /// The position of the attribute `name`: a scan of the (short, usually inline) names beats hashing.
+    @inline(__always)
+    func position(of name: String) -> Int? {
+      guard names.count <= 32 else { return entity.attributeIndex(named: name) }
+      let signature = Rules.signature(name)
+      for i in names.indices where signatures[i] == signature && names[i] == name { return i }
+      return nil
     }
   }
 
@@ -50,24 +76,24 @@ public struct BatchInsertRow: Sendable {
     var given: [Int] = []
     given.reserveCapacity(row.count)
     for (key, value) in row {
-      guard let position = entity.attributeIndex(named: key) else {
+      guard let position = rules.position(of: key) else {
         let what = entity.relationship(named: key) == nil ? "has no attribute" : "has a relationship, not an attribute,"
         throw StoreError(
           .invalidQuery, "\(entity.name) \(what) '\(key)' (batch insert row \(index)); a batch insert sets attributes only",
           entity: entity.name, key: key)
       }
-      let attribute = entity.attributes[position]
-      if attribute.isTransient || attribute.derivation != nil {
+      if !rules.isSettable[position] {
+        let attribute = entity.attributes[position]
         let why = attribute.isTransient ? "is transient and not stored" : "is derived; the store computes it"
         throw StoreError(
           .invalidQuery, "\(entity.name).\(key) \(why); batch insert row \(index) cannot set it", entity: entity.name, key: key)
       }
-      guard let converted = attribute.type.coerce(value) else {
+      guard let converted = rules.types[position].coerce(value) else {
         throw StoreError(
-          .validation, "\(entity.name).\(key) is a \(attribute.type.rawValue) and cannot hold \(value) (batch insert row \(index))",
+          .validation, "\(entity.name).\(key) is a \(rules.types[position].rawValue) and cannot hold \(value) (batch insert row \(index))",
           entity: entity.name, key: key, value: value)
       }
-      if converted.isNull && !attribute.isOptional {
+      if converted.isNull && !rules.isOptional[position] {
         throw StoreError(
           .validation, "\(entity.name).\(key) is not optional; batch insert row \(index) sets it to nil",
           entity: entity.name, key: key)

@@ -55,10 +55,10 @@ struct IndexKey {
     case .date(let d): appendDouble(d.timeIntervalSinceReferenceDate)
     case .bool(let b): bytes.append(b ? 1 : 0)
     case .uuid(let u): withUnsafeBytes(of: u.uuid) { bytes.append(contentsOf: $0) }
-    case .string(let s): appendEscaped(s.utf8)
-    case .url(let u): appendEscaped(u.absoluteString.utf8)
-    case .decimal(let d): appendEscaped("\(d)".utf8)
-    case .data(let d): appendEscaped(d)
+    case .string(let s): appendEscaped(s)
+    case .url(let u): appendEscaped(u.absoluteString)
+    case .decimal(let d): appendEscaped("\(d)")
+    case .data(let d): d.withUnsafeBytes { appendEscaped($0) }
     case .objectID(let id): appendBigEndian(UInt64(bitPattern: id.primaryKey ?? 0) ^ (1 << 63))
     case .null, .array: break
     }
@@ -74,10 +74,22 @@ struct IndexKey {
     appendBigEndian(bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63))
   }
 
-  private mutating func appendEscaped(_ source: some Sequence<UInt8>) {
-    for byte in source {
-      bytes.append(byte)
-      if byte == 0 { bytes.append(0xFF) }
+  private mutating func appendEscaped(_ string: String) {
+    var string = string
+    string.withUTF8 { appendEscaped(UnsafeRawBufferPointer($0)) }
+  }
+
+  /// The bytes with each 0 written as 0 0xFF, then the terminator 0 1 (so that a value sorts before its
+  /// extensions).
+  private mutating func appendEscaped(_ source: UnsafeRawBufferPointer) {
+    bytes.reserveCapacity(bytes.count + source.count + 2)
+    if source.contains(0) {
+      for byte in source {
+        bytes.append(byte)
+        if byte == 0 { bytes.append(0xFF) }
+      }
+    } else {
+      bytes.append(contentsOf: source)
     }
     bytes.append(0)
     bytes.append(1)
@@ -104,14 +116,12 @@ enum RecordCodec {
   static let format: UInt8 = 1
 
   static func encode(
-    version: Int64, attributes: [Value], toOne: [ObjectID?], entity: EntityDescription, into buffer: inout [UInt8]
+    version: Int64, attributes: [Value], toOne: [ObjectID?], table: LMDBSchema.Table, into buffer: inout [UInt8]
   ) {
     buffer.removeAll(keepingCapacity: true)
     buffer.append(format)
     appendVarint(zigzag(version), to: &buffer)
-    for (index, attribute) in entity.attributes.enumerated() where !attribute.isTransient {
-      append(attributes[index], to: &buffer)
-    }
+    for index in table.storedPositions { append(attributes[index], to: &buffer) }
     for target in toOne {
       if let pk = target?.primaryKey {
         buffer.append(1)

@@ -29,6 +29,29 @@ struct LMDBSchema: Sendable {
     /// (uniqueness constraints: nil never clashes).
     let includesNil: Bool
     let isUnique: Bool
+    /// Where each of `keys` is found in a row, worked out once.
+    let slots: [Slot]
+
+    enum Slot: Sendable {
+      case attribute(Int)
+      case toOne(Int)
+      case missing
+    }
+
+    init(name: String, dbi: MDB_dbi, keys: [String], includesNil: Bool, isUnique: Bool, entity: EntityDescription) {
+      self.name = name
+      self.dbi = dbi
+      self.keys = keys
+      self.includesNil = includesNil
+      self.isUnique = isUnique
+      slots = keys.map { key in
+        switch entity.property(named: key) {
+        case .attribute(_, let i): .attribute(i)
+        case .toOne(_, let i): .toOne(i)
+        default: .missing
+        }
+      }
+    }
   }
 
   /// The databases of one entity.
@@ -39,6 +62,22 @@ struct LMDBSchema: Sendable {
     let indexes: [Index]
     /// Aligned with `entity.toOneRelationships`: target primary key → source primary keys.
     let references: [MDB_dbi]
+    /// The positions of the attributes a record stores (all but the transient ones), in order.
+    let storedPositions: [Int]
+    /// Aligned with `entity.attributes`: each attribute's type, and whether it is transient.
+    let types: [AttributeType]
+    let isTransient: [Bool]
+
+    init(entity: EntityDescription, records: MDB_dbi, uniques: [Index], indexes: [Index], references: [MDB_dbi]) {
+      self.entity = entity
+      self.records = records
+      self.uniques = uniques
+      self.indexes = indexes
+      self.references = references
+      storedPositions = entity.attributes.indices.filter { !entity.attributes[$0].isTransient }
+      types = entity.attributes.map(\.type)
+      isTransient = entity.attributes.map(\.isTransient)
+    }
 
     /// The index a query on the single attribute `name` can use, if any.
     func index(on name: String) -> Index? {
@@ -102,11 +141,11 @@ struct LMDBSchema: Sendable {
     for entity in model.entities {
       let uniques = try entity.uniquenessConstraints.map { keys in
         let name = "\(entity.name).\(keys.joined(separator: "+")).unique"
-        return Index(name: name, dbi: try handle(name), keys: keys, includesNil: false, isUnique: true)
+        return Index(name: name, dbi: try handle(name), keys: keys, includesNil: false, isUnique: true, entity: entity)
       }
       let indexes = try Self.indexedKeys(entity).map { keys in
         let name = "\(entity.name).\(keys.joined(separator: "+")).index"
-        return Index(name: name, dbi: try handle(name), keys: keys, includesNil: true, isUnique: false)
+        return Index(name: name, dbi: try handle(name), keys: keys, includesNil: true, isUnique: false, entity: entity)
       }
       let references = try entity.toOneRelationships.map { try handle("\(entity.name).\($0.name).ref") }
       tables[entity.name] = Table(
@@ -155,11 +194,11 @@ struct LMDBSchema: Sendable {
     -> IndexKey?
   {
     var key = IndexKey()
-    for name in index.keys {
+    for slot in index.slots {
       let value: Value
-      switch entity.property(named: name) {
-      case .attribute(_, let i) where i < attributes.count: value = attributes[i]
-      case .toOne(_, let i) where i < toOne.count: value = toOne[i].map(Value.objectID) ?? .null
+      switch slot {
+      case .attribute(let i) where i < attributes.count: value = attributes[i]
+      case .toOne(let i) where i < toOne.count: value = toOne[i].map(Value.objectID) ?? .null
       default: value = .null
       }
       if value.isNull && !index.includesNil { return nil }

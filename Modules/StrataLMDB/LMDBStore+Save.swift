@@ -197,11 +197,26 @@ struct LMDBSaveOperation {
       counters[id.entityName] = max(last, pk)
       permanentIDs[id] = ObjectID(entityName: id.entityName, storeIdentifier: storeIdentifier, primaryKey: pk)
     }
+    try storeCounters()
+  }
+
+  /// Writes the last primary key handed out per entity to `strata.counters`.
+  func storeCounters() throws {
     for (entityName, last) in counters {
       try withUnsafeBytes(of: last.littleEndian) { value in
         _ = try txn.put(schema.counters, Array(entityName.utf8), Array(value))
       }
     }
+  }
+
+  /// The last primary key handed out for `entityName`.
+  mutating func lastPrimaryKey(of entityName: String) throws -> Int64 {
+    try lastPrimaryKey(entityName)
+  }
+
+  /// Records that keys up to `last` of `entityName` are handed out (stored by ``storeCounters()``).
+  mutating func noteLastPrimaryKey(_ last: Int64, of entityName: String) {
+    counters[entityName] = last
   }
 
   private mutating func lastPrimaryKey(_ entityName: String) throws -> Int64 {
@@ -221,16 +236,19 @@ struct LMDBSaveOperation {
 
   /// The stored attribute values and to-one targets of a change: values converted to their attribute's
   /// type, transient ones nil, temporary targets replaced by permanent IDs.
-  private mutating func row(_ change: ObjectChange, _ entity: EntityDescription) throws -> ([Value], [ObjectID?]) {
+  private mutating func row(_ change: ObjectChange, _ table: LMDBSchema.Table) throws -> ([Value], [ObjectID?]) {
+    let entity = table.entity
     var attributes = change.attributes
-    for (index, attribute) in entity.attributes.enumerated() {
+    for index in attributes.indices {
       let value = attributes[index]
-      if attribute.isTransient {
+      if table.isTransient[index] {
         attributes[index] = .null
         continue
       }
-      if Self.isCanonical(value, attribute.type) { continue }
-      guard let coerced = attribute.type.coerce(value) else {
+      let type = table.types[index]
+      if Self.isCanonical(value, type) { continue }
+      guard let coerced = type.coerce(value) else {
+        let attribute = entity.attributes[index]
         throw StoreError(
           .validation,
           "\(entity.name).\(attribute.name) is a \(attribute.type.rawValue) attribute and cannot hold the \(value.kindName) \(value)",
@@ -266,7 +284,7 @@ struct LMDBSaveOperation {
   private mutating func update(_ change: ObjectChange) throws {
     let table = try entityTable(change.objectID)
     guard let pk = change.objectID.primaryKey, let old = try reader.record(table, pk) else { return }
-    let (attributes, toOne) = try row(change, table.entity)
+    let (attributes, toOne) = try row(change, table)
     let version = old.version + 1
     try write(table, pk, version: version, attributes: attributes, toOne: toOne, replacing: old, flags: 0)
     versions[change.objectID] = version
@@ -278,7 +296,7 @@ struct LMDBSaveOperation {
     for change in changes.inserted {
       if table?.entity.name != change.objectID.entityName { table = try entityTable(change.objectID) }
       guard let table, let id = permanentIDs[change.objectID], let pk = id.primaryKey else { continue }
-      let (attributes, toOne) = try row(change, table.entity)
+      let (attributes, toOne) = try row(change, table)
       // Keys the counter hands out grow, so most inserts append to the end of the entity's tree.
       let canAppend = id.primaryKey.map { $0 > (lastAppended[table.entity.name] ?? .min) } ?? false
         && change.objectID.isTemporary
@@ -295,7 +313,7 @@ struct LMDBSaveOperation {
     _ table: LMDBSchema.Table, _ pk: Int64, version: Int64, attributes: [Value], toOne: [ObjectID?], replacing old: Snapshot?,
     flags: Int32
   ) throws {
-    RecordCodec.encode(version: version, attributes: attributes, toOne: toOne, entity: table.entity, into: &buffer)
+    RecordCodec.encode(version: version, attributes: attributes, toOne: toOne, table: table, into: &buffer)
     let stored = try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
       try buffer.withUnsafeBytes { value in try txn.put(table.records, key, value, flags: flags) }
     }
@@ -406,7 +424,7 @@ struct LMDBSaveOperation {
         guard let row = try reader.record(table, pk) else { continue }
         var toOne = row.toOne
         for (index, target) in toOne.enumerated() where target.map(deleted.contains) == true { toOne[index] = nil }
-        RecordCodec.encode(version: row.version, attributes: row.attributes, toOne: toOne, entity: entity, into: &buffer)
+        RecordCodec.encode(version: row.version, attributes: row.attributes, toOne: toOne, table: table, into: &buffer)
         try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
           try buffer.withUnsafeBytes { value in _ = try txn.put(table.records, key, value) }
         }

@@ -34,4 +34,5 @@ struct LMDBConformanceTests {
   @Test func historyFromAnotherProcess() async throws { try await Conformance.historyFromAnotherProcess(backend) }
   @Test func childContexts() async throws { try await Conformance.childContexts(backend) }
   @Test func batchInsert() async throws { try await Conformance.batchInsert(backend) }
+  @Test func queryGenerations() async throws { try await Conformance.queryGenerations(backend) }
 }

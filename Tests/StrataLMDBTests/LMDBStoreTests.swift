@@ -62,6 +62,37 @@ struct LMDBStoreTests {
     #expect(try count(reopened) == 104)
   }
 
+  @Test func aBatchInsertThatFillsTheMapCallsItsHandlerOncePerRow() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let store = try LMDBStore(url: dir.store, model: try noteModel(), options: StoreOptions(settings: ["mapSize": "\(1 << 20)"]))
+    defer { store.close() }
+    _ = try store.save(ChangeSet(inserted: [note("row-3", 0), note("kept", 1)]))
+    let chunk = Data(repeating: 7, count: 32 << 10)
+    let calls = Locked(0)
+    // 80 rows of 32 KiB into a 1 MiB map; "row-3" exists and "row-5" comes twice (the later merges over it).
+    let request = BatchInsertDescription(entityName: "Note", resultType: .objectIDs) { row in
+      let call = calls.withLock { n -> Int in
+        n += 1
+        return n
+      }
+      guard call <= 81 else { return true }
+      let i = call == 81 ? 5 : call - 1
+      row = ["text": .string("row-\(i)"), "n": .int(Int64(call)), "payload": .data(chunk)]
+      return false
+    }
+    let result = try store.execute(.insert(request))
+    #expect(calls.withLock { $0 } == 82, "the handler runs once per row, and once more to stop")
+    #expect(result.count == 80)
+    #expect(result.updatedObjectIDs.count == 1)
+    #expect(try count(store) == 81)
+    #expect(try count(store, "text == 'row-5' AND n == 81") == 1)
+    #expect(try count(store, "text == 'row-3' AND n == 4") == 1)
+    #expect(try count(store, "text == 'kept' AND n == 1") == 1)
+    let size = try FileManager.default.attributesOfItem(atPath: dir.store.appending(path: "data.mdb").path)[.size] as? Int
+    #expect((size ?? 0) > 1 << 20)
+  }
+
   @Test func indexesGiveTheSameAnswersAsTheMemoryStore() throws {
     let dir = TemporaryDirectory()
     defer { dir.remove() }

@@ -33,4 +33,5 @@ struct MemoryConformanceTests {
   @Test func historyNotifications() async throws { try await Conformance.historyNotifications(backend) }
   @Test func childContexts() async throws { try await Conformance.childContexts(backend) }
   @Test func batchInsert() async throws { try await Conformance.batchInsert(backend) }
+  @Test func queryGenerations() async throws { try await Conformance.queryGenerations(backend) }
 }
