@@ -7,8 +7,8 @@ import StrataCore
 /// ```sql
 /// strata_history_transaction(seq INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL, author TEXT,
 ///                            context_name TEXT, pid INTEGER)
-/// strata_history_change(transaction_seq INTEGER, entity TEXT, pk INTEGER, change_type TEXT,
-///                       updated_properties TEXT, tombstone TEXT)
+/// strata_history_change(transaction_seq INTEGER, position INTEGER, entity TEXT, pk INTEGER,
+///                       change_type TEXT, updated_properties TEXT, tombstone TEXT)   -- WITHOUT ROWID
 /// ```
 ///
 /// `timestamp` is seconds since 2001 like every stored date; `change_type` is `insert`, `update` or
@@ -22,9 +22,11 @@ enum SQLiteHistory {
   static let createStatements = [
     "CREATE TABLE IF NOT EXISTS \(transactionTable) (seq INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL NOT NULL, "
       + "author TEXT, context_name TEXT, pid INTEGER NOT NULL)",
+    // Clustered by (transaction, position): a transaction's changes are appended and read in one range,
+    // with no second index to maintain per change.
     "CREATE TABLE IF NOT EXISTS \(changeTable) (transaction_seq INTEGER NOT NULL REFERENCES \(transactionTable)(seq), "
-      + "entity TEXT NOT NULL, pk INTEGER NOT NULL, change_type TEXT NOT NULL, updated_properties TEXT, tombstone TEXT)",
-    "CREATE INDEX IF NOT EXISTS \(changeTable)_transaction ON \(changeTable)(transaction_seq)",
+      + "position INTEGER NOT NULL, entity TEXT NOT NULL, pk INTEGER NOT NULL, change_type TEXT NOT NULL, "
+      + "updated_properties TEXT, tombstone TEXT, PRIMARY KEY (transaction_seq, position)) WITHOUT ROWID",
   ]
 
   /// Creates the tables when history is on; when it is off and an earlier opening recorded history, drops
@@ -79,16 +81,17 @@ enum SQLiteHistory {
     let encoder = JSONEncoder()
     encoder.outputFormatting = .sortedKeys
     try connection.withStatement(
-      "INSERT INTO \(changeTable) (transaction_seq, entity, pk, change_type, updated_properties, tombstone) "
-        + "VALUES (?, ?, ?, ?, ?, ?)"
+      "INSERT INTO \(changeTable) (transaction_seq, position, entity, pk, change_type, updated_properties, tombstone) "
+        + "VALUES (?, ?, ?, ?, ?, ?, ?)"
     ) { statement in
-      for change in changes {
+      for (position, change) in changes.enumerated() {
         guard let pk = change.objectID.primaryKey else { continue }
         let tombstone: SQLValue =
           change.tombstone.isEmpty ? .null : .text(String(decoding: try encoder.encode(change.tombstone), as: UTF8.self))
         statement.reset()
         try statement.bind([
-          .integer(sequence), .text(change.objectID.entityName), .integer(pk), .text(change.changeType.rawValue),
+          .integer(sequence), .integer(Int64(position)), .text(change.objectID.entityName), .integer(pk),
+          .text(change.changeType.rawValue),
           change.updatedProperties.isEmpty ? .null : .text(change.updatedProperties.joined(separator: ",")), tombstone,
         ])
         while try statement.step() {}
@@ -137,7 +140,7 @@ extension SQLiteStore {
       let decoder = JSONDecoder()
       let changes = try connection.query(
         "SELECT transaction_seq, entity, pk, change_type, updated_properties, tombstone FROM \(SQLiteHistory.changeTable) "
-          + "WHERE transaction_seq > ? ORDER BY transaction_seq, rowid", [.integer(start)]
+          + "WHERE transaction_seq > ? ORDER BY transaction_seq, position", [.integer(start)]
       ) { row -> (Int64, HistoryChange) in
         let type = HistoryChangeType(rawValue: row.text(3)) ?? .update
         let properties = row.isNull(4) ? [] : row.text(4).split(separator: ",").map(String.init)
