@@ -24,12 +24,18 @@ public struct PersistentHistoryRequest: Sendable, Hashable {
     case delete(before: HistoryCutoff)
   }
 
+  /// Whether the request fetches or deletes, and from or up to where.
   public var action: Action
   /// Limits fetched transactions by their fields: `author`, `contextName`, `timestamp`, `processID`.
   public var predicate: QueryPredicate?
   /// What a fetch returns: transactions with their changes (the default), transactions only, or a count.
   public var resultType: HistoryRequest.ResultType
 
+  /// A request from its parts; the static constructors below read better.
+  ///
+  /// ```swift
+  /// let request = PersistentHistoryRequest(action: .fetch(after: nil), resultType: .count)
+  /// ```
   public init(action: Action, predicate: QueryPredicate? = nil, resultType: HistoryRequest.ResultType = .transactionsAndChanges) {
     self.action = action
     self.predicate = predicate

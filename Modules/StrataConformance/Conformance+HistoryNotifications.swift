@@ -54,6 +54,10 @@ final class StoreChangeCollector: Sendable {
 
 extension ConformanceStore {
   /// An executable built with the tests (a second process), found next to the test bundle.
+  ///
+  /// ```swift
+  /// process.executableURL = ConformanceStore.executable(named: "strata-worker")
+  /// ```
   public static func executable(named name: String) -> URL {
     var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     for _ in 0..<4 {

@@ -37,6 +37,10 @@ public struct BatchExecution<Store: PersistentStore> {
 
   /// The batch runner over `store`, for a store that runs some batches natively and the rest here;
   /// `author` and `contextName` go with its change set into persistent history.
+  ///
+  /// ```swift
+  /// try BatchExecution(store: self, author: author, contextName: contextName).execute(request)
+  /// ```
   public init(store: Store, author: String? = nil, contextName: String? = nil) {
     self.store = store
     self.author = author

@@ -26,15 +26,27 @@ public enum HistoryLog {
   // MARK: Recording
 
   /// The process ID recorded with every transaction.
+  ///
+  /// ```swift
+  /// HistoryTransaction(token: token, timestamp: Date(), author: nil, contextName: nil, processID: HistoryLog.processID, changes: [])
+  /// ```
   public static var processID: Int32 { getpid() }
 
   /// Whether deleting an object of `entityName` records a tombstone (some attribute of it is marked
   /// `preservesValueInHistoryOnDeletion`), so a store reads the object before deleting it only then.
+  ///
+  /// ```swift
+  /// if HistoryLog.recordsTombstone(id.entityName, model: model), let old = try stored(id) { tombstones[id] = HistoryLog.tombstone(of: old, model: model) }
+  /// ```
   public static func recordsTombstone(_ entityName: String, model: ObjectModel) -> Bool {
     model.entity(named: entityName)?.attributes.contains { $0.preservesValueInHistoryOnDeletion && !$0.isTransient } ?? false
   }
 
   /// The values of `snapshot`'s attributes marked `preservesValueInHistoryOnDeletion`, by name.
+  ///
+  /// ```swift
+  /// HistoryLog.tombstone(of: movieSnapshot, model: model)   // ["title": "Heat"]
+  /// ```
   public static func tombstone(of snapshot: Snapshot, model: ObjectModel) -> [String: Value] {
     guard let entity = model.entity(named: snapshot.objectID.entityName) else { return [:] }
     var tombstone: [String: Value] = [:]
@@ -48,6 +60,10 @@ public enum HistoryLog {
   /// The changes one committed save records, from what it announced: inserts, updates with the keys
   /// the context changed (objects the save changed on its own — derived attributes recomputed,
   /// references to deleted objects cleared — with those keys), and deletes with their tombstones.
+  ///
+  /// ```swift
+  /// let changes = HistoryLog.changes(of: storeChange, changeSet: changeSet, tombstones: [:], model: model)
+  /// ```
   public static func changes(
     of change: StoreChange, changeSet: ChangeSet, tombstones: [ObjectID: [String: Value]], model: ObjectModel
   ) -> [HistoryChange] {
@@ -72,6 +88,10 @@ public enum HistoryLog {
   }
 
   /// The changes of a batch written without a change set: every object in `updated` changed `keys`.
+  ///
+  /// ```swift
+  /// HistoryLog.changes(inserted: [], updated: ids, keys: ["favorite"])
+  /// ```
   public static func changes(inserted: [ObjectID], updated: [ObjectID], keys: [String]) -> [HistoryChange] {
     let keys = unique(keys)
     return inserted.map { HistoryChange(objectID: $0, changeType: .insert) }
@@ -94,6 +114,10 @@ public enum HistoryLog {
   // MARK: Fetching
 
   /// The error for a history request on a store opened without `tracksHistory`.
+  ///
+  /// ```swift
+  /// guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
+  /// ```
   public static func notTracked(_ storeType: String, _ location: String) -> StoreError {
     StoreError(
       .misuse,
@@ -106,6 +130,10 @@ public enum HistoryLog {
   /// - Throws: `.historyExpired` when the token is older than the retained history (`purgedThrough`, the
   ///   last sequence a deletion removed) or comes from another store — both mean the app must refetch
   ///   everything and continue from ``PersistentStore/currentHistoryToken()``.
+  ///
+  /// ```swift
+  /// let start = try HistoryLog.startSequence(of: request, storeIdentifier: identifier, purgedThrough: purged)
+  /// ```
   public static func startSequence(of request: HistoryRequest, storeIdentifier: String, purgedThrough: Int64) throws -> Int64 {
     guard case .token(let token) = request.after else { return 0 }
     try check(token, storeIdentifier: storeIdentifier, purgedThrough: purgedThrough)
@@ -113,6 +141,10 @@ public enum HistoryLog {
   }
 
   /// Throws `.historyExpired` for a token this store cannot continue from (see ``startSequence(of:storeIdentifier:purgedThrough:)``).
+  ///
+  /// ```swift
+  /// try HistoryLog.check(token, storeIdentifier: identifier, purgedThrough: purged)
+  /// ```
   public static func check(_ token: HistoryToken, storeIdentifier: String, purgedThrough: Int64) throws {
     guard token.storeIdentifier == storeIdentifier else {
       throw StoreError(
@@ -130,12 +162,20 @@ public enum HistoryLog {
 
   /// Checks `request`'s predicate against the transaction fields before anything is read.
   /// - Throws: `.invalidQuery` naming an unknown key or a type mismatch.
+  ///
+  /// ```swift
+  /// try HistoryLog.check(HistoryRequest(predicate: try QueryPredicate(format: "colour == 'red'")))   // throws
+  /// ```
   public static func check(_ request: HistoryRequest) throws {
     _ = try evaluator(request.predicate)
   }
 
   /// Answers `request` from `transactions` (with changes, in sequence order, after its start sequence):
   /// the date cutoff, the predicate and the result type are applied here.
+  ///
+  /// ```swift
+  /// return try HistoryLog.answer(request, transactions: stored.filter { $0.token.sequence > start })
+  /// ```
   public static func answer(_ request: HistoryRequest, transactions: [HistoryTransaction]) throws -> HistoryResult {
     let evaluator = try evaluator(request.predicate)
     var matching: [HistoryTransaction] = []
@@ -184,6 +224,10 @@ public enum HistoryLog {
 
   /// Whether a deletion before `cutoff` removes the transaction numbered `sequence`, committed at
   /// `timestamp`: a token removes the transactions before it (not its own), a date those committed before it.
+  ///
+  /// ```swift
+  /// transactions.removeAll { HistoryLog.deletes(sequence: $0.token.sequence, timestamp: $0.timestamp, before: cutoff) }
+  /// ```
   public static func deletes(sequence: Int64, timestamp: Date, before cutoff: HistoryCutoff) -> Bool {
     switch cutoff {
     case .token(let token): sequence < token.sequence
@@ -192,6 +236,10 @@ public enum HistoryLog {
   }
 
   /// Refuses a deletion before a token of another store (`.invalidQuery`: deleting by it would guess).
+  ///
+  /// ```swift
+  /// try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
+  /// ```
   public static func checkDeletion(before cutoff: HistoryCutoff, storeIdentifier: String) throws {
     if case .token(let token) = cutoff, token.storeIdentifier != storeIdentifier {
       throw StoreError(

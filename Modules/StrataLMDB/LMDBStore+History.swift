@@ -85,6 +85,10 @@ extension LMDBStore {
   }
 
   /// Deletes history before a token or date in one write transaction (see ``PersistentStore/deleteHistory(before:)``).
+  ///
+  /// ```swift
+  /// let removed = try store.deleteHistory(before: .token(processed))
+  /// ```
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
     let history = try historyDatabase()
     try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
@@ -111,6 +115,10 @@ extension LMDBStore {
 
   /// The token of the newest history transaction in the environment (whichever process wrote it);
   /// `nil` before the first one or without history tracking.
+  ///
+  /// ```swift
+  /// let token = try store.currentHistoryToken()
+  /// ```
   public func currentHistoryToken() throws -> HistoryToken? {
     guard options.tracksHistory, schema.history != nil else { return nil }
     let schema = self.schema

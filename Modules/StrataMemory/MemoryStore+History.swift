@@ -50,6 +50,10 @@ extension MemoryStore {
   }
 
   /// Deletes history before a token or date (see ``PersistentStore/deleteHistory(before:)``).
+  ///
+  /// ```swift
+  /// let removed = try store.deleteHistory(before: .token(processed))
+  /// ```
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
     _ = try readHistory()
     try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
@@ -68,6 +72,10 @@ extension MemoryStore {
   }
 
   /// The token of the newest transaction; `nil` before the first one or without history tracking.
+  ///
+  /// ```swift
+  /// let token = try store.currentHistoryToken()
+  /// ```
   public func currentHistoryToken() throws -> HistoryToken? {
     guard options.tracksHistory else { return nil }
     let last = try readHistory().lastSequence

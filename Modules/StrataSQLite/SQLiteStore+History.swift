@@ -157,6 +157,10 @@ extension SQLiteStore {
   }
 
   /// Deletes history before a token or date in one transaction (see ``PersistentStore/deleteHistory(before:)``).
+  ///
+  /// ```swift
+  /// let removed = try store.deleteHistory(before: .date(Date().addingTimeInterval(-86_400)))
+  /// ```
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
     guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
     try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
@@ -182,6 +186,10 @@ extension SQLiteStore {
 
   /// The token of the newest history transaction in the file (whichever process wrote it); `nil`
   /// before the first one or without history tracking.
+  ///
+  /// ```swift
+  /// let token = try store.currentHistoryToken()   // STORE:42
+  /// ```
   public func currentHistoryToken() throws -> HistoryToken? {
     guard options.tracksHistory else { return nil }
     let last = try read(generation: nil) { try SQLiteHistory.lastSequence($0) }
