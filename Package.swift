@@ -22,6 +22,8 @@ let package = Package(
     .executable(name: "bubble-tea-finder", targets: ["bubble-tea-finder"]),
     .library(name: "TaterRater", targets: ["TaterRater"]),
     .executable(name: "tater-rater", targets: ["tater-rater"]),
+    .library(name: "FireballWatch", targets: ["FireballWatch"]),
+    .executable(name: "fireball-watch", targets: ["fireball-watch"]),
     .executable(name: "strata-bench", targets: ["strata-bench"]),
     .executable(name: "strata", targets: ["strata"]),
   ],
@@ -57,6 +59,9 @@ let package = Package(
     .target(
       name: "TaterRater", dependencies: ["Strata"], path: "Modules/TaterRater",
       resources: [.copy("Resources/Potatoes.txt")], swiftSettings: swiftSettings),
+    .target(
+      name: "FireballWatch", dependencies: ["Strata"], path: "Modules/FireballWatch",
+      resources: [.copy("Resources/fireball-api-default-2024-03-21.json")], swiftSettings: swiftSettings),
 
     // MARK: Apps
     .target(
@@ -87,6 +92,13 @@ let package = Package(
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Apps/TaterRater", swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "fireball-watch",
+      dependencies: [
+        "FireballWatch", "Strata", "StrataCLI",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
+      path: "Apps/FireballWatch", swiftSettings: swiftSettings),
 
     // MARK: Tools
     .executableTarget(
@@ -131,7 +143,11 @@ let package = Package(
       name: "TaterRaterTests", dependencies: ["TaterRater", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "CLITests", dependencies: ["fave-flicks", "bubble-tea-finder", "tater-rater", "strata"],
+      name: "FireballWatchTests",
+      dependencies: ["FireballWatch", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
+      resources: [.copy("Resources/fireballs-api-v1.2-2026-05.json")], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "CLITests", dependencies: ["fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch", "strata"],
       swiftSettings: swiftSettings),
   ]
 )

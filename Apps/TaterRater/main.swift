@@ -74,13 +74,6 @@ func printFlushed(_ line: String) {
   fflush(nil)
 }
 
-func drawProgress(done: Int, total: Int) {
-  let width = 30
-  let filled = total > 0 ? done * width / total : width
-  let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
-  FileHandle.standardError.write(Data("\r[\(bar)] \(done)/\(total)\(done == total ? "\n" : "")".utf8))
-}
-
 extension TaterRaterCommand {
   struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -99,7 +92,7 @@ extension TaterRaterCommand {
     func run() throws {
       try runReportingErrors(tool: "tater-rater") {
         let rater = try openRater(storeOptions)
-        let progress: (@Sendable (Int, Int) -> Void)? = isatty(STDERR_FILENO) != 0 ? drawProgress : nil
+        let progress = terminalProgress()
         let outcome = try waitFor { [delay, seed] in
           try await rater.importPotatoes(delay: .milliseconds(Int((delay * 1000).rounded())), seed: seed, progress: progress)
         }

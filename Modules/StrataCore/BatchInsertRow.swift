@@ -88,9 +88,10 @@ public struct BatchInsertRow: Sendable {
         throw StoreError(
           .invalidQuery, "\(entity.name).\(key) \(why); batch insert row \(index) cannot set it", entity: entity.name, key: key)
       }
-      guard let converted = rules.types[position].coerce(value) else {
+      let type = rules.types[position]
+      guard let converted = type.isCanonical(value) ? value : type.coerce(value) else {
         throw StoreError(
-          .validation, "\(entity.name).\(key) is a \(rules.types[position].rawValue) and cannot hold \(value) (batch insert row \(index))",
+          .validation, "\(entity.name).\(key) is a \(type.rawValue) and cannot hold \(value) (batch insert row \(index))",
           entity: entity.name, key: key, value: value)
       }
       if converted.isNull && !rules.isOptional[position] {

@@ -35,7 +35,9 @@ struct IndexKey {
   /// Whether the key identifies the value exactly (not truncated, not NaN).
   var isExact = true
 
-  init() {}
+  init() {
+    bytes.reserveCapacity(32)
+  }
 
   init(_ value: Value) {
     append(value)

@@ -20,7 +20,7 @@ struct LMDBSchema: Sendable {
   static let countersName = "strata.counters"
 
   /// A secondary index over one or more values of an entity's objects.
-  struct Index: Sendable {
+  final class Index: Sendable {
     let name: String
     let dbi: MDB_dbi
     /// The attributes or to-one relationships whose values make the key, in order.
@@ -55,7 +55,7 @@ struct LMDBSchema: Sendable {
   }
 
   /// The databases of one entity.
-  struct Table: Sendable {
+  final class Table: Sendable {
     let entity: EntityDescription
     let records: MDB_dbi
     let uniques: [Index]

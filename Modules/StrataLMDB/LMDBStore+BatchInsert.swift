@@ -128,7 +128,8 @@ struct LMDBBatchInsert {
   }
 
   mutating func write(_ row: BatchInsertRow) throws {
-    if let stored = try storedKey(of: row), let old = try operation.reader.record(table, stored) {
+    let key = uniqueKey(of: row)
+    if let stored = try storedKey(key, of: row), let old = try operation.reader.record(table, stored) {
       var attributes = old.attributes
       for position in row.given { attributes[position] = row.values[position] }
       given.formUnion(row.given)
@@ -147,7 +148,8 @@ struct LMDBBatchInsert {
     }
     lastKey += 1
     let pk = lastKey
-    try operation.write(table, pk, version: 1, attributes: row.values, toOne: noLinks, replacing: nil, flags: MDB_APPEND)
+    try operation.write(
+      table, pk, version: 1, attributes: row.values, toOne: noLinks, replacing: nil, flags: MDB_APPEND, uniqueKey: key)
     written.count += 1
     if namesObjects { written.ids.append(scope.withPrimaryKey(pk)) }
   }
@@ -159,12 +161,16 @@ struct LMDBBatchInsert {
     return written
   }
 
-  /// The primary key of the stored object whose unique key the row gives, if any.
-  private func storedKey(of row: BatchInsertRow) throws -> Int64? {
-    guard let unique,
-      let key = operation.schema.indexKey(
-        unique, entity: table.entity, attributes: row.values, toOne: noLinks, maxKeySize: operation.maxKeySize)
-    else { return nil }
+  /// The row's key in the uniqueness constraint's index; `nil` without a constraint or with a nil value.
+  private func uniqueKey(of row: BatchInsertRow) -> IndexKey? {
+    guard let unique else { return nil }
+    return operation.schema.indexKey(
+      unique, entity: table.entity, attributes: row.values, toOne: noLinks, maxKeySize: operation.maxKeySize)
+  }
+
+  /// The primary key of the stored object whose unique key (`key`) the row gives, if any.
+  private func storedKey(_ key: IndexKey?, of row: BatchInsertRow) throws -> Int64? {
+    guard let unique, let key else { return nil }
     if key.isExact {
       return try operation.txn.get(unique.dbi, key.bytes) { bytes in
         try bytes.map { try KeyCoding.primaryKey($0) }

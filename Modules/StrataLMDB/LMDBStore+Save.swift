@@ -309,9 +309,11 @@ struct LMDBSaveOperation {
   }
 
   /// Stores a record and brings its index entries up to date (removing those of `old`).
+  ///
+  /// `uniqueKey` is the new key of the table's first uniqueness constraint, when the caller worked it out.
   mutating func write(
     _ table: LMDBSchema.Table, _ pk: Int64, version: Int64, attributes: [Value], toOne: [ObjectID?], replacing old: Snapshot?,
-    flags: Int32
+    flags: Int32, uniqueKey: IndexKey? = nil
   ) throws {
     RecordCodec.encode(version: version, attributes: attributes, toOne: toOne, table: table, into: &buffer)
     let stored = try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
@@ -322,20 +324,24 @@ struct LMDBSaveOperation {
       guard flags == MDB_APPEND else {
         throw StoreError(.misuse, "cannot insert \(table.entity.name) p\(pk): it is already saved", entity: table.entity.name)
       }
-      try write(table, pk, version: version, attributes: attributes, toOne: toOne, replacing: old, flags: MDB_NOOVERWRITE)
+      try write(
+        table, pk, version: version, attributes: attributes, toOne: toOne, replacing: old, flags: MDB_NOOVERWRITE,
+        uniqueKey: uniqueKey)
       return
     }
-    try reindex(table, pk, old: old.map { ($0.attributes, $0.toOne) }, new: (attributes, toOne))
+    try reindex(table, pk, old: old.map { ($0.attributes, $0.toOne) }, new: (attributes, toOne), uniqueKey: uniqueKey)
   }
 
   /// Moves the index entries of one object from its `old` values to its `new` ones (either may be nil).
   private func reindex(
-    _ table: LMDBSchema.Table, _ pk: Int64, old: ([Value], [ObjectID?])?, new: ([Value], [ObjectID?])?
+    _ table: LMDBSchema.Table, _ pk: Int64, old: ([Value], [ObjectID?])?, new: ([Value], [ObjectID?])?,
+    uniqueKey: IndexKey? = nil
   ) throws {
     let entity = table.entity
-    for index in table.uniques + table.indexes {
+    for index in [table.uniques, table.indexes].joined() {
       let before = old.flatMap { schema.indexKey(index, entity: entity, attributes: $0.0, toOne: $0.1, maxKeySize: maxKeySize) }
-      let after = new.flatMap { schema.indexKey(index, entity: entity, attributes: $0.0, toOne: $0.1, maxKeySize: maxKeySize) }
+      let known = uniqueKey != nil && index === table.uniques.first ? uniqueKey : nil
+      let after = known ?? new.flatMap { schema.indexKey(index, entity: entity, attributes: $0.0, toOne: $0.1, maxKeySize: maxKeySize) }
       if before?.bytes == after?.bytes { continue }
       if let before { try txn.deleteIndex(index.dbi, before.bytes, primaryKey: pk) }
       if let after { try txn.putIndex(index.dbi, after.bytes, primaryKey: pk) }
