@@ -96,13 +96,22 @@ extension Conformance {
     #expect(inserts.processID == getpid())
     #expect(summary(inserts) == Set([first, second, binder, page].map { "insert \($0.objectID) [] {}" }))
 
-    // 2. A save of updates names the changed properties.
+    // 2. A save of updates names the changed properties; a derived attribute it changed counts too.
     first.priority = 3
     page.text = "p1 v2"
+    let another = Page(context: context)
+    another.text = "p2"
+    another.binder = binder
     try context.save()
     history = try all()
     #expect(history.count == 2)
-    #expect(summary(history[1]) == ["update \(first.objectID) [priority] {}", "update \(page.objectID) [text] {}"])
+    #expect(
+      summary(history[1]).isSuperset(of: [
+        "update \(first.objectID) [priority] {}", "update \(page.objectID) [text] {}", "insert \(another.objectID) [] {}",
+      ]))
+    let binderUpdate = history.last?.changes.first { $0.objectID == binder.objectID }
+    #expect(binderUpdate?.changeType == .update && binderUpdate?.updatedProperties.contains("pageCount") == true)
+    #expect(history.last?.changes.count == 4)
     try await Task.sleep(for: .milliseconds(20))
     let betweenUpdatesAndDelete = Date()
     try await Task.sleep(for: .milliseconds(20))

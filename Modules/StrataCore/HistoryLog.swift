@@ -58,18 +58,24 @@ public enum HistoryLog {
   }
 
   /// The changes one committed save records, from what it announced: inserts, updates with the keys
-  /// the context changed (objects the save changed on its own — derived attributes recomputed,
-  /// references to deleted objects cleared — with those keys), and deletes with their tombstones.
+  /// the context changed plus the derived attributes whose recomputed value (in `recomputed`, the
+  /// snapshots the store recomputed) differs from the one the change set carried, objects the save changed
+  /// on its own (derived attributes recomputed, references to deleted objects cleared) with those keys,
+  /// and deletes with their tombstones.
   ///
   /// ```swift
-  /// let changes = HistoryLog.changes(of: storeChange, changeSet: changeSet, tombstones: [:], model: model)
+  /// let changes = HistoryLog.changes(of: storeChange, changeSet: changeSet, tombstones: [:], recomputed: [], model: model)
   /// ```
   public static func changes(
-    of change: StoreChange, changeSet: ChangeSet, tombstones: [ObjectID: [String: Value]], model: ObjectModel
+    of change: StoreChange, changeSet: ChangeSet, tombstones: [ObjectID: [String: Value]], recomputed: [Snapshot],
+    model: ObjectModel
   ) -> [HistoryChange] {
     var changedKeys: [ObjectID: [String]] = [:]
     changedKeys.reserveCapacity(changeSet.updated.count)
-    for update in changeSet.updated { changedKeys[update.objectID] = update.changedKeys }
+    let recomputedByID = recomputed.isEmpty ? [:] : Dictionary(recomputed.map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
+    for update in changeSet.updated {
+      changedKeys[update.objectID] = update.changedKeys + derivedKeys(changedBy: recomputedByID[update.objectID], from: update, model: model)
+    }
     for link in changeSet.linkChanges where !link.source.isTemporary {
       changedKeys[link.source, default: []].append(link.relationship)
     }
@@ -96,6 +102,15 @@ public enum HistoryLog {
     let keys = unique(keys)
     return inserted.map { HistoryChange(objectID: $0, changeType: .insert) }
       + updated.map { HistoryChange(objectID: $0, changeType: .update, updatedProperties: keys) }
+  }
+
+  /// The derived attributes whose recomputed value differs from the one the context sent.
+  private static func derivedKeys(changedBy snapshot: Snapshot?, from update: ObjectChange, model: ObjectModel) -> [String] {
+    guard let snapshot, let entity = model.entity(named: snapshot.objectID.entityName) else { return [] }
+    return entity.attributes.indices.filter { index in
+      entity.attributes[index].derivation != nil && index < snapshot.attributes.count && index < update.attributes.count
+        && snapshot.attributes[index] != update.attributes[index]
+    }.map { entity.attributes[$0].name }
   }
 
   /// What a save changed in an object it did not write: its derived attributes, and its to-one

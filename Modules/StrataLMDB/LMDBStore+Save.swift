@@ -44,7 +44,9 @@ extension LMDBStore {
         if tracksHistory, let history = schema.history {
           let token = try LMDBHistory.append(
             txn, schema, history,
-            HistoryLog.changes(of: change, changeSet: changes, tombstones: operation.tombstones, model: schema.model),
+            HistoryLog.changes(
+              of: change, changeSet: changes, tombstones: operation.tombstones, recomputed: operation.recomputed,
+              model: schema.model),
             author: changes.author, contextName: changes.contextName, storeIdentifier: identifier)
           result.historyToken = token
           change.historyToken = token
@@ -81,6 +83,8 @@ struct LMDBSaveOperation {
   private var buffer: [UInt8] = []
   /// The values history keeps of deleted objects (those with attributes marked to be kept), by ID.
   private(set) var tombstones: [ObjectID: [String: Value]] = [:]
+  /// The snapshots whose derived attributes the save recomputed (history names the ones that changed).
+  private(set) var recomputed: [Snapshot] = []
 
   init(txn: LMDBTransaction, schema: LMDBSchema, storeIdentifier: String, maxKeySize: Int, changes: ChangeSet) {
     self.txn = txn
@@ -110,6 +114,7 @@ struct LMDBSaveOperation {
     for link in changes.linkChanges { try apply(link) }
     try clearReferences(to: deleted)
     let recomputed = try writeDerivedAttributes(&derived)
+    self.recomputed = recomputed
     let recomputedIDs = Set(recomputed.map(\.objectID))
     let writtenSet = Set(written)
     try checkUniqueness(written + recomputed.map(\.objectID).filter { !writtenSet.contains($0) })

@@ -29,7 +29,8 @@ extension MemoryStore {
       if tracksHistory {
         let tombstones = MemoryHistory.tombstones(of: change.deleted, in: storage.state, model: model, storeIdentifier: identifier)
         let token = storage.history.append(
-          HistoryLog.changes(of: change, changeSet: changes, tombstones: tombstones, model: model),
+          HistoryLog.changes(
+            of: change, changeSet: changes, tombstones: tombstones, recomputed: transaction.recomputed, model: model),
           author: changes.author, contextName: changes.contextName, storeIdentifier: identifier)
         result.historyToken = token
         change.historyToken = token
@@ -52,6 +53,8 @@ struct MemorySaveTransaction {
   private var permanentIDs: [ObjectID: ObjectID] = [:]
   /// Permanent ID of each inserted object → the ID the context knows it by.
   private var contextIDs: [ObjectID: ObjectID] = [:]
+  /// The snapshots whose derived attributes the save recomputed (history names the ones that changed).
+  private(set) var recomputed: [Snapshot] = []
 
   init(state: MemoryState, model: ObjectModel, storeIdentifier: String) {
     self.original = state
@@ -86,6 +89,7 @@ struct MemorySaveTransaction {
     for row in recomputed {
       if let pk = row.objectID.primaryKey { state.rows[row.objectID.entityName, default: [:]][pk] = row }
     }
+    self.recomputed = recomputed
     let writtenIDs = written.map(\.snapshot.objectID)
     let writtenSet = Set(writtenIDs)
     try checkUniqueness(writtenIDs + recomputed.map(\.objectID).filter { !writtenSet.contains($0) })

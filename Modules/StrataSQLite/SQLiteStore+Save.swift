@@ -113,7 +113,8 @@ struct SaveOperation {
     derived.report(recomputed, into: &result, change: &change)
     if tracksHistory {
       let token = try SQLiteHistory.append(
-        connection, HistoryLog.changes(of: change, changeSet: changes, tombstones: tombstones, model: schema.model),
+        connection, HistoryLog.changes(
+          of: change, changeSet: changes, tombstones: tombstones, recomputed: recomputed, model: schema.model),
         author: changes.author, contextName: changes.contextName, storeIdentifier: storeIdentifier)
       result.historyToken = token
       change.historyToken = token
