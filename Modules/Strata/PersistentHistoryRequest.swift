@@ -63,7 +63,7 @@ public struct PersistentHistoryRequest: Sendable, Hashable {
   /// The transactions after `transaction`.
   ///
   /// ```swift
-  /// let next = PersistentHistoryRequest.fetchHistory(after: transactions.last!)
+  /// if let last = transactions.last { request = .fetchHistory(after: last) }
   /// ```
   public static func fetchHistory(after transaction: HistoryTransaction) -> PersistentHistoryRequest {
     fetchHistory(after: transaction.token)

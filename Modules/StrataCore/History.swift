@@ -11,7 +11,9 @@ import Foundation
 /// let next = try store.fetchHistory(HistoryRequest(after: .token(token)))
 /// ```
 public struct HistoryToken: Sendable, Hashable, Codable, Comparable, CustomStringConvertible {
+  /// The identifier of the store that issued the token.
   public let storeIdentifier: String
+  /// The transaction's place in that store's history: 1, 2, 3, … (never reused).
   public let sequence: Int64
 
   public init(storeIdentifier: String, sequence: Int64) {
@@ -46,7 +48,9 @@ public enum HistoryChangeType: String, Sendable, Hashable, Codable {
 /// }
 /// ```
 public struct HistoryChange: Sendable, Hashable, Codable {
+  /// The object changed (a permanent ID).
   public var objectID: ObjectID
+  /// Whether it was inserted, updated or deleted.
   public var changeType: HistoryChangeType
   /// For updates: the attributes and relationships that changed.
   public var updatedProperties: [String]
@@ -104,7 +108,9 @@ public struct HistoryTransaction: Sendable, Hashable, Codable {
 /// try store.deleteHistory(before: .date(Date().addingTimeInterval(-7 * 86_400)))   // keep a week
 /// ```
 public enum HistoryCutoff: Sendable, Hashable {
+  /// A transaction's token: fetches start after it, deletions stop before it.
   case token(HistoryToken)
+  /// A moment: fetches return what was committed after it, deletions what was committed before it.
   case date(Date)
 }
 
@@ -145,6 +151,8 @@ public struct HistoryRequest: Sendable, Hashable {
 /// if case .count(let n) = try store.fetchHistory(HistoryRequest(resultType: .count)) { print(n) }
 /// ```
 public enum HistoryResult: Sendable, Hashable {
+  /// The matching transactions in token order.
   case transactions([HistoryTransaction])
+  /// How many transactions match (result type ``HistoryRequest/ResultType/count``).
   case count(Int)
 }
