@@ -115,17 +115,22 @@ let package = Package(
     // MARK: Tests
     .testTarget(name: "StrataCoreTests", dependencies: ["StrataCore"], swiftSettings: swiftSettings),
     .testTarget(
-      name: "StrataSQLiteTests", dependencies: ["StrataConformance", "StrataSQLite", "Strata", "CSQLite"],
+      name: "StrataSQLiteTests", dependencies: ["StrataConformance", "StrataSQLite", "Strata", "CSQLite", "strata-worker"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataMemoryTests", dependencies: ["StrataConformance", "StrataMemory", "Strata"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "StrataLMDBTests", dependencies: ["StrataConformance", "StrataLMDB", "Strata", "CLMDB", "lmdb-worker"],
+      name: "StrataLMDBTests",
+      dependencies: ["StrataConformance", "StrataLMDB", "Strata", "CLMDB", "lmdb-worker", "strata-worker"],
       swiftSettings: swiftSettings),
     // A second process for the LMDB tests: writes, reads, or holds a lock until it is killed.
     .executableTarget(
       name: "lmdb-worker", dependencies: ["StrataLMDB", "StrataCore", "CLMDB"], path: "Tests/LMDBWorker",
+      swiftSettings: swiftSettings),
+    // A second process for the SQLite and LMDB tests: commits one object to an existing store.
+    .executableTarget(
+      name: "strata-worker", dependencies: ["StrataSQLite", "StrataLMDB", "StrataCore"], path: "Tests/StrataWorker",
       swiftSettings: swiftSettings),
     .testTarget(
       name: "FaveFlicksTests", dependencies: ["FaveFlicks", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],

@@ -73,7 +73,7 @@ extension ObjectContext {
     case .rows(let rows):
       var description = BatchInsertDescription(entityName: entity.name, objects: [], resultType: request.resultType)
       description.rows = rows
-      return try requireStore().execute(.insert(description))
+      return try execute(.insert(description))
     case .objectHandler(let handler):
       let stored = entity.attributes.indices.filter {
         !entity.attributes[$0].isTransient && entity.attributes[$0].derivation == nil
@@ -93,8 +93,7 @@ extension ObjectContext {
         for position in stored { row[entity.attributes[position].name] = object.values[position] }
         rows.append(row)
       }
-      return try requireStore().execute(
-        .insert(BatchInsertDescription(entityName: entity.name, objects: rows, resultType: request.resultType)))
+      return try execute(.insert(BatchInsertDescription(entityName: entity.name, objects: rows, resultType: request.resultType)))
     }
   }
 }

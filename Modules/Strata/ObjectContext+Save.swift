@@ -220,8 +220,10 @@ extension ObjectContext {
   /// - Throws: `.invalidQuery` for an unknown, relationship or transient key or a bad predicate,
   ///   `.validation` for a value an attribute cannot hold, `.deleteDenied` when a deny rule forbids a
   ///   delete, `.optimisticLockConflict` when an object changed meanwhile; the store is then unchanged.
+  ///
+  /// The request is recorded in persistent history under this context's ``transactionAuthor`` and ``name``.
   public func execute(_ request: BatchRequest) throws -> BatchResult {
-    try requireStore().execute(request)
+    try requireStore().execute(request, author: transactionAuthor, contextName: name)
   }
 
   /// Applies changes made outside any context (a batch request, another process) to `contexts`: updated

@@ -46,7 +46,10 @@ final class ParentContextStore: PersistentStore, @unchecked Sendable {
     try parent.performAndWait { try parent.apply(changes) }
   }
 
-  func execute(_ request: BatchRequest) throws -> BatchResult { try root.execute(request) }
+  func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult {
+    try root.execute(request, author: author, contextName: contextName)
+  }
+  func currentHistoryToken() throws -> HistoryToken? { try root.currentHistoryToken() }
   func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult { try root.fetchHistory(request) }
   func deleteHistory(before cutoff: HistoryCutoff) throws -> Int { try root.deleteHistory(before: cutoff) }
   func pinGeneration() throws -> QueryGeneration { try root.pinGeneration() }

@@ -10,6 +10,8 @@ final class StoreCoordinator: @unchecked Sendable {
   private let loadedStore = Locked<(any PersistentStore)?>(nil)
   private let contexts = Locked<[WeakContext]>([])
   private let remoteFollower = Locked<Task<Void, Never>?>(nil)
+  /// The newest history token whose transaction contexts have merged (see ``changeFromHistory(_:)``).
+  private let mergedThrough = Locked<HistoryToken?>(nil)
 
   private struct WeakContext: @unchecked Sendable {
     weak var context: ObjectContext?
@@ -41,22 +43,66 @@ final class StoreCoordinator: @unchecked Sendable {
       task?.cancel()
       task = nil
       guard let store, store.options.postsRemoteChangeNotifications else { return }
+      mergedThrough.withLock { $0 = try? store.currentHistoryToken() }
       let changes = store.changes()
       task = Task { [weak self] in
-        for await change in changes where change.isRemote {
-          self?.storeChangedElsewhere(change)
+        for await change in changes {
+          if change.isRemote {
+            self?.storeChangedElsewhere(change)
+          } else {
+            self?.noteLocalCommit(change.historyToken)
+          }
         }
       }
     }
   }
 
   /// Hands a commit of another process (or another store on the same file) to every context that merges
-  /// changes automatically.
+  /// changes automatically — object by object when the store's history says what changed.
   private func storeChangedElsewhere(_ change: StoreChange) {
     let targets = contexts.withLock { $0.compactMap(\.context) }.filter(\.automaticallyMergesChangesFromParent)
+    guard !targets.isEmpty else { return }
+    let merged = changeFromHistory(change) ?? change
     for context in targets {
-      context.performLater { context.mergeRemoteChange(change) }
+      context.performLater { context.mergeRemoteChange(merged) }
     }
+  }
+
+  /// Moves the merged point past a commit of this store object when it directly follows it (its own
+  /// contexts merged it already). After a gap — a remote transaction not seen yet — it stays, so the
+  /// next remote change reads from before the gap.
+  private func noteLocalCommit(_ token: HistoryToken?) {
+    guard let token else { return }
+    mergedThrough.withLock { merged in
+      if token.sequence == (merged?.sequence ?? 0) + 1 { merged = token }
+    }
+  }
+
+  /// The objects every transaction since the last merge changed, read from persistent history (local
+  /// transactions after a gap included: merging them again is harmless); `nil` without history, or when
+  /// the history since then has expired (then contexts refresh everything, and merging continues from
+  /// the newest token).
+  private func changeFromHistory(_ change: StoreChange) -> StoreChange? {
+    guard let store, store.options.tracksHistory, change.historyToken != nil else { return nil }
+    let after = mergedThrough.withLock { $0 }
+    guard case .transactions(let transactions)? = try? store.fetchHistory(HistoryRequest(after: after.map(HistoryCutoff.token))),
+      let last = transactions.last
+    else {
+      mergedThrough.withLock { $0 = change.historyToken }
+      return nil
+    }
+    mergedThrough.withLock { $0 = last.token }
+    var save = ContextDidSave(historyToken: last.token)
+    for transaction in transactions {
+      let one = ContextDidSave(transaction)
+      save.insertedObjectIDs.formUnion(one.insertedObjectIDs)
+      save.updatedObjectIDs.formUnion(one.updatedObjectIDs)
+      save.deletedObjectIDs.formUnion(one.deletedObjectIDs)
+    }
+    return StoreChange(
+      storeIdentifier: change.storeIdentifier, historyToken: last.token, isRemote: true,
+      inserted: Array(save.insertedObjectIDs.subtracting(save.deletedObjectIDs)),
+      updated: Array(save.updatedObjectIDs.subtracting(save.deletedObjectIDs)), deleted: Array(save.deletedObjectIDs))
   }
 
   func requireStore() throws -> any PersistentStore {

@@ -54,7 +54,10 @@ final class CountingStore: PersistentStore {
   }
 
   func save(_ changes: ChangeSet) throws -> SaveResult { try inner.save(changes) }
-  func execute(_ request: BatchRequest) throws -> BatchResult { try inner.execute(request) }
+  func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult {
+    try inner.execute(request, author: author, contextName: contextName)
+  }
+  func currentHistoryToken() throws -> HistoryToken? { try inner.currentHistoryToken() }
   func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult { try inner.fetchHistory(request) }
   func deleteHistory(before cutoff: HistoryCutoff) throws -> Int { try inner.deleteHistory(before: cutoff) }
   func pinGeneration() throws -> QueryGeneration { try inner.pinGeneration() }

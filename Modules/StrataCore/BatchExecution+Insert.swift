@@ -69,7 +69,7 @@ extension BatchExecution {
         inserted.append(ObjectChange(objectID: write.id, attributes: write.values, toOne: noLinks))
       }
     }
-    let saved = try store.save(ChangeSet(inserted: inserted, updated: updated, contextName: "batch insert"))
+    let saved = try store.save(ChangeSet(inserted: inserted, updated: updated, author: author, contextName: contextName))
     let ids = writes.map { saved.permanentIDs[$0.id] ?? $0.id }
     let updatedIDs = updated.map(\.objectID)
     let own = Set(ids)

@@ -2,9 +2,9 @@ import Foundation
 
 extension PersistentStore {
   /// Runs a batch insert, update or delete as one ``ChangeSet`` saved in one transaction (see
-  /// ``BatchExecution``).
-  public func execute(_ request: BatchRequest) throws -> BatchResult {
-    try BatchExecution(store: self).execute(request)
+  /// ``BatchExecution``), recorded in history under `author` and `contextName`.
+  public func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult {
+    try BatchExecution(store: self, author: author, contextName: contextName).execute(request)
   }
 }
 
@@ -31,9 +31,21 @@ extension PersistentStore {
 /// ```
 public struct BatchExecution<Store: PersistentStore> {
   let store: Store
+  /// Recorded in persistent history with the batch's change set.
+  let author: String?
+  let contextName: String?
 
-  /// The batch runner over `store`, for a store that runs some batches natively and the rest here.
-  public init(store: Store) { self.store = store }
+  /// The batch runner over `store`, for a store that runs some batches natively and the rest here;
+  /// `author` and `contextName` go with its change set into persistent history.
+  ///
+  /// ```swift
+  /// try BatchExecution(store: self, author: author, contextName: contextName).execute(request)
+  /// ```
+  public init(store: Store, author: String? = nil, contextName: String? = nil) {
+    self.store = store
+    self.author = author
+    self.contextName = contextName
+  }
 
   /// Runs `request` as one change set saved to the store, and reports what its result type asks.
   public func execute(_ request: BatchRequest) throws -> BatchResult {
@@ -98,7 +110,7 @@ public struct BatchExecution<Store: PersistentStore> {
           objectID: snapshot.objectID, attributes: attributes, toOne: snapshot.toOne, expectedVersion: snapshot.version,
           changedKeys: keys))
     }
-    let saved = try store.save(ChangeSet(updated: changes, contextName: "batch update"))
+    let saved = try store.save(ChangeSet(updated: changes, author: author, contextName: contextName))
     let ids = changes.map(\.objectID)
     return BatchResult(
       count: changes.count, objectIDs: ids, historyToken: saved.historyToken,
@@ -168,7 +180,7 @@ public struct BatchExecution<Store: PersistentStore> {
     }
     guard !order.isEmpty else { return BatchResult(count: 0) }
     let deletions = order.map { ObjectDeletion(objectID: $0, expectedVersion: versions[$0]) }
-    let saved = try store.save(ChangeSet(deleted: deletions, contextName: "batch delete"))
+    let saved = try store.save(ChangeSet(deleted: deletions, author: author, contextName: contextName))
     return BatchResult(
       count: order.count, objectIDs: order, historyToken: saved.historyToken,
       recomputedObjectIDs: Self.recomputed(saved, besides: order))

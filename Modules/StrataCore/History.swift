@@ -1,8 +1,19 @@
 import Foundation
 
 /// An opaque, ordered position in a store's persistent history. `Codable`, so apps can persist it.
+///
+/// A token is the store's identifier and the sequence number of one history transaction (sequence numbers
+/// grow by one per recorded transaction and are never reused). Keep the last token you processed and ask
+/// for what came after it:
+///
+/// ```swift
+/// let saved = try JSONEncoder().encode(token)                         // persist between launches
+/// let next = try store.fetchHistory(HistoryRequest(after: .token(token)))
+/// ```
 public struct HistoryToken: Sendable, Hashable, Codable, Comparable, CustomStringConvertible {
+  /// The identifier of the store that issued the token.
   public let storeIdentifier: String
+  /// The transaction's place in that store's history: 1, 2, 3, … (never reused).
   public let sequence: Int64
 
   public init(storeIdentifier: String, sequence: Int64) {
@@ -30,8 +41,16 @@ public enum HistoryChangeType: String, Sendable, Hashable, Codable {
 }
 
 /// One object's change inside a ``HistoryTransaction``.
-public struct HistoryChange: Sendable, Hashable {
+///
+/// ```swift
+/// for change in transaction.changes where change.changeType == .update {
+///   print(change.objectID, change.updatedProperties)    // strata://…/Movie/p3 ["title"]
+/// }
+/// ```
+public struct HistoryChange: Sendable, Hashable, Codable {
+  /// The object changed (a permanent ID).
   public var objectID: ObjectID
+  /// Whether it was inserted, updated or deleted.
   public var changeType: HistoryChangeType
   /// For updates: the attributes and relationships that changed.
   public var updatedProperties: [String]
@@ -50,12 +69,24 @@ public struct HistoryChange: Sendable, Hashable {
 }
 
 /// One committed save or batch request, as recorded in persistent history.
-public struct HistoryTransaction: Sendable, Hashable {
+///
+/// ```swift
+/// if case .transactions(let transactions) = try store.fetchHistory(HistoryRequest(after: .token(last))) {
+///   for transaction in transactions where transaction.author != "importer" { apply(transaction.changes) }
+/// }
+/// ```
+public struct HistoryTransaction: Sendable, Hashable, Codable {
+  /// The transaction's place in the store's history.
   public var token: HistoryToken
+  /// When the transaction was committed (the committing process's clock).
   public var timestamp: Date
+  /// The saving context's `transactionAuthor` (or the author given with a batch request).
   public var author: String?
+  /// The saving context's `name`.
   public var contextName: String?
+  /// The ID of the process that committed the transaction (`getpid()`).
   public var processID: Int32
+  /// The objects inserted, updated and deleted; empty for ``HistoryRequest/ResultType/transactionsOnly``.
   public var changes: [HistoryChange]
 
   public init(
@@ -72,18 +103,36 @@ public struct HistoryTransaction: Sendable, Hashable {
 }
 
 /// Where a history fetch starts, or where a history deletion stops.
+///
+/// ```swift
+/// try store.deleteHistory(before: .date(Date().addingTimeInterval(-7 * 86_400)))   // keep a week
+/// ```
 public enum HistoryCutoff: Sendable, Hashable {
+  /// A transaction's token: fetches start after it, deletions stop before it.
   case token(HistoryToken)
+  /// A moment: fetches return what was committed after it, deletions what was committed before it.
   case date(Date)
 }
 
-/// A request for persistent history.
+/// A request for persistent history, answered in token order.
+///
+/// ```swift
+/// let request = HistoryRequest(
+///   after: .token(lastToken), predicate: try QueryPredicate(format: "author != %@", "importer"), resultType: .count)
+/// ```
 public struct HistoryRequest: Sendable, Hashable {
+  /// What the answer holds.
   public enum ResultType: String, Sendable, Hashable {
-    case transactionsAndChanges, transactionsOnly, count
+    /// Transactions with their changes.
+    case transactionsAndChanges
+    /// Transactions with empty ``HistoryTransaction/changes``.
+    case transactionsOnly
+    /// Only how many transactions match.
+    case count
   }
 
-  /// Return transactions after this point; `nil` returns all retained history.
+  /// Return transactions after this point (a token: strictly after it; a date: committed after it);
+  /// `nil` returns all retained history.
   public var after: HistoryCutoff?
   /// A predicate over transaction fields (`author`, `contextName`, `timestamp`, `processID`).
   public var predicate: QueryPredicate?
@@ -97,7 +146,13 @@ public struct HistoryRequest: Sendable, Hashable {
 }
 
 /// The answer to a ``HistoryRequest``.
+///
+/// ```swift
+/// if case .count(let n) = try store.fetchHistory(HistoryRequest(resultType: .count)) { print(n) }
+/// ```
 public enum HistoryResult: Sendable, Hashable {
+  /// The matching transactions in token order.
   case transactions([HistoryTransaction])
+  /// How many transactions match (result type ``HistoryRequest/ResultType/count``).
   case count(Int)
 }

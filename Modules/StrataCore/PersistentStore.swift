@@ -94,14 +94,41 @@ public protocol PersistentStore: AnyObject, Sendable {
   ///   every object whose stored version differs from the expected one, `.readOnly`, `.io`.
   func save(_ changes: ChangeSet) throws -> SaveResult
 
-  /// Runs a batch insert, update or delete in one transaction.
-  func execute(_ request: BatchRequest) throws -> BatchResult
+  /// Runs a batch insert, update or delete in one transaction, recorded in persistent history (when
+  /// the store tracks it) under `author` and `contextName`, like a context's save.
+  ///
+  /// ```swift
+  /// try store.execute(.delete(entityName: "Movie", predicate: nil), author: "cleanup", contextName: nil)
+  /// ```
+  func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult
 
-  /// Fetches persistent history.
+  /// Fetches persistent history, in token order (see ``HistoryRequest``).
+  ///
+  /// ```swift
+  /// if case .transactions(let transactions) = try store.fetchHistory(HistoryRequest(after: .token(last))) { … }
+  /// ```
+  ///
+  /// - Throws: `.historyExpired` when the request's token is older than the retained history or belongs to
+  ///   another store (fetch everything again, then continue from ``currentHistoryToken()``);
+  ///   `.invalidQuery` for a predicate key other than `author`, `contextName`, `timestamp`, `processID`;
+  ///   `.misuse` when the store was opened without `tracksHistory`.
   func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult
 
-  /// Deletes history transactions before a token or date; returns how many were deleted.
+  /// Deletes history transactions before a token (not the token's own) or committed before a date;
+  /// returns how many were deleted. Tokens older than what is left then throw `.historyExpired`.
+  ///
+  /// ```swift
+  /// let removed = try store.deleteHistory(before: .token(processedToken))
+  /// ```
   func deleteHistory(before cutoff: HistoryCutoff) throws -> Int
+
+  /// The token of the newest history transaction, `nil` when none was recorded (or the store does not
+  /// track history). After a `.historyExpired` error, refetch everything and continue from here.
+  ///
+  /// ```swift
+  /// lastToken = try store.currentHistoryToken()
+  /// ```
+  func currentHistoryToken() throws -> HistoryToken?
 
   /// Pins the store's current state for reads; release with ``unpin(_:)``.
   func pinGeneration() throws -> QueryGeneration
@@ -117,6 +144,17 @@ public protocol PersistentStore: AnyObject, Sendable {
 }
 
 extension PersistentStore {
+  /// Runs a batch request without an author or context name (see ``execute(_:author:contextName:)``).
+  ///
+  /// ```swift
+  /// let result = try store.execute(.update(entityName: "Venue", predicate: nil, propertiesToUpdate: ["favorite": .constant(true)]))
+  /// ```
+  public func execute(_ request: BatchRequest) throws -> BatchResult {
+    try execute(request, author: nil, contextName: nil)
+  }
+
+  public func currentHistoryToken() throws -> HistoryToken? { nil }
+
   public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
     throw StoreError(.unsupported, "the \(storeType) store does not support persistent history yet")
   }

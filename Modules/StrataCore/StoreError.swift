@@ -37,7 +37,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible, Lo
     case invalidModel
     /// A write was attempted on a store opened read-only.
     case readOnly
-    /// A history token is older than the history the store retains.
+    /// A history token is older than the history the store retains (deleted with `deleteHistory(before:)`,
+    /// or dropped when the store was opened without history), or belongs to another store. Fetch
+    /// everything again, then continue from the store's `currentHistoryToken()`.
     case historyExpired
     /// No store type of that name is registered.
     case unknownStoreType

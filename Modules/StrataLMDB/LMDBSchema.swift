@@ -13,6 +13,7 @@ import StrataCore
 /// | `Entity.attr.index` | index key of an indexed attribute (nil included) → primary keys (dupsort) |
 /// | `Entity.rel.ref` | primary key of a to-one target → primary keys of the objects pointing at it |
 /// | `Entity.rel.links` / `.links-reverse` | join-table relationship: source → targets / target → sources |
+/// | `strata.history` | history sequence (8 bytes, like primary keys) → transaction as JSON (``LMDBHistory``) |
 struct LMDBSchema: Sendable {
   static let format = "strata-lmdb-1"
   static let metaName = "strata.meta"
@@ -96,6 +97,8 @@ struct LMDBSchema: Sendable {
   let tables: [String: Table]
   /// Keyed by the owner's `Entity.relationship`.
   let links: [String: Links]
+  /// `strata.history` (see ``LMDBHistory``), when the store was ever opened with history tracking.
+  var history: MDB_dbi?
 
   /// Every database name the model needs, with whether it holds duplicates.
   static func databases(for model: ObjectModel) -> [(name: String, isDuplicateSorted: Bool)] {

@@ -9,9 +9,11 @@ extension LMDBStore {
   /// ```swift
   /// let result = try store.execute(.insert(BatchInsertDescription(entityName: "Studio", objects: [["name": "A24"]])))
   /// ```
-  public func execute(_ request: BatchRequest) throws -> BatchResult {
-    if case .insert(let insert) = request, let result = try directInsert(insert) { return result }
-    return try BatchExecution(store: self).execute(request)
+  public func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult {
+    if case .insert(let insert) = request, let result = try directInsert(insert, author: author, contextName: contextName) {
+      return result
+    }
+    return try BatchExecution(store: self, author: author, contextName: contextName).execute(request)
   }
 
   /// Runs a batch insert directly in one write transaction: each checked row (``BatchInsertRow``) looks
@@ -19,11 +21,13 @@ extension LMDBStore {
   /// over the stored ones; relationships kept; the version bumped once per batch) or is appended under the
   /// next primary key, with its index entries. A row whose key an earlier row of the batch wrote merges
   /// over it, as on the general path. A refused row aborts the transaction: the environment is unchanged.
+  /// With history on, the same transaction appends one history transaction (upserted objects updated with
+  /// the attributes the batch's rows gave).
   ///
   /// Returns `nil` for what the general path must run: an entity whose derived attributes (its own or
   /// another entity's) the rows could change, or one with several uniqueness constraints or a constraint
   /// over a relationship.
-  func directInsert(_ request: BatchInsertDescription) throws -> BatchResult? {
+  func directInsert(_ request: BatchInsertDescription, author: String?, contextName: String?) throws -> BatchResult? {
     let entity = try model.requireEntity(request.entityName)
     let settable = entity.attributes.filter { $0.isPersistent && $0.derivation == nil }.map(\.name)
     guard entity.uniquenessConstraints.count <= 1,
@@ -37,7 +41,8 @@ extension LMDBStore {
     let schema = self.schema
     let identifier = self.identifier
     let maxKeySize = environment.maxKeySize
-    let namesObjects = request.resultType == .objectIDs || broadcaster.hasSubscribers
+    let tracksHistory = options.tracksHistory
+    let namesObjects = request.resultType == .objectIDs || broadcaster.hasSubscribers || tracksHistory
     saveLock.lock()
     defer { saveLock.unlock() }
     let outcome: (written: LMDBBatchInsert.Written, transactionID: Int)
@@ -46,7 +51,17 @@ extension LMDBStore {
         var batch = try LMDBBatchInsert(
           txn: txn, schema: schema, entity: entity, storeIdentifier: identifier, maxKeySize: maxKeySize, namesObjects: namesObjects)
         try request.forEachRow { index, dictionary in try batch.write(BatchInsertRow(dictionary, index: index, rules: batch.rules)) }
-        return (try batch.finish(), mdb_txn_id(txn.txn))
+        var written = try batch.finish()
+        if tracksHistory, let history = schema.history, written.count > 0 {
+          let updated = Set(written.updated)
+          written.token = try LMDBHistory.append(
+            txn, schema, history,
+            HistoryLog.changes(
+              inserted: updated.isEmpty ? written.ids : written.ids.filter { !updated.contains($0) }, updated: written.updated,
+              keys: batch.givenKeys),
+            author: author, contextName: contextName, storeIdentifier: identifier)
+        }
+        return (written, mdb_txn_id(txn.txn))
       }
     } catch let error as LMDBError {
       throw error.storeError(path: path)
@@ -54,11 +69,14 @@ extension LMDBStore {
     guard outcome.written.count > 0 else { return BatchResult(count: 0).reported(as: request.resultType) }
     let (ids, updated) = (outcome.written.ids, outcome.written.updated)
     let updatedSet = Set(updated)
+    let token = outcome.written.token
     announce(
       StoreChange(
-        storeIdentifier: identifier, inserted: updated.isEmpty ? ids : ids.filter { !updatedSet.contains($0) }, updated: updated),
+        storeIdentifier: identifier, historyToken: token, inserted: updated.isEmpty ? ids : ids.filter { !updatedSet.contains($0) },
+        updated: updated),
       transactionID: outcome.transactionID)
-    return BatchResult(count: outcome.written.count, objectIDs: ids, updatedObjectIDs: updated).reported(as: request.resultType)
+    return BatchResult(count: outcome.written.count, objectIDs: ids, historyToken: token, updatedObjectIDs: updated)
+      .reported(as: request.resultType)
   }
 }
 
@@ -70,6 +88,8 @@ struct LMDBBatchInsert {
     var count = 0
     var ids: [ObjectID] = []
     var updated: [ObjectID] = []
+    /// The history token of the batch, when history is on.
+    var token: HistoryToken?
   }
 
   let rules: BatchInsertRow.Rules
@@ -85,6 +105,11 @@ struct LMDBBatchInsert {
   private var lastKey: Int64
   /// Stored objects an earlier row of the batch updated (their version is bumped once).
   private var updatedKeys = Set<Int64>()
+  /// The attributes rows that updated a stored object gave (what history names as updated).
+  private var given = Set<Int>()
+
+  /// The names of the attributes upserting rows gave, in model order.
+  var givenKeys: [String] { given.sorted().map { table.entity.attributes[$0].name } }
 
   init(
     txn: LMDBTransaction, schema: LMDBSchema, entity: EntityDescription, storeIdentifier: String, maxKeySize: Int,
@@ -107,6 +132,7 @@ struct LMDBBatchInsert {
     if let stored = try storedKey(key, of: row), let old = try operation.reader.record(table, stored) {
       var attributes = old.attributes
       for position in row.given { attributes[position] = row.values[position] }
+      given.formUnion(row.given)
       // One version step per batch for a stored object; none for an object this batch inserted.
       let isNew = stored > lastStoredKey
       let isFirstUpdate = !isNew && updatedKeys.insert(stored).inserted

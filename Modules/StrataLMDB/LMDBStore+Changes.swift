@@ -4,7 +4,8 @@ import StrataCore
 extension LMDBStore {
   /// A stream that yields a ``StoreChange`` after every transaction this store commits, in commit order,
   /// and — when the store was opened with `postsRemoteChangeNotifications` — after transactions other
-  /// processes commit to the same environment (`isRemote`, without object IDs; found by polling the
+  /// processes commit to the same environment (`isRemote`, without object IDs but, with `tracksHistory`,
+  /// with the newest history token; found by polling the
   /// environment's last transaction ID every 50 ms while a stream is open). It finishes when the store closes.
   ///
   /// ```swift
@@ -31,7 +32,7 @@ extension LMDBStore {
   func announce(_ change: StoreChange, transactionID: Int) {
     lastAnnounced.withLock { last in
       if options.postsRemoteChangeNotifications, transactionID > last + 1 {
-        broadcaster.yield(StoreChange(storeIdentifier: identifier, isRemote: true))
+        broadcaster.yield(StoreChange(storeIdentifier: identifier, historyToken: remoteToken(), isRemote: true))
       }
       last = max(last, transactionID)
     }
@@ -47,6 +48,11 @@ extension LMDBStore {
       defer { last = max(last, current) }
       return current > last
     }
-    if isNew { broadcaster.yield(StoreChange(storeIdentifier: identifier, isRemote: true)) }
+    if isNew { broadcaster.yield(StoreChange(storeIdentifier: identifier, historyToken: remoteToken(), isRemote: true)) }
+  }
+
+  /// With history on, the newest token, so a listener of a remote change can fetch what it missed.
+  private func remoteToken() -> HistoryToken? {
+    options.tracksHistory ? try? currentHistoryToken() : nil
   }
 }

@@ -32,6 +32,7 @@ extension LMDBStore {
     let schema = self.schema
     let identifier = self.identifier
     let maxKeySize = environment.maxKeySize
+    let tracksHistory = options.tracksHistory
     saveLock.lock()
     defer { saveLock.unlock() }
     let outcome: (result: SaveResult, change: StoreChange, transactionID: Int)
@@ -39,7 +40,17 @@ extension LMDBStore {
       outcome = try environment.write { txn in
         var operation = LMDBSaveOperation(
           txn: txn, schema: schema, storeIdentifier: identifier, maxKeySize: maxKeySize, changes: changes)
-        let (result, change) = try operation.apply()
+        var (result, change) = try operation.apply()
+        if tracksHistory, let history = schema.history {
+          let token = try LMDBHistory.append(
+            txn, schema, history,
+            HistoryLog.changes(
+              of: change, changeSet: changes, tombstones: operation.tombstones, recomputed: operation.recomputed,
+              model: schema.model),
+            author: changes.author, contextName: changes.contextName, storeIdentifier: identifier)
+          result.historyToken = token
+          change.historyToken = token
+        }
         return (result, change, mdb_txn_id(txn.txn))
       }
     } catch let error as LMDBError {
@@ -72,6 +83,10 @@ struct LMDBSaveOperation {
   /// Objects whose to-one references to deleted objects were cleared, in the order they were cleared.
   private var cleared: [ObjectID] = []
   private var buffer: [UInt8] = []
+  /// The values history keeps of deleted objects (those with attributes marked to be kept), by ID.
+  private(set) var tombstones: [ObjectID: [String: Value]] = [:]
+  /// The snapshots whose derived attributes the save recomputed (history names the ones that changed).
+  private(set) var recomputed: [Snapshot] = []
 
   init(txn: LMDBTransaction, schema: LMDBSchema, storeIdentifier: String, maxKeySize: Int, changes: ChangeSet) {
     self.txn = txn
@@ -101,6 +116,7 @@ struct LMDBSaveOperation {
     for link in changes.linkChanges { try apply(link) }
     try clearReferences(to: deleted)
     let recomputed = try writeDerivedAttributes(&derived)
+    self.recomputed = recomputed
     let recomputedIDs = Set(recomputed.map(\.objectID))
     let writtenSet = Set(written)
     try checkUniqueness(written + recomputed.map(\.objectID).filter { !writtenSet.contains($0) })
@@ -362,13 +378,16 @@ struct LMDBSaveOperation {
   // MARK: Deletes and links
 
   /// Removes the records of deleted objects and their index entries. Returns the IDs deleted.
-  private func deleteRecords() throws -> Set<ObjectID> {
+  private mutating func deleteRecords() throws -> Set<ObjectID> {
     var deleted = Set<ObjectID>()
     for deletion in changes.deleted {
       let id = deletion.objectID
       let table = try entityTable(id)
       guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey, let old = try reader.record(table, pk) else {
         continue
+      }
+      if HistoryLog.recordsTombstone(id.entityName, model: schema.model) {
+        tombstones[id] = HistoryLog.tombstone(of: old, model: schema.model)
       }
       try txn.delete(table.records, primaryKey: pk)
       try reindex(table, pk, old: (old.attributes, old.toOne), new: nil)

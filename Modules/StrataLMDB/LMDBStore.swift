@@ -209,10 +209,27 @@ public final class LMDBStore: PersistentStore {
     let names = LMDBSchema.databases(for: effective)
     let handles = try environment.openDatabases(names, create: !options.isReadOnly)
     do {
-      return (identifier, effective, try LMDBSchema(model: effective, handles: handles))
+      var schema = try LMDBSchema(model: effective, handles: handles)
+      schema.history = try openHistory(environment, schema: schema, options: options)
+      return (identifier, effective, schema)
     } catch let error as StoreError {
       throw StoreError(.corrupted, "\(path) is a damaged Strata LMDB store (\(error.message))")
     }
+  }
+
+  /// Opens `strata.history`, creating it when history is on. When history is off and the store recorded
+  /// some before, that history is dropped and every token issued expires (``LMDBHistory/expireAll(_:_:_:)``).
+  private static func openHistory(_ environment: LMDBEnvironment, schema: LMDBSchema, options: StoreOptions) throws
+    -> MDB_dbi?
+  {
+    let writable = !options.isReadOnly
+    let handles = try environment.openDatabases(
+      [(LMDBHistory.databaseName, false)], create: writable && options.tracksHistory)
+    guard let history = handles[LMDBHistory.databaseName] else { return nil }
+    if writable && !options.tracksHistory {
+      try environment.write { txn in try LMDBHistory.expireAll(txn, schema, history) }
+    }
+    return history
   }
 
   /// Writes the metadata and creates every database, unless another process got there first.

@@ -18,13 +18,23 @@ extension MemoryStore {
     let model = self.model
     let identifier = self.identifier
     let isReadOnly = options.isReadOnly
+    let tracksHistory = options.tracksHistory
     let broadcaster = self.broadcaster
     return try storage.withLock { storage -> SaveResult in
       guard !storage.isClosed else { throw StoreError(.misuse, "the memory store \(identifier) is closed") }
       if changes.isEmpty { return SaveResult() }
       guard !isReadOnly else { throw StoreError(.readOnly, "the memory store \(identifier) was opened read-only") }
       var transaction = MemorySaveTransaction(state: storage.state, model: model, storeIdentifier: identifier)
-      let (result, change) = try transaction.apply(changes)
+      var (result, change) = try transaction.apply(changes)
+      if tracksHistory {
+        let tombstones = MemoryHistory.tombstones(of: change.deleted, in: storage.state, model: model, storeIdentifier: identifier)
+        let token = storage.history.append(
+          HistoryLog.changes(
+            of: change, changeSet: changes, tombstones: tombstones, recomputed: transaction.recomputed, model: model),
+          author: changes.author, contextName: changes.contextName, storeIdentifier: identifier)
+        result.historyToken = token
+        change.historyToken = token
+      }
       storage.state = transaction.state
       // Yielding under the lock keeps notifications in commit order.
       broadcaster.yield(change)
@@ -43,6 +53,8 @@ struct MemorySaveTransaction {
   private var permanentIDs: [ObjectID: ObjectID] = [:]
   /// Permanent ID of each inserted object → the ID the context knows it by.
   private var contextIDs: [ObjectID: ObjectID] = [:]
+  /// The snapshots whose derived attributes the save recomputed (history names the ones that changed).
+  private(set) var recomputed: [Snapshot] = []
 
   init(state: MemoryState, model: ObjectModel, storeIdentifier: String) {
     self.original = state
@@ -77,6 +89,7 @@ struct MemorySaveTransaction {
     for row in recomputed {
       if let pk = row.objectID.primaryKey { state.rows[row.objectID.entityName, default: [:]][pk] = row }
     }
+    self.recomputed = recomputed
     let writtenIDs = written.map(\.snapshot.objectID)
     let writtenSet = Set(writtenIDs)
     try checkUniqueness(writtenIDs + recomputed.map(\.objectID).filter { !writtenSet.contains($0) })

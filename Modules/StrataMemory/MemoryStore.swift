@@ -28,6 +28,8 @@ public final class MemoryStore: PersistentStore {
     var pinned: [UInt64: MemoryState] = [:]
     var lastGeneration: UInt64 = 0
     var isClosed = false
+    /// Persistent history, written under the same lock as `state` by the same save.
+    var history = MemoryHistory()
   }
 
   let storage = Locked(Storage())

@@ -145,6 +145,8 @@ struct SQLiteSchema: Sendable {
       seen[name.lowercased()] = what
     }
     try claim(Self.metadataTable, "the metadata table")
+    try claim(SQLiteHistory.transactionTable, "the history table")
+    try claim(SQLiteHistory.changeTable, "the history table")
     for entity in model.entities {
       try claim(entity.name, "the table of entity \(entity.name)")
       var columns: Set<String> = ["_pk", "_version"]

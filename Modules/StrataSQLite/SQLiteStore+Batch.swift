@@ -17,15 +17,21 @@ extension SQLiteStore {
   /// let result = try store.execute(.update(
   ///   entityName: "Venue", predicate: nil, propertiesToUpdate: ["specialCount": try QueryExpression(format: "specialCount + 1")]))
   /// ```
-  public func execute(_ request: BatchRequest) throws -> BatchResult {
-    if case .insert(let insert) = request, let result = try nativeInsert(insert) { return result }
+  public func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult {
+    let general = BatchExecution(store: self, author: author, contextName: contextName)
+    if case .insert(let insert) = request,
+      let result = try nativeInsert(insert, author: author, contextName: contextName)
+    {
+      return result
+    }
     guard case .update(let entityName, let predicate, let properties, let resultType) = request,
       let update = try? nativeUpdate(entityName, predicate, properties)
-    else { return try BatchExecution(store: self).execute(request) }
+    else { return try general.execute(request) }
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     let identifier = self.identifier
     let broadcaster = self.broadcaster
+    let tracksHistory = options.tracksHistory
     let scope = ObjectID(entityName: entityName, storeIdentifier: identifier, primaryKey: 0)
     let outcome: BatchResult? = try write { connection -> BatchResult? in
       try connection.execute("BEGIN IMMEDIATE")
@@ -42,9 +48,14 @@ extension SQLiteStore {
         var ids: [ObjectID] = []
         ids.reserveCapacity(keys.count)
         for key in keys { ids.append(scope.withPrimaryKey(key)) }
+        let token = try tracksHistory
+          ? SQLiteHistory.append(
+            connection, HistoryLog.changes(inserted: [], updated: ids, keys: properties.keys.sorted()), author: author,
+            contextName: contextName, storeIdentifier: identifier)
+          : nil
         try connection.execute("COMMIT")
-        broadcaster.yield(StoreChange(storeIdentifier: identifier, inserted: [], updated: ids, deleted: []))
-        return BatchResult(count: ids.count, objectIDs: ids).reported(as: resultType)
+        broadcaster.yield(StoreChange(storeIdentifier: identifier, historyToken: token, inserted: [], updated: ids, deleted: []))
+        return BatchResult(count: ids.count, objectIDs: ids, historyToken: token).reported(as: resultType)
       } catch let error as SQLiteError where error.code == SQLITE_CONSTRAINT {
         // A value a check refused (`strata_refuse`, NOT NULL) or a uniqueness clash: the general path
         // reports it precisely.
@@ -55,7 +66,7 @@ extension SQLiteStore {
         throw error
       }
     }
-    return try outcome ?? BatchExecution(store: self).execute(request)
+    return try outcome ?? general.execute(request)
   }
 
   /// The UPDATE of an update the store can run natively, or an error when it cannot (the caller then runs

@@ -11,7 +11,7 @@ extension SQLiteStore {
   /// rows are named by an update hook (insert or update), only when the result or a change stream needs
   /// them. Returns `nil` for what the general path must run: an entity whose derived attributes (its own
   /// or another entity's) the rows could change, or one with several uniqueness constraints.
-  func nativeInsert(_ request: BatchInsertDescription) throws -> BatchResult? {
+  func nativeInsert(_ request: BatchInsertDescription, author: String?, contextName: String?) throws -> BatchResult? {
     let entity = try model.requireEntity(request.entityName)
     let settable = entity.attributes.filter { $0.isPersistent && $0.derivation == nil }.map(\.name)
     guard entity.uniquenessConstraints.count <= 1,
@@ -26,11 +26,12 @@ extension SQLiteStore {
       "INSERT INTO \(quote(entity.name)) (\(stored.map { quote(entity.attributes[$0].name) }.joined(separator: ", "))) VALUES ("
       + Array(repeating: "?", count: stored.count).joined(separator: ", ") + ")"
     let conflict = entity.uniquenessConstraints.first.map { " ON CONFLICT(\($0.map(quote).joined(separator: ", "))) DO UPDATE SET " }
-    let wantsIDs = request.resultType != .statusOnly || broadcaster.hasSubscribers
+    let tracksHistory = options.tracksHistory
+    let wantsIDs = request.resultType != .statusOnly || broadcaster.hasSubscribers || tracksHistory
     let identifier = self.identifier
     let broadcaster = self.broadcaster
     let scope = ObjectID(entityName: entity.name, storeIdentifier: identifier, primaryKey: 0)
-    let written: [(rowID: Int64, isInsert: Bool)] = try write { connection in
+    let written: Written = try write { connection in
       var statements: [[Int]: Statement] = [:]
       defer { for statement in statements.values { sqlite3_finalize(statement.pointer) } }
       var last: (given: [Int], statement: Statement)?
@@ -69,33 +70,56 @@ extension SQLiteStore {
       do {
         var written: [(rowID: Int64, isInsert: Bool)] = []
         if wantsIDs { written = try connection.writtenRowIDs(run) } else { try run() }
+        var outcome = Written(written, scope: scope)
+        if tracksHistory {
+          // An upserted row changed the attributes its row gave: the union over the batch's row shapes.
+          let given = Set(statements.keys.joined()).sorted().map { entity.attributes[$0].name }
+          outcome.token = try SQLiteHistory.append(
+            connection, HistoryLog.changes(inserted: outcome.inserted, updated: outcome.updated, keys: given),
+            author: author, contextName: contextName, storeIdentifier: identifier)
+        }
         try connection.execute("COMMIT")
-        return written
+        return outcome
       } catch {
         connection.rollback()
         throw error
       }
     }
     guard wantsIDs else { return BatchResult(count: 0) }
-    // Each object once, in the order rows first wrote it; an upsert of a row this batch inserted is no update.
-    // Without updates every row is a new one (the common case, no sets needed).
-    var ids: [ObjectID] = []
-    var updated: [ObjectID] = []
-    ids.reserveCapacity(written.count)
-    if written.allSatisfy(\.isInsert) {
-      for (rowID, _) in written { ids.append(scope.withPrimaryKey(rowID)) }
-    } else {
-      var inserted = Set<Int64>()
-      var seen = Set<Int64>()
-      for (rowID, isInsert) in written where seen.insert(rowID).inserted {
-        if isInsert { inserted.insert(rowID) } else if !inserted.contains(rowID) { updated.append(scope.withPrimaryKey(rowID)) }
-        ids.append(scope.withPrimaryKey(rowID))
-      }
-    }
-    let updatedSet = Set(updated)
     broadcaster.yield(
       StoreChange(
-        storeIdentifier: identifier, inserted: updated.isEmpty ? ids : ids.filter { !updatedSet.contains($0) }, updated: updated))
-    return BatchResult(count: ids.count, objectIDs: ids, updatedObjectIDs: updated).reported(as: request.resultType)
+        storeIdentifier: identifier, historyToken: written.token, inserted: written.inserted, updated: written.updated))
+    return BatchResult(count: written.ids.count, objectIDs: written.ids, historyToken: written.token, updatedObjectIDs: written.updated)
+      .reported(as: request.resultType)
+  }
+}
+
+/// The objects a native batch insert wrote, each once, in the order rows first wrote it; an upsert of a
+/// row the same batch inserted is no update.
+private struct Written {
+  var ids: [ObjectID] = []
+  var inserted: [ObjectID] = []
+  var updated: [ObjectID] = []
+  var token: HistoryToken?
+
+  init(_ written: [(rowID: Int64, isInsert: Bool)], scope: ObjectID) {
+    ids.reserveCapacity(written.count)
+    // Without updates every row is a new one (the common case, no sets needed).
+    if written.allSatisfy(\.isInsert) {
+      for (rowID, _) in written { ids.append(scope.withPrimaryKey(rowID)) }
+      inserted = ids
+      return
+    }
+    var insertedKeys = Set<Int64>()
+    var seen = Set<Int64>()
+    for (rowID, isInsert) in written where seen.insert(rowID).inserted {
+      if isInsert {
+        insertedKeys.insert(rowID)
+        inserted.append(scope.withPrimaryKey(rowID))
+      } else if !insertedKeys.contains(rowID) {
+        updated.append(scope.withPrimaryKey(rowID))
+      }
+      ids.append(scope.withPrimaryKey(rowID))
+    }
   }
 }

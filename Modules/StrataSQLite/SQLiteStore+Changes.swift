@@ -5,7 +5,7 @@ extension SQLiteStore {
   /// A stream that yields a ``StoreChange`` after every save this store commits, in commit order, and —
   /// when the store was opened with `postsRemoteChangeNotifications` — after commits made by other
   /// connections to the same file: another process, or another store opened on it (`isRemote`, without
-  /// object IDs; found by polling the writer connection's `PRAGMA data_version` every 50 ms while a
+  /// object IDs but, with `tracksHistory`, with the newest history token; found by polling the writer connection's `PRAGMA data_version` every 50 ms while a
   /// stream is open, which changes only when another connection commits). It finishes when the store closes.
   ///
   /// ```swift
@@ -36,7 +36,10 @@ extension SQLiteStore {
       defer { last = current }
       return last.map { $0 != current } ?? false
     }
-    if isNew { broadcaster.yield(StoreChange(storeIdentifier: identifier, isRemote: true)) }
+    guard isNew else { return }
+    // With history on, the change carries the newest token, so a listener can fetch what it missed.
+    let token = options.tracksHistory ? try? currentHistoryToken() : nil
+    broadcaster.yield(StoreChange(storeIdentifier: identifier, historyToken: token, isRemote: true))
   }
 
   /// The writer connection's data version (a reader's for a read-only store, whose commits are all

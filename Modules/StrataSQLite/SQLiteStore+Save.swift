@@ -33,8 +33,10 @@ extension SQLiteStore {
     let schema = self.schema
     let identifier = self.identifier
     let broadcaster = self.broadcaster
+    let tracksHistory = options.tracksHistory
     return try write { connection -> SaveResult in
-      var operation = SaveOperation(connection: connection, schema: schema, storeIdentifier: identifier, changes: changes)
+      var operation = SaveOperation(
+        connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, tracksHistory: tracksHistory)
       try connection.execute("BEGIN IMMEDIATE")
       let outcome: (SaveResult, StoreChange)
       do {
@@ -57,6 +59,8 @@ struct SaveOperation {
   let schema: SQLiteSchema
   let storeIdentifier: String
   let changes: ChangeSet
+  /// Whether the save appends a history transaction.
+  let tracksHistory: Bool
 
   /// The ID the context knows each inserted object by → its permanent ID.
   var permanentIDs: [ObjectID: ObjectID] = [:]
@@ -67,6 +71,8 @@ struct SaveOperation {
   /// To-one columns filled once their temporary target has a key: inserts run in change-set order (so
   /// primary keys follow it), and a reference to an object inserted later is patched in afterwards.
   var patches: [(change: ObjectChange, table: String, pk: Int64, column: String, target: ObjectID)] = []
+  /// The values history keeps of deleted objects, read before their rows go (only with history on).
+  var tombstones: [ObjectID: [String: Value]] = [:]
   /// Position of each inserted and updated object in the change set, for reporting conflicts in order
   /// (only built when a save has conflicts to report).
   var position: [ObjectID: Int] {
@@ -74,11 +80,12 @@ struct SaveOperation {
       (changes.inserted + changes.updated).enumerated().map { ($1.objectID, $0) }, uniquingKeysWith: { a, _ in a })
   }
 
-  init(connection: SQLiteConnection, schema: SQLiteSchema, storeIdentifier: String, changes: ChangeSet) {
+  init(connection: SQLiteConnection, schema: SQLiteSchema, storeIdentifier: String, changes: ChangeSet, tracksHistory: Bool) {
     self.connection = connection
     self.schema = schema
     self.storeIdentifier = storeIdentifier
     self.changes = changes
+    self.tracksHistory = tracksHistory
     permanentIDs.reserveCapacity(changes.inserted.count)
     versions.reserveCapacity(changes.inserted.count + changes.updated.count)
   }
@@ -104,6 +111,14 @@ struct SaveOperation {
     let recomputed = try writeDerivedAttributes(&derived)
     var (result, change) = try results(deleted: deletedIDs, cleared: cleared, recomputed: recomputed)
     derived.report(recomputed, into: &result, change: &change)
+    if tracksHistory {
+      let token = try SQLiteHistory.append(
+        connection, HistoryLog.changes(
+          of: change, changeSet: changes, tombstones: tombstones, recomputed: recomputed, model: schema.model),
+        author: changes.author, contextName: changes.contextName, storeIdentifier: storeIdentifier)
+      result.historyToken = token
+      change.historyToken = token
+    }
     return (result, change)
   }
 
@@ -223,6 +238,11 @@ struct SaveOperation {
       let id = deletion.objectID
       let table = try schema.table(id.entityName)
       guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { continue }
+      if tracksHistory, HistoryLog.recordsTombstone(table.name, model: schema.model),
+        let stored = try storedSnapshot(table, id)
+      {
+        tombstones[id] = HistoryLog.tombstone(of: stored, model: schema.model)
+      }
       if try connection.run(table.deleteSQL, [.integer(pk)]) > 0 {
         deleted[table.name, default: []].append(pk)
       }

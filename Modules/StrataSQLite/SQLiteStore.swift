@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// The file stays readable with the `sqlite3` shell: a table per entity named like the entity
 /// (`_pk`, `_version`, one column per stored attribute, one per to-one relationship), join tables
-/// `Owner_relationship` for many-to-many relationships, and `_strata_metadata` holding the model.
+/// `Owner_relationship` for many-to-many relationships, and `_strata_metadata` holding the model. With
+/// `tracksHistory`, `strata_history_transaction` and `strata_history_change` hold persistent history.
 ///
 /// ```swift
 /// let store = try SQLiteStore(url: URL(fileURLWithPath: "/tmp/movies.sqlite"), model: model)
@@ -63,6 +64,14 @@ public final class SQLiteStore: PersistentStore {
     }
     let path = url.standardizedFileURL.path
     let opened = try Self.openOrCreate(path: path, model: model, options: options)
+    if let writer = opened.writer {
+      do {
+        try SQLiteHistory.prepare(writer, tracksHistory: options.tracksHistory)
+      } catch let error as SQLiteError {
+        writer.close()
+        throw error.storeError(path: path)
+      }
+    }
     self.url = url.standardizedFileURL
     self.path = path
     self.options = options

@@ -29,6 +29,9 @@ struct LMDBConformanceTests {
   @Test func fetchedResults() async throws { try await Conformance.fetchedResults(backend) }
   @Test func fetchedResultsUnderLoad() async throws { try await Conformance.fetchedResultsUnderLoad(backend) }
   @Test func remoteChanges() async throws { try await Conformance.remoteChanges(backend) }
+  @Test func history() async throws { try await Conformance.history(backend) }
+  @Test func historyNotifications() async throws { try await Conformance.historyNotifications(backend) }
+  @Test func historyFromAnotherProcess() async throws { try await Conformance.historyFromAnotherProcess(backend) }
   @Test func childContexts() async throws { try await Conformance.childContexts(backend) }
   @Test func batchInsert() async throws { try await Conformance.batchInsert(backend) }
   @Test func queryGenerations() async throws { try await Conformance.queryGenerations(backend) }

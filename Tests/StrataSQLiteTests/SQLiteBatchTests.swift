@@ -34,20 +34,8 @@ import Testing
 
   /// `title|year|rating|_version` of every movie, in key order, read without the store.
   private func rows(_ dir: TemporaryDirectory) throws -> [String] {
-    var db: OpaquePointer?
-    var statement: OpaquePointer?
-    defer {
-      sqlite3_finalize(statement)
-      sqlite3_close(db)
-    }
-    try #require(sqlite3_open(dir.file().path, &db) == SQLITE_OK)
-    let sql = "SELECT title || '|' || ifnull(year, 'nil') || '|' || ifnull(rating, 'nil') || '|' || _version FROM Movie ORDER BY _pk"
-    try #require(sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK)
-    var result: [String] = []
-    while sqlite3_step(statement) == SQLITE_ROW {
-      result.append(sqlite3_column_text(statement, 0).map { String(cString: $0) } ?? "")
-    }
-    return result
+    try rawStrings(dir.file(),
+      "SELECT title || '|' || ifnull(year, 'nil') || '|' || ifnull(rating, 'nil') || '|' || _version FROM Movie ORDER BY _pk")
   }
 
   @Test func aValidUpdateRunsNativelyAndAnnouncesItsObjects() async throws {

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import StrataCore
 import StrataSQLite
@@ -42,6 +43,23 @@ enum Sample {
   static func model() throws -> ObjectModel {
     try ObjectModel(entities: [director, movie, actor, tag])
   }
+}
+
+/// The first column of every row `sql` returns, as text, read with the plain sqlite3 API (not the store).
+func rawStrings(_ file: URL, _ sql: String) throws -> [String] {
+  var db: OpaquePointer?
+  var statement: OpaquePointer?
+  defer {
+    sqlite3_finalize(statement)
+    sqlite3_close(db)
+  }
+  try #require(sqlite3_open(file.path, &db) == SQLITE_OK)
+  try #require(sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK)
+  var result: [String] = []
+  while sqlite3_step(statement) == SQLITE_ROW {
+    result.append(sqlite3_column_text(statement, 0).map { String(cString: $0) } ?? "")
+  }
+  return result
 }
 
 /// A temporary directory removed when the test ends.

@@ -229,11 +229,12 @@ struct Options {
       case "--help", "-h":
         print("""
           strata-bench: measures Strata against raw SQLite and LMDB loops in one run (use a release build).
-          usage: strata-bench [--rows N] [--runs N] [--only sqlite|lmdb]
+          usage: strata-bench [--rows N] [--runs N] [--only sqlite|lmdb|history]
             --rows N   rows per scenario (default 100000)
             --runs N   runs per scenario; medians are printed (default 3)
-            --only B   run only the scenarios of one backend
-          Prints one line per scenario: SCENARIO BACKEND strata_ms=X raw_ms=Y ratio=R
+            --only B   run only the scenarios of one backend, or only the history comparison
+          Prints one line per scenario: SCENARIO BACKEND strata_ms=X raw_ms=Y ratio=R, and for persistent
+          history: batch_insert_history_N BACKEND history_on_ms=X history_off_ms=Y overhead=R
           """)
         exit(0)
       default:
@@ -382,6 +383,27 @@ do {
     report("insert_\(options.rows)", "lmdb", strata: lmdb.insert, raw: lmdb.rawInsert)
     report("fetch_\(options.rows)", "lmdb", strata: lmdb.fetch, raw: lmdb.rawFetch)
     report("batch_insert_\(options.rows)", "lmdb", strata: lmdbBatchInsert.strata, raw: lmdbBatchInsert.raw)
+  }
+
+  // The same batch insert with persistent history on and off (alternating which goes first).
+  for backend in ["sqlite", "lmdb"] where options.only == nil || options.only == "history" {
+    var timings = (on: [Double](), off: [Double]())
+    for run in 0..<options.runs {
+      let directory = try freshDirectory()
+      defer { try? FileManager.default.removeItem(at: directory) }
+      for tracksHistory in run % 2 == 0 ? [false, true] : [true, false] {
+        let store = StoreDescription(
+          type: backend, url: directory.appending(path: "history-\(tracksHistory).\(backend)"),
+          options: StoreOptions(tracksHistory: tracksHistory))
+        let time = try strataBatchInsert(rowDictionaries, store: store)
+        if tracksHistory { timings.on.append(time) } else { timings.off.append(time) }
+      }
+    }
+    let (on, off) = (median(timings.on), median(timings.off))
+    print(
+      String(
+        format: "batch_insert_history_%d %@ history_on_ms=%.1f history_off_ms=%.1f overhead=%.2f", options.rows, backend, on,
+        off, off > 0 ? on / off : 0))
   }
 } catch {
   FileHandle.standardError.write(Data("strata-bench: error: \(error)\n".utf8))

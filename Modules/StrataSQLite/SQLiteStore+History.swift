@@ -1,0 +1,198 @@
+import CSQLite
+import Foundation
+import StrataCore
+
+/// Persistent history in two tables, readable in the `sqlite3` shell:
+///
+/// ```sql
+/// strata_history_transaction(seq INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL, author TEXT,
+///                            context_name TEXT, pid INTEGER)
+/// strata_history_change(transaction_seq INTEGER, position INTEGER, entity TEXT, pk INTEGER,
+///                       change_type TEXT, updated_properties TEXT, tombstone TEXT)   -- WITHOUT ROWID
+/// ```
+///
+/// `timestamp` is seconds since 2001 like every stored date; `change_type` is `insert`, `update` or
+/// `delete`; `updated_properties` the comma-separated names; `tombstone` a JSON object of `Value`s.
+/// `_strata_metadata.history_purged_through` is the last sequence a deletion removed.
+enum SQLiteHistory {
+  static let transactionTable = "strata_history_transaction"
+  static let changeTable = "strata_history_change"
+  static let purgedKey = "history_purged_through"
+
+  static let createStatements = [
+    "CREATE TABLE IF NOT EXISTS \(transactionTable) (seq INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL NOT NULL, "
+      + "author TEXT, context_name TEXT, pid INTEGER NOT NULL)",
+    // Clustered by (transaction, position): a transaction's changes are appended and read in one range,
+    // with no second index to maintain per change.
+    "CREATE TABLE IF NOT EXISTS \(changeTable) (transaction_seq INTEGER NOT NULL REFERENCES \(transactionTable)(seq), "
+      + "position INTEGER NOT NULL, entity TEXT NOT NULL, pk INTEGER NOT NULL, change_type TEXT NOT NULL, "
+      + "updated_properties TEXT, tombstone TEXT, PRIMARY KEY (transaction_seq, position)) WITHOUT ROWID",
+  ]
+
+  /// Creates the tables when history is on; when it is off and an earlier opening recorded history, drops
+  /// what was recorded and marks it all expired, so no token silently skips the commits made meanwhile.
+  static func prepare(_ connection: SQLiteConnection, tracksHistory: Bool) throws {
+    if tracksHistory {
+      for statement in createStatements { try connection.execute(statement) }
+      return
+    }
+    let exists = try connection.scalar(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(transactionTable)])
+    guard exists == .integer(1) else { return }
+    try connection.transaction {
+      guard case .integer(let last)? = try connection.scalar(
+        "SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(transactionTable)]), last > 0
+      else { return }
+      let purged = try purgedThrough(connection)
+      guard purged <= last else { return }
+      // Reserve one sequence that is never given out: every token issued so far is now older than it.
+      try connection.run("DELETE FROM \(changeTable)")
+      try connection.run("DELETE FROM \(transactionTable)")
+      try connection.run("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", [.integer(last + 1), .text(transactionTable)])
+      try setPurgedThrough(connection, last + 1)
+    }
+  }
+
+  static func purgedThrough(_ connection: SQLiteConnection) throws -> Int64 {
+    let value = try connection.scalar(
+      "SELECT \"value\" FROM \(quote(SQLiteSchema.metadataTable)) WHERE \"key\" = ?", [.text(purgedKey)])
+    if case .text(let text)? = value { return Int64(text) ?? 0 }
+    return 0
+  }
+
+  static func setPurgedThrough(_ connection: SQLiteConnection, _ sequence: Int64) throws {
+    try connection.run(
+      "INSERT OR REPLACE INTO \(quote(SQLiteSchema.metadataTable)) (\"key\", \"value\") VALUES (?, ?)",
+      [.text(purgedKey), .text(String(sequence))])
+  }
+
+  /// Appends one transaction inside the caller's write transaction and returns its token.
+  static func append(
+    _ connection: SQLiteConnection, _ changes: [HistoryChange], author: String?, contextName: String?,
+    storeIdentifier: String
+  ) throws -> HistoryToken {
+    try connection.run(
+      "INSERT INTO \(transactionTable) (timestamp, author, context_name, pid) VALUES (?, ?, ?, ?)",
+      [
+        .real(Date().timeIntervalSinceReferenceDate), author.map(SQLValue.text) ?? .null,
+        contextName.map(SQLValue.text) ?? .null, .integer(Int64(HistoryLog.processID)),
+      ])
+    let sequence = connection.lastInsertRowID
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    try connection.withStatement(
+      "INSERT INTO \(changeTable) (transaction_seq, position, entity, pk, change_type, updated_properties, tombstone) "
+        + "VALUES (?, ?, ?, ?, ?, ?, ?)"
+    ) { statement in
+      for (position, change) in changes.enumerated() {
+        guard let pk = change.objectID.primaryKey else { continue }
+        let tombstone: SQLValue =
+          change.tombstone.isEmpty ? .null : .text(String(decoding: try encoder.encode(change.tombstone), as: UTF8.self))
+        statement.reset()
+        try statement.bind([
+          .integer(sequence), .integer(Int64(position)), .text(change.objectID.entityName), .integer(pk),
+          .text(change.changeType.rawValue),
+          change.updatedProperties.isEmpty ? .null : .text(change.updatedProperties.joined(separator: ",")), tombstone,
+        ])
+        while try statement.step() {}
+      }
+    }
+    return HistoryToken(storeIdentifier: storeIdentifier, sequence: sequence)
+  }
+
+  /// The newest sequence given out (kept by `AUTOINCREMENT` even when history was deleted), 0 when none.
+  static func lastSequence(_ connection: SQLiteConnection) throws -> Int64 {
+    let last = try connection.scalar("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(transactionTable)])
+    if case .integer(let last)? = last { return last }
+    return 0
+  }
+}
+
+extension SQLiteStore {
+  /// Reads persistent history from `strata_history_transaction` and `strata_history_change` (see
+  /// ``PersistentStore/fetchHistory(_:)``).
+  ///
+  /// ```swift
+  /// let store = try SQLiteStore(url: url, model: model, options: StoreOptions(tracksHistory: true))
+  /// if case .transactions(let recent) = try store.fetchHistory(HistoryRequest(after: .token(last))) { … }
+  /// ```
+  public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
+    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
+    try HistoryLog.check(request)
+    let identifier = self.identifier
+    let transactions = try read(generation: nil) { connection -> [HistoryTransaction] in
+      try connection.execute("BEGIN")
+      defer { try? connection.execute("COMMIT") }
+      let start = try HistoryLog.startSequence(
+        of: request, storeIdentifier: identifier, purgedThrough: try SQLiteHistory.purgedThrough(connection))
+      var transactions = try connection.query(
+        "SELECT seq, timestamp, author, context_name, pid FROM \(SQLiteHistory.transactionTable) WHERE seq > ? ORDER BY seq",
+        [.integer(start)]
+      ) { row in
+        HistoryTransaction(
+          token: HistoryToken(storeIdentifier: identifier, sequence: row.int64(0)),
+          timestamp: Date(timeIntervalSinceReferenceDate: row.double(1)), author: row.isNull(2) ? nil : row.text(2),
+          contextName: row.isNull(3) ? nil : row.text(3), processID: Int32(truncatingIfNeeded: row.int64(4)), changes: [])
+      }
+      guard request.resultType == .transactionsAndChanges, !transactions.isEmpty else { return transactions }
+      var position: [Int64: Int] = [:]
+      for (index, transaction) in transactions.enumerated() { position[transaction.token.sequence] = index }
+      let decoder = JSONDecoder()
+      let changes = try connection.query(
+        "SELECT transaction_seq, entity, pk, change_type, updated_properties, tombstone FROM \(SQLiteHistory.changeTable) "
+          + "WHERE transaction_seq > ? ORDER BY transaction_seq, position", [.integer(start)]
+      ) { row -> (Int64, HistoryChange) in
+        let type = HistoryChangeType(rawValue: row.text(3)) ?? .update
+        let properties = row.isNull(4) ? [] : row.text(4).split(separator: ",").map(String.init)
+        let tombstone = row.isNull(5) ? [:] : (try? decoder.decode([String: Value].self, from: Data(row.text(5).utf8))) ?? [:]
+        let id = ObjectID(entityName: row.text(1), storeIdentifier: identifier, primaryKey: row.int64(2))
+        return (row.int64(0), HistoryChange(objectID: id, changeType: type, updatedProperties: properties, tombstone: tombstone))
+      }
+      for (sequence, change) in changes {
+        if let index = position[sequence] { transactions[index].changes.append(change) }
+      }
+      return transactions
+    }
+    return try HistoryLog.answer(request, transactions: transactions)
+  }
+
+  /// Deletes history before a token or date in one transaction (see ``PersistentStore/deleteHistory(before:)``).
+  ///
+  /// ```swift
+  /// let removed = try store.deleteHistory(before: .date(Date().addingTimeInterval(-86_400)))
+  /// ```
+  public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
+    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
+    try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
+    if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
+    return try write { connection -> Int in
+      try connection.transaction {
+        let condition: (String, SQLValue) =
+          switch cutoff {
+          case .token(let token): ("seq < ?", .integer(token.sequence))
+          case .date(let date): ("timestamp < ?", .real(date.timeIntervalSinceReferenceDate))
+          }
+        let doomed = "SELECT seq FROM \(SQLiteHistory.transactionTable) WHERE \(condition.0)"
+        guard case .integer(let newest)? = try connection.scalar("SELECT max(seq) FROM (\(doomed))", [condition.1]) else {
+          return 0
+        }
+        try connection.run("DELETE FROM \(SQLiteHistory.changeTable) WHERE transaction_seq IN (\(doomed))", [condition.1])
+        let deleted = try connection.run("DELETE FROM \(SQLiteHistory.transactionTable) WHERE \(condition.0)", [condition.1])
+        if newest > (try SQLiteHistory.purgedThrough(connection)) { try SQLiteHistory.setPurgedThrough(connection, newest) }
+        return deleted
+      }
+    }
+  }
+
+  /// The token of the newest history transaction in the file (whichever process wrote it); `nil`
+  /// before the first one or without history tracking.
+  ///
+  /// ```swift
+  /// let token = try store.currentHistoryToken()   // STORE:42
+  /// ```
+  public func currentHistoryToken() throws -> HistoryToken? {
+    guard options.tracksHistory else { return nil }
+    let last = try read(generation: nil) { try SQLiteHistory.lastSequence($0) }
+    return last > 0 ? HistoryToken(storeIdentifier: identifier, sequence: last) : nil
+  }
+}
