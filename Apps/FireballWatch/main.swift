@@ -9,7 +9,7 @@ struct FireballWatchCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "fireball-watch",
     abstract: "Keep NASA/JPL fireball reports in a Strata store, and group them.",
-    subcommands: [Import.self, List.self, Delete.self, Group.self, Groups.self])
+    subcommands: [Import.self, List.self, Delete.self, Group.self, Groups.self, History.self, Watch.self])
 
   static func main() { mainReportingUsageErrors() }
 }
@@ -240,5 +240,216 @@ struct GroupMembers: ParsableArguments {
       let group = try change(try openWatch(storeOptions), dates.map(\.date), name)
       print("Group '\(group.name)' holds \(plural(group.fireballCount, "fireball"))")
     }
+  }
+}
+
+struct HistoryCutoffArgument: ExpressibleByArgument {
+  var cutoff: HistoryCutoff
+
+  init?(argument: String) {
+    if let date = FireballDate.parse(argument) {
+      cutoff = .date(date)
+    } else if let token = HistoryToken(string: argument) {
+      cutoff = .token(token)
+    } else {
+      return nil
+    }
+  }
+}
+
+struct HistoryTokenArgument: ExpressibleByArgument {
+  var token: HistoryToken
+
+  init?(argument: String) {
+    guard let token = HistoryToken(string: argument) else { return nil }
+    self.token = token
+  }
+}
+
+extension FireballWatchCommand {
+  struct History: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract: "Show the store's history of changes, or prune it.",
+      subcommands: [Show.self, Prune.self], defaultSubcommand: Show.self)
+  }
+
+  struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract:
+        "Print the changes other processes make, as they make them (edits by FireballWatch itself are skipped); stops on Ctrl-C.")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
+    var duration: Double?
+    @Flag(help: "Print one JSON object per change: {change, entity, dateTimeStamp, impactEnergy} or {change, entity, name, fireballCount}.")
+    var json = false
+
+    func validate() throws {
+      if let duration, !(duration > 0 && duration.isFinite) { throw ValidationError("--for must be a positive number of seconds") }
+    }
+
+    func run() throws {
+      try runReportingErrors(tool: "fireball-watch") {
+        let watch = try openWatch(storeOptions)
+        let tokenFile = watch.container.persistentStore?.url.map { $0.deletingLastPathComponent().appending(path: $0.lastPathComponent + ".watch-token") }
+        let watcher = try FireballHistoryWatcher(watch: watch, tokenFile: tokenFile)
+        let report = ChangeReport(json: json)
+        let changes = watch.container.persistentStoreRemoteChanges()
+        report.warn(watcher.warnings)
+        try report.print(watcher.catchUp(), warnings: watcher.warnings)
+        if !json { printFlushed("Watching for changes… (Ctrl-C stops)") }
+        let duration = self.duration
+        try waitFor {
+          try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+              for await _ in changes { try report.print(watcher.catchUp(), warnings: watcher.warnings) }
+            }
+            group.addTask { try await stopSignal(after: duration) }
+            try await group.next()
+            group.cancelAll()
+          }
+        }
+      }
+    }
+  }
+}
+
+/// Returns after `duration` seconds, or at Ctrl-C (SIGINT) or SIGTERM; never without either.
+func stopSignal(after duration: Double?) async throws {
+  let stop = AsyncStream<Void> { continuation in
+    let sources = SignalSources()
+    for number in [SIGINT, SIGTERM] {
+      signal(number, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+      source.setEventHandler { continuation.yield() }
+      source.resume()
+      sources.held.append(source)
+    }
+    continuation.onTermination = { _ in sources.cancel() }
+    if let duration {
+      DispatchQueue.global().asyncAfter(deadline: .now() + duration) { continuation.yield() }
+    }
+  }
+  for await _ in stop { return }
+}
+
+/// The signal sources of ``stopSignal(after:)``, kept alive until its stream ends.
+final class SignalSources: @unchecked Sendable {
+  var held: [any DispatchSourceSignal] = []
+
+  func cancel() {
+    for source in held { source.cancel() }
+  }
+}
+
+/// Prints what ``FireballHistoryWatcher`` reports, a line per change, and each warning once.
+final class ChangeReport: @unchecked Sendable {
+  let json: Bool
+  private var warned = 0
+
+  init(json: Bool) {
+    self.json = json
+  }
+
+  func warn(_ warnings: [String]) {
+    for warning in warnings.dropFirst(warned) { FileHandle.standardError.write(Data("fireball-watch: warning: \(warning)\n".utf8)) }
+    warned = warnings.count
+  }
+
+  func print(_ changes: [FireballChange], warnings: [String]) throws {
+    warn(warnings)
+    for change in changes { printFlushed(json ? try line(change) : text(change)) }
+  }
+
+  private func text(_ change: FireballChange) -> String {
+    switch change {
+    case .fireball(let kind, let date, let impact):
+      "\(kind.rawValue) fireball \(date.map(FireballDate.string(from:)) ?? "(unknown date)") impact \(number(impact)) kt"
+    case .group(let kind, let name, let count):
+      "\(kind.rawValue) group '\(name ?? "(unknown)")'\(count.map { " now holds \(plural(Int($0), "fireball"))" } ?? "")"
+    }
+  }
+
+  private func line(_ change: FireballChange) throws -> String {
+    var object: [String: String?] = [:]
+    switch change {
+    case .fireball(let kind, let date, let impact):
+      object = ["change": kind.rawValue, "entity": "Fireball", "dateTimeStamp": date.map(FireballDate.iso8601), "impactEnergy": impact.map { "\($0)" }]
+    case .group(let kind, let name, let count):
+      object = ["change": kind.rawValue, "entity": "FireballGroup", "name": name, "fireballCount": count.map { "\($0)" }]
+    }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return String(decoding: try encoder.encode(object), as: UTF8.self)
+  }
+}
+
+extension FireballWatchCommand.History {
+  struct Show: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      commandName: "show", abstract: "List the transactions: token, time, author and how many objects each inserted, updated and deleted.")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Option(help: ArgumentHelp("Only transactions after this token (as printed in the token column).", valueName: "token"))
+    var afterToken: HistoryTokenArgument?
+    @Option(help: ArgumentHelp("Leave out the transactions of this author, e.g. FireballWatch.", valueName: "name"))
+    var excludeAuthor: String?
+    @Flag(help: "Print a JSON array of {token, timestamp, author, contextName, inserted, updated, deleted}.") var json = false
+
+    func run() throws {
+      try runReportingErrors(tool: "fireball-watch") {
+        let entries = try openWatch(storeOptions).history(after: afterToken?.token, excludingAuthor: excludeAuthor)
+        if json {
+          print(try jsonString(entries.map(JSONHistoryEntry.init)))
+        } else if entries.isEmpty {
+          print("No history.")
+        } else {
+          print(
+            textTable(
+              headers: ["Token", "Time (UTC)", "Author", "Inserted", "Updated", "Deleted"],
+              rows: entries.map {
+                [
+                  $0.token, FireballDate.string(from: $0.timestamp), $0.author ?? "-", String($0.inserted), String($0.updated),
+                  String($0.deleted),
+                ]
+              }))
+        }
+      }
+    }
+  }
+
+  struct Prune: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract: "Delete the history before a token (which stays) or a date (yyyy-MM-dd HH:mm:ss, UTC).")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Option(help: ArgumentHelp("A token as printed by 'history', or a date.", valueName: "token-or-date"))
+    var before: HistoryCutoffArgument
+
+    func run() throws {
+      try runReportingErrors(tool: "fireball-watch") {
+        let pruned = try openWatch(storeOptions).pruneHistory(before: before.cutoff)
+        print("Pruned \(plural(pruned, "transaction"))")
+      }
+    }
+  }
+}
+
+struct JSONHistoryEntry: Encodable {
+  var entry: FireballHistoryEntry
+
+  enum CodingKeys: String, CodingKey {
+    case token, timestamp, author, contextName, inserted, updated, deleted
+  }
+
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(entry.token, forKey: .token)
+    try container.encode(FireballDate.iso8601(entry.timestamp), forKey: .timestamp)
+    try container.encode(entry.author, forKey: .author)
+    try container.encode(entry.contextName, forKey: .contextName)
+    try container.encode(entry.inserted, forKey: .inserted)
+    try container.encode(entry.updated, forKey: .updated)
+    try container.encode(entry.deleted, forKey: .deleted)
   }
 }

@@ -140,3 +140,9 @@ public func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws -> 
   guard let result = outcome.withLock({ $0 }) else { throw StoreError(.misuse, "the operation did not finish") }
   return try result.get()
 }
+
+/// Prints `line` and flushes it at once, for output read as it comes (a `watch` piped to another tool).
+public func printFlushed(_ line: String) {
+  print(line)
+  fflush(nil)
+}

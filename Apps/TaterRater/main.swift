@@ -69,11 +69,6 @@ func printSections(_ sections: [PotatoSection]) {
   }
 }
 
-func printFlushed(_ line: String) {
-  print(line)
-  fflush(nil)
-}
-
 extension TaterRaterCommand {
   struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,11 +4,11 @@ import Strata
 /// A bright meteor reported to NASA/JPL's Center for Near Earth Object Studies. A value JPL does not
 /// know is `nil`, never 0.
 public final class Fireball: ManagedObject {
-  @Attribute(.unique) public var dateTimeStamp: Date
+  @Attribute([.unique, .preserveValueOnDeletion]) public var dateTimeStamp: Date
   /// Total radiated energy, in joules ×10¹⁰.
   @Attribute public var radiatedEnergy: Double?
   /// Estimated total impact energy, in kilotons.
-  @Attribute public var impactEnergy: Double?
+  @Attribute(.preserveValueOnDeletion) public var impactEnergy: Double?
   /// Degrees, negative south of the equator.
   @Attribute public var latitude: Double?
   /// Degrees, negative west of Greenwich.
@@ -23,7 +23,7 @@ public final class Fireball: ManagedObject {
 /// A named collection of fireballs the user keeps; a fireball may be in several.
 public final class FireballGroup: ManagedObject {
   @Attribute public var id: UUID
-  @Attribute(.unique) public var name: String
+  @Attribute([.unique, .preserveValueOnDeletion]) public var name: String
   @Relationship(inverse: "groups") public var fireballs: Set<Fireball>
   @Derived("fireballs.@count") public var fireballCount: Int64
 

@@ -19,7 +19,11 @@ public struct FireballWatch: Sendable {
   public static func makeModel() throws -> ObjectModel { try ObjectModel(Fireball.self, FireballGroup.self) }
 
   public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
-    try PersistentContainer.loaded(name: name, model: try makeModel(), types: [Fireball.self, FireballGroup.self], store: store, registry: registry)
+    var store = store
+    store.options.tracksHistory = true
+    store.options.postsRemoteChangeNotifications = true
+    return try PersistentContainer.loaded(
+      name: name, model: try makeModel(), types: [Fireball.self, FireballGroup.self], store: store, registry: registry)
   }
 
   public init(container: PersistentContainer) {

@@ -190,3 +190,76 @@ struct FireballWatchCLITests {
     }
   }
 }
+
+@Suite("fireball-watch history and watch")
+struct FireballWatchHistoryCLITests {
+  /// The first `count` rows of the shipped snapshot, as a JPL file of their own.
+  func snapshotFile(rows count: Int) throws -> (url: URL, dates: [String]) {
+    var object = try FireballSnapshot.object()
+    let data = try #require(object["data"] as? [[Any]])
+    object["data"] = Array(data.prefix(count))
+    object["count"] = String(count)
+    let url = FileManager.default.temporaryDirectory.appending(path: "fireballs-\(UUID().uuidString).json")
+    try JSONSerialization.data(withJSONObject: object).write(to: url)
+    return (url, data.prefix(count).compactMap { $0.first as? String })
+  }
+
+  @Test(arguments: ["sqlite", "lmdb"])
+  func aWatchInOneProcessPrintsWhatAnotherImports(_ backend: String) throws {
+    let store = fireballStore(backend == "lmdb" ? "FireballWatch.lmdb" : "FireballWatch.sqlite")
+    #expect(try fireballWatch("group", "create", "Later", "--store", backend, "--path", store).status == 0)
+    let watcher = try RunningWatcher(["--for", "4", "--store", backend, "--path", store], tool: "fireball-watch")
+    watcher.waitUntilWatching()
+    let (file, dates) = try snapshotFile(rows: 3)
+    let imported = try fireballWatch("import", "--file", file.path, "--store", backend, "--path", store)
+    #expect(imported.status == 0, "\(imported.stderr)")
+    let grouped = try fireballWatch("group", "add", "Later", dates[0], "--store", backend, "--path", store)
+    #expect(grouped.status == 0, "\(grouped.stderr)")
+    let (status, output) = watcher.finish()
+    #expect(status == 0)
+    let lines = output.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("Watching") }
+    #expect(lines.count == dates.count, "the group edit is FireballWatch's own and skipped: \(output)")
+    for date in dates { #expect(lines.contains { $0.hasPrefix("insert fireball \(date) impact ") }, "\(output)") }
+
+    // A second watch goes on from the saved token: nothing old again.
+    let again = try fireballWatch("watch", "--for", "0.5", "--store", backend, "--path", store)
+    #expect(again.status == 0)
+    #expect(again.stdout == "Watching for changes… (Ctrl-C stops)\n")
+    #expect(again.stderr.isEmpty, "\(again.stderr)")
+  }
+
+  @Test func historyListsAndPrunes() throws {
+    let store = fireballStore()
+    let (file, _) = try snapshotFile(rows: 2)
+    #expect(try fireballWatch("import", "--file", file.path, "--path", store).status == 0)
+    #expect(try fireballWatch("group", "create", "Mine", "--path", store).status == 0)
+    let shown = try fireballWatch("history", "--json", "--path", store)
+    #expect(shown.status == 0, "\(shown.stderr)")
+    let entries = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [[String: Any]])
+    #expect(entries.map { $0["author"] as? String } == ["Fireball Data Import", "FireballWatch"])
+    #expect(entries.map { $0["inserted"] as? Int } == [2, 1])
+    let keys: Set = ["token", "timestamp", "author", "contextName", "inserted", "updated", "deleted"]
+    #expect(entries.allSatisfy { Set($0.keys) == keys })
+    let tokens = entries.compactMap { $0["token"] as? String }
+    let excluded = try fireballWatch("history", "--exclude-author", "FireballWatch", "--json", "--path", store)
+    #expect(try jsonRows(excluded).compactMap { $0["token"] as? String } == [tokens[0]])
+    let after = try fireballWatch("history", "--after-token", tokens[0], "--json", "--path", store)
+    #expect(try jsonRows(after).compactMap { $0["token"] as? String } == [tokens[1]])
+
+    let pruned = try fireballWatch("history", "prune", "--before", tokens[1], "--path", store)
+    #expect(pruned.stdout == "Pruned 1 transaction\n")
+    let expired = try fireballWatch("history", "--after-token", String(tokens[0].prefix { $0 != ":" }) + ":0", "--path", store)
+    #expect(expired.status == 1)
+    #expect(expired.stderr.contains("expired"), "\(expired.stderr)")
+    let bad = try fireballWatch("history", "prune", "--before", "yesterday", "--path", store)
+    #expect(bad.status == 64)
+
+    // A corrupt token file: a warning and a full refetch, then a clean start.
+    let tokenFile = store + ".watch-token"
+    try Data("garbage".utf8).write(to: URL(fileURLWithPath: tokenFile))
+    let watched = try fireballWatch("watch", "--for", "0.3", "--path", store)
+    #expect(watched.status == 0)
+    #expect(watched.stderr.contains("warning: the token file"), "\(watched.stderr)")
+    #expect(try fireballWatch("watch", "--for", "0.3", "--path", store).stderr.isEmpty)
+  }
+}

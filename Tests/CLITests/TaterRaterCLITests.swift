@@ -45,15 +45,15 @@ enum PotatoesFile {
   }
 }
 
-/// A `tater-rater watch` running in the background, its standard output read as it comes.
+/// A `watch` command (tater-rater's by default) running in the background, its standard output read as it comes.
 final class RunningWatcher: Sendable {
   private let process: Process
   private let output = Locked(Data())
   private let finished = DispatchSemaphore(value: 0)
 
-  init(_ arguments: [String]) throws {
+  init(_ arguments: [String], tool: String = "tater-rater") throws {
     let process = Process()
-    process.executableURL = Executables.url("tater-rater")
+    process.executableURL = Executables.url(tool)
     process.arguments = ["watch"] + arguments
     let out = Pipe()
     process.standardOutput = out

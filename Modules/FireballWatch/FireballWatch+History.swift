@@ -1,0 +1,175 @@
+import Foundation
+import Strata
+
+/// One transaction of the store's persistent history, summarised.
+public struct FireballHistoryEntry: Sendable, Hashable, Codable {
+  public var token: String
+  public var timestamp: Date
+  public var author: String?
+  public var contextName: String?
+  public var inserted: Int
+  public var updated: Int
+  public var deleted: Int
+
+  init(_ transaction: HistoryTransaction) {
+    token = transaction.token.description
+    timestamp = transaction.timestamp
+    author = transaction.author
+    contextName = transaction.contextName
+    inserted = transaction.changes.count { $0.changeType == .insert }
+    updated = transaction.changes.count { $0.changeType == .update }
+    deleted = transaction.changes.count { $0.changeType == .delete }
+  }
+}
+
+extension FireballWatch {
+  /// The store's history after `token` (all of it when `nil`), oldest first, leaving out transactions
+  /// of `excludedAuthor`.
+  /// - Throws: `.historyExpired` when `token` is older than the history kept (or from another store).
+  public func history(after token: HistoryToken? = nil, excludingAuthor excludedAuthor: String? = nil) throws
+    -> [FireballHistoryEntry]
+  {
+    try context.performAndWait {
+      var request = PersistentHistoryRequest.fetchHistory(after: token)
+      request.resultType = .transactionsAndChanges
+      if let excludedAuthor { try request.setPredicate(format: "author != %@", excludedAuthor) }
+      guard case .transactions(let transactions) = try context.execute(request) else { return [] }
+      return transactions.map(FireballHistoryEntry.init)
+    }
+  }
+
+  /// Deletes the history before `cutoff`; returns how many transactions went.
+  public func pruneHistory(before cutoff: HistoryCutoff) throws -> Int {
+    try context.performAndWait {
+      let request: PersistentHistoryRequest =
+        switch cutoff {
+        case .token(let token): .deleteHistory(before: token)
+        case .date(let date): .deleteHistory(before: date)
+        }
+      guard case .deleted(let count) = try context.execute(request) else { return 0 }
+      return count
+    }
+  }
+
+  /// The token of the newest transaction, or `nil` before the first one.
+  public func currentHistoryToken() throws -> HistoryToken? {
+    try container.persistentStore?.currentHistoryToken()
+  }
+}
+
+/// What ``FireballHistoryWatcher`` reports of one change another author made.
+public enum FireballChange: Sendable, Hashable {
+  case fireball(HistoryChangeType, dateTimeStamp: Date?, impactEnergy: Double?)
+  case group(HistoryChangeType, name: String?, fireballCount: Int64?)
+}
+
+/// Follows the store's history for a view: a view context pinned to a query generation, moved forward by
+/// merging each transaction other authors made after the last token it handled. The token is kept in a
+/// file, so a watcher started later goes on where the last one stopped.
+///
+/// ```swift
+/// let watcher = try FireballHistoryWatcher(watch: watch, tokenFile: url)
+/// for await _ in watch.container.persistentStoreRemoteChanges() {
+///   for change in try watcher.catchUp() { print(change) }
+/// }
+/// ```
+public final class FireballHistoryWatcher: @unchecked Sendable {
+  public let view: ObjectContext
+  /// Problems met with the token file or expired history; each was answered with a full refetch.
+  public private(set) var warnings: [String] = []
+  public private(set) var token: HistoryToken?
+  private let watch: FireballWatch
+  private let tokenFile: URL?
+  private let lock = NSLock()
+
+  /// A watcher starting from the token in `tokenFile` (or, without one, from the newest transaction).
+  /// A token file that cannot be read or belongs to another store is a warning and a full refetch.
+  public init(watch: FireballWatch, tokenFile: URL?) throws {
+    self.watch = watch
+    self.tokenFile = tokenFile
+    view = watch.container.newBackgroundContext()
+    view.name = "FireballWatch view"
+    try view.performAndWait { try view.setQueryGenerationFrom(.current) }
+    token = try loadToken()
+    if token == nil { try refetchAll() }
+  }
+
+  /// Merges the transactions other authors than ``FireballWatch/editAuthor`` made since the last token
+  /// into the view, saves the new token, and reports each fireball and group they changed.
+  public func catchUp() throws -> [FireballChange] {
+    lock.lock()
+    defer { lock.unlock() }
+    var request = PersistentHistoryRequest.fetchHistory(after: token)
+    try request.setPredicate(format: "author != %@", FireballWatch.editAuthor)
+    let transactions: [HistoryTransaction]
+    do {
+      guard case .transactions(let found) = try view.performAndWait({ try view.execute(request) }) else { return [] }
+      transactions = found
+    } catch let error as StoreError where error.code == .historyExpired {
+      warnings.append("the history after \(token.map(\.description) ?? "the start") was pruned: \(error.message)")
+      try refetchAll()
+      return []
+    }
+    var changes: [FireballChange] = []
+    for transaction in transactions {
+      ObjectContext.mergeChanges(fromRemoteContextSave: transaction.objectIDNotification(), into: [view])
+      view.performAndWait {
+        for change in transaction.changes { changes.append(describe(change)) }
+      }
+      token = transaction.token
+    }
+    if !transactions.isEmpty { saveToken() }
+    return changes
+  }
+
+  /// Forgets everything the view held and starts again from the newest transaction.
+  private func refetchAll() throws {
+    token = try watch.currentHistoryToken()
+    try view.performAndWait {
+      view.reset()
+      _ = try view.fetch(FetchRequest<Fireball>())
+      _ = try view.fetch(FetchRequest<FireballGroup>())
+    }
+    saveToken()
+  }
+
+  private func describe(_ change: HistoryChange) -> FireballChange {
+    let current = change.changeType == .delete ? nil : try? view.existingObject(with: change.objectID)
+    if change.objectID.entityName == "FireballGroup" {
+      let group = current as? FireballGroup
+      return .group(
+        change.changeType, name: group?.name ?? change.tombstone["name"]?.stringValue, fireballCount: group?.fireballCount)
+    }
+    if let fireball = current as? Fireball {
+      return .fireball(change.changeType, dateTimeStamp: fireball.dateTimeStamp, impactEnergy: fireball.impactEnergy)
+    }
+    var date: Date?
+    if case .date(let stamp)? = change.tombstone["dateTimeStamp"] { date = stamp }
+    return .fireball(change.changeType, dateTimeStamp: date, impactEnergy: change.tombstone["impactEnergy"]?.numericValue)
+  }
+
+  private func loadToken() throws -> HistoryToken? {
+    guard let tokenFile, FileManager.default.fileExists(atPath: tokenFile.path) else { return nil }
+    let storeIdentifier = watch.container.persistentStore?.identifier
+    guard let data = try? Data(contentsOf: tokenFile), let saved = try? JSONDecoder().decode(HistoryToken.self, from: data)
+    else {
+      warnings.append("the token file \(tokenFile.path) cannot be read; refetching everything")
+      return nil
+    }
+    guard saved.storeIdentifier == storeIdentifier else {
+      warnings.append("the token file \(tokenFile.path) belongs to another store; refetching everything")
+      return nil
+    }
+    return saved
+  }
+
+  private func saveToken() {
+    guard let tokenFile, let token else { return }
+    do {
+      let data = try JSONEncoder().encode(token)
+      try data.write(to: tokenFile, options: .atomic)
+    } catch {
+      warnings.append("the token file \(tokenFile.path) cannot be written: \(error.localizedDescription)")
+    }
+  }
+}
