@@ -70,44 +70,43 @@ public struct BatchInsertRow: Sendable {
 
   /// Checks `row` (the `index`th of the batch) against `rules`.
   public init(_ row: [String: Value], index: Int, rules: Rules) throws {
-    let entity = rules.entity
     var values = rules.initialValues
     var requiredGiven = 0
     var given: [Int] = []
     given.reserveCapacity(row.count)
     for (key, value) in row {
       guard let position = rules.position(of: key) else {
-        let what = entity.relationship(named: key) == nil ? "has no attribute" : "has a relationship, not an attribute,"
+        let what = rules.entity.relationship(named: key) == nil ? "has no attribute" : "has a relationship, not an attribute,"
         throw StoreError(
-          .invalidQuery, "\(entity.name) \(what) '\(key)' (batch insert row \(index)); a batch insert sets attributes only",
-          entity: entity.name, key: key)
+          .invalidQuery, "\(rules.entity.name) \(what) '\(key)' (batch insert row \(index)); a batch insert sets attributes only",
+          entity: rules.entity.name, key: key)
       }
       if !rules.isSettable[position] {
-        let attribute = entity.attributes[position]
+        let attribute = rules.entity.attributes[position]
         let why = attribute.isTransient ? "is transient and not stored" : "is derived; the store computes it"
         throw StoreError(
-          .invalidQuery, "\(entity.name).\(key) \(why); batch insert row \(index) cannot set it", entity: entity.name, key: key)
+          .invalidQuery, "\(rules.entity.name).\(key) \(why); batch insert row \(index) cannot set it", entity: rules.entity.name, key: key)
       }
       let type = rules.types[position]
       guard let converted = type.isCanonical(value) ? value : type.coerce(value) else {
         throw StoreError(
-          .validation, "\(entity.name).\(key) is a \(type.rawValue) and cannot hold \(value) (batch insert row \(index))",
-          entity: entity.name, key: key, value: value)
+          .validation, "\(rules.entity.name).\(key) is a \(type.rawValue) and cannot hold \(value) (batch insert row \(index))",
+          entity: rules.entity.name, key: key, value: value)
       }
       if converted.isNull && !rules.isOptional[position] {
         throw StoreError(
-          .validation, "\(entity.name).\(key) is not optional; batch insert row \(index) sets it to nil",
-          entity: entity.name, key: key)
+          .validation, "\(rules.entity.name).\(key) is not optional; batch insert row \(index) sets it to nil",
+          entity: rules.entity.name, key: key)
       }
       values[position] = converted
       given.append(position)
       if rules.isRequired[position] { requiredGiven += 1 }
     }
-    if requiredGiven < rules.required.count, let position = rules.required.first(where: { row[entity.attributes[$0].name] == nil }) {
-      let key = entity.attributes[position].name
+    if requiredGiven < rules.required.count, let position = rules.required.first(where: { row[rules.entity.attributes[$0].name] == nil }) {
+      let key = rules.entity.attributes[position].name
       throw StoreError(
-        .validation, "\(entity.name).\(key) is not optional and has no default; batch insert row \(index) does not give it",
-        entity: entity.name, key: key)
+        .validation, "\(rules.entity.name).\(key) is not optional and has no default; batch insert row \(index) does not give it",
+        entity: rules.entity.name, key: key)
     }
     given.sort()
     self.values = values

@@ -164,8 +164,7 @@ struct LMDBBatchInsert {
   /// The row's key in the uniqueness constraint's index; `nil` without a constraint or with a nil value.
   private func uniqueKey(of row: BatchInsertRow) -> IndexKey? {
     guard let unique else { return nil }
-    return operation.schema.indexKey(
-      unique, entity: table.entity, attributes: row.values, toOne: noLinks, maxKeySize: operation.maxKeySize)
+    return operation.schema.indexKey(unique, attributes: row.values, toOne: noLinks, maxKeySize: operation.maxKeySize)
   }
 
   /// The primary key of the stored object whose unique key (`key`) the row gives, if any.
@@ -177,11 +176,10 @@ struct LMDBBatchInsert {
       }
     }
     // A key cut to liblmdb's length limit: compare the full values of the candidates.
-    let full = operation.schema.indexKey(unique, entity: table.entity, attributes: row.values, toOne: noLinks, maxKeySize: .max)
+    let full = operation.schema.indexKey(unique, attributes: row.values, toOne: noLinks, maxKeySize: .max)
     for candidate in try operation.txn.primaryKeys(unique.dbi, key.bytes) {
       guard let record = try operation.reader.record(table, candidate) else { continue }
-      let stored = operation.schema.indexKey(
-        unique, entity: table.entity, attributes: record.attributes, toOne: record.toOne, maxKeySize: .max)
+      let stored = operation.schema.indexKey(unique, attributes: record.attributes, toOne: record.toOne, maxKeySize: .max)
       if stored?.bytes == full?.bytes { return candidate }
     }
     return nil

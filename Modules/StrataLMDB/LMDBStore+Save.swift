@@ -357,11 +357,10 @@ struct LMDBSaveOperation {
     _ table: LMDBSchema.Table, _ pk: Int64, old: ([Value], [ObjectID?])?, new: ([Value], [ObjectID?])?,
     uniqueKey: IndexKey? = nil
   ) throws {
-    let entity = table.entity
     for index in [table.uniques, table.indexes].joined() {
-      let before = old.flatMap { schema.indexKey(index, entity: entity, attributes: $0.0, toOne: $0.1, maxKeySize: maxKeySize) }
+      let before = old.flatMap { schema.indexKey(index, attributes: $0.0, toOne: $0.1, maxKeySize: maxKeySize) }
       let known = uniqueKey != nil && index === table.uniques.first ? uniqueKey : nil
-      let after = known ?? new.flatMap { schema.indexKey(index, entity: entity, attributes: $0.0, toOne: $0.1, maxKeySize: maxKeySize) }
+      let after = known ?? new.flatMap { schema.indexKey(index, attributes: $0.0, toOne: $0.1, maxKeySize: maxKeySize) }
       if before?.bytes == after?.bytes { continue }
       if let before { try txn.deleteIndex(index.dbi, before.bytes, primaryKey: pk) }
       if let after { try txn.putIndex(index.dbi, after.bytes, primaryKey: pk) }

@@ -54,12 +54,12 @@ extension LMDBSaveOperation {
   }
 
   private func indexKey(_ index: LMDBSchema.Index, _ table: LMDBSchema.Table, _ row: Snapshot) -> IndexKey? {
-    schema.indexKey(index, entity: table.entity, attributes: row.attributes, toOne: row.toOne, maxKeySize: maxKeySize)
+    schema.indexKey(index, attributes: row.attributes, toOne: row.toOne, maxKeySize: maxKeySize)
   }
 
   /// The key without liblmdb's length limit: equal exactly when the values are.
   private func fullKey(_ index: LMDBSchema.Index, _ table: LMDBSchema.Table, _ row: Snapshot) -> [UInt8]? {
-    schema.indexKey(index, entity: table.entity, attributes: row.attributes, toOne: row.toOne, maxKeySize: .max)?.bytes
+    schema.indexKey(index, attributes: row.attributes, toOne: row.toOne, maxKeySize: .max)?.bytes
   }
 
   private func values(_ keys: [String], _ entity: EntityDescription, _ row: Snapshot) -> [Value] {
