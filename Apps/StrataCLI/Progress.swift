@@ -8,8 +8,9 @@ public func drawProgress(done: Int, total: Int) {
   FileHandle.standardError.write(Data("\r[\(bar)] \(done)/\(total)\(done == total ? "\n" : "")".utf8))
 }
 
-/// A progress reporter for long work: ``drawProgress(done:total:)`` when standard error is a terminal,
-/// else `nil`, so that redirected output stays clean.
+/// A progress reporter for long work: ``drawProgress(done:total:)`` when standard output is a terminal
+/// (and standard error, where the bar is drawn, too), else `nil`, so that output piped to another tool or a
+/// file stays clean.
 public func terminalProgress() -> (@Sendable (Int, Int) -> Void)? {
-  isatty(STDERR_FILENO) != 0 ? drawProgress : nil
+  isatty(STDOUT_FILENO) != 0 && isatty(STDERR_FILENO) != 0 ? drawProgress : nil
 }
