@@ -120,9 +120,16 @@ extension SQLiteStore {
     guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
     try HistoryLog.check(request)
     let identifier = self.identifier
+    let path = self.path
     let transactions = try read(generation: nil) { connection -> [HistoryTransaction] in
       try connection.execute("BEGIN")
       defer { try? connection.execute("COMMIT") }
+      // A store opened read-only that never recorded history has no tables to read.
+      let tables = try connection.scalar(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(SQLiteHistory.transactionTable)])
+      guard tables == .integer(1) else {
+        throw StoreError(.notFound, "the store \(path) has no history: it was never opened with history tracking on")
+      }
       let start = try HistoryLog.startSequence(
         of: request, storeIdentifier: identifier, purgedThrough: try SQLiteHistory.purgedThrough(connection))
       var transactions = try connection.query(

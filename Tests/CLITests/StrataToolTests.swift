@@ -184,6 +184,32 @@ struct StrataToolTests {
     #expect(try strata("fetch", store, "--entity", "Movie", "--count").stdout == "4\n")
   }
 
+  @Test(arguments: ["sqlite", "lmdb"])
+  func historyListsTransactionsOfAStoreThatKeepsThem(_ backend: String) throws {
+    let store = fireballStore(backend == "lmdb" ? "FireballWatch.lmdb" : "FireballWatch.sqlite")
+    for name in ["North", "South"] {
+      #expect(try fireballWatch("group", "create", name, "--store", backend, "--path", store).status == 0)
+    }
+    let before = try Data(contentsOf: URL(fileURLWithPath: backend == "lmdb" ? store + "/data.mdb" : store))
+    let listed = try strata("history", store, "--store", backend, "--json")
+    #expect(listed.status == 0, "\(listed.stderr)")
+    let rows = try jsonArray(listed.stdout)
+    #expect(rows.map { $0["author"] as? String } == ["FireballWatch", "FireballWatch"])
+    #expect(rows.map { $0["inserted"] as? Int } == [1, 1])
+    let tokens = rows.compactMap { $0["token"] as? String }
+    let after = try strata("history", store, "--store", backend, "--after-token", tokens[0], "--json")
+    #expect(try jsonArray(after.stdout).compactMap { $0["token"] as? String } == [tokens[1]])
+    let excluded = try strata("history", store, "--store", backend, "--exclude-author", "FireballWatch")
+    #expect(excluded.stdout == "No history.\n")
+    let after2 = try Data(contentsOf: URL(fileURLWithPath: backend == "lmdb" ? store + "/data.mdb" : store))
+    #expect(before == after2, "reading history changes nothing")
+
+    let none = try strata("history", try movieStore())
+    #expect(none.status == 1)
+    #expect(none.stderr.contains("has no history"), "\(none.stderr)")
+    #expect(try strata("history", store, "--store", backend, "--after-token", "nonsense").status == 64)
+  }
+
   @Test func helpExplainsEveryFlag() throws {
     let fetch = try strata("fetch", "--help")
     #expect(fetch.status == 0)

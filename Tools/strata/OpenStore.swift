@@ -9,12 +9,13 @@ struct ToolError: Error, CustomStringConvertible {
 }
 
 extension StoreLocation {
-  /// Opens the store read-only with the model stored inside it.
+  /// Opens the store read-only with the model stored inside it (with `tracksHistory`, to read its history:
+  /// opening read-only never changes the history a store keeps).
   ///
   /// - Throws: ``ToolError`` when nothing is at the path (checked first, so no store is ever created),
   ///   or the backend keeps no files; the factory's ``StoreError`` otherwise (`.corrupted` for a file
   ///   that is not a store, `.unknownStoreType`).
-  func open() throws -> any PersistentStore {
+  func open(tracksHistory: Bool = false) throws -> any PersistentStore {
     StoreFlags.registerBackends()
     let factory = try StoreRegistry.shared.factory(for: store)
     guard factory.requiresLocation else {
@@ -25,12 +26,12 @@ extension StoreLocation {
       throw ToolError("there is no store at \(expanded) (no such file)")
     }
     return try factory.openStore(
-      at: URL(fileURLWithPath: expanded), model: nil, options: StoreOptions(isReadOnly: true))
+      at: URL(fileURLWithPath: expanded), model: nil, options: StoreOptions(isReadOnly: true, tracksHistory: tracksHistory))
   }
 
   /// Opens the store, runs `body` with it and closes it.
-  func withStore<T>(_ body: (any PersistentStore) throws -> T) throws -> T {
-    let store = try open()
+  func withStore<T>(tracksHistory: Bool = false, _ body: (any PersistentStore) throws -> T) throws -> T {
+    let store = try open(tracksHistory: tracksHistory)
     defer { store.close() }
     return try body(store)
   }

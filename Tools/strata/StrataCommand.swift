@@ -6,7 +6,7 @@ struct StrataCommand: ParsableCommand {
     commandName: "strata",
     abstract: "Inspect a Strata store without the app's code: the model is read from the store itself.",
     discussion: "Stores are opened read-only: strata never changes a store.",
-    subcommands: [InfoCommand.self, FetchCommand.self])
+    subcommands: [InfoCommand.self, FetchCommand.self, HistoryCommand.self])
 
   static func main() { mainReportingUsageErrors() }
 }
