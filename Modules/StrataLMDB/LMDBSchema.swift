@@ -62,6 +62,8 @@ struct LMDBSchema: Sendable {
     let indexes: [Index]
     /// Aligned with `entity.toOneRelationships`: target primary key → source primary keys.
     let references: [MDB_dbi]
+    /// The uniqueness constraints' indexes, then the attribute indexes.
+    let allIndexes: [Index]
     /// The positions of the attributes a record stores (all but the transient ones), in order.
     let storedPositions: [Int]
     /// Aligned with `entity.attributes`: each attribute's type, and whether it is transient.
@@ -74,6 +76,7 @@ struct LMDBSchema: Sendable {
       self.uniques = uniques
       self.indexes = indexes
       self.references = references
+      allIndexes = uniques + indexes
       storedPositions = entity.attributes.indices.filter { !entity.attributes[$0].isTransient }
       types = entity.attributes.map(\.type)
       isTransient = entity.attributes.map(\.isTransient)

@@ -357,7 +357,7 @@ struct LMDBSaveOperation {
     _ table: LMDBSchema.Table, _ pk: Int64, old: ([Value], [ObjectID?])?, new: ([Value], [ObjectID?])?,
     uniqueKey: IndexKey? = nil
   ) throws {
-    for index in [table.uniques, table.indexes].joined() {
+    for index in table.allIndexes {
       let before = old.flatMap { schema.indexKey(index, attributes: $0.0, toOne: $0.1, maxKeySize: maxKeySize) }
       let known = uniqueKey != nil && index === table.uniques.first ? uniqueKey : nil
       let after = known ?? new.flatMap { schema.indexKey(index, attributes: $0.0, toOne: $0.1, maxKeySize: maxKeySize) }
