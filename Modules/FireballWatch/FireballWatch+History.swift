@@ -16,9 +16,9 @@ public struct FireballHistoryEntry: Sendable, Hashable, Codable {
     timestamp = transaction.timestamp
     author = transaction.author
     contextName = transaction.contextName
-    inserted = transaction.changes.count { $0.changeType == .insert }
-    updated = transaction.changes.count { $0.changeType == .update }
-    deleted = transaction.changes.count { $0.changeType == .delete }
+    inserted = transaction.count(of: .insert)
+    updated = transaction.count(of: .update)
+    deleted = transaction.count(of: .delete)
   }
 }
 
@@ -122,14 +122,11 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
     return changes
   }
 
-  /// Forgets everything the view held and starts again from the newest transaction.
+  /// Forgets everything the view held (a reset also moves it to the newest generation, so what it reads
+  /// next comes afresh from the store) and starts again from the newest transaction.
   private func refetchAll() throws {
     token = try watch.currentHistoryToken()
-    try view.performAndWait {
-      view.reset()
-      _ = try view.fetch(FetchRequest<Fireball>())
-      _ = try view.fetch(FetchRequest<FireballGroup>())
-    }
+    view.performAndWait { view.reset() }
     saveToken()
   }
 

@@ -100,6 +100,15 @@ public struct HistoryTransaction: Sendable, Hashable, Codable {
     self.processID = processID
     self.changes = changes
   }
+
+  /// How many of the transaction's changes are of `type`.
+  ///
+  /// ```swift
+  /// print("\(transaction.count(of: .insert)) inserted, \(transaction.count(of: .delete)) deleted")
+  /// ```
+  public func count(of type: HistoryChangeType) -> Int {
+    changes.count { $0.changeType == type }
+  }
 }
 
 /// Where a history fetch starts, or where a history deletion stops.

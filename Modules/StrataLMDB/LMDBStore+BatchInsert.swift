@@ -123,7 +123,7 @@ struct LMDBBatchInsert {
     noLinks = [ObjectID?](repeating: nil, count: entity.toOneRelationships.count)
     scope = ObjectID(entityName: entity.name, storeIdentifier: storeIdentifier, primaryKey: 0)
     self.namesObjects = namesObjects
-    lastStoredKey = try operation.lastPrimaryKey(of: entity.name)
+    lastStoredKey = try operation.lastPrimaryKey(entity.name)
     lastKey = lastStoredKey
   }
 

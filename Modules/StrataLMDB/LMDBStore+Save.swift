@@ -223,17 +223,13 @@ struct LMDBSaveOperation {
     }
   }
 
-  /// The last primary key handed out for `entityName`.
-  mutating func lastPrimaryKey(of entityName: String) throws -> Int64 {
-    try lastPrimaryKey(entityName)
-  }
-
   /// Records that keys up to `last` of `entityName` are handed out (stored by ``storeCounters()``).
   mutating func noteLastPrimaryKey(_ last: Int64, of entityName: String) {
     counters[entityName] = last
   }
 
-  private mutating func lastPrimaryKey(_ entityName: String) throws -> Int64 {
+  /// The last primary key handed out for `entityName`, read from `strata.counters` once per save.
+  mutating func lastPrimaryKey(_ entityName: String) throws -> Int64 {
     if let last = counters[entityName] { return last }
     let last = try txn.get(schema.counters, Array(entityName.utf8)) { bytes -> Int64 in
       guard let bytes else { return 0 }

@@ -71,9 +71,9 @@ struct HistoryRow: Encodable {
     author = transaction.author
     contextName = transaction.contextName
     processID = transaction.processID
-    inserted = transaction.changes.count { $0.changeType == .insert }
-    updated = transaction.changes.count { $0.changeType == .update }
-    deleted = transaction.changes.count { $0.changeType == .delete }
+    inserted = transaction.count(of: .insert)
+    updated = transaction.count(of: .update)
+    deleted = transaction.count(of: .delete)
   }
 
   func encode(to encoder: any Encoder) throws {
