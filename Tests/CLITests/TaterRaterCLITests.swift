@@ -72,13 +72,38 @@ final class RunningWatcher: Sendable {
   var stdout: String { String(decoding: output.withLock { $0 }, as: UTF8.self) }
 
   func waitUntilWatching() {
-    for _ in 0..<250 where !stdout.contains("Watching for changes") {
-      Thread.sleep(forTimeInterval: 0.02)
-    }
-    #expect(stdout.contains("Watching for changes"), "\(stdout)")
+    #expect(waitFor { $0.contains("Watching for changes") }, "\(stdout)")
   }
 
-  /// Waits for the process to stop on its own; its whole output and exit status.
+  /// Waits until the output so far satisfies `condition`, for at most `timeout` seconds (a loaded machine
+  /// can take long to start processes); whether it did.
+  @discardableResult
+  func waitFor(timeout: Double = 60, _ condition: (String) -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition(stdout) {
+      if Date() > deadline || !process.isRunning && readerFinished() { return condition(stdout) }
+      Thread.sleep(forTimeInterval: 0.02)
+    }
+    return true
+  }
+
+  /// Waits until the output has as many lines as `condition` accepts as `count`, then stops the watcher
+  /// as Ctrl-C does; its whole output and exit status.
+  func stop(afterLines count: Int = 1, where condition: (Substring) -> Bool) -> (status: Int32, stdout: String) {
+    let seen = waitFor { $0.split(separator: "\n").count(where: condition) >= count }
+    #expect(seen, "\(stdout)")
+    if process.isRunning { process.interrupt() }
+    return finish()
+  }
+
+  /// Whether all of the output has been read (the process closed its end), without waiting.
+  private func readerFinished() -> Bool {
+    guard finished.wait(timeout: .now()) == .success else { return false }
+    finished.signal()
+    return true
+  }
+
+  /// Waits for the process to stop; its whole output and exit status.
   func finish() -> (status: Int32, stdout: String) {
     process.waitUntilExit()
     finished.wait()
@@ -235,13 +260,13 @@ struct TaterRaterCLITests {
   @Test func aWatcherSeesRatingsAndNotesOfOtherProcesses() throws {
     let store = taterStore()
     _ = try taterRater("import", "--seed", "4", "--path", store)
-    let watcher = try RunningWatcher(["--for", "3", "--path", store])
+    let watcher = try RunningWatcher(["--for", "120", "--path", store])
     watcher.waitUntilWatching()
     #expect(try taterRater("rate", "Bintje", "3", "--path", store).status == 0)
     #expect(try taterRater("note", "Bintje", "Floury", "--path", store).status == 0)
-    let (status, stdout) = watcher.finish()
-    #expect(status == 0)
     let path = try PotatoesFile.indexPath(of: "Bintje")
+    let (status, stdout) = watcher.stop { $0.hasSuffix("\"Floury\"") }
+    #expect(status == 0)
     let lines = stdout.split(separator: "\n").map(String.init)
     #expect(lines.contains("update \(path) Bintje ★★★"), "\(stdout)")
     #expect(lines.contains("update \(path) Bintje ★★★ \"Floury\""), "\(stdout)")
@@ -250,15 +275,16 @@ struct TaterRaterCLITests {
 
   @Test func aWatcherSeesAnImportIntoAnEmptyStore() throws {
     let store = taterStore()
-    let watcher = try RunningWatcher(["--for", "3", "--path", store])
+    let watcher = try RunningWatcher(["--for", "120", "--path", store])
     watcher.waitUntilWatching()
     #expect(try taterRater("import", "--path", store).status == 0)
-    let (status, stdout) = watcher.finish()
+    let sections = try PotatoesFile.sections()
+    let count = try PotatoesFile.varieties().count
+    let (status, stdout) = watcher.stop(afterLines: count) { $0.hasPrefix("insert ") }
     #expect(status == 0)
     let lines = stdout.split(separator: "\n").map(String.init)
     #expect(lines.first == "No potatoes.")
-    let sections = try PotatoesFile.sections()
-    #expect(lines.filter { $0.hasPrefix("insert ") }.count == (try PotatoesFile.varieties().count), "\(stdout)")
+    #expect(lines.filter { $0.hasPrefix("insert ") }.count == count, "\(stdout)")
     #expect(lines.filter { $0.hasPrefix("section insert ") } == sections.enumerated().map { "section insert \($0) \($1.name)" })
     #expect(lines.contains("insert 0.0 \(sections[0].varieties[0])"))
   }

@@ -6,7 +6,7 @@ import Testing
 @Suite("TaterRater watcher")
 struct PotatoWatcherTests {
   func settle(_ lines: Locked<[String]>, until done: ([String]) -> Bool) async throws -> [String] {
-    for _ in 0..<250 {
+    for _ in 0..<1500 {
       if done(lines.withLock { $0 }) { break }
       try await Task.sleep(for: .milliseconds(20))
     }
