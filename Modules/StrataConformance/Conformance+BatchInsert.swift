@@ -228,6 +228,12 @@ extension Conformance {
     #expect(p2.qty == 5 && p2.label == "nut" && p2.size == 2 && p2.shelf == nil)
     ObjectContext.mergeChanges(fromRemoteContextSave: partResult.changes(of: parts), into: [live])
     #expect(liveBolt.qty == 7)
+    // A row that leaves out what the row before it gave gets defaults, not the earlier row's values.
+    _ = try seed.execute(
+      BatchRequest.insert(
+        entityName: "Part", objects: [["code": "p3", "qty": 1, "label": "washer", "size": 9], ["code": "p4", "qty": 2]]))
+    let p4 = try #require(try fresh().fetch(FetchRequest<Part>(format: "code == 'p4'")).first)
+    #expect(p4.qty == 2 && p4.label == nil && p4.size == 2)
     let partsBefore = try fresh().count(for: FetchRequest<Part>())
     let badParts: [([String: Value], StoreError.Code, String)] = [
       (["code": "p1", "qty": 40_000], .validation, "qty"),

@@ -35,6 +35,9 @@ public struct BatchInsertRow: Sendable {
     let isSettable: [Bool]
     /// Each name's UTF-8 length and first byte: most names are told apart without comparing them.
     let signatures: [Int]
+    /// The two words of each name, for ``position(of:)``.
+    let rawNames: [UInt64]
+    let rawNames2: [UInt64]
 
     public init(_ entity: EntityDescription) {
       self.entity = entity
@@ -51,6 +54,8 @@ public struct BatchInsertRow: Sendable {
       isOptional = entity.attributes.map(\.isOptional)
       isSettable = entity.attributes.map { !$0.isTransient && $0.derivation == nil }
       signatures = entity.attributes.map { Rules.signature($0.name) }
+      rawNames = names.map { unsafeBitCast($0, to: (UInt64, UInt64).self).0 }
+      rawNames2 = names.map { unsafeBitCast($0, to: (UInt64, UInt64).self).1 }
     }
 
     @inline(__always)
@@ -58,9 +63,12 @@ public struct BatchInsertRow: Sendable {
       name.utf8.count << 8 | Int(name.utf8.first ?? 0)
     }
 
-    /// The position of the attribute `name`: a scan of the (short, usually inline) names beats hashing.
+    /// The position of the attribute `name`. Names are short and usually stored inline, so the same
+    /// name has the same bits: a scan comparing those finds most keys without hashing or comparing text.
     @inline(__always)
     func position(of name: String) -> Int? {
+      let bits = unsafeBitCast(name, to: (UInt64, UInt64).self)
+      for i in rawNames.indices where rawNames[i] == bits.0 && rawNames2[i] == bits.1 { return i }
       guard names.count <= 32 else { return entity.attributeIndex(named: name) }
       let signature = Rules.signature(name)
       for i in names.indices where signatures[i] == signature && names[i] == name { return i }
@@ -70,10 +78,31 @@ public struct BatchInsertRow: Sendable {
 
   /// Checks `row` (the `index`th of the batch) against `rules`.
   public init(_ row: [String: Value], index: Int, rules: Rules) throws {
-    var values = rules.initialValues
+    self.init(rules: rules)
+    try reload(row, index: index, rules: rules)
+  }
+
+  /// A row that gives nothing yet (every attribute at its initial value), to ``reload(_:index:rules:)``.
+  public init(rules: Rules) {
+    values = rules.initialValues
+    given = []
+  }
+
+  /// Checks `row` (the `index`th of the batch) against `rules` into this row, whose storage a batch reuses
+  /// from row to row (`rules` must be those this row was made with).
+  ///
+  /// ```swift
+  /// var row = BatchInsertRow(rules: rules)
+  /// for (index, dictionary) in rows.enumerated() {
+  ///   try row.reload(dictionary, index: index, rules: rules)
+  /// }
+  /// ```
+  public mutating func reload(_ row: [String: Value], index: Int, rules: Rules) throws {
+    for position in given { values[position] = rules.initialValues[position] }
+    given.removeAll(keepingCapacity: true)
+    let count = values.count
+    var mask: UInt64 = 0
     var requiredGiven = 0
-    var given: [Int] = []
-    given.reserveCapacity(row.count)
     for (key, value) in row {
       guard let position = rules.position(of: key) else {
         let what = rules.entity.relationship(named: key) == nil ? "has no attribute" : "has a relationship, not an attribute,"
@@ -99,8 +128,16 @@ public struct BatchInsertRow: Sendable {
           entity: rules.entity.name, key: key)
       }
       values[position] = converted
-      given.append(position)
+      if count <= 64 { mask |= 1 << UInt64(position) } else { given.append(position) }
       if rules.isRequired[position] { requiredGiven += 1 }
+    }
+    if count <= 64 {
+      while mask != 0 {
+        given.append(mask.trailingZeroBitCount)
+        mask &= mask &- 1
+      }
+    } else {
+      given.sort()
     }
     if requiredGiven < rules.required.count, let position = rules.required.first(where: { row[rules.entity.attributes[$0].name] == nil }) {
       let key = rules.entity.attributes[position].name
@@ -108,8 +145,5 @@ public struct BatchInsertRow: Sendable {
         .validation, "\(rules.entity.name).\(key) is not optional and has no default; batch insert row \(index) does not give it",
         entity: rules.entity.name, key: key)
     }
-    given.sort()
-    self.values = values
-    self.given = given
   }
 }

@@ -117,41 +117,49 @@ struct IndexKey {
 enum RecordCodec {
   static let format: UInt8 = 1
 
+  /// Encodes a record of `table` into `buffer` (replacing what it held).
   static func encode(
-    version: Int64, attributes: [Value], toOne: [ObjectID?], table: LMDBSchema.Table, into buffer: inout [UInt8]
+    version: Int64, attributes: [Value], toOne: [ObjectID?], table: LMDBSchema.Table, into buffer: RecordBuffer
   ) {
-    buffer.removeAll(keepingCapacity: true)
-    buffer.append(format)
-    appendVarint(zigzag(version), to: &buffer)
-    for index in table.storedPositions { append(attributes[index], to: &buffer) }
+    buffer.count = 0
+    buffer.reserve(1 + 10 + 11 * toOne.count)
+    buffer.appendUnchecked(format)
+    buffer.appendVarintUnchecked(zigzag(version))
+    for index in table.storedPositions { append(attributes[index], to: buffer) }
+    buffer.reserve(11 * toOne.count)
     for target in toOne {
       if let pk = target?.primaryKey {
-        buffer.append(1)
-        appendVarint(zigzag(pk), to: &buffer)
+        buffer.appendUnchecked(1)
+        buffer.appendVarintUnchecked(zigzag(pk))
       } else {
-        buffer.append(0)
+        buffer.appendUnchecked(0)
       }
     }
   }
 
-  static func append(_ value: Value, to buffer: inout [UInt8]) {
+  static func append(_ value: Value, to buffer: RecordBuffer) {
+    buffer.reserve(17)
     switch value {
-    case .null, .array, .objectID: buffer.append(0)
+    case .null, .array, .objectID: buffer.appendUnchecked(0)
     case .int(let i):
-      buffer.append(1)
-      appendVarint(zigzag(i), to: &buffer)
-    case .double(let d): appendFixed(2, d.bitPattern, to: &buffer)
-    case .decimal(let d): appendBytes(3, "\(d)".utf8, to: &buffer)
+      buffer.appendUnchecked(1)
+      buffer.appendVarintUnchecked(zigzag(i))
+    case .double(let d): appendFixed(2, d.bitPattern, to: buffer)
+    case .decimal(let d):
+      var text = "\(d)"
+      text.withUTF8 { appendBytes(3, UnsafeRawBufferPointer($0), to: buffer) }
     case .string(let s):
       var s = s
-      s.withUTF8 { appendBytes(4, $0, to: &buffer) }
-    case .bool(let b): buffer.append(b ? 6 : 5)
-    case .date(let d): appendFixed(7, d.timeIntervalSinceReferenceDate.bitPattern, to: &buffer)
-    case .data(let d): appendBytes(8, d, to: &buffer)
+      s.withUTF8 { appendBytes(4, UnsafeRawBufferPointer($0), to: buffer) }
+    case .bool(let b): buffer.appendUnchecked(b ? 6 : 5)
+    case .date(let d): appendFixed(7, d.timeIntervalSinceReferenceDate.bitPattern, to: buffer)
+    case .data(let d): d.withUnsafeBytes { appendBytes(8, $0, to: buffer) }
     case .uuid(let u):
-      buffer.append(9)
-      withUnsafeBytes(of: u.uuid) { buffer.append(contentsOf: $0) }
-    case .url(let u): appendBytes(10, u.absoluteString.utf8, to: &buffer)
+      buffer.appendUnchecked(9)
+      withUnsafeBytes(of: u.uuid) { buffer.appendUnchecked($0) }
+    case .url(let u):
+      var text = u.absoluteString
+      text.withUTF8 { appendBytes(10, UnsafeRawBufferPointer($0), to: buffer) }
     }
   }
 
@@ -171,15 +179,17 @@ enum RecordCodec {
     buffer.append(UInt8(v))
   }
 
-  private static func appendFixed(_ tag: UInt8, _ bits: UInt64, to buffer: inout [UInt8]) {
-    buffer.append(tag)
-    withUnsafeBytes(of: bits.littleEndian) { buffer.append(contentsOf: $0) }
+  @inline(__always)
+  private static func appendFixed(_ tag: UInt8, _ bits: UInt64, to buffer: RecordBuffer) {
+    buffer.appendUnchecked(tag)
+    withUnsafeBytes(of: bits.littleEndian) { buffer.appendUnchecked($0) }
   }
 
-  private static func appendBytes<C: Collection<UInt8>>(_ tag: UInt8, _ bytes: C, to buffer: inout [UInt8]) {
-    buffer.append(tag)
-    appendVarint(UInt64(bytes.count), to: &buffer)
-    buffer.append(contentsOf: bytes)
+  private static func appendBytes(_ tag: UInt8, _ bytes: UnsafeRawBufferPointer, to buffer: RecordBuffer) {
+    buffer.reserve(11 + bytes.count)
+    buffer.appendUnchecked(tag)
+    buffer.appendVarintUnchecked(UInt64(bytes.count))
+    buffer.appendUnchecked(bytes)
   }
 
   /// Decodes a record of `entity` stored under `primaryKey`.
@@ -316,5 +326,65 @@ struct RecordReader {
     case (10, .url): return string().flatMap { URL(string: $0) }.map(Value.url)
     default: return nil
     }
+  }
+}
+
+/// The bytes of the record being written, reused from record to record: written through a pointer after
+/// one capacity check per value, not appended to an array byte by byte.
+final class RecordBuffer {
+  private var base: UnsafeMutableRawPointer
+  private var capacity: Int
+  /// How many bytes are written.
+  var count = 0
+
+  init(capacity: Int = 256) {
+    self.capacity = capacity
+    base = .allocate(byteCount: capacity, alignment: 8)
+  }
+
+  deinit { base.deallocate() }
+
+  /// Makes room for `extra` more bytes, so that that many unchecked appends are safe.
+  @inline(__always)
+  func reserve(_ extra: Int) {
+    if count + extra > capacity { grow(to: count + extra) }
+  }
+
+  private func grow(to needed: Int) {
+    let newCapacity = max(needed, capacity * 2)
+    let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 8)
+    newBase.copyMemory(from: base, byteCount: count)
+    base.deallocate()
+    base = newBase
+    capacity = newCapacity
+  }
+
+  @inline(__always)
+  func appendUnchecked(_ byte: UInt8) {
+    base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+    count &+= 1
+  }
+
+  @inline(__always)
+  func appendUnchecked(_ bytes: UnsafeRawBufferPointer) {
+    guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+    (base + count).copyMemory(from: source, byteCount: bytes.count)
+    count &+= bytes.count
+  }
+
+  /// An unsigned LEB128 varint (at most 10 bytes).
+  @inline(__always)
+  func appendVarintUnchecked(_ value: UInt64) {
+    var v = value
+    while v >= 0x80 {
+      appendUnchecked(UInt8(truncatingIfNeeded: v) | 0x80)
+      v >>= 7
+    }
+    appendUnchecked(UInt8(v))
+  }
+
+  /// The bytes written.
+  func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    try body(UnsafeRawBufferPointer(start: base, count: count))
   }
 }

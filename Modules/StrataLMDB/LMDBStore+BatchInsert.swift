@@ -50,7 +50,11 @@ extension LMDBStore {
       outcome = try environment.write { txn in
         var batch = try LMDBBatchInsert(
           txn: txn, schema: schema, entity: entity, storeIdentifier: identifier, maxKeySize: maxKeySize, namesObjects: namesObjects)
-        try request.forEachRow { index, dictionary in try batch.write(BatchInsertRow(dictionary, index: index, rules: batch.rules)) }
+        var row = BatchInsertRow(rules: batch.rules)
+        try request.forEachRow { index, dictionary in
+          try row.reload(dictionary, index: index, rules: batch.rules)
+          try batch.write(row)
+        }
         var written = try batch.finish()
         if tracksHistory, let history = schema.history, written.count > 0 {
           let updated = Set(written.updated)

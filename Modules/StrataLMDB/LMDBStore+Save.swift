@@ -82,7 +82,7 @@ struct LMDBSaveOperation {
   private var counters: [String: Int64] = [:]
   /// Objects whose to-one references to deleted objects were cleared, in the order they were cleared.
   private var cleared: [ObjectID] = []
-  private var buffer: [UInt8] = []
+  private let buffer = RecordBuffer()
   /// The values history keeps of deleted objects (those with attributes marked to be kept), by ID.
   private(set) var tombstones: [ObjectID: [String: Value]] = [:]
   /// The snapshots whose derived attributes the save recomputed (history names the ones that changed).
@@ -331,7 +331,7 @@ struct LMDBSaveOperation {
     _ table: LMDBSchema.Table, _ pk: Int64, version: Int64, attributes: [Value], toOne: [ObjectID?], replacing old: Snapshot?,
     flags: Int32, uniqueKey: IndexKey? = nil
   ) throws {
-    RecordCodec.encode(version: version, attributes: attributes, toOne: toOne, table: table, into: &buffer)
+    RecordCodec.encode(version: version, attributes: attributes, toOne: toOne, table: table, into: buffer)
     let stored = try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
       try buffer.withUnsafeBytes { value in try txn.put(table.records, key, value, flags: flags) }
     }
@@ -445,7 +445,7 @@ struct LMDBSaveOperation {
         guard let row = try reader.record(table, pk) else { continue }
         var toOne = row.toOne
         for (index, target) in toOne.enumerated() where target.map(deleted.contains) == true { toOne[index] = nil }
-        RecordCodec.encode(version: row.version, attributes: row.attributes, toOne: toOne, table: table, into: &buffer)
+        RecordCodec.encode(version: row.version, attributes: row.attributes, toOne: toOne, table: table, into: buffer)
         try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
           try buffer.withUnsafeBytes { value in _ = try txn.put(table.records, key, value) }
         }

@@ -57,8 +57,9 @@ extension SQLiteStore {
       }
       var bindings = [SQLValue](repeating: .null, count: stored.count)
       func run() throws {
+        var row = BatchInsertRow(rules: rules)
         try request.forEachRow { index, dictionary in
-          let row = try BatchInsertRow(dictionary, index: index, rules: rules)
+          try row.reload(dictionary, index: index, rules: rules)
           let statement = try statement(for: conflict == nil ? [] : row.given)
           for (column, position) in stored.enumerated() { bindings[column] = SQLiteSchema.encode(row.values[position]) }
           try statement.bind(bindings)
