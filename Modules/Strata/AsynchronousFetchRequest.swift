@@ -164,8 +164,10 @@ extension ObjectContext {
         uniquingKeysWith: { first, _ in first })
       let snapshots = chunk.compactMap { byID[$0] }.filter { !deleted.contains($0.objectID) }
       performLater { [self] in
-        for snapshot in snapshots {
-          collector.value.objects.append(materialize(snapshot, asFault: fetchRequest.returnsObjectsAsFaults))
+        registeringBatch(of: snapshots.count) {
+          for snapshot in snapshots {
+            collector.value.objects.append(materialize(snapshot, asFault: fetchRequest.returnsObjectsAsFaults))
+          }
         }
         result.progress.completedUnitCount += Int64(chunk.count)
       }

@@ -33,33 +33,37 @@ public struct ObjectConstruction {
 /// ``objectID`` but loads its values the first time one is read. Objects are not `Sendable`: use them on
 /// their context's queue, and pass ``objectID`` between contexts.
 open class ManagedObject: Hashable, CustomStringConvertible {
+  // The object's state here is read and written for every property access. An object is confined to its
+  // context's queue and the framework never holds an access to one of these across a call that could
+  // reach it again, so the run-time exclusivity check would only cost time: it is off for them.
+
   /// The object's identity; temporary until its context saves it.
-  public internal(set) var objectID: ObjectID
+  @exclusivity(unchecked) public internal(set) var objectID: ObjectID
   /// The context that owns the object (`nil` once the context is gone or the object was removed).
   public internal(set) weak var managedObjectContext: ObjectContext?
 
   let info: EntityInfo?
   let prototypeLayout: ClassLayout?
-  var slotBase: Int32 = 0
-  var recorder: KeyPathRecorder?
+  @exclusivity(unchecked) var slotBase: Int32 = 0
+  @exclusivity(unchecked) var recorder: KeyPathRecorder?
 
   /// Current attribute values, aligned with the entity's attributes (empty while a fault).
-  var values: [Value] = []
+  @exclusivity(unchecked) var values: [Value] = []
   /// Current to-one targets, aligned with the entity's to-one relationships (empty while a fault).
-  var toOne: [ObjectID?] = []
+  @exclusivity(unchecked) var toOne: [ObjectID?] = []
   /// Current to-many targets by to-many index; `nil` until loaded.
-  var toMany: [Set<ObjectID>?] = []
+  @exclusivity(unchecked) var toMany: [Set<ObjectID>?] = []
   /// The to-many targets as last loaded or saved, for link diffs of join-table relationships.
-  var committedToMany: [Set<ObjectID>?] = []
+  @exclusivity(unchecked) var committedToMany: [Set<ObjectID>?] = []
   /// The last state read from or written to the store; `nil` for a new object.
-  var snapshot: Snapshot?
+  @exclusivity(unchecked) var snapshot: Snapshot?
   /// The properties changed since the last save (only tracked for saved objects).
-  var changedKeys: Set<String> = []
-  var isFaultStorage = true
+  @exclusivity(unchecked) var changedKeys: Set<String> = []
+  @exclusivity(unchecked) var isFaultStorage = true
   /// For a fault fetched with `fetchBatchSize`: the batch whose snapshots load together when any of them fires.
-  var faultBatch: FaultBatch?
-  var isInsertedStorage = false
-  var isDeletedStorage = false
+  @exclusivity(unchecked) var faultBatch: FaultBatch?
+  @exclusivity(unchecked) var isInsertedStorage = false
+  @exclusivity(unchecked) var isDeletedStorage = false
 
   /// Creates an object; called by the framework. Use `init(context:)` to insert a new object.
   public required init(_ construction: ObjectConstruction) {

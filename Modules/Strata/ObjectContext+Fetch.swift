@@ -118,9 +118,10 @@ extension ObjectContext {
     case .snapshots(let snapshots):
       objects = []
       objects.reserveCapacity(snapshots.count)
-      reserveRegistry(snapshots.count)
-      for snapshot in snapshots where pending.deleted.isEmpty || !pending.deleted.contains(snapshot.objectID) {
-        objects.append(materialize(snapshot, asFault: request.returnsObjectsAsFaults))
+      registeringBatch(of: snapshots.count) {
+        for snapshot in snapshots where pending.deleted.isEmpty || !pending.deleted.contains(snapshot.objectID) {
+          objects.append(materialize(snapshot, asFault: request.returnsObjectsAsFaults))
+        }
       }
     case .objectIDs(let ids):
       objects = faults(for: ids, batchSize: request.fetchBatchSize)
@@ -138,16 +139,18 @@ extension ObjectContext {
   func faults(for ids: [ObjectID], batchSize: Int) -> [ManagedObject] {
     var objects: [ManagedObject] = []
     objects.reserveCapacity(ids.count)
-    var start = 0
-    while start < ids.count {
-      let end = batchSize > 0 ? min(start + batchSize, ids.count) : ids.count
-      let batch = FaultBatch(ids: Array(ids[start..<end]))
-      for id in ids[start..<end] {
-        let object = object(with: id)
-        if object.isFaultStorage && object.snapshot == nil && !object.isInsertedStorage { object.faultBatch = batch }
-        objects.append(object)
+    registeringBatch(of: ids.count) {
+      var start = 0
+      while start < ids.count {
+        let end = batchSize > 0 ? min(start + batchSize, ids.count) : ids.count
+        let batch = FaultBatch(ids: Array(ids[start..<end]))
+        for id in ids[start..<end] {
+          let object = object(with: id)
+          if object.isFaultStorage && object.snapshot == nil && !object.isInsertedStorage { object.faultBatch = batch }
+          objects.append(object)
+        }
+        start = end
       }
-      start = end
     }
     return objects
   }

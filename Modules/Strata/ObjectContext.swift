@@ -53,8 +53,10 @@ public final class ObjectContext: @unchecked Sendable {
   }
 
   /// One entry per object handed out; objects nothing else holds are swept out as the registry grows.
-  var registry: [ObjectID: RegisteredObject] = [:]
+  @exclusivity(unchecked) var registry: [ObjectID: RegisteredObject] = [:]
   private var registrySweepThreshold = 4096
+  /// Set while a batch of objects is registered (``registeringBatch(of:_:)``).
+  private var sweepsPaused = false
   /// Snapshots fetched ahead of their objects (prefetched relationship targets), used when the object is
   /// made or its fault fires; kept until the object is refreshed, saved or merged, or the context reset.
   var rowCache: [ObjectID: Snapshot] = [:]
@@ -160,16 +162,26 @@ public final class ObjectContext: @unchecked Sendable {
     return object
   }
 
-  /// Makes room in the registry for `count` more objects.
-  func reserveRegistry(_ count: Int) {
+  /// Registers the objects `body` materializes — `count` of them at most — in one go: the registry is
+  /// swept (when due) and grown once before, not while, since the caller holds every object it makes
+  /// until `body` returns and a sweep in between would find nothing to drop.
+  func registeringBatch<R>(of count: Int, _ body: () throws -> R) rethrows -> R {
+    if registry.count + count >= registrySweepThreshold { sweepRegistry() }
     registry.reserveCapacity(registry.count + count)
+    let paused = sweepsPaused
+    sweepsPaused = true
+    defer {
+      sweepsPaused = paused
+      registrySweepThreshold = max(registrySweepThreshold, 4096, registry.count * 2)
+    }
+    return try body()
   }
 
   /// Registers `object` under its ID, sweeping now and then so that walking a large result keeps the
   /// registry about as small as the objects still in use.
   func remember(_ object: ManagedObject) {
     registry[object.objectID] = RegisteredObject(object: object)
-    guard registry.count >= registrySweepThreshold else { return }
+    guard registry.count >= registrySweepThreshold, !sweepsPaused else { return }
     sweepRegistry()
     registrySweepThreshold = max(4096, registry.count * 2)
   }

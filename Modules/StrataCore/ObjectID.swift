@@ -41,7 +41,10 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
     }
   }
 
-  private let scope: Scope
+  /// Interned scopes live as long as the process (the table keeps them), so the reference needs no
+  /// counting: copying, hashing and comparing IDs — what every registry and save does most — costs no
+  /// retain or release.
+  private unowned(unsafe) let scope: Scope
   /// The key: the store's primary key, or a process-unique number for a temporary ID.
   public let key: Key
 
