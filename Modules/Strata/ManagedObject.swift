@@ -43,6 +43,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   public internal(set) weak var managedObjectContext: ObjectContext?
 
   let info: EntityInfo?
+  /// The context's ``ChangeSignals``.
+  let signals: ChangeSignals?
   let prototypeLayout: ClassLayout?
   @exclusivity(unchecked) var slotBase: Int32 = 0
   @exclusivity(unchecked) var recorder: KeyPathRecorder?
@@ -71,10 +73,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     switch construction.kind {
     case .prototype(let layout):
       info = nil
+      signals = nil
       prototypeLayout = layout
       objectID = ObjectID.makeTemporary(entityName: String(describing: type(of: self)))
     case .managed(let info, let context, let id, let snapshot, let isInserted):
       self.info = info
+      signals = context.changeLog.signals
       prototypeLayout = nil
       slotBase = wrapperCount - info.layout.wrapperCount
       objectID = id
@@ -394,7 +398,7 @@ extension ManagedObject {
 
   func setAttribute(_ value: Value, index: Int) {
     if isInsertedStorage {
-      if let context = managedObjectContext, values[index] != value {
+      if signals?.wantsChanges == true, let context = managedObjectContext, values[index] != value {
         context.recordUndo(.attribute(self, index: index, value: values[index]))
         context.noteChange(self, .updated)
       }

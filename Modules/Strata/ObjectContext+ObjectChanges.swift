@@ -49,18 +49,35 @@ struct ObjectChanges {
   }
 }
 
+/// Whether the changes of a context's objects must be reported to it — for undo or to change observers.
+/// Each object holds its context's signals and reads them on every change before it loads its (weak, so
+/// costly to load) context reference: most contexts record nothing, and setting a value is then a store.
+final class ChangeSignals {
+  var recordsUndo = false
+  /// Whether observers or streams may be listening (the context checks exactly).
+  var mayBeObserved = false
+
+  var wantsChanges: Bool { recordsUndo || mayBeObserved }
+}
+
 /// The context's record of object changes not yet announced, and who listens.
 final class ObjectChangeLog {
   enum Kind { case inserted, updated, deleted, refreshed }
 
   var pending = ObjectChanges()
   var isScheduled = false
-  var observers: [UInt64: (ObjectChanges) -> Void] = [:]
+  var observers: [UInt64: (ObjectChanges) -> Void] = [:] {
+    didSet { signals.mayBeObserved = !observers.isEmpty || hasHadStreams }
+  }
   var nextObserver: UInt64 = 0
   let broadcaster = Broadcaster<ObjectsDidChange>()
+  /// Shared with the context's objects.
+  let signals = ChangeSignals()
 
   /// Whether a stream was ever asked for (cheaper to read per change than the broadcaster's lock).
-  var hasHadStreams = false
+  var hasHadStreams = false {
+    didSet { signals.mayBeObserved = !observers.isEmpty || hasHadStreams }
+  }
 
   var isObserved: Bool { !observers.isEmpty || (hasHadStreams && broadcaster.hasSubscribers) }
 

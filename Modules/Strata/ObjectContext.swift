@@ -38,7 +38,10 @@ public final class ObjectContext: @unchecked Sendable {
   public var mergePolicy: MergePolicy = .error
   /// Records unsaved changes for undo and redo; `nil` (the default) records nothing.
   public var undoManager: ContextUndoManager? {
-    didSet { undoManager?.context = self }
+    didSet {
+      undoManager?.context = self
+      changeLog.signals.recordsUndo = undoManager != nil
+    }
   }
 
   let coordinator: StoreCoordinator
@@ -540,12 +543,13 @@ public final class ObjectContext: @unchecked Sendable {
   {
     advanceQueryGeneration()
     let map = result.permanentIDs
-    registry.reserveCapacity(registry.count + savedInserts.count)
-    for object in savedInserts {
-      let old = object.objectID
-      guard let new = map[old] else { continue }
-      object.objectID = new
-      remember(object)
+    let listed = result.insertedIDs.count == savedInserts.count ? result.insertedIDs : nil
+    registeringBatch(of: savedInserts.count) {
+      for (i, object) in savedInserts.enumerated() {
+        guard let new = listed?[i] ?? map[object.objectID] else { continue }
+        object.objectID = new
+        remember(object)
+      }
     }
     if !map.isEmpty {
       for object in savedInserts { rewriteTemporaryReferences(in: object, map) }
@@ -618,7 +622,7 @@ public final class ObjectContext: @unchecked Sendable {
 
   private func recordSaved(_ object: ManagedObject, _ result: SaveResult) {
     let id = object.objectID
-    if let stored = result.storedSnapshots[id] {
+    if !result.storedSnapshots.isEmpty, let stored = result.storedSnapshots[id] {
       object.load(stored)
     } else {
       var attributes = object.values
@@ -626,7 +630,8 @@ public final class ObjectContext: @unchecked Sendable {
         for (i, a) in info.entity.attributes.enumerated() where a.isTransient { attributes[i] = .null }
       }
       object.snapshot = Snapshot(
-        objectID: id, version: result.versions[id] ?? (object.snapshot?.version ?? 0) + 1, attributes: attributes,
+        objectID: id, version: (result.versions.isEmpty ? nil : result.versions[id]) ?? (object.snapshot?.version ?? 0) + 1,
+        attributes: attributes,
         toOne: object.toOne)
     }
     object.committedToMany = object.toMany

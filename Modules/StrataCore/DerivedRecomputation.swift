@@ -137,6 +137,7 @@ public struct DerivedRecomputation {
   /// Adds the recomputed objects the change set did not write to a save's result (their stored
   /// snapshots) and announcement (as updated). Written objects are reported by the store as usual.
   public func report(_ recomputed: [Snapshot], into result: inout SaveResult, change: inout StoreChange) {
+    guard !recomputed.isEmpty else { return }
     var announced = Set(change.inserted + change.updated)
     for snapshot in recomputed where !written.contains(snapshot.objectID) {
       result.storedSnapshots[snapshot.objectID] = snapshot

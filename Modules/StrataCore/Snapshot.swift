@@ -114,7 +114,11 @@ public struct ChangeSet: Sendable, Hashable {
 public struct SaveResult: Sendable, Hashable {
   /// The permanent ID assigned to each inserted object, keyed by its temporary ID.
   public var permanentIDs: [ObjectID: ObjectID]
-  /// The new row version of every inserted and updated object, keyed by permanent ID.
+  /// The same permanent IDs in the order of the change set's `inserted` list, when the store lists them
+  /// (empty otherwise): a context with many inserts matches them up without a lookup each.
+  public var insertedIDs: [ObjectID] = []
+  /// The new row version of every updated object, keyed by permanent ID. Inserted objects are at
+  /// version 1; a store may list them too.
   public var versions: [ObjectID: Int64]
   /// The snapshots as stored, for inserted and updated objects whose stored values differ from what the
   /// context sent (values converted, derived attributes computed by the store), and for every other

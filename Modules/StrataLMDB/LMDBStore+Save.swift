@@ -118,8 +118,12 @@ struct LMDBSaveOperation {
     let recomputed = try writeDerivedAttributes(&derived)
     self.recomputed = recomputed
     let recomputedIDs = Set(recomputed.map(\.objectID))
-    let writtenSet = Set(written)
-    try checkUniqueness(written + recomputed.map(\.objectID).filter { !writtenSet.contains($0) })
+    if recomputed.isEmpty {
+      try checkUniqueness(written)
+    } else {
+      let writtenSet = Set(written)
+      try checkUniqueness(written + recomputed.map(\.objectID).filter { !writtenSet.contains($0) })
+    }
     var (result, change) = try results(deleted: deleted, recomputed: recomputedIDs)
     derived.report(recomputed, into: &result, change: &change)
     return (result, change)
@@ -189,11 +193,19 @@ struct LMDBSaveOperation {
   // MARK: Keys
 
   private mutating func assignPermanentIDs() throws {
-    var scope: ObjectID?
     insertedIDs.reserveCapacity(changes.inserted.count)
+    // Inserts come grouped by entity: the counter and the ID scope are looked up once per run.
+    var run: (entityName: String, scope: ObjectID, last: Int64)?
     for change in changes.inserted {
       let id = change.objectID
-      let last = try lastPrimaryKey(id.entityName)
+      if run?.entityName != id.entityName {
+        if let run { counters[run.entityName] = run.last }
+        run = (
+          id.entityName, ObjectID(entityName: id.entityName, storeIdentifier: storeIdentifier, primaryKey: 0),
+          try lastPrimaryKey(id.entityName)
+        )
+      }
+      guard var current = run else { continue }
       let pk: Int64
       if let given = id.primaryKey {
         guard try stored(id) == nil else {
@@ -201,16 +213,15 @@ struct LMDBSaveOperation {
         }
         pk = given
       } else {
-        pk = last + 1
+        pk = current.last + 1
       }
-      counters[id.entityName] = max(last, pk)
-      if scope?.entityName != id.entityName {
-        scope = ObjectID(entityName: id.entityName, storeIdentifier: storeIdentifier, primaryKey: 0)
-      }
-      let permanent = scope?.withPrimaryKey(pk) ?? id
+      current.last = max(current.last, pk)
+      run = current
+      let permanent = current.scope.withPrimaryKey(pk)
       permanentIDs[id] = permanent
       insertedIDs.append(permanent)
     }
+    if let run { counters[run.entityName] = run.last }
     try storeCounters()
   }
 
@@ -319,7 +330,6 @@ struct LMDBSaveOperation {
       let flags = canAppend ? MDB_APPEND : MDB_NOOVERWRITE
       if canAppend { appendedUpTo = pk }
       try write(table, pk, version: 1, attributes: attributes, toOne: toOne, replacing: nil, flags: flags)
-      versions[id] = 1
       written.append(id)
     }
   }
@@ -477,6 +487,7 @@ struct LMDBSaveOperation {
     var result = SaveResult()
     result.permanentIDs = changes.inserted.allSatisfy(\.objectID.isTemporary) ? permanentIDs : permanentIDs.filter { $0.key.isTemporary }
     result.versions = versions
+    result.insertedIDs = insertedIDs
     let clearedSet = Set(cleared)
     var inserted: [ObjectID] = []
     var updated: [ObjectID] = []
@@ -485,7 +496,8 @@ struct LMDBSaveOperation {
         let id = isInsert ? insertedIDs[i] : change.objectID
         guard deleted.isEmpty || !deleted.contains(id) else { continue }
         if isInsert { inserted.append(id) } else { updated.append(id) }
-        guard converted.contains(change.objectID) || clearedSet.contains(id) || recomputed.contains(id),
+        guard !converted.isEmpty && converted.contains(change.objectID) || !clearedSet.isEmpty && clearedSet.contains(id)
+          || !recomputed.isEmpty && recomputed.contains(id),
           let stored = try stored(id)
         else { continue }
         if stored != expected(sent: change, stored: stored) { result.storedSnapshots[id] = stored }
