@@ -138,6 +138,8 @@ final class EntityInfo: @unchecked Sendable {
   let emptyToOne: [ObjectID?]
   /// What saving checks of each attribute the app sets (derived ones excluded), worked out once.
   let validatedAttributes: [ValidatedAttribute]
+  /// A temporary ID of the entity, from which new objects take theirs.
+  let temporaryID: ObjectID
   /// Whether any to-one is required or any to-many has a count rule.
   let hasRelationshipRules: Bool
 
@@ -151,6 +153,7 @@ final class EntityInfo: @unchecked Sendable {
 
   init(entity: EntityDescription, objectClass: ManagedObject.Type) {
     self.entity = entity
+    temporaryID = ObjectID.makeTemporary(entityName: entity.name)
     hasTransientAttributes = entity.attributes.contains(where: \.isTransient)
     transientIndices = entity.attributes.indices.filter { entity.attributes[$0].isTransient }
     initialValues = entity.attributes.map(\.initialValue)

@@ -105,7 +105,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     let info = context.entityInfo(for: Self.self)
     self.init(
       ObjectConstruction(
-        kind: .managed(info, context, ObjectID.makeTemporary(entityName: info.entity.name), snapshot: nil, isInserted: true)))
+        kind: .managed(info, context, info.temporaryID.nextTemporary(), snapshot: nil, isInserted: true)))
     context.registerInserted(self)
     awakeFromInsert()
   }

@@ -111,27 +111,17 @@ extension ObjectContext {
 
   private func validate(_ object: ManagedObject, isInsert: Bool, into failures: inout [ValidationFailure]) {
     guard let info = object.info else { return }
-    let entity = info.entity
     func fail(_ key: String, _ value: Value, _ rule: String) {
+      let entityName = info.entity.name
       let shown = value.isNull ? "" : " (got \(value))"
       failures.append(
         ValidationFailure(
-          conflict: StoreError.Conflict(objectID: object.objectID, entity: entity.name, keys: [key], values: [value]),
-          message: "\(entity.name).\(key) \(rule)\(shown)"))
+          conflict: StoreError.Conflict(objectID: object.objectID, entity: entityName, keys: [key], values: [value]),
+          message: "\(entityName).\(key) \(rule)\(shown)"))
     }
-    defer {
-      for attribute in info.validatedAttributes where !attribute.isTransient {
-        let value = object.values[attribute.index]
-        runCustomValidation(of: object, key: attribute.name, value: value, into: &failures) {
-          try object.validateValue(value.swiftValue, forKey: attribute.name)
-        }
-      }
-      runCustomValidation(of: object, into: &failures) {
-        if isInsert { try object.validateForInsert() } else { try object.validateForUpdate() }
-      }
-    }
+    let values = object.values
     for attribute in info.validatedAttributes {
-      let value = object.values[attribute.index]
+      let value = values[attribute.index]
       if value.isNull {
         if !attribute.isOptional { fail(attribute.name, value, "is required") }
         continue
@@ -149,14 +139,26 @@ extension ObjectContext {
         }
       }
     }
-    guard info.hasRelationshipRules else { return }
-    for (i, rel) in entity.toOneRelationships.enumerated() where !rel.isOptional && object.toOne[i] == nil {
-      fail(rel.name, .null, "is required")
+    if info.hasRelationshipRules {
+      let entity = info.entity
+      for (i, rel) in entity.toOneRelationships.enumerated() where !rel.isOptional && object.toOne[i] == nil {
+        fail(rel.name, .null, "is required")
+      }
+      for (i, rel) in entity.toManyRelationships.enumerated() where rel.minCount > 0 || rel.maxCount > 0 {
+        let count = loadToMany(object, index: i).count
+        if rel.minCount > 0 && count < rel.minCount { fail(rel.name, .int(Int64(count)), "must have at least \(rel.minCount) objects") }
+        if rel.maxCount > 0 && count > rel.maxCount { fail(rel.name, .int(Int64(count)), "must have at most \(rel.maxCount) objects") }
+      }
     }
-    for (i, rel) in entity.toManyRelationships.enumerated() where rel.minCount > 0 || rel.maxCount > 0 {
-      let count = loadToMany(object, index: i).count
-      if rel.minCount > 0 && count < rel.minCount { fail(rel.name, .int(Int64(count)), "must have at least \(rel.minCount) objects") }
-      if rel.maxCount > 0 && count > rel.maxCount { fail(rel.name, .int(Int64(count)), "must have at most \(rel.maxCount) objects") }
+    // The subclass's own rules, after the model's.
+    for attribute in info.validatedAttributes where !attribute.isTransient {
+      let value = values[attribute.index]
+      runCustomValidation(of: object, key: attribute.name, value: value, into: &failures) {
+        try object.validateValue(value.swiftValue, forKey: attribute.name)
+      }
+    }
+    runCustomValidation(of: object, into: &failures) {
+      if isInsert { try object.validateForInsert() } else { try object.validateForUpdate() }
     }
   }
 

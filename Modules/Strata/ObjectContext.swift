@@ -253,7 +253,7 @@ public final class ObjectContext: @unchecked Sendable {
   private func makeInserted(_ info: EntityInfo) -> ManagedObject {
     let object = info.objectClass.init(
       ObjectConstruction(
-        kind: .managed(info, self, ObjectID.makeTemporary(entityName: info.entity.name), snapshot: nil, isInserted: true)))
+        kind: .managed(info, self, info.temporaryID.nextTemporary(), snapshot: nil, isInserted: true)))
     registerInserted(object)
     object.awakeFromInsert()
     return object
@@ -544,19 +544,21 @@ public final class ObjectContext: @unchecked Sendable {
     advanceQueryGeneration()
     let map = result.permanentIDs
     let listed = result.insertedIDs.count == savedInserts.count ? result.insertedIDs : nil
+    // One pass over the inserted objects (each one's new state depends on the map alone).
     registeringBatch(of: savedInserts.count) {
       for (i, object) in savedInserts.enumerated() {
-        guard let new = listed?[i] ?? map[object.objectID] else { continue }
-        object.objectID = new
-        remember(object)
+        if let new = listed?[i] ?? map[object.objectID] {
+          object.objectID = new
+          remember(object)
+        }
+        if !map.isEmpty { rewriteTemporaryReferences(in: object, map) }
+        recordSaved(object, result)
       }
     }
-    if !map.isEmpty {
-      for object in savedInserts { rewriteTemporaryReferences(in: object, map) }
-      for object in savedUpdates { rewriteTemporaryReferences(in: object, map) }
+    for object in savedUpdates {
+      if !map.isEmpty { rewriteTemporaryReferences(in: object, map) }
+      recordSaved(object, result)
     }
-    for object in savedInserts { recordSaved(object, result) }
-    for object in savedUpdates { recordSaved(object, result) }
     let recomputed = refreshRecomputed(result, besides: savedInserts, savedUpdates)
     for object in savedUpdates { forgetPrefetched(object.objectID) }
     for object in savedDeletes {

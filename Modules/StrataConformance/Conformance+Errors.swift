@@ -62,5 +62,21 @@ extension Conformance {
     try heat.setValue(Int16(1996), forKey: "year")
     #expect(heat.year == 1996)
     #expect(heat.value(forKey: "title") as? String == "Heat")
+
+    // A malformed change set (a change whose values do not fit its entity) is misuse, refused whole:
+    // the well-formed insert before it is not written either.
+    let store = try #require(container.persistentStore)
+    let films = try fresh.count(for: FetchRequest<Film>())
+    let film = try #require(container.model.entity(named: "Film"))
+    let good = ObjectChange(
+      objectID: .makeTemporary(entityName: "Film"), attributes: film.attributes.map(\.initialValue),
+      toOne: film.toOneRelationships.map { _ in nil })
+    let short = ObjectChange(objectID: .makeTemporary(entityName: "Film"), attributes: [.string("Short")], toOne: [])
+    #expect {
+      try store.save(ChangeSet(inserted: [good, short]))
+    } throws: { error in
+      (error as? StoreError)?.code == .misuse && (error as? StoreError)?.message.contains("attribute values") == true
+    }
+    #expect(try backend.freshContext(container, url).count(for: FetchRequest<Film>()) == films)
   }
 }

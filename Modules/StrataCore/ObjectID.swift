@@ -107,6 +107,18 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
     return ObjectID(entityName: entityName, temporary: n)
   }
 
+  /// A new temporary ID of the same entity as `self`, without looking the entity up: for code that makes
+  /// many objects of one entity.
+  ///
+  /// ```swift
+  /// let template = ObjectID.makeTemporary(entityName: "Movie")
+  /// let next = template.nextTemporary()
+  /// ```
+  public func nextTemporary() -> ObjectID {
+    let n = Self.temporaryCounter.add(1, ordering: .relaxed).newValue
+    return isTemporary ? ObjectID(scope: scope, key: .temporary(n)) : ObjectID(entityName: entityName, temporary: n)
+  }
+
   /// Whether the ID is temporary (the object has not been saved yet).
   public var isTemporary: Bool {
     if case .temporary = key { return true }

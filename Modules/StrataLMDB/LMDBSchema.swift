@@ -57,6 +57,8 @@ struct LMDBSchema: Sendable {
   /// The databases of one entity.
   final class Table: Sendable {
     let entity: EntityDescription
+    /// The entity's name (reading `entity.name` copies the whole description first).
+    let name: String
     let records: MDB_dbi
     let uniques: [Index]
     let indexes: [Index]
@@ -72,6 +74,7 @@ struct LMDBSchema: Sendable {
 
     init(entity: EntityDescription, records: MDB_dbi, uniques: [Index], indexes: [Index], references: [MDB_dbi]) {
       self.entity = entity
+      name = entity.name
       self.records = records
       self.uniques = uniques
       self.indexes = indexes

@@ -151,19 +151,14 @@ struct LMDBSaveOperation {
       }
     }
     var table: LMDBSchema.Table?
-    for change in [changes.inserted, changes.updated].joined() {
-      if table?.entity.name != change.objectID.entityName { table = try entityTable(change.objectID) }
-      guard let entity = table?.entity else { continue }
-      guard change.attributes.count == entity.attributes.count, change.toOne.count == entity.toOneRelationships.count
-      else {
-        throw StoreError(
-          .misuse,
-          "the change of \(change.objectID) holds \(change.attributes.count) attribute values and \(change.toOne.count) "
-            + "to-one targets; \(entity.name) has \(entity.attributes.count) attributes and "
-            + "\(entity.toOneRelationships.count) to-one relationships", entity: entity.name)
-      }
-      for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
-        try checkReference(target, entity.name, rel.name, inserted)
+    for list in [changes.inserted, changes.updated] {
+      for i in list.indices {
+        let id = list[i].objectID
+        if table?.name != id.entityName { table = try entityTable(id) }
+        guard let table else { continue }
+        for (r, target) in list[i].toOne.enumerated() where target?.isTemporary == true && r < table.references.count {
+          try checkReference(target, table.entity.name, table.entity.toOneRelationships[r].name, inserted)
+        }
       }
     }
     for change in changes.updated where change.objectID.isTemporary || change.objectID.storeIdentifier != storeIdentifier {
@@ -194,6 +189,7 @@ struct LMDBSaveOperation {
 
   private mutating func assignPermanentIDs() throws {
     insertedIDs.reserveCapacity(changes.inserted.count)
+    permanentIDs.reserveCapacity(changes.inserted.count)
     // Inserts come grouped by entity: the counter and the ID scope are looked up once per run.
     var run: (entityName: String, scope: ObjectID, last: Int64)?
     for change in changes.inserted {
@@ -258,8 +254,17 @@ struct LMDBSaveOperation {
   /// The stored attribute values and to-one targets of a change: values converted to their attribute's
   /// type, transient ones nil, temporary targets replaced by permanent IDs.
   private mutating func row(_ change: ObjectChange, _ table: LMDBSchema.Table) throws -> ([Value], [ObjectID?]) {
-    let entity = table.entity
     var attributes = change.attributes
+    // Checked here, where the values are read anyway, rather than in a pass of its own: a refusal still
+    // aborts the transaction before anything is committed.
+    guard attributes.count == table.types.count, change.toOne.count == table.references.count else {
+      let entity = table.entity
+      throw StoreError(
+        .misuse,
+        "the change of \(change.objectID) holds \(attributes.count) attribute values and \(change.toOne.count) "
+          + "to-one targets; \(entity.name) has \(entity.attributes.count) attributes and "
+          + "\(entity.toOneRelationships.count) to-one relationships", entity: entity.name)
+    }
     for index in attributes.indices {
       let value = attributes[index]
       if table.isTransient[index] {
@@ -269,6 +274,7 @@ struct LMDBSaveOperation {
       let type = table.types[index]
       if Self.isCanonical(value, type) { continue }
       guard let coerced = type.coerce(value) else {
+        let entity = table.entity
         let attribute = entity.attributes[index]
         throw StoreError(
           .validation,
@@ -279,6 +285,8 @@ struct LMDBSaveOperation {
       converted.insert(change.objectID)
     }
     var toOne = change.toOne
+    guard !toOne.isEmpty else { return (attributes, toOne) }
+    let entity = table.entity
     for (index, rel) in entity.toOneRelationships.enumerated() {
       guard let target = toOne[index] else { continue }
       guard target.entityName == rel.destination else {
@@ -317,8 +325,8 @@ struct LMDBSaveOperation {
     var lastAppended: [String: Int64] = [:]
     var appendedUpTo = Int64.min
     for (i, change) in changes.inserted.enumerated() {
-      if table?.entity.name != change.objectID.entityName {
-        if let table { lastAppended[table.entity.name] = appendedUpTo }
+      if table?.name != change.objectID.entityName {
+        if let table { lastAppended[table.name] = appendedUpTo }
         table = try entityTable(change.objectID)
         appendedUpTo = lastAppended[change.objectID.entityName] ?? .min
       }
@@ -491,16 +499,18 @@ struct LMDBSaveOperation {
     let clearedSet = Set(cleared)
     var inserted: [ObjectID] = []
     var updated: [ObjectID] = []
+    inserted.reserveCapacity(changes.inserted.count)
     for (list, isInsert) in [(changes.inserted, true), (changes.updated, false)] {
-      for (i, change) in list.enumerated() {
-        let id = isInsert ? insertedIDs[i] : change.objectID
+      for i in list.indices {
+        let sentID = list[i].objectID
+        let id = isInsert ? insertedIDs[i] : sentID
         guard deleted.isEmpty || !deleted.contains(id) else { continue }
         if isInsert { inserted.append(id) } else { updated.append(id) }
-        guard !converted.isEmpty && converted.contains(change.objectID) || !clearedSet.isEmpty && clearedSet.contains(id)
+        guard !converted.isEmpty && converted.contains(sentID) || !clearedSet.isEmpty && clearedSet.contains(id)
           || !recomputed.isEmpty && recomputed.contains(id),
           let stored = try stored(id)
         else { continue }
-        if stored != expected(sent: change, stored: stored) { result.storedSnapshots[id] = stored }
+        if stored != expected(sent: list[i], stored: stored) { result.storedSnapshots[id] = stored }
       }
     }
     var change = StoreChange(storeIdentifier: storeIdentifier, inserted: inserted)
