@@ -81,8 +81,7 @@ extension ObjectContext {
       var rows: [[String: Value]] = []
       while true {
         let object = info.objectClass.init(
-          ObjectConstruction(
-            kind: .managed(info, self, ObjectID.makeTemporary(entityName: entity.name), snapshot: nil, isInserted: true)))
+          .managed(info, self, info.temporaryID.nextTemporary(), isInserted: true))
         object.managedObjectContext = nil
         guard let typed = object as? T else {
           throw StoreError(.misuse, "\(T.self) is registered for entity \(entity.name) of another class", entity: entity.name)

@@ -45,7 +45,7 @@ final class ClassLayout: @unchecked Sendable {
     let collector = PrototypeCollector()
     state.counter = 0
     state.collector = collector
-    let prototype = type.init(ObjectConstruction(kind: .prototype(nil)))
+    let prototype = type.init(.prototype(nil))
     state.collector = savedCollector
     state.counter = savedCounter
 
@@ -82,7 +82,7 @@ final class ClassLayout: @unchecked Sendable {
     let state = SlotState.current
     let saved = state.counter
     state.counter = 0
-    let prototype = type.init(ObjectConstruction(kind: .prototype(layout)))
+    let prototype = type.init(.prototype(layout))
     state.counter = saved
     return prototype
   }
@@ -136,6 +136,9 @@ final class EntityInfo: @unchecked Sendable {
   /// The attribute values of a newly inserted object.
   let initialValues: [Value]
   let emptyToOne: [ObjectID?]
+  /// To-many state of a new object (every relationship empty) and of a fault (none loaded).
+  let emptyToMany: [Set<ObjectID>?]
+  let unloadedToMany: [Set<ObjectID>?]
   /// What saving checks of each attribute the app sets (derived ones excluded), worked out once.
   let validatedAttributes: [ValidatedAttribute]
   /// A temporary ID of the entity, from which new objects take theirs.
@@ -166,6 +169,8 @@ final class EntityInfo: @unchecked Sendable {
     hasRelationshipRules =
       entity.toOneRelationships.contains { !$0.isOptional } || entity.toManyRelationships.contains { $0.minCount > 0 || $0.maxCount > 0 }
     emptyToOne = Array(repeating: nil, count: entity.toOneRelationships.count)
+    emptyToMany = Array(repeating: [], count: entity.toManyRelationships.count)
+    unloadedToMany = Array(repeating: nil, count: entity.toManyRelationships.count)
     self.objectClass = objectClass
     layout = objectClass == ManagedObject.self ? ClassLayout.of(ManagedObject.self) : ClassLayout.of(objectClass)
     let toManyIndex = Dictionary(

@@ -6,11 +6,29 @@ import StrataCore
 /// calling `super.init(construction)`.
 public struct ObjectConstruction {
   enum Kind {
-    case prototype(ClassLayout?)
-    case managed(EntityInfo, ObjectContext, ObjectID, snapshot: Snapshot?, isInserted: Bool)
+    case prototype
+    case managed
   }
 
+  // The framework holds the entity info, context and layout for as long as an initializer runs, so these
+  // references need no counting: passing the construction through a subclass's initializer is a copy of
+  // plain words.
   let kind: Kind
+  unowned(unsafe) let layout: ClassLayout?
+  unowned(unsafe) let info: EntityInfo?
+  unowned(unsafe) let context: ObjectContext?
+  let id: ObjectID?
+  let isInserted: Bool
+
+  /// A prototype (`layout` to record key paths read from it).
+  static func prototype(_ layout: ClassLayout?) -> ObjectConstruction {
+    ObjectConstruction(kind: .prototype, layout: layout, info: nil, context: nil, id: nil, isInserted: false)
+  }
+
+  /// An object of `info`'s entity in `context`: a fault to load, or a new object.
+  static func managed(_ info: EntityInfo, _ context: ObjectContext, _ id: ObjectID, isInserted: Bool) -> ObjectConstruction {
+    ObjectConstruction(kind: .managed, layout: nil, info: info, context: context, id: id, isInserted: isInserted)
+  }
 }
 
 /// An object of the object graph: a row of an entity, tracked by one ``ObjectContext``.
@@ -70,31 +88,31 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// Creates an object; called by the framework. Use `init(context:)` to insert a new object.
   public required init(_ construction: ObjectConstruction) {
     let wrapperCount = SlotState.take()
-    switch construction.kind {
-    case .prototype(let layout):
-      info = nil
-      signals = nil
-      prototypeLayout = layout
-      objectID = ObjectID.makeTemporary(entityName: String(describing: type(of: self)))
-    case .managed(let info, let context, let id, let snapshot, let isInserted):
+    if construction.kind == .managed, let info = construction.info, let context = construction.context,
+      let id = construction.id
+    {
       self.info = info
       signals = context.changeLog.signals
       prototypeLayout = nil
       slotBase = wrapperCount - info.layout.wrapperCount
       objectID = id
       managedObjectContext = context
-      isInsertedStorage = isInserted
-      let toManyCount = info.entity.toManyRelationships.count
-      if isInserted {
+      isInsertedStorage = construction.isInserted
+      if construction.isInserted {
         values = info.initialValues
         toOne = info.emptyToOne
-        toMany = Array(repeating: [], count: toManyCount)
+        toMany = info.emptyToMany
+        committedToMany = info.emptyToMany
         isFaultStorage = false
       } else {
-        toMany = Array(repeating: nil, count: toManyCount)
-        if let snapshot { load(snapshot) }
+        toMany = info.unloadedToMany
+        committedToMany = info.unloadedToMany
       }
-      committedToMany = toMany
+    } else {
+      info = nil
+      signals = nil
+      prototypeLayout = construction.layout
+      objectID = ObjectID.makeTemporary(entityName: String(describing: type(of: self)))
     }
   }
 
@@ -104,8 +122,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   public convenience init(context: ObjectContext) {
     let info = context.entityInfo(for: Self.self)
     self.init(
-      ObjectConstruction(
-        kind: .managed(info, context, info.temporaryID.nextTemporary(), snapshot: nil, isInserted: true)))
+      .managed(info, context, info.temporaryID.nextTemporary(), isInserted: true))
     context.registerInserted(self)
     awakeFromInsert()
   }
@@ -338,8 +355,13 @@ extension ManagedObject {
   /// keeps default values (it never crashes the app).
   /// A fault fetched with its values (`returnsObjectsAsFaults`, prefetching, a loaded fault batch) keeps
   /// them in `snapshot` and loads from there without asking the store.
+  @inline(__always)
   func fireFault() {
-    guard isFaultStorage, !isInsertedStorage, let info else { return }
+    if isFaultStorage { fireFaultNow() }
+  }
+
+  private func fireFaultNow() {
+    guard !isInsertedStorage, let info else { return }
     if snapshot == nil, let batch = faultBatch { managedObjectContext?.loadFaultBatch(batch) }
     faultBatch = nil
     if let snapshot = snapshot ?? managedObjectContext?.fetchSnapshot(for: objectID) {
@@ -378,16 +400,20 @@ extension ManagedObject {
 
   @usableFromInline
   func attributeValue(slot: Int32) -> Value {
-    if let recorder {
-      guard case .attribute(let type, _, _, _, _, _)? = prototypeLayout?.declaration(ofSlot: slot) else {
-        recorder.record(nil)
+    if let info {
+      let position = Int(slot &- slotBase)
+      guard position >= 0, position < info.slotTargets.count, case .attribute(let index) = info.slotTargets[position] else {
         return .null
       }
-      return recorder.recordAttribute(prototypeLayout?.name(ofSlot: slot), type: type, slot: slot)
+      fireFault()
+      return values[index]
     }
-    guard case .attribute(let index) = target(ofSlot: slot) else { return .null }
-    fireFault()
-    return values[index]
+    guard let recorder else { return .null }
+    guard case .attribute(let type, _, _, _, _, _)? = prototypeLayout?.declaration(ofSlot: slot) else {
+      recorder.record(nil)
+      return .null
+    }
+    return recorder.recordAttribute(prototypeLayout?.name(ofSlot: slot), type: type, slot: slot)
   }
 
   @usableFromInline

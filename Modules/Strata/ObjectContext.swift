@@ -60,6 +60,7 @@ public final class ObjectContext: @unchecked Sendable {
   private var registrySweepThreshold = 4096
   /// Set while a batch of objects is registered (``registeringBatch(of:_:)``).
   private var sweepsPaused = false
+  private var lastEntityInfo: (name: String, info: EntityInfo)?
   /// Snapshots fetched ahead of their objects (prefetched relationship targets), used when the object is
   /// made or its fault fires; kept until the object is refreshed, saved or merged, or the context reset.
   var rowCache: [ObjectID: Snapshot] = [:]
@@ -156,10 +157,10 @@ public final class ObjectContext: @unchecked Sendable {
     if id.isTemporary, let object = insertedObject(with: id) { return object }
     if let object = liveObject(id) { return object }
     guard let info = coordinator.info(forEntity: id.entityName) else {
-      return ManagedObject(ObjectConstruction(kind: .prototype(nil)))
+      return ManagedObject(.prototype(nil))
     }
     let object = info.objectClass.init(
-      ObjectConstruction(kind: .managed(info, self, id, snapshot: nil, isInserted: false)))
+      .managed(info, self, id, isInserted: false))
     if !rowCache.isEmpty, let cached = rowCache[id] { object.snapshot = cached }
     remember(object)
     return object
@@ -184,6 +185,10 @@ public final class ObjectContext: @unchecked Sendable {
   /// registry about as small as the objects still in use.
   func remember(_ object: ManagedObject) {
     registry[object.objectID] = RegisteredObject(object: object)
+    sweepIfDue()
+  }
+
+  private func sweepIfDue() {
     guard registry.count >= registrySweepThreshold, !sweepsPaused else { return }
     sweepRegistry()
     registrySweepThreshold = max(4096, registry.count * 2)
@@ -252,8 +257,7 @@ public final class ObjectContext: @unchecked Sendable {
 
   private func makeInserted(_ info: EntityInfo) -> ManagedObject {
     let object = info.objectClass.init(
-      ObjectConstruction(
-        kind: .managed(info, self, info.temporaryID.nextTemporary(), snapshot: nil, isInserted: true)))
+      .managed(info, self, info.temporaryID.nextTemporary(), isInserted: true))
     registerInserted(object)
     object.awakeFromInsert()
     return object
@@ -471,27 +475,49 @@ public final class ObjectContext: @unchecked Sendable {
   /// `asFault`, keeps it to load from when first read.
   func materialize(_ snapshot: Snapshot, asFault: Bool = false) -> ManagedObject {
     let id = snapshot.objectID
-    if let object = liveObject(id) {
-      if object.isFaultStorage && !object.isInsertedStorage {
-        if asFault {
-          object.snapshot = snapshot
-          object.faultBatch = nil
-        } else {
-          object.load(snapshot)
-          object.awakeFromFetch()
-        }
-      }
+    guard let info = entityInfo(named: id.entityName) else {
+      return ManagedObject(.prototype(nil))
+    }
+    // One lookup finds the registered object or the place of a new one.
+    var made: ManagedObject?
+    let object = Self.claim(&registry[id, default: RegisteredObject(object: nil)]) {
+      let object = info.objectClass.init(.managed(info, self, id, isInserted: false))
+      made = object
       return object
     }
-    guard let info = coordinator.info(forEntity: id.entityName) else {
-      return ManagedObject(ObjectConstruction(kind: .prototype(nil)))
+    if let made {
+      if asFault { made.snapshot = snapshot } else { made.load(snapshot) }
+      sweepIfDue()
+      if !asFault { made.awakeFromFetch() }
+      return made
     }
-    let object = info.objectClass.init(
-      ObjectConstruction(kind: .managed(info, self, id, snapshot: asFault ? nil : snapshot, isInserted: false)))
-    if asFault { object.snapshot = snapshot }
-    remember(object)
-    if !asFault { object.awakeFromFetch() }
+    if object.isFaultStorage && !object.isInsertedStorage {
+      if asFault {
+        object.snapshot = snapshot
+        object.faultBatch = nil
+      } else {
+        object.load(snapshot)
+        object.awakeFromFetch()
+      }
+    }
     return object
+  }
+
+  /// The object of a registry entry that something besides the registry holds; otherwise (an empty entry,
+  /// or an object only the registry held — gone, as far as anyone can tell) a new one from `make`.
+  private static func claim(_ entry: inout RegisteredObject, _ make: () -> ManagedObject) -> ManagedObject {
+    if entry.object != nil, !isKnownUniquelyReferenced(&entry.object), let object = entry.object { return object }
+    let object = make()
+    entry.object = object
+    return object
+  }
+
+  /// The entity info of `name`, remembering the last one asked for (fetches ask for one entity many times).
+  private func entityInfo(named name: String) -> EntityInfo? {
+    if let last = lastEntityInfo, last.name == name { return last.info }
+    guard let info = coordinator.info(forEntity: name) else { return nil }
+    lastEntityInfo = (name, info)
+    return info
   }
 
   /// Drops prefetched values: of one object, or of every object.

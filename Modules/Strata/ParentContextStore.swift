@@ -71,7 +71,7 @@ extension ObjectContext {
         throw StoreError(.invalidQuery, "the model has no entity '\(change.objectID.entityName)'", entity: change.objectID.entityName)
       }
       let object = info.objectClass.init(
-        ObjectConstruction(kind: .managed(info, self, change.objectID, snapshot: nil, isInserted: true)))
+        .managed(info, self, change.objectID, isInserted: true))
       registerInserted(object)
       for (i, attribute) in info.entity.attributes.enumerated() where attribute.derivation == nil && i < change.attributes.count {
         object.setAttribute(change.attributes[i], index: i)
