@@ -119,8 +119,9 @@ extension ObjectContext {
       objects = []
       objects.reserveCapacity(snapshots.count)
       registeringBatch(of: snapshots.count) {
-        for snapshot in snapshots where pending.deleted.isEmpty || !pending.deleted.contains(snapshot.objectID) {
-          objects.append(materialize(snapshot, asFault: request.returnsObjectsAsFaults))
+        // By index: each snapshot is borrowed, not copied, on its way into its object.
+        for i in snapshots.indices where pending.deleted.isEmpty || !pending.deleted.contains(snapshots[i].objectID) {
+          objects.append(materialize(snapshots[i], asFault: request.returnsObjectsAsFaults))
         }
       }
     case .objectIDs(let ids):

@@ -35,9 +35,8 @@ public struct BatchInsertRow: Sendable {
     let isSettable: [Bool]
     /// Each name's UTF-8 length and first byte: most names are told apart without comparing them.
     let signatures: [Int]
-    /// The two words of each name, for ``position(of:)``.
+    /// The two words of each name, one name after another, for ``position(of:)``.
     let rawNames: [UInt64]
-    let rawNames2: [UInt64]
 
     public init(_ entity: EntityDescription) {
       self.entity = entity
@@ -54,8 +53,10 @@ public struct BatchInsertRow: Sendable {
       isOptional = entity.attributes.map(\.isOptional)
       isSettable = entity.attributes.map { !$0.isTransient && $0.derivation == nil }
       signatures = entity.attributes.map { Rules.signature($0.name) }
-      rawNames = names.map { unsafeBitCast($0, to: (UInt64, UInt64).self).0 }
-      rawNames2 = names.map { unsafeBitCast($0, to: (UInt64, UInt64).self).1 }
+      rawNames = names.flatMap {
+        let words = unsafeBitCast($0, to: (UInt64, UInt64).self)
+        return [words.0, words.1]
+      }
     }
 
     @inline(__always)
@@ -68,7 +69,16 @@ public struct BatchInsertRow: Sendable {
     @inline(__always)
     func position(of name: String) -> Int? {
       let bits = unsafeBitCast(name, to: (UInt64, UInt64).self)
-      for i in rawNames.indices where rawNames[i] == bits.0 && rawNames2[i] == bits.1 { return i }
+      // Every name is compared, without a branch per name: which one matches differs from key to key,
+      // and a mispredicted early exit costs more than the few comparisons it saves.
+      let found = rawNames.withUnsafeBufferPointer { words in
+        var found = 0
+        for i in 0..<(words.count / 2) {
+          found |= (words[2 &* i] ^ bits.0) | (words[2 &* i &+ 1] ^ bits.1) == 0 ? i &+ 1 : 0
+        }
+        return found
+      }
+      if found > 0 { return found &- 1 }
       guard names.count <= 32 else { return entity.attributeIndex(named: name) }
       let signature = Rules.signature(name)
       for i in names.indices where signatures[i] == signature && names[i] == name { return i }

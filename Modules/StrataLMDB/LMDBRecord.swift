@@ -319,7 +319,7 @@ struct RecordReader {
     case (8, .data): return slice().map { .data(Data($0)) }
     case (9, .uuid):
       guard remaining >= 16 else { return nil }
-      var uuid = UUID().uuid
+      var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
       withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 16])) }
       offset += 16
       return .uuid(UUID(uuid: uuid))
