@@ -58,11 +58,23 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// The object's identity; temporary until its context saves it.
   @exclusivity(unchecked) public internal(set) var objectID: ObjectID
   /// The context that owns the object (`nil` once the context is gone or the object was removed).
-  public internal(set) weak var managedObjectContext: ObjectContext?
+  public internal(set) var managedObjectContext: ObjectContext? {
+    get { isDetached ? nil : signals?.context }
+    set {
+      if let newValue {
+        signals = newValue.changeLog.signals
+        isDetached = false
+      } else {
+        isDetached = true
+      }
+    }
+  }
+  /// Whether the object was taken out of its context (deleted and saved, reset, replaced).
+  @exclusivity(unchecked) private var isDetached = false
 
   let info: EntityInfo?
-  /// The context's ``ChangeSignals``.
-  let signals: ChangeSignals?
+  /// The context's ``ChangeSignals``, through which the object also reaches its context.
+  @exclusivity(unchecked) private(set) var signals: ChangeSignals?
   let prototypeLayout: ClassLayout?
   @exclusivity(unchecked) var slotBase: Int32 = 0
   @exclusivity(unchecked) var recorder: KeyPathRecorder?
@@ -96,7 +108,6 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       prototypeLayout = nil
       slotBase = wrapperCount - info.layout.wrapperCount
       objectID = id
-      managedObjectContext = context
       isInsertedStorage = construction.isInserted
       if construction.isInserted {
         values = info.initialValues

@@ -52,7 +52,11 @@ struct ObjectChanges {
 /// Whether the changes of a context's objects must be reported to it — for undo or to change observers.
 /// Each object holds its context's signals and reads them on every change before it loads its (weak, so
 /// costly to load) context reference: most contexts record nothing, and setting a value is then a store.
+///
+/// It is also how objects reach their context: one weak reference here serves every object of the
+/// context, so making an object forms no weak reference of its own.
 final class ChangeSignals {
+  weak var context: ObjectContext?
   var recordsUndo = false
   /// Whether observers or streams may be listening (the context checks exactly).
   var mayBeObserved = false

@@ -97,6 +97,7 @@ public final class ObjectContext: @unchecked Sendable {
       queue = DispatchQueue(label: "strata.context")
       queue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
     }
+    changeLog.signals.context = self
   }
 
   // MARK: Running work
