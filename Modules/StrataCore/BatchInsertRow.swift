@@ -74,7 +74,10 @@ public struct BatchInsertRow: Sendable {
       let found = rawNames.withUnsafeBufferPointer { words in
         var found = 0
         for i in 0..<(words.count / 2) {
-          found |= (words[2 &* i] ^ bits.0) | (words[2 &* i &+ 1] ^ bits.1) == 0 ? i &+ 1 : 0
+          let difference = (words[2 &* i] ^ bits.0) | (words[2 &* i &+ 1] ^ bits.1)
+          // 1 when the difference is zero, in arithmetic (a comparison would become a branch again).
+          let isEqual = 1 &- Int(truncatingIfNeeded: (difference | (0 &- difference)) >> 63)
+          found |= isEqual &* (i &+ 1)
         }
         return found
       }
