@@ -262,9 +262,11 @@ struct TaterRaterCLITests {
     _ = try taterRater("import", "--seed", "4", "--path", store)
     let watcher = try RunningWatcher(["--for", "120", "--path", store])
     watcher.waitUntilWatching()
-    #expect(try taterRater("rate", "Bintje", "3", "--path", store).status == 0)
-    #expect(try taterRater("note", "Bintje", "Floury", "--path", store).status == 0)
     let path = try PotatoesFile.indexPath(of: "Bintje")
+    #expect(try taterRater("rate", "Bintje", "3", "--path", store).status == 0)
+    // The note waits for the rating's line: two commits close together may show as one change.
+    #expect(watcher.waitFor { $0.contains("update \(path) Bintje ★★★\n") }, "\(watcher.stdout)")
+    #expect(try taterRater("note", "Bintje", "Floury", "--path", store).status == 0)
     let (status, stdout) = watcher.stop { $0.hasSuffix("\"Floury\"") }
     #expect(status == 0)
     let lines = stdout.split(separator: "\n").map(String.init)
