@@ -474,7 +474,7 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// The registered object for `snapshot`, or a new one. A fault is loaded with the snapshot — or, with
   /// `asFault`, keeps it to load from when first read.
-  func materialize(_ snapshot: Snapshot, asFault: Bool = false) -> ManagedObject {
+  func materialize(_ snapshot: borrowing Snapshot, asFault: Bool = false) -> ManagedObject {
     let id = snapshot.objectID
     guard let info = entityInfo(named: id.entityName) else {
       return ManagedObject(.prototype(nil))
@@ -487,17 +487,17 @@ public final class ObjectContext: @unchecked Sendable {
       return object
     }
     if let made {
-      if asFault { made.snapshot = snapshot } else { made.load(snapshot) }
+      if asFault { made.snapshot = copy snapshot } else { made.load(copy snapshot) }
       sweepIfDue()
       if !asFault { made.awakeFromFetch() }
       return made
     }
     if object.isFaultStorage && !object.isInsertedStorage {
       if asFault {
-        object.snapshot = snapshot
+        object.snapshot = copy snapshot
         object.faultBatch = nil
       } else {
-        object.load(snapshot)
+        object.load(copy snapshot)
         object.awakeFromFetch()
       }
     }

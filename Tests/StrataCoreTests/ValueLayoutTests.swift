@@ -33,6 +33,25 @@ struct ObjectIDTests {
     #expect(temporary.isTemporary && temporary != ObjectID.makeTemporary(entityName: "Movie"))
   }
 
+  @Test func idsHashByKeyAndFillSetsAndDictionaries() {
+    let movies = (1...10_000).map { ObjectID(entityName: "Movie", storeIdentifier: "S1", primaryKey: Int64($0)) }
+    let temporaries = (0..<1_000).map { _ in ObjectID.makeTemporary(entityName: "Movie") }
+    var seen = Set(movies + temporaries)
+    #expect(seen.count == movies.count + temporaries.count)
+    #expect(movies.allSatisfy { seen.contains($0) } && temporaries.allSatisfy { seen.contains($0) })
+    #expect(!seen.contains(ObjectID(entityName: "Movie", storeIdentifier: "S1", primaryKey: 10_001)))
+    let again = ObjectID(entityName: "Movie", storeIdentifier: "S1", primaryKey: 7)
+    #expect(again._rawHashValue(seed: 42) == movies[6]._rawHashValue(seed: 42))
+    #expect(again.hashValue == movies[6].hashValue)
+    seen.subtract(movies)
+    #expect(seen == Set(temporaries))
+    let next = temporaries[0].nextTemporary()
+    #expect(next.isTemporary && next.entityName == "Movie" && !temporaries.contains(next))
+    // Hashes spread over a table: 10,000 consecutive keys land in many buckets, not a few.
+    let buckets = Set(movies.map { $0._rawHashValue(seed: 0) & 4095 })
+    #expect(buckets.count > 3_000)
+  }
+
   @Test func anIDRoundTripsThroughJSONAndItsURI() throws {
     let id = ObjectID(entityName: "Movie", storeIdentifier: "3F2A", primaryKey: 12)
     let decoded = try JSONDecoder().decode(ObjectID.self, from: try JSONEncoder().encode(id))
