@@ -110,7 +110,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       objectID = id
       isInsertedStorage = construction.isInserted
       if construction.isInserted {
-        values = info.initialValues
+        // A copy of its own now (the first set would copy the shared array, through slower generic code).
+        let initial = info.initialValues
+        values = Array(unsafeUninitializedCapacity: initial.count) { buffer, count in
+          for i in initial.indices { (buffer.baseAddress.unsafelyUnwrapped + i).initialize(to: initial[i]) }
+          count = initial.count
+        }
         toOne = info.emptyToOne
         toMany = info.emptyToMany
         committedToMany = info.emptyToMany

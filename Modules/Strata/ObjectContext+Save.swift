@@ -120,22 +120,26 @@ extension ObjectContext {
           message: "\(entityName).\(key) \(rule)\(shown)"))
     }
     let values = object.values
-    for attribute in info.validatedAttributes {
-      let value = values[attribute.index]
-      if value.isNull {
-        if !attribute.isOptional { fail(attribute.name, value, "is required") }
-        continue
-      }
-      guard let rules = attribute.rules else { continue }
-      if let number = value.numericValue {
-        if let min = rules.minimum, number < min { fail(attribute.name, value, "must be at least \(format(min))") }
-        if let max = rules.maximum, number > max { fail(attribute.name, value, "must be at most \(format(max))") }
-      }
-      if case .string(let s) = value {
-        if let min = rules.minimumLength, s.count < min { fail(attribute.name, value, "must be at least \(min) characters long") }
-        if let max = rules.maximumLength, s.count > max { fail(attribute.name, value, "must be at most \(max) characters long") }
-        if let pattern = rules.pattern, !((try? StringSemantics.matches(s, pattern, [])) ?? false) {
-          fail(attribute.name, value, "must match the pattern \(pattern)")
+    // Read through a pointer: each attribute's description is looked at, not copied.
+    info.validatedAttributes.withUnsafeBufferPointer { attributes in
+      for i in attributes.indices {
+        let value = values[attributes[i].index]
+        if value.isNull {
+          if !attributes[i].isOptional { fail(attributes[i].name, value, "is required") }
+          continue
+        }
+        guard let rules = attributes[i].rules else { continue }
+        let name = attributes[i].name
+        if let number = value.numericValue {
+          if let min = rules.minimum, number < min { fail(name, value, "must be at least \(format(min))") }
+          if let max = rules.maximum, number > max { fail(name, value, "must be at most \(format(max))") }
+        }
+        if case .string(let s) = value {
+          if let min = rules.minimumLength, s.count < min { fail(name, value, "must be at least \(min) characters long") }
+          if let max = rules.maximumLength, s.count > max { fail(name, value, "must be at most \(max) characters long") }
+          if let pattern = rules.pattern, !((try? StringSemantics.matches(s, pattern, [])) ?? false) {
+            fail(name, value, "must match the pattern \(pattern)")
+          }
         }
       }
     }
@@ -151,10 +155,13 @@ extension ObjectContext {
       }
     }
     // The subclass's own rules, after the model's.
-    for attribute in info.validatedAttributes where !attribute.isTransient {
-      let value = values[attribute.index]
-      runCustomValidation(of: object, key: attribute.name, value: value, into: &failures) {
-        try object.validateValue(value.swiftValue, forKey: attribute.name)
+    info.validatedAttributes.withUnsafeBufferPointer { attributes in
+      for i in attributes.indices where !attributes[i].isTransient {
+        let value = values[attributes[i].index]
+        let name = attributes[i].name
+        runCustomValidation(of: object, key: name, value: value, into: &failures) {
+          try object.validateValue(value.swiftValue, forKey: name)
+        }
       }
     }
     runCustomValidation(of: object, into: &failures) {

@@ -61,19 +61,21 @@ public final class ObjectContext: @unchecked Sendable {
   /// Set while a batch of objects is registered (``registeringBatch(of:_:)``).
   private var sweepsPaused = false
   private var lastEntityInfo: (name: String, info: EntityInfo)?
+  /// The entity info of the class last inserted (code inserting many objects inserts many of one class).
+  private var lastClassInfo: EntityInfo?
   /// Snapshots fetched ahead of their objects (prefetched relationship targets), used when the object is
   /// made or its fault fires; kept until the object is refreshed, saved or merged, or the context reset.
   var rowCache: [ObjectID: Snapshot] = [:]
   /// Prefetched to-many targets of objects not made yet, by object and relationship name.
   var toManyCache: [ObjectID: [String: [ObjectID]]] = [:]
   /// How many objects of `insertionList` are still inserted (not deleted again).
-  var insertedCount = 0
+  @exclusivity(unchecked) var insertedCount = 0
   /// Inserted objects by temporary ID, built the first time a temporary ID is looked up.
-  var temporaryIndex: [ObjectID: ManagedObject]?
+  @exclusivity(unchecked) var temporaryIndex: [ObjectID: ManagedObject]?
   /// Inserted objects in insertion order; may hold objects deleted again since (filtered on use).
-  var insertionList: [ManagedObject] = []
-  var updated: [ObjectID: ManagedObject] = [:]
-  var deleted: [ObjectID: ManagedObject] = [:]
+  @exclusivity(unchecked) var insertionList: [ManagedObject] = []
+  @exclusivity(unchecked) var updated: [ObjectID: ManagedObject] = [:]
+  @exclusivity(unchecked) var deleted: [ObjectID: ManagedObject] = [:]
   private var pendingErrors: [StoreError] = []
   /// The generation this context reads, when pinned (see ``setQueryGenerationFrom(_:)``).
   var pinnedGeneration: QueryGenerationToken?
@@ -442,10 +444,12 @@ public final class ObjectContext: @unchecked Sendable {
   }
 
   func entityInfo(for type: ManagedObject.Type) -> EntityInfo {
+    if let last = lastClassInfo, last.objectClass == type { return last }
     guard let info = coordinator.info(forClass: type) else {
       preconditionFailure(
         "\(type) is not part of the container's model; pass it to PersistentContainer(name:types:)")
     }
+    lastClassInfo = info
     return info
   }
 
