@@ -15,28 +15,28 @@ public struct BatchInsertRow: Sendable {
   /// The positions of the attributes the row gave, in ascending order.
   public var given: [Int]
 
-  /// Checks `row` (the `index`th of the batch) against `entity`.
-  ///
-  /// - Throws: `.invalidQuery` for a key that is not a stored, settable attribute (unknown, a
-  ///   relationship, transient or derived); `.validation` for a value the attribute cannot hold (wrong
-  ///   type, out of range, nil for a non-optional attribute) and for a missing non-optional attribute
-  ///   without a default. Each error names the entity, the key and the row index.
   /// What every row of one entity is checked against, worked out once per batch.
   public final class Rules: Sendable {
     let entity: EntityDescription
     /// The positions of the attributes a row must give: stored, settable, non-optional, without a default.
     let required: [Int]
-    let isRequired: [Bool]
     let initialValues: [Value]
     /// Aligned with the entity's attributes, so that rows are checked without copying descriptions.
     let names: [String]
     let types: [AttributeType]
-    let isOptional: [Bool]
-    let isSettable: [Bool]
     /// Each name's UTF-8 length and first byte: most names are told apart without comparing them.
     let signatures: [Int]
     /// The two words of each name, one name after another, for ``position(of:)``.
     let rawNames: [UInt64]
+    /// What a row's value of each attribute is checked against, in one plain array.
+    let attributeRules: [AttributeRule]
+
+    struct AttributeRule {
+      let type: AttributeType
+      let isOptional: Bool
+      let isRequired: Bool
+      let isSettable: Bool
+    }
 
     public init(_ entity: EntityDescription) {
       self.entity = entity
@@ -46,15 +46,17 @@ public struct BatchInsertRow: Sendable {
       }
       var isRequired = [Bool](repeating: false, count: entity.attributes.count)
       for position in required { isRequired[position] = true }
-      self.isRequired = isRequired
       initialValues = entity.attributes.map(\.initialValue)
       names = entity.attributes.map(\.name)
       types = entity.attributes.map(\.type)
-      isOptional = entity.attributes.map(\.isOptional)
-      isSettable = entity.attributes.map { !$0.isTransient && $0.derivation == nil }
       signatures = entity.attributes.map { Rules.signature($0.name) }
-      rawNames = names.flatMap {
-        let words = unsafeBitCast($0, to: (UInt64, UInt64).self)
+      attributeRules = entity.attributes.enumerated().map { position, attribute in
+        AttributeRule(
+          type: attribute.type, isOptional: attribute.isOptional, isRequired: isRequired[position],
+          isSettable: !attribute.isTransient && attribute.derivation == nil)
+      }
+      rawNames = entity.attributes.flatMap {
+        let words = unsafeBitCast($0.name, to: (UInt64, UInt64).self)
         return [words.0, words.1]
       }
     }
@@ -87,9 +89,48 @@ public struct BatchInsertRow: Sendable {
       for i in names.indices where signatures[i] == signature && names[i] == name { return i }
       return nil
     }
+
+    // The refusals, out of the per-row loop.
+
+    @inline(never)
+    func unknownKey(_ key: String, row index: Int) -> StoreError {
+      let what = entity.relationship(named: key) == nil ? "has no attribute" : "has a relationship, not an attribute,"
+      return StoreError(
+        .invalidQuery, "\(entity.name) \(what) '\(key)' (batch insert row \(index)); a batch insert sets attributes only",
+        entity: entity.name, key: key)
+    }
+
+    @inline(never)
+    func notSettable(_ position: Int, row index: Int) -> StoreError {
+      let attribute = entity.attributes[position]
+      let why = attribute.isTransient ? "is transient and not stored" : "is derived; the store computes it"
+      return StoreError(
+        .invalidQuery, "\(entity.name).\(attribute.name) \(why); batch insert row \(index) cannot set it",
+        entity: entity.name, key: attribute.name)
+    }
+
+    @inline(never)
+    func wrongType(_ key: String, _ value: Value, row index: Int) -> StoreError {
+      let type = position(of: key).map { types[$0].rawValue } ?? "?"
+      return StoreError(
+        .validation, "\(entity.name).\(key) is a \(type) and cannot hold \(value) (batch insert row \(index))",
+        entity: entity.name, key: key, value: value)
+    }
+
+    @inline(never)
+    func nilForRequired(_ key: String, row index: Int) -> StoreError {
+      StoreError(
+        .validation, "\(entity.name).\(key) is not optional; batch insert row \(index) sets it to nil", entity: entity.name,
+        key: key)
+    }
   }
 
   /// Checks `row` (the `index`th of the batch) against `rules`.
+  ///
+  /// - Throws: `.invalidQuery` for a key that is not a stored, settable attribute (unknown, a
+  ///   relationship, transient or derived); `.validation` for a value the attribute cannot hold (wrong
+  ///   type, out of range, nil for a non-optional attribute) and for a missing non-optional attribute
+  ///   without a default. Each error names the entity, the key and the row index.
   public init(_ row: [String: Value], index: Int, rules: Rules) throws {
     self.init(rules: rules)
     try reload(row, index: index, rules: rules)
@@ -111,46 +152,40 @@ public struct BatchInsertRow: Sendable {
   /// }
   /// ```
   public mutating func reload(_ row: [String: Value], index: Int, rules: Rules) throws {
-    for position in given { values[position] = rules.initialValues[position] }
-    given.removeAll(keepingCapacity: true)
+    let previous = given
     let count = values.count
     var mask: UInt64 = 0
+    var positions: [Int] = []
     var requiredGiven = 0
-    for (key, value) in row {
-      guard let position = rules.position(of: key) else {
-        let what = rules.entity.relationship(named: key) == nil ? "has no attribute" : "has a relationship, not an attribute,"
-        throw StoreError(
-          .invalidQuery, "\(rules.entity.name) \(what) '\(key)' (batch insert row \(index)); a batch insert sets attributes only",
-          entity: rules.entity.name, key: key)
+    // Through pointers: one uniqueness check per row, not per value, and no array retained per access.
+    try values.withUnsafeMutableBufferPointer { values in
+      try rules.attributeRules.withUnsafeBufferPointer { attributes in
+        for position in previous { values[position] = rules.initialValues[position] }
+        for (key, value) in row {
+          guard let position = rules.position(of: key) else { throw rules.unknownKey(key, row: index) }
+          let rule = attributes[position]
+          guard rule.isSettable else { throw rules.notSettable(position, row: index) }
+          if rule.type.isCanonical(value) {
+            if !rule.isOptional && value.isNull { throw rules.nilForRequired(key, row: index) }
+            values[position] = value
+          } else {
+            guard let converted = rule.type.coerce(value) else { throw rules.wrongType(key, value, row: index) }
+            if !rule.isOptional && converted.isNull { throw rules.nilForRequired(key, row: index) }
+            values[position] = converted
+          }
+          if count <= 64 { mask |= 1 << UInt64(position) } else { positions.append(position) }
+          if rule.isRequired { requiredGiven += 1 }
+        }
       }
-      if !rules.isSettable[position] {
-        let attribute = rules.entity.attributes[position]
-        let why = attribute.isTransient ? "is transient and not stored" : "is derived; the store computes it"
-        throw StoreError(
-          .invalidQuery, "\(rules.entity.name).\(key) \(why); batch insert row \(index) cannot set it", entity: rules.entity.name, key: key)
-      }
-      let type = rules.types[position]
-      guard let converted = type.isCanonical(value) ? value : type.coerce(value) else {
-        throw StoreError(
-          .validation, "\(rules.entity.name).\(key) is a \(type.rawValue) and cannot hold \(value) (batch insert row \(index))",
-          entity: rules.entity.name, key: key, value: value)
-      }
-      if converted.isNull && !rules.isOptional[position] {
-        throw StoreError(
-          .validation, "\(rules.entity.name).\(key) is not optional; batch insert row \(index) sets it to nil",
-          entity: rules.entity.name, key: key)
-      }
-      values[position] = converted
-      if count <= 64 { mask |= 1 << UInt64(position) } else { given.append(position) }
-      if rules.isRequired[position] { requiredGiven += 1 }
     }
+    given.removeAll(keepingCapacity: true)
     if count <= 64 {
       while mask != 0 {
         given.append(mask.trailingZeroBitCount)
         mask &= mask &- 1
       }
     } else {
-      given.sort()
+      given = positions.sorted()
     }
     if requiredGiven < rules.required.count, let position = rules.required.first(where: { row[rules.entity.attributes[$0].name] == nil }) {
       let key = rules.entity.attributes[position].name

@@ -152,12 +152,14 @@ struct LMDBSaveOperation {
     }
     var table: LMDBSchema.Table?
     for list in [changes.inserted, changes.updated] {
-      for i in list.indices {
-        let id = list[i].objectID
-        if table?.name != id.entityName { table = try entityTable(id) }
-        guard let table else { continue }
-        for (r, target) in list[i].toOne.enumerated() where target?.isTemporary == true && r < table.references.count {
-          try checkReference(target, table.entity.name, table.entity.toOneRelationships[r].name, inserted)
+      try list.withUnsafeBufferPointer { list in
+        for i in list.indices {
+          let id = list[i].objectID
+          if table?.name != id.entityName { table = try entityTable(id) }
+          guard let table, !table.references.isEmpty else { continue }
+          for (r, target) in list[i].toOne.enumerated() where target?.isTemporary == true && r < table.references.count {
+            try checkReference(target, table.entity.name, table.entity.toOneRelationships[r].name, inserted)
+          }
         }
       }
     }
