@@ -139,6 +139,8 @@ final class EntityInfo: @unchecked Sendable {
   /// To-many state of a new object (every relationship empty) and of a fault (none loaded).
   let emptyToMany: [Set<ObjectID>?]
   let unloadedToMany: [Set<ObjectID>?]
+  /// Whether the entity has to-many relationships at all.
+  let hasToMany: Bool
   /// What saving checks of each attribute the app sets (derived ones excluded), worked out once.
   let validatedAttributes: [ValidatedAttribute]
   /// A temporary ID of the entity, from which new objects take theirs.
@@ -171,6 +173,7 @@ final class EntityInfo: @unchecked Sendable {
     emptyToOne = Array(repeating: nil, count: entity.toOneRelationships.count)
     emptyToMany = Array(repeating: [], count: entity.toManyRelationships.count)
     unloadedToMany = Array(repeating: nil, count: entity.toManyRelationships.count)
+    hasToMany = !entity.toManyRelationships.isEmpty
     self.objectClass = objectClass
     layout = objectClass == ManagedObject.self ? ClassLayout.of(ManagedObject.self) : ClassLayout.of(objectClass)
     let toManyIndex = Dictionary(

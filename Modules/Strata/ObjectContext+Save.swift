@@ -79,18 +79,20 @@ extension ObjectContext {
     changeSet.deleted = deleted.map {
       ObjectDeletion(objectID: $0.objectID, expectedVersion: mergePolicy == .overwrite ? nil : $0.snapshot?.version)
     }
-    for object in inserted + updated {
-      guard let info = object.info else { continue }
-      for (i, rel) in info.entity.toManyRelationships.enumerated() where model.usesJoinTable(rel) {
-        guard let current = object.toMany[i] else { continue }
-        let committed = object.committedToMany[i] ?? []
-        for target in current.subtracting(committed) {
-          changeSet.linkChanges.append(
-            LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: true))
-        }
-        for target in committed.subtracting(current) where !isPendingDeletion(target) {
-          changeSet.linkChanges.append(
-            LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: false))
+    for list in [inserted, updated] {
+      for object in list {
+        guard let info = object.info, info.hasToMany else { continue }
+        for (i, rel) in info.entity.toManyRelationships.enumerated() where model.usesJoinTable(rel) {
+          guard let current = object.toMany[i] else { continue }
+          let committed = object.committedToMany[i] ?? []
+          for target in current.subtracting(committed) {
+            changeSet.linkChanges.append(
+              LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: true))
+          }
+          for target in committed.subtracting(current) where !isPendingDeletion(target) {
+            changeSet.linkChanges.append(
+              LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: false))
+          }
         }
       }
     }

@@ -141,13 +141,13 @@ struct LMDBSaveOperation {
   /// Refuses malformed change sets before anything is written.
   private func check() throws {
     var inserted = Set<ObjectID>(minimumCapacity: changes.inserted.count)
-    for change in changes.inserted {
-      guard inserted.insert(change.objectID).inserted else {
-        throw StoreError(.misuse, "\(change.objectID) is inserted twice in one change set", entity: change.objectID.entityName)
+    for i in changes.inserted.indices {
+      let id = changes.inserted[i].objectID
+      guard inserted.insert(id).inserted else {
+        throw StoreError(.misuse, "\(id) is inserted twice in one change set", entity: id.entityName)
       }
-      if !change.objectID.isTemporary, change.objectID.storeIdentifier != storeIdentifier {
-        throw StoreError(
-          .misuse, "cannot insert \(change.objectID): it belongs to another store", entity: change.objectID.entityName)
+      if !id.isTemporary, id.storeIdentifier != storeIdentifier {
+        throw StoreError(.misuse, "cannot insert \(id): it belongs to another store", entity: id.entityName)
       }
     }
     var table: LMDBSchema.Table?
