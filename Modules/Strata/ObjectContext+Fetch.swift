@@ -22,9 +22,11 @@ extension ObjectContext {
   ///   loaded.
   public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [T] {
     let objects = try fetchObjects(request)
-    // Every object of an entity is made from the entity's class: when that is `T`, no object needs a cast.
+    // Every object of an entity is made from the entity's class: when that is `T`, the array is one of
+    // `T` already. Arrays of class references share one layout, so it is reinterpreted as such (what the
+    // standard library's own cast does on Apple platforms), not copied element by element.
     if let info = coordinator.info(forEntity: request.entityName), info.objectClass == T.self {
-      return objects.map { unsafeDowncast($0, to: T.self) }
+      return unsafeBitCast(objects, to: [T].self)
     }
     return objects.compactMap { $0 as? T }
   }

@@ -102,6 +102,17 @@ extension Conformance {
       #expect(try context.count(for: request) == testCase.expected.count, "count of \(testCase.format)")
     }
 
+    // A fetched array is an ordinary array of its type: it grows, shrinks and sorts like any other.
+    var films = try context.fetch(FetchRequest<Film>())
+    let fetchedCount = films.count
+    films.append(contentsOf: try context.fetch(FetchRequest<Film>(format: "year < 2000")))
+    films.append(Film(context: context))
+    #expect(films.count > fetchedCount + 1)
+    films.removeFirst()
+    films.sort { $0.title < $1.title }
+    #expect(films.allSatisfy { type(of: $0) == Film.self } && films.last?.title != nil)
+    context.rollback()
+
     let directorsWithoutFilms = try context.fetch(FetchRequest<Director>(format: "films.@count == 0"))
     #expect(directorsWithoutFilms.map(\.name) == ["Nobody"])
     let recent = try context.fetch(FetchRequest<Director>(format: "ANY films.year > 2015"))
