@@ -63,5 +63,30 @@ extension Conformance {
     collateral.uuid = SampleData.uuid(800)
     try context.save()
     #expect(try fresh.count(for: FetchRequest<Film>(format: "uuid == %@", SampleData.uuid(800))) == 1)
+
+    // A derived attribute declared unique: values that fold to one key clash like given ones.
+    let (handles, handlesURL) = try backend.container(types: [Handle.self])
+    let handleContext = handles.viewContext
+    let first = Handle(context: handleContext)
+    first.display = "Café"
+    try handleContext.save()
+    let second = Handle(context: handleContext)
+    second.display = "CAFE"
+    do {
+      try handleContext.save()
+      Issue.record("two handles folding to one key must not save")
+    } catch let error as StoreError {
+      #expect(error.code == .constraintConflict, "\(error.message)")
+      #expect(error.entity == "Handle" && error.message.contains("key"), "\(error.message)")
+      #expect(error.conflicts.first?.conflictingObjectID == first.objectID, "\(error.conflicts)")
+    }
+    let afterClash = try backend.freshContext(handles, handlesURL, types: [Handle.self])
+    #expect(try afterClash.fetch(FetchRequest<Handle>()).map(\.display) == ["Café"])
   }
+}
+
+/// A handle of the uniqueness area, unique by its folded form (a derived attribute).
+final class Handle: ManagedObject {
+  @Attribute var display: String
+  @Derived("canonical:(display)", .unique) var key: String
 }

@@ -27,7 +27,16 @@ extension SaveOperation {
         recomputed[position].attributes[index] = stored
         bindings.append(try SQLiteSchema.encode(stored, as: attribute.type, entity: table.name, key: attribute.name))
       }
-      try connection.run(statement.sql, bindings + [.integer(pk)])
+      do {
+        try connection.run(statement.sql, bindings + [.integer(pk)])
+      } catch let error as SQLiteError where error.isUniqueViolation {
+        // A derived value declared unique clashed: reported like a clash of given values, in the IDs
+        // the context knows.
+        let known = permanentIDs.first { $0.value == snapshot.objectID && $0.key.isTemporary }?.key ?? snapshot.objectID
+        throw try constraintConflict([
+          ObjectChange(objectID: known, attributes: recomputed[position].attributes, toOne: snapshot.toOne)
+        ])
+      }
     }
     return recomputed
   }
