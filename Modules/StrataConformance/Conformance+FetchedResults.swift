@@ -99,7 +99,7 @@ extension Conformance {
         group.addTask {
           let context = container.newBackgroundContext()
           return try await context.perform {
-            var random = SplitMix(seed: UInt64(writer + 1))
+            var random = SplitMix64(seed: UInt64(writer + 1))
             var mine: [Tater] = []
             for n in 0..<perWriter {
               if mine.isEmpty || random.next() % 10 < 6 {
@@ -191,19 +191,6 @@ final class ChangeRecorder: FetchedResultsControllerDelegate {
     open -= 1
     if open != 0 { balanced = false }
     log.append("did")
-  }
-}
-
-/// A small deterministic random number generator (SplitMix64), so that runs repeat.
-public struct SplitMix: RandomNumberGenerator {
-  private var state: UInt64
-  public init(seed: UInt64) { state = seed }
-  public mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }
 

@@ -166,7 +166,7 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
   }
 
   /// What dictionaries and sets hash: the key mixed with the table's seed by a 64-bit finalizer
-  /// (splitmix64's), instead of a full `Hasher` run per lookup. Registries and saves look IDs up by
+  /// (``SplitMix64/mix(_:)``), instead of a full `Hasher` run per lookup. Registries and saves look IDs up by
   /// the hundred thousand; keys are store-assigned numbers, not attacker-chosen text, and the per-table
   /// seed still varies the layout.
   public func _rawHashValue(seed: Int) -> Int {
@@ -176,8 +176,6 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
     case .temporary(let n): x = ~n
     }
     x ^= UInt64(bitPattern: Int64(seed))
-    x = (x ^ (x >> 30)) &* 0xbf58_476d_1ce4_e5b9
-    x = (x ^ (x >> 27)) &* 0x94d0_49bb_1331_11eb
-    return Int(bitPattern: UInt(truncatingIfNeeded: x ^ (x >> 31)))
+    return Int(bitPattern: UInt(truncatingIfNeeded: SplitMix64.mix(x)))
   }
 }

@@ -3,19 +3,6 @@ import Testing
 
 @testable import StrataCore
 
-/// A small deterministic generator (SplitMix64), so failures reproduce.
-struct PredicateFuzzRNG: RandomNumberGenerator {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
-
 /// Format strings covering the grammar; each must parse, and its description must parse back equal.
 let predicateSampleFormats: [String] = [
   "title == 'Heat'", "title = \"Heat\"", "year != 1995", "year <> 1995", "rating < 4.5", "rating <= 4.5",
@@ -110,8 +97,8 @@ extension PredicateParserTests {
 
 /// Builds random trees of the shapes the parser produces.
 struct PredicateTreeGenerator {
-  var rng: PredicateFuzzRNG
-  init(seed: UInt64) { rng = PredicateFuzzRNG(seed: seed) }
+  var rng: SplitMix64
+  init(seed: UInt64) { rng = SplitMix64(seed: seed) }
 
   private mutating func pick<T>(_ items: [T]) -> T { items[Int.random(in: 0..<items.count, using: &rng)] }
   private mutating func chance(_ percent: Int) -> Bool { Int.random(in: 0..<100, using: &rng) < percent }

@@ -74,7 +74,7 @@ struct FetchedResultsPropertyTests {
       try container.loadPersistentStores()
       let context = container.newBackgroundContext()
       try context.performAndWait {
-        var random = SplitMix(seed: UInt64(seed))
+        var random = SplitMix64(seed: UInt64(seed))
         let names = ["Agria", "Bintje", "Cara", "Charlotte", "Désirée", "duke", "Estima", "Épicure", "Kerr's Pink",
           "Ratte", "ratte", "Russet 10", "Russet 9", "Yukon"]
         func pick() -> String { names[Int(random.next() % UInt64(names.count))] }
