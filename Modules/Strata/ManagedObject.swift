@@ -5,15 +5,9 @@ import StrataCore
 /// its own designated initializer must also provide `required init(_ construction: ObjectConstruction)`
 /// calling `super.init(construction)`.
 public struct ObjectConstruction {
-  enum Kind {
-    case prototype
-    case managed
-  }
-
   // The framework holds the entity info, context and layout for as long as an initializer runs, so these
   // references need no counting: passing the construction through a subclass's initializer is a copy of
-  // plain words.
-  let kind: Kind
+  // plain words. With `info`, `context` and `id` it makes a managed object; without, a prototype.
   unowned(unsafe) let layout: ClassLayout?
   unowned(unsafe) let info: EntityInfo?
   unowned(unsafe) let context: ObjectContext?
@@ -22,12 +16,12 @@ public struct ObjectConstruction {
 
   /// A prototype (`layout` to record key paths read from it).
   static func prototype(_ layout: ClassLayout?) -> ObjectConstruction {
-    ObjectConstruction(kind: .prototype, layout: layout, info: nil, context: nil, id: nil, isInserted: false)
+    ObjectConstruction(layout: layout, info: nil, context: nil, id: nil, isInserted: false)
   }
 
   /// An object of `info`'s entity in `context`: a fault to load, or a new object.
   static func managed(_ info: EntityInfo, _ context: ObjectContext, _ id: ObjectID, isInserted: Bool) -> ObjectConstruction {
-    ObjectConstruction(kind: .managed, layout: nil, info: info, context: context, id: id, isInserted: isInserted)
+    ObjectConstruction(layout: nil, info: info, context: context, id: id, isInserted: isInserted)
   }
 }
 
@@ -100,9 +94,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// Creates an object; called by the framework. Use `init(context:)` to insert a new object.
   public required init(_ construction: ObjectConstruction) {
     let wrapperCount = SlotState.take()
-    if construction.kind == .managed, let info = construction.info, let context = construction.context,
-      let id = construction.id
-    {
+    if let info = construction.info, let context = construction.context, let id = construction.id {
       self.info = info
       signals = context.changeLog.signals
       prototypeLayout = nil
@@ -407,6 +399,7 @@ extension ManagedObject {
     isDeletedStorage = false
   }
 
+  @inline(__always)
   func target(ofSlot slot: Int32) -> SlotTarget {
     guard let info else { return .none }
     let index = Int(slot - slotBase)
@@ -416,11 +409,8 @@ extension ManagedObject {
 
   @usableFromInline
   func attributeValue(slot: Int32) -> Value {
-    if let info {
-      let position = Int(slot &- slotBase)
-      guard position >= 0, position < info.slotTargets.count, case .attribute(let index) = info.slotTargets[position] else {
-        return .null
-      }
+    if info != nil {
+      guard case .attribute(let index) = target(ofSlot: slot) else { return .null }
       fireFault()
       return values[index]
     }

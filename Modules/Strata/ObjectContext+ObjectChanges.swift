@@ -71,7 +71,7 @@ final class ObjectChangeLog {
   var pending = ObjectChanges()
   var isScheduled = false
   var observers: [UInt64: (ObjectChanges) -> Void] = [:] {
-    didSet { signals.mayBeObserved = !observers.isEmpty || hasHadStreams }
+    didSet { signals.mayBeObserved = mayBeObserved }
   }
   var nextObserver: UInt64 = 0
   let broadcaster = Broadcaster<ObjectsDidChange>()
@@ -80,8 +80,11 @@ final class ObjectChangeLog {
 
   /// Whether a stream was ever asked for (cheaper to read per change than the broadcaster's lock).
   var hasHadStreams = false {
-    didSet { signals.mayBeObserved = !observers.isEmpty || hasHadStreams }
+    didSet { signals.mayBeObserved = mayBeObserved }
   }
+
+  /// Whether anyone may be listening: observers, or streams asked for (which may have ended since).
+  private var mayBeObserved: Bool { !observers.isEmpty || hasHadStreams }
 
   var isObserved: Bool { !observers.isEmpty || (hasHadStreams && broadcaster.hasSubscribers) }
 

@@ -23,7 +23,6 @@ public struct BatchInsertRow: Sendable {
     let initialValues: [Value]
     /// Aligned with the entity's attributes, so that rows are checked without copying descriptions.
     let names: [String]
-    let types: [AttributeType]
     /// Each name's UTF-8 length and first byte: most names are told apart without comparing them.
     let signatures: [Int]
     /// The two words of each name, one name after another, for ``position(of:)``.
@@ -48,7 +47,6 @@ public struct BatchInsertRow: Sendable {
       for position in required { isRequired[position] = true }
       initialValues = entity.attributes.map(\.initialValue)
       names = entity.attributes.map(\.name)
-      types = entity.attributes.map(\.type)
       signatures = entity.attributes.map { Rules.signature($0.name) }
       attributeRules = entity.attributes.enumerated().map { position, attribute in
         AttributeRule(
@@ -111,7 +109,7 @@ public struct BatchInsertRow: Sendable {
 
     @inline(never)
     func wrongType(_ key: String, _ value: Value, row index: Int) -> StoreError {
-      let type = position(of: key).map { types[$0].rawValue } ?? "?"
+      let type = position(of: key).map { attributeRules[$0].type.rawValue } ?? "?"
       return StoreError(
         .validation, "\(entity.name).\(key) is a \(type) and cannot hold \(value) (batch insert row \(index))",
         entity: entity.name, key: key, value: value)
