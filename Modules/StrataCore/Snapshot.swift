@@ -45,6 +45,27 @@ public struct ObjectChange: Sendable, Hashable {
     self.expectedVersion = expectedVersion
     self.changedKeys = changedKeys
   }
+
+  /// Throws `.misuse` unless the change holds one value per attribute and one target per to-one
+  /// relationship of `entity` — what every store checks before writing a change.
+  ///
+  /// ```swift
+  /// try change.requireShape(of: entity)
+  /// ```
+  public func requireShape(of entity: EntityDescription) throws {
+    try requireShape(attributeCount: entity.attributes.count, toOneCount: entity.toOneRelationships.count) { entity }
+  }
+
+  /// ``requireShape(of:)`` against counts a store keeps at hand, the entity made only for the error.
+  public func requireShape(attributeCount: Int, toOneCount: Int, entity: () -> EntityDescription) throws {
+    guard attributes.count != attributeCount || toOne.count != toOneCount else { return }
+    let entity = entity()
+    throw StoreError(
+      .misuse,
+      "the change of \(objectID) holds \(attributes.count) attribute values and \(toOne.count) to-one targets; "
+        + "\(entity.name) has \(entity.attributes.count) attributes and \(entity.toOneRelationships.count) to-one relationships",
+      entity: entity.name)
+  }
 }
 
 /// One object deleted by a ``ChangeSet``.

@@ -259,14 +259,7 @@ struct LMDBSaveOperation {
     var attributes = change.attributes
     // Checked here, where the values are read anyway, rather than in a pass of its own: a refusal still
     // aborts the transaction before anything is committed.
-    guard attributes.count == table.types.count, change.toOne.count == table.references.count else {
-      let entity = table.entity
-      throw StoreError(
-        .misuse,
-        "the change of \(change.objectID) holds \(attributes.count) attribute values and \(change.toOne.count) "
-          + "to-one targets; \(entity.name) has \(entity.attributes.count) attributes and "
-          + "\(entity.toOneRelationships.count) to-one relationships", entity: entity.name)
-    }
+    try change.requireShape(attributeCount: table.types.count, toOneCount: table.references.count) { table.entity }
     for index in attributes.indices {
       let value = attributes[index]
       if table.isTransient[index] {

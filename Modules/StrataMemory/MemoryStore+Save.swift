@@ -157,13 +157,7 @@ struct MemorySaveTransaction {
 
   private func makeRow(_ change: ObjectChange, id: ObjectID, version: Int64) throws -> Snapshot {
     let entity = try entity(for: id)
-    guard change.attributes.count == entity.attributes.count, change.toOne.count == entity.toOneRelationships.count
-    else {
-      throw StoreError(
-        .misuse,
-        "the change of \(change.objectID) holds \(change.attributes.count) attribute values and \(change.toOne.count) to-one targets; \(entity.name) has \(entity.attributes.count) attributes and \(entity.toOneRelationships.count) to-one relationships",
-        entity: entity.name)
-    }
+    try change.requireShape(of: entity)
     var attributes: [Value] = []
     attributes.reserveCapacity(entity.attributes.count)
     for (attribute, value) in zip(entity.attributes, change.attributes) {

@@ -140,14 +140,7 @@ struct SaveOperation {
     for change in [changes.inserted, changes.updated].joined() {
       if table?.name != change.objectID.entityName { table = try schema.table(change.objectID.entityName) }
       guard let entity = table?.entity else { continue }
-      guard change.attributes.count == entity.attributes.count, change.toOne.count == entity.toOneRelationships.count
-      else {
-        throw StoreError(
-          .misuse,
-          "the change of \(change.objectID) holds \(change.attributes.count) attribute values and \(change.toOne.count) "
-            + "to-one targets; \(entity.name) has \(entity.attributes.count) attributes and "
-            + "\(entity.toOneRelationships.count) to-one relationships", entity: entity.name)
-      }
+      try change.requireShape(of: entity)
       for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
         try checkReference(target, entity.name, rel.name, inserted)
       }
