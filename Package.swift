@@ -33,7 +33,9 @@ let package = Package(
   targets: [
     // MARK: Core
     .target(name: "StrataCore", path: "Modules/StrataCore", swiftSettings: swiftSettings),
-    .target(name: "Strata", dependencies: ["StrataCore"], path: "Modules/Strata", swiftSettings: swiftSettings),
+    .target(name: "Strata", dependencies: ["StrataCore", "CStrataSlots"], path: "Modules/Strata", swiftSettings: swiftSettings),
+    // The property wrappers' per-thread slot counter: a C11 thread-local (Swift has none of its own).
+    .target(name: "CStrataSlots", path: "Modules/CStrataSlots"),
 
     // MARK: Backends
     .systemLibrary(name: "CSQLite", path: "Modules/CSQLite", providers: [.apt(["libsqlite3-dev"])]),

@@ -34,43 +34,50 @@ public struct AttributeOptions: OptionSet, Sendable, Hashable {
 public struct Attribute<Value: AttributeValue> {
   @usableFromInline let slot: Int32
 
+  // The initializers are inlinable: every object made runs one per attribute, and inlined they are a
+  // thread-local increment (the options matter only while a prototype is built).
+
   /// An attribute without a default: `nil` if optional, otherwise the type's zero value.
+  @inlinable
   public init(
     _ options: AttributeOptions = [], minimum: Double? = nil, maximum: Double? = nil, minimumLength: Int? = nil,
     maximumLength: Int? = nil, pattern: String? = nil
   ) {
-    let state = SlotState.current
-    slot = state.takeSlot()
-    guard let collector = state.collector else { return }
-    Self.declare(
-      in: collector, slot: slot, options: options, defaultValue: nil,
-      validation: AttributeValidation(
-        minimum: minimum, maximum: maximum, minimumLength: minimumLength, maximumLength: maximumLength,
-        pattern: pattern))
+    slot = SlotState.takeSlot()
+    if _slowPath(SlotState.isCollecting) {
+      Self.declare(
+        slot: slot, options: options, defaultValue: nil, minimum: minimum, maximum: maximum, minimumLength: minimumLength,
+        maximumLength: maximumLength, pattern: pattern)
+    }
   }
 
   /// An attribute whose new objects start with `wrappedValue`.
+  @inlinable
   public init(
     wrappedValue: Value, _ options: AttributeOptions = [], minimum: Double? = nil, maximum: Double? = nil,
     minimumLength: Int? = nil, maximumLength: Int? = nil, pattern: String? = nil
   ) {
-    let state = SlotState.current
-    slot = state.takeSlot()
-    guard let collector = state.collector else { return }
-    Self.declare(
-      in: collector, slot: slot, options: options, defaultValue: wrappedValue.storedValue,
-      validation: AttributeValidation(
-        minimum: minimum, maximum: maximum, minimumLength: minimumLength, maximumLength: maximumLength,
-        pattern: pattern))
+    slot = SlotState.takeSlot()
+    if _slowPath(SlotState.isCollecting) {
+      Self.declare(
+        slot: slot, options: options, defaultValue: wrappedValue.storedValue, minimum: minimum, maximum: maximum,
+        minimumLength: minimumLength, maximumLength: maximumLength, pattern: pattern)
+    }
   }
 
-  private static func declare(
-    in collector: PrototypeCollector, slot: Int32, options: AttributeOptions, defaultValue: StrataCore.Value?,
-    validation: AttributeValidation
+  @usableFromInline
+  static func declare(
+    slot: Int32, options: AttributeOptions, defaultValue: StrataCore.Value?, minimum: Double?, maximum: Double?,
+    minimumLength: Int?, maximumLength: Int?, pattern: String?
   ) {
-    collector.declarations[slot] = .attribute(
-      type: Value.attributeType, isOptional: Value.isOptionalAttribute, options: options,
-      defaultValue: defaultValue, derivation: nil, validation: validation)
+    SlotState.declare(
+      slot,
+      .attribute(
+        type: Value.attributeType, isOptional: Value.isOptionalAttribute, options: options,
+        defaultValue: defaultValue, derivation: nil,
+        validation: AttributeValidation(
+          minimum: minimum, maximum: maximum, minimumLength: minimumLength, maximumLength: maximumLength,
+          pattern: pattern)))
   }
 
   @available(*, unavailable, message: "@Attribute is only available on ManagedObject subclasses")

@@ -30,13 +30,19 @@ public struct Derived<Value: AttributeValue> {
   /// A derived attribute computed by `derivation`.
   /// - Parameter options: `.indexed`, `.unique` and `.preserveValueOnDeletion` apply; `.transient` makes
   ///   the model invalid (a derived attribute is stored).
+  @inlinable
   public init(_ derivation: String, _ options: AttributeOptions = []) {
-    let state = SlotState.current
-    slot = state.takeSlot()
-    guard let collector = state.collector else { return }
-    collector.declarations[slot] = .attribute(
-      type: Value.attributeType, isOptional: Value.isOptionalAttribute, options: options, defaultValue: nil,
-      derivation: derivation, validation: AttributeValidation())
+    slot = SlotState.takeSlot()
+    if _slowPath(SlotState.isCollecting) { Self.declare(slot: slot, derivation: derivation, options: options) }
+  }
+
+  @usableFromInline
+  static func declare(slot: Int32, derivation: String, options: AttributeOptions) {
+    SlotState.declare(
+      slot,
+      .attribute(
+        type: Value.attributeType, isOptional: Value.isOptionalAttribute, options: options, defaultValue: nil,
+        derivation: derivation, validation: AttributeValidation()))
   }
 
   @available(*, unavailable, message: "@Derived is only available on ManagedObject subclasses")

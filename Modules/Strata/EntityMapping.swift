@@ -39,15 +39,14 @@ final class ClassLayout: @unchecked Sendable {
   /// The layout of `type`, built once from a prototype instance.
   static func of(_ type: ManagedObject.Type) -> ClassLayout {
     if let layout = cache.withLock({ $0[ObjectIdentifier(type)] }) { return layout }
-    let state = SlotState.current
-    let savedCounter = state.counter
-    let savedCollector = state.collector
+    let savedCounter = SlotState.counter
+    let savedCollector = SlotState.collector
     let collector = PrototypeCollector()
-    state.counter = 0
-    state.collector = collector
+    SlotState.counter = 0
+    SlotState.collector = collector
     let prototype = type.init(.prototype(nil))
-    state.collector = savedCollector
-    state.counter = savedCounter
+    SlotState.collector = savedCollector
+    SlotState.counter = savedCounter
 
     var namesBySlot: [Int32: String] = [:]
     var mirror: Mirror? = Mirror(reflecting: prototype)
@@ -79,11 +78,10 @@ final class ClassLayout: @unchecked Sendable {
   /// A fresh prototype that records the names of the properties read from it.
   static func prototype(of type: ManagedObject.Type) -> ManagedObject {
     let layout = of(type)
-    let state = SlotState.current
-    let saved = state.counter
-    state.counter = 0
+    let saved = SlotState.counter
+    SlotState.counter = 0
     let prototype = type.init(.prototype(layout))
-    state.counter = saved
+    SlotState.counter = saved
     return prototype
   }
 

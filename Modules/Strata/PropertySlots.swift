@@ -1,13 +1,7 @@
 import Foundation
 import StrataCore
 
-#if canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#elseif canImport(Darwin)
-  import Darwin
-#endif
+import CStrataSlots
 
 /// Per-thread bookkeeping that lets a property wrapper find its property without knowing its name.
 ///
@@ -17,76 +11,51 @@ import StrataCore
 /// an object is its `n`-th wrapper. While a prototype is built (to derive the model from a class), the
 /// wrappers also record their declared options here.
 ///
-/// The state lives in a per-thread block reached through a pointer: every wrapper of every object made
-/// takes a slot, and a class reference there would cost a retain and a release each time.
-struct SlotState {
-  private struct Storage {
-    var counter: Int32 = 0
-    var collector: Unmanaged<PrototypeCollector>?
+/// The state is a pair of C thread-locals (`CStrataSlots`): every wrapper of every object made takes a
+/// slot, and through a pthread key each would cost a once-check and a call.
+@usableFromInline
+enum SlotState {
+  /// The slot count of this thread.
+  static var counter: Int32 {
+    get { strata_slot_count() }
+    set { strata_set_slot_count(newValue) }
   }
 
-  private let storage: UnsafeMutablePointer<Storage>
-
-  private static let key: pthread_key_t = {
-    var key = pthread_key_t()
-    pthread_key_create(&key) { pointer in
-      #if canImport(Darwin)
-        let storage = pointer.assumingMemoryBound(to: Storage.self)
-      #else
-        guard let storage = pointer?.assumingMemoryBound(to: Storage.self) else { return }
-      #endif
-      storage.pointee.collector?.release()
-      storage.deinitialize(count: 1)
-      storage.deallocate()
-    }
-    return key
-  }()
-
-  @inline(__always)
-  static var current: SlotState {
-    if let pointer = pthread_getspecific(key) {
-      return SlotState(storage: pointer.assumingMemoryBound(to: Storage.self))
-    }
-    let storage = UnsafeMutablePointer<Storage>.allocate(capacity: 1)
-    storage.initialize(to: Storage())
-    pthread_setspecific(key, storage)
-    return SlotState(storage: storage)
-  }
-
-  var counter: Int32 {
-    get { storage.pointee.counter }
-    nonmutating set { storage.pointee.counter = newValue }
-  }
+  /// Whether a prototype is being built on this thread (its wrappers declare themselves).
+  @inlinable
+  static var isCollecting: Bool { strata_collector() != nil }
 
   /// What a prototype being built collects; `nil` while ordinary objects are made.
-  var collector: PrototypeCollector? {
-    get { storage.pointee.collector?.takeUnretainedValue() }
-    nonmutating set {
-      storage.pointee.collector?.release()
-      storage.pointee.collector = newValue.map { Unmanaged.passRetained($0) }
+  static var collector: PrototypeCollector? {
+    get {
+      guard let pointer = strata_collector() else { return nil }
+      return Unmanaged<PrototypeCollector>.fromOpaque(pointer).takeUnretainedValue()
+    }
+    set {
+      if let old = strata_collector() { Unmanaged<PrototypeCollector>.fromOpaque(old).release() }
+      strata_set_collector(newValue.map { Unmanaged.passRetained($0).toOpaque() })
     }
   }
 
   /// The slot for a wrapper being initialized now.
-  @inline(__always)
-  func takeSlot() -> Int32 {
-    let slot = storage.pointee.counter
-    storage.pointee.counter &+= 1
-    return slot
-  }
+  @inlinable
+  static func takeSlot() -> Int32 { strata_take_slot() }
 
   /// The number of slots handed out since the last call, resetting the count.
   @inline(__always)
-  static func take() -> Int32 {
-    let state = current
-    let count = state.counter
-    state.counter = 0
-    return count
+  static func take() -> Int32 { strata_take_slot_count() }
+
+  /// Records what the wrapper of `slot` declares in the prototype being built.
+  @usableFromInline
+  static func declare(_ slot: Int32, _ declaration: PrototypeCollector.Declaration) {
+    collector?.declarations[slot] = declaration
   }
 }
 
 /// What the wrappers of a prototype declared, by slot.
+@usableFromInline
 final class PrototypeCollector {
+  @usableFromInline
   enum Declaration {
     case attribute(type: AttributeType, isOptional: Bool, options: AttributeOptions, defaultValue: Value?,
       derivation: String?, validation: AttributeValidation)

@@ -1,0 +1,4 @@
+#include "CStrataSlots.h"
+
+_Thread_local int32_t strata_slot_counter = 0;
+_Thread_local void *_Nullable strata_slot_collector = 0;
