@@ -5,23 +5,25 @@ import StrataCore
 /// its own designated initializer must also provide `required init(_ construction: ObjectConstruction)`
 /// calling `super.init(construction)`.
 public struct ObjectConstruction {
-  // The framework holds the entity info, context and layout for as long as an initializer runs, so these
-  // references need no counting: passing the construction through a subclass's initializer is a copy of
-  // plain words. With `info`, `context` and `id` it makes a managed object; without, a prototype.
+  // The framework holds the entity info, the context (and so its signals) and the layout for as long as an
+  // initializer runs, so these references need no counting: passing the construction through a
+  // subclass's initializer is a copy of plain words. The object never touches the context itself while
+  // it is made: a context is weakly referenced, so counting a reference to it takes the slow path.
+  // With `info`, `signals` and `id` it makes a managed object; without, a prototype.
   unowned(unsafe) let layout: ClassLayout?
   unowned(unsafe) let info: EntityInfo?
-  unowned(unsafe) let context: ObjectContext?
+  unowned(unsafe) let signals: ChangeSignals?
   let id: ObjectID?
   let isInserted: Bool
 
   /// A prototype (`layout` to record key paths read from it).
   static func prototype(_ layout: ClassLayout?) -> ObjectConstruction {
-    ObjectConstruction(layout: layout, info: nil, context: nil, id: nil, isInserted: false)
+    ObjectConstruction(layout: layout, info: nil, signals: nil, id: nil, isInserted: false)
   }
 
   /// An object of `info`'s entity in `context`: a fault to load, or a new object.
   static func managed(_ info: EntityInfo, _ context: ObjectContext, _ id: ObjectID, isInserted: Bool) -> ObjectConstruction {
-    ObjectConstruction(layout: nil, info: info, context: context, id: id, isInserted: isInserted)
+    ObjectConstruction(layout: nil, info: info, signals: context.changeLog.signals, id: id, isInserted: isInserted)
   }
 }
 
@@ -94,9 +96,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// Creates an object; called by the framework. Use `init(context:)` to insert a new object.
   public required init(_ construction: ObjectConstruction) {
     let wrapperCount = SlotState.take()
-    if let info = construction.info, let context = construction.context, let id = construction.id {
+    if let info = construction.info, let signals = construction.signals, let id = construction.id {
       self.info = info
-      signals = context.changeLog.signals
+      self.signals = signals
       prototypeLayout = nil
       slotBase = wrapperCount - info.layout.wrapperCount
       objectID = id
@@ -351,11 +353,16 @@ public struct SnapshotEvents: OptionSet, Sendable, Hashable {
 extension ManagedObject {
   func load(_ snapshot: Snapshot) {
     self.snapshot = snapshot
-    values = snapshot.attributes
+    loadValuesOfSnapshot()
+  }
+
+  /// Takes the values of the object's own `snapshot`, which must be set.
+  private func loadValuesOfSnapshot() {
+    values = snapshot.unsafelyUnwrapped.attributes
     if let info, info.hasTransientAttributes {
       for i in info.transientIndices { values[i] = info.initialValues[i] }
     }
-    toOne = snapshot.toOne
+    toOne = snapshot.unsafelyUnwrapped.toOne
     isFaultStorage = false
   }
 
@@ -372,7 +379,10 @@ extension ManagedObject {
     guard !isInsertedStorage, let info else { return }
     if snapshot == nil, let batch = faultBatch { managedObjectContext?.loadFaultBatch(batch) }
     faultBatch = nil
-    if let snapshot = snapshot ?? managedObjectContext?.fetchSnapshot(for: objectID) {
+    if snapshot != nil {
+      loadValuesOfSnapshot()
+      awakeFromFetch()
+    } else if let snapshot = managedObjectContext?.fetchSnapshot(for: objectID) {
       load(snapshot)
       awakeFromFetch()
     } else {
@@ -492,6 +502,7 @@ extension ManagedObject {
 extension Value {
   /// The value as a plain Swift value (`String`, `Int64`, `Double`, `Decimal`, `Bool`, `Date`, `Data`,
   /// `UUID`, `URL`, `ObjectID`, `[Any?]`), or `nil` for `.null`.
+  @inlinable
   public var swiftValue: Any? {
     switch self {
     case .null: nil
