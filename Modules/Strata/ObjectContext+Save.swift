@@ -121,26 +121,26 @@ extension ObjectContext {
           conflict: StoreError.Conflict(objectID: object.objectID, entity: entityName, keys: [key], values: [value]),
           message: "\(entityName).\(key) \(rule)\(shown)"))
     }
+    // One pass over the attributes, read in place (this runs for every attribute of every saved object):
+    // the model's rules, then the subclass's own. The subclass's failures are reported after the model's
+    // and the relationships', as if checked in a later pass.
+    var customFailures: [ValidationFailure] = []
+    // A copy of the array (not of its values): the subclass's code may set values of the object.
     let values = object.values
-    // Read through a pointer: each attribute's description is looked at, not copied.
-    info.validatedAttributes.withUnsafeBufferPointer { attributes in
-      for i in attributes.indices {
-        let value = values[attributes[i].index]
-        if value.isNull {
-          if !attributes[i].isOptional { fail(attributes[i].name, value, "is required") }
-          continue
-        }
-        guard let rules = attributes[i].rules else { continue }
-        let name = attributes[i].name
-        if let number = value.numericValue {
-          if let min = rules.minimum, number < min { fail(name, value, "must be at least \(format(min))") }
-          if let max = rules.maximum, number > max { fail(name, value, "must be at most \(format(max))") }
-        }
-        if case .string(let s) = value {
-          if let min = rules.minimumLength, s.count < min { fail(name, value, "must be at least \(min) characters long") }
-          if let max = rules.maximumLength, s.count > max { fail(name, value, "must be at most \(max) characters long") }
-          if let pattern = rules.pattern, !((try? StringSemantics.matches(s, pattern, [])) ?? false) {
-            fail(name, value, "must match the pattern \(pattern)")
+    values.withUnsafeBufferPointer { values in
+      info.validatedAttributes.withUnsafeBufferPointer { attributes in
+        for i in attributes.indices {
+          let value = values[attributes[i].index]
+          if value.isNull {
+            if !attributes[i].isOptional { fail(attributes[i].name, value, "is required") }
+          } else if let rules = attributes[i].rules {
+            check(value, of: attributes[i].name, against: rules, fail)
+          }
+          guard !attributes[i].isTransient else { continue }
+          do {
+            try object.validateValue(value.swiftValue, forKey: attributes[i].name)
+          } catch {
+            noteCustomValidationError(error, of: object, key: attributes[i].name, value: value, into: &customFailures)
           }
         }
       }
@@ -156,18 +156,24 @@ extension ObjectContext {
         if rel.maxCount > 0 && count > rel.maxCount { fail(rel.name, .int(Int64(count)), "must have at most \(rel.maxCount) objects") }
       }
     }
-    // The subclass's own rules, after the model's.
-    info.validatedAttributes.withUnsafeBufferPointer { attributes in
-      for i in attributes.indices where !attributes[i].isTransient {
-        let value = values[attributes[i].index]
-        let name = attributes[i].name
-        runCustomValidation(of: object, key: name, value: value, into: &failures) {
-          try object.validateValue(value.swiftValue, forKey: name)
-        }
-      }
-    }
+    failures += customFailures
     runCustomValidation(of: object, into: &failures) {
       if isInsert { try object.validateForInsert() } else { try object.validateForUpdate() }
+    }
+  }
+
+  /// Checks a non-nil value against an attribute's rules (range, length, pattern).
+  private func check(_ value: Value, of name: String, against rules: AttributeValidation, _ fail: (String, Value, String) -> Void) {
+    if let number = value.numericValue {
+      if let min = rules.minimum, number < min { fail(name, value, "must be at least \(format(min))") }
+      if let max = rules.maximum, number > max { fail(name, value, "must be at most \(format(max))") }
+    }
+    if case .string(let s) = value {
+      if let min = rules.minimumLength, s.count < min { fail(name, value, "must be at least \(min) characters long") }
+      if let max = rules.maximumLength, s.count > max { fail(name, value, "must be at most \(max) characters long") }
+      if let pattern = rules.pattern, !((try? StringSemantics.matches(s, pattern, [])) ?? false) {
+        fail(name, value, "must match the pattern \(pattern)")
+      }
     }
   }
 
@@ -179,13 +185,20 @@ extension ObjectContext {
     do {
       try body()
     } catch {
-      let entity = object.entity.name
-      let reason = (error as? StoreError)?.message ?? String(describing: error)
-      failures.append(
-        ValidationFailure(
-          conflict: StoreError.Conflict(objectID: object.objectID, entity: entity, keys: key.map { [$0] } ?? [], values: [value]),
-          message: key.map { "\(entity).\($0): \(reason)" } ?? "\(entity) \(object.objectID): \(reason)"))
+      noteCustomValidationError(error, of: object, key: key, value: value, into: &failures)
     }
+  }
+
+  /// Records what a subclass's own validation method threw as a failure of `key`.
+  private func noteCustomValidationError(
+    _ error: any Error, of object: ManagedObject, key: String?, value: Value, into failures: inout [ValidationFailure]
+  ) {
+    let entity = object.entity.name
+    let reason = (error as? StoreError)?.message ?? String(describing: error)
+    failures.append(
+      ValidationFailure(
+        conflict: StoreError.Conflict(objectID: object.objectID, entity: entity, keys: key.map { [$0] } ?? [], values: [value]),
+        message: key.map { "\(entity).\($0): \(reason)" } ?? "\(entity) \(object.objectID): \(reason)"))
   }
 
   private func forgetTransientOnlyChanges(_ objects: [ManagedObject]) {
