@@ -78,5 +78,20 @@ extension Conformance {
       (error as? StoreError)?.code == .misuse && (error as? StoreError)?.message.contains("attribute values") == true
     }
     #expect(try backend.freshContext(container, url).count(for: FetchRequest<Film>()) == films)
+
+    // So is one object inserted twice, or an insert of an ID that belongs to another store.
+    #expect {
+      try store.save(ChangeSet(inserted: [good, good]))
+    } throws: { error in
+      (error as? StoreError)?.code == .misuse && (error as? StoreError)?.message.contains("inserted twice") == true
+    }
+    var foreign = good
+    foreign.objectID = ObjectID(entityName: "Film", storeIdentifier: "another-store", primaryKey: 7)
+    #expect {
+      try store.save(ChangeSet(inserted: [good, foreign]))
+    } throws: { error in
+      (error as? StoreError)?.code == .misuse
+    }
+    #expect(try backend.freshContext(container, url).count(for: FetchRequest<Film>()) == films)
   }
 }

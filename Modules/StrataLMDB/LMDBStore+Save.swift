@@ -100,8 +100,8 @@ struct LMDBSaveOperation {
   }
 
   mutating func apply() throws -> (SaveResult, StoreChange) {
-    try check()
     try assignPermanentIDs()
+    try checkReferences()
     try OptimisticLocking.check(changes, model: schema.model) { id in try stored(id) }
     var derived = DerivedRecomputation(model: schema.model, changes: changes)
     try derived.noteRelatedObjects(before: LMDBReader(txn: txn, schema: schema, storeIdentifier: storeIdentifier))
@@ -138,18 +138,10 @@ struct LMDBSaveOperation {
 
   // MARK: Checks
 
-  /// Refuses malformed change sets before anything is written.
-  private func check() throws {
-    var inserted = Set<ObjectID>(minimumCapacity: changes.inserted.count)
-    for i in changes.inserted.indices {
-      let id = changes.inserted[i].objectID
-      guard inserted.insert(id).inserted else {
-        throw StoreError(.misuse, "\(id) is inserted twice in one change set", entity: id.entityName)
-      }
-      if !id.isTemporary, id.storeIdentifier != storeIdentifier {
-        throw StoreError(.misuse, "cannot insert \(id): it belongs to another store", entity: id.entityName)
-      }
-    }
+  /// Refuses references a change set cannot make before anything is written: to a temporary ID it does
+  /// not insert, or through an update of an object that is not saved here. (Inserts are checked as their
+  /// keys are handed out, by ``assignPermanentIDs()``.)
+  private func checkReferences() throws {
     var table: LMDBSchema.Table?
     for list in [changes.inserted, changes.updated] {
       try list.withUnsafeBufferPointer { list in
@@ -158,7 +150,7 @@ struct LMDBSaveOperation {
           if table?.name != id.entityName { table = try entityTable(id) }
           guard let table, !table.references.isEmpty else { continue }
           for (r, target) in list[i].toOne.enumerated() where target?.isTemporary == true && r < table.references.count {
-            try checkReference(target, table.entity.name, table.entity.toOneRelationships[r].name, inserted)
+            try checkReference(target, table.entity.name, table.entity.toOneRelationships[r].name)
           }
         }
       }
@@ -168,13 +160,13 @@ struct LMDBSaveOperation {
         .misuse, "cannot update \(change.objectID): it is not a saved object of this store", entity: change.objectID.entityName)
     }
     for link in changes.linkChanges {
-      try checkReference(link.source, link.entityName, link.relationship, inserted)
-      try checkReference(link.target, link.entityName, link.relationship, inserted)
+      try checkReference(link.source, link.entityName, link.relationship)
+      try checkReference(link.target, link.entityName, link.relationship)
     }
   }
 
-  private func checkReference(_ target: ObjectID?, _ entity: String, _ key: String, _ inserted: Set<ObjectID>) throws {
-    guard let target, target.isTemporary, !inserted.contains(target) else { return }
+  private func checkReference(_ target: ObjectID?, _ entity: String, _ key: String) throws {
+    guard let target, target.isTemporary, permanentIDs[target] == nil else { return }
     throw StoreError(
       .misuse, "\(entity).\(key) points at \(target), which is neither saved nor inserted by this save",
       entity: entity, key: key, value: .objectID(target))
@@ -189,6 +181,8 @@ struct LMDBSaveOperation {
 
   // MARK: Keys
 
+  /// Hands out the primary keys of inserted objects, refusing an object inserted twice or one whose ID
+  /// belongs to another store.
   private mutating func assignPermanentIDs() throws {
     insertedIDs.reserveCapacity(changes.inserted.count)
     permanentIDs.reserveCapacity(changes.inserted.count)
@@ -205,6 +199,9 @@ struct LMDBSaveOperation {
       }
       guard var current = run else { continue }
       let pk: Int64
+      if !id.isTemporary, id.storeIdentifier != storeIdentifier {
+        throw StoreError(.misuse, "cannot insert \(id): it belongs to another store", entity: id.entityName)
+      }
       if let given = id.primaryKey {
         guard try stored(id) == nil else {
           throw StoreError(.misuse, "cannot insert \(id): it is already saved", entity: id.entityName)
@@ -216,7 +213,9 @@ struct LMDBSaveOperation {
       current.last = max(current.last, pk)
       run = current
       let permanent = current.scope.withPrimaryKey(pk)
-      permanentIDs[id] = permanent
+      guard permanentIDs.updateValue(permanent, forKey: id) == nil else {
+        throw StoreError(.misuse, "\(id) is inserted twice in one change set", entity: id.entityName)
+      }
       insertedIDs.append(permanent)
     }
     if let run { counters[run.entityName] = run.last }

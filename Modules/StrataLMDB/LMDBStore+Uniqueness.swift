@@ -9,8 +9,11 @@ extension LMDBSaveOperation {
   func checkUniqueness(_ written: [ObjectID]) throws {
     var changedByEntity: [String: [Int64]] = [:]
     var entityOrder: [String] = []
+    // Written objects come in runs of one entity: its table is looked up once per run.
+    var run: (name: String, hasUniques: Bool)?
     for id in written {
-      guard let pk = id.primaryKey, schema.tables[id.entityName]?.uniques.isEmpty == false else { continue }
+      if run?.name != id.entityName { run = (id.entityName, schema.tables[id.entityName]?.uniques.isEmpty == false) }
+      guard run?.hasUniques == true, let pk = id.primaryKey else { continue }
       if changedByEntity[id.entityName] == nil { entityOrder.append(id.entityName) }
       changedByEntity[id.entityName, default: []].append(pk)
     }
