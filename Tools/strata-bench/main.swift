@@ -260,8 +260,10 @@ func strataFetch(expecting count: Int, store: StoreDescription) throws -> Double
   return try context.performAndWait {
     var fetched = 0
     var checksum = 0
+    var fetching = 0.0
     let time = try milliseconds {
-      let items = try context.fetch(FetchRequest<BenchItem>())
+      var items: [BenchItem] = []
+      fetching = try milliseconds { items = try context.fetch(FetchRequest<BenchItem>()) }
       for item in items {
         checksum &+= item.name.utf8.count &+ item.category.utf8.count &+ Int(item.count) &+ Int(item.amount)
         checksum &+= (item.flag ? 1 : 0) &+ Int(item.created.timeIntervalSinceReferenceDate) &+ Int(item.code)
@@ -271,6 +273,9 @@ func strataFetch(expecting count: Int, store: StoreDescription) throws -> Double
     }
     guard checksum != 0 else { throw BenchError.lmdb("read nothing") }
     guard fetched == count else { throw BenchError.lmdb("fetched \(fetched) objects, expected \(count)") }
+    if ProcessInfo.processInfo.environment["STRATA_BENCH_PHASES"] != nil {
+      FileHandle.standardError.write(Data(String(format: "  phases: fetch %.1f ms, read %.1f ms\n", fetching, time - fetching).utf8))
+    }
     return time
   }
 }
