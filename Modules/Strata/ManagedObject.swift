@@ -351,9 +351,15 @@ public struct SnapshotEvents: OptionSet, Sendable, Hashable {
 // MARK: - Framework internals
 
 extension ManagedObject {
-  func load(_ snapshot: Snapshot) {
+  func load(_ snapshot: consuming Snapshot) {
     self.snapshot = snapshot
     loadValuesOfSnapshot()
+  }
+
+  /// Whether `snapshot` is set (tested without copying it, as `!= nil` would).
+  private var hasSnapshot: Bool {
+    if case .some = snapshot { return true }
+    return false
   }
 
   /// Takes the values of the object's own `snapshot`, which must be set.
@@ -377,9 +383,11 @@ extension ManagedObject {
 
   private func fireFaultNow() {
     guard !isInsertedStorage, let info else { return }
-    if snapshot == nil, let batch = faultBatch { managedObjectContext?.loadFaultBatch(batch) }
-    faultBatch = nil
-    if snapshot != nil {
+    if let batch = faultBatch {
+      if !hasSnapshot { managedObjectContext?.loadFaultBatch(batch) }
+      faultBatch = nil
+    }
+    if hasSnapshot {
       loadValuesOfSnapshot()
       awakeFromFetch()
     } else if let snapshot = managedObjectContext?.fetchSnapshot(for: objectID) {

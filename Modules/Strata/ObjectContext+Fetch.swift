@@ -115,21 +115,27 @@ extension ObjectContext {
     } else if request.fetchBatchSize > 0 {
       description.resultType = .objectIDs
     }
-    var objects: [ManagedObject]
-    switch try requireStore().fetch(description, generation: readGeneration) {
-    case .snapshots(let snapshots):
-      objects = []
-      objects.reserveCapacity(snapshots.count)
-      registeringBatch(of: snapshots.count) {
-        // By index: each snapshot is borrowed, not copied, on its way into its object.
-        for i in snapshots.indices where pending.deleted.isEmpty || !pending.deleted.contains(snapshots[i].objectID) {
-          objects.append(materialize(snapshots[i], asFault: request.returnsObjectsAsFaults))
+    var objects: [ManagedObject] = []
+    if description.resultType == .snapshots {
+      // Each object is made as the store reads its row. Objects loaded here are awoken once the store
+      // has finished: their awakeFromFetch may use the store.
+      let asFault = request.returnsObjectsAsFaults
+      var loaded: [ManagedObject] = []
+      var reserved = false
+      try registeringBatch(of: 0) {
+        try requireStore().fetchSnapshots(description, generation: readGeneration) { snapshot, remaining in
+          if !reserved {
+            reserved = true
+            objects.reserveCapacity(remaining + 1)
+            reserveRegistry(for: remaining + 1)
+          }
+          guard pending.deleted.isEmpty || !pending.deleted.contains(snapshot.objectID) else { return }
+          objects.append(materialize(snapshot, asFault: asFault, deferringAwakeInto: &loaded))
         }
       }
-    case .objectIDs(let ids):
+      for object in loaded { object.awakeFromFetch() }
+    } else if case .objectIDs(let ids) = try requireStore().fetch(description, generation: readGeneration) {
       objects = faults(for: ids, batchSize: request.fetchBatchSize)
-    default:
-      objects = []
     }
     if !pending.isEmpty { objects = try pending.merge(objects, request.fetchDescription, in: self) }
     if !request.relationshipKeyPathsForPrefetching.isEmpty {

@@ -174,7 +174,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// until `body` returns and a sweep in between would find nothing to drop.
   func registeringBatch<R>(of count: Int, _ body: () throws -> R) rethrows -> R {
     if registry.count + count >= registrySweepThreshold { sweepRegistry() }
-    registry.reserveCapacity(registry.count + count)
+    reserveRegistry(for: count)
     let paused = sweepsPaused
     sweepsPaused = true
     defer {
@@ -182,6 +182,11 @@ public final class ObjectContext: @unchecked Sendable {
       registrySweepThreshold = max(registrySweepThreshold, 4096, registry.count * 2)
     }
     return try body()
+  }
+
+  /// Makes room in the registry for `count` more objects (of a batch whose size is known late).
+  func reserveRegistry(for count: Int) {
+    registry.reserveCapacity(registry.count + count)
   }
 
   /// Registers `object` under its ID, sweeping now and then so that walking a large result keeps the
@@ -476,9 +481,20 @@ public final class ObjectContext: @unchecked Sendable {
     return (try? store.snapshots(for: [id], generation: readGeneration))?.first
   }
 
-  /// The registered object for `snapshot`, or a new one. A fault is loaded with the snapshot — or, with
-  /// `asFault`, keeps it to load from when first read.
-  func materialize(_ snapshot: borrowing Snapshot, asFault: Bool = false) -> ManagedObject {
+  /// The registered object for `snapshot`, or a new one. A fault is loaded with the snapshot (and
+  /// awoken) — or, with `asFault`, keeps it to load from when first read.
+  func materialize(_ snapshot: consuming Snapshot, asFault: Bool = false) -> ManagedObject {
+    var loaded: [ManagedObject] = []
+    let object = materialize(snapshot, asFault: asFault, deferringAwakeInto: &loaded)
+    for object in loaded { object.awakeFromFetch() }
+    return object
+  }
+
+  /// ``materialize(_:asFault:)`` for a caller that awakes the objects it loads later (a fetch, once the
+  /// store has finished reading): they are added to `loaded`.
+  func materialize(
+    _ snapshot: consuming Snapshot, asFault: Bool, deferringAwakeInto loaded: inout [ManagedObject]
+  ) -> ManagedObject {
     let id = snapshot.objectID
     guard let info = entityInfo(named: id.entityName) else {
       return ManagedObject(.prototype(nil))
@@ -491,18 +507,22 @@ public final class ObjectContext: @unchecked Sendable {
       return object
     }
     if let made {
-      if asFault { made.snapshot = copy snapshot } else { made.load(copy snapshot) }
+      if asFault {
+        made.snapshot = snapshot
+      } else {
+        made.load(snapshot)
+        loaded.append(made)
+      }
       sweepIfDue()
-      if !asFault { made.awakeFromFetch() }
       return made
     }
     if object.isFaultStorage && !object.isInsertedStorage {
       if asFault {
-        object.snapshot = copy snapshot
+        object.snapshot = snapshot
         object.faultBatch = nil
       } else {
-        object.load(copy snapshot)
-        object.awakeFromFetch()
+        object.load(snapshot)
+        loaded.append(object)
       }
     }
     return object

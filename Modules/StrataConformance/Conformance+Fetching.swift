@@ -178,6 +178,21 @@ extension Conformance {
       "File2", "Straße", "Untitled Project", "file10", "Memories of Murder", "Parasite",
     ])
     #expect(try titles(context, []) == SampleData.films.map(\.title))
+    // Without sorts, offset and limit page through that same order, counted after the predicate.
+    let inserted = SampleData.films.map(\.title)
+    #expect(try titles(context, [], limit: 3, offset: 2) == Array(inserted[2..<5]))
+    #expect(try titles(context, [], offset: 8) == Array(inserted[8...]))
+    #expect(try titles(context, [], limit: 2, offset: 20).isEmpty)
+    let highlyRated = SampleData.films.filter { $0.rating > 7 }.map(\.title)
+    #expect(highlyRated.count > 4)
+    let page = try context.fetch(
+      FetchRequest<Film>(predicate: try QueryPredicate(format: "rating > 7"), fetchLimit: 2, fetchOffset: 1))
+    #expect(page.map(\.title) == Array(highlyRated[1..<3]))
+    // The same on a unique attribute, which a store may read through its index (in the index's order).
+    let studios = try context.fetch(FetchRequest<Studio>(format: "name >= %@", "A"))
+    #expect(studios.count > 2)
+    let second = try context.fetch(FetchRequest<Studio>(predicate: try QueryPredicate(format: "name >= 'A'"), fetchLimit: 1, fetchOffset: 1))
+    #expect(second.map(\.objectID) == [studios[1].objectID])
     let rated = try context.fetch(
       FetchRequest<Film>(predicate: try QueryPredicate(format: "rating > 7"), sortDescriptors: [QuerySort("rating")], fetchLimit: 2))
     #expect(rated.map(\.title) == ["Collateral", "Delicatessen"])

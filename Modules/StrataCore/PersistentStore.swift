@@ -82,6 +82,24 @@ public protocol PersistentStore: AnyObject, Sendable {
   /// transient attribute or incompatible types throw `.invalidQuery` naming the entity and key.
   func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult
 
+  /// Runs a fetch of snapshots, handing each one to `body` in result order as it is read instead of
+  /// collecting them first: a context makes each object while its row is at hand, and no array of every
+  /// snapshot is built and torn down. `remaining` is an upper bound on how many more snapshots follow.
+  /// The request's result type is ignored (snapshots are what `body` gets). The default runs
+  /// ``fetch(_:generation:)`` and hands out its snapshots; a store streams where it can.
+  ///
+  /// ```swift
+  /// try store.fetchSnapshots(FetchDescription(entityName: "Movie"), generation: nil) { snapshot, remaining in
+  ///   titles.append(snapshot.attributes[0])
+  /// }
+  /// ```
+  ///
+  /// `body` may run while the store holds a read transaction: it must not write to the store.
+  func fetchSnapshots(
+    _ request: FetchDescription, generation: QueryGeneration?,
+    _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void
+  ) throws
+
   /// The snapshots of the given objects that exist, in no particular order (missing ones are omitted).
   func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot]
 
@@ -151,6 +169,25 @@ extension PersistentStore {
   /// ```
   public func execute(_ request: BatchRequest) throws -> BatchResult {
     try execute(request, author: nil, contextName: nil)
+  }
+
+  public func fetchSnapshots(
+    _ request: FetchDescription, generation: QueryGeneration?,
+    _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void
+  ) throws {
+    try fetchCollectedSnapshots(request, generation: generation, body)
+  }
+
+  /// ``fetchSnapshots(_:generation:_:)`` through ``fetch(_:generation:)``: every snapshot read first,
+  /// then handed out (what a store that cannot stream a request does).
+  public func fetchCollectedSnapshots(
+    _ request: FetchDescription, generation: QueryGeneration?,
+    _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void
+  ) throws {
+    var request = request
+    request.resultType = .snapshots
+    guard case .snapshots(let snapshots) = try fetch(request, generation: generation) else { return }
+    for i in snapshots.indices { try body(snapshots[i], snapshots.count - i - 1) }
   }
 
   public func currentHistoryToken() throws -> HistoryToken? { nil }

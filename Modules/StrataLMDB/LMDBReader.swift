@@ -39,17 +39,28 @@ final class LMDBReader: EvaluationSource {
   /// Every object of `table` in primary-key order.
   func allRecords(_ table: LMDBSchema.Table) throws -> [Snapshot] {
     var result: [Snapshot] = []
-    result.reserveCapacity(try txn.entries(table.records))
+    try forEachRecord(table) { snapshot, remaining in
+      if result.isEmpty { result.reserveCapacity(remaining + 1) }
+      result.append(snapshot)
+      return true
+    }
+    return result
+  }
+
+  /// Decodes the objects of `table` in primary-key order into `body` until it returns false;
+  /// `remaining` is how many records follow the one handed over.
+  func forEachRecord(_ table: LMDBSchema.Table, _ body: (consuming Snapshot, _ remaining: Int) throws -> Bool) throws {
+    var remaining = try txn.entries(table.records)
     let decoder = RecordDecoder(entity: table.entity, storeIdentifier: storeIdentifier)
     try txn.withCursor(table.records) { cursor in
       var entry = try cursor.next(.first)
       while let (key, value) = entry {
         let pk = try KeyCoding.primaryKey(key)
-        result.append(try decoder.decode(value, primaryKey: pk))
+        remaining = max(remaining - 1, 0)
+        guard try body(try decoder.decode(value, primaryKey: pk), remaining) else { return }
         entry = try cursor.next(.next)
       }
     }
-    return result
   }
 
   func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {

@@ -58,6 +58,52 @@ extension LMDBStore {
     }
   }
 
+  /// Streams an unsorted fetch: each record is decoded, checked against the predicate and handed to
+  /// `body` before the next is read (candidates from an index range when the predicate allows it, as
+  /// for ``fetch(_:generation:)``). A sorted fetch needs every row first, and is collected.
+  ///
+  /// ```swift
+  /// try store.fetchSnapshots(FetchDescription(entityName: "Movie"), generation: nil) { snapshot, _ in
+  ///   print(snapshot.objectID)
+  /// }
+  /// ```
+  public func fetchSnapshots(
+    _ request: FetchDescription, generation: QueryGeneration?,
+    _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void
+  ) throws {
+    guard request.sortDescriptors.isEmpty else { return try fetchCollectedSnapshots(request, generation: generation, body) }
+    let entity = try model.requireEntity(request.entityName)
+    let evaluator = try request.predicate.map { try PredicateEvaluator($0, entity: entity, model: model) }
+    let table = try schema.table(entity.name)
+    let plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: environment.maxKeySize)
+    var skipped = max(request.fetchOffset, 0)
+    var left = request.effectiveLimit ?? .max
+    guard left > 0 else { return }
+    try read(generation: generation) { txn in
+      let reader = LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier)
+      // Whether to go on: false once the limit is reached.
+      func offer(_ snapshot: consuming Snapshot, remaining: Int) throws -> Bool {
+        if let evaluator, !(try evaluator.evaluate(snapshot, source: reader)) { return true }
+        if skipped > 0 {
+          skipped -= 1
+          return true
+        }
+        left -= 1
+        try body(snapshot, min(remaining, left))
+        return left > 0
+      }
+      if let plan {
+        let candidates = try plan.candidates(txn)
+        for (i, pk) in candidates.enumerated() {
+          guard let snapshot = try reader.record(table, pk) else { continue }
+          guard try offer(snapshot, remaining: candidates.count - i - 1) else { return }
+        }
+      } else {
+        try reader.forEachRecord(table) { snapshot, remaining in try offer(snapshot, remaining: remaining) }
+      }
+    }
+  }
+
   /// How many of `count` results remain after the request's offset and limit.
   static func page(count: Int, _ request: FetchDescription) -> Int {
     let remaining = max(count - max(request.fetchOffset, 0), 0)
