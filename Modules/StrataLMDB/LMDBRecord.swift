@@ -227,27 +227,18 @@ struct RecordDecoder {
     }
     guard reader.byte() == RecordCodec.format else { throw corrupted("unknown record format") }
     guard let version = reader.varint() else { throw corrupted("no version") }
-    // Written straight into the array's storage; on a damaged value the array ends there.
-    var unreadable: (index: Int, type: AttributeType)?
-    let attributes = [Value](unsafeUninitializedCapacity: storedTypes.count) { buffer, count in
-      for index in storedTypes.indices {
-        let value: Value
-        if let type = storedTypes[index] {
-          guard let read = reader.value(type) else {
-            unreadable = (index, type)
-            return
-          }
-          value = read
-        } else {
-          value = .null
-        }
-        buffer.initializeElement(at: index, to: value)
-        count = index + 1
+    var attributes: [Value] = []
+    attributes.reserveCapacity(storedTypes.count)
+    for (index, type) in storedTypes.enumerated() {
+      guard let type else {
+        attributes.append(.null)
+        continue
       }
-    }
-    if let (index, type) = unreadable {
-      let name = entity.attributes[index].name
-      throw corrupted("\(name) is not a readable \(type.rawValue)", key: name)
+      guard let value = reader.value(type) else {
+        let name = entity.attributes[index].name
+        throw corrupted("\(name) is not a readable \(type.rawValue)", key: name)
+      }
+      attributes.append(value)
     }
     guard !targetTemplates.isEmpty else {
       guard reader.isAtEnd else { throw corrupted("\(reader.remaining) unexpected trailing bytes") }

@@ -76,32 +76,54 @@ extension LMDBStore {
     let evaluator = try request.predicate.map { try PredicateEvaluator($0, entity: entity, model: model) }
     let table = try schema.table(entity.name)
     let plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: environment.maxKeySize)
-    var skipped = max(request.fetchOffset, 0)
-    var left = request.effectiveLimit ?? .max
-    guard left > 0 else { return }
+    guard request.effectiveLimit ?? 1 > 0 else { return }
     try read(generation: generation) { txn in
       let reader = LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier)
-      // Whether to go on: false once the limit is reached.
-      func offer(_ snapshot: consuming Snapshot, remaining: Int) throws -> Bool {
-        if let evaluator, !(try evaluator.evaluate(snapshot, source: reader)) { return true }
-        if skipped > 0 {
-          skipped -= 1
-          return true
-        }
-        left -= 1
-        try body(snapshot, min(remaining, left))
-        return left > 0
-      }
+      var page = Page(skipping: request.fetchOffset, limit: request.effectiveLimit)
       if let plan {
         let candidates = try plan.candidates(txn)
         for (i, pk) in candidates.enumerated() {
           guard let snapshot = try reader.record(table, pk) else { continue }
-          guard try offer(snapshot, remaining: candidates.count - i - 1) else { return }
+          if let evaluator, !(try evaluator.evaluate(snapshot, source: reader)) { continue }
+          guard page.admit() else { continue }
+          try body(snapshot, page.bound(candidates.count - i - 1))
+          if page.isFull { return }
         }
       } else {
-        try reader.forEachRecord(table) { snapshot, remaining in try offer(snapshot, remaining: remaining) }
+        try reader.forEachRecord(table) { snapshot, remaining in
+          if let evaluator, !(try evaluator.evaluate(snapshot, source: reader)) { return true }
+          guard page.admit() else { return true }
+          try body(snapshot, page.bound(remaining))
+          return !page.isFull
+        }
       }
     }
+  }
+
+  /// Offset and limit applied to results as they are found.
+  private struct Page {
+    var skipping: Int
+    var left: Int
+
+    init(skipping offset: Int, limit: Int?) {
+      skipping = max(offset, 0)
+      left = limit ?? .max
+    }
+
+    /// Whether the next result is on the page (false for those the offset skips).
+    mutating func admit() -> Bool {
+      if skipping > 0 {
+        skipping -= 1
+        return false
+      }
+      left -= 1
+      return true
+    }
+
+    var isFull: Bool { left <= 0 }
+
+    /// At most how many more results the page takes, of `remaining` candidates.
+    func bound(_ remaining: Int) -> Int { min(remaining, left) }
   }
 
   /// How many of `count` results remain after the request's offset and limit.
