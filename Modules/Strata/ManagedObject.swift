@@ -105,16 +105,20 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       isInsertedStorage = construction.isInserted
       if construction.isInserted {
         // A copy of its own now (the first set would copy the shared array, through slower generic code).
-        let initial = info.initialValues
-        values = Array(unsafeUninitializedCapacity: initial.count) { buffer, count in
-          for i in initial.indices { (buffer.baseAddress.unsafelyUnwrapped + i).initialize(to: initial[i]) }
-          count = initial.count
+        // Reserved and appended: building the array uninitialized looks its generic metadata up each time.
+        var initial: [Value] = []
+        initial.reserveCapacity(info.initialValues.count)
+        initial.append(contentsOf: info.initialValues)
+        values = initial
+        // The relationship arrays start empty: set only for an entity that has relationships (assigning
+        // an empty array still counts a reference to it).
+        if !info.emptyToOne.isEmpty { toOne = info.emptyToOne }
+        if info.hasToMany {
+          toMany = info.emptyToMany
+          committedToMany = info.emptyToMany
         }
-        toOne = info.emptyToOne
-        toMany = info.emptyToMany
-        committedToMany = info.emptyToMany
         isFaultStorage = false
-      } else {
+      } else if info.hasToMany {
         toMany = info.unloadedToMany
         committedToMany = info.unloadedToMany
       }
