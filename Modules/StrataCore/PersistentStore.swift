@@ -84,9 +84,10 @@ public protocol PersistentStore: AnyObject, Sendable {
 
   /// Runs a fetch of snapshots, handing each one to `body` in result order as it is read instead of
   /// collecting them first: a context makes each object while its row is at hand, and no array of every
-  /// snapshot is built and torn down. `remaining` is an upper bound on how many more snapshots follow.
-  /// The request's result type is ignored (snapshots are what `body` gets). The default runs
-  /// ``fetch(_:generation:)`` and hands out its snapshots; a store streams where it can.
+  /// snapshot is built and torn down. `remaining` is an upper bound on how many more snapshots follow,
+  /// or 0 when the store cannot tell (a caller reserves room with it, nothing more). The request's
+  /// result type is ignored (snapshots are what `body` gets). The default runs ``fetch(_:generation:)``
+  /// and hands out its snapshots; a store streams where it can.
   ///
   /// ```swift
   /// try store.fetchSnapshots(FetchDescription(entityName: "Movie"), generation: nil) { snapshot, remaining in
@@ -94,7 +95,7 @@ public protocol PersistentStore: AnyObject, Sendable {
   /// }
   /// ```
   ///
-  /// `body` may run while the store holds a read transaction: it must not write to the store.
+  /// `body` may run while the store holds a read transaction or a connection: it must not call the store.
   func fetchSnapshots(
     _ request: FetchDescription, generation: QueryGeneration?,
     _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void

@@ -53,10 +53,13 @@ struct Row {
 enum BenchError: Error, CustomStringConvertible {
   case sqlite(String)
   case lmdb(String)
+  /// A Strata scenario that went wrong, whichever the store.
+  case store(String)
   var description: String {
     switch self {
     case .sqlite(let message): "sqlite: \(message)"
     case .lmdb(let message): "lmdb: \(message)"
+    case .store(let message): "strata: \(message)"
     }
   }
 }
@@ -165,6 +168,38 @@ func rawSQLiteRowLoop(_ rows: [Row], at url: URL, schema: String, statement sql:
   }
 }
 
+/// Reads every row of the raw file's BenchItem table into rows with one prepared SELECT (the baseline of
+/// a fetch: every field decoded into a struct); returns the time.
+func rawSQLiteScan(expecting count: Int, at url: URL) throws -> Double {
+  var db: OpaquePointer?
+  guard sqlite3_open(url.path, &db) == SQLITE_OK, let db else { throw BenchError.sqlite("cannot open \(url.path)") }
+  defer { sqlite3_close(db) }
+  func text(_ statement: OpaquePointer, _ column: Int32) -> String {
+    guard let bytes = sqlite3_column_text(statement, column) else { return "" }
+    return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, column))), as: UTF8.self)
+  }
+  var rows: [Row] = []
+  let time = try milliseconds {
+    var statement: OpaquePointer?
+    let sql = "SELECT name, category, count, amount, flag, created, code, score, note FROM BenchItem ORDER BY _pk"
+    guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+      throw BenchError.sqlite(String(cString: sqlite3_errmsg(db)))
+    }
+    defer { sqlite3_finalize(statement) }
+    while sqlite3_step(statement) == SQLITE_ROW {
+      rows.append(
+        Row(
+          name: text(statement, 0), category: text(statement, 1), count: sqlite3_column_int64(statement, 2),
+          amount: sqlite3_column_double(statement, 3), flag: sqlite3_column_int(statement, 4) != 0,
+          created: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(statement, 5)),
+          code: sqlite3_column_int(statement, 6), score: Float(sqlite3_column_double(statement, 7)),
+          note: sqlite3_column_type(statement, 8) == SQLITE_NULL ? nil : text(statement, 8)))
+    }
+  }
+  guard rows.count == count else { throw BenchError.sqlite("scanned \(rows.count) rows, expected \(count)") }
+  return time
+}
+
 /// The rows as batch-insert dictionaries (built before timing, as the raw loops get theirs ready-made).
 func dictionaries(_ rows: [Row]) -> [[String: Strata.Value]] {
   rows.map { row in
@@ -271,8 +306,8 @@ func strataFetch(expecting count: Int, store: StoreDescription) throws -> Double
       }
       fetched = items.count
     }
-    guard checksum != 0 else { throw BenchError.lmdb("read nothing") }
-    guard fetched == count else { throw BenchError.lmdb("fetched \(fetched) objects, expected \(count)") }
+    guard checksum != 0 else { throw BenchError.store("read nothing") }
+    guard fetched == count else { throw BenchError.store("fetched \(fetched) objects, expected \(count)") }
     if ProcessInfo.processInfo.environment["STRATA_BENCH_PHASES"] != nil {
       FileHandle.standardError.write(Data(String(format: "  phases: fetch %.1f ms, read %.1f ms\n", fetching, time - fetching).utf8))
     }
@@ -342,6 +377,7 @@ do {
   var batchInsert = (strata: [Double](), raw: [Double]())
   var lmdbBatchInsert = (strata: [Double](), raw: [Double]())
   var queries = (count: [Double](), rawCount: [Double](), sum: [Double](), rawSum: [Double](), update: [Double](), rawUpdate: [Double]())
+  var sqliteFetch = (strata: [Double](), raw: [Double]())
   for _ in 0..<(options.only == nil || options.only == "sqlite" ? options.runs : 0) {
     let directory = try freshDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
@@ -349,6 +385,8 @@ do {
     let store = StoreDescription(type: "sqlite", url: directory.appending(path: "strata.sqlite"))
     raw.append(try rawSQLiteInsert(rows, at: rawURL))
     strata.append(try strataInsert(rows, store: store))
+    sqliteFetch.raw.append(try rawSQLiteScan(expecting: rows.count, at: rawURL))
+    sqliteFetch.strata.append(try strataFetch(expecting: rows.count, store: store))
     let expectedCount = Double(rows.filter { $0.category == "category-3" && $0.amount > 1000 }.count)
     queries.rawCount.append(
       try rawSQLite("SELECT COUNT(*) FROM BenchItem WHERE category = 'category-3' AND amount > 1000", at: rawURL, expecting: expectedCount))
@@ -364,6 +402,7 @@ do {
   }
   if !strata.isEmpty {
     report("insert_\(options.rows)", "sqlite", strata: strata, raw: raw)
+    report("fetch_\(options.rows)", "sqlite", strata: sqliteFetch.strata, raw: sqliteFetch.raw)
     report("count_where_\(options.rows)", "sqlite", strata: queries.count, raw: queries.rawCount)
     report("sum_\(options.rows)", "sqlite", strata: queries.sum, raw: queries.rawSum)
     report("batch_update_\(options.rows)", "sqlite", strata: queries.update, raw: queries.rawUpdate)
