@@ -36,17 +36,6 @@ final class LMDBReader: EvaluationSource {
     }
   }
 
-  /// Every object of `table` in primary-key order.
-  func allRecords(_ table: LMDBSchema.Table) throws -> [Snapshot] {
-    var result: [Snapshot] = []
-    try forEachRecord(table) { snapshot, remaining in
-      if result.isEmpty { result.reserveCapacity(remaining + 1) }
-      result.append(snapshot)
-      return true
-    }
-    return result
-  }
-
   /// Decodes the objects of `table` in primary-key order into `body` until it returns false;
   /// `remaining` is how many records follow the one handed over.
   func forEachRecord(_ table: LMDBSchema.Table, _ body: (consuming Snapshot, _ remaining: Int) throws -> Bool) throws {

@@ -22,12 +22,10 @@ extension LMDBStore {
   /// - Throws: `.invalidQuery` / `.unsupported` from the validator and ``DictionaryFetch``, `.misuse` when
   ///   the store is closed or the generation is not pinned.
   public func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
-    let entity = try model.requireEntity(request.entityName)
-    let evaluator = try request.predicate.map { try PredicateEvaluator($0, entity: entity, model: model) }
-    let sorter = try SnapshotSorter(request.sortDescriptors, entity: entity, model: model)
+    let query = try Query(request, store: self)
+    let (evaluator, table, plan) = (query.evaluator, query.table, query.plan)
+    let sorter = try SnapshotSorter(request.sortDescriptors, entity: table.entity, model: model)
     let dictionaries = request.resultType == .dictionaries ? try DictionaryFetch(request, model: model) : nil
-    let table = try schema.table(entity.name)
-    let plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: environment.maxKeySize)
     let maxKeySize = environment.maxKeySize
     return try read(generation: generation) { txn -> FetchResult in
       let reader = LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier)
@@ -43,16 +41,13 @@ extension LMDBStore {
           return .count(Self.page(count: total, request))
         }
       }
-      var rows: [Snapshot]
-      if let plan {
-        rows = []
-        for pk in try plan.candidates(txn) {
-          if let snapshot = try reader.record(table, pk) { rows.append(snapshot) }
-        }
-      } else {
-        rows = try reader.allRecords(table)
+      var rows: [Snapshot] = []
+      try query.forEachMatch(txn, reader) { snapshot, remaining in
+        // Room for every candidate only when every candidate matches.
+        if rows.isEmpty && evaluator == nil { rows.reserveCapacity(remaining + 1) }
+        rows.append(snapshot)
+        return true
       }
-      if let evaluator { rows = try evaluator.filter(rows, source: reader) }
       if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
       return try request.result(from: rows, dictionaries: dictionaries, source: reader)
     }
@@ -72,30 +67,50 @@ extension LMDBStore {
     _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void
   ) throws {
     guard request.sortDescriptors.isEmpty else { return try fetchCollectedSnapshots(request, generation: generation, body) }
-    let entity = try model.requireEntity(request.entityName)
-    let evaluator = try request.predicate.map { try PredicateEvaluator($0, entity: entity, model: model) }
-    let table = try schema.table(entity.name)
-    let plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: environment.maxKeySize)
+    let query = try Query(request, store: self)
     guard request.effectiveLimit ?? 1 > 0 else { return }
     try read(generation: generation) { txn in
-      let reader = LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier)
       var page = Page(skipping: request.fetchOffset, limit: request.effectiveLimit)
-      if let plan {
-        let candidates = try plan.candidates(txn)
-        for (i, pk) in candidates.enumerated() {
-          guard let snapshot = try reader.record(table, pk) else { continue }
-          if let evaluator, !(try evaluator.evaluate(snapshot, source: reader)) { continue }
-          guard page.admit() else { continue }
-          try body(snapshot, page.bound(candidates.count - i - 1))
-          if page.isFull { return }
+      try query.forEachMatch(txn, LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier)) { snapshot, remaining in
+        guard page.admit() else { return true }
+        try body(snapshot, page.bound(remaining))
+        return !page.isFull
+      }
+    }
+  }
+
+  /// What a fetch reads: the entity's table, the predicate ready to evaluate, and the index range that
+  /// gives the candidates when the predicate allows it (``IndexPlan``).
+  private struct Query {
+    let table: LMDBSchema.Table
+    let evaluator: PredicateEvaluator?
+    let plan: IndexPlan?
+
+    init(_ request: FetchDescription, store: LMDBStore) throws {
+      let entity = try store.model.requireEntity(request.entityName)
+      evaluator = try request.predicate.map { try PredicateEvaluator($0, entity: entity, model: store.model) }
+      table = try store.schema.table(entity.name)
+      plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: store.environment.maxKeySize)
+    }
+
+    /// Hands each object that matches to `body`, in candidate order (the index's, else primary keys'),
+    /// with how many candidates follow it, until `body` returns false.
+    func forEachMatch(
+      _ txn: LMDBTransaction, _ reader: LMDBReader, _ body: (consuming Snapshot, _ remaining: Int) throws -> Bool
+    ) throws {
+      func matches(_ snapshot: Snapshot) throws -> Bool {
+        try evaluator.map { try $0.evaluate(snapshot, source: reader) } ?? true
+      }
+      guard let plan else {
+        return try reader.forEachRecord(table) { snapshot, remaining in
+          guard try matches(snapshot) else { return true }
+          return try body(snapshot, remaining)
         }
-      } else {
-        try reader.forEachRecord(table) { snapshot, remaining in
-          if let evaluator, !(try evaluator.evaluate(snapshot, source: reader)) { return true }
-          guard page.admit() else { return true }
-          try body(snapshot, page.bound(remaining))
-          return !page.isFull
-        }
+      }
+      let candidates = try plan.candidates(txn)
+      for (i, pk) in candidates.enumerated() {
+        guard let snapshot = try reader.record(table, pk), try matches(snapshot) else { continue }
+        guard try body(snapshot, candidates.count - i - 1) else { return }
       }
     }
   }
