@@ -240,12 +240,9 @@ struct RecordDecoder {
       }
       attributes.append(value)
     }
-    guard !targetTemplates.isEmpty else {
-      guard reader.isAtEnd else { throw corrupted("\(reader.remaining) unexpected trailing bytes") }
-      return Snapshot(objectID: id, version: RecordCodec.unzigzag(version), attributes: attributes, toOne: [])
-    }
     var toOne: [ObjectID?] = []
-    toOne.reserveCapacity(targetTemplates.count)
+    // Reserving room for none would still allocate.
+    if !targetTemplates.isEmpty { toOne.reserveCapacity(targetTemplates.count) }
     for (index, template) in targetTemplates.enumerated() {
       switch reader.byte() {
       case 0: toOne.append(nil)

@@ -198,10 +198,10 @@ struct LMDBSaveOperation {
         )
       }
       guard var current = run else { continue }
-      let pk: Int64
       if !id.isTemporary, id.storeIdentifier != storeIdentifier {
         throw StoreError(.misuse, "cannot insert \(id): it belongs to another store", entity: id.entityName)
       }
+      let pk: Int64
       if let given = id.primaryKey {
         guard try stored(id) == nil else {
           throw StoreError(.misuse, "cannot insert \(id): it is already saved", entity: id.entityName)
