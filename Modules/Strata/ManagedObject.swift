@@ -6,24 +6,27 @@ import StrataCore
 /// calling `super.init(construction)`.
 public struct ObjectConstruction {
   // The framework holds the entity info, the context (and so its signals) and the layout for as long as an
-  // initializer runs, so these references need no counting: passing the construction through a
-  // subclass's initializer is a copy of plain words. The object never touches the context itself while
-  // it is made: a context is weakly referenced, so counting a reference to it takes the slow path.
+  // initializer runs, so these references are not counted: passing the construction through a
+  // subclass's initializer is a copy of plain words, and the object retains the two it keeps exactly once.
+  // The object never touches the context itself while it is made: a context is weakly referenced, so
+  // counting a reference to it takes the slow path.
   // With `info`, `signals` and `id` it makes a managed object; without, a prototype.
-  unowned(unsafe) let layout: ClassLayout?
-  unowned(unsafe) let info: EntityInfo?
-  unowned(unsafe) let signals: ChangeSignals?
+  let layout: Unmanaged<ClassLayout>?
+  let info: Unmanaged<EntityInfo>?
+  let signals: Unmanaged<ChangeSignals>?
   let id: ObjectID?
   let isInserted: Bool
 
   /// A prototype (`layout` to record key paths read from it).
   static func prototype(_ layout: ClassLayout?) -> ObjectConstruction {
-    ObjectConstruction(layout: layout, info: nil, signals: nil, id: nil, isInserted: false)
+    ObjectConstruction(layout: layout.map(Unmanaged.passUnretained), info: nil, signals: nil, id: nil, isInserted: false)
   }
 
   /// An object of `info`'s entity in `context`: a fault to load, or a new object.
   static func managed(_ info: EntityInfo, _ context: ObjectContext, _ id: ObjectID, isInserted: Bool) -> ObjectConstruction {
-    ObjectConstruction(layout: nil, info: info, signals: context.changeLog.signals, id: id, isInserted: isInserted)
+    ObjectConstruction(
+      layout: nil, info: .passUnretained(info), signals: .passUnretained(context.changeLog.signals), id: id,
+      isInserted: isInserted)
   }
 }
 
@@ -97,35 +100,39 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   public required init(_ construction: ObjectConstruction) {
     let wrapperCount = SlotState.take()
     if let info = construction.info, let signals = construction.signals, let id = construction.id {
-      self.info = info
-      self.signals = signals
+      // One retain each, handed to the stored properties (bound as strong locals first, each would be
+      // retained once more and released again).
+      self.info = info.retain().takeRetainedValue()
+      self.signals = signals.retain().takeRetainedValue()
       prototypeLayout = nil
-      slotBase = wrapperCount - info.layout.wrapperCount
       objectID = id
       isInsertedStorage = construction.isInserted
-      if construction.isInserted {
-        // A copy of its own now (the first set would copy the shared array, through slower generic code).
-        // Reserved and appended: building the array uninitialized looks its generic metadata up each time.
-        var initial: [Value] = []
-        initial.reserveCapacity(info.initialValues.count)
-        initial.append(contentsOf: info.initialValues)
-        values = initial
-        // The relationship arrays start empty: set only for an entity that has relationships (assigning
-        // an empty array still counts a reference to it).
-        if !info.emptyToOne.isEmpty { toOne = info.emptyToOne }
-        if info.hasToMany {
-          toMany = info.emptyToMany
-          committedToMany = info.emptyToMany
+      info._withUnsafeGuaranteedRef { info in
+        slotBase = wrapperCount - info.layout.wrapperCount
+        if construction.isInserted {
+          // A copy of its own now (the first set would copy the shared array, through slower generic code).
+          // Reserved and appended: building the array uninitialized looks its generic metadata up each time.
+          var initial: [Value] = []
+          initial.reserveCapacity(info.initialValues.count)
+          initial.append(contentsOf: info.initialValues)
+          values = initial
+          // The relationship arrays start empty: set only for an entity that has relationships (assigning
+          // an empty array still counts a reference to it).
+          if !info.emptyToOne.isEmpty { toOne = info.emptyToOne }
+          if info.hasToMany {
+            toMany = info.emptyToMany
+            committedToMany = info.emptyToMany
+          }
+          isFaultStorage = false
+        } else if info.hasToMany {
+          toMany = info.unloadedToMany
+          committedToMany = info.unloadedToMany
         }
-        isFaultStorage = false
-      } else if info.hasToMany {
-        toMany = info.unloadedToMany
-        committedToMany = info.unloadedToMany
       }
     } else {
       info = nil
       signals = nil
-      prototypeLayout = construction.layout
+      prototypeLayout = construction.layout?.takeUnretainedValue()
       objectID = ObjectID.makeTemporary(entityName: String(describing: type(of: self)))
     }
   }

@@ -60,7 +60,7 @@ public final class ObjectContext: @unchecked Sendable {
   private var registrySweepThreshold = 4096
   /// Set while a batch of objects is registered (``registeringBatch(of:_:)``).
   private var sweepsPaused = false
-  private var lastEntityInfo: (name: String, info: EntityInfo)?
+  private var lastEntityInfo: (id: ObjectID, info: EntityInfo)?
   /// The entity info of the class last inserted (code inserting many objects inserts many of one class).
   private var lastClassInfo: EntityInfo?
   /// Snapshots fetched ahead of their objects (prefetched relationship targets), used when the object is
@@ -496,27 +496,16 @@ public final class ObjectContext: @unchecked Sendable {
     _ snapshot: consuming Snapshot, asFault: Bool, deferringAwakeInto loaded: inout [ManagedObject]
   ) -> ManagedObject {
     let id = snapshot.objectID
-    guard let info = entityInfo(named: id.entityName) else {
+    guard let info = entityInfo(of: id) else {
       return ManagedObject(.prototype(nil))
     }
     // One lookup finds the registered object or the place of a new one.
-    var made: ManagedObject?
+    var made = false
     let object = Self.claim(&registry[id, default: RegisteredObject(object: nil)]) {
-      let object = info.objectClass.init(.managed(info, self, id, isInserted: false))
-      made = object
-      return object
+      made = true
+      return info.objectClass.init(.managed(info, self, id, isInserted: false))
     }
-    if let made {
-      if asFault {
-        made.snapshot = snapshot
-      } else {
-        made.load(snapshot)
-        loaded.append(made)
-      }
-      sweepIfDue()
-      return made
-    }
-    if object.isFaultStorage && !object.isInsertedStorage {
+    if made || (object.isFaultStorage && !object.isInsertedStorage) {
       if asFault {
         object.snapshot = snapshot
         object.faultBatch = nil
@@ -524,6 +513,7 @@ public final class ObjectContext: @unchecked Sendable {
         object.load(snapshot)
         loaded.append(object)
       }
+      if made { sweepIfDue() }
     }
     return object
   }
@@ -537,11 +527,12 @@ public final class ObjectContext: @unchecked Sendable {
     return object
   }
 
-  /// The entity info of `name`, remembering the last one asked for (fetches ask for one entity many times).
-  private func entityInfo(named name: String) -> EntityInfo? {
-    if let last = lastEntityInfo, last.name == name { return last.info }
-    guard let info = coordinator.info(forEntity: name) else { return nil }
-    lastEntityInfo = (name, info)
+  /// The entity info of `id`'s entity, remembering the last one asked for (fetches ask for one entity
+  /// many times; IDs of one entity are recognised without comparing names).
+  private func entityInfo(of id: ObjectID) -> EntityInfo? {
+    if let last = lastEntityInfo, last.id.hasSameEntityAndStore(as: id) { return last.info }
+    guard let info = coordinator.info(forEntity: id.entityName) else { return nil }
+    lastEntityInfo = (id, info)
     return info
   }
 

@@ -201,18 +201,18 @@ enum RecordCodec {
   }
 }
 
-/// Decodes the records of one entity: what every record needs (attribute types, ID templates for the
-/// object and its to-one targets) is worked out once, not per record.
+/// Decodes the records of one entity: what every record needs (how to read each attribute, ID templates
+/// for the object and its to-one targets) is worked out once, not per record.
 struct RecordDecoder {
   let entity: EntityDescription
-  /// Per attribute: its type, or `nil` for a transient attribute (not stored).
-  private let storedTypes: [AttributeType?]
+  /// Per attribute, in model order: how its value is stored (transient attributes are not).
+  private let fields: [RecordField]
   private let idTemplate: ObjectID
   private let targetTemplates: [ObjectID]
 
   init(entity: EntityDescription, storeIdentifier: String) {
     self.entity = entity
-    storedTypes = entity.attributes.map { $0.isTransient ? nil : $0.type }
+    fields = entity.attributes.map { $0.isTransient ? .transient : RecordField($0.type) }
     idTemplate = ObjectID(entityName: entity.name, storeIdentifier: storeIdentifier, primaryKey: 0)
     targetTemplates = entity.toOneRelationships.map {
       ObjectID(entityName: $0.destination, storeIdentifier: storeIdentifier, primaryKey: 0)
@@ -227,16 +227,14 @@ struct RecordDecoder {
     }
     guard reader.byte() == RecordCodec.format else { throw corrupted("unknown record format") }
     guard let version = reader.varint() else { throw corrupted("no version") }
+    // Reserved, not made uninitialized: `Array(unsafeUninitializedCapacity:)` looks the storage class's
+    // generic metadata up in the runtime on every call.
     var attributes: [Value] = []
-    attributes.reserveCapacity(storedTypes.count)
-    for (index, type) in storedTypes.enumerated() {
-      guard let type else {
-        attributes.append(.null)
-        continue
-      }
-      guard let value = reader.value(type) else {
-        let name = entity.attributes[index].name
-        throw corrupted("\(name) is not a readable \(type.rawValue)", key: name)
+    attributes.reserveCapacity(fields.count)
+    for field in fields {
+      guard let value = reader.value(field) else {
+        let attribute = entity.attributes[attributes.count]
+        throw corrupted("\(attribute.name) is not a readable \(attribute.type.rawValue)", key: attribute.name)
       }
       attributes.append(value)
     }
@@ -259,6 +257,34 @@ struct RecordDecoder {
     }
     guard reader.isAtEnd else { throw corrupted("\(reader.remaining) unexpected trailing bytes") }
     return Snapshot(objectID: id, version: RecordCodec.unzigzag(version), attributes: attributes, toOne: toOne)
+  }
+}
+
+/// How one attribute is stored in a record: the tag its values carry (``RecordCodec``), or not at all.
+enum RecordField: UInt8 {
+  case transient = 0
+  case integer = 1
+  case double = 2
+  case decimal = 3
+  case string = 4
+  case bool = 5
+  case date = 7
+  case data = 8
+  case uuid = 9
+  case url = 10
+
+  init(_ type: AttributeType) {
+    switch type {
+    case .int16, .int32, .int64: self = .integer
+    case .double, .float: self = .double
+    case .decimal: self = .decimal
+    case .string: self = .string
+    case .bool: self = .bool
+    case .date: self = .date
+    case .data: self = .data
+    case .uuid: self = .uuid
+    case .url: self = .url
+    }
   }
 }
 
@@ -305,28 +331,29 @@ struct RecordReader {
     slice().map { String(decoding: $0, as: UTF8.self) }
   }
 
-  /// The next value, which must be nil or a value of `type`.
+  /// The next value, which must be nil or a value of `field`'s type; a transient field reads nothing.
   @inline(__always)
-  mutating func value(_ type: AttributeType) -> Value? {
+  mutating func value(_ field: RecordField) -> Value? {
+    if field == .transient { return .null }
     guard let tag = byte() else { return nil }
-    switch (tag, type) {
-    case (0, _): return .null
-    case (1, .int16), (1, .int32), (1, .int64): return varint().map { .int(RecordCodec.unzigzag($0)) }
-    case (2, .double), (2, .float): return fixed64().map { .double(Double(bitPattern: $0)) }
-    case (3, .decimal): return string().flatMap { Decimal(string: $0) }.map(Value.decimal)
-    case (4, .string): return string().map(Value.string)
-    case (5, .bool): return .bool(false)
-    case (6, .bool): return .bool(true)
-    case (7, .date): return fixed64().map { .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: $0))) }
-    case (8, .data): return slice().map { .data(Data($0)) }
-    case (9, .uuid):
-      guard remaining >= 16 else { return nil }
+    if tag == 0 { return .null }
+    switch field {
+    case .integer: return tag == 1 ? varint().map { .int(RecordCodec.unzigzag($0)) } : nil
+    case .double: return tag == 2 ? fixed64().map { .double(Double(bitPattern: $0)) } : nil
+    case .string: return tag == 4 ? string().map(Value.string) : nil
+    case .bool: return tag == 5 ? .bool(false) : tag == 6 ? .bool(true) : nil
+    case .date:
+      return tag == 7 ? fixed64().map { .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: $0))) } : nil
+    case .decimal: return tag == 3 ? string().flatMap { Decimal(string: $0) }.map(Value.decimal) : nil
+    case .data: return tag == 8 ? slice().map { .data(Data($0)) } : nil
+    case .uuid:
+      guard tag == 9, remaining >= 16 else { return nil }
       var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
       withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 16])) }
       offset += 16
       return .uuid(UUID(uuid: uuid))
-    case (10, .url): return string().flatMap { URL(string: $0) }.map(Value.url)
-    default: return nil
+    case .url: return tag == 10 ? string().flatMap { URL(string: $0) }.map(Value.url) : nil
+    case .transient: return .null
     }
   }
 }

@@ -50,6 +50,15 @@ struct ObjectIDTests {
     // Hashes spread over a table: 10,000 consecutive keys land in many buckets, not a few.
     let buckets = Set(movies.map { $0._rawHashValue(seed: 0) & 4095 })
     #expect(buckets.count > 3_000)
+    // So do keys of any stride, including those that share their low bits.
+    for stride in [2, 16, 1_024, 65_536] {
+      let strided = (1...4_000).map { ObjectID(entityName: "Movie", storeIdentifier: "S1", primaryKey: Int64($0 * stride)) }
+      #expect(Set(strided.map { $0._rawHashValue(seed: 0) & 4095 }).count > 2_500, "stride \(stride)")
+    }
+    // Runs of 16 consecutive keys fill one block of 16 neighbouring buckets: what keeps a large table's
+    // lookups in a few cache lines.
+    let run = movies[15..<31].map { $0._rawHashValue(seed: 9) & 0xFFFF }
+    #expect(Set(run).count == 16 && Set(run.map { $0 >> 4 }).count == 1)
   }
 
   @Test func anIDRoundTripsThroughJSONAndItsURI() throws {

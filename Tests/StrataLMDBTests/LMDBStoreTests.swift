@@ -187,19 +187,22 @@ struct LMDBStoreTests {
     #expect(storeError { _ = try tool.save(ChangeSet(inserted: [note("two", 2)])) }?.code == .readOnly)
   }
 
-  @Test func aDamagedRecordIsAnErrorNamingTheObject() throws {
+  /// Records of Note (text, n, payload): a text longer than the record, and an `n` tagged as a string.
+  @Test(arguments: [([UInt8]([1, 2, 4, 200]), "text"), ([1, 2, 4, 1, 0x61, 4, 1, 0x62, 0], "n")])
+  func aDamagedRecordIsAnErrorNamingTheObject(record: [UInt8], damagedKey: String) throws {
     let dir = TemporaryDirectory()
     defer { dir.remove() }
     let store = try LMDBStore(url: dir.store, model: try noteModel())
     _ = try store.save(ChangeSet(inserted: [note("one", 1)]))
     store.close()
     var key = (UInt64(1) ^ (1 << 63)).bigEndian
-    try withUnsafeBytes(of: &key) { try rawPut(dir.store.path, database: "Note", key: Data($0), value: Data([1, 2, 4, 200])) }
+    try withUnsafeBytes(of: &key) { try rawPut(dir.store.path, database: "Note", key: Data($0), value: Data(record)) }
     let reopened = try LMDBStore(url: dir.store, model: nil)
     defer { reopened.close() }
     let damaged = storeError { _ = try texts(reopened) }
     #expect(damaged?.code == .corrupted)
     #expect(damaged?.entity == "Note")
+    #expect(damaged?.key == damagedKey)
     #expect(damaged?.message.contains("Note/p1") == true)
   }
 
