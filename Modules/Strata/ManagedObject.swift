@@ -68,15 +68,27 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       }
     }
   }
+  // Stored properties are laid out in the order written: three flags and the slot base fill the padding
+  // after `objectID`, the last flag comes before the subclass's slots, and what only prototypes use
+  // shares one reference. A fetch makes objects by the
+  // hundred thousand, and each byte less is memory it does not write.
+
   /// Whether the object was taken out of its context (deleted and saved, reset, replaced).
   @exclusivity(unchecked) private var isDetached = false
+  @exclusivity(unchecked) var isFaultStorage = true
+  @exclusivity(unchecked) var isInsertedStorage = false
+  @exclusivity(unchecked) var slotBase: Int32 = 0
 
   let info: EntityInfo?
   /// The context's ``ChangeSignals``, through which the object also reaches its context.
   @exclusivity(unchecked) private(set) var signals: ChangeSignals?
-  let prototypeLayout: ClassLayout?
-  @exclusivity(unchecked) var slotBase: Int32 = 0
-  @exclusivity(unchecked) var recorder: KeyPathRecorder?
+  /// For a prototype: its layout and the recorder of the key paths read from it.
+  let prototypeState: PrototypeState?
+  var prototypeLayout: ClassLayout? { prototypeState?.layout }
+  var recorder: KeyPathRecorder? {
+    get { prototypeState?.recorder }
+    set { prototypeState?.recorder = newValue }
+  }
 
   /// Current attribute values, aligned with the entity's attributes (empty while a fault).
   @exclusivity(unchecked) var values: [Value] = []
@@ -90,10 +102,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   @exclusivity(unchecked) var snapshot: Snapshot?
   /// The properties changed since the last save (only tracked for saved objects).
   @exclusivity(unchecked) var changedKeys: Set<String> = []
-  @exclusivity(unchecked) var isFaultStorage = true
   /// For a fault fetched with `fetchBatchSize`: the batch whose snapshots load together when any of them fires.
   @exclusivity(unchecked) var faultBatch: FaultBatch?
-  @exclusivity(unchecked) var isInsertedStorage = false
   @exclusivity(unchecked) var isDeletedStorage = false
 
   /// Creates an object; called by the framework. Use `init(context:)` to insert a new object.
@@ -104,7 +114,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       // retained once more and released again).
       self.info = info.retain().takeRetainedValue()
       self.signals = signals.retain().takeRetainedValue()
-      prototypeLayout = nil
+      prototypeState = nil
       objectID = id
       isInsertedStorage = construction.isInserted
       info._withUnsafeGuaranteedRef { info in
@@ -132,7 +142,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     } else {
       info = nil
       signals = nil
-      prototypeLayout = construction.layout?.takeUnretainedValue()
+      prototypeState = PrototypeState(layout: construction.layout?.takeUnretainedValue())
       objectID = ObjectID.makeTemporary(entityName: String(describing: type(of: self)))
     }
   }
@@ -357,6 +367,17 @@ public struct SnapshotEvents: OptionSet, Sendable, Hashable {
   public static let rollback = SnapshotEvents(rawValue: 8)
   public static let refresh = SnapshotEvents(rawValue: 16)
   public static let mergePolicy = SnapshotEvents(rawValue: 32)
+}
+
+/// What only a prototype object has: the layout it reads its declarations from, and the recorder of the
+/// key paths read from it.
+final class PrototypeState {
+  let layout: ClassLayout?
+  var recorder: KeyPathRecorder?
+
+  init(layout: ClassLayout?) {
+    self.layout = layout
+  }
 }
 
 // MARK: - Framework internals
