@@ -290,19 +290,36 @@ enum RecordField: UInt8 {
 
 /// Reads a record's bytes front to back; every read returns `nil` rather than running past the end.
 struct RecordReader {
+  // Every read is inlined into the record decoder's loop, which runs once per attribute of every object
+  // a fetch reads; the rare kinds of value are read out of line.
   let bytes: UnsafeRawBufferPointer
   var offset = 0
 
   var isAtEnd: Bool { offset == bytes.count }
   var remaining: Int { bytes.count - offset }
 
+  @inline(__always)
   mutating func byte() -> UInt8? {
     guard offset < bytes.count else { return nil }
-    defer { offset += 1 }
-    return bytes[offset]
+    defer { offset &+= 1 }
+    return bytes.load(fromByteOffset: offset, as: UInt8.self)
   }
 
+  @inline(__always)
   mutating func varint() -> UInt64? {
+    // Most varints (lengths of short strings, small integers) are one byte.
+    if offset < bytes.count {
+      let first = bytes.load(fromByteOffset: offset, as: UInt8.self)
+      if first < 0x80 {
+        offset &+= 1
+        return UInt64(first)
+      }
+    }
+    return longVarint()
+  }
+
+  @inline(never)
+  private mutating func longVarint() -> UInt64? {
     var result: UInt64 = 0
     var shift: UInt64 = 0
     while let b = byte() {
@@ -314,19 +331,22 @@ struct RecordReader {
     return nil
   }
 
+  @inline(__always)
   mutating func fixed64() -> UInt64? {
     guard remaining >= 8 else { return nil }
-    defer { offset += 8 }
+    defer { offset &+= 8 }
     return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
   }
 
+  @inline(__always)
   mutating func slice() -> UnsafeRawBufferPointer? {
     guard let length = varint(), length <= UInt64(remaining) else { return nil }
     let start = offset
-    offset += Int(length)
+    offset &+= Int(length)
     return UnsafeRawBufferPointer(rebasing: bytes[start..<offset])
   }
 
+  @inline(__always)
   mutating func string() -> String? {
     slice().map { String(decoding: $0, as: UTF8.self) }
   }
@@ -338,12 +358,29 @@ struct RecordReader {
     guard let tag = byte() else { return nil }
     if tag == 0 { return .null }
     switch field {
-    case .integer: return tag == 1 ? varint().map { .int(RecordCodec.unzigzag($0)) } : nil
-    case .double: return tag == 2 ? fixed64().map { .double(Double(bitPattern: $0)) } : nil
-    case .string: return tag == 4 ? string().map(Value.string) : nil
-    case .bool: return tag == 5 ? .bool(false) : tag == 6 ? .bool(true) : nil
+    case .integer:
+      guard tag == 1, let bits = varint() else { return nil }
+      return .int(RecordCodec.unzigzag(bits))
+    case .double:
+      guard tag == 2, let bits = fixed64() else { return nil }
+      return .double(Double(bitPattern: bits))
+    case .string:
+      guard tag == 4, let text = string() else { return nil }
+      return .string(text)
+    case .bool:
+      return tag == 5 ? .bool(false) : tag == 6 ? .bool(true) : nil
     case .date:
-      return tag == 7 ? fixed64().map { .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: $0))) } : nil
+      guard tag == 7, let bits = fixed64() else { return nil }
+      return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits)))
+    default:
+      return rareValue(field, tag: tag)
+    }
+  }
+
+  /// A decimal, data, UUID or URL value after its tag.
+  @inline(never)
+  private mutating func rareValue(_ field: RecordField, tag: UInt8) -> Value? {
+    switch field {
     case .decimal: return tag == 3 ? string().flatMap { Decimal(string: $0) }.map(Value.decimal) : nil
     case .data: return tag == 8 ? slice().map { .data(Data($0)) } : nil
     case .uuid:
@@ -353,7 +390,7 @@ struct RecordReader {
       offset += 16
       return .uuid(UUID(uuid: uuid))
     case .url: return tag == 10 ? string().flatMap { URL(string: $0) }.map(Value.url) : nil
-    case .transient: return .null
+    case .transient, .integer, .double, .string, .bool, .date: return nil
     }
   }
 }
