@@ -122,9 +122,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         if construction.isInserted {
           // A copy of its own now (the first set would copy the shared array, through slower generic code).
           // Reserved and appended: building the array uninitialized looks its generic metadata up each time.
+          // Appended one by one: `append(contentsOf:)` copies each value through its type's value witness.
           var initial: [Value] = []
           initial.reserveCapacity(info.initialValues.count)
-          initial.append(contentsOf: info.initialValues)
+          for value in info.initialValues { initial.append(value) }
           values = initial
           // The relationship arrays start empty: set only for an entity that has relationships (assigning
           // an empty array still counts a reference to it).

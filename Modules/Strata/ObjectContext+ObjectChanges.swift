@@ -57,9 +57,10 @@ struct ObjectChanges {
 /// context, so making an object forms no weak reference of its own.
 final class ChangeSignals {
   weak var context: ObjectContext?
-  var recordsUndo = false
+  // Read for every change of every object, on the context's queue only: not checked for overlapping access.
+  @exclusivity(unchecked) var recordsUndo = false
   /// Whether observers or streams may be listening (the context checks exactly).
-  var mayBeObserved = false
+  @exclusivity(unchecked) var mayBeObserved = false
 
   var wantsChanges: Bool { recordsUndo || mayBeObserved }
 }

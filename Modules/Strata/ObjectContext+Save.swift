@@ -138,7 +138,7 @@ extension ObjectContext {
           }
           guard !attributes[i].isTransient else { continue }
           do {
-            try object.validateValue(value.swiftValue, forKey: attributes[i].name)
+            try Self.validate(value, forKey: attributes[i].name, of: object)
           } catch {
             noteCustomValidationError(error, of: object, key: attributes[i].name, value: value, into: &customFailures)
           }
@@ -159,6 +159,23 @@ extension ObjectContext {
     failures += customFailures
     runCustomValidation(of: object, into: &failures) {
       if isInsert { try object.validateForInsert() } else { try object.validateForUpdate() }
+    }
+  }
+
+  /// Calls the object's ``ManagedObject/validateValue(_:forKey:)`` with `value` as a Swift value. Each
+  /// common kind is passed from its own case, so the `Any?` made for the call is destroyed as what it is
+  /// known to hold; made by ``Value/swiftValue`` it is destroyed through the generic `Optional<Any>`
+  /// witnesses, which cost more than the call (this runs for every stored attribute of every saved object).
+  @inline(__always)
+  private static func validate(_ value: Value, forKey key: String, of object: ManagedObject) throws {
+    switch value {
+    case .null: try object.validateValue(nil, forKey: key)
+    case .string(let string): try object.validateValue(string, forKey: key)
+    case .int(let integer): try object.validateValue(integer, forKey: key)
+    case .double(let double): try object.validateValue(double, forKey: key)
+    case .bool(let bool): try object.validateValue(bool, forKey: key)
+    case .date(let date): try object.validateValue(date, forKey: key)
+    default: try object.validateValue(value.swiftValue, forKey: key)
     }
   }
 

@@ -462,6 +462,8 @@ public final class ObjectContext: @unchecked Sendable {
     insertionList.append(object)
     insertedCount += 1
     temporaryIndex?[object.objectID] = object
+    // Most inserts have no undo manager or observer to tell: one read of the shared flags skips both.
+    guard changeLog.signals.wantsChanges else { return }
     recordUndo(.insert(object))
     noteChange(object, .inserted)
   }

@@ -255,11 +255,18 @@ struct LMDBSaveOperation {
   /// The stored attribute values and to-one targets of a change: values converted to their attribute's
   /// type, transient ones nil, temporary targets replaced by permanent IDs.
   private mutating func row(_ change: ObjectChange, _ table: LMDBSchema.Table) throws -> ([Value], [ObjectID?]) {
-    var attributes = change.attributes
     // Checked here, where the values are read anyway, rather than in a pass of its own: a refusal still
     // aborts the transaction before anything is committed.
     try change.requireShape(attributeCount: table.types.count, toOneCount: table.references.count) { table.entity }
-    for index in attributes.indices {
+    // The usual change is stored as sent: its values are checked in place, and copied only from the
+    // first one that must change.
+    var attributes = change.attributes
+    let firstToChange = change.attributes.withUnsafeBufferPointer { values in
+      values.indices.first { index in
+        table.isTransient[index] ? !values[index].isNull : !Self.isCanonical(values[index], table.types[index])
+      }
+    }
+    for index in (firstToChange ?? attributes.endIndex)..<attributes.endIndex {
       let value = attributes[index]
       if table.isTransient[index] {
         attributes[index] = .null
