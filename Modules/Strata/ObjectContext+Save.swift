@@ -129,18 +129,19 @@ extension ObjectContext {
     let values = object.values
     values.withUnsafeBufferPointer { values in
       info.validatedAttributes.withUnsafeBufferPointer { attributes in
+        // Values are read where they are, not bound to a local: a copy of each would count a reference.
         for i in attributes.indices {
-          let value = values[attributes[i].index]
-          if value.isNull {
-            if !attributes[i].isOptional { fail(attributes[i].name, value, "is required") }
+          let index = attributes[i].index
+          if values[index].isNull {
+            if !attributes[i].isOptional { fail(attributes[i].name, .null, "is required") }
           } else if let rules = attributes[i].rules {
-            check(value, of: attributes[i].name, against: rules, fail)
+            check(values[index], of: attributes[i].name, against: rules, fail)
           }
           guard !attributes[i].isTransient else { continue }
           do {
-            try Self.validate(value, forKey: attributes[i].name, of: object)
+            try Self.validate(values[index], forKey: attributes[i].name, of: object)
           } catch {
-            noteCustomValidationError(error, of: object, key: attributes[i].name, value: value, into: &customFailures)
+            noteCustomValidationError(error, of: object, key: attributes[i].name, value: values[index], into: &customFailures)
           }
         }
       }

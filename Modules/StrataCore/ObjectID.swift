@@ -14,6 +14,7 @@ import Synchronization
 public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
   /// The entity name and store identifier, shared by every ID of one entity in one store. Interned, so
   /// IDs compare scopes by identity and an ID stays 24 bytes: it keys the dictionaries of every save.
+  @usableFromInline
   final class Scope: Sendable {
     let entityName: String
     let storeIdentifier: String
@@ -44,7 +45,7 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
   /// Interned scopes live as long as the process (the table keeps them), so the reference needs no
   /// counting: copying, hashing and comparing IDs — what every registry and save does most — costs no
   /// retain or release.
-  private unowned(unsafe) let scope: Scope
+  @usableFromInline unowned(unsafe) let scope: Scope
   /// The key: the store's primary key, or a process-unique number for a temporary ID.
   public let key: Key
 
@@ -83,6 +84,7 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
   /// ```swift
   /// if id.hasSameEntityAndStore(as: lastID) { … }
   /// ```
+  @inlinable
   public func hasSameEntityAndStore(as other: ObjectID) -> Bool {
     scope === other.scope
   }
@@ -162,6 +164,8 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
 
   public var description: String { uriRepresentation }
 
+  // Inlinable, as is the hash: dictionaries keyed by IDs compare and hash them for every lookup.
+  @inlinable
   public static func == (a: ObjectID, b: ObjectID) -> Bool {
     a.key == b.key && a.scope === b.scope
   }
@@ -185,6 +189,7 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
   /// spread over every bucket: keys that share their low bits differ in the mixed bits that flip them.
   /// Blocks are small because runs of keys whose blocks meet probe past each other: in a fetch of 20,000
   /// objects, blocks of 16 made twice the key comparisons of blocks of 8.
+  @inlinable
   public func _rawHashValue(seed: Int) -> Int {
     let x: UInt64
     switch key {

@@ -18,6 +18,7 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
 
   /// SplitMix64's finalizer: every input bit affects every output bit.
   @inline(__always)
+  @inlinable
   public static func mix(_ value: UInt64) -> UInt64 {
     var z = value
     z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
