@@ -460,11 +460,16 @@ extension ManagedObject {
 
   @usableFromInline
   func attributeValue(slot: Int32) -> Value {
-    if info != nil {
-      guard case .attribute(let index) = target(ofSlot: slot) else { return .null }
-      fireFault()
-      return values[index]
-    }
+    guard info != nil else { return prototypeAttributeValue(slot: slot) }
+    guard case .attribute(let index) = target(ofSlot: slot) else { return .null }
+    fireFault()
+    return values[index]
+  }
+
+  /// What a prototype's attribute reads: the attribute is recorded as read (out of line, so that every
+  /// read of a managed object does not carry this path's stack frame).
+  @inline(never)
+  private func prototypeAttributeValue(slot: Int32) -> Value {
     guard let recorder else { return .null }
     guard case .attribute(let type, _, _, _, _, _)? = prototypeLayout?.declaration(ofSlot: slot) else {
       recorder.record(nil)
