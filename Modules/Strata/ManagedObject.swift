@@ -401,7 +401,9 @@ extension ManagedObject {
     if let info, info.hasTransientAttributes {
       for i in info.transientIndices { values[i] = info.initialValues[i] }
     }
-    toOne = snapshot.unsafelyUnwrapped.toOne
+    // An entity without to-one relationships has empty arrays on both sides: assigning one would still
+    // count a reference to the shared empty array and drop one.
+    if !toOne.isEmpty || !snapshot.unsafelyUnwrapped.toOne.isEmpty { toOne = snapshot.unsafelyUnwrapped.toOne }
     isFaultStorage = false
   }
 
@@ -415,7 +417,8 @@ extension ManagedObject {
   }
 
   private func fireFaultNow() {
-    guard !isInsertedStorage, let info else { return }
+    // `info` is tested, not bound: a fault that loads from its snapshot never reads it here.
+    guard !isInsertedStorage, info != nil else { return }
     if let batch = faultBatch {
       if !hasSnapshot { managedObjectContext?.loadFaultBatch(batch) }
       faultBatch = nil
@@ -426,7 +429,7 @@ extension ManagedObject {
     } else if let snapshot = managedObjectContext?.fetchSnapshot(for: objectID) {
       load(snapshot)
       awakeFromFetch()
-    } else {
+    } else if let info {
       values = info.entity.attributes.map(\.initialValue)
       toOne = Array(repeating: nil, count: info.entity.toOneRelationships.count)
       toMany = Array(repeating: [], count: info.entity.toManyRelationships.count)

@@ -142,13 +142,13 @@ struct LMDBSaveOperation {
   /// not insert, or through an update of an object that is not saved here. (Inserts are checked as their
   /// keys are handed out, by ``assignPermanentIDs()``.)
   private func checkReferences() throws {
-    var table: LMDBSchema.Table?
+    var table: (first: ObjectID, table: LMDBSchema.Table)?
     for list in [changes.inserted, changes.updated] {
       try list.withUnsafeBufferPointer { list in
         for i in list.indices {
           let id = list[i].objectID
-          if table?.name != id.entityName { table = try entityTable(id) }
-          guard let table, !table.references.isEmpty else { continue }
+          if table?.first.hasSameEntityAndStore(as: id) != true { table = (id, try entityTable(id)) }
+          guard let table = table?.table, !table.references.isEmpty else { continue }
           for (r, target) in list[i].toOne.enumerated() where target?.isTemporary == true && r < table.references.count {
             try checkReference(target, table.entity.name, table.entity.toOneRelationships[r].name)
           }
@@ -186,14 +186,15 @@ struct LMDBSaveOperation {
   private mutating func assignPermanentIDs() throws {
     insertedIDs.reserveCapacity(changes.inserted.count)
     permanentIDs.reserveCapacity(changes.inserted.count)
-    // Inserts come grouped by entity: the counter and the ID scope are looked up once per run.
-    var run: (entityName: String, scope: ObjectID, last: Int64)?
+    // Inserts come grouped by entity: the counter and the ID scope are looked up once per run, and a run
+    // is recognised by comparing scopes, not names.
+    var run: (first: ObjectID, scope: ObjectID, last: Int64)?
     for change in changes.inserted {
       let id = change.objectID
-      if run?.entityName != id.entityName {
-        if let run { counters[run.entityName] = run.last }
+      if run?.first.hasSameEntityAndStore(as: id) != true {
+        if let run { counters[run.first.entityName] = run.last }
         run = (
-          id.entityName, ObjectID(entityName: id.entityName, storeIdentifier: storeIdentifier, primaryKey: 0),
+          id, ObjectID(entityName: id.entityName, storeIdentifier: storeIdentifier, primaryKey: 0),
           try lastPrimaryKey(id.entityName)
         )
       }
@@ -218,7 +219,7 @@ struct LMDBSaveOperation {
       }
       insertedIDs.append(permanent)
     }
-    if let run { counters[run.entityName] = run.last }
+    if let run { counters[run.first.entityName] = run.last }
     try storeCounters()
   }
 
@@ -321,18 +322,19 @@ struct LMDBSaveOperation {
   }
 
   private mutating func insertAll(_ written: inout [ObjectID]) throws {
-    var table: LMDBSchema.Table?
+    var run: (first: ObjectID, table: LMDBSchema.Table)?
     // The largest key appended per entity: the current entity's in `appendedUpTo`, the others' here.
     var lastAppended: [String: Int64] = [:]
     var appendedUpTo = Int64.min
     for (i, change) in changes.inserted.enumerated() {
-      if table?.name != change.objectID.entityName {
-        if let table { lastAppended[table.name] = appendedUpTo }
-        table = try entityTable(change.objectID)
-        appendedUpTo = lastAppended[change.objectID.entityName] ?? .min
+      if run?.first.hasSameEntityAndStore(as: change.objectID) != true {
+        if let run { lastAppended[run.table.name] = appendedUpTo }
+        let table = try entityTable(change.objectID)
+        run = (change.objectID, table)
+        appendedUpTo = lastAppended[table.name] ?? .min
       }
       let id = insertedIDs[i]
-      guard let table, let pk = id.primaryKey else { continue }
+      guard let table = run?.table, let pk = id.primaryKey else { continue }
       let (attributes, toOne) = try row(change, table)
       // Keys the counter hands out grow, so most inserts append to the end of the entity's tree.
       let canAppend = pk > appendedUpTo && change.objectID.isTemporary

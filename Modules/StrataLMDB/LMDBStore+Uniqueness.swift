@@ -10,9 +10,11 @@ extension LMDBSaveOperation {
     var changedByEntity: [String: [Int64]] = [:]
     var entityOrder: [String] = []
     // Written objects come in runs of one entity: its table is looked up once per run.
-    var run: (name: String, hasUniques: Bool)?
+    var run: (first: ObjectID, hasUniques: Bool)?
     for id in written {
-      if run?.name != id.entityName { run = (id.entityName, schema.tables[id.entityName]?.uniques.isEmpty == false) }
+      if run?.first.hasSameEntityAndStore(as: id) != true {
+        run = (id, schema.tables[id.entityName]?.uniques.isEmpty == false)
+      }
       guard run?.hasUniques == true, let pk = id.primaryKey else { continue }
       if changedByEntity[id.entityName] == nil { entityOrder.append(id.entityName) }
       changedByEntity[id.entityName, default: []].append(pk)
