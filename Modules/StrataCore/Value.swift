@@ -144,15 +144,29 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
 
   /// Whether `value` is already in this type's canonical representation (what ``coerce(_:)`` would
   /// return unchanged), so a store can keep it exactly as sent.
+  ///
+  /// Stores ask this of every value of every object they write; it is inlinable and reads the value's
+  /// case first.
+  @inlinable
   public func isCanonical(_ value: Value) -> Bool {
-    switch (self, value) {
-    case (_, .null), (.string, .string), (.int64, .int), (.double, .double), (.float, .double), (.bool, .bool),
-      (.date, .date), (.data, .data), (.uuid, .uuid), (.url, .url), (.decimal, .decimal):
-      return true
-    case (.int16, .int), (.int32, .int):
-      return coerce(value) != nil
-    default:
-      return false
+    switch value {
+    case .null: return true
+    case .int(let i):
+      switch self {
+      case .int64: return true
+      case .int32: return Int32(exactly: i) != nil
+      case .int16: return Int16(exactly: i) != nil
+      default: return false
+      }
+    case .double: return self == .double || self == .float
+    case .string: return self == .string
+    case .bool: return self == .bool
+    case .date: return self == .date
+    case .data: return self == .data
+    case .uuid: return self == .uuid
+    case .url: return self == .url
+    case .decimal: return self == .decimal
+    case .objectID, .array: return false
     }
   }
 
