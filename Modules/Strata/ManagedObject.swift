@@ -70,8 +70,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   }
   // Stored properties are laid out in the order written: three flags and the slot base fill the padding
   // after `objectID`, the last flag comes before the subclass's slots, and what only prototypes use
-  // shares one reference. A fetch makes objects by the
-  // hundred thousand, and each byte less is memory it does not write.
+  // shares one reference. A fetch makes objects by the hundred thousand, and each byte less is memory it
+  // does not write.
 
   /// Whether the object was taken out of its context (deleted and saved, reset, replaced).
   @exclusivity(unchecked) private var isDetached = false

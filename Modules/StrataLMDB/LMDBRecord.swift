@@ -142,24 +142,24 @@ enum RecordCodec {
     switch value {
     case .null, .array, .objectID: buffer.appendUnchecked(0)
     case .int(let i):
-      buffer.appendUnchecked(1)
+      buffer.appendUnchecked(RecordField.integer.rawValue)
       buffer.appendVarintUnchecked(zigzag(i))
-    case .double(let d): appendFixed(2, d.bitPattern, to: buffer)
+    case .double(let d): appendFixed(RecordField.double.rawValue, d.bitPattern, to: buffer)
     case .decimal(let d):
       var text = "\(d)"
-      text.withUTF8 { appendBytes(3, UnsafeRawBufferPointer($0), to: buffer) }
+      text.withUTF8 { appendBytes(RecordField.decimal.rawValue, UnsafeRawBufferPointer($0), to: buffer) }
     case .string(let s):
       var s = s
-      s.withUTF8 { appendBytes(4, UnsafeRawBufferPointer($0), to: buffer) }
-    case .bool(let b): buffer.appendUnchecked(b ? 6 : 5)
-    case .date(let d): appendFixed(7, d.timeIntervalSinceReferenceDate.bitPattern, to: buffer)
-    case .data(let d): d.withUnsafeBytes { appendBytes(8, $0, to: buffer) }
+      s.withUTF8 { appendBytes(RecordField.string.rawValue, UnsafeRawBufferPointer($0), to: buffer) }
+    case .bool(let b): buffer.appendUnchecked(b ? RecordField.trueTag : RecordField.bool.rawValue)
+    case .date(let d): appendFixed(RecordField.date.rawValue, d.timeIntervalSinceReferenceDate.bitPattern, to: buffer)
+    case .data(let d): d.withUnsafeBytes { appendBytes(RecordField.data.rawValue, $0, to: buffer) }
     case .uuid(let u):
-      buffer.appendUnchecked(9)
+      buffer.appendUnchecked(RecordField.uuid.rawValue)
       withUnsafeBytes(of: u.uuid) { buffer.appendUnchecked($0) }
     case .url(let u):
       var text = u.absoluteString
-      text.withUTF8 { appendBytes(10, UnsafeRawBufferPointer($0), to: buffer) }
+      text.withUTF8 { appendBytes(RecordField.url.rawValue, UnsafeRawBufferPointer($0), to: buffer) }
     }
   }
 
@@ -260,7 +260,8 @@ struct RecordDecoder {
   }
 }
 
-/// How one attribute is stored in a record: the tag its values carry (``RecordCodec``), or not at all.
+/// How one attribute is stored in a record: the tag its values carry (``RecordCodec``; `false` for
+/// booleans, whose `true` is tagged ``trueTag``), or not at all.
 enum RecordField: UInt8 {
   case transient = 0
   case integer = 1
@@ -272,6 +273,8 @@ enum RecordField: UInt8 {
   case data = 8
   case uuid = 9
   case url = 10
+
+  static let trueTag: UInt8 = 6
 
   init(_ type: AttributeType) {
     switch type {
@@ -357,39 +360,31 @@ struct RecordReader {
     if field == .transient { return .null }
     guard let tag = byte() else { return nil }
     if tag == 0 { return .null }
+    // The field's raw value is its tag; `true` is the one value with a tag of its own.
+    guard tag == field.rawValue || (field == .bool && tag == RecordField.trueTag) else { return nil }
     switch field {
-    case .integer:
-      guard tag == 1, let bits = varint() else { return nil }
-      return .int(RecordCodec.unzigzag(bits))
-    case .double:
-      guard tag == 2, let bits = fixed64() else { return nil }
-      return .double(Double(bitPattern: bits))
-    case .string:
-      guard tag == 4, let text = string() else { return nil }
-      return .string(text)
-    case .bool:
-      return tag == 5 ? .bool(false) : tag == 6 ? .bool(true) : nil
-    case .date:
-      guard tag == 7, let bits = fixed64() else { return nil }
-      return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits)))
-    default:
-      return rareValue(field, tag: tag)
+    case .integer: return varint().map { .int(RecordCodec.unzigzag($0)) }
+    case .double: return fixed64().map { .double(Double(bitPattern: $0)) }
+    case .string: return string().map(Value.string)
+    case .bool: return .bool(tag == RecordField.trueTag)
+    case .date: return fixed64().map { .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: $0))) }
+    default: return rareValue(field)
     }
   }
 
   /// A decimal, data, UUID or URL value after its tag.
   @inline(never)
-  private mutating func rareValue(_ field: RecordField, tag: UInt8) -> Value? {
+  private mutating func rareValue(_ field: RecordField) -> Value? {
     switch field {
-    case .decimal: return tag == 3 ? string().flatMap { Decimal(string: $0) }.map(Value.decimal) : nil
-    case .data: return tag == 8 ? slice().map { .data(Data($0)) } : nil
+    case .decimal: return string().flatMap { Decimal(string: $0) }.map(Value.decimal)
+    case .data: return slice().map { .data(Data($0)) }
     case .uuid:
-      guard tag == 9, remaining >= 16 else { return nil }
+      guard remaining >= 16 else { return nil }
       var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
       withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + 16])) }
       offset += 16
       return .uuid(UUID(uuid: uuid))
-    case .url: return tag == 10 ? string().flatMap { URL(string: $0) }.map(Value.url) : nil
+    case .url: return string().flatMap { URL(string: $0) }.map(Value.url)
     case .transient, .integer, .double, .string, .bool, .date: return nil
     }
   }

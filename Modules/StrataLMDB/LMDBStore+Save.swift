@@ -260,21 +260,22 @@ struct LMDBSaveOperation {
     // aborts the transaction before anything is committed.
     try change.requireShape(attributeCount: table.types.count, toOneCount: table.references.count) { table.entity }
     // The usual change is stored as sent: its values are checked in place, and copied only from the
-    // first one that must change.
+    // first one that must change (a transient value to nil, another to its attribute's type).
+    func isStoredAsSent(_ value: Value, at index: Int) -> Bool {
+      table.isTransient[index] ? value.isNull : table.types[index].isCanonical(value)
+    }
     var attributes = change.attributes
     let firstToChange = change.attributes.withUnsafeBufferPointer { values in
-      values.indices.first { index in
-        table.isTransient[index] ? !values[index].isNull : !Self.isCanonical(values[index], table.types[index])
-      }
+      values.indices.first { !isStoredAsSent(values[$0], at: $0) }
     }
     for index in (firstToChange ?? attributes.endIndex)..<attributes.endIndex {
       let value = attributes[index]
+      if isStoredAsSent(value, at: index) { continue }
       if table.isTransient[index] {
         attributes[index] = .null
         continue
       }
       let type = table.types[index]
-      if Self.isCanonical(value, type) { continue }
       guard let coerced = type.coerce(value) else {
         let entity = table.entity
         let attribute = entity.attributes[index]
@@ -305,11 +306,6 @@ struct LMDBSaveOperation {
       }
     }
     return (attributes, toOne)
-  }
-
-  /// Whether `value` is already in the form a `type` attribute stores, so it is kept exactly as sent.
-  static func isCanonical(_ value: Value, _ type: AttributeType) -> Bool {
-    type.isCanonical(value)
   }
 
   private mutating func update(_ change: ObjectChange) throws {

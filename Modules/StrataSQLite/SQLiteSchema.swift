@@ -237,11 +237,6 @@ extension SQLiteSchema {
   /// exact string form.
   ///
   /// - Throws: `.validation` when the value cannot be converted to `type`.
-  /// Whether `value` is already in `type`'s canonical form, so the store keeps it exactly as sent.
-  static func isCanonical(_ value: Value, _ type: AttributeType) -> Bool {
-    type.isCanonical(value)
-  }
-
   static func encode(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> SQLValue {
     switch (type, value) {
     case (_, .null): return .null

@@ -209,7 +209,7 @@ struct SaveOperation {
     for index in table.storedAttributes {
       let value = change.attributes[index]
       let type = entity.attributes[index].type
-      if !SQLiteSchema.isCanonical(value, type) { converted.insert(change.objectID) }
+      if !type.isCanonical(value) { converted.insert(change.objectID) }
       values.append(try SQLiteSchema.encode(value, as: type, entity: entity.name, key: entity.attributes[index].name))
     }
     var later: [(String, ObjectID)] = []
