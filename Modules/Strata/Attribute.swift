@@ -92,12 +92,22 @@ public struct Attribute<Value: AttributeValue> {
     wrapped wrappedKeyPath: ReferenceWritableKeyPath<Object, Value>,
     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
   ) -> Value {
-    get {
-      let stored = object.attributeValue(slot: object[keyPath: storageKeyPath].slot)
-      return Value(storedValue: stored) ?? Value.zero
+    // Always inlined: a getter left out of line takes the storage key path as an argument and
+    // instantiates it at run time on every read, where inlined it folds into a field load.
+    @inline(__always) get {
+      let slot = object[keyPath: storageKeyPath].slot
+      if let index = object.loadedAttributeIndex(slot: slot) {
+        return Value(storedValue: object.values[index]) ?? Value.zero
+      }
+      return Value(storedValue: object.attributeValue(slot: slot)) ?? Value.zero
     }
-    set {
-      object.setAttributeValue(newValue.storedValue, slot: object[keyPath: storageKeyPath].slot)
+    @inline(__always) set {
+      let slot = object[keyPath: storageKeyPath].slot
+      if let index = object.quietlySettableAttributeIndex(slot: slot) {
+        object.values[index] = newValue.storedValue
+      } else {
+        object.setAttributeValue(newValue.storedValue, slot: slot)
+      }
     }
   }
 }

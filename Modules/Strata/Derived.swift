@@ -54,8 +54,11 @@ public struct Derived<Value: AttributeValue> {
     wrapped wrappedKeyPath: KeyPath<Object, Value>,
     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
   ) -> Value {
-    let stored = object.attributeValue(slot: object[keyPath: storageKeyPath].slot)
-    return Value(storedValue: stored) ?? Value.zero
+    let slot = object[keyPath: storageKeyPath].slot
+    if let index = object.loadedAttributeIndex(slot: slot) {
+      return Value(storedValue: object.values[index]) ?? Value.zero
+    }
+    return Value(storedValue: object.attributeValue(slot: slot)) ?? Value.zero
   }
 }
 

@@ -121,12 +121,16 @@ extension Attribute: SlotCarrying {}
 extension Relationship: SlotCarrying {}
 
 /// An entity of a container's model together with the class that represents it.
+@usableFromInline
 final class EntityInfo: @unchecked Sendable {
   let entity: EntityDescription
   let objectClass: ManagedObject.Type
   let layout: ClassLayout
   /// Where each slot of `objectClass` leads in `entity`.
   let slotTargets: [SlotTarget]
+  /// By slot of `objectClass`: the index of the attribute it declares, or -1. Read by the inlined
+  /// attribute getters, which need no more than this of `slotTargets`.
+  @usableFromInline let attributeIndexBySlot: [Int]
   let toManyIndex: [String: Int]
   let hasTransientAttributes: Bool
   /// The positions of the transient attributes.
@@ -184,6 +188,9 @@ final class EntityInfo: @unchecked Sendable {
       case .toMany(let rel): toManyIndex[rel.name].map(SlotTarget.toMany) ?? .none
       case nil: .none
       }
+    }
+    attributeIndexBySlot = slotTargets.map { target in
+      if case .attribute(let index) = target { index } else { -1 }
     }
   }
 }

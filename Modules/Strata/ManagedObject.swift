@@ -75,13 +75,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
   /// Whether the object was taken out of its context (deleted and saved, reset, replaced).
   @exclusivity(unchecked) private var isDetached = false
-  @exclusivity(unchecked) var isFaultStorage = true
-  @exclusivity(unchecked) var isInsertedStorage = false
-  @exclusivity(unchecked) var slotBase: Int32 = 0
+  @usableFromInline @exclusivity(unchecked) final var isFaultStorage = true
+  @usableFromInline @exclusivity(unchecked) final var isInsertedStorage = false
+  @usableFromInline @exclusivity(unchecked) final var slotBase: Int32 = 0
 
-  let info: EntityInfo?
+  @usableFromInline let info: EntityInfo?
   /// The context's ``ChangeSignals``, through which the object also reaches its context.
-  @exclusivity(unchecked) private(set) var signals: ChangeSignals?
+  @usableFromInline @exclusivity(unchecked) final private(set) var signals: ChangeSignals?
   /// For a prototype: its layout and the recorder of the key paths read from it.
   let prototypeState: PrototypeState?
   var prototypeLayout: ClassLayout? { prototypeState?.layout }
@@ -91,7 +91,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   }
 
   /// Current attribute values, aligned with the entity's attributes (empty while a fault).
-  @exclusivity(unchecked) var values: [Value] = []
+  @usableFromInline @exclusivity(unchecked) final var values: [Value] = []
   /// Current to-one targets, aligned with the entity's to-one relationships (empty while a fault).
   @exclusivity(unchecked) var toOne: [ObjectID?] = []
   /// Current to-many targets by to-many index; `nil` until loaded.
@@ -411,12 +411,13 @@ extension ManagedObject {
   /// keeps default values (it never crashes the app).
   /// A fault fetched with its values (`returnsObjectsAsFaults`, prefetching, a loaded fault batch) keeps
   /// them in `snapshot` and loads from there without asking the store.
-  @inline(__always)
+  @inlinable @inline(__always)
   func fireFault() {
     if isFaultStorage { fireFaultNow() }
   }
 
-  private func fireFaultNow() {
+  @usableFromInline
+  func fireFaultNow() {
     // `info` is tested, not bound: a fault that loads from its snapshot never reads it here.
     guard !isInsertedStorage, info != nil else { return }
     if let batch = faultBatch {
@@ -459,6 +460,37 @@ extension ManagedObject {
     let index = Int(slot - slotBase)
     guard index >= 0, index < info.slotTargets.count else { return .none }
     return info.slotTargets[index]
+  }
+
+  /// The position in `values` of the attribute declared at `slot`, its fault fired: `nil` for a
+  /// prototype or a slot that declares no attribute of the entity.
+  ///
+  /// Inlined into every attribute getter, which then converts the value where it lies: a read costs a
+  /// few loads and compares instead of a call that copies the whole `Value` out and back.
+  @inlinable @inline(__always)
+  func loadedAttributeIndex(slot: Int32) -> Int? {
+    guard let index = attributeIndex(slot: slot) else { return nil }
+    fireFault()
+    return index
+  }
+
+  /// The position in `values` of the attribute declared at `slot`, for an attribute setter that may store
+  /// the value straight away: the object is new and nothing (undo, observers) wants to hear of changes.
+  /// `nil` sends the setter the long way, through ``setAttributeValue(_:slot:)``.
+  @inlinable @inline(__always)
+  func quietlySettableAttributeIndex(slot: Int32) -> Int? {
+    guard isInsertedStorage, signals?.wantsChanges != true else { return nil }
+    return attributeIndex(slot: slot)
+  }
+
+  @inlinable @inline(__always)
+  func attributeIndex(slot: Int32) -> Int? {
+    guard let info else { return nil }
+    let position = Int(truncatingIfNeeded: slot &- slotBase)
+    let indices = info.attributeIndexBySlot
+    guard position >= 0, position < indices.count else { return nil }
+    let index = indices[position]
+    return index >= 0 ? index : nil
   }
 
   @usableFromInline

@@ -55,14 +55,15 @@ struct ObjectChanges {
 ///
 /// It is also how objects reach their context: one weak reference here serves every object of the
 /// context, so making an object forms no weak reference of its own.
+@usableFromInline
 final class ChangeSignals {
   weak var context: ObjectContext?
   // Read for every change of every object, on the context's queue only: not checked for overlapping access.
-  @exclusivity(unchecked) var recordsUndo = false
+  @usableFromInline @exclusivity(unchecked) var recordsUndo = false
   /// Whether observers or streams may be listening (the context checks exactly).
-  @exclusivity(unchecked) var mayBeObserved = false
+  @usableFromInline @exclusivity(unchecked) var mayBeObserved = false
 
-  var wantsChanges: Bool { recordsUndo || mayBeObserved }
+  @inlinable var wantsChanges: Bool { recordsUndo || mayBeObserved }
 }
 
 /// The context's record of object changes not yet announced, and who listens.
