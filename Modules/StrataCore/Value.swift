@@ -145,9 +145,9 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
   /// Whether `value` is already in this type's canonical representation (what ``coerce(_:)`` would
   /// return unchanged), so a store can keep it exactly as sent.
   ///
-  /// Stores ask this of every value of every object they write; it is inlinable and reads the value's
-  /// case first.
-  @inlinable
+  /// Stores ask this of every value of every object they write; it is always inlined and reads the
+  /// value's case first.
+  @inlinable @inline(__always)
   public func isCanonical(_ value: Value) -> Bool {
     switch value {
     case .null: return true

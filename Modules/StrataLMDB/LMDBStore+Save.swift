@@ -265,8 +265,18 @@ struct LMDBSaveOperation {
       table.isTransient[index] ? value.isNull : table.types[index].isCanonical(value)
     }
     var attributes = change.attributes
-    let firstToChange = change.attributes.withUnsafeBufferPointer { values in
-      values.indices.first { !isStoredAsSent(values[$0], at: $0) }
+    // Scanned through buffers (the shape is checked above, so every index is in range of all three): a
+    // value is then checked where it lies, not copied into a closure and out again.
+    let firstToChange: Int? = change.attributes.withUnsafeBufferPointer { values in
+      table.types.withUnsafeBufferPointer { types in
+        table.isTransient.withUnsafeBufferPointer { isTransient in
+          for index in values.indices {
+            let storedAsSent = isTransient[index] ? values[index].isNull : types[index].isCanonical(values[index])
+            if !storedAsSent { return index }
+          }
+          return nil
+        }
+      }
     }
     for index in (firstToChange ?? attributes.endIndex)..<attributes.endIndex {
       let value = attributes[index]
