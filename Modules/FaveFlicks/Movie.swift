@@ -1,7 +1,7 @@
 import Foundation
 import Strata
 
-public final class Movie: ManagedObject {
+public final class Movie: ManagedObject, ValueValidating {
   @Attribute public var title: String
   @Attribute public var genre: String
   @Attribute public var releaseDate: Date
@@ -13,7 +13,7 @@ public final class Movie: ManagedObject {
     try? setPrimitiveValue(Date.now, forKey: "lastModified")
   }
 
-  public override func validateValue(_ value: Any?, forKey key: String) throws {
+  public func validateValue(_ value: Any?, forKey key: String) throws {
     if key == "title", let title = value as? String, title.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
       throw StoreError(.validation, "must not be empty", entity: "Movie", key: "title", value: .string(title))
     }

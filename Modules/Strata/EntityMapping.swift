@@ -149,6 +149,8 @@ final class EntityInfo: @unchecked Sendable {
   let temporaryID: ObjectID
   /// Whether any to-one is required or any to-many has a count rule.
   let hasRelationshipRules: Bool
+  /// Whether the class checks single values (adopts ``ValueValidating``).
+  let validatesValues: Bool
 
   struct ValidatedAttribute {
     let index: Int
@@ -177,6 +179,7 @@ final class EntityInfo: @unchecked Sendable {
     unloadedToMany = Array(repeating: nil, count: entity.toManyRelationships.count)
     hasToMany = !entity.toManyRelationships.isEmpty
     self.objectClass = objectClass
+    validatesValues = objectClass is any ValueValidating.Type
     layout = objectClass == ManagedObject.self ? ClassLayout.of(ManagedObject.self) : ClassLayout.of(objectClass)
     let toManyIndex = Dictionary(
       entity.toManyRelationships.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })

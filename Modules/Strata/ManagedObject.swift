@@ -327,16 +327,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
   // MARK: Validation
 
-  /// Checks the value of one attribute when the object is saved; throw to refuse it. Called for every
-  /// stored attribute of an inserted or updated object, after the model's own rules. Every failure of
-  /// one save is reported together.
-  ///
-  /// ```swift
-  /// override func validateValue(_ value: Any?, forKey key: String) throws {
-  ///   if key == "title", (value as? String)?.hasPrefix(" ") == true { throw TitleError.leadingSpace }
-  /// }
-  /// ```
-  open func validateValue(_ value: Any?, forKey key: String) throws {}
+  // Checks of single values are opted into with ``ValueValidating``.
+
   /// Checks the whole object before it is first saved; throw to refuse the save.
   open func validateForInsert() throws {}
   /// Checks the whole object before its changes are saved; throw to refuse the save.
@@ -355,6 +347,30 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     let fields = (info?.entity.attributes ?? []).enumerated().map { "\($1.name)=\(values[$0])" }
     return "<\(name) \(objectID) \(fields.joined(separator: " "))>"
   }
+}
+
+/// A ``ManagedObject`` subclass that checks single attribute values when its objects are saved.
+///
+/// As in Core Data, where a class validates a property by declaring a `validate<Key>` method and
+/// classes that declare none cost nothing, validation of single values is opted into: by adopting this
+/// protocol. The context then calls ``validateValue(_:forKey:)`` for every stored attribute of each
+/// inserted or updated object of the class, after the model's own rules (required values, bounds,
+/// lengths, patterns); a class that does not adopt it is never asked. Every failure of one save is
+/// reported together.
+///
+/// ```swift
+/// final class Movie: ManagedObject, ValueValidating {
+///   @Attribute var title: String
+///
+///   func validateValue(_ value: Any?, forKey key: String) throws {
+///     if key == "title", (value as? String)?.hasPrefix(" ") == true { throw TitleError.leadingSpace }
+///   }
+/// }
+/// ```
+public protocol ValueValidating: ManagedObject {
+  /// Checks the value of the attribute `key` (its Swift value: `String`, `Int64`, `Double`, `Date`, …,
+  /// or `nil`) when the object is saved; throw to refuse it.
+  func validateValue(_ value: Any?, forKey key: String) throws
 }
 
 /// What replaced an object's values, for ``ManagedObject/awake(fromSnapshotEvents:)``.

@@ -125,6 +125,7 @@ extension ObjectContext {
     // the model's rules, then the subclass's own. The subclass's failures are reported after the model's
     // and the relationships', as if checked in a later pass.
     var customFailures: [ValidationFailure] = []
+    let validator = info.validatesValues ? object as? any ValueValidating : nil
     // A copy of the array (not of its values): the subclass's code may set values of the object.
     let values = object.values
     values.withUnsafeBufferPointer { values in
@@ -137,9 +138,9 @@ extension ObjectContext {
           } else if let rules = attributes[i].rules {
             check(values[index], of: attributes[i].name, against: rules, fail)
           }
-          guard !attributes[i].isTransient else { continue }
+          guard let validator, !attributes[i].isTransient else { continue }
           do {
-            try Self.validate(values[index], forKey: attributes[i].name, of: object)
+            try Self.validate(values[index], forKey: attributes[i].name, with: validator)
           } catch {
             noteCustomValidationError(error, of: object, key: attributes[i].name, value: values[index], into: &customFailures)
           }
@@ -163,12 +164,11 @@ extension ObjectContext {
     }
   }
 
-  /// Calls the object's ``ManagedObject/validateValue(_:forKey:)`` with `value` as a Swift value. Each
-  /// common kind is passed straight from its own case rather than through ``Value/swiftValue``'s switch,
-  /// which was not inlined (this runs for every stored attribute of every saved object). Destroying the
-  /// `Any?` after the call still goes through the generic `Optional<Any>` witnesses.
+  /// Calls ``ValueValidating/validateValue(_:forKey:)`` with `value` as a Swift value. Each common kind
+  /// is passed straight from its own case rather than through ``Value/swiftValue``'s switch, which was
+  /// not inlined (this runs for every stored attribute of every saved object of the class).
   @inline(__always)
-  private static func validate(_ value: Value, forKey key: String, of object: ManagedObject) throws {
+  private static func validate(_ value: Value, forKey key: String, with object: any ValueValidating) throws {
     switch value {
     case .null: try object.validateValue(nil, forKey: key)
     case .string(let string): try object.validateValue(string, forKey: key)

@@ -74,6 +74,9 @@ extension Conformance {
     entry.journal = journal
     try context.save()
     #expect(journal.events == ["awakeFromInsert", "willSave", "didSave"])
+    #expect(
+      journal.validatedValues == ["title=String", "created=Date", "lastModified=Date", "rating=Int64", "locked=Bool"],
+      "a ValueValidating class is asked about every stored attribute, with its Swift value")
     let firstStamp = try #require(journal.lastModified)
     #expect(!journal.hasChanges, "a primitive set in willSave marks nothing")
 
@@ -197,7 +200,7 @@ extension Conformance {
 }
 
 /// The lifecycle area's model: a journal whose hooks record themselves and stamp dates with primitives.
-public final class Journal: ManagedObject {
+public final class Journal: ManagedObject, ValueValidating {
   @Attribute public var title: String
   @Attribute public var created: Date?
   @Attribute public var lastModified: Date?
@@ -208,6 +211,8 @@ public final class Journal: ManagedObject {
   static let creation = Date(timeIntervalSinceReferenceDate: 700_000_000)
   var events: [String] = []
   var snapshotEvents: [SnapshotEvents] = []
+  /// `key=SwiftType` of each value handed to `validateValue`, in order.
+  var validatedValues: [String] = []
 
   public override func awakeFromInsert() {
     events.append("awakeFromInsert")
@@ -223,7 +228,8 @@ public final class Journal: ManagedObject {
   public override func didSave() { events.append("didSave") }
   public override func awake(fromSnapshotEvents events: SnapshotEvents) { snapshotEvents.append(events) }
 
-  public override func validateValue(_ value: Any?, forKey key: String) throws {
+  public func validateValue(_ value: Any?, forKey key: String) throws {
+    validatedValues.append("\(key)=\(value.map { "\(type(of: $0))" } ?? "nil")")
     if key == "title", let text = value as? String, text.trimmingCharacters(in: .whitespaces).isEmpty {
       throw StoreError(.validation, "must not be blank")
     }
