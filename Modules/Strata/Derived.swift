@@ -54,11 +54,15 @@ public struct Derived<Value: AttributeValue> {
     wrapped wrappedKeyPath: KeyPath<Object, Value>,
     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
   ) -> Value {
-    let slot = object[keyPath: storageKeyPath].slot
-    if let index = object.loadedAttributeIndex(slot: slot) {
-      return Value(storedValue: object.values[index]) ?? Value.zero
+    // Always inlined, as `Attribute`'s getter is: out of line, the storage key path is instantiated on
+    // every read.
+    @inline(__always) get {
+      let slot = object[keyPath: storageKeyPath].slot
+      if let index = object.loadedAttributeIndex(slot: slot) {
+        return Value(storedValue: object.values[index]) ?? Value.zero
+      }
+      return Value(storedValue: object.attributeValue(slot: slot)) ?? Value.zero
     }
-    return Value(storedValue: object.attributeValue(slot: slot)) ?? Value.zero
   }
 }
 

@@ -73,6 +73,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   // shares one reference. A fetch makes objects by the hundred thousand, and each byte less is memory it
   // does not write.
 
+  // What the inlined attribute accessors read is `final` and `@usableFromInline`: read from the app's
+  // module, a non-final stored property of an open class goes through its getter in the vtable.
+
   /// Whether the object was taken out of its context (deleted and saved, reset, replaced).
   @exclusivity(unchecked) private var isDetached = false
   @usableFromInline @exclusivity(unchecked) final var isFaultStorage = true
@@ -499,6 +502,8 @@ extension ManagedObject {
     return attributeIndex(slot: slot)
   }
 
+  /// The position in `values` of the attribute declared at `slot`, or `nil` (a prototype, a slot that
+  /// declares a relationship, a slot of another class).
   @inlinable @inline(__always)
   func attributeIndex(slot: Int32) -> Int? {
     guard let info else { return nil }
