@@ -108,6 +108,16 @@ extension Conformance {
         #expect(error.code == .validation && error.entity == "Film" && error.key == "boxOffice", "\(format): \(error)")
       }
     }
+    // Beyond Float: a value a Float would round to infinity is refused, computed or constant.
+    for format in ["score * 1e38 + 1e39", "1e39", "0 - 1e39"] {
+      do {
+        _ = try live.execute(
+          .update(entityName: "Film", predicate: heatOnly, propertiesToUpdate: ["score": try QueryExpression(format: format)]))
+        Issue.record("expected \(format) to be refused")
+      } catch let error as StoreError {
+        #expect(error.code == .validation && error.entity == "Film" && error.key == "score", "\(format): \(error)")
+      }
+    }
     for (request, expected) in refused {
       do {
         _ = try live.execute(request)

@@ -62,6 +62,12 @@ extension Conformance {
     try heat.setValue(Int16(1996), forKey: "year")
     #expect(heat.year == 1996)
     #expect(heat.value(forKey: "title") as? String == "Heat")
+    // A Float attribute takes what a Float holds: a double it would round to infinity is refused.
+    let score = heat.score
+    #expect(throws: StoreError.self) { try heat.setValue(1e39, forKey: "score") }
+    try heat.setValue(3e38, forKey: "score")
+    #expect(heat.score == Float(3e38))
+    heat.score = score
 
     // A malformed change set (a change whose values do not fit its entity) is misuse, refused whole:
     // the well-formed insert before it is not written either.
@@ -91,6 +97,17 @@ extension Conformance {
       try store.save(ChangeSet(inserted: [good, foreign]))
     } throws: { error in
       (error as? StoreError)?.code == .misuse
+    }
+    #expect(try backend.freshContext(container, url).count(for: FetchRequest<Film>()) == films)
+
+    // Every store checks what it writes: a Float attribute sent a value beyond a Float is refused.
+    var beyondFloat = good.attributes
+    beyondFloat[try #require(film.attributeIndex(named: "score"))] = .double(1e39)
+    let tooLarge = ObjectChange(objectID: .makeTemporary(entityName: "Film"), attributes: beyondFloat, toOne: good.toOne)
+    #expect {
+      try store.save(ChangeSet(inserted: [tooLarge]))
+    } throws: { error in
+      (error as? StoreError)?.code == .validation && (error as? StoreError)?.key == "score"
     }
     #expect(try backend.freshContext(container, url).count(for: FetchRequest<Film>()) == films)
   }

@@ -11,7 +11,7 @@ public final class StoreCallCounts: Sendable {
 
   func record(_ call: String) { counts.withLock { $0[call, default: 0] += 1 } }
 
-  /// Calls of `fetch(_:generation:)`, `snapshots(for:generation:)` and
+  /// Calls of `fetch(_:generation:)` or `fetchSnapshots(_:generation:_:)`, `snapshots(for:generation:)` and
   /// `relatedObjectIDs(of:relationship:generation:)` since the last ``reset()``.
   public var fetches: Int { counts.withLock { $0["fetch", default: 0] } }
   public var snapshotReads: Int { counts.withLock { $0["snapshots", default: 0] } }
@@ -41,6 +41,15 @@ final class CountingStore: PersistentStore {
   func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
     counts.record("fetch")
     return try inner.fetch(request, generation: generation)
+  }
+
+  /// Forwarded, so that a counted store streams as the store it wraps does (the protocol's default
+  /// collects through `fetch`); one call counts as one fetch either way.
+  func fetchSnapshots(
+    _ request: FetchDescription, generation: QueryGeneration?, _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void
+  ) throws {
+    counts.record("fetch")
+    try inner.fetchSnapshots(request, generation: generation, body)
   }
 
   func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {

@@ -158,7 +158,7 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
       case .int16: return Int16(exactly: i) != nil
       default: return false
       }
-    case .double: return self == .double || self == .float
+    case .double(let d): return self == .double || (self == .float && AttributeType.floatCanHold(d))
     case .string: return self == .string
     case .bool: return self == .bool
     case .date: return self == .date
@@ -170,10 +170,22 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
     }
   }
 
+  /// Whether a `float` attribute can hold `d`: a finite value that does not round to infinity as a
+  /// `Float` (it would read back as one), or an infinity or NaN, which a `Float` holds as such.
+  ///
+  /// ```swift
+  /// AttributeType.floatCanHold(1e38)   // true
+  /// AttributeType.floatCanHold(1e39)   // false
+  /// ```
+  @inlinable
+  public static func floatCanHold(_ d: Double) -> Bool {
+    !d.isFinite || Float(d).isFinite
+  }
+
   /// Converts `value` into this type's canonical representation, or returns `nil` when it cannot.
   ///
   /// Integers widen to floating point for `double`/`float`; whole doubles narrow to integers when exact;
-  /// integer ranges of `int16`/`int32` are checked; strings convert to UUID and URL.
+  /// integer ranges of `int16`/`int32` and the range of `float` are checked; strings convert to UUID and URL.
   /// `.null` passes through unchanged.
   public func coerce(_ value: Value) -> Value? {
     switch (self, value) {
@@ -186,10 +198,13 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
       guard d.rounded() == d, let i = Int64(exactly: d) else { return nil }
       return coerce(.int(i))
     case (.int16, .bool(let b)), (.int32, .bool(let b)), (.int64, .bool(let b)): return .int(b ? 1 : 0)
-    case (.double, .double), (.float, .double): return value
+    case (.double, .double): return value
+    case (.float, .double(let d)): return AttributeType.floatCanHold(d) ? value : Optional.none
     case (.double, .int(let i)), (.float, .int(let i)): return .double(Double(i))
-    case (.double, .decimal), (.float, .decimal):
-      return value.numericValue.map(Value.double)
+    case (.double, .decimal): return value.numericValue.map(Value.double)
+    case (.float, .decimal):
+      guard let d = value.numericValue, AttributeType.floatCanHold(d) else { return nil }
+      return .double(d)
     case (.decimal, .decimal): return value
     case (.decimal, .int(let i)): return .decimal(Decimal(i))
     case (.decimal, .double(let d)): return .decimal(Decimal(d))

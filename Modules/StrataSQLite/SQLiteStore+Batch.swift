@@ -110,9 +110,17 @@ extension SQLiteStore {
           value = Fragment("CASE WHEN typeof(") + sql + Fragment(") = 'real' AND abs(") + sql
             + Fragment(") >= 9223372036854775808.0 THEN \(SQLiteFunctions.refuseFunction)(") + sql
             + Fragment(") ELSE CAST(") + sql + Fragment(" AS INTEGER) END")
-        case (.double, let kind?), (.float, let kind?):
+        case (.double, let kind?):
           guard kind.isNumber else { throw StoreError(.unsupported, "not a number") }
           value = Fragment("CAST(") + sql + Fragment(" AS REAL)")
+        case (.float, let kind?):
+          guard kind.isNumber else { throw StoreError(.unsupported, "not a number") }
+          // A finite real from which a Float rounds to infinity is refused (infinities themselves fit).
+          let overflow = Double(Float.greatestFiniteMagnitude) + Double(Float.greatestFiniteMagnitude.ulp) / 2
+          let real = Fragment("CAST(") + sql + Fragment(" AS REAL)")
+          value = Fragment("CASE WHEN abs(") + real + Fragment(") >= \(overflow) AND abs(") + real
+            + Fragment(") < 9e999 THEN \(SQLiteFunctions.refuseFunction)(") + real + Fragment(") ELSE ") + real
+            + Fragment(" END")
         case (.string, .attribute(.string)?):
           value = sql
         default:
