@@ -56,13 +56,7 @@ public struct Derived<Value: AttributeValue> {
   ) -> Value {
     // Always inlined, as `Attribute`'s getter is: out of line, the storage key path is instantiated on
     // every read.
-    @inline(__always) get {
-      let slot = object[keyPath: storageKeyPath].slot
-      if let index = object.loadedAttributeIndex(slot: slot) {
-        return Value(storedValue: object.values[index]) ?? Value.zero
-      }
-      return Value(storedValue: object.attributeValue(slot: slot)) ?? Value.zero
-    }
+    @inline(__always) get { object.attributeValue(slot: object[keyPath: storageKeyPath].slot, as: Value.self) }
   }
 }
 

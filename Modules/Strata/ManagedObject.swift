@@ -514,11 +514,19 @@ extension ManagedObject {
     return index >= 0 ? index : nil
   }
 
+  /// The attribute declared at `slot` as the wrapper's Swift type: what every `@Attribute` and `@Derived`
+  /// getter runs, inlined into the app's code (read in place when the slot is an attribute of a managed
+  /// object, through ``attributeValue(slot:)`` otherwise).
+  @inlinable @inline(__always)
+  func attributeValue<T: AttributeValue>(slot: Int32, as type: T.Type) -> T {
+    if let index = loadedAttributeIndex(slot: slot) { return T(storedValue: values[index]) ?? T.zero }
+    return T(storedValue: attributeValue(slot: slot)) ?? T.zero
+  }
+
   @usableFromInline
   func attributeValue(slot: Int32) -> Value {
     guard info != nil else { return prototypeAttributeValue(slot: slot) }
-    guard case .attribute(let index) = target(ofSlot: slot) else { return .null }
-    fireFault()
+    guard let index = loadedAttributeIndex(slot: slot) else { return .null }
     return values[index]
   }
 
@@ -536,7 +544,7 @@ extension ManagedObject {
 
   @usableFromInline
   func setAttributeValue(_ value: Value, slot: Int32) {
-    guard case .attribute(let index) = target(ofSlot: slot) else { return }
+    guard let index = attributeIndex(slot: slot) else { return }
     setAttribute(value, index: index)
   }
 
