@@ -122,6 +122,7 @@ extension ObjectContext {
       let asFault = request.returnsObjectsAsFaults
       var loaded: [ManagedObject] = []
       var reserved = false
+      var batch = SnapshotBatch(capacity: 256)
       try registeringBatch(of: 0) {
         try requireStore().fetchSnapshots(description, generation: readGeneration) { snapshot, remaining in
           if !reserved {
@@ -130,8 +131,12 @@ extension ObjectContext {
             reserveRegistry(for: remaining + 1)
           }
           guard pending.deleted.isEmpty || !pending.deleted.contains(snapshot.objectID) else { return }
-          objects.append(materialize(snapshot, asFault: asFault, deferringAwakeInto: &loaded))
+          batch.append(snapshot)
+          if batch.isFull {
+            batch.drain { objects.append(materialize($0, asFault: asFault, deferringAwakeInto: &loaded)) }
+          }
         }
+        batch.drain { objects.append(materialize($0, asFault: asFault, deferringAwakeInto: &loaded)) }
       }
       for object in loaded { object.awakeFromFetch() }
     } else if case .objectIDs(let ids) = try requireStore().fetch(description, generation: readGeneration) {
@@ -311,5 +316,37 @@ extension ObjectContext {
     guard !id.isTemporary else { return [] }
     return try requireStore().relatedObjectIDs(of: id, relationship: relationship, generation: generation ?? readGeneration)
       .filter { !isPendingDeletion($0) }
+  }
+}
+
+/// Snapshots a fetch has read and not yet made into objects: the store's reading and the context's making
+/// of objects alternate batch by batch rather than row by row.
+struct SnapshotBatch: ~Copyable {
+  private let base: UnsafeMutablePointer<Snapshot>
+  private let capacity: Int
+  private var count = 0
+
+  init(capacity: Int) {
+    base = .allocate(capacity: capacity)
+    self.capacity = capacity
+  }
+
+  deinit {
+    base.deinitialize(count: count)
+    base.deallocate()
+  }
+
+  var isFull: Bool { count == capacity }
+
+  mutating func append(_ snapshot: consuming Snapshot) {
+    (base + count).initialize(to: snapshot)
+    count += 1
+  }
+
+  /// Hands each snapshot to `body` in the order appended, moving it out, and empties the batch.
+  mutating func drain(_ body: (consuming Snapshot) -> Void) {
+    let taken = count
+    count = 0
+    for i in 0..<taken { body((base + i).move()) }
   }
 }

@@ -56,7 +56,7 @@ extension ObjectContext {
         }
         updated[id] = nil
         deleted[id] = nil
-        registry[id] = nil
+        registry.remove(id)
         object.isDeletedStorage = true
         object.managedObjectContext = nil
         continue

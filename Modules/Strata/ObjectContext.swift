@@ -48,15 +48,8 @@ public final class ObjectContext: @unchecked Sendable {
   private let queue: DispatchQueue
   private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
-  /// A registry entry. It holds its object strongly: a weak reference would cost every object a side
-  /// table of its own, the largest part of making one. ``sweepRegistry()`` lets go of objects that nothing
-  /// but the registry holds — nothing else can reach them, so dropping them is never observable.
-  struct RegisteredObject {
-    var object: ManagedObject?
-  }
-
   /// One entry per object handed out; objects nothing else holds are swept out as the registry grows.
-  @exclusivity(unchecked) var registry: [ObjectID: RegisteredObject] = [:]
+  @exclusivity(unchecked) var registry = ObjectRegistry()
   private var registrySweepThreshold = 4096
   /// Set while a batch of objects is registered (``registeringBatch(of:_:)``).
   private var sweepsPaused = false
@@ -139,7 +132,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// Every object the context holds in memory.
   public var registeredObjects: Set<ManagedObject> {
     sweepRegistry()
-    return Set(registry.values.compactMap(\.object)).union(liveInsertions)
+    return Set(registry.objects).union(liveInsertions)
   }
   /// Objects inserted and not saved yet.
   public var insertedObjects: Set<ManagedObject> { Set(liveInsertions) }
@@ -186,13 +179,13 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// Makes room in the registry for `count` more objects (of a batch whose size is known late).
   func reserveRegistry(for count: Int) {
-    registry.reserveCapacity(registry.count + count)
+    registry.reserveCapacity(count)
   }
 
   /// Registers `object` under its ID, sweeping now and then so that walking a large result keeps the
   /// registry about as small as the objects still in use.
   func remember(_ object: ManagedObject) {
-    registry[object.objectID] = RegisteredObject(object: object)
+    registry.register(object)
     sweepIfDue()
   }
 
@@ -205,24 +198,13 @@ public final class ObjectContext: @unchecked Sendable {
   /// The registered object with `id`, unless only the registry holds it: such an object is dropped, as
   /// a weak registry would have dropped it, so that a caller gets it made afresh from the store.
   func liveObject(_ id: ObjectID) -> ManagedObject? {
-    guard let index = registry.index(forKey: id) else { return nil }
-    if isKnownUniquelyReferenced(&registry.values[index].object) {
-      registry.remove(at: index)
-      return nil
-    }
-    return registry.values[index].object
+    registry.live(id)
   }
 
   /// Drops the objects only the registry holds. Other threads cannot take a new reference to such an
   /// object (they reach objects through this context, on its queue), so the check cannot be outdated.
   func sweepRegistry() {
-    var unused: [ObjectID] = []
-    var index = registry.values.startIndex
-    while index != registry.values.endIndex {
-      if isKnownUniquelyReferenced(&registry.values[index].object) { unused.append(registry.keys[index]) }
-      registry.values.formIndex(after: &index)
-    }
-    for id in unused { registry[id] = nil }
+    registry.sweep()
   }
 
   /// The object with `id`, loaded from the store.
@@ -336,7 +318,7 @@ public final class ObjectContext: @unchecked Sendable {
     undoManager?.removeAllActions()
     noteInvalidation()
     for object in registeredObjects { object.managedObjectContext = nil }
-    registry = [:]
+    registry.removeAll()
     forgetPrefetched()
     forgetPendingChanges()
     processPendingChanges()
@@ -412,7 +394,7 @@ public final class ObjectContext: @unchecked Sendable {
       forgetPrefetched(id)
       guard let object = liveObject(id) else { continue }
       noteChange(object, .deleted)
-      registry[id] = nil
+      registry.remove(id)
       updated[id] = nil
       deleted[id] = nil
       object.isDeletedStorage = true
@@ -503,29 +485,20 @@ public final class ObjectContext: @unchecked Sendable {
     }
     // One lookup finds the registered object or the place of a new one.
     var made = false
-    let object = Self.claim(&registry[id, default: RegisteredObject(object: nil)]) {
+    let object = registry.claim(id) {
       made = true
       return info.objectClass.init(.managed(info, self, id, isInserted: false))
     }
     if made || (object.isFaultStorage && !object.isInsertedStorage) {
       if asFault {
-        object.snapshot = snapshot
+        object.snapshot = consume snapshot
         object.faultBatch = nil
       } else {
-        object.load(snapshot)
+        object.load(consume snapshot)
         loaded.append(object)
       }
       if made { sweepIfDue() }
     }
-    return object
-  }
-
-  /// The object of a registry entry that something besides the registry holds; otherwise (an empty entry,
-  /// or an object only the registry held — gone, as far as anyone can tell) a new one from `make`.
-  private static func claim(_ entry: inout RegisteredObject, _ make: () -> ManagedObject) -> ManagedObject {
-    if entry.object != nil, !isKnownUniquelyReferenced(&entry.object), let object = entry.object { return object }
-    let object = make()
-    entry.object = object
     return object
   }
 
@@ -607,7 +580,7 @@ public final class ObjectContext: @unchecked Sendable {
     for object in savedUpdates { forgetPrefetched(object.objectID) }
     for object in savedDeletes {
       forgetPrefetched(object.objectID)
-      registry[object.objectID] = nil
+      registry.remove(object.objectID)
       object.managedObjectContext = nil
     }
     forgetPendingChanges()

@@ -141,3 +141,56 @@ extension Conformance {
     }
   }
 }
+
+extension Conformance {
+  /// A context hands out one object per ID: fetching again and `object(with:)` give the same instances,
+  /// across runs of neighbouring keys. Objects nothing else holds are let go and come back made afresh
+  /// with the same values; IDs no store assigns (negative keys, the extreme keys) name faults of their
+  /// own; a deleted and saved object leaves the context.
+  public static func identityMap(_ backend: ConformanceStore) async throws {
+    let container = try backend.container(at: try backend.makeLocation())
+    let writer = container.newBackgroundContext()
+    try writer.performAndWait {
+      for n in 0..<300 { Actor(context: writer).name = "Actor \(n)" }
+      try writer.save()
+    }
+    let context = container.newBackgroundContext()
+    try context.performAndWait {
+      var first = try context.fetch(FetchRequest<Actor>())
+      #expect(first.count == 300)
+      var byID = Dictionary(first.map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
+      #expect(byID.count == 300 && Set(first.map(ObjectIdentifier.init)).count == 300)
+      #expect(try context.fetch(FetchRequest<Actor>()).allSatisfy { byID[$0.objectID] === $0 })
+      #expect(first.allSatisfy { context.object(with: $0.objectID) === $0 })
+      #expect(context.registeredObjects.count == 300)
+
+      let names = byID.mapValues(\.name)
+      let kept = first.enumerated().filter { $0.offset % 3 == 0 }.map(\.element)
+      first = []
+      byID = [:]
+      #expect(context.registeredObjects.count == 100)
+      let again = try context.fetch(FetchRequest<Actor>())
+      #expect(again.count == 300)
+      #expect(again.allSatisfy { $0.name == names[$0.objectID] })
+      #expect(kept.allSatisfy { actor in again.contains { $0 === actor } })
+
+      let template = kept[0].objectID
+      var unassigned: [ManagedObject] = []
+      for key in [Int64(-1), -64, -65, .min, .max, .max - 63] {
+        let id = ObjectID(entityName: template.entityName, storeIdentifier: template.storeIdentifier, primaryKey: key)
+        let fault = context.object(with: id)
+        #expect(fault.isFault && fault.objectID == id)
+        #expect(context.object(with: id) === fault)
+        unassigned.append(fault)
+      }
+      #expect(Set(unassigned.map(ObjectIdentifier.init)).count == unassigned.count)
+      #expect(context.registeredObjects.count == 300 + unassigned.count)
+
+      let doomed = again[1]
+      context.delete(doomed)
+      try context.save()
+      #expect(!context.registeredObjects.contains(doomed))
+      #expect(context.object(with: doomed.objectID) !== doomed)
+    }
+  }
+}

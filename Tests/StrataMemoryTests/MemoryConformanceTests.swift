@@ -19,6 +19,7 @@ struct MemoryConformanceTests {
   @Test func batch() async throws { try await Conformance.batch(backend) }
   @Test func faulting() async throws { try await Conformance.faulting(backend) }
   @Test func boundedWalk() async throws { try await Conformance.boundedWalk(backend) }
+  @Test func identityMap() async throws { try await Conformance.identityMap(backend) }
   @Test func pendingChanges() async throws { try await Conformance.pendingChanges(backend) }
   @Test func asynchronousFetch() async throws { try await Conformance.asynchronousFetch(backend) }
   @Test func mergePolicies() async throws { try await Conformance.mergePolicies(backend) }

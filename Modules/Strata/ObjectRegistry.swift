@@ -1,0 +1,193 @@
+import StrataCore
+
+/// A context's identity map: the one object it has handed out for each ID.
+///
+/// Stores assign primary keys in sequence, so the objects of a fetch or a save have neighbouring keys.
+/// The registry keeps them in pages of 64 neighbouring keys of one entity and remembers the page it
+/// used last: registering the 100,000 objects of a fetch looks up one page per 64 objects and fills
+/// neighbouring slots, where a dictionary of IDs would hash every ID and write all over its table.
+/// Temporary IDs (a fault asked for by the temporary ID of an object already saved) are kept apart.
+///
+/// It holds its objects strongly: a weak reference would cost every object a side table of its own, the
+/// largest part of making one. ``sweep()`` lets go of objects that nothing but the registry holds —
+/// nothing else can reach them, so dropping them is never observable.
+struct ObjectRegistry {
+  /// The slots of 64 neighbouring primary keys of one entity.
+  final class Page {
+    static let shift = 6
+    static let size = 1 << shift
+
+    let slots: UnsafeMutablePointer<ManagedObject?>
+    /// How many slots hold an object.
+    var count = 0
+
+    init() {
+      slots = .allocate(capacity: Self.size)
+      slots.initialize(repeating: nil, count: Self.size)
+    }
+
+    deinit {
+      slots.deinitialize(count: Self.size)
+      slots.deallocate()
+    }
+  }
+
+  /// Pages by the ID of their first key shifted down: the ID of entity and store with key `pk >> 6`.
+  private var pages: [ObjectID: Page] = [:]
+  private var lastPageID: ObjectID?
+  private var lastPage: Page?
+  private var temporary: [ObjectID: ManagedObject] = [:]
+  /// How many objects are registered.
+  private(set) var count = 0
+
+  /// Where `id`'s object is kept: its page's ID and its slot in the page; `nil` for a temporary ID.
+  @inline(__always)
+  private func place(of id: ObjectID) -> (page: ObjectID, slot: Int)? {
+    guard case .permanent(let pk) = id.key else { return nil }
+    return (id.withPrimaryKey(pk >> Page.shift), Int(truncatingIfNeeded: pk) & (Page.size - 1))
+  }
+
+  @inline(__always)
+  private mutating func page(_ pageID: ObjectID, creating: Bool) -> Page? {
+    if let lastPage, let lastPageID, lastPageID == pageID { return lastPage }
+    let page: Page
+    if let found = pages[pageID] {
+      page = found
+    } else {
+      guard creating else { return nil }
+      page = Page()
+      pages[pageID] = page
+    }
+    lastPageID = pageID
+    lastPage = page
+    return page
+  }
+
+  /// The object registered under `id`, whoever else holds it.
+  subscript(id: ObjectID) -> ManagedObject? {
+    guard let (pageID, slot) = place(of: id) else { return temporary[id] }
+    if let lastPage, let lastPageID, lastPageID == pageID { return lastPage.slots[slot] }
+    return pages[pageID]?.slots[slot]
+  }
+
+  /// Registers `object` under its ID, in place of any object registered there.
+  mutating func register(_ object: ManagedObject) {
+    let id = object.objectID
+    guard let (pageID, slot) = place(of: id), let page = page(pageID, creating: true) else {
+      if temporary.updateValue(object, forKey: id) == nil { count += 1 }
+      return
+    }
+    if page.slots[slot] == nil {
+      page.count += 1
+      count += 1
+    }
+    page.slots[slot] = object
+  }
+
+  /// Forgets the object registered under `id`, if any.
+  mutating func remove(_ id: ObjectID) {
+    guard let (pageID, slot) = place(of: id) else {
+      if temporary.removeValue(forKey: id) != nil { count -= 1 }
+      return
+    }
+    guard let page = page(pageID, creating: false), page.slots[slot] != nil else { return }
+    clear(slot, of: page, pageID)
+  }
+
+  private mutating func clear(_ slot: Int, of page: Page, _ pageID: ObjectID) {
+    page.slots[slot] = nil
+    page.count -= 1
+    count -= 1
+    if page.count == 0 {
+      pages[pageID] = nil
+      if lastPage === page {
+        lastPage = nil
+        lastPageID = nil
+      }
+    }
+  }
+
+  /// The object registered under `id` that something besides the registry holds; otherwise (no object,
+  /// or one only the registry held — gone, as far as anyone can tell) a new one from `make`, registered.
+  @inline(__always)
+  mutating func claim(_ id: ObjectID, _ make: () -> ManagedObject) -> ManagedObject {
+    guard let (pageID, slot) = place(of: id), let page = page(pageID, creating: true) else {
+      if let object = live(id) { return object }
+      let object = make()
+      register(object)
+      return object
+    }
+    let entry = page.slots + slot
+    if entry.pointee == nil {
+      page.count += 1
+      count += 1
+    } else if !isKnownUniquelyReferenced(&entry.pointee), let object = entry.pointee {
+      return object
+    }
+    let object = make()
+    entry.pointee = object
+    return object
+  }
+
+  /// The object registered under `id`, unless only the registry holds it: such an object is dropped, as
+  /// a weak registry would have dropped it.
+  mutating func live(_ id: ObjectID) -> ManagedObject? {
+    guard let (pageID, slot) = place(of: id) else {
+      guard temporary[id] != nil else { return nil }
+      if isKnownUniquelyReferenced(&temporary[id]) {
+        temporary[id] = nil
+        count -= 1
+        return nil
+      }
+      return temporary[id]
+    }
+    guard let page = page(pageID, creating: false), page.slots[slot] != nil else { return nil }
+    if isKnownUniquelyReferenced(&page.slots[slot]) {
+      clear(slot, of: page, pageID)
+      return nil
+    }
+    return page.slots[slot]
+  }
+
+  /// Drops the objects only the registry holds.
+  mutating func sweep() {
+    var emptied: [ObjectID] = []
+    for (pageID, page) in pages {
+      for slot in 0..<Page.size where page.slots[slot] != nil && isKnownUniquelyReferenced(&page.slots[slot]) {
+        page.slots[slot] = nil
+        page.count -= 1
+        count -= 1
+      }
+      if page.count == 0 { emptied.append(pageID) }
+    }
+    for pageID in emptied { pages[pageID] = nil }
+    if let lastPage, lastPage.count == 0 {
+      self.lastPage = nil
+      lastPageID = nil
+    }
+    for id in Array(temporary.keys) where isKnownUniquelyReferenced(&temporary[id]) {
+      temporary[id] = nil
+      count -= 1
+    }
+  }
+
+  /// Every registered object.
+  var objects: [ManagedObject] {
+    var result: [ManagedObject] = []
+    result.reserveCapacity(count)
+    for page in pages.values {
+      for slot in 0..<Page.size { if let object = page.slots[slot] { result.append(object) } }
+    }
+    result.append(contentsOf: temporary.values)
+    return result
+  }
+
+  /// Makes room for `extra` more objects of neighbouring keys.
+  mutating func reserveCapacity(_ extra: Int) {
+    pages.reserveCapacity(pages.count + extra / Page.size + 1)
+  }
+
+  mutating func removeAll() {
+    self = ObjectRegistry()
+  }
+}
