@@ -24,9 +24,14 @@ public struct ObjectConstruction {
 
   /// An object of `info`'s entity in `context`: a fault to load, or a new object.
   static func managed(_ info: EntityInfo, _ context: ObjectContext, _ id: ObjectID, isInserted: Bool) -> ObjectConstruction {
+    managed(.passUnretained(info), context, id, isInserted: isInserted)
+  }
+
+  static func managed(
+    _ info: Unmanaged<EntityInfo>, _ context: ObjectContext, _ id: ObjectID, isInserted: Bool
+  ) -> ObjectConstruction {
     ObjectConstruction(
-      layout: nil, info: .passUnretained(info), signals: .passUnretained(context.changeLog.signals), id: id,
-      isInserted: isInserted)
+      layout: nil, info: info, signals: .passUnretained(context.changeLog.signals), id: id, isInserted: isInserted)
   }
 }
 

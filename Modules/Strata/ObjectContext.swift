@@ -49,11 +49,12 @@ public final class ObjectContext: @unchecked Sendable {
   private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
   /// One entry per object handed out; objects nothing else holds are swept out as the registry grows.
-  @exclusivity(unchecked) var registry = ObjectRegistry()
+  let registry = ObjectRegistry()
   private var registrySweepThreshold = 4096
   /// Set while a batch of objects is registered (``registeringBatch(of:_:)``).
   private var sweepsPaused = false
-  private var lastEntityInfo: (id: ObjectID, info: EntityInfo)?
+  /// Not counted: the coordinator holds every entity info for as long as the context holds it.
+  private var lastEntityInfo: (id: ObjectID, info: Unmanaged<EntityInfo>)?
   /// The entity info of the class last inserted (code inserting many objects inserts many of one class).
   private var lastClassInfo: EntityInfo?
   /// Snapshots fetched ahead of their objects (prefetched relationship targets), used when the object is
@@ -487,7 +488,8 @@ public final class ObjectContext: @unchecked Sendable {
     var made = false
     let object = registry.claim(id) {
       made = true
-      return info.objectClass.init(.managed(info, self, id, isInserted: false))
+      let objectClass = info._withUnsafeGuaranteedRef { $0.objectClass }
+      return objectClass.init(.managed(info, self, id, isInserted: false))
     }
     if made || (object.isFaultStorage && !object.isInsertedStorage) {
       if asFault {
@@ -503,12 +505,13 @@ public final class ObjectContext: @unchecked Sendable {
   }
 
   /// The entity info of `id`'s entity, remembering the last one asked for (fetches ask for one entity
-  /// many times; IDs of one entity are recognised without comparing names).
-  private func entityInfo(of id: ObjectID) -> EntityInfo? {
+  /// many times; IDs of one entity are recognised without comparing names). Uncounted, as the
+  /// coordinator holds it.
+  private func entityInfo(of id: ObjectID) -> Unmanaged<EntityInfo>? {
     if let last = lastEntityInfo, last.id.hasSameEntityAndStore(as: id) { return last.info }
     guard let info = coordinator.info(forEntity: id.entityName) else { return nil }
-    lastEntityInfo = (id, info)
-    return info
+    lastEntityInfo = (id, .passUnretained(info))
+    return .passUnretained(info)
   }
 
   /// Drops prefetched values: of one object, or of every object.

@@ -11,34 +11,52 @@ import StrataCore
 /// It holds its objects strongly: a weak reference would cost every object a side table of its own, the
 /// largest part of making one. ``sweep()`` lets go of objects that nothing but the registry holds —
 /// nothing else can reach them, so dropping them is never observable.
-struct ObjectRegistry {
-  /// The slots of 64 neighbouring primary keys of one entity.
-  final class Page {
+final class ObjectRegistry {
+  /// The slots of 64 neighbouring primary keys of one entity, after the number of them in use: one block
+  /// of memory the registry frees, so that finding a page and filling a slot counts no reference.
+  struct Page {
     static let shift = 6
     static let size = 1 << shift
 
-    let slots: UnsafeMutablePointer<ManagedObject?>
-    /// How many slots hold an object.
-    var count = 0
+    private let base: UnsafeMutableRawPointer
 
-    init() {
-      slots = .allocate(capacity: Self.size)
-      slots.initialize(repeating: nil, count: Self.size)
+    static func allocate() -> Page {
+      let base = UnsafeMutableRawPointer.allocate(
+        byteCount: MemoryLayout<Int>.stride + size * MemoryLayout<ManagedObject?>.stride, alignment: 8)
+      base.initializeMemory(as: Int.self, repeating: 0, count: 1)
+      (base + MemoryLayout<Int>.stride).initializeMemory(as: ManagedObject?.self, repeating: nil, count: size)
+      return Page(base: base)
     }
 
-    deinit {
+    func deallocate() {
       slots.deinitialize(count: Self.size)
-      slots.deallocate()
+      base.deallocate()
     }
+
+    /// How many slots hold an object.
+    var count: Int {
+      get { base.load(as: Int.self) }
+      nonmutating set { base.storeBytes(of: newValue, as: Int.self) }
+    }
+
+    var slots: UnsafeMutablePointer<ManagedObject?> {
+      (base + MemoryLayout<Int>.stride).assumingMemoryBound(to: ManagedObject?.self)
+    }
+
+    static func === (a: Page, b: Page) -> Bool { a.base == b.base }
   }
 
   /// Pages by the ID of their first key shifted down: the ID of entity and store with key `pk >> 6`.
-  private var pages: [ObjectID: Page] = [:]
-  private var lastPageID: ObjectID?
-  private var lastPage: Page?
-  private var temporary: [ObjectID: ManagedObject] = [:]
+  @exclusivity(unchecked) private var pages: [ObjectID: Page] = [:]
+  @exclusivity(unchecked) private var lastPageID: ObjectID?
+  @exclusivity(unchecked) private var lastPage: Page?
+  @exclusivity(unchecked) private var temporary: [ObjectID: ManagedObject] = [:]
   /// How many objects are registered.
-  private(set) var count = 0
+  @exclusivity(unchecked) private(set) var count = 0
+
+  deinit {
+    for page in pages.values { page.deallocate() }
+  }
 
   /// Where `id`'s object is kept: its page's ID and its slot in the page; `nil` for a temporary ID.
   @inline(__always)
@@ -48,14 +66,14 @@ struct ObjectRegistry {
   }
 
   @inline(__always)
-  private mutating func page(_ pageID: ObjectID, creating: Bool) -> Page? {
+  private func page(_ pageID: ObjectID, creating: Bool) -> Page? {
     if let lastPage, let lastPageID, lastPageID == pageID { return lastPage }
     let page: Page
     if let found = pages[pageID] {
       page = found
     } else {
       guard creating else { return nil }
-      page = Page()
+      page = Page.allocate()
       pages[pageID] = page
     }
     lastPageID = pageID
@@ -71,7 +89,7 @@ struct ObjectRegistry {
   }
 
   /// Registers `object` under its ID, in place of any object registered there.
-  mutating func register(_ object: ManagedObject) {
+  func register(_ object: ManagedObject) {
     let id = object.objectID
     guard let (pageID, slot) = place(of: id), let page = page(pageID, creating: true) else {
       if temporary.updateValue(object, forKey: id) == nil { count += 1 }
@@ -85,7 +103,7 @@ struct ObjectRegistry {
   }
 
   /// Forgets the object registered under `id`, if any.
-  mutating func remove(_ id: ObjectID) {
+  func remove(_ id: ObjectID) {
     guard let (pageID, slot) = place(of: id) else {
       if temporary.removeValue(forKey: id) != nil { count -= 1 }
       return
@@ -94,14 +112,15 @@ struct ObjectRegistry {
     clear(slot, of: page, pageID)
   }
 
-  private mutating func clear(_ slot: Int, of page: Page, _ pageID: ObjectID) {
+  private func clear(_ slot: Int, of page: Page, _ pageID: ObjectID) {
     page.slots[slot] = nil
     page.count -= 1
     count -= 1
     if page.count == 0 {
       pages[pageID] = nil
-      if lastPage === page {
-        lastPage = nil
+      page.deallocate()
+      if let lastPage, lastPage === page {
+        self.lastPage = nil
         lastPageID = nil
       }
     }
@@ -110,7 +129,7 @@ struct ObjectRegistry {
   /// The object registered under `id` that something besides the registry holds; otherwise (no object,
   /// or one only the registry held — gone, as far as anyone can tell) a new one from `make`, registered.
   @inline(__always)
-  mutating func claim(_ id: ObjectID, _ make: () -> ManagedObject) -> ManagedObject {
+  func claim(_ id: ObjectID, _ make: () -> ManagedObject) -> ManagedObject {
     guard let (pageID, slot) = place(of: id), let page = page(pageID, creating: true) else {
       if let object = live(id) { return object }
       let object = make()
@@ -131,7 +150,7 @@ struct ObjectRegistry {
 
   /// The object registered under `id`, unless only the registry holds it: such an object is dropped, as
   /// a weak registry would have dropped it.
-  mutating func live(_ id: ObjectID) -> ManagedObject? {
+  func live(_ id: ObjectID) -> ManagedObject? {
     guard let (pageID, slot) = place(of: id) else {
       guard temporary[id] != nil else { return nil }
       if isKnownUniquelyReferenced(&temporary[id]) {
@@ -150,7 +169,7 @@ struct ObjectRegistry {
   }
 
   /// Drops the objects only the registry holds.
-  mutating func sweep() {
+  func sweep() {
     var emptied: [ObjectID] = []
     for (pageID, page) in pages {
       for slot in 0..<Page.size where page.slots[slot] != nil && isKnownUniquelyReferenced(&page.slots[slot]) {
@@ -160,11 +179,11 @@ struct ObjectRegistry {
       }
       if page.count == 0 { emptied.append(pageID) }
     }
-    for pageID in emptied { pages[pageID] = nil }
     if let lastPage, lastPage.count == 0 {
       self.lastPage = nil
       lastPageID = nil
     }
+    for pageID in emptied { pages.removeValue(forKey: pageID)?.deallocate() }
     for id in Array(temporary.keys) where isKnownUniquelyReferenced(&temporary[id]) {
       temporary[id] = nil
       count -= 1
@@ -183,11 +202,16 @@ struct ObjectRegistry {
   }
 
   /// Makes room for `extra` more objects of neighbouring keys.
-  mutating func reserveCapacity(_ extra: Int) {
+  func reserveCapacity(_ extra: Int) {
     pages.reserveCapacity(pages.count + extra / Page.size + 1)
   }
 
-  mutating func removeAll() {
-    self = ObjectRegistry()
+  func removeAll() {
+    for page in pages.values { page.deallocate() }
+    pages = [:]
+    lastPage = nil
+    lastPageID = nil
+    temporary = [:]
+    count = 0
   }
 }
