@@ -232,11 +232,10 @@ struct RecordDecoder {
     var attributes: [Value] = []
     attributes.reserveCapacity(fields.count)
     for field in fields {
-      guard let value = reader.value(field) else {
+      guard reader.appendValue(field, to: &attributes) else {
         let attribute = entity.attributes[attributes.count]
         throw corrupted("\(attribute.name) is not a readable \(attribute.type.rawValue)", key: attribute.name)
       }
-      attributes.append(value)
     }
     var toOne: [ObjectID?] = []
     // Reserving room for none would still allocate.
@@ -354,22 +353,39 @@ struct RecordReader {
     slice().map { String(decoding: $0, as: UTF8.self) }
   }
 
-  /// The next value, which must be nil or a value of `field`'s type; a transient field reads nothing.
+  /// Appends the next value to `values`, which must be nil or a value of `field`'s type (a transient
+  /// field reads nothing and appends nil); false when the bytes are no such value.
   @inline(__always)
-  mutating func value(_ field: RecordField) -> Value? {
-    if field == .transient { return .null }
-    guard let tag = byte() else { return nil }
-    if tag == 0 { return .null }
-    // The field's raw value is its tag; `true` is the one value with a tag of its own.
-    guard tag == field.rawValue || (field == .bool && tag == RecordField.trueTag) else { return nil }
-    switch field {
-    case .integer: return varint().map { .int(RecordCodec.unzigzag($0)) }
-    case .double: return fixed64().map { .double(Double(bitPattern: $0)) }
-    case .string: return string().map(Value.string)
-    case .bool: return .bool(tag == RecordField.trueTag)
-    case .date: return fixed64().map { .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: $0))) }
-    default: return rareValue(field)
+  mutating func appendValue(_ field: RecordField, to values: inout [Value]) -> Bool {
+    if field == .transient {
+      values.append(.null)
+      return true
     }
+    guard let tag = byte() else { return false }
+    if tag == 0 {
+      values.append(.null)
+      return true
+    }
+    guard tag == field.rawValue || (field == .bool && tag == RecordField.trueTag) else { return false }
+    switch field {
+    case .integer:
+      guard let bits = varint() else { return false }
+      values.append(.int(RecordCodec.unzigzag(bits)))
+    case .double:
+      guard let bits = fixed64() else { return false }
+      values.append(.double(Double(bitPattern: bits)))
+    case .string:
+      guard let text = string() else { return false }
+      values.append(.string(text))
+    case .bool: values.append(.bool(tag == RecordField.trueTag))
+    case .date:
+      guard let bits = fixed64() else { return false }
+      values.append(.date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))))
+    default:
+      guard let value = rareValue(field) else { return false }
+      values.append(value)
+    }
+    return true
   }
 
   /// A decimal, data, UUID or URL value after its tag.
