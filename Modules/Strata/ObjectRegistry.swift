@@ -50,8 +50,8 @@ final class ObjectRegistry {
 
   /// Pages by the ID of their first key shifted down: the ID of entity and store with key `pk >> 5`.
   @exclusivity(unchecked) private var pages: [ObjectID: Page] = [:]
-  @exclusivity(unchecked) private var lastPageID: ObjectID?
-  @exclusivity(unchecked) private var lastPage: Page?
+  /// The page used last, with its ID.
+  @exclusivity(unchecked) private var last: (id: ObjectID, page: Page)?
   @exclusivity(unchecked) private var temporary: [ObjectID: ManagedObject] = [:]
   /// How many objects are registered.
   @exclusivity(unchecked) private(set) var count = 0
@@ -69,7 +69,7 @@ final class ObjectRegistry {
 
   @inline(__always)
   private func page(_ pageID: ObjectID, creating: Bool) -> Page? {
-    if let lastPage, let lastPageID, lastPageID == pageID { return lastPage }
+    if let last, last.id == pageID { return last.page }
     let page: Page
     if let found = pages[pageID] {
       page = found
@@ -78,8 +78,7 @@ final class ObjectRegistry {
       page = Page.allocate()
       pages[pageID] = page
     }
-    lastPageID = pageID
-    lastPage = page
+    last = (pageID, page)
     return page
   }
 
@@ -114,10 +113,7 @@ final class ObjectRegistry {
     if page.count == 0 {
       pages[pageID] = nil
       page.deallocate()
-      if let lastPage, lastPage === page {
-        self.lastPage = nil
-        lastPageID = nil
-      }
+      if let last, last.page === page { self.last = nil }
     }
   }
 
@@ -174,10 +170,7 @@ final class ObjectRegistry {
       }
       if page.count == 0 { emptied.append(pageID) }
     }
-    if let lastPage, lastPage.count == 0 {
-      self.lastPage = nil
-      lastPageID = nil
-    }
+    if let last, last.page.count == 0 { self.last = nil }
     for pageID in emptied { pages.removeValue(forKey: pageID)?.deallocate() }
     for id in Array(temporary.keys) where isKnownUniquelyReferenced(&temporary[id]) {
       temporary[id] = nil
@@ -204,8 +197,7 @@ final class ObjectRegistry {
   func removeAll() {
     for page in pages.values { page.deallocate() }
     pages = [:]
-    lastPage = nil
-    lastPageID = nil
+    last = nil
     temporary = [:]
     count = 0
   }

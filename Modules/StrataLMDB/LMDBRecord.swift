@@ -366,6 +366,7 @@ struct RecordReader {
       values.append(.null)
       return true
     }
+    // The field's raw value is its tag; `true` is the one value with a tag of its own.
     guard tag == field.rawValue || (field == .bool && tag == RecordField.trueTag) else { return false }
     switch field {
     case .integer:
