@@ -146,6 +146,21 @@ extension Conformance {
     #expect(doubled.count == 1)
     #expect(try titles("rating > 10") == ["Parasite"])
 
+    // A Float attribute takes the nearest Float, computed or constant, as a context's save stores it; a
+    // constant compared with it is taken as a Float too (as Swift reads `score == 0.1` of a Float).
+    let heatScore = try #require(try fresh().fetch(FetchRequest<Film>(format: "title == 'Heat'")).first?.score)
+    _ = try live.execute(
+      .update(entityName: "Film", predicate: heatOnly, propertiesToUpdate: ["score": try QueryExpression(format: "score + 0.1")]))
+    let raised = Float(Double(heatScore) + 0.1)
+    #expect(try fresh().fetch(FetchRequest<Film>(format: "title == 'Heat'")).first?.score == raised)
+    #expect(try titles(String(format: "score == %.17g", Double(raised))).contains("Heat"))
+    _ = try live.execute(.update(entityName: "Film", predicate: heatOnly, propertiesToUpdate: ["score": .constant(0.1)]))
+    #expect(try titles("score == 0.1") == ["Heat"])
+    #expect(try titles("score > 0.1 AND title == 'Heat'").isEmpty)
+    let again = try #require(try fresh().fetch(FetchRequest<Film>(format: "title == 'Heat'")).first)
+    again.score = 0.1
+    #expect(!again.hasChanges)
+
     // Delete: by predicate, cascading (a director's films), by IDs; merged, the live context forgets them.
     let old = try live.execute(.delete(entityName: "Film", predicate: try QueryPredicate(format: "year < 1992")))
     #expect(old.count == 1)

@@ -10,6 +10,7 @@ final class Gadget: ManagedObject {
   @Attribute var stock: Int16 = 5
   @Attribute var weight: Int32?
   @Attribute var note: String?
+  @Attribute var rating: Float?
   @Relationship(inverse: "gadgets") var shelf: GadgetShelf?
   @Derived("canonical:(name)") var nameKey: String
 }
@@ -28,6 +29,7 @@ final class Part: ManagedObject {
   @Attribute var qty: Int16
   @Attribute var size: Int32 = 2
   @Attribute var label: String?
+  @Attribute var ratio: Float = 1.5
   @Relationship(inverse: "parts") var shelf: GadgetShelf?
 }
 
@@ -101,6 +103,20 @@ extension Conformance {
     #expect(try fresh().fetch(FetchRequest<GadgetShelf>()).first?.gadgetCount == 1)
     #expect(try fresh().count(for: FetchRequest<Gadget>(format: "nameKey == 'unicode thing'")) == 1)
 
+    // A Float attribute stores what a Float holds, as a context's save does: a double given in a row is
+    // rounded to the nearest Float, so the same value saved either way reads back and compares equal.
+    _ = try seed.execute(BatchRequest.insert(entityName: "Gadget", objects: [["sku": "f1", "name": "F", "rating": 0.1]]))
+    let saved = Gadget(context: seed)
+    saved.sku = "f2"
+    saved.name = "F"
+    saved.rating = 0.1
+    try seed.save()
+    #expect(try gadget("f1")?.rating == Float(0.1))
+    #expect(try fresh().count(for: FetchRequest<Gadget>(format: "rating == %@", Value.double(Double(Float(0.1))))) == 2)
+    #expect(try fresh().count(for: FetchRequest<Gadget>(format: "rating > 0.09 AND rating < 0.11")) == 2)
+    _ = try seed.execute(.delete(entityName: "Gadget", predicate: try QueryPredicate(format: "sku BEGINSWITH 'f'")))
+    seed.reset()
+
     // The store's change stream names the inserted and the updated objects.
     let change = try #require(await stream.next())
     #expect(Set(change.inserted) == Set(result.objectIDs).subtracting([held.objectID]))
@@ -169,6 +185,8 @@ extension Conformance {
       (["sku": "b", "name": "B", "stock": "many"], .validation, "stock"),
       (["sku": "b", "name": "B", "stock": 40_000], .validation, "stock"),
       (["sku": "b", "name": "B", "weight": .int(Int64(Int32.max) + 1)], .validation, "weight"),
+      (["sku": "b", "name": "B", "rating": 1e39], .validation, "rating"),
+      (["sku": "b", "name": "B", "rating": "high"], .validation, "rating"),
       (["sku": "b"], .validation, "name"),
       (["sku": "b", "name": .null], .validation, "name"),
     ]
@@ -223,23 +241,28 @@ extension Conformance {
     #expect(partChange.inserted.count == 1 && partChange.inserted.first == partResult.objectIDs.first)
     let partReader = try fresh()
     let p1 = try #require(try partReader.fetch(FetchRequest<Part>(format: "code == 'p1'")).first)
-    #expect(p1.qty == 7 && p1.label == "bolt" && p1.size == 2 && p1.shelf?.label == "A")
+    #expect(p1.qty == 7 && p1.label == "bolt" && p1.size == 2 && p1.ratio == 1.5 && p1.shelf?.label == "A")
     let p2 = try #require(try partReader.fetch(FetchRequest<Part>(format: "code == 'p2'")).first)
-    #expect(p2.qty == 5 && p2.label == "nut" && p2.size == 2 && p2.shelf == nil)
+    #expect(p2.qty == 5 && p2.label == "nut" && p2.size == 2 && p2.ratio == 1.5 && p2.shelf == nil)
     ObjectContext.mergeChanges(fromRemoteContextSave: partResult.changes(of: parts), into: [live])
     #expect(liveBolt.qty == 7)
     // A row that leaves out what the row before it gave gets defaults, not the earlier row's values.
     _ = try seed.execute(
       BatchRequest.insert(
-        entityName: "Part", objects: [["code": "p3", "qty": 1, "label": "washer", "size": 9], ["code": "p4", "qty": 2]]))
+        entityName: "Part",
+        objects: [["code": "p3", "qty": 1, "label": "washer", "size": 9, "ratio": 0.3], ["code": "p4", "qty": 2]]))
+    let p3 = try #require(try fresh().fetch(FetchRequest<Part>(format: "code == 'p3'")).first)
+    #expect(p3.ratio == Float(0.3))
+    #expect(try fresh().count(for: FetchRequest<Part>(format: "ratio == %@", Value.double(Double(Float(0.3))))) == 1)
     let p4 = try #require(try fresh().fetch(FetchRequest<Part>(format: "code == 'p4'")).first)
-    #expect(p4.qty == 2 && p4.label == nil && p4.size == 2)
+    #expect(p4.qty == 2 && p4.label == nil && p4.size == 2 && p4.ratio == 1.5)
     let partsBefore = try fresh().count(for: FetchRequest<Part>())
     let badParts: [([String: Value], StoreError.Code, String)] = [
       (["code": "p1", "qty": 40_000], .validation, "qty"),
       (["code": "p9"], .validation, "qty"),
       (["code": "p9", "qty": 1, "shelf": .null], .invalidQuery, "shelf"),
       (["code": "p9", "qty": 1, "size": "big"], .validation, "size"),
+      (["code": "p9", "qty": 1, "ratio": -1e39], .validation, "ratio"),
     ]
     for (row, code, key) in badParts {
       do {

@@ -158,7 +158,7 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
       case .int16: return Int16(exactly: i) != nil
       default: return false
       }
-    case .double(let d): return self == .double || (self == .float && AttributeType.floatCanHold(d))
+    case .double(let d): return self == .double || (self == .float && AttributeType.isFloat(d))
     case .string: return self == .string
     case .bool: return self == .bool
     case .date: return self == .date
@@ -182,10 +182,24 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
     !d.isFinite || Float(d).isFinite
   }
 
+  /// Whether `d` is exactly a `Float`'s value (NaN included): the form a `float` attribute stores, so a
+  /// value saved through a context, a batch insert or a batch update compares equal however it came.
+  ///
+  /// ```swift
+  /// AttributeType.isFloat(0.5)                  // true
+  /// AttributeType.isFloat(0.1)                  // false: a Float holds 0.100000001490116…
+  /// AttributeType.isFloat(Double(Float(0.1)))   // true
+  /// ```
+  @inlinable
+  public static func isFloat(_ d: Double) -> Bool {
+    Double(Float(d)) == d || d.isNaN
+  }
+
   /// Converts `value` into this type's canonical representation, or returns `nil` when it cannot.
   ///
   /// Integers widen to floating point for `double`/`float`; whole doubles narrow to integers when exact;
-  /// integer ranges of `int16`/`int32` and the range of `float` are checked; strings convert to UUID and URL.
+  /// integer ranges of `int16`/`int32` and the range of `float` are checked; a `float` takes the nearest
+  /// `Float` (as assigning the number to a `Float` property would); strings convert to UUID and URL.
   /// `.null` passes through unchanged.
   public func coerce(_ value: Value) -> Value? {
     switch (self, value) {
@@ -199,12 +213,13 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
       return coerce(.int(i))
     case (.int16, .bool(let b)), (.int32, .bool(let b)), (.int64, .bool(let b)): return .int(b ? 1 : 0)
     case (.double, .double): return value
-    case (.float, .double(let d)): return AttributeType.floatCanHold(d) ? value : Optional.none
-    case (.double, .int(let i)), (.float, .int(let i)): return .double(Double(i))
+    case (.float, .double(let d)): return AttributeType.floatCanHold(d) ? .double(Double(Float(d))) : Optional.none
+    case (.double, .int(let i)): return .double(Double(i))
+    case (.float, .int(let i)): return .double(Double(Float(i)))
     case (.double, .decimal): return value.numericValue.map(Value.double)
     case (.float, .decimal):
       guard let d = value.numericValue, AttributeType.floatCanHold(d) else { return nil }
-      return .double(d)
+      return .double(Double(Float(d)))
     case (.decimal, .decimal): return value
     case (.decimal, .int(let i)): return .decimal(Decimal(i))
     case (.decimal, .double(let d)): return .decimal(Decimal(d))

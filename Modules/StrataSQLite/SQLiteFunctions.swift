@@ -18,6 +18,9 @@ import StrataCore
 /// - `strata_refuse(x)`: NULL when `x` is NULL; otherwise fails the statement with
 ///   `SQLITE_CONSTRAINT_CHECK`. A native batch update calls it for a value its attribute cannot hold
 ///   (`CASE WHEN v BETWEEN lo AND hi THEN v ELSE strata_refuse(v) END`), so the UPDATE itself fails.
+/// - `strata_float(x)`: NULL when `x` is NULL; otherwise the nearest `Float` to `x` as a REAL (what a
+///   `float` attribute stores), or, when that `Float` is infinite and `x` is not, the failure of
+///   `strata_refuse`. A native batch update writes a `float` attribute through it.
 /// - Collations `STRATA_CASE`, `STRATA_LOCALIZED`, `STRATA_STANDARD` for the sort comparators
 ///   `caseInsensitive`, `localized` and `localizedStandard`.
 /// - Collation `STRATA_DECIMAL` for decimal columns (stored as exact text): compares the texts as
@@ -29,6 +32,7 @@ enum SQLiteFunctions {
   static let applyFunction = "strata_apply"
   static let foldFunction = "strata_fold"
   static let refuseFunction = "strata_refuse"
+  static let floatFunction = "strata_float"
   /// The string functions `strata_text` implements, in code order.
   static let textFunctions = ["lowercase:", "uppercase:", "canonical:"]
 
@@ -63,6 +67,8 @@ enum SQLiteFunctions {
     // Not deterministic: SQLite must not evaluate it ahead of the row it refuses.
     rc = sqlite3_create_function_v2(db, refuseFunction, 1, SQLITE_UTF8, nil, refuseOperation, nil, nil, nil)
     guard rc == SQLITE_OK else { throw registrationError(db, rc, refuseFunction) }
+    rc = sqlite3_create_function_v2(db, floatFunction, 1, SQLITE_UTF8, nil, floatOperation, nil, nil, nil)
+    guard rc == SQLITE_OK else { throw registrationError(db, rc, floatFunction) }
     let collations: [(String, @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32)] = [
       ("STRATA_CASE", compareCaseInsensitive),
       ("STRATA_LOCALIZED", compareLocalized),
@@ -125,11 +131,24 @@ enum SQLiteFunctions {
 private let refuseOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
   context, count, arguments in
   guard count == 1, let arguments, sqlite3_value_type(arguments[0]) == SQLITE_NULL else {
-    sqlite3_result_error(context, "strata_refuse: the value does not fit its attribute", -1)
-    sqlite3_result_error_code(context, SQLiteError.constraintCheck)
+    refuse(context)
     return
   }
   sqlite3_result_null(context)
+}
+
+private func refuse(_ context: OpaquePointer?) {
+  sqlite3_result_error(context, "strata_refuse: the value does not fit its attribute", -1)
+  sqlite3_result_error_code(context, SQLiteError.constraintCheck)
+}
+
+private let floatOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
+  context, count, arguments in
+  guard count == 1, let arguments else { return refuse(context) }
+  guard sqlite3_value_type(arguments[0]) != SQLITE_NULL else { return sqlite3_result_null(context) }
+  let real = sqlite3_value_double(arguments[0])
+  guard AttributeType.floatCanHold(real) else { return refuse(context) }
+  sqlite3_result_double(context, Double(Float(real)))
 }
 
 private let stringOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {

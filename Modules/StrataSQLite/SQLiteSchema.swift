@@ -243,7 +243,7 @@ extension SQLiteSchema {
     case (.string, .string(let s)): return .text(s)
     case (.int64, .int(let i)): return .integer(i)
     case (.double, .double(let d)): return .real(d)
-    case (.float, .double(let d)) where AttributeType.floatCanHold(d): return .real(d)
+    case (.float, .double(let d)) where AttributeType.isFloat(d): return .real(d)
     case (.bool, .bool(let b)): return .integer(b ? 1 : 0)
     case (.date, .date(let d)): return .real(d.timeIntervalSinceReferenceDate)
     default: break

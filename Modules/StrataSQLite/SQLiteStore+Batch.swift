@@ -115,12 +115,8 @@ extension SQLiteStore {
           value = Fragment("CAST(") + sql + Fragment(" AS REAL)")
         case (.float, let kind?):
           guard kind.isNumber else { throw StoreError(.unsupported, "not a number") }
-          // A finite real from which a Float rounds to infinity is refused (infinities themselves fit).
-          let overflow = Double(Float.greatestFiniteMagnitude) + Double(Float.greatestFiniteMagnitude.ulp) / 2
-          let real = Fragment("CAST(") + sql + Fragment(" AS REAL)")
-          value = Fragment("CASE WHEN abs(") + real + Fragment(") >= \(overflow) AND abs(") + real
-            + Fragment(") < 9e999 THEN \(SQLiteFunctions.refuseFunction)(") + real + Fragment(") ELSE ") + real
-            + Fragment(" END")
+          // Rounded to the nearest Float, as every other path stores it; refused when that is infinite.
+          value = Fragment("\(SQLiteFunctions.floatFunction)(CAST(") + sql + Fragment(" AS REAL))")
         case (.string, .attribute(.string)?):
           value = sql
         default:
