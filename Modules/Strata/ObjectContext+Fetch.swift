@@ -293,7 +293,8 @@ extension ObjectContext {
   func currentSnapshots(for ids: [ObjectID], generation: QueryGeneration? = nil) throws -> [Snapshot] {
     var found: [Snapshot] = []
     var fromStore: [ObjectID] = []
-    for id in ids {
+    for given in ids {
+      let id = resolvingFormerTemporaryID(given)
       if let object = registeredObject(for: id) {
         if !object.isDeletedStorage { found.append(currentSnapshot(of: object)) }
       } else if let cached = rowCache[id] {
@@ -310,6 +311,7 @@ extension ObjectContext {
   func currentRelatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration? = nil) throws
     -> [ObjectID]
   {
+    let id = resolvingFormerTemporaryID(id)
     if let object = registeredObject(for: id), let index = object.info?.toManyIndex[relationship] {
       return Array(loadToMany(object, index: index))
     }

@@ -1,5 +1,6 @@
 import Foundation
 import StrataCore
+import Synchronization
 
 /// A scratchpad of managed objects: fetch them, change them, then ``save()`` the changes to the store
 /// in one transaction — or ``rollback()`` them.
@@ -80,6 +81,14 @@ public final class ObjectContext: @unchecked Sendable {
   /// the store; `nil` for a context of the store.
   public let parent: ObjectContext?
   private let parentStore: ParentContextStore?
+  /// Whether a child context was ever made of this context: only then are the temporary IDs of saved
+  /// objects remembered (``formerTemporaryIDs``), since only a child can still name an object by one.
+  private let hasHadChildContexts = Atomic(false)
+  /// The permanent ID of each object this context saved (or adopted) under a temporary ID a child
+  /// context may still use, and those temporary IDs in the order they were given up: each child takes the
+  /// ones it has not seen the next time it reads from or saves to this context.
+  var formerTemporaryIDs: [ObjectID: ObjectID] = [:]
+  var formerTemporaryIDLog: [ObjectID] = []
 
   init(coordinator: StoreCoordinator, concurrencyType: ConcurrencyType, parent: ObjectContext? = nil) {
     self.coordinator = coordinator
@@ -94,6 +103,7 @@ public final class ObjectContext: @unchecked Sendable {
       queue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
     }
     changeLog.signals.context = self
+    parentStore?.child = self
   }
 
   // MARK: Running work
@@ -153,6 +163,7 @@ public final class ObjectContext: @unchecked Sendable {
   public func object(with id: ObjectID) -> ManagedObject {
     if id.isTemporary, let object = insertedObject(with: id) { return object }
     if let object = liveObject(id) { return object }
+    if id.isTemporary, let permanent = formerTemporaryIDs[id] { return object(with: permanent) }
     guard let info = coordinator.info(forEntity: id.entityName) else {
       return ManagedObject(.prototype(nil))
     }
@@ -212,6 +223,7 @@ public final class ObjectContext: @unchecked Sendable {
   /// - Throws: `.notFound` when no such object exists.
   public func existingObject(with id: ObjectID) throws -> ManagedObject {
     if id.isTemporary, let object = insertedObject(with: id) { return object }
+    if id.isTemporary, liveObject(id) == nil, let permanent = formerTemporaryIDs[id] { return try existingObject(with: permanent) }
     if let object = liveObject(id), !object.isFaultStorage || object.isInsertedStorage {
       if object.isDeletedStorage && object.snapshot == nil {
         throw StoreError(.notFound, "\(id) no longer exists", entity: id.entityName)
@@ -423,9 +435,11 @@ public final class ObjectContext: @unchecked Sendable {
   /// ```
   ///
   /// Do not call a child synchronously from its parent's queue (`performAndWait` both ways would wait
-  /// for each other). Objects a child inserted keep their temporary IDs after the parent saves: fetch
-  /// them again in the child.
+  /// for each other). An object a child inserted still has its temporary ID when the parent saves it; the
+  /// child can go on editing, relating and deleting it, and it takes its permanent ID the next time the
+  /// child reads from or saves to the parent (Core Data leaves it temporary).
   public func newChildContext(concurrencyType: ConcurrencyType = .privateQueue) -> ObjectContext {
+    hasHadChildContexts.store(true, ordering: .relaxed)
     let child = ObjectContext(coordinator: coordinator, concurrencyType: concurrencyType, parent: self)
     coordinator.register(child)
     return child
@@ -528,8 +542,15 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// The object registered under `id` (an inserted object under its temporary ID), if it is alive.
   func registeredObject(for id: ObjectID) -> ManagedObject? {
-    if id.isTemporary { return insertedObject(with: id) }
+    if id.isTemporary {
+      return insertedObject(with: id) ?? liveObject(id)
+    }
     return liveObject(id)
+  }
+
+  /// `id`, or the permanent ID this context saved its object under when `id` is a temporary ID it had.
+  func resolvingFormerTemporaryID(_ id: ObjectID) -> ObjectID {
+    id.isTemporary ? formerTemporaryIDs[id] ?? id : id
   }
 
   func isPendingDeletion(_ id: ObjectID) -> Bool { deleted[id] != nil }
@@ -568,9 +589,11 @@ public final class ObjectContext: @unchecked Sendable {
     registeringBatch(of: savedInserts.count) {
       for (i, object) in savedInserts.enumerated() {
         if let new = listed?[i] ?? map[object.objectID] {
+          noteFormerTemporaryID(object.objectID, new)
           object.objectID = new
-          remember(object)
         }
+        // Saved into a parent, an object keeps its temporary ID and is registered under it.
+        remember(object)
         if !map.isEmpty { rewriteTemporaryReferences(in: object, map) }
         recordSaved(object, result)
       }
@@ -629,6 +652,40 @@ public final class ObjectContext: @unchecked Sendable {
       }
     }
     return recomputed
+  }
+
+  private func noteFormerTemporaryID(_ temporary: ObjectID, _ permanent: ObjectID) {
+    guard hasHadChildContexts.load(ordering: .relaxed) else { return }
+    formerTemporaryIDs[temporary] = permanent
+    formerTemporaryIDLog.append(temporary)
+  }
+
+  /// The permanent IDs this context gave objects since a child last asked (`seen` counts what it has
+  /// taken), keyed by their temporary IDs.
+  func formerTemporaryIDs(after seen: inout Int) -> [ObjectID: ObjectID] {
+    guard seen < formerTemporaryIDLog.count else { return [:] }
+    var map: [ObjectID: ObjectID] = [:]
+    for temporary in formerTemporaryIDLog[seen...] { map[temporary] = formerTemporaryIDs[temporary] }
+    seen = formerTemporaryIDLog.count
+    return map
+  }
+
+  /// Gives the objects this child context registered under temporary IDs the permanent IDs its parent
+  /// saved them under, and rewrites every reference to them, so the child names them as the store does.
+  func adoptPermanentIDs(_ map: [ObjectID: ObjectID]) {
+    var adopted = false
+    for (temporary, permanent) in map {
+      guard let object = registry.live(temporary), !object.isInsertedStorage, registry.live(permanent) == nil else { continue }
+      registry.remove(temporary)
+      object.objectID = permanent
+      if object.snapshot != nil { object.snapshot?.objectID = permanent }
+      registry.register(object)
+      noteFormerTemporaryID(temporary, permanent)
+      adopted = true
+    }
+    guard adopted else { return }
+    for object in registry.objects where !object.isFaultStorage { rewriteTemporaryReferences(in: object, map) }
+    for object in insertionList { rewriteTemporaryReferences(in: object, map) }
   }
 
   func rewriteTemporaryReferences(in object: ManagedObject, _ map: [ObjectID: ObjectID]) {

@@ -7,9 +7,26 @@ import StrataCore
 /// generations, change streams) goes to the store beneath.
 final class ParentContextStore: PersistentStore, @unchecked Sendable {
   let parent: ObjectContext
+  /// The child context reading through this store (used on the child's queue only).
+  weak var child: ObjectContext?
+  /// How many of the parent's former temporary IDs the child has taken.
+  private var seenFormerTemporaryIDs = 0
 
   init(parent: ObjectContext) {
     self.parent = parent
+  }
+
+  /// Runs `body` on the parent's queue; then, before the child uses the answer, gives the child's objects
+  /// the permanent IDs the parent has saved them under since the child last asked.
+  private func withParent<T>(_ body: () throws -> T) rethrows -> T {
+    var saved: [ObjectID: ObjectID] = [:]
+    let result = try parent.performAndWait {
+      let result = try body()
+      saved = parent.formerTemporaryIDs(after: &seenFormerTemporaryIDs)
+      return result
+    }
+    if !saved.isEmpty { child?.adoptPermanentIDs(saved) }
+    return result
   }
 
   private var root: any PersistentStore {
@@ -24,7 +41,7 @@ final class ParentContextStore: PersistentStore, @unchecked Sendable {
 
   func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
     if request.resultType == .dictionaries { return try root.fetch(request, generation: generation) }
-    return try parent.performAndWait {
+    return try withParent {
       let typed = FetchRequest<ManagedObject>(request)
       switch request.resultType {
       case .count: return .count(try parent.count(for: typed))
@@ -35,15 +52,15 @@ final class ParentContextStore: PersistentStore, @unchecked Sendable {
   }
 
   func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
-    try parent.performAndWait { try parent.currentSnapshots(for: ids, generation: generation) }
+    try withParent { try parent.currentSnapshots(for: ids, generation: generation) }
   }
 
   func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID] {
-    try parent.performAndWait { try parent.currentRelatedObjectIDs(of: id, relationship: relationship, generation: generation) }
+    try withParent { try parent.currentRelatedObjectIDs(of: id, relationship: relationship, generation: generation) }
   }
 
   func save(_ changes: ChangeSet) throws -> SaveResult {
-    try parent.performAndWait { try parent.apply(changes) }
+    try withParent { try parent.apply(changes) }
   }
 
   func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult {
@@ -63,6 +80,7 @@ final class ParentContextStore: PersistentStore, @unchecked Sendable {
 extension ObjectContext {
   /// Applies a child context's save to this context's objects: inserts become inserted objects here (with
   /// the child's temporary IDs), updates set the changed properties, deletes delete. Nothing is saved.
+  /// A temporary ID of an object this context has saved since names that object.
   func apply(_ changes: ChangeSet) throws -> SaveResult {
     let model = coordinator.model
     var inserted: [(ManagedObject, ObjectChange)] = []
@@ -99,13 +117,14 @@ extension ObjectContext {
           continue
         }
       }
-      versions[change.objectID] = object.snapshot?.version
+      versions[object.objectID] = object.snapshot?.version
     }
     for link in changes.linkChanges {
       guard let rel = model.entity(named: link.entityName)?.relationship(named: link.relationship) else { continue }
       let source = object(with: link.source)
+      let target = resolvingFormerTemporaryID(link.target)
       var targets = Set(currentTargets(of: source, rel).map(\.objectID))
-      if link.isInsertion { targets.insert(link.target) } else { targets.remove(link.target) }
+      if link.isInsertion { targets.insert(target) } else { targets.remove(target) }
       setRelationship(source, rel, targets: targets.map { object(with: $0) })
     }
     for deletion in changes.deleted {

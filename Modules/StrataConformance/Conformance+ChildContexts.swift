@@ -65,5 +65,44 @@ extension Conformance {
     #expect(try stored("director.name == 'Michael Mann'") == ["Collateral", "Heat (child)", "Thief"])
     #expect(try stored("title == 'Delicatessen' OR title == 'Zulu'") == ["Zulu"])
     #expect(try stored("genre == 'Heist'") == ["Heat (child)"])
+
+    // Objects the child inserted, saved by the parent since: the child keeps the same instances, still
+    // registered under their temporary IDs until they take their permanent ones (at the child's next read
+    // from or save to the parent), and what it changes on them — values, relationships both ways,
+    // deletion — reaches the store. (Core Data leaves such objects with temporary IDs.)
+    let (ran, kagemusha, actor, temporaryID) = try child.performAndWait {
+      let ran = Film(context: child)
+      ran.title = "Ran"
+      ran.uuid = UUID()
+      let kagemusha = Film(context: child)
+      kagemusha.title = "Kagemusha"
+      kagemusha.uuid = UUID()
+      let actor = Actor(context: child)
+      actor.name = "Tatsuya Nakadai"
+      try child.save()
+      #expect(ran.objectID.isTemporary)
+      #expect(try child.existingObject(with: ran.objectID) === ran)
+      #expect(try child.fetch(FetchRequest<Film>(format: "title == 'Ran'")).first === ran)
+      return (ran, kagemusha, actor, ran.objectID)
+    }
+    try parent.performAndWait { try parent.save() }
+    let ranID = try #require(try backend.freshContext(container, url).fetch(FetchRequest<Film>(format: "title == 'Ran'")).first?.objectID)
+    try child.performAndWait {
+      ran.genre = "Jidaigeki"
+      ran.actors.insert(actor)
+      child.delete(kagemusha)
+      try child.save()
+      #expect(ran.objectID == ranID && !actor.objectID.isTemporary)
+      #expect(try child.fetch(FetchRequest<Film>(format: "title == 'Ran'")).first === ran)
+      #expect(try child.existingObject(with: temporaryID) === ran)
+      #expect(try child.fetch(FetchRequest<Film>(format: "ANY actors.name == 'Tatsuya Nakadai'")).map(\.title) == ["Ran"])
+    }
+    try parent.performAndWait { try parent.save() }
+    #expect(try stored("genre == 'Jidaigeki'") == ["Ran"])
+    #expect(try stored("ANY actors.name == 'Tatsuya Nakadai'") == ["Ran"])
+    #expect(try stored("title == 'Kagemusha'").isEmpty)
+    #expect(try stored("title == 'Ran'").count == 1)
+    let helper = try backend.freshContext(container, url)
+    #expect(try helper.count(for: FetchRequest<Actor>(format: "name == 'Tatsuya Nakadai'")) == 1)
   }
 }
