@@ -476,7 +476,8 @@ public final class ObjectContext: @unchecked Sendable {
 
   func fetchSnapshot(for id: ObjectID) -> Snapshot? {
     if !rowCache.isEmpty, let cached = rowCache[id] { return cached }
-    guard !id.isTemporary, let store = try? requireStore() else { return nil }
+    // A parent context knows the objects of a temporary ID: its own inserts and the ones it has saved.
+    guard !id.isTemporary || parent != nil, let store = try? requireStore() else { return nil }
     return (try? store.snapshots(for: [id], generation: readGeneration))?.first
   }
 
@@ -675,12 +676,13 @@ public final class ObjectContext: @unchecked Sendable {
   func adoptPermanentIDs(_ map: [ObjectID: ObjectID]) {
     var adopted = false
     for (temporary, permanent) in map {
+      // Passed on to this context's own children, whether or not it still holds the object.
+      noteFormerTemporaryID(temporary, permanent)
       guard let object = registry.live(temporary), !object.isInsertedStorage, registry.live(permanent) == nil else { continue }
       registry.remove(temporary)
       object.objectID = permanent
       if object.snapshot != nil { object.snapshot?.objectID = permanent }
       registry.register(object)
-      noteFormerTemporaryID(temporary, permanent)
       adopted = true
     }
     guard adopted else { return }

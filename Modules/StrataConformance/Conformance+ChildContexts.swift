@@ -104,5 +104,26 @@ extension Conformance {
     #expect(try stored("title == 'Ran'").count == 1)
     let helper = try backend.freshContext(container, url)
     #expect(try helper.count(for: FetchRequest<Actor>(format: "name == 'Tatsuya Nakadai'")) == 1)
+
+    // Two levels down: a grandchild's insert saved through the child and the parent, then edited there.
+    let grandchild = child.newChildContext()
+    let ikiru = try grandchild.performAndWait {
+      let ikiru = Film(context: grandchild)
+      ikiru.title = "Ikiru"
+      ikiru.uuid = UUID()
+      try grandchild.save()
+      return ikiru
+    }
+    try child.performAndWait { try child.save() }
+    try parent.performAndWait { try parent.save() }
+    try grandchild.performAndWait {
+      ikiru.genre = "Shomin-geki"
+      try grandchild.save()
+    }
+    try child.performAndWait { try child.save() }
+    try parent.performAndWait { try parent.save() }
+    #expect(try stored("genre == 'Shomin-geki'") == ["Ikiru"])
+    #expect(try grandchild.performAndWait { try grandchild.fetch(FetchRequest<Film>(format: "title == 'Ikiru'")).first } === ikiru)
+    #expect(!ikiru.objectID.isTemporary)
   }
 }
