@@ -161,9 +161,9 @@ public final class ObjectContext: @unchecked Sendable {
   /// The object is not checked to exist; use ``existingObject(with:)`` for that. As in Core Data, a
   /// temporary ID stops naming its object once the object is saved: use the object's new `objectID`.
   public func object(with id: ObjectID) -> ManagedObject {
+    let id = resolvingFormerTemporaryID(id)
     if id.isTemporary, let object = insertedObject(with: id) { return object }
     if let object = liveObject(id) { return object }
-    if id.isTemporary, let permanent = formerTemporaryIDs[id] { return object(with: permanent) }
     guard let info = coordinator.info(forEntity: id.entityName) else {
       return ManagedObject(.prototype(nil))
     }
@@ -222,8 +222,8 @@ public final class ObjectContext: @unchecked Sendable {
   /// The object with `id`, loaded from the store.
   /// - Throws: `.notFound` when no such object exists.
   public func existingObject(with id: ObjectID) throws -> ManagedObject {
+    let id = resolvingFormerTemporaryID(id)
     if id.isTemporary, let object = insertedObject(with: id) { return object }
-    if id.isTemporary, liveObject(id) == nil, let permanent = formerTemporaryIDs[id] { return try existingObject(with: permanent) }
     if let object = liveObject(id), !object.isFaultStorage || object.isInsertedStorage {
       if object.isDeletedStorage && object.snapshot == nil {
         throw StoreError(.notFound, "\(id) no longer exists", entity: id.entityName)
@@ -541,11 +541,10 @@ public final class ObjectContext: @unchecked Sendable {
     }
   }
 
-  /// The object registered under `id` (an inserted object under its temporary ID), if it is alive.
+  /// The object registered under `id`, if it is alive (under a temporary ID: an inserted object, or one
+  /// saved into the parent).
   func registeredObject(for id: ObjectID) -> ManagedObject? {
-    if id.isTemporary {
-      return insertedObject(with: id) ?? liveObject(id)
-    }
+    if id.isTemporary, let object = insertedObject(with: id) { return object }
     return liveObject(id)
   }
 
@@ -681,7 +680,7 @@ public final class ObjectContext: @unchecked Sendable {
       guard let object = registry.live(temporary), !object.isInsertedStorage, registry.live(permanent) == nil else { continue }
       registry.remove(temporary)
       object.objectID = permanent
-      if object.snapshot != nil { object.snapshot?.objectID = permanent }
+      object.snapshot?.objectID = permanent
       registry.register(object)
       adopted = true
     }

@@ -8,7 +8,8 @@ import StrataCore
 /// neighbouring slots, where a dictionary of IDs would hash every ID and write all over its table.
 /// Pages are small so that scattered keys (a fetch matching one row in a hundred) cost little: at worst
 /// a page of 264 bytes per object, against about 40 in a dictionary.
-/// Temporary IDs (a fault asked for by the temporary ID of an object already saved) are kept apart.
+/// Temporary IDs (objects a child context saved into its parent, which keep theirs until the parent
+/// saves them) are kept apart, in a dictionary.
 ///
 /// It holds its objects strongly: a weak reference would cost every object a side table of its own, the
 /// largest part of making one. ``sweep()`` lets go of objects that nothing but the registry holds —
