@@ -261,8 +261,9 @@ struct LMDBSaveOperation {
     try change.requireShape(attributeCount: table.types.count, toOneCount: table.references.count) { table.entity }
     // The usual change is stored as sent: its values are checked in place, and copied only from the
     // first one that must change (a transient value to nil, another to its attribute's type).
-    func isStoredAsSent(_ value: Value, at index: Int) -> Bool {
-      table.isTransient[index] ? value.isNull : table.types[index].isCanonical(value)
+    @inline(__always)
+    func isStoredAsSent(_ value: Value, _ type: AttributeType, isTransient: Bool) -> Bool {
+      isTransient ? value.isNull : type.isCanonical(value)
     }
     var attributes = change.attributes
     // Scanned through buffers (the shape is checked above, so every index is in range of all three): a
@@ -270,9 +271,8 @@ struct LMDBSaveOperation {
     let firstToChange: Int? = change.attributes.withUnsafeBufferPointer { values in
       table.types.withUnsafeBufferPointer { types in
         table.isTransient.withUnsafeBufferPointer { isTransient in
-          for index in values.indices {
-            let storedAsSent = isTransient[index] ? values[index].isNull : types[index].isCanonical(values[index])
-            if !storedAsSent { return index }
+          for index in values.indices where !isStoredAsSent(values[index], types[index], isTransient: isTransient[index]) {
+            return index
           }
           return nil
         }
@@ -280,7 +280,7 @@ struct LMDBSaveOperation {
     }
     for index in (firstToChange ?? attributes.endIndex)..<attributes.endIndex {
       let value = attributes[index]
-      if isStoredAsSent(value, at: index) { continue }
+      if isStoredAsSent(value, table.types[index], isTransient: table.isTransient[index]) { continue }
       if table.isTransient[index] {
         attributes[index] = .null
         continue
