@@ -11,11 +11,13 @@ let package = Package(
   platforms: [.macOS(.v15)],
   products: [
     .library(name: "StrataCore", targets: ["StrataCore"]),
+    .library(name: "StrataStoreKit", targets: ["StrataStoreKit"]),
     .library(name: "Strata", targets: ["Strata"]),
     .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
     .library(name: "StrataMemory", targets: ["StrataMemory"]),
     .library(name: "StrataLMDB", targets: ["StrataLMDB"]),
     .library(name: "StrataConformance", targets: ["StrataConformance"]),
+    .library(name: "StrataConformanceWorker", targets: ["StrataConformanceWorker"]),
     .library(name: "FaveFlicks", targets: ["FaveFlicks"]),
     .executable(name: "fave-flicks", targets: ["fave-flicks"]),
     .library(name: "BubbleTeaFinder", targets: ["BubbleTeaFinder"]),
@@ -33,22 +35,31 @@ let package = Package(
   targets: [
     // MARK: Core
     .target(name: "StrataCore", path: "Modules/StrataCore", swiftSettings: swiftSettings),
-    .target(name: "Strata", dependencies: ["StrataCore", "CStrataSlots"], path: "Modules/Strata", swiftSettings: swiftSettings),
+    // What backend authors touch: the store contract, snapshots, change sets, the shared evaluator and
+    // the batch, history, uniqueness and locking helpers.
+    .target(name: "StrataStoreKit", dependencies: ["StrataCore"], path: "Modules/StrataStoreKit", swiftSettings: swiftSettings),
+    .target(
+      name: "Strata", dependencies: ["StrataCore", "StrataStoreKit", "CStrataSlots"], path: "Modules/Strata",
+      swiftSettings: swiftSettings),
     // The property wrappers' per-thread slot counter: a C11 thread-local (Swift has none of its own).
     .target(name: "CStrataSlots", path: "Modules/CStrataSlots"),
 
     // MARK: Backends
     .systemLibrary(name: "CSQLite", path: "Modules/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
     .target(
-      name: "StrataSQLite", dependencies: ["StrataCore", "CSQLite"], path: "Modules/StrataSQLite",
+      name: "StrataSQLite", dependencies: ["StrataStoreKit", "CSQLite"], path: "Modules/StrataSQLite",
       swiftSettings: swiftSettings),
-    .target(name: "StrataMemory", dependencies: ["StrataCore"], path: "Modules/StrataMemory", swiftSettings: swiftSettings),
+    .target(name: "StrataMemory", dependencies: ["StrataStoreKit"], path: "Modules/StrataMemory", swiftSettings: swiftSettings),
     .systemLibrary(name: "CLMDB", path: "Modules/CLMDB", providers: [.apt(["liblmdb-dev"])]),
     .target(
-      name: "StrataLMDB", dependencies: ["StrataCore", "CLMDB"], path: "Modules/StrataLMDB",
+      name: "StrataLMDB", dependencies: ["StrataStoreKit", "CLMDB"], path: "Modules/StrataLMDB",
       swiftSettings: swiftSettings),
     .target(
-      name: "StrataConformance", dependencies: ["Strata", "StrataCore"], path: "Modules/StrataConformance",
+      name: "StrataConformance", dependencies: ["Strata", "StrataStoreKit"], path: "Modules/StrataConformance",
+      swiftSettings: swiftSettings),
+    // The second process of the suite's multi-process areas; a backend package supplies it in one line.
+    .target(
+      name: "StrataConformanceWorker", dependencies: ["StrataStoreKit"], path: "Modules/StrataConformanceWorker",
       swiftSettings: swiftSettings),
 
     // MARK: Features
@@ -110,43 +121,43 @@ let package = Package(
     .executableTarget(
       name: "strata",
       dependencies: [
-        "StrataCore", "StrataCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        "StrataStoreKit", "StrataCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Tools/strata", swiftSettings: swiftSettings),
 
     // MARK: Tests
-    .testTarget(name: "StrataCoreTests", dependencies: ["StrataCore"], swiftSettings: swiftSettings),
+    .testTarget(name: "StrataCoreTests", dependencies: ["StrataConformance", "StrataStoreKit"], swiftSettings: swiftSettings),
     .testTarget(
-      name: "StrataSQLiteTests", dependencies: ["StrataConformance", "StrataSQLite", "Strata", "CSQLite", "strata-worker"],
+      name: "StrataSQLiteTests", dependencies: ["StrataConformance", "StrataSQLite", "Strata", "StrataStoreKit", "CSQLite", "strata-worker"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "StrataMemoryTests", dependencies: ["StrataConformance", "StrataMemory", "Strata"],
+      name: "StrataMemoryTests", dependencies: ["StrataConformance", "StrataMemory", "Strata", "StrataStoreKit"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataLMDBTests",
-      dependencies: ["StrataConformance", "StrataLMDB", "Strata", "CLMDB", "lmdb-worker", "strata-worker"],
+      dependencies: ["StrataConformance", "StrataLMDB", "Strata", "StrataStoreKit", "CLMDB", "lmdb-worker", "strata-worker"],
       swiftSettings: swiftSettings),
     // A second process for the LMDB tests: writes, reads, or holds a lock until it is killed.
     .executableTarget(
-      name: "lmdb-worker", dependencies: ["StrataLMDB", "StrataCore", "CLMDB"], path: "Tests/LMDBWorker",
+      name: "lmdb-worker", dependencies: ["StrataLMDB", "StrataStoreKit", "CLMDB"], path: "Tests/LMDBWorker",
       swiftSettings: swiftSettings),
-    // A second process for the SQLite and LMDB tests: commits one object to an existing store.
+    // The conformance worker of the SQLite and LMDB backends (a second process for the multi-process areas).
     .executableTarget(
-      name: "strata-worker", dependencies: ["StrataSQLite", "StrataLMDB", "StrataCore"], path: "Tests/StrataWorker",
+      name: "strata-worker", dependencies: ["StrataConformanceWorker", "StrataSQLite", "StrataLMDB"], path: "Tests/StrataWorker",
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "FaveFlicksTests", dependencies: ["FaveFlicks", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
+      name: "FaveFlicksTests", dependencies: ["StrataConformance", "FaveFlicks", "Strata", "StrataStoreKit", "StrataSQLite", "StrataMemory"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "BubbleTeaFinderTests",
-      dependencies: ["BubbleTeaFinder", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
+      dependencies: ["StrataConformance", "BubbleTeaFinder", "Strata", "StrataStoreKit", "StrataSQLite", "StrataMemory"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "TaterRaterTests", dependencies: ["TaterRater", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
+      name: "TaterRaterTests", dependencies: ["TaterRater", "Strata", "StrataStoreKit", "StrataSQLite", "StrataMemory"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "FireballWatchTests",
-      dependencies: ["FireballWatch", "Strata", "StrataCore", "StrataSQLite", "StrataMemory"],
+      dependencies: ["FireballWatch", "Strata", "StrataStoreKit", "StrataSQLite", "StrataMemory"],
       resources: [.copy("Resources/fireballs-api-v1.2-2026-05.json")], swiftSettings: swiftSettings),
     .testTarget(
       name: "CLITests", dependencies: ["fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch", "strata"],

@@ -18,10 +18,9 @@ extension PriceCategory: ExpressibleByArgument {}
 extension VenueSort: ExpressibleByArgument {}
 
 func openFinder(_ options: StoreFlags) throws -> VenueFinder {
-  StoreFlags.registerBackends()
-  if options.isMemory { return try VenueFinder.preview() }
+  if options.startsFromPreview { return try VenueFinder.preview(registry: options.registry) }
   let description = try options.storeDescription(app: "bubble-tea-finder", fileName: "BubbleTeaFinder.sqlite")
-  return VenueFinder(container: try VenueFinder.makeContainer(store: description))
+  return VenueFinder(container: try VenueFinder.makeContainer(store: description, registry: options.registry))
 }
 
 extension BubbleTeaFinderCommand {

@@ -30,10 +30,9 @@ struct JSONMovie: Encodable {
 }
 
 func openLibrary(_ options: StoreFlags) throws -> MovieLibrary {
-  StoreFlags.registerBackends()
-  if options.isMemory { return try MovieLibrary.preview() }
+  if options.startsFromPreview { return try MovieLibrary.preview(registry: options.registry) }
   let description = try options.storeDescription(app: "fave-flicks", fileName: "FaveFlicks.sqlite")
-  return MovieLibrary(container: try MovieLibrary.makeContainer(store: description))
+  return MovieLibrary(container: try MovieLibrary.makeContainer(store: description, registry: options.registry))
 }
 
 extension FaveFlicksCommand {

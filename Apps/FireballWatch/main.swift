@@ -43,10 +43,9 @@ struct JSONFireball: Encodable {
 }
 
 func openWatch(_ options: StoreFlags) throws -> FireballWatch {
-  StoreFlags.registerBackends()
-  if options.isMemory { return try FireballWatch.preview() }
+  if options.startsFromPreview { return try FireballWatch.preview(registry: options.registry) }
   let description = try options.storeDescription(app: "fireball-watch", fileName: "FireballWatch.sqlite")
-  return FireballWatch(container: try FireballWatch.makeContainer(store: description))
+  return FireballWatch(container: try FireballWatch.makeContainer(store: description, registry: options.registry))
 }
 
 func number(_ value: Double?) -> String { value.map { String(format: "%g", $0) } ?? "-" }
@@ -291,7 +290,7 @@ extension FireballWatchCommand {
     func run() throws {
       try runReportingErrors(tool: "fireball-watch") {
         let watch = try openWatch(storeOptions)
-        let tokenFile = watch.container.persistentStore?.url.map { $0.deletingLastPathComponent().appending(path: $0.lastPathComponent + ".watch-token") }
+        let tokenFile = watch.container.storeURL.map { $0.deletingLastPathComponent().appending(path: $0.lastPathComponent + ".watch-token") }
         let watcher = try FireballHistoryWatcher(watch: watch, tokenFile: tokenFile)
         let report = ChangeReport(json: json)
         let changes = watch.container.persistentStoreRemoteChanges()

@@ -8,8 +8,16 @@ import StrataSQLite
 
 /// The flags every app CLI shares: which backend and where its store lives.
 public struct StoreFlags: ParsableArguments, Sendable {
-  @Option(name: .long, help: "The store backend: sqlite (default), lmdb (a directory), or memory (starts from the preview data and keeps nothing).")
-  public var store: String = "sqlite"
+  /// Every backend this build of the CLIs offers. The registry is made here, in the apps' composition
+  /// root, and handed to containers and previews: the libraries keep no registry of their own.
+  public static let backends = StoreRegistry([SQLiteStoreFactory(), LMDBStoreFactory(), MemoryStoreFactory()])
+
+  @Option(
+    name: .long,
+    help: ArgumentHelp(
+      "The store backend: sqlite (default), lmdb (a directory), or memory (starts from the preview data and keeps nothing).",
+      valueName: "type"))
+  public var store: StoreType = .sqlite
 
   @Option(
     name: .long,
@@ -20,43 +28,43 @@ public struct StoreFlags: ParsableArguments, Sendable {
 
   public init() {}
 
+  /// The backends a container opened from these flags may use.
+  public var registry: StoreRegistry { Self.backends }
+
   /// Refuses a store type no backend is registered under, as a usage error.
   public func validate() throws {
-    Self.registerBackends()
     do {
-      _ = try StoreRegistry.shared.factory(for: store)
+      _ = try registry.backend(for: store)
     } catch let error as StoreError {
       throw ValidationError(error.message)
     }
   }
 
-  /// Registers every backend this build has with the process-wide registry.
-  public static func registerBackends(in registry: StoreRegistry = .shared) {
-    registry.register(SQLiteStoreFactory())
-    registry.register(LMDBStoreFactory())
-    registry.register(MemoryStoreFactory())
-  }
-
   /// The store description the flags select for `app`.
   ///
   /// - Throws: `.unknownStoreType` listing the valid names.
-  public func storeDescription(app: String, fileName: String, registry: StoreRegistry = .shared) throws -> StoreDescription {
-    let factory = try registry.factory(for: store)
-    guard factory.requiresLocation else { return StoreDescription(type: store) }
+  public func storeDescription(app: String, fileName: String) throws -> StoreDescription {
+    let backend = try registry.backend(for: store)
+    guard backend.requiresLocation else { return StoreDescription(type: store) }
     let url: URL
     if let path, !path.isEmpty {
       url = URL(fileURLWithPath: (path as NSString).expandingTildeInPath)
     } else {
-      // The default name's extension follows the backend: FaveFlicks.sqlite, FaveFlicks.lmdb.
-      let name = store == "sqlite" ? fileName : (fileName as NSString).deletingPathExtension + "." + store
+      // The default name's extension is the store type: FaveFlicks.sqlite, FaveFlicks.lmdb.
+      let name = (fileName as NSString).deletingPathExtension + "." + store.rawValue
       url = PersistentContainer.defaultDirectoryURL().appending(path: app, directoryHint: .isDirectory)
         .appending(path: name)
     }
     return StoreDescription(type: store, url: url)
   }
 
-  /// Whether the selected store keeps nothing between runs (and so starts from preview data).
-  public var isMemory: Bool { store == "memory" }
+  /// Whether the selected store has no location and keeps nothing between runs, so that the app starts
+  /// it from its preview data.
+  public var startsFromPreview: Bool { (try? registry.backend(for: store).requiresLocation) == false }
+}
+
+extension StoreType: ExpressibleByArgument {
+  public init?(argument: String) { self.init(argument) }
 }
 
 /// Runs a command body, turning any error into one line on standard error and exit code 1.

@@ -39,11 +39,10 @@ struct JSONSection: Encodable {
 }
 
 func openRater(_ options: StoreFlags, watching: Bool = false) throws -> PotatoRater {
-  StoreFlags.registerBackends()
-  if options.isMemory { return try PotatoRater.preview() }
+  if options.startsFromPreview { return try PotatoRater.preview(registry: options.registry) }
   var description = try options.storeDescription(app: "tater-rater", fileName: "TaterRater.sqlite")
   description.options.postsRemoteChangeNotifications = watching
-  return PotatoRater(container: try PotatoRater.makeContainer(store: description))
+  return PotatoRater(container: try PotatoRater.makeContainer(store: description, registry: options.registry))
 }
 
 func crowd(_ potato: PotatoRecord) -> String { String(format: "%.1f", potato.crowdRating) }

@@ -3,9 +3,9 @@ import Strata
 
 extension VenueFinder {
   /// A finder over a new in-memory store holding the bundled seed venues: the preview fixture.
-  /// The composition root registers the `memory` store type.
-  public static func preview(registry: StoreRegistry = .shared) throws -> VenueFinder {
-    let finder = VenueFinder(container: try makeContainer(store: StoreDescription(type: "memory"), registry: registry))
+  /// `registry` must offer the memory store type (the composition root passes one that does).
+  public static func preview(registry: StoreRegistry) throws -> VenueFinder {
+    let finder = VenueFinder(container: try makeContainer(store: StoreDescription(type: .memory), registry: registry))
     try finder.seed()
     return finder
   }

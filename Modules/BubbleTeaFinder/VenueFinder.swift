@@ -17,7 +17,7 @@ public struct VenueFinder: Sendable {
     return try ObjectModel(types: types, fetchRequestTemplates: [venuesByPriceTemplate: byPrice])
   }
 
-  public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
+  public static func makeContainer(store: StoreDescription, registry: StoreRegistry) throws -> PersistentContainer {
     try PersistentContainer.loaded(name: name, model: try makeModel(), types: types, store: store, registry: registry)
   }
 

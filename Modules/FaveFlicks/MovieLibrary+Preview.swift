@@ -19,9 +19,9 @@ extension MovieLibrary {
   }
 
   /// A library over a new in-memory store holding the default movies: the preview fixture.
-  /// The composition root registers the `memory` store type.
-  public static func preview(registry: StoreRegistry = .shared) throws -> MovieLibrary {
-    let library = MovieLibrary(container: try makeContainer(store: StoreDescription(type: "memory"), registry: registry))
+  /// `registry` must offer the memory store type (the composition root passes one that does).
+  public static func preview(registry: StoreRegistry) throws -> MovieLibrary {
+    let library = MovieLibrary(container: try makeContainer(store: StoreDescription(type: .memory), registry: registry))
     for movie in try defaultMovies() {
       try library.add(title: movie.title, genre: movie.genre, releaseDate: movie.releaseDate)
     }

@@ -9,7 +9,7 @@ public struct MovieLibrary: Sendable {
 
   public static func makeModel() throws -> ObjectModel { try ObjectModel(Movie.self) }
 
-  public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
+  public static func makeContainer(store: StoreDescription, registry: StoreRegistry) throws -> PersistentContainer {
     try PersistentContainer.loaded(name: name, model: try makeModel(), types: [Movie.self], store: store, registry: registry)
   }
 

@@ -53,7 +53,7 @@ extension FireballWatch {
 
   /// The token of the newest transaction, or `nil` before the first one.
   public func currentHistoryToken() throws -> HistoryToken? {
-    try container.persistentStore?.currentHistoryToken()
+    try container.currentPersistentHistoryToken()
   }
 }
 
@@ -147,7 +147,7 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
 
   private func loadToken() throws -> HistoryToken? {
     guard let tokenFile, FileManager.default.fileExists(atPath: tokenFile.path) else { return nil }
-    let storeIdentifier = watch.container.persistentStore?.identifier
+    let storeIdentifier = watch.container.storeIdentifier
     guard let data = try? Data(contentsOf: tokenFile), let saved = try? JSONDecoder().decode(HistoryToken.self, from: data)
     else {
       warnings.append("the token file \(tokenFile.path) cannot be read; refetching everything")

@@ -19,9 +19,9 @@ extension FireballWatch {
   ]
 
   /// A watch over a new in-memory store holding ``previewFireballs`` and ``previewGroups``: the preview
-  /// fixture. The composition root registers the `memory` store type.
-  public static func preview(registry: StoreRegistry = .shared) throws -> FireballWatch {
-    let watch = FireballWatch(container: try makeContainer(store: StoreDescription(type: "memory"), registry: registry))
+  /// fixture. `registry` must offer the memory store type (the composition root passes one that does).
+  public static func preview(registry: StoreRegistry) throws -> FireballWatch {
+    let watch = FireballWatch(container: try makeContainer(store: StoreDescription(type: .memory), registry: registry))
     try watch.context.performAndWait {
       var fireballs: [Date: Fireball] = [:]
       for record in previewFireballs {

@@ -18,7 +18,7 @@ public struct FireballWatch: Sendable {
 
   public static func makeModel() throws -> ObjectModel { try ObjectModel(Fireball.self, FireballGroup.self) }
 
-  public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
+  public static func makeContainer(store: StoreDescription, registry: StoreRegistry) throws -> PersistentContainer {
     var store = store
     store.options.tracksHistory = true
     store.options.postsRemoteChangeNotifications = true

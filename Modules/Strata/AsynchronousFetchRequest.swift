@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// A fetch that runs off the context's queue, reports progress and can be cancelled — Core Data's
 /// `NSAsynchronousFetchRequest`.

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// Options of an `@Attribute`.
 public struct AttributeOptions: OptionSet, Sendable, Hashable {

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// A Swift type that an `@Attribute` can hold: it names its ``AttributeType`` and converts to and
 /// from ``Value``.

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// A batch insert of objects of `T`, run by the store in one transaction without loading objects into a
 /// context — like Core Data's `NSBatchInsertRequest`. Rows come as dictionaries (attribute name → value),

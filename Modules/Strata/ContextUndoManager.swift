@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// Records a context's unsaved changes so that they can be undone and redone: inserts, deletes (with
 /// the changes their delete rules made), attribute and relationship changes. Give a context one to

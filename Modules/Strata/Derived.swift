@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// Declares a derived attribute of a ``ManagedObject`` subclass: a stored value the store computes from
 /// a derivation expression every time it writes the object, or an object it reads.

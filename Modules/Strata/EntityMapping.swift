@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// Where a wrapper's slot leads in an entity.
 enum SlotTarget {

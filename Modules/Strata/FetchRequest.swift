@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// A typed fetch request: which objects of `Result` to fetch, in which order, how many.
 ///

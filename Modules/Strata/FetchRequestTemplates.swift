@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 extension FetchRequest {
   /// A typed request with the contents of a store-level description (entity, predicate, sorts, paging,

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// The results of a batched fetch: every matching ID up front, objects made one batch at a time as the
 /// collection is walked — so walking 100,000 results holds about one batch of objects in memory, not

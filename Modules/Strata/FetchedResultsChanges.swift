@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// What happened to an object or a section between two states of a ``FetchedResultsController``.
 public enum FetchedResultsChangeType: Sendable, Hashable {

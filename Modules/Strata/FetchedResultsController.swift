@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// Hears how a ``FetchedResultsController``'s results change. Every method has an empty default.
 ///

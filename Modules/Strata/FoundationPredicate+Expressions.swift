@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 // How each supported `PredicateExpressions` node becomes part of a `QueryPredicate`. Types without a
 // conformance here (NilCoalesce, Conditional, Filter, casts, subscripts, …) are reported as unsupported.

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 extension QueryPredicate {
   /// Translates a Foundation `#Predicate` over a managed object class into Strata's predicate syntax tree,

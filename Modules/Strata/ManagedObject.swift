@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// How a ``ManagedObject`` is being created. Only the framework makes these; a subclass that declares
 /// its own designated initializer must also provide `required init(_ construction: ObjectConstruction)`

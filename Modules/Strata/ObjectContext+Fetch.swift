@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 extension ObjectContext {
   /// The objects matching `request`, as objects of this context (one per ID).

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// How a context's ``ObjectContext/save()`` settles conflicts with the store — Core Data's merge
 /// policies. Two kinds of conflict exist:

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// What changed among a context's objects since the previous notification, as object IDs (`Sendable`).
 /// Core Data's `NSManagedObjectContextObjectsDidChange`.

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 extension ObjectContext {
   /// Loads the targets of `keyPaths` (relationship names joined by dots) for `objects`, one store call per

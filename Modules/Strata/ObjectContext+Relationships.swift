@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 extension ObjectContext {
   /// The targets of a to-many relationship, loading them from the store the first time.

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 extension ObjectContext {
   /// Writes every insert, change and delete to the store in one transaction.

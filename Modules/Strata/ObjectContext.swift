@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 import Synchronization
 
 /// A scratchpad of managed objects: fetch them, change them, then ``save()`` the changes to the store

@@ -1,4 +1,4 @@
-import StrataCore
+internal import StrataStoreKit
 
 /// A context's identity map: the one object it has handed out for each ID.
 ///

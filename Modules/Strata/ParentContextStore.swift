@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// What a child context sees as its store: its parent context's objects as they are now. Reads answer
 /// with the parent's current values (its unsaved changes included); a save applies the change set to
@@ -33,7 +33,7 @@ final class ParentContextStore: PersistentStore, @unchecked Sendable {
     get throws { try parent.requireStore() }
   }
 
-  var storeType: String { (try? root.storeType) ?? "parent" }
+  var storeType: StoreType { (try? root.storeType) ?? StoreType("parent") }
   var identifier: String { (try? root.identifier) ?? "" }
   var url: URL? { try? root.url }
   var model: ObjectModel { parent.coordinator.model }

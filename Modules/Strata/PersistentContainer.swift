@@ -1,15 +1,15 @@
 import Foundation
-import StrataCore
+package import StrataStoreKit
 
 /// Where and how a container's store is opened.
 ///
 /// ```swift
-/// let sqlite = StoreDescription(type: "sqlite", url: directory.appending(path: "Movies.sqlite"))
-/// let memory = StoreDescription(type: "memory")
+/// let sqlite = StoreDescription(type: .sqlite, url: directory.appending(path: "Movies.sqlite"))
+/// let memory = StoreDescription(type: .memory)
 /// ```
 public struct StoreDescription: Sendable, Hashable {
-  /// The registered store type (`sqlite`, `lmdb`, `memory`).
-  public var type: String
+  /// The store type, looked up in the container's ``StoreRegistry``.
+  public var type: StoreType
   /// The store's file or directory; `nil` for stores without one.
   public var url: URL?
   public var options: StoreOptions
@@ -18,7 +18,7 @@ public struct StoreDescription: Sendable, Hashable {
   public var shouldAddStoreAsynchronously: Bool
 
   public init(
-    type: String, url: URL? = nil, options: StoreOptions = StoreOptions(), shouldAddStoreAsynchronously: Bool = false
+    type: StoreType, url: URL? = nil, options: StoreOptions = StoreOptions(), shouldAddStoreAsynchronously: Bool = false
   ) {
     self.type = type
     self.url = url
@@ -30,10 +30,10 @@ public struct StoreDescription: Sendable, Hashable {
 /// Sets up the whole stack — model, store, contexts — in one object.
 ///
 /// ```swift
-/// StoreRegistry.shared.register(SQLiteStoreFactory())     // in the app's composition root
+/// let registry = StoreRegistry([SQLiteStoreFactory()])     // in the app's composition root
 ///
-/// let container = try PersistentContainer(name: "FaveFlicks", types: Movie.self)
-/// container.storeDescriptions = [StoreDescription(type: "sqlite", url: url)]
+/// let container = try PersistentContainer(name: "FaveFlicks", types: Movie.self, registry: registry)
+/// container.storeDescriptions = [StoreDescription(type: .sqlite, url: url)]
 /// try container.loadPersistentStores()
 /// let movies = try container.viewContext.fetch(FetchRequest<Movie>())
 /// ```
@@ -44,7 +44,7 @@ public final class PersistentContainer: @unchecked Sendable {
   /// The store to load. One description is supported; it defaults to an SQLite file named after the
   /// container in ``defaultDirectoryURL()``.
   public var storeDescriptions: [StoreDescription]
-  /// Where store types are looked up.
+  /// The backends the container may open, by store type.
   public let registry: StoreRegistry
 
   let coordinator: StoreCoordinator
@@ -52,20 +52,20 @@ public final class PersistentContainer: @unchecked Sendable {
 
   /// A container for a model written out as a value; `types` names the classes of its entities
   /// (entities without a class are handled as plain ``ManagedObject``s).
-  public init(name: String, model: ObjectModel, types: [ManagedObject.Type] = [], registry: StoreRegistry = .shared) {
+  public init(name: String, model: ObjectModel, types: [ManagedObject.Type] = [], registry: StoreRegistry) {
     self.name = name
     self.model = model
     self.registry = registry
     coordinator = StoreCoordinator(model: model, types: types)
     storeDescriptions = [
       StoreDescription(
-        type: "sqlite", url: PersistentContainer.defaultDirectoryURL().appending(path: "\(name).sqlite"))
+        type: .sqlite, url: PersistentContainer.defaultDirectoryURL().appending(path: "\(name).sqlite"))
     ]
   }
 
   /// A container whose model is derived from `ManagedObject` subclasses.
   /// - Throws: `.invalidModel` when the classes do not form a consistent model.
-  public convenience init(name: String, types: ManagedObject.Type..., registry: StoreRegistry = .shared) throws {
+  public convenience init(name: String, types: ManagedObject.Type..., registry: StoreRegistry) throws {
     self.init(name: name, model: try ObjectModel(types: types), types: types, registry: registry)
   }
 
@@ -75,11 +75,11 @@ public final class PersistentContainer: @unchecked Sendable {
   /// ```swift
   /// let container = try PersistentContainer.loaded(
   ///   name: "FaveFlicks", model: try ObjectModel(Movie.self), types: [Movie.self],
-  ///   store: StoreDescription(type: "sqlite", url: url))
+  ///   store: StoreDescription(type: .sqlite, url: url), registry: registry)
   /// ```
   /// - Throws: the errors of ``loadPersistentStores()``.
   public static func loaded(
-    name: String, model: ObjectModel, types: [ManagedObject.Type], store: StoreDescription, registry: StoreRegistry = .shared
+    name: String, model: ObjectModel, types: [ManagedObject.Type], store: StoreDescription, registry: StoreRegistry
   ) throws -> PersistentContainer {
     let container = PersistentContainer(name: name, model: model, types: types, registry: registry)
     container.storeDescriptions = [store]
@@ -95,8 +95,30 @@ public final class PersistentContainer: @unchecked Sendable {
     return FileManager.default.homeDirectoryForCurrentUser.appending(path: ".local/share", directoryHint: .isDirectory)
   }
 
-  /// The loaded store, once ``loadPersistentStores()`` succeeded.
-  public var persistentStore: (any PersistentStore)? { coordinator.store }
+  /// The loaded store, once ``loadPersistentStores()`` succeeded (for the conformance suite and tests of
+  /// this package; apps use the container's and contexts' API).
+  package var persistentStore: (any PersistentStore)? { coordinator.store }
+
+  /// The loaded store's file or directory; `nil` before ``loadPersistentStores()`` and for stores
+  /// without one.
+  public var storeURL: URL? { coordinator.store?.url }
+
+  /// The loaded store's identifier, fixed when the store was created (part of every permanent
+  /// ``ObjectID``); `nil` before ``loadPersistentStores()``.
+  public var storeIdentifier: String? { coordinator.store?.identifier }
+
+  /// The token of the newest transaction in the store's persistent history, as Core Data's
+  /// `currentPersistentHistoryToken(fromStores:)`: `nil` when nothing was recorded, the store does not
+  /// track history, or no store is loaded. Keep it to fetch only what came after it later.
+  ///
+  /// ```swift
+  /// let mark = try container.currentPersistentHistoryToken()
+  /// // … later
+  /// let missed = try context.execute(.fetchHistory(after: mark))
+  /// ```
+  public func currentPersistentHistoryToken() throws -> HistoryToken? {
+    try coordinator.store?.currentHistoryToken()
+  }
 
   /// Opens the store the description names, creating it when it does not exist.
   ///
@@ -108,7 +130,7 @@ public final class PersistentContainer: @unchecked Sendable {
     guard storeDescriptions.count == 1 else {
       throw StoreError(.unsupported, "a container loads one store; \(storeDescriptions.count) were described")
     }
-    let factory = try registry.factory(for: description.type)
+    let factory = try registry.storeFactory(for: description.type)
     if factory.requiresLocation && description.url == nil {
       throw StoreError(.misuse, "a \(description.type) store needs a URL")
     }
@@ -131,7 +153,7 @@ public final class PersistentContainer: @unchecked Sendable {
   public func loadPersistentStores(
     completionHandler: @escaping @Sendable (StoreDescription, (any Error)?) -> Void
   ) {
-    let description = storeDescriptions.first ?? StoreDescription(type: "none")
+    let description = storeDescriptions.first ?? StoreDescription(type: StoreType("none"))
     let load: @Sendable () -> Void = { [self] in
       do {
         try self.loadPersistentStores()

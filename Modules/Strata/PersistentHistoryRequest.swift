@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// A request for a store's persistent history, run with ``ObjectContext/execute(_:)-(PersistentHistoryRequest)``
 /// — Strata's `NSPersistentHistoryChangeRequest`. The store must be opened with `tracksHistory`.

@@ -1,4 +1,4 @@
-import StrataCore
+internal import StrataStoreKit
 
 /// Names a snapshot of the store that contexts can read from: a query generation.
 ///

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// A Swift type a `@Relationship` can hold: `T?` for a to-one relationship, `Set<T>` for a to-many one,
 /// where `T` is a ``ManagedObject`` subclass.

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// The link between a container's contexts and its store: the model, the class of each entity, and the
 /// loaded store. Shared by every context of a container.

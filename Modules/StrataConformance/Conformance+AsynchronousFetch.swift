@@ -1,13 +1,13 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
   /// Asynchronous fetches: the completion gets what a synchronous fetch gets (unsaved changes included),
   /// progress counts every object, `cancel()` and task cancellation end the fetch with `.cancelled`, and
   /// a bad predicate ends it with the error naming the key.
-  public static func asynchronousFetch(_ backend: ConformanceStore) async throws {
+  public static func asynchronousFetch(_ backend: ConformanceBackend) async throws {
     let (container, _) = try backend.sampleContainer()
     let context = container.newBackgroundContext()
     let byTitle = FetchRequest<Film>(sortDescriptors: [QuerySort("title", comparator: .localizedStandard)])

@@ -1,12 +1,12 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
   /// Batch update and delete: expressions, delete rules (cascade, deny), errors that leave the store as it
   /// was, and merging the results into a live context.
-  public static func batch(_ backend: ConformanceStore) async throws {
+  public static func batch(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let live = try backend.freshContext(container, url)
     func fresh() throws -> ObjectContext { try backend.freshContext(container, url) }

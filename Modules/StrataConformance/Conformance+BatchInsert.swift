@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 /// A gadget of the batch-insert area: a unique SKU, a default, optionals, a to-one and a derived key.
@@ -44,7 +44,7 @@ extension Conformance {
   /// upserts on a uniqueness constraint (given attributes updated, others and relationships kept; the later
   /// of two rows with one key wins); defaults; derived attributes computed; every bad row refused with the
   /// store unchanged; the store's change stream and merging the result into a live context.
-  public static func batchInsert(_ backend: ConformanceStore) async throws {
+  public static func batchInsert(_ backend: ConformanceBackend) async throws {
     let types: [ManagedObject.Type] = [Gadget.self, GadgetShelf.self, Part.self, LogLine.self]
     let (container, url) = try backend.container(types: types)
     let seed = container.viewContext

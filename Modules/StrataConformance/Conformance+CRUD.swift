@@ -1,12 +1,12 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
   /// Insert, read back from a fresh context, update, delete; every attribute type round-trips exactly;
   /// temporary IDs become permanent; one object per ID per context.
-  public static func crud(_ backend: ConformanceStore) async throws {
+  public static func crud(_ backend: ConformanceBackend) async throws {
     let url = try backend.makeLocation()
     let container = try backend.container(at: url)
     let context = container.viewContext
@@ -103,7 +103,7 @@ extension Conformance {
     try context.save()
     let third = try backend.freshContext(container, url)
     #expect(try third.count(for: FetchRequest<Film>()) == 0)
-    #expect(throws: StoreError.self) { try third.existingObject(with: copy.objectID) }
+    expectStoreError(.notFound) { try third.existingObject(with: copy.objectID) }
 
     // Inserting then deleting before a save writes nothing.
     let ghost = Film(context: context)

@@ -1,12 +1,12 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
   /// Child contexts read their parent's objects as they are (unsaved changes included), and their saves
   /// reach the parent — inserts, edits, relationships, deletes — but not the store until the parent saves.
-  public static func childContexts(_ backend: ConformanceStore) async throws {
+  public static func childContexts(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let parent = container.newBackgroundContext()
     let child = parent.newChildContext()
@@ -53,7 +53,7 @@ extension Conformance {
       bad.title = "Bad"
       bad.rating = 11
       bad.uuid = UUID()
-      #expect(throws: StoreError.self) { try child.save() }
+      expectStoreError(.validation) { try child.save() }
       child.rollback()
       let collateral = try #require(try child.fetch(FetchRequest<Film>(format: "title == 'Collateral'")).first)
       collateral.genre = "Rolled back"

@@ -1,12 +1,12 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
   /// Two contexts saving in turn; a background context saving while the view context reads; an
   /// optimistic-lock conflict when two contexts change the same object.
-  public static func concurrency(_ backend: ConformanceStore) async throws {
+  public static func concurrency(_ backend: ConformanceBackend) async throws {
     let (container, _) = try backend.sampleContainer()
     let view = container.viewContext
     let background = container.newBackgroundContext()

@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 /// A list of the derived-attributes area: counts and sums over its items, and folded forms of its name.
@@ -37,7 +37,7 @@ extension Conformance {
   /// moved (both lists), a list renamed, a many-to-many link added — through a context, a raw change set, batch update and batch
   /// delete; stored, so fresh contexts, predicates and sorts see them; checked when the model is built;
   /// read-only for the app.
-  public static func derivedAttributes(_ backend: ConformanceStore) async throws {
+  public static func derivedAttributes(_ backend: ConformanceBackend) async throws {
     let types: [ManagedObject.Type] = [TodoList.self, TodoItem.self, TodoTag.self]
     let url = try backend.makeLocation()
     let container = try backend.container(at: url, types: types)

@@ -1,13 +1,13 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
   /// Dictionary results: properties and to-one key paths, nil left out, folds over all rows and per group,
   /// group order, having, distinct rows, per-row expressions, paging, and the errors of a bad request.
   /// Expected rows are worked out by hand from SampleData.
-  public static func dictionaries(_ backend: ConformanceStore) async throws {
+  public static func dictionaries(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = try backend.freshContext(container, url)
 

@@ -1,12 +1,12 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
   /// Bad input gets a clear error naming what was wrong, and the store stays as it was: unknown keys,
   /// transient attributes, type mismatches, unparsable predicates, validation failures.
-  public static func errors(_ backend: ConformanceStore) async throws {
+  public static func errors(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = container.viewContext
 
@@ -56,15 +56,15 @@ extension Conformance {
     #expect(try fresh.count(for: FetchRequest<Film>(format: "rating > 10 OR rating < 0")) == 0)
     context.rollback()
 
-    #expect(throws: StoreError.self) { try heat.setValue(nil, forKey: "title") }
-    #expect(throws: StoreError.self) { try heat.setValue("text", forKey: "year") }
-    #expect(throws: StoreError.self) { try heat.setValue(1, forKey: "nope") }
+    expectStoreError(.validation) { try heat.setValue(nil, forKey: "title") }
+    expectStoreError(.validation) { try heat.setValue("text", forKey: "year") }
+    expectStoreError(.invalidQuery) { try heat.setValue(1, forKey: "nope") }
     try heat.setValue(Int16(1996), forKey: "year")
     #expect(heat.year == 1996)
     #expect(heat.value(forKey: "title") as? String == "Heat")
     // A Float attribute takes what a Float holds: a double it would round to infinity is refused.
     let score = heat.score
-    #expect(throws: StoreError.self) { try heat.setValue(1e39, forKey: "score") }
+    expectStoreError(.validation) { try heat.setValue(1e39, forKey: "score") }
     try heat.setValue(3e38, forKey: "score")
     #expect(heat.score == Float(3e38))
     heat.score = score

@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
@@ -78,7 +78,7 @@ extension Conformance {
   /// Function expressions (string functions, arithmetic, `abs:`, `now()`), the collection operators
   /// `@sum`, `@avg`, `@min`, `@max`, and `SUBQUERY(…).@count` — identical answers on every backend, and
   /// type errors reported before anything runs.
-  public static func expressions(_ backend: ConformanceStore) async throws {
+  public static func expressions(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = try backend.freshContext(container, url)
 

@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
@@ -9,7 +9,7 @@ extension Conformance {
   /// inverse and through join tables) and nested relationship targets with the objects, so that reading
   /// them costs no store call; a bad prefetch key path is an error naming it; a batched collection
   /// walks the same objects in the same order.
-  public static func faulting(_ backend: ConformanceStore) async throws {
+  public static func faulting(_ backend: ConformanceBackend) async throws {
     let (container, counts) = try backend.countedSampleContainer()
     let context = container.newBackgroundContext()
     let byTitle = [QuerySort("title", comparator: .localizedStandard)]
@@ -108,7 +108,7 @@ extension Conformance {
 
   /// Walking a large result with a batched collection keeps about one batch of objects alive, however
   /// many rows there are.
-  public static func boundedWalk(_ backend: ConformanceStore, rows: Int = 100_000, batchSize: Int = 500) async throws {
+  public static func boundedWalk(_ backend: ConformanceBackend, rows: Int = 100_000, batchSize: Int = 500) async throws {
     let url = try backend.makeLocation()
     let container = try backend.container(at: url)
     let writer = container.newBackgroundContext()
@@ -147,7 +147,7 @@ extension Conformance {
   /// across runs of neighbouring keys. Objects nothing else holds are let go and come back made afresh
   /// with the same values; IDs no store assigns (negative keys, the extreme keys) name faults of their
   /// own; a deleted and saved object leaves the context.
-  public static func identityMap(_ backend: ConformanceStore) async throws {
+  public static func identityMap(_ backend: ConformanceBackend) async throws {
     let container = try backend.container(at: try backend.makeLocation())
     let writer = container.newBackgroundContext()
     try writer.performAndWait {

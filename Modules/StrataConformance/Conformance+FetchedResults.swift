@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 /// The fetched-results areas' model: potatoes with a variety (the sort and section key) and a rating.
@@ -13,7 +13,7 @@ public final class Tater: ManagedObject {
 extension Conformance {
   /// A fetched results controller follows local edits and saves of other contexts merged in, in
   /// sections; its delegate hears will/did around every change; the async snapshots agree.
-  public static func fetchedResults(_ backend: ConformanceStore) async throws {
+  public static func fetchedResults(_ backend: ConformanceBackend) async throws {
     let (container, _) = try backend.container(types: [Tater.self])
     let view = container.newBackgroundContext()
     view.automaticallyMergesChangesFromParent = true
@@ -80,7 +80,7 @@ extension Conformance {
 
   /// Under load: four background contexts insert and edit while a controller on a merging context
   /// follows; in the end nothing is lost or duplicated and the controller equals a fresh fetch.
-  public static func fetchedResultsUnderLoad(_ backend: ConformanceStore, operations: Int = 10_000) async throws {
+  public static func fetchedResultsUnderLoad(_ backend: ConformanceBackend, operations: Int = 10_000) async throws {
     let (container, _) = try backend.container(types: [Tater.self])
     let view = container.newBackgroundContext()
     view.automaticallyMergesChangesFromParent = true
@@ -197,12 +197,11 @@ final class ChangeRecorder: FetchedResultsControllerDelegate {
 extension Conformance {
   /// Commits another store instance makes to the same file (as another process would) reach a merging
   /// context and its fetched results controller when the store posts remote change notifications.
-  /// Stores without a file have no other writer and skip the area.
-  public static func remoteChanges(_ backend: ConformanceStore) async throws {
-    guard let url = try backend.makeLocation() else { return }
+  /// Needs ``Conformance/Capabilities/sharedLocation``.
+  public static func remoteChanges(_ backend: ConformanceBackend) async throws {
+    let url = try #require(try backend.makeLocation(), "a backend with sharedLocation gives its stores a location")
     func container() throws -> PersistentContainer {
-      let registry = StoreRegistry()
-      registry.register(backend.factory)
+      let registry = StoreRegistry([backend.factory])
       let container = PersistentContainer(name: "Remote", model: try ObjectModel(types: [Tater.self]), types: [Tater.self], registry: registry)
       container.storeDescriptions = [
         StoreDescription(type: backend.factory.storeType, url: url, options: StoreOptions(postsRemoteChangeNotifications: true))

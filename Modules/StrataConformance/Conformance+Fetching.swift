@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 /// One predicate case: a format string with arguments and the titles it must match.
@@ -91,7 +91,7 @@ extension Conformance {
   /// Predicates (comparison operators on every attribute type, nil on either side, string options,
   /// to-one key paths, to-many ANY/ALL/NONE and @count), sorting with every comparator, limit and offset,
   /// counts — identical answers on every backend.
-  public static func fetching(_ backend: ConformanceStore) async throws {
+  public static func fetching(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = try backend.freshContext(container, url)
 

@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 /// A memo of the history areas: unique code (SQLite upserts and updates it natively), a title kept in
@@ -34,11 +34,10 @@ final class Page: ManagedObject {
 
 let historyTypes: [ManagedObject.Type] = [Memo.self, Binder.self, Page.self]
 
-extension ConformanceStore {
+extension ConformanceBackend {
   /// A loaded container over the history areas' model at `url` with `options`.
   func historyContainer(at url: URL?, options: StoreOptions) throws -> PersistentContainer {
-    let registry = StoreRegistry()
-    registry.register(factory)
+    let registry = StoreRegistry([factory])
     let container = PersistentContainer(
       name: "History", model: try ObjectModel(types: historyTypes), types: historyTypes, registry: registry)
     container.storeDescriptions = [StoreDescription(type: factory.storeType, url: url, options: options)]
@@ -53,7 +52,7 @@ extension Conformance {
   /// attributes recomputed included), deletes with tombstones; fetching after a token, a date or a
   /// transaction, with a predicate and each result type; deleting before a token or date and the
   /// expired-token error; bad predicate keys; no history for a failed save; history off.
-  public static func history(_ backend: ConformanceStore) async throws {
+  public static func history(_ backend: ConformanceBackend) async throws {
     let url = try backend.makeLocation()
     let container = try backend.historyContainer(at: url, options: StoreOptions(tracksHistory: true))
     defer { container.close() }
@@ -173,7 +172,7 @@ extension Conformance {
 
     // A failed save records nothing.
     Memo.make(in: context, code: "m3", title: "Clash")
-    #expect(throws: StoreError.self) { try context.save() }
+    expectStoreError(.constraintConflict) { try context.save() }
     context.rollback()
     #expect(try all().count == 6)
     #expect(try store.currentHistoryToken() == tokens.last)
@@ -190,7 +189,7 @@ extension Conformance {
     #expect(try all().isEmpty)
     #expect(try store.currentHistoryToken() == tokens.last)
     #expect(try all(.fetchHistory(after: tokens[5])).isEmpty)
-    #expect(throws: StoreError.self) { try context.execute(.fetchHistory(after: tokens[4])) }
+    expectStoreError(.historyExpired) { try context.execute(.fetchHistory(after: tokens[4])) }
 
     // The next transaction continues the sequence.
     context.refresh(first, mergeChanges: false)

@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 /// Collects a change stream on a task of its own, so a test can wait for a change with a deadline.
@@ -52,11 +52,11 @@ final class StoreChangeCollector: Sendable {
   }
 }
 
-extension ConformanceStore {
+extension ConformanceBackend {
   /// An executable built with the tests (a second process), found next to the test bundle.
   ///
   /// ```swift
-  /// process.executableURL = ConformanceStore.executable(named: "strata-worker")
+  /// process.executableURL = ConformanceBackend.executable(named: "strata-worker")
   /// ```
   public static func executable(named name: String) -> URL {
     var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
@@ -70,14 +70,20 @@ extension ConformanceStore {
 }
 
 extension Conformance {
-  /// Remote-change notifications with history tokens: local saves and batches carry their tokens; two
-  /// stores on one file or environment see each other's commits with the newest token within 250 ms
-  /// (file stores only); history fetched after a token merges into a live context object by object.
-  public static func historyNotifications(_ backend: ConformanceStore) async throws {
+  /// Change notifications with history tokens in one store: saves and batches carry their tokens and
+  /// the objects they inserted and updated.
+  public static func historyNotifications(_ backend: ConformanceBackend) async throws {
+    let local = try await localHistoryNotifications(backend)
+    local.container.close()
+  }
+
+  /// What ``historyNotifications(_:)`` checks, leaving the store open with two saved memos.
+  private static func localHistoryNotifications(_ backend: ConformanceBackend) async throws
+    -> (container: PersistentContainer, url: URL?, memoID: ObjectID, bystanderID: ObjectID)
+  {
     let url = try backend.makeLocation()
     let options = StoreOptions(tracksHistory: true, postsRemoteChangeNotifications: true)
     let container = try backend.historyContainer(at: url, options: options)
-    defer { container.close() }
     let store = try #require(container.persistentStore)
     let local = StoreChangeCollector(container.persistentStoreRemoteChanges())
     let context = container.newBackgroundContext()
@@ -97,9 +103,19 @@ extension Conformance {
     #expect(batch.historyToken != nil && batch.historyToken != saveToken)
     let batchChange = try await local.first { $0.historyToken == batch.historyToken }
     #expect(Set(batchChange?.updated ?? []) == [memoID, bystanderID])
+    return (container, url, memoID, bystanderID)
+  }
 
-    // Another store on the same file or environment.
-    guard let url else { return }
+  /// Two stores on one location see each other's commits as remote changes with the newest token
+  /// within 250 ms; a context merging automatically gets them object by object; history fetched after
+  /// a token merges into a live context.
+  public static func historyBetweenStores(_ backend: ConformanceBackend) async throws {
+    let (container, location, memoID, bystanderID) = try await localHistoryNotifications(backend)
+    defer { container.close() }
+    let store = try #require(container.persistentStore)
+    let context = container.newBackgroundContext()
+    let options = StoreOptions(tracksHistory: true, postsRemoteChangeNotifications: true)
+    let url = try #require(location, "a backend with sharedLocation gives its stores a location")
     let other = try backend.historyContainer(at: url, options: options)
     defer { other.close() }
     let otherStore = try #require(other.persistentStore)
@@ -157,10 +173,11 @@ extension Conformance {
     try await seenByOther.expectRemoteChange(with: backToken)
   }
 
-  /// A second process (`strata-worker`) commits to the store; this process gets a remote change with
+  /// A second process (the backend's ``ConformanceBackend/worker``) commits to the store; this process gets a remote change with
   /// that transaction's token within 250 ms, and its history names the other process.
-  public static func historyFromAnotherProcess(_ backend: ConformanceStore) async throws {
-    guard let url = try backend.makeLocation() else { return }
+  public static func historyFromAnotherProcess(_ backend: ConformanceBackend) async throws {
+    let url = try #require(try backend.makeLocation(), "a backend with multiProcess gives its stores a location")
+    let worker = try #require(backend.worker)
     let options = StoreOptions(tracksHistory: true, postsRemoteChangeNotifications: true)
     let container = try backend.historyContainer(at: url, options: options)
     defer { container.close() }
@@ -169,8 +186,8 @@ extension Conformance {
     try await Task.sleep(for: .milliseconds(120))  // the watcher has taken its first look
 
     let process = Process()
-    process.executableURL = ConformanceStore.executable(named: "strata-worker")
-    process.arguments = ["insert", backend.factory.storeType, url.path, "Memo", "code", "from-worker"]
+    process.executableURL = ConformanceBackend.executable(named: worker)
+    process.arguments = ["insert", backend.factory.storeType.rawValue, url.path, "Memo", "code", "from-worker"]
     let output = Pipe()
     let errors = Pipe()
     process.standardOutput = output

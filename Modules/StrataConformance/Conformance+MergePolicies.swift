@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
@@ -8,7 +8,7 @@ extension Conformance {
   /// conflicts (two contexts edit one object and save in turn): `.error` lists every conflict with both
   /// values and leaves the store as it was; the trump policies merge property by property; overwrite
   /// writes the object whole; rollback drops the context's side.
-  public static func mergePolicies(_ backend: ConformanceStore) async throws {
+  public static func mergePolicies(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let warnerFounded = SampleData.date("1923-04-04")
 

@@ -1,13 +1,13 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
   /// Transient attributes: tracked by the context, never written, back to their default when the object
   /// is loaded again, refreshed or `refreshAllObjects()` runs; `hasPersistentChangedValues` ignores them;
   /// a predicate or a sort on one is an error naming it.
-  public static func transientAttributes(_ backend: ConformanceStore) async throws {
+  public static func transientAttributes(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = try backend.freshContext(container, url)
     let heat = try #require(try context.fetch(FetchRequest<Film>(format: "title == 'Heat'")).first)
@@ -55,13 +55,13 @@ extension Conformance {
         #expect(error.key == "scratch" || error.message.contains("scratch"), "\(error.message)")
       }
     }
-    #expect(throws: StoreError.self) { try context.fetch(FetchRequest<Film>(sortDescriptors: [QuerySort("scratch")])) }
+    expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Film>(sortDescriptors: [QuerySort("scratch")])) }
   }
 
   /// Lifecycle hooks in order, primitive accessors that change nothing, `awake(fromSnapshotEvents:)`,
   /// and validation: model rules and a subclass's own methods, every failure of one save in one error,
   /// the store unchanged.
-  public static func lifecycle(_ backend: ConformanceStore) async throws {
+  public static func lifecycle(_ backend: ConformanceBackend) async throws {
     let (container, _) = try backend.container(types: [Journal.self, JournalEntry.self])
     let context = container.newBackgroundContext()
 
@@ -100,8 +100,8 @@ extension Conformance {
 
     try journal.setPrimitiveValue("Quiet", forKey: "title")
     #expect(journal.title == "Quiet" && !journal.hasChanges)
-    #expect(throws: StoreError.self) { try journal.setPrimitiveValue("x", forKey: "nosuchkey") }
-    #expect(throws: StoreError.self) { try journal.setPrimitiveValue(12, forKey: "title") }
+    expectStoreError(.invalidQuery) { try journal.setPrimitiveValue("x", forKey: "nosuchkey") }
+    expectStoreError(.validation) { try journal.setPrimitiveValue(12, forKey: "title") }
     context.refresh(journal, mergeChanges: false)
 
     context.delete(entry)
@@ -131,14 +131,14 @@ extension Conformance {
     kept.locked = true
     try context.save()
     context.delete(kept)
-    #expect(throws: StoreError.self) { try context.save() }
+    expectStoreError(.validation) { try context.save() }
     #expect(try container.newBackgroundContext().count(for: FetchRequest<Journal>()) == 1)
     context.rollback()
   }
 
   /// Undo and redo before a save: attribute and relationship changes, inserts, deletes with their
   /// cascades, explicit groups; a save clears the stacks.
-  public static func undo(_ backend: ConformanceStore) async throws {
+  public static func undo(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = try backend.freshContext(container, url)
     let undo = ContextUndoManager()

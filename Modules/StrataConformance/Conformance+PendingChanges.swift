@@ -1,13 +1,13 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
   /// `includesPendingChanges`: fetches, ID fetches and counts reflect unsaved inserts, edits and deletes
   /// (matched and sorted by current values, through relationships too, with limit and offset), and
   /// answer exactly what the store answers once the changes are saved; without it, the store's answer.
-  public static func pendingChanges(_ backend: ConformanceStore) async throws {
+  public static func pendingChanges(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = try backend.freshContext(container, url)
     let byTitle = [QuerySort("title", comparator: .localizedStandard)]
@@ -103,7 +103,7 @@ extension Conformance {
 
     // A bad predicate is still an error naming the key, with pending changes about.
     _ = Film(context: context)
-    #expect(throws: StoreError.self) { try titles("nosuchkey == 1") }
-    #expect(throws: StoreError.self) { try count("nosuchkey == 1") }
+    expectStoreError(.invalidQuery) { try titles("nosuchkey == 1") }
+    expectStoreError(.invalidQuery) { try count("nosuchkey == 1") }
   }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 /// One predicate case over any entity of the sample model: the names (titles for films) it must match.
@@ -261,7 +261,7 @@ extension Conformance {
   /// String operators × options over Unicode, every attribute type, to-many collections (empty, two and
   /// three hops, nested SUBQUERY), collection and numeric functions, Unicode sorting, and typed /
   /// `#Predicate` forms that must agree with their format strings — identical answers on every backend.
-  public static func predicates(_ backend: ConformanceStore) async throws {
+  public static func predicates(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = try backend.freshContext(container, url)
 

@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
@@ -8,7 +8,7 @@ extension Conformance {
   /// faults, to-many relationships, asynchronous fetches — whatever another context (another store
   /// instance, for file stores) commits, until it saves, merges, refreshes all objects, resets or unpins.
   /// Another context given its token reads the same snapshot, which outlives the first context moving on.
-  public static func queryGenerations(_ backend: ConformanceStore) async throws {
+  public static func queryGenerations(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let reader = container.newBackgroundContext()
     let writer = try backend.freshContext(container, url)
@@ -116,7 +116,7 @@ extension Conformance {
     try write { try film("Amélie", in: $0).genre = "Fable" }
     try reader.performAndWait {
       try film("Amélie", in: reader).rating = 9
-      #expect(throws: StoreError.self) { try reader.save() }
+      expectStoreError(.optimisticLockConflict) { try reader.save() }
       reader.rollback()
     }
 

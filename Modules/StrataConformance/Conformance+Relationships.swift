@@ -1,12 +1,12 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
   /// Both sides of to-one/to-many and many-to-many relationships stay in step before and after saves;
   /// relationship targets are faults until touched.
-  public static func relationships(_ backend: ConformanceStore) async throws {
+  public static func relationships(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = container.viewContext
     let fresh = try backend.freshContext(container, url)
@@ -74,7 +74,7 @@ extension Conformance {
 
   /// Delete rules: nullify removes the object from related objects, cascade deletes them, deny refuses
   /// the save with a clear error and leaves the store as it was.
-  public static func deleteRules(_ backend: ConformanceStore) async throws {
+  public static func deleteRules(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = container.viewContext
 

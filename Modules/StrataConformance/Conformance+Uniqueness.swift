@@ -1,12 +1,12 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 import Testing
 
 extension Conformance {
   /// Uniqueness constraints: a clash with a stored object or within one save fails the whole save with
   /// one error listing every clash; the store is unchanged; nil values never clash.
-  public static func uniqueness(_ backend: ConformanceStore) async throws {
+  public static func uniqueness(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = container.viewContext
     let heatID = try #require(try context.fetchObjectIDs(FetchRequest<Film>(format: "title == 'Heat'")).first)
@@ -42,7 +42,7 @@ extension Conformance {
     a.name = "Pixar"
     let b = Studio(context: context)
     b.name = "Pixar"
-    #expect(throws: StoreError.self) { try context.save() }
+    expectStoreError(.constraintConflict) { try context.save() }
     #expect(try fresh.count(for: FetchRequest<Studio>()) == SampleData.studios.count)
     context.rollback()
 
@@ -59,7 +59,7 @@ extension Conformance {
     // Changing a stored object's key to a taken value fails; to a free value succeeds.
     let collateral = try #require(try context.fetch(FetchRequest<Film>(format: "title == 'Collateral'")).first)
     collateral.uuid = SampleData.uuid(1)
-    #expect(throws: StoreError.self) { try context.save() }
+    expectStoreError(.constraintConflict) { try context.save() }
     collateral.uuid = SampleData.uuid(800)
     try context.save()
     #expect(try fresh.count(for: FetchRequest<Film>(format: "uuid == %@", SampleData.uuid(800))) == 1)

@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 
 /// How many times the object graph called each read of a store: the way the suite checks that batch
 /// faulting and prefetching cost one store call per batch or hop, not one per object.
@@ -32,7 +32,7 @@ final class CountingStore: PersistentStore {
     self.counts = counts
   }
 
-  var storeType: String { inner.storeType }
+  var storeType: StoreType { inner.storeType }
   var identifier: String { inner.identifier }
   var url: URL? { inner.url }
   var model: ObjectModel { inner.model }
@@ -80,7 +80,7 @@ struct CountingStoreFactory: PersistentStoreFactory {
   let inner: any PersistentStoreFactory
   let counts: StoreCallCounts
 
-  var storeType: String { inner.storeType }
+  var storeType: StoreType { inner.storeType }
   var requiresLocation: Bool { inner.requiresLocation }
 
   func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
@@ -90,11 +90,11 @@ struct CountingStoreFactory: PersistentStoreFactory {
   func destroyStore(at url: URL) throws { try inner.destroyStore(at: url) }
 }
 
-extension ConformanceStore {
+extension ConformanceBackend {
   /// A loaded container over a fresh store holding the sample data, whose store reads are counted.
   func countedSampleContainer() throws -> (PersistentContainer, StoreCallCounts) {
     let counts = StoreCallCounts()
-    let counted = ConformanceStore(factory: CountingStoreFactory(inner: factory, counts: counts), location: location)
+    let counted = ConformanceBackend(factory: CountingStoreFactory(inner: factory, counts: counts), location: location)
     let (container, _) = try counted.sampleContainer()
     counts.reset()
     return (container, counts)

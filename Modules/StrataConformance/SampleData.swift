@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 
 /// Deterministic sample data: the same objects, IDs and dates on every run and every backend.
 public enum SampleData {

@@ -1,6 +1,6 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 
 /// The conformance suite's sample model: films with every attribute type, their directors (cascade),
 /// studios (deny), and actors (many-to-many).

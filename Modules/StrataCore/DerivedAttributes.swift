@@ -34,13 +34,13 @@ public struct DerivedAttributes: Sendable {
     public let index: Int
     public let attribute: AttributeDescription
     /// The derivation as parsed (`now()` not yet replaced by a date).
-    let expression: QueryExpression
+    package let expression: QueryExpression
     /// What the derivation reads beyond the object's own attributes.
-    let reach: Reach
+    package let reach: Reach
   }
 
   /// What a derivation reads beyond the object's own attributes.
-  enum Reach: Sendable {
+  package enum Reach: Sendable {
     /// Nothing: only the object's own attributes.
     case own
     /// The clock (`now()`).
@@ -51,19 +51,19 @@ public struct DerivedAttributes: Sendable {
   }
 
   /// A derivation that reads objects of another entity, seen from that entity.
-  struct Watch: Sendable {
+  package struct Watch: Sendable {
     /// The derivation's entity and relationship (`TodoList.items`).
-    let entity: String
-    let relationship: RelationshipDescription
+    package let entity: String
+    package let relationship: RelationshipDescription
     /// The relationship leading from a watched object back to the objects to recompute (`TodoItem.list`).
-    let inverse: RelationshipDescription
+    package let inverse: RelationshipDescription
     /// The watched object's keys whose change makes the derivation change (`list`, `price`).
-    let keys: Set<String>
+    package let keys: Set<String>
   }
 
   private let byEntity: [String: [Derivation]]
   /// Derivations reading objects of an entity, by that entity's name.
-  let watches: [String: [Watch]]
+  package let watches: [String: [Watch]]
 
   /// No derived attributes.
   init() {
@@ -102,7 +102,7 @@ public struct DerivedAttributes: Sendable {
   public func derivations(of entityName: String) -> [Derivation] { byEntity[entityName] ?? [] }
 
   /// Whether objects of the entity called `entityName` have derived attributes or are read by one.
-  func isInvolved(_ entityName: String) -> Bool {
+  package func isInvolved(_ entityName: String) -> Bool {
     byEntity[entityName] != nil || watches[entityName] != nil
   }
 

@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 import Synchronization
 
 /// An open liblmdb environment and the rules for using it from many threads and processes.
@@ -63,7 +63,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     return isLast
   }
 
-  /// The map size a new environment starts with, unless the `mapSize` setting says otherwise.
+  /// The map size a new environment starts with, unless its factory gives another.
   static let defaultMapSize = 64 << 20
   /// Named databases an environment may hold beyond those a model needs.
   static let spareDatabases: UInt32 = 8

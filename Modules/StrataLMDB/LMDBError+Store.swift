@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// A failed liblmdb call: its return code and what was being done.
 struct LMDBError: Error, CustomStringConvertible {

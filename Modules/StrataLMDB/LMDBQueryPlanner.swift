@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// Where a fetch finds its candidate objects: an index range instead of a scan of the whole entity.
 ///

@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// Reads objects and relationships from one LMDB transaction for the store and the shared evaluator.
 /// Decoded snapshots are cached for the length of the transaction, so a key path such as

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// Keys that sort the way their values do, compared bytewise by liblmdb's default comparator.
 enum KeyCoding {

@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// The named databases of a Strata LMDB environment and their handles, derived from the model.
 ///

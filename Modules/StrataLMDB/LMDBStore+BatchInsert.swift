@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension LMDBStore {
   /// Runs a batch request in one write transaction: inserts directly when it can (``directInsert(_:)``),

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension LMDBStore {
   /// A stream that yields a ``StoreChange`` after every transaction this store commits, in commit order,

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension LMDBSaveOperation {
   /// Computes the derived attributes the save changes (``DerivedRecomputation``, after every write) and

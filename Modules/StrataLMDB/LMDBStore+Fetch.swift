@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension LMDBStore {
   /// Runs a fetch in one read transaction with the shared evaluator and sorter: candidates from an

@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// Persistent history in the `strata.history` database: one entry per transaction, keyed by its
 /// sequence (8 bytes, big-endian with the sign bit flipped, like primary keys: byte order is sequence

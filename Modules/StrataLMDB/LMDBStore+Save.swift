@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension LMDBStore {
   /// Applies a change set in one LMDB write transaction, all or nothing.

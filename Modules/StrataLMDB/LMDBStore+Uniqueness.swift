@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension LMDBSaveOperation {
   /// Checks every uniqueness constraint of the written objects against the state the save produced,

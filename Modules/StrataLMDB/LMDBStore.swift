@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 import Synchronization
 
 /// A backend over LMDB: one environment directory, one named database per entity holding compact
@@ -18,10 +18,10 @@ import Synchronization
 /// Reads run in LMDB read transactions (MVCC snapshots: a read never waits for a write, and a pinned
 /// query generation is simply a read transaction kept open). Saves run in one write transaction.
 /// Several processes may open the same environment at once. The map starts at 64 MiB (or the
-/// `mapSize` setting, in bytes) and doubles whenever a write fills it.
+/// `mapSize` given, in bytes) and doubles whenever a write fills it.
 public final class LMDBStore: PersistentStore {
-  /// Always `"lmdb"`.
-  public let storeType = LMDBStoreFactory.storeType
+  /// Always ``StoreType/lmdb``.
+  public let storeType = StoreType.lmdb
   /// The `store_id` written into `strata.meta` when the environment was created.
   public let identifier: String
   /// The environment directory (standardized).
@@ -47,7 +47,7 @@ public final class LMDBStore: PersistentStore {
   /// ```swift
   /// let store = try LMDBStore(url: url, model: model)                           // create or open
   /// let tool = try LMDBStore(url: url, model: nil, options: .init(isReadOnly: true))  // stored model
-  /// let small = try LMDBStore(url: url, model: model, options: .init(settings: ["mapSize": "1048576"]))
+  /// let small = try LMDBStore(url: url, model: model, mapSize: 1 << 20)
   /// ```
   ///
   /// - Parameter model: the app's model; an existing store must have been created with an equal one.
@@ -55,13 +55,16 @@ public final class LMDBStore: PersistentStore {
   /// - Throws: `.corrupted` when `url` is a file, or a directory that is not a Strata LMDB environment
   ///   (nothing in it is changed); `.schemaMismatch` when the stored model differs; `.notFound` when
   ///   there is no store and none can be created (`model` is `nil` or the store is read-only); `.io` when
-  ///   the directory cannot be read or created or liblmdb refuses it; `.invalidQuery` for a bad `mapSize`.
-  public init(url: URL, model: ObjectModel?, options: StoreOptions = StoreOptions()) throws {
+  ///   the directory cannot be read or created or liblmdb refuses it; `.misuse` for a `mapSize` under
+  ///   64 KiB.
+  public init(
+    url: URL, model: ObjectModel?, options: StoreOptions = StoreOptions(), mapSize: Int = LMDBStore.defaultMapSize
+  ) throws {
     guard url.isFileURL else {
       throw StoreError(.unsupported, "the lmdb store needs a directory URL, not \(url.absoluteString)")
     }
     let path = url.standardizedFileURL.resolvingSymlinksInPath().path
-    let mapSize = try Self.mapSize(options)
+    try Self.checkMapSize(mapSize)
     let isNew = try Self.prepareDirectory(path, model: model, options: options)
     let lockFile = (path as NSString).appendingPathComponent("lock.mdb")
     let hadLockFile = FileManager.default.fileExists(atPath: lockFile)
@@ -100,14 +103,16 @@ public final class LMDBStore: PersistentStore {
 
   // MARK: Opening
 
-  private static func mapSize(_ options: StoreOptions) throws -> Int {
-    guard let text = options.settings["mapSize"] else { return LMDBEnvironment.defaultMapSize }
-    guard let size = Int(text), size >= 65_536 else {
+  /// The map size a new environment starts with (64 MiB) unless one is given; it doubles whenever a
+  /// write fills it.
+  public static let defaultMapSize = LMDBEnvironment.defaultMapSize
+
+  private static func checkMapSize(_ mapSize: Int) throws {
+    guard mapSize >= 65_536 else {
       throw StoreError(
-        .invalidQuery, "the lmdb setting mapSize must be a number of bytes of at least 65536, not '\(text)'",
-        key: "mapSize", value: .string(text))
+        .misuse, "the lmdb map size must be at least 65536 bytes, not \(mapSize)", key: "mapSize",
+        value: .int(Int64(mapSize)))
     }
-    return size
   }
 
   /// Checks what is at `path` before liblmdb touches it; creates the directory for a new store.
@@ -326,28 +331,31 @@ final class PinnedTransaction: @unchecked Sendable {
   }
 }
 
-/// Makes ``LMDBStore``s; register it so containers and CLIs can pick the `lmdb` store type.
+/// Makes ``LMDBStore``s; put it in the ``StoreRegistry`` of containers and CLIs that may pick the
+/// ``StoreType/lmdb`` store type.
 ///
 /// ```swift
-/// StoreRegistry.shared.register(LMDBStoreFactory())
-/// let store = try StoreRegistry.shared.factory(for: "lmdb")
-///   .openStore(at: URL(fileURLWithPath: "movies.lmdb"), model: model, options: .init())
+/// let registry = StoreRegistry([LMDBStoreFactory(mapSize: 1 << 30)])
+/// let store = try registry.openStore(.lmdb, at: URL(fileURLWithPath: "movies.lmdb"), model: model, options: .init())
 /// ```
 public struct LMDBStoreFactory: PersistentStoreFactory {
-  static let storeType = "lmdb"
-
-  /// `"lmdb"`.
-  public var storeType: String { Self.storeType }
+  /// ``StoreType/lmdb``.
+  public var storeType: StoreType { .lmdb }
   /// Always `true`: an LMDB store lives in a directory.
   public var requiresLocation: Bool { true }
+  /// The map size, in bytes, a new environment starts with (it doubles whenever a write fills it).
+  public var mapSize: Int
 
-  public init() {}
+  /// A factory whose new environments start with a map of `mapSize` bytes (at least 64 KiB).
+  public init(mapSize: Int = LMDBStore.defaultMapSize) {
+    self.mapSize = mapSize
+  }
 
-  /// Opens (or creates) the store in the directory `url`; see ``LMDBStore/init(url:model:options:)``.
-  /// - Throws: `.misuse` when `url` is `nil`, and everything ``LMDBStore/init(url:model:options:)`` throws.
+  /// Opens (or creates) the store in the directory `url`; see ``LMDBStore/init(url:model:options:mapSize:)``.
+  /// - Throws: `.misuse` when `url` is `nil`, and everything ``LMDBStore/init(url:model:options:mapSize:)`` throws.
   public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
     guard let url else { throw StoreError(.misuse, "the lmdb store needs a directory location") }
-    return try LMDBStore(url: url, model: model, options: options)
+    return try LMDBStore(url: url, model: model, options: options, mapSize: mapSize)
   }
 
   /// Deletes the environment's `data.mdb` and `lock.mdb`, then the directory when that leaves it empty.

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// The links of one join-table relationship, indexed both ways: (owner source pk, owner target pk).
 struct LinkTable: Sendable, Hashable {

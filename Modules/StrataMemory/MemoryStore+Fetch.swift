@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension MemoryStore {
   /// Runs a fetch with the shared evaluator and sorter: filter, sort, then offset and limit.

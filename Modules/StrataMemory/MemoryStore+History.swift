@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// A memory store's persistent history: the transactions in sequence order, the last sequence given
 /// out (never reused) and the last sequence a deletion removed.

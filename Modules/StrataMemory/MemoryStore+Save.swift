@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension MemoryStore {
   /// Applies a change set atomically: the next state is built on a copy, checked, then swapped in.

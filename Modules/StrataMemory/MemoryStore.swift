@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// A store that keeps everything in memory, with the same semantics as the file stores: atomic saves,
 /// uniqueness constraints, optimistic locking, the shared query evaluator, query generations and change
@@ -16,7 +16,7 @@ import StrataCore
 /// let movies = try store.fetch(FetchDescription(entityName: "Movie"), generation: nil)
 /// ```
 public final class MemoryStore: PersistentStore {
-  public let storeType = "memory"
+  public let storeType = StoreType.memory
   public let identifier: String
   /// Always `nil`: a memory store has no file.
   public let url: URL? = nil

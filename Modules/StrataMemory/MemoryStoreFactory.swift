@@ -1,14 +1,15 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
-/// Makes ``MemoryStore``s; register it so `--store memory` and `StoreDescription(type: "memory")` work.
+/// Makes ``MemoryStore``s; put it in a ``StoreRegistry`` so `--store memory` and
+/// `StoreDescription(type: .memory)` work.
 ///
 /// ```swift
-/// StoreRegistry.shared.register(MemoryStoreFactory())
-/// let store = try StoreRegistry.shared.factory(for: "memory").openStore(at: nil, model: model, options: .init())
+/// let registry = StoreRegistry([MemoryStoreFactory()])
+/// let store = try registry.openStore(.memory, at: nil, model: model, options: .init())
 /// ```
 public struct MemoryStoreFactory: PersistentStoreFactory {
-  public let storeType = "memory"
+  public let storeType = StoreType.memory
   public let requiresLocation = false
 
   public init() {}

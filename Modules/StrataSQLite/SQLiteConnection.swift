@@ -40,7 +40,7 @@ final class SQLiteConnection: @unchecked Sendable {
   private static let cacheLimit = 128
 
   /// Opens `path` with the given `sqlite3_open_v2` flags and sets the per-connection pragmas.
-  init(path: String, flags: Int32) throws {
+  init(path: String, flags: Int32, busyTimeout: Duration = .seconds(5)) throws {
     self.path = path
     self.isReadOnly = flags & SQLITE_OPEN_READONLY != 0
     var db: OpaquePointer?
@@ -52,7 +52,9 @@ final class SQLiteConnection: @unchecked Sendable {
     }
     handle = db
     sqlite3_extended_result_codes(db, 1)
-    sqlite3_busy_timeout(db, 5000)
+    let (seconds, attoseconds) = busyTimeout.components
+    let milliseconds = max(0, seconds) * 1000 + attoseconds / 1_000_000_000_000_000
+    sqlite3_busy_timeout(db, Int32(clamping: milliseconds))
     try SQLiteFunctions.register(on: db)
   }
 

@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension SQLiteError {
   // The extended codes are C macros built with `|`, which Swift does not import.

@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// The SQL functions and collations every connection registers. They call ``StringSemantics`` so that
 /// SQL answers exactly what the in-memory evaluator answers; no string rule is written here.

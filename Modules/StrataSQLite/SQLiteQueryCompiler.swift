@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// A piece of SQL and the values bound to its `?` placeholders, in order.
 struct Fragment: Sendable, ExpressibleByStringLiteral {

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// `"name"`: an SQL identifier, quoted.
 func quote(_ identifier: String) -> String {

@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension SQLiteStore {
   /// Runs a batch request. A batch insert runs natively when it can (see ``nativeInsert(_:)``). A batch update whose values are constants or expressions of the object's own

@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension SQLiteStore {
   /// Runs a batch insert natively when it can: one prepared statement per shape of row (the set of

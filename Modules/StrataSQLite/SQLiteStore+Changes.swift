@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension SQLiteStore {
   /// A stream that yields a ``StoreChange`` after every save this store commits, in commit order, and —

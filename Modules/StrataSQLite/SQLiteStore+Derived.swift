@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension SaveOperation {
   /// A reader of the store as this save's transaction sees it.

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension SQLiteStore {
   /// A dictionary fetch as one SQL query: columns, folds and groups are computed by SQLite; only a

@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension SQLiteStore {
   /// Runs a fetch as one SQL query: the predicate and sort descriptors are checked by ``QueryValidator``
@@ -132,9 +132,9 @@ extension SQLiteStore {
   /// ```
   public func pinGeneration() throws -> QueryGeneration {
     try checkOpen()
-    let path = self.path
+    let (path, configuration) = (self.path, self.configuration)
     let flags = options.isReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
-    let slot = ConnectionSlot(opener: { try SQLiteStore.openReader(path: path, flags: flags) })
+    let slot = ConnectionSlot(opener: { try SQLiteStore.openReader(path: path, flags: flags, configuration: configuration) })
     try slot.withConnection(path: path) { connection in
       try connection.execute("BEGIN DEFERRED")
       _ = try connection.scalar("SELECT count(*) FROM \(quote(SQLiteSchema.metadataTable))")

@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// Persistent history in two tables, readable in the `sqlite3` shell:
 ///

@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension SQLiteStore {
   /// Applies a change set in one `BEGIN IMMEDIATE` transaction, all or nothing.

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 extension SaveOperation {
   /// The save's result and change announcement: permanent IDs, new versions, and the stored snapshots of

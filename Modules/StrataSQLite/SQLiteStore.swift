@@ -1,6 +1,6 @@
 import CSQLite
 import Foundation
-import StrataCore
+import StrataStoreKit
 import Synchronization
 
 /// The embedded default backend: one SQLite file in WAL mode, one table per entity.
@@ -20,8 +20,8 @@ import Synchronization
 /// A store is `Sendable`: saves go through one writer connection, fetches through a small pool of
 /// reader connections that WAL lets run while a save is in progress.
 public final class SQLiteStore: PersistentStore {
-  /// Always `"sqlite"`.
-  public let storeType = SQLiteStoreFactory.storeType
+  /// Always ``StoreType/sqlite``.
+  public let storeType = StoreType.sqlite
   /// The `store_id` written into `_strata_metadata` when the store was created; part of every object ID.
   public let identifier: String
   /// The database file (standardized).
@@ -29,6 +29,8 @@ public final class SQLiteStore: PersistentStore {
   /// The model the store was opened with, equal to the model stored in the file.
   public let model: ObjectModel
   public let options: StoreOptions
+  /// How the store's connections are set up (busy timeout, durability).
+  public let configuration: SQLiteStoreConfiguration
   /// The database file's path.
   let path: String
   let schema: SQLiteSchema
@@ -58,12 +60,15 @@ public final class SQLiteStore: PersistentStore {
   /// - Throws: `.corrupted` when the file is not a Strata SQLite store (the file is left untouched),
   ///   `.schemaMismatch` when the stored model differs, `.notFound` when `model` is `nil` (or the store
   ///   is read-only) and there is no file, `.io` when the file or its directory cannot be read or created.
-  public init(url: URL, model: ObjectModel?, options: StoreOptions = StoreOptions()) throws {
+  public init(
+    url: URL, model: ObjectModel?, options: StoreOptions = StoreOptions(),
+    configuration: SQLiteStoreConfiguration = SQLiteStoreConfiguration()
+  ) throws {
     guard url.isFileURL else {
       throw StoreError(.unsupported, "the sqlite store needs a file URL, not \(url.absoluteString)")
     }
     let path = url.standardizedFileURL.path
-    let opened = try Self.openOrCreate(path: path, model: model, options: options)
+    let opened = try Self.openOrCreate(path: path, model: model, options: options, configuration: configuration)
     if let writer = opened.writer {
       do {
         try SQLiteHistory.prepare(writer, tracksHistory: options.tracksHistory)
@@ -75,13 +80,14 @@ public final class SQLiteStore: PersistentStore {
     self.url = url.standardizedFileURL
     self.path = path
     self.options = options
+    self.configuration = configuration
     self.identifier = opened.identifier
     self.model = opened.model
     self.schema = opened.schema
     self.writer = opened.writer.map { ConnectionSlot(connection: $0) }
     let readerFlags = options.isReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
     self.readers = (0..<Self.readerCount).map { _ in
-      ConnectionSlot(opener: { try SQLiteStore.openReader(path: path, flags: readerFlags) })
+      ConnectionSlot(opener: { try SQLiteStore.openReader(path: path, flags: readerFlags, configuration: configuration) })
     }
   }
 
@@ -98,7 +104,9 @@ public final class SQLiteStore: PersistentStore {
     var writer: SQLiteConnection?
   }
 
-  private static func openOrCreate(path: String, model: ObjectModel?, options: StoreOptions) throws -> Opened {
+  private static func openOrCreate(
+    path: String, model: ObjectModel?, options: StoreOptions, configuration: SQLiteStoreConfiguration
+  ) throws -> Opened {
     let files = FileManager.default
     var isDirectory: ObjCBool = false
     let exists = files.fileExists(atPath: path, isDirectory: &isDirectory)
@@ -120,20 +128,22 @@ public final class SQLiteStore: PersistentStore {
           throw StoreError(.io, "cannot create the directory \(directory) for the store \(path): \(error.localizedDescription)")
         }
       }
-      if let created = try create(path: path, model: model) { return created }
-    } else if let model, !options.isReadOnly, fileSize(path) == 0, let created = try create(path: path, model: model) {
+      if let created = try create(path: path, model: model, configuration: configuration) { return created }
+    } else if let model, !options.isReadOnly, fileSize(path) == 0, let created = try create(path: path, model: model, configuration: configuration) {
       return created
     }
-    return try openExisting(path: path, model: model, options: options)
+    return try openExisting(path: path, model: model, options: options, configuration: configuration)
   }
 
   private static func fileSize(_ path: String) -> Int? {
     (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
   }
 
-  static func openReader(path: String, flags: Int32) throws -> SQLiteConnection {
+  static func openReader(path: String, flags: Int32, configuration: SQLiteStoreConfiguration) throws
+    -> SQLiteConnection
+  {
     do {
-      let connection = try SQLiteConnection(path: path, flags: flags)
+      let connection = try SQLiteConnection(path: path, flags: flags, busyTimeout: configuration.busyTimeout)
       if flags & SQLITE_OPEN_READONLY == 0 { try connection.execute("PRAGMA query_only = ON") }
       return connection
     } catch let error as SQLiteError {
@@ -142,17 +152,20 @@ public final class SQLiteStore: PersistentStore {
   }
 
   /// Creates a new store in an empty or missing file; `nil` when another process created it first.
-  private static func create(path: String, model: ObjectModel) throws -> Opened? {
+  private static func create(path: String, model: ObjectModel, configuration: SQLiteStoreConfiguration) throws
+    -> Opened?
+  {
     let schema = try SQLiteSchema(model: model)
     let connection: SQLiteConnection
     do {
-      connection = try SQLiteConnection(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+      connection = try SQLiteConnection(
+        path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, busyTimeout: configuration.busyTimeout)
     } catch let error as SQLiteError {
       throw StoreError(.io, "cannot create the store \(path): \(error.message)")
     }
     let identifier = UUID().uuidString
     do {
-      try configureWriter(connection)
+      try configureWriter(connection, configuration)
       let created = try connection.transaction { () -> Bool in
         let existing = try connection.scalar("SELECT count(*) FROM sqlite_master")
         guard existing == .integer(0) else { return false }
@@ -179,17 +192,19 @@ public final class SQLiteStore: PersistentStore {
     return Opened(identifier: identifier, model: model, schema: schema, writer: connection)
   }
 
-  private static func configureWriter(_ connection: SQLiteConnection) throws {
+  private static func configureWriter(_ connection: SQLiteConnection, _ configuration: SQLiteStoreConfiguration) throws {
     try connection.execute("PRAGMA journal_mode = WAL")
-    try connection.execute("PRAGMA synchronous = NORMAL")
+    try connection.execute("PRAGMA synchronous = \(configuration.synchronous.pragmaValue)")
     try connection.execute("PRAGMA foreign_keys = OFF")
   }
 
-  private static func openExisting(path: String, model: ObjectModel?, options: StoreOptions) throws -> Opened {
+  private static func openExisting(
+    path: String, model: ObjectModel?, options: StoreOptions, configuration: SQLiteStoreConfiguration
+  ) throws -> Opened {
     let flags = options.isReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
     let connection: SQLiteConnection
     do {
-      connection = try SQLiteConnection(path: path, flags: flags)
+      connection = try SQLiteConnection(path: path, flags: flags, busyTimeout: configuration.busyTimeout)
     } catch let error as SQLiteError {
       throw StoreError(.io, "cannot open \(path): \(error.message)")
     }
@@ -215,7 +230,7 @@ public final class SQLiteStore: PersistentStore {
         throw StoreError(.io, "\(path) is not writable (open it with isReadOnly to read it)")
       }
       do {
-        try configureWriter(connection)
+        try configureWriter(connection, configuration)
       } catch let error as SQLiteError {
         throw error.storeError(path: path)
       }
@@ -374,30 +389,60 @@ final class ConnectionSlot: Sendable {
   }
 }
 
-/// Makes ``SQLiteStore``s; register it so containers and CLIs can pick the `sqlite` store type.
+/// How an SQLite store's connections are set up, beyond the backend-independent ``StoreOptions``.
 ///
-/// ```swift
-/// StoreRegistry.shared.register(SQLiteStoreFactory())
-/// let store = try StoreRegistry.shared.factory(for: "sqlite")
-///   .openStore(at: URL(fileURLWithPath: "movies.sqlite"), model: model, options: .init())
-/// ```
-public struct SQLiteStoreFactory: PersistentStoreFactory {
-  static let storeType = "sqlite"
+/// The journal mode is not a setting: a Strata SQLite store is always in WAL mode, which its readers
+/// running beside the writer, its pinned query generations and its cross-process change detection rely on.
+public struct SQLiteStoreConfiguration: Sendable, Hashable {
+  /// When a commit is flushed to disk (`PRAGMA synchronous`).
+  public enum Synchronous: String, Sendable, Hashable, CaseIterable {
+    /// At checkpoints only: a commit survives a crash of the process, and the store stays consistent
+    /// through a power loss, which may lose the last commits. SQLite's recommendation for WAL.
+    case normal
+    /// At every commit: a commit also survives a power loss, at the cost of one sync per commit.
+    case full
 
-  /// `"sqlite"`.
-  public var storeType: String { Self.storeType }
-  /// Always `true`: a SQLite store lives in a file.
-  public var requiresLocation: Bool { true }
-
-  public init() {}
-
-  /// Opens (or creates) the store at `url`; see ``SQLiteStore/init(url:model:options:)``.
-  /// - Throws: `.misuse` when `url` is `nil`, and everything ``SQLiteStore/init(url:model:options:)`` throws.
-  public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
-    guard let url else { throw StoreError(.misuse, "the sqlite store needs a file location") }
-    return try SQLiteStore(url: url, model: model, options: options)
+    var pragmaValue: String { rawValue.uppercased() }
   }
 
+  /// How long a connection waits for another connection's lock (another process writing, a checkpoint)
+  /// before a save or read fails with `.io` ("database is locked").
+  public var busyTimeout: Duration
+  /// When commits reach the disk.
+  public var synchronous: Synchronous
+
+  public init(busyTimeout: Duration = .seconds(5), synchronous: Synchronous = .normal) {
+    self.busyTimeout = busyTimeout
+    self.synchronous = synchronous
+  }
+}
+
+/// Makes ``SQLiteStore``s; put it in the ``StoreRegistry`` of containers and CLIs that may pick the
+/// ``StoreType/sqlite`` store type.
+///
+/// ```swift
+/// let registry = StoreRegistry([SQLiteStoreFactory(busyTimeout: .seconds(10), synchronous: .full)])
+/// let store = try registry.openStore(.sqlite, at: URL(fileURLWithPath: "movies.sqlite"), model: model, options: .init())
+/// ```
+public struct SQLiteStoreFactory: PersistentStoreFactory {
+  /// ``StoreType/sqlite``.
+  public var storeType: StoreType { .sqlite }
+  /// Always `true`: a SQLite store lives in a file.
+  public var requiresLocation: Bool { true }
+  /// How the stores this factory opens set up their connections.
+  public var configuration: SQLiteStoreConfiguration
+
+  /// A factory whose stores wait `busyTimeout` for a lock and flush commits as `synchronous` says.
+  public init(busyTimeout: Duration = .seconds(5), synchronous: SQLiteStoreConfiguration.Synchronous = .normal) {
+    configuration = SQLiteStoreConfiguration(busyTimeout: busyTimeout, synchronous: synchronous)
+  }
+
+  /// Opens (or creates) the store at `url`; see ``SQLiteStore/init(url:model:options:configuration:)``.
+  /// - Throws: `.misuse` when `url` is `nil`, and everything ``SQLiteStore/init(url:model:options:configuration:)`` throws.
+  public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
+    guard let url else { throw StoreError(.misuse, "the sqlite store needs a file location") }
+    return try SQLiteStore(url: url, model: model, options: options, configuration: configuration)
+  }
   /// Deletes the store file and its `-wal`, `-shm` and `-journal` companions. A missing file is not an error.
   /// - Throws: `.io` when a file exists but cannot be removed.
   public func destroyStore(at url: URL) throws {

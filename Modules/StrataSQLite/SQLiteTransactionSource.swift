@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 
 /// Reads objects and relationships through one connection for the shared evaluator, inside the
 /// connection's current transaction: a save sees its own writes before it commits.

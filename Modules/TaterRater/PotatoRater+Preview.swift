@@ -17,9 +17,9 @@ extension PotatoRater {
   ]
 
   /// A rater over a new in-memory store holding ``previewPotatoes``: the preview fixture.
-  /// The composition root registers the `memory` store type.
-  public static func preview(registry: StoreRegistry = .shared) throws -> PotatoRater {
-    let container = try makeContainer(store: StoreDescription(type: "memory"), registry: registry)
+  /// `registry` must offer the memory store type (the composition root passes one that does).
+  public static func preview(registry: StoreRegistry) throws -> PotatoRater {
+    let container = try makeContainer(store: StoreDescription(type: .memory), registry: registry)
     let rater = PotatoRater(container: container)
     let context = container.newBackgroundContext()
     try context.performAndWait {

@@ -12,7 +12,7 @@ public struct PotatoRater: Sendable {
 
   public static func makeModel() throws -> ObjectModel { try ObjectModel(Potato.self) }
 
-  public static func makeContainer(store: StoreDescription, registry: StoreRegistry = .shared) throws -> PersistentContainer {
+  public static func makeContainer(store: StoreDescription, registry: StoreRegistry) throws -> PersistentContainer {
     try PersistentContainer.loaded(name: name, model: try makeModel(), types: [Potato.self], store: store, registry: registry)
   }
 

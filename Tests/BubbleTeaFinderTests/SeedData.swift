@@ -8,10 +8,8 @@ enum Backend: String, CaseIterable, Sendable {
   case memory, sqlite
 
   func makeFinder(url: URL = temporaryStoreURL()) throws -> VenueFinder {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
-    registry.register(SQLiteStoreFactory())
-    let store = self == .memory ? StoreDescription(type: "memory") : StoreDescription(type: "sqlite", url: url)
+    let registry = StoreRegistry([MemoryStoreFactory(), SQLiteStoreFactory()])
+    let store = self == .memory ? StoreDescription(type: .memory) : StoreDescription(type: .sqlite, url: url)
     return VenueFinder(container: try VenueFinder.makeContainer(store: store, registry: registry))
   }
 }

@@ -1,6 +1,8 @@
 import BubbleTeaFinder
 import Foundation
 import Strata
+import StrataConformance
+import StrataMemory
 import Testing
 
 @Suite("Stats and batch requests")
@@ -47,7 +49,7 @@ struct StatsAndBatchTests {
     let finder = try backend.makeFinder()
     try finder.seed()
     for predicate in ["name ==", "rating > 3", "name > 3"] {
-      #expect(throws: StoreError.self, "\(predicate)") { try finder.deleteVenues(where: predicate) }
+      expectStoreError(.invalidQuery, "\(predicate)") { try finder.deleteVenues(where: predicate) }
     }
     #expect(try finder.venueCount() == ExpectedVenue.all().count)
   }
@@ -57,11 +59,13 @@ struct StatsAndBatchTests {
     var request = try model.fetchRequestTemplate(named: VenueFinder.venuesByPriceTemplate, as: Venue.self)
     request.predicate = nil
     #expect(try model.fetchRequestTemplate(named: VenueFinder.venuesByPriceTemplate, as: Venue.self).predicate != nil)
-    #expect(throws: StoreError.self) { try model.fetchRequestTemplate(named: "Nope", as: Venue.self) }
-    #expect(throws: StoreError.self) { try model.fetchRequestTemplate(named: VenueFinder.venuesByPriceTemplate, as: Location.self) }
-    #expect(throws: StoreError.self) {
-      try VenueFinder.preview().container.viewContext.fetch(
+    expectStoreError(.invalidQuery) { try model.fetchRequestTemplate(named: "Nope", as: Venue.self) }
+    expectStoreError(.invalidQuery) { try model.fetchRequestTemplate(named: VenueFinder.venuesByPriceTemplate, as: Location.self) }
+    let preview = try VenueFinder.preview(registry: StoreRegistry([MemoryStoreFactory()]))
+    let unbound = expectStoreError(.invalidQuery) {
+      try preview.container.viewContext.fetch(
         try model.fetchRequestFromTemplate(named: VenueFinder.venuesByPriceTemplate, substitutionVariables: [:], as: Venue.self))
     }
+    #expect(unbound?.message.contains("PRICE") == true, "\(unbound?.message ?? "")")
   }
 }

@@ -76,8 +76,7 @@ struct VenueFinderTests {
   }
 
   @Test func previewHoldsTheSeedVenues() throws {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
+    let registry = StoreRegistry([MemoryStoreFactory()])
     let preview = try VenueFinder.preview(registry: registry)
     #expect(try preview.venues().map(\.summary) == (try ExpectedVenue.all()).sorted(by: ExpectedVenue.byName))
   }

@@ -1,6 +1,7 @@
 import FaveFlicks
 import Foundation
 import Strata
+import StrataConformance
 import StrataMemory
 import StrataSQLite
 import Testing
@@ -9,15 +10,13 @@ enum Backend: String, CaseIterable, Sendable {
   case memory, sqlite
 
   func makeLibrary() throws -> MovieLibrary {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
-    registry.register(SQLiteStoreFactory())
+    let registry = StoreRegistry([MemoryStoreFactory(), SQLiteStoreFactory()])
     switch self {
     case .memory:
-      return MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: "memory"), registry: registry))
+      return MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: .memory), registry: registry))
     case .sqlite:
       let url = FileManager.default.temporaryDirectory.appending(path: "faveflicks-\(UUID().uuidString)/FaveFlicks.sqlite")
-      return MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: "sqlite", url: url), registry: registry))
+      return MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
     }
   }
 }
@@ -25,8 +24,7 @@ enum Backend: String, CaseIterable, Sendable {
 @Suite("FaveFlicks")
 struct MovieLibraryTests {
   @Test func previewHoldsTheDefaultMoviesSortedByTitle() throws {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
+    let registry = StoreRegistry([MemoryStoreFactory()])
     let library = try MovieLibrary.preview(registry: registry)
     let movies = try library.list()
     #expect(movies.map(\.title) == ["Kung Pow: Enter the Fist", "Sharknado", "The Room"])
@@ -51,8 +49,8 @@ struct MovieLibraryTests {
 
     #expect(try library.delete(title: "Zodiac") == 1)
     #expect(try library.list().map(\.title) == ["Amélie", "apollo 2", "Apollo 13"])
-    #expect(throws: StoreError.self) { try library.delete(title: "Zodiac") }
-    #expect(throws: StoreError.self) { try library.add(title: "  ", genre: "Drama", releaseDate: Date()) }
+    expectStoreError(.notFound) { try library.delete(title: "Zodiac") }
+    expectStoreError(.validation) { try library.add(title: "  ", genre: "Drama", releaseDate: Date()) }
     #expect(try library.list().count == 3)
   }
 
@@ -82,13 +80,12 @@ struct MovieLibraryTests {
   }
 
   @Test func sqliteStorePersistsAcrossContainers() throws {
-    let registry = StoreRegistry()
-    registry.register(SQLiteStoreFactory())
+    let registry = StoreRegistry([SQLiteStoreFactory()])
     let url = FileManager.default.temporaryDirectory.appending(path: "faveflicks-\(UUID().uuidString)/FaveFlicks.sqlite")
-    let first = MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: "sqlite", url: url), registry: registry))
+    let first = MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
     try first.add(title: "Heat", genre: "Crime", releaseDate: try ReleaseDate.parse("1995-12-15"))
     first.container.close()
-    let second = MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: "sqlite", url: url), registry: registry))
+    let second = MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
     let movies = try second.list()
     #expect(movies.map(\.title) == ["Heat"] && movies.map(\.genre) == ["Crime"])
     #expect(movies.map(\.releaseDate) == [try ReleaseDate.parse("1995-12-15")])
@@ -97,7 +94,7 @@ struct MovieLibraryTests {
 
   @Test(arguments: ["2023-02-30", "2023-2-3", "23-02-03", "abc", "", "2023-13-01", "2023-01-01T00:00"])
   func badReleaseDatesAreRejected(_ text: String) {
-    #expect(throws: StoreError.self) { try ReleaseDate.parse(text) }
+    expectStoreError(.validation) { try ReleaseDate.parse(text) }
   }
 
   @Test func releaseDatesRoundTrip() throws {

@@ -11,9 +11,8 @@ extension Backend {
   func makePair() throws -> (watcher: FireballWatch, writer: FireballWatch) {
     let watch = try makeWatch()
     guard let url = watch.container.persistentStore?.url else { return (watch, FireballWatch(container: watch.container)) }
-    let registry = StoreRegistry()
-    registry.register(SQLiteStoreFactory())
-    let writer = try FireballWatch.makeContainer(store: StoreDescription(type: "sqlite", url: url), registry: registry)
+    let registry = StoreRegistry([SQLiteStoreFactory()])
+    let writer = try FireballWatch.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry)
     return (watch, FireballWatch(container: writer))
   }
 }

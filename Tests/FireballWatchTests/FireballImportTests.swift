@@ -205,8 +205,7 @@ struct FireballImportTests {
   }
 
   @Test func previewHoldsItsFireballsAndGroups() throws {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
+    let registry = StoreRegistry([MemoryStoreFactory()])
     let watch = try FireballWatch.preview(registry: registry)
     #expect(try watch.fireballs() == FireballWatch.previewFireballs.newestFirst)
     let shipped = Set(try JPLFile(JPLFile.shipped).records())

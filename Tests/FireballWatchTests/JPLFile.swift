@@ -9,15 +9,13 @@ enum Backend: String, CaseIterable, Sendable {
   case memory, sqlite
 
   func makeWatch() throws -> FireballWatch {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
-    registry.register(SQLiteStoreFactory())
+    let registry = StoreRegistry([MemoryStoreFactory(), SQLiteStoreFactory()])
     switch self {
     case .memory:
-      return FireballWatch(container: try FireballWatch.makeContainer(store: StoreDescription(type: "memory"), registry: registry))
+      return FireballWatch(container: try FireballWatch.makeContainer(store: StoreDescription(type: .memory), registry: registry))
     case .sqlite:
       let url = FileManager.default.temporaryDirectory.appending(path: "fireballwatch-\(UUID().uuidString)/FireballWatch.sqlite")
-      return FireballWatch(container: try FireballWatch.makeContainer(store: StoreDescription(type: "sqlite", url: url), registry: registry))
+      return FireballWatch(container: try FireballWatch.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
     }
   }
 }

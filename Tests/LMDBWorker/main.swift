@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 import StrataLMDB
 
 // A second process for the LMDB tests, on a store the test created (Note: text unique, n, payload):

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 import Testing
 
 @Suite("Object model")

@@ -1,4 +1,5 @@
 import Foundation
+import StrataConformance
 import Testing
 
 @testable import StrataCore
@@ -53,7 +54,7 @@ import Testing
     #expect(try StringSemantics.matches("Heat", "H.a.", []))
     #expect(try !StringSemantics.matches("Heat 2", "H.a.", []))
     #expect(try StringSemantics.matches("HEAT", "h.a.", .caseInsensitive))
-    #expect(throws: StoreError.self) { try StringSemantics.matches("x", "(", []) }
+    expectStoreError(.invalidQuery) { try StringSemantics.matches("x", "(", []) }
   }
 
   @Test func localizedStandardOrder() {

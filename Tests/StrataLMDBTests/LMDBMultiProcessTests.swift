@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 import StrataLMDB
 import Testing
 
@@ -10,7 +10,7 @@ struct LMDBMultiProcessTests {
   @Test func twoProcessesWriteWhileThisOneWritesAndReads() throws {
     let dir = TemporaryDirectory()
     defer { dir.remove() }
-    let store = try LMDBStore(url: dir.store, model: try noteModel(), options: .init(settings: ["mapSize": "\(1 << 20)"]))
+    let store = try LMDBStore(url: dir.store, model: try noteModel(), mapSize: 1 << 20)
     defer { store.close() }
     let workers = try ["a", "b"].map { try Worker.start(["insert", dir.store.path, $0, "300", "10"]) }
     var last = 0
@@ -40,8 +40,7 @@ struct LMDBMultiProcessTests {
   @Test func anotherProcessGrowingTheMapIsAdopted() throws {
     let dir = TemporaryDirectory()
     defer { dir.remove() }
-    let small = StoreOptions(settings: ["mapSize": "\(1 << 20)"])
-    let store = try LMDBStore(url: dir.store, model: try noteModel(), options: small)
+    let store = try LMDBStore(url: dir.store, model: try noteModel(), mapSize: 1 << 20)
     defer { store.close() }
     _ = try store.save(ChangeSet(inserted: [note("before", 1)]))
     let generation = try store.pinGeneration()

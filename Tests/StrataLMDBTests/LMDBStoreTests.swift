@@ -1,6 +1,6 @@
 import CLMDB
 import Foundation
-import StrataCore
+import StrataStoreKit
 import StrataLMDB
 import StrataMemory
 import Testing
@@ -46,8 +46,7 @@ struct LMDBStoreTests {
   @Test func theMapGrowsWhenAWriteFillsIt() throws {
     let dir = TemporaryDirectory()
     defer { dir.remove() }
-    let small = StoreOptions(settings: ["mapSize": "\(1 << 20)"])
-    let store = try LMDBStore(url: dir.store, model: try noteModel(), options: small)
+    let store = try LMDBStore(url: dir.store, model: try noteModel(), mapSize: 1 << 20)
     let chunk = Data(repeating: 7, count: 64 << 10)
     // One save of 4 MiB into a 1 MiB map, then many small saves past it.
     _ = try store.save(ChangeSet(inserted: (0..<64).map { note("big-\($0)", $0, payload: chunk) }))
@@ -57,7 +56,7 @@ struct LMDBStoreTests {
     store.close()
     let size = try FileManager.default.attributesOfItem(atPath: dir.store.appending(path: "data.mdb").path)[.size] as? Int
     #expect((size ?? 0) > 1 << 20)
-    let reopened = try LMDBStore(url: dir.store, model: nil, options: small)
+    let reopened = try LMDBStore(url: dir.store, model: nil, mapSize: 1 << 20)
     defer { reopened.close() }
     #expect(try count(reopened) == 104)
   }
@@ -65,7 +64,7 @@ struct LMDBStoreTests {
   @Test func aBatchInsertThatFillsTheMapCallsItsHandlerOncePerRow() throws {
     let dir = TemporaryDirectory()
     defer { dir.remove() }
-    let store = try LMDBStore(url: dir.store, model: try noteModel(), options: StoreOptions(settings: ["mapSize": "\(1 << 20)"]))
+    let store = try LMDBStore(url: dir.store, model: try noteModel(), mapSize: 1 << 20)
     defer { store.close() }
     _ = try store.save(ChangeSet(inserted: [note("row-3", 0), note("kept", 1)]))
     let chunk = Data(repeating: 7, count: 32 << 10)
@@ -167,7 +166,7 @@ struct LMDBStoreTests {
     #expect(storeError { _ = try LMDBStore(url: missing, model: nil) }?.code == .notFound)
     #expect(storeError { _ = try LMDBStore(url: missing, model: model, options: .init(isReadOnly: true)) }?.code == .notFound)
     #expect(!FileManager.default.fileExists(atPath: missing.path))
-    #expect(storeError { _ = try LMDBStore(url: dir.store, model: model, options: .init(settings: ["mapSize": "lots"])) }?.code == .invalidQuery)
+    #expect(storeError { _ = try LMDBStore(url: dir.store, model: model, mapSize: 4096) }?.code == .misuse)
   }
 
   @Test func openingChecksTheModelAndTheMode() throws {

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+import StrataStoreKit
 import StrataLMDB
 import Testing
 

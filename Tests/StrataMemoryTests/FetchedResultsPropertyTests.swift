@@ -65,12 +65,11 @@ struct FetchedResultsPropertyTests {
   /// reported changes to the old sections gives exactly the controller's new sections, which equal a
   /// fresh fetch.
   @Test func reportedChangesTurnTheOldSectionsIntoTheNew() throws {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
+    let registry = StoreRegistry([MemoryStoreFactory()])
     var edits = 0
     for seed in 1...120 {
       let container = PersistentContainer(name: "Taters", model: try ObjectModel(Tater.self), types: [Tater.self], registry: registry)
-      container.storeDescriptions = [StoreDescription(type: "memory")]
+      container.storeDescriptions = [StoreDescription(type: .memory)]
       try container.loadPersistentStores()
       let context = container.newBackgroundContext()
       try context.performAndWait {

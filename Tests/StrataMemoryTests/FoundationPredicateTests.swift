@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataConformance
 import StrataMemory
 import Testing
 
@@ -79,12 +80,11 @@ struct FoundationPredicateTests {
   ]
 
   func populatedContainer() throws -> PersistentContainer {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
+    let registry = StoreRegistry([MemoryStoreFactory()])
     let model = try ObjectModel(PredMovie.self, PredDirector.self)
     let container = PersistentContainer(
       name: "Predicates", model: model, types: [PredMovie.self, PredDirector.self], registry: registry)
-    container.storeDescriptions = [StoreDescription(type: "memory")]
+    container.storeDescriptions = [StoreDescription(type: .memory)]
     try container.loadPersistentStores()
     let context = container.viewContext
     let mann = PredDirector(context: context)
@@ -181,7 +181,7 @@ struct FoundationPredicateTests {
   }
 
   @Test func unsupportedConstructsFailTheRequestNotTheProcess() {
-    #expect(throws: StoreError.self) {
+    expectStoreError(.unsupported) {
       try FetchRequest<PredMovie>(#Predicate<PredMovie> { ($0.tagline ?? "") == "" })
     }
   }

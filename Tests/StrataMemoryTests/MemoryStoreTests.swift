@@ -1,6 +1,7 @@
 import Foundation
-import StrataCore
+import StrataConformance
 import StrataMemory
+import StrataStoreKit
 import Testing
 
 // Author 1—n Book (inverse to-one `author`), Book n—m Genre (join table owned by Book.genres).
@@ -241,7 +242,7 @@ private struct Library {
     #expect(try lib.snapshot(b2ID)?.toOne == [nil], "a deleted target's references are cleared")
     #expect(try related(noirID, "books") == [b2ID])
     #expect(try lib.names(cmp("author", .equalTo, nil)) == ["Two"])
-    #expect(throws: StoreError.self) { try related(b2ID, "nope") }
+    expectStoreError(.notFound) { try related(b2ID, "nope") }
   }
 
   @Test func toOneKeyPathsAndCounts() throws {
@@ -393,21 +394,20 @@ private struct Library {
 
   @Test func factoryAndRegistry() throws {
     let factory = MemoryStoreFactory()
-    #expect(factory.storeType == "memory")
+    #expect(factory.storeType == .memory)
     #expect(!factory.requiresLocation)
     let missing = try? factory.openStore(at: nil, model: nil, options: .init())
     #expect(missing == nil)
-    #expect(throws: StoreError.self) { try factory.openStore(at: nil, model: nil, options: .init()) }
+    expectStoreError(.notFound) { try factory.openStore(at: nil, model: nil, options: .init()) }
     do {
       _ = try factory.openStore(at: nil, model: nil, options: .init())
     } catch let error as StoreError {
       #expect(error.code == .notFound)
     }
-    let registry = StoreRegistry()
-    registry.register(factory)
-    let store = try registry.factory(for: "memory").openStore(
+    let registry = StoreRegistry([factory])
+    let store = try registry.storeFactory(for: .memory).openStore(
       at: nil, model: try libraryModel(), options: StoreOptions(tracksHistory: true))
-    #expect(store.storeType == "memory")
+    #expect(store.storeType == .memory)
     #expect(store.url == nil)
     #expect(store.options.tracksHistory)
     #expect(UUID(uuidString: store.identifier) != nil)

@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataConformance
 import StrataMemory
 import Testing
 
@@ -26,10 +27,9 @@ final class Item: ManagedObject {
 @Suite("Object graph")
 struct ObjectGraphTests {
   func container(_ model: ObjectModel, types: [ManagedObject.Type]) throws -> PersistentContainer {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
+    let registry = StoreRegistry([MemoryStoreFactory()])
     let container = PersistentContainer(name: "Graph", model: model, types: types, registry: registry)
-    container.storeDescriptions = [StoreDescription(type: "memory")]
+    container.storeDescriptions = [StoreDescription(type: .memory)]
     try container.loadPersistentStores()
     return container
   }
@@ -73,7 +73,7 @@ struct ObjectGraphTests {
       #expect(key.hasPrefix("<"), "\(key)")
     }
     let container = try container(try ObjectModel(Shelf.self, Item.self), types: [Shelf.self, Item.self])
-    #expect(throws: StoreError.self) { try container.viewContext.fetch(FetchRequest<Item>(where: \.weightInTens == 10)) }
+    expectStoreError(.invalidQuery) { try container.viewContext.fetch(FetchRequest<Item>(where: \.weightInTens == 10)) }
   }
 
   @Test func entitiesWithoutAClassWorkThroughKeyValueAccess() throws {
@@ -88,8 +88,8 @@ struct ObjectGraphTests {
     let note = try context.insertObject(entityName: "Note")
     try note.setValue("hello", forKey: "text")
     #expect(note.value(forKey: "stars") as? Int64 == 3)
-    #expect(throws: StoreError.self) { try note.setValue("many", forKey: "stars") }
-    #expect(throws: StoreError.self) { try context.insertObject(entityName: "Nope") }
+    expectStoreError(.validation) { try note.setValue("many", forKey: "stars") }
+    expectStoreError(.invalidQuery) { try context.insertObject(entityName: "Nope") }
     try context.save()
     let fetched = try context.fetch(FetchRequest<ManagedObject>(entityName: "Note", predicate: try QueryPredicate(format: "text == 'hello'")))
     #expect(fetched.count == 1)

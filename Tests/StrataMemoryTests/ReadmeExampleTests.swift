@@ -19,11 +19,10 @@ final class Director: ManagedObject {
 @Suite("README example")
 struct ReadmeExampleTests {
   @Test func theExampleRuns() async throws {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
+    let registry = StoreRegistry([MemoryStoreFactory()])
     let container = PersistentContainer(name: "Movies", model: try ObjectModel(Movie.self, Director.self),
       types: [Movie.self, Director.self], registry: registry)
-    container.storeDescriptions = [StoreDescription(type: "memory")]
+    container.storeDescriptions = [StoreDescription(type: .memory)]
     try await container.loadPersistentStores()
 
     let context = container.newBackgroundContext()

@@ -1,6 +1,7 @@
 import Foundation
-import StrataCore
+import StrataConformance
 import StrataSQLite
+import StrataStoreKit
 import Testing
 
 @Suite("SQLite history")
@@ -30,7 +31,7 @@ struct SQLiteHistoryTests {
     let saved = try store.save(ChangeSet(inserted: [movieChange(MovieRow("Heat"))]))
     #expect(saved.historyToken == nil)
     #expect(try rawStrings(dir.file(), historyTables).isEmpty)
-    #expect(throws: StoreError.self) { try store.fetchHistory(HistoryRequest()) }
+    expectStoreError(.misuse) { try store.fetchHistory(HistoryRequest()) }
   }
 
   @Test func openingWithoutHistoryExpiresEveryTokenIssuedBefore() throws {

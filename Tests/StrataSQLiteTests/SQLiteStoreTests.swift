@@ -1,7 +1,8 @@
 import CSQLite
 import Foundation
-import StrataCore
+import StrataConformance
 import StrataSQLite
+import StrataStoreKit
 import Testing
 
 @Suite struct SQLiteStoreFileTests {
@@ -38,7 +39,7 @@ import Testing
     #expect(tool.model == model)
     #expect(try tool.titles() == ["Heat"])
     tool.close()
-    #expect(throws: StoreError.self) { try tool.titles() }
+    expectStoreError(.misuse) { try tool.titles() }
   }
 
   @Test func fileIsReadableByTheSQLiteShell() throws {
@@ -127,16 +128,15 @@ import Testing
 
   @Test func factoryIsRegisteredAndDestroysFiles() throws {
     let dir = try TemporaryDirectory()
-    let registry = StoreRegistry()
-    registry.register(SQLiteStoreFactory())
-    let factory = try registry.factory(for: "sqlite")
+    let registry = StoreRegistry([SQLiteStoreFactory()])
+    let factory = try registry.storeFactory(for: .sqlite)
     #expect(factory.requiresLocation)
     let store = try factory.openStore(at: dir.file(), model: try Sample.model(), options: StoreOptions())
-    #expect(store.storeType == "sqlite")
+    #expect(store.storeType == .sqlite)
     store.close()
     try factory.destroyStore(at: dir.file())
     #expect(!FileManager.default.fileExists(atPath: dir.file().path))
-    #expect(throws: StoreError.self) { try factory.openStore(at: nil, model: try Sample.model(), options: StoreOptions()) }
+    expectStoreError(.misuse) { try factory.openStore(at: nil, model: try Sample.model(), options: StoreOptions()) }
   }
 }
 
@@ -356,7 +356,7 @@ import Testing
     #expect(pinned.count == 1)
     #expect(try store.titles() == ["Heat", "Ronin"])
     store.unpin(generation)
-    #expect(throws: StoreError.self) { try store.fetch(FetchDescription(entityName: "Movie"), generation: generation) }
+    expectStoreError(.misuse) { try store.fetch(FetchDescription(entityName: "Movie"), generation: generation) }
   }
 
   @Test func concurrentReadsAndWrites() async throws {

@@ -9,15 +9,13 @@ enum Backend: String, CaseIterable, Sendable {
   case memory, sqlite
 
   func makeRater() throws -> PotatoRater {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
-    registry.register(SQLiteStoreFactory())
+    let registry = StoreRegistry([MemoryStoreFactory(), SQLiteStoreFactory()])
     switch self {
     case .memory:
-      return PotatoRater(container: try PotatoRater.makeContainer(store: StoreDescription(type: "memory"), registry: registry))
+      return PotatoRater(container: try PotatoRater.makeContainer(store: StoreDescription(type: .memory), registry: registry))
     case .sqlite:
       let url = FileManager.default.temporaryDirectory.appending(path: "taterrater-\(UUID().uuidString)/TaterRater.sqlite")
-      return PotatoRater(container: try PotatoRater.makeContainer(store: StoreDescription(type: "sqlite", url: url), registry: registry))
+      return PotatoRater(container: try PotatoRater.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
     }
   }
 }
@@ -188,8 +186,7 @@ struct PotatoRaterTests {
   }
 
   @Test func previewHoldsTenPotatoes() throws {
-    let registry = StoreRegistry()
-    registry.register(MemoryStoreFactory())
+    let registry = StoreRegistry([MemoryStoreFactory()])
     let rater = try PotatoRater.preview(registry: registry)
     let potatoes = try rater.potatoes()
     #expect(potatoes.count == 10)

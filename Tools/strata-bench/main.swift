@@ -77,10 +77,7 @@ func freshDirectory() throws -> URL {
 }
 
 func benchContainer(_ store: StoreDescription) throws -> PersistentContainer {
-  let registry = StoreRegistry()
-  registry.register(SQLiteStoreFactory())
-  registry.register(LMDBStoreFactory())
-  registry.register(MemoryStoreFactory())
+  let registry = StoreRegistry([SQLiteStoreFactory(), LMDBStoreFactory(), MemoryStoreFactory()])
   let container = PersistentContainer(name: "Bench", model: try ObjectModel(types: [BenchItem.self, BenchUnique.self]),
     types: [BenchItem.self, BenchUnique.self], registry: registry)
   container.storeDescriptions = [store]
@@ -383,7 +380,7 @@ do {
     let directory = try freshDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let rawURL = directory.appending(path: "raw.sqlite")
-    let store = StoreDescription(type: "sqlite", url: directory.appending(path: "strata.sqlite"))
+    let store = StoreDescription(type: .sqlite, url: directory.appending(path: "strata.sqlite"))
     raw.append(try rawSQLiteInsert(rows, at: rawURL))
     strata.append(try strataInsert(rows, store: store))
     sqliteFetch.raw.append(try rawSQLiteScan(expecting: rows.count, at: rawURL))
@@ -399,7 +396,7 @@ do {
     queries.update.append(timed.update)
     batchInsert.raw.append(try rawSQLiteUpsert(rows, at: directory.appending(path: "raw-upsert.sqlite")))
     batchInsert.strata.append(
-      try strataBatchInsert(rowDictionaries, store: StoreDescription(type: "sqlite", url: directory.appending(path: "upsert.sqlite"))))
+      try strataBatchInsert(rowDictionaries, store: StoreDescription(type: .sqlite, url: directory.appending(path: "upsert.sqlite"))))
   }
   if !strata.isEmpty {
     report("insert_\(options.rows)", "sqlite", strata: strata, raw: raw)
@@ -415,14 +412,14 @@ do {
     let directory = try freshDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let rawPath = directory.appending(path: "raw.lmdb")
-    let store = StoreDescription(type: "lmdb", url: directory.appending(path: "strata.lmdb"))
+    let store = StoreDescription(type: .lmdb, url: directory.appending(path: "strata.lmdb"))
     lmdb.rawInsert.append(try rawLMDBInsert(rows, at: rawPath))
     lmdb.insert.append(try strataInsert(rows, store: store))
     lmdb.rawFetch.append(try rawLMDBScan(expecting: rows.count, at: rawPath))
     lmdb.fetch.append(try strataFetch(expecting: rows.count, store: store))
     lmdbBatchInsert.raw.append(try rawLMDBUpsert(rows, at: directory.appending(path: "raw-upsert.lmdb")))
     lmdbBatchInsert.strata.append(
-      try strataBatchInsert(rowDictionaries, store: StoreDescription(type: "lmdb", url: directory.appending(path: "upsert.lmdb"))))
+      try strataBatchInsert(rowDictionaries, store: StoreDescription(type: .lmdb, url: directory.appending(path: "upsert.lmdb"))))
   }
   if !lmdb.insert.isEmpty {
     report("insert_\(options.rows)", "lmdb", strata: lmdb.insert, raw: lmdb.rawInsert)
@@ -438,7 +435,7 @@ do {
       defer { try? FileManager.default.removeItem(at: directory) }
       for tracksHistory in run % 2 == 0 ? [false, true] : [true, false] {
         let store = StoreDescription(
-          type: backend, url: directory.appending(path: "history-\(tracksHistory).\(backend)"),
+          type: StoreType(backend), url: directory.appending(path: "history-\(tracksHistory).\(backend)"),
           options: StoreOptions(tracksHistory: tracksHistory))
         let time = try strataBatchInsert(rowDictionaries, store: store)
         if tracksHistory { timings.on.append(time) } else { timings.off.append(time) }

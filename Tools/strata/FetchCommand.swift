@@ -1,6 +1,6 @@
 import ArgumentParser
 import StrataCLI
-import StrataCore
+import StrataStoreKit
 
 struct FetchCommand: ParsableCommand {
   static let configuration = CommandConfiguration(

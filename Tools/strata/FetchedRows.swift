@@ -1,6 +1,6 @@
 import Foundation
 import StrataCLI
-import StrataCore
+import StrataStoreKit
 
 /// A JSON value with numbers kept as numbers.
 enum JSONValue: Encodable {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import StrataCLI
-import StrataCore
+import StrataStoreKit
 
 struct HistoryCommand: ParsableCommand {
   static let configuration = CommandConfiguration(

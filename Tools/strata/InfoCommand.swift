@@ -1,6 +1,6 @@
 import ArgumentParser
 import StrataCLI
-import StrataCore
+import StrataStoreKit
 
 struct InfoCommand: ParsableCommand {
   static let configuration = CommandConfiguration(

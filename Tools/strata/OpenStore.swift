@@ -1,6 +1,6 @@
 import Foundation
 import StrataCLI
-import StrataCore
+import StrataStoreKit
 
 /// An error of the tool itself (not of a store), reported as one line.
 struct ToolError: Error, CustomStringConvertible {
@@ -16,8 +16,7 @@ extension StoreLocation {
   ///   or the backend keeps no files; the factory's ``StoreError`` otherwise (`.corrupted` for a file
   ///   that is not a store, `.unknownStoreType`).
   func open(tracksHistory: Bool = false) throws -> any PersistentStore {
-    StoreFlags.registerBackends()
-    let factory = try StoreRegistry.shared.factory(for: store)
+    let factory = try StoreFlags.backends.storeFactory(for: store)
     guard factory.requiresLocation else {
       throw ToolError("the \(store) store keeps nothing in a file, so there is no store to open at \(path)")
     }

@@ -1,5 +1,5 @@
 import StrataCLI
-import StrataCore
+import StrataStoreKit
 
 /// What `strata info` prints: a store and its model, with a row count per entity.
 struct StoreReport: Encodable {
@@ -48,7 +48,7 @@ struct StoreReport: Encodable {
   var entities: [Entity]
 
   init(store: any PersistentStore) throws {
-    storeType = store.storeType
+    storeType = store.storeType.rawValue
     identifier = store.identifier
     path = store.url?.path
     modelFingerprint = store.model.fingerprint

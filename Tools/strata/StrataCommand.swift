@@ -1,5 +1,6 @@
 import ArgumentParser
 import StrataCLI
+import StrataStoreKit
 
 struct StrataCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -16,6 +17,6 @@ struct StoreLocation: ParsableArguments {
   @Argument(help: ArgumentHelp("The store file (a directory for lmdb) to open. It must exist: strata never creates a store.", valueName: "path"))
   var path: String
 
-  @Option(name: .long, help: "The store backend that reads the file: sqlite (default) or lmdb.")
-  var store: String = "sqlite"
+  @Option(name: .long, help: ArgumentHelp("The store backend that reads the file: sqlite (default) or lmdb.", valueName: "type"))
+  var store: StoreType = .sqlite
 }

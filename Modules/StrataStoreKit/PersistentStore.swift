@@ -1,27 +1,5 @@
 import Foundation
 
-/// Options a store is opened with.
-public struct StoreOptions: Sendable, Hashable, Codable {
-  /// Open the store for reading only; every write fails with `.readOnly`.
-  public var isReadOnly: Bool
-  /// Record a history transaction for every save and batch request.
-  public var tracksHistory: Bool
-  /// Yield a ``StoreChange`` after commits made by other processes as well as this one.
-  public var postsRemoteChangeNotifications: Bool
-  /// Backend-specific settings (for example an LMDB map size), by name.
-  public var settings: [String: String]
-
-  public init(
-    isReadOnly: Bool = false, tracksHistory: Bool = false, postsRemoteChangeNotifications: Bool = false,
-    settings: [String: String] = [:]
-  ) {
-    self.isReadOnly = isReadOnly
-    self.tracksHistory = tracksHistory
-    self.postsRemoteChangeNotifications = postsRemoteChangeNotifications
-    self.settings = settings
-  }
-}
-
 /// A pinned read snapshot of a store (a query generation). Reads given the same generation see the
 /// store as it was when the generation was pinned, whatever commits since.
 public struct QueryGeneration: Sendable, Hashable {
@@ -34,31 +12,6 @@ public struct QueryGeneration: Sendable, Hashable {
   }
 }
 
-/// Announces a committed transaction, from this process or (with remote notifications on) another one.
-public struct StoreChange: Sendable, Hashable {
-  public var storeIdentifier: String
-  /// The history token of the transaction, when history tracking is on.
-  public var historyToken: HistoryToken?
-  /// Whether another process made the commit.
-  public var isRemote: Bool
-  /// The objects the transaction inserted, updated and deleted, when the store knows them.
-  public var inserted: [ObjectID]
-  public var updated: [ObjectID]
-  public var deleted: [ObjectID]
-
-  public init(
-    storeIdentifier: String, historyToken: HistoryToken? = nil, isRemote: Bool = false, inserted: [ObjectID] = [],
-    updated: [ObjectID] = [], deleted: [ObjectID] = []
-  ) {
-    self.storeIdentifier = storeIdentifier
-    self.historyToken = historyToken
-    self.isRemote = isRemote
-    self.inserted = inserted
-    self.updated = updated
-    self.deleted = deleted
-  }
-}
-
 /// The contract every backend fulfils, in terms of snapshots and IDs — never managed objects.
 ///
 /// A store is `Sendable` and safe to call from any thread: contexts on different queues share one.
@@ -66,10 +19,11 @@ public struct StoreChange: Sendable, Hashable {
 /// The defaults of the optional capabilities (batch requests, history, query generations) throw
 /// `.unsupported`; a backend that passes the conformance suite for an area implements it.
 ///
-/// Backends are created by a ``PersistentStoreFactory`` registered in a ``StoreRegistry``.
+/// Backends are created by a ``PersistentStoreFactory`` registered in a ``StoreRegistry``; the
+/// conformance suite (`StrataConformance`) is the definition of a correct one.
 public protocol PersistentStore: AnyObject, Sendable {
-  /// The registered type name (`sqlite`, `memory`, …).
-  var storeType: String { get }
+  /// The type of the store (``StoreType/sqlite``, ``StoreType/memory``, …).
+  var storeType: StoreType { get }
   /// A UUID string fixed when the store was created; part of every permanent ``ObjectID``.
   var identifier: String { get }
   /// Where the store lives; `nil` for a store without a file.
@@ -215,18 +169,13 @@ extension PersistentStore {
   }
 }
 
-/// Makes stores of one type. Backends provide one; composition roots register it.
+/// Opens stores of one type: what a backend provides and a composition root puts in a ``StoreRegistry``.
 ///
 /// ```swift
-/// StoreRegistry.shared.register(SQLiteStoreFactory())
-/// let store = try StoreRegistry.shared.factory(for: "sqlite").openStore(at: url, model: model, options: .init())
+/// let registry = StoreRegistry([SQLiteStoreFactory()])
+/// let store = try registry.storeFactory(for: .sqlite).openStore(at: url, model: model, options: .init())
 /// ```
-public protocol PersistentStoreFactory: Sendable {
-  /// The name the store type is registered under (`sqlite`, `lmdb`, `memory`).
-  var storeType: String { get }
-  /// Whether stores of this type live in files (and so need a location).
-  var requiresLocation: Bool { get }
-
+public protocol PersistentStoreFactory: StoreBackend {
   /// Opens the store at `url`, creating it when it does not exist.
   ///
   /// With a `model`, an existing store must hold an equal model (else `.schemaMismatch`); a new store
@@ -234,37 +183,30 @@ public protocol PersistentStoreFactory: Sendable {
   /// - Throws: `.corrupted` when the location holds something that is not a Strata store of this type,
   ///   `.notFound` when `model` is `nil` and nothing is there, `.io` when it cannot be read or created.
   func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore
-
-  /// Deletes the store at `url` and its companion files.
-  func destroyStore(at url: URL) throws
 }
 
-/// The store types a process knows, by name.
-///
-/// Backends register their factory here from composition roots (apps, tools, tests), so that feature
-/// modules and the object graph never import a backend.
-public final class StoreRegistry: Sendable {
-  /// The process-wide registry.
-  public static let shared = StoreRegistry()
-
-  private let factories = Locked<[String: any PersistentStoreFactory]>([:])
-
-  public init() {}
-
-  /// Registers (or replaces) the factory for its store type.
-  public func register(_ factory: any PersistentStoreFactory) {
-    factories.withLock { $0[factory.storeType] = factory }
+extension StoreRegistry {
+  /// The factory registered for `storeType`.
+  /// - Throws: `.unknownStoreType` listing the registered names; `.misuse` when what was registered
+  ///   under that type is a ``StoreBackend`` that cannot open stores (not a ``PersistentStoreFactory``).
+  public func storeFactory(for storeType: StoreType) throws -> any PersistentStoreFactory {
+    let backend = try backend(for: storeType)
+    guard let factory = backend as? any PersistentStoreFactory else {
+      throw StoreError(
+        .misuse, "the backend registered for '\(storeType)' (\(type(of: backend))) is not a PersistentStoreFactory")
+    }
+    return factory
   }
 
-  /// The registered type names, sorted.
-  public var storeTypes: [String] { factories.withLock { $0.keys.sorted() } }
-
-  /// The factory registered under `storeType`.
-  /// - Throws: `.unknownStoreType` listing the registered names.
-  public func factory(for storeType: String) throws -> any PersistentStoreFactory {
-    if let factory = factories.withLock({ $0[storeType] }) { return factory }
-    throw StoreError(
-      .unknownStoreType,
-      "unknown store type '\(storeType)' (available: \(storeTypes.joined(separator: ", ")))")
+  /// Opens a store of `storeType` at `url` through its registered factory (see
+  /// ``PersistentStoreFactory/openStore(at:model:options:)``).
+  ///
+  /// ```swift
+  /// let store = try registry.openStore(.lmdb, at: directory, model: nil, options: StoreOptions(isReadOnly: true))
+  /// ```
+  public func openStore(_ storeType: StoreType, at url: URL?, model: ObjectModel?, options: StoreOptions) throws
+    -> any PersistentStore
+  {
+    try storeFactory(for: storeType).openStore(at: url, model: model, options: options)
   }
 }

@@ -1,25 +1,43 @@
 import Foundation
 import Strata
-import StrataCore
+import StrataStoreKit
 
-/// A backend under test: its factory and a way to make a fresh location for each store.
+/// A backend under test: its factory, what it can do, and how to make a fresh location for each store.
+///
+/// A backend's whole conformance test is one parameterized line over every area:
 ///
 /// ```swift
-/// let backend = ConformanceStore(factory: SQLiteStoreFactory()) { directory in
-///   directory.appending(path: "store.sqlite")
-/// }
-/// @Test func crud() async throws { try await Conformance.crud(backend) }
+/// let backend = ConformanceBackend(
+///   factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess], worker: "strata-worker"
+/// ) { directory in directory.appending(path: "store.sqlite") }
+///
+/// @Test(arguments: Conformance.Area.allCases)
+/// func conformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: backend) }
 /// ```
-public struct ConformanceStore: Sendable {
+public struct ConformanceBackend: Sendable {
   public let factory: any PersistentStoreFactory
+  /// What the backend can do beyond what every backend must; areas that need more are skipped, with
+  /// the reason, never passed.
+  public let capabilities: Conformance.Capabilities
+  /// The name of the executable the multi-process areas start as a second process (see
+  /// ``ConformanceWorker``), built beside the tests; `nil` when the backend has none.
+  public let worker: String?
   let location: (@Sendable (URL) -> URL)?
 
   /// - Parameters:
   ///   - factory: the backend's store factory.
-  ///   - location: for file stores, the store URL inside a fresh temporary directory; `nil` for stores
-  ///     without a file.
-  public init(factory: any PersistentStoreFactory, location: (@Sendable (URL) -> URL)? = nil) {
+  ///   - capabilities: what the backend offers beyond the common contract.
+  ///   - worker: the executable product (one line: `ConformanceWorker.main(...)`) that opens the
+  ///     backend's stores in a second process; needed for ``Conformance/Capabilities/multiProcess``.
+  ///   - location: for stores with a location, the store URL inside a fresh temporary directory; `nil`
+  ///     for stores without one.
+  public init(
+    factory: any PersistentStoreFactory, capabilities: Conformance.Capabilities = [], worker: String? = nil,
+    location: (@Sendable (URL) -> URL)? = nil
+  ) {
     self.factory = factory
+    self.capabilities = capabilities
+    self.worker = worker
     self.location = location
   }
 
@@ -34,8 +52,7 @@ public struct ConformanceStore: Sendable {
 
   /// A loaded container over a store at `url`, for the sample model or the model of `types`.
   func container(at url: URL?, types: [ManagedObject.Type] = sampleTypes) throws -> PersistentContainer {
-    let registry = StoreRegistry()
-    registry.register(factory)
+    let registry = StoreRegistry([factory])
     let container = PersistentContainer(name: "Conformance", model: try ObjectModel(types: types), types: types, registry: registry)
     container.storeDescriptions = [StoreDescription(type: factory.storeType, url: url)]
     try container.loadPersistentStores()
@@ -69,6 +86,7 @@ public struct ConformanceStore: Sendable {
   func sampleModel() throws -> ObjectModel { try ObjectModel(types: sampleTypes) }
 }
 
-/// The backend conformance suite: each area is a function that a backend's test target calls from one
-/// `@Test` line. Every area starts from fresh stores and checks answers written out by hand.
+/// The backend conformance suite: the definition of a correct backend. Each ``Area`` is a function over
+/// a ``ConformanceBackend``; a backend's test target runs them all with one parameterized `@Test` line
+/// calling ``run(_:on:)``. Every area starts from fresh stores and checks answers written out by hand.
 public enum Conformance {}

@@ -133,7 +133,7 @@ public enum HistoryLog {
   /// ```swift
   /// guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
   /// ```
-  public static func notTracked(_ storeType: String, _ location: String) -> StoreError {
+  public static func notTracked(_ storeType: StoreType, _ location: String) -> StoreError {
     StoreError(
       .misuse,
       "the \(storeType) store \(location) was opened without history tracking; "

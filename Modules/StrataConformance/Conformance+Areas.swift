@@ -1,0 +1,101 @@
+import Foundation
+import StrataStoreKit
+import Testing
+
+extension Conformance {
+  /// What a backend offers beyond the contract every backend fulfils. An area that needs a capability
+  /// the backend lacks is reported as skipped (cancelled, with the reason) when it runs.
+  public struct Capabilities: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// Two stores opened at one location in one process (two containers) share their data and are
+    /// told of each other's commits, as stores of two processes would be.
+    public static let sharedLocation = Capabilities(rawValue: 1 << 0)
+    /// Stores of other processes may open the same location at once, and their commits reach this
+    /// process's remote-change notifications and history. Needs a ``ConformanceBackend/worker``.
+    public static let multiProcess = Capabilities(rawValue: 1 << 1)
+
+    static let names: [(Capabilities, String)] = [(.sharedLocation, "sharedLocation"), (.multiProcess, "multiProcess")]
+
+    public var description: String {
+      Self.names.filter { contains($0.0) }.map(\.1).joined(separator: ", ")
+    }
+  }
+
+  /// One area of the suite. `allCases` is every area, so a new area runs on every backend at once.
+  public enum Area: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case crud, relationships, deleteRules, uniqueness, fetching, concurrency, errors, expressions, predicates
+    case dictionaries, batch, faulting, boundedWalk, identityMap, pendingChanges, asynchronousFetch
+    case mergePolicies, transientAttributes, lifecycle, undo, derivedAttributes, fetchedResults
+    case fetchedResultsUnderLoad, remoteChanges, history, historyNotifications, historyBetweenStores
+    case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations
+
+    /// The capabilities a backend needs for this area to apply.
+    public var requirements: Capabilities {
+      switch self {
+      case .remoteChanges, .historyBetweenStores: .sharedLocation
+      case .historyFromAnotherProcess: .multiProcess
+      default: []
+      }
+    }
+
+    public var testDescription: String { rawValue }
+  }
+
+  /// Runs `area` on `backend`, or skips it when the backend does not declare what the area needs: the
+  /// test case is cancelled (`Test.cancel`, a skip in the event stream and xUnit output) and a warning
+  /// naming the missing capabilities is recorded, so the console says why. It never passes silently.
+  ///
+  /// ```swift
+  /// @Test(arguments: Conformance.Area.allCases)
+  /// func conformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: backend) }
+  /// ```
+  public static func run(_ area: Area, on backend: ConformanceBackend) async throws {
+    let missing = area.requirements.subtracting(backend.capabilities)
+    if !missing.isEmpty {
+      // The case is cancelled (a skip to event-stream and xUnit readers); the warning carries the reason
+      // to the console, which shows nothing of a cancelled test case.
+      let reason = "skipped: the \(backend.factory.storeType) backend does not declare \(missing), which \(area) needs"
+      Issue.record(Comment(rawValue: reason), severity: .warning)
+      try Test.cancel(Comment(rawValue: reason))
+    }
+    if area.requirements.contains(.multiProcess) && backend.worker == nil {
+      Issue.record("the \(backend.factory.storeType) backend declares multiProcess but names no worker executable")
+      return
+    }
+    switch area {
+    case .crud: try await crud(backend)
+    case .relationships: try await relationships(backend)
+    case .deleteRules: try await deleteRules(backend)
+    case .uniqueness: try await uniqueness(backend)
+    case .fetching: try await fetching(backend)
+    case .concurrency: try await concurrency(backend)
+    case .errors: try await errors(backend)
+    case .expressions: try await expressions(backend)
+    case .predicates: try await predicates(backend)
+    case .dictionaries: try await dictionaries(backend)
+    case .batch: try await batch(backend)
+    case .faulting: try await faulting(backend)
+    case .boundedWalk: try await boundedWalk(backend)
+    case .identityMap: try await identityMap(backend)
+    case .pendingChanges: try await pendingChanges(backend)
+    case .asynchronousFetch: try await asynchronousFetch(backend)
+    case .mergePolicies: try await mergePolicies(backend)
+    case .transientAttributes: try await transientAttributes(backend)
+    case .lifecycle: try await lifecycle(backend)
+    case .undo: try await undo(backend)
+    case .derivedAttributes: try await derivedAttributes(backend)
+    case .fetchedResults: try await fetchedResults(backend)
+    case .fetchedResultsUnderLoad: try await fetchedResultsUnderLoad(backend)
+    case .remoteChanges: try await remoteChanges(backend)
+    case .history: try await history(backend)
+    case .historyNotifications: try await historyNotifications(backend)
+    case .historyBetweenStores: try await historyBetweenStores(backend)
+    case .historyFromAnotherProcess: try await historyFromAnotherProcess(backend)
+    case .childContexts: try await childContexts(backend)
+    case .batchInsert: try await batchInsert(backend)
+    case .queryGenerations: try await queryGenerations(backend)
+    }
+  }
+}

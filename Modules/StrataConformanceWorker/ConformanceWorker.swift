@@ -1,0 +1,56 @@
+import Foundation
+import StrataStoreKit
+
+/// The second process of the conformance suite's multi-process areas, for any backend: it opens stores
+/// through the factories it is given, by the store type named on its command line. A backend package
+/// supplies it with one line in an executable target of its own:
+///
+/// ```swift
+/// // Sources/my-store-worker/main.swift
+/// ConformanceWorker.main([MyStoreFactory()])
+/// ```
+///
+/// and names that executable in its ``ConformanceBackend`` (`worker: "my-store-worker"`).
+///
+/// Commands:
+/// - `insert TYPE PATH ENTITY KEY VALUE`: opens the store of type `TYPE` at `PATH` (it must exist, with
+///   history tracked), saves one `ENTITY` whose string attribute `KEY` is `VALUE` (every other attribute
+///   its initial value) as author `worker`, and prints the transaction's history token.
+///
+/// Exit status 0 on success, 1 with one line on standard error otherwise.
+public enum ConformanceWorker {
+  /// Runs the command on the process's command line with `factories`, then exits.
+  public static func main(_ factories: [any PersistentStoreFactory]) -> Never {
+    do {
+      print(try run(Array(CommandLine.arguments.dropFirst()), registry: StoreRegistry(factories)))
+      exit(0)
+    } catch {
+      let name = (CommandLine.arguments.first as NSString?)?.lastPathComponent ?? "worker"
+      FileHandle.standardError.write(Data("\(name): \(error)\n".utf8))
+      exit(1)
+    }
+  }
+
+  /// Runs one command and returns what it prints.
+  /// - Throws: ``StoreError`` for a bad command line or what the store throws.
+  public static func run(_ arguments: [String], registry: StoreRegistry) throws -> String {
+    guard arguments.count == 6, arguments[0] == "insert" else {
+      throw StoreError(.misuse, "usage: insert TYPE PATH ENTITY KEY VALUE (got \(arguments.joined(separator: " ")))")
+    }
+    let (type, url, entityName, key, value) = (
+      StoreType(arguments[1]), URL(fileURLWithPath: arguments[2]), arguments[3], arguments[4], arguments[5]
+    )
+    let store = try registry.openStore(type, at: url, model: nil, options: StoreOptions(tracksHistory: true))
+    defer { store.close() }
+    let entity = try store.model.requireEntity(entityName)
+    let change = ObjectChange(
+      objectID: .makeTemporary(entityName: entity.name),
+      attributes: entity.attributes.map { $0.name == key ? .string(value) : $0.initialValue },
+      toOne: entity.toOneRelationships.map { _ in nil })
+    let result = try store.save(ChangeSet(inserted: [change], author: "worker", contextName: "worker"))
+    guard let token = result.historyToken else {
+      throw StoreError(.misuse, "the save recorded no history token (is history tracked?)")
+    }
+    return token.description
+  }
+}
