@@ -1,0 +1,12 @@
+import LoggingStore
+import StrataConformance
+import StrataSQLite
+import Testing
+
+let loggingBackend = ConformanceBackend(
+  factory: LoggingStoreFactory(wrapping: SQLiteStoreFactory(), log: .discard),
+  capabilities: [.sharedLocation, .multiProcess], worker: "logging-store-worker"
+) { $0.appending(path: "logged.sqlite") }
+
+@Test("Logging store conformance", arguments: Conformance.Area.allCases)
+func loggingConformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: loggingBackend) }
