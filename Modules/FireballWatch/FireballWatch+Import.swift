@@ -49,7 +49,9 @@ extension FireballWatch {
   }
 
   private static func download(_ url: URL) async throws -> Data {
-    let (data, response) = try await URLSession.shared.data(from: url)
+    let session = URLSession(configuration: .ephemeral)
+    defer { session.finishTasksAndInvalidate() }
+    let (data, response) = try await session.data(from: url)
     if let http = response as? HTTPURLResponse, !(200..<300).contains(http.statusCode) {
       throw FireballDataError(source: url.absoluteString, reason: "the server answered HTTP \(http.statusCode)")
     }

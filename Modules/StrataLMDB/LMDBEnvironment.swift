@@ -31,7 +31,7 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// The environment at `path`, opened now or shared with the stores of this process already using it.
   /// Release it with ``release()``.
   /// - Throws: `.misuse` when a read-write store asks for an environment this process has open read-only.
-  static func shared(path: String, maxDatabases: UInt32, mapSize: Int, isReadOnly: Bool) throws -> LMDBEnvironment {
+  static func acquire(path: String, maxDatabases: UInt32, mapSize: Int, isReadOnly: Bool) throws -> LMDBEnvironment {
     try open.withLock { open throws -> LMDBEnvironment in
       if let entry = open[path] {
         guard !entry.environment.isReadOnly || isReadOnly else {
@@ -123,7 +123,7 @@ final class LMDBEnvironment: @unchecked Sendable {
 
   /// The ID of the last transaction committed by any process; `nil` once closed.
   func lastTransactionID() -> Int? {
-    gate.shared { () -> Int? in
+    gate.concurrently { () -> Int? in
       guard !isClosed else { return nil }
       var info = MDB_envinfo()
       mdb_env_info(env, &info)
@@ -137,7 +137,7 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// missing ones) and returns the handles of those that exist. Called while the store opens, before any
   /// other transaction of this environment.
   func openDatabases(_ names: [(name: String, isDuplicateSorted: Bool)], create: Bool) throws -> [String: MDB_dbi] {
-    try gate.shared { () throws -> [String: MDB_dbi] in
+    try gate.concurrently { () throws -> [String: MDB_dbi] in
       try checkOpen()
       var txn: OpaquePointer?
       try check(mdb_txn_begin(env, nil, create ? 0 : UInt32(MDB_RDONLY), &txn), "mdb_txn_begin (open databases)")
@@ -167,7 +167,7 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// process grew the map (`MDB_MAP_RESIZED`), adopts the new size outside the gate and begins again.
   private func withNewTransaction<R>(_ flags: Int32, _ body: (OpaquePointer) throws -> R) throws -> R {
     while true {
-      let outcome: R? = try gate.shared { () throws -> R? in
+      let outcome: R? = try gate.concurrently { () throws -> R? in
         try checkOpen()
         var txn: OpaquePointer?
         let rc = mdb_txn_begin(env, nil, UInt32(flags), &txn)
@@ -196,14 +196,14 @@ final class LMDBEnvironment: @unchecked Sendable {
 
   /// Runs `body` in a pinned read transaction. The caller keeps one thread at a time on it.
   func withPinned<R>(_ txn: OpaquePointer, _ body: (LMDBTransaction) throws -> R) throws -> R {
-    try gate.shared {
+    try gate.concurrently {
       try checkOpen()
       return try body(LMDBTransaction(txn: txn))
     }
   }
 
   func endPinned(_ txn: OpaquePointer) {
-    gate.shared { if !isClosed { mdb_txn_abort(txn) } }
+    gate.concurrently { if !isClosed { mdb_txn_abort(txn) } }
   }
 
   /// Runs `body` in a write transaction and commits it. When the map fills up, the transaction is
@@ -279,7 +279,7 @@ final class ResizeGate: @unchecked Sendable {
     condition.deallocate()
   }
 
-  func shared<R>(_ body: () throws -> R) rethrows -> R {
+  func concurrently<R>(_ body: () throws -> R) rethrows -> R {
     pthread_mutex_lock(mutex)
     while isExclusive || waitingExclusive > 0 { pthread_cond_wait(condition, mutex) }
     holders += 1

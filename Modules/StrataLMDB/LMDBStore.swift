@@ -73,7 +73,7 @@ public final class LMDBStore: PersistentStore {
     let databases = UInt32(model.map { LMDBSchema.databases(for: $0).count } ?? 0)
     do {
       // The stored model may need more databases than the given one: leave room (handles are cheap).
-      environment = try LMDBEnvironment.shared(
+      environment = try LMDBEnvironment.acquire(
         path: path, maxDatabases: max(databases, 64) * 2, mapSize: mapSize, isReadOnly: options.isReadOnly)
     } catch let error as LMDBError {
       throw error.storeError(path: path)
