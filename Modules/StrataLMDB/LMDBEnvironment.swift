@@ -26,7 +26,7 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// The environments open in this process, by directory, with how many stores use each. liblmdb
   /// forbids opening one environment twice in a process (its POSIX locks are per process: a second
   /// handle would reset the lock file under the first), so stores at one path share one environment.
-  private static let open = Mutex<[String: (environment: LMDBEnvironment, users: Int)]>([:])
+  private static let open = Locked<[String: (environment: LMDBEnvironment, users: Int)]>([:])
 
   /// The environment at `path`, opened now or shared with the stores of this process already using it.
   /// Release it with ``release()``.

@@ -35,11 +35,11 @@ public final class LMDBStore: PersistentStore {
   let broadcaster = ChangeBroadcaster()
   /// Serializes saves and their announcements, so changes are yielded in commit order.
   let saveLock = NSLock()
-  let pinned = Mutex<[UInt64: PinnedTransaction]>([:])
+  let pinned = Locked<[UInt64: PinnedTransaction]>([:])
   let nextGeneration = Atomic<UInt64>(0)
   let closed = Atomic<Bool>(false)
   /// The last transaction ID this process has announced (its own commits or remote ones).
-  let lastAnnounced = Mutex<Int>(0)
+  let lastAnnounced = Locked<Int>(0)
   let remoteWatcher = RemoteCommitWatcher(name: "strata-lmdb-watch")
 
   /// Opens the environment in the directory `url`, creating it (and the directory) when there is none.

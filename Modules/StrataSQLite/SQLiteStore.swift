@@ -36,14 +36,14 @@ public final class SQLiteStore: PersistentStore {
   let schema: SQLiteSchema
   let writer: ConnectionSlot?
   let readers: [ConnectionSlot]
-  let pinned = Mutex<[UInt64: ConnectionSlot]>([:])
+  let pinned = Locked<[UInt64: ConnectionSlot]>([:])
   let nextGeneration = Atomic<UInt64>(0)
   let nextReader = Atomic<Int>(0)
   let closed = Atomic<Bool>(false)
   let broadcaster = ChangeBroadcaster()
   let remoteWatcher = RemoteCommitWatcher(name: "strata-sqlite-watch")
   /// The last `PRAGMA data_version` the remote-change watcher read.
-  let lastDataVersion = Mutex<Int64?>(nil)
+  let lastDataVersion = Locked<Int64?>(nil)
 
   static let readerCount = 4
 
@@ -341,16 +341,16 @@ final class ConnectionSlot: Sendable {
     var isClosed = false
   }
 
-  private let state: Mutex<State>
+  private let state: Locked<State>
   private let opener: @Sendable () throws -> SQLiteConnection
 
   init(connection: SQLiteConnection) {
-    state = Mutex(State(connection: connection))
+    state = Locked(State(connection: connection))
     opener = { throw StoreError(.misuse, "the connection was closed") }
   }
 
   init(opener: @escaping @Sendable () throws -> SQLiteConnection) {
-    state = Mutex(State())
+    state = Locked(State())
     self.opener = opener
   }
 
