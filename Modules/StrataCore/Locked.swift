@@ -9,11 +9,11 @@ import Synchronization
 /// hands a contended lock over inside the kernel (`FUTEX_LOCK_PI`/`FUTEX_UNLOCK_PI`), which
 /// ThreadSanitizer does not see, so it reports the accesses of two critical sections as a race.
 /// See docs/SANITIZERS.md.
-public final class Locked<State: ~Copyable>: @unchecked Sendable where State: Sendable {
+package final class Locked<State: ~Copyable>: @unchecked Sendable where State: Sendable {
   private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
   private var state: State
 
-  public init(_ state: consuming sending State) {
+  package init(_ state: consuming sending State) {
     self.state = state
     pthread_mutex_init(mutex, nil)
   }
@@ -24,14 +24,14 @@ public final class Locked<State: ~Copyable>: @unchecked Sendable where State: Se
   }
 
   /// Runs `body` with exclusive access to the state.
-  public func withLock<R: ~Copyable, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> R {
+  package func withLock<R: ~Copyable, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> R {
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
     return try body(&state)
   }
 
   /// Runs `body` with exclusive access to the state if the lock is free now; `nil` when it is held.
-  public func withLockIfAvailable<R: ~Copyable, E: Error>(
+  package func withLockIfAvailable<R: ~Copyable, E: Error>(
     _ body: (inout sending State) throws(E) -> sending R
   ) throws(E) -> R? {
     guard pthread_mutex_trylock(mutex) == 0 else { return nil }
@@ -54,7 +54,7 @@ package final class Locked<State: ~Copyable>: Sendable where State: Sendable {
   }
 
   /// Runs `body` with exclusive access to the state if the lock is free now; `nil` when it is held.
-  public func withLockIfAvailable<R: ~Copyable, E: Error>(
+  package func withLockIfAvailable<R: ~Copyable, E: Error>(
     _ body: (inout sending State) throws(E) -> sending R
   ) throws(E) -> R? {
     try mutex.withLockIfAvailable(body)
