@@ -68,13 +68,6 @@ extension ObjectContext {
     return rows
   }
 
-  /// The number of objects a fetch of `request` would return, asked of the store as a count result type
-  /// (limit and offset apply, as they would to the objects); nothing is materialized. Unsaved changes
-  /// count as ``count(for:)`` describes.
-  public func fetchCount<T: ManagedObject>(_ request: FetchRequest<T>) throws -> Int {
-    try count(for: request)
-  }
-
   /// The number of objects a fetch of `request` would return, counted by the store without
   /// materializing objects (limit and offset apply). With ``FetchRequest/includesPendingChanges`` the
   /// context's unsaved inserts, edits and deletes of the entity are accounted for: the store counts, and
