@@ -39,7 +39,9 @@ extension ObjectContext {
     guard pending.isEmpty else { return try fetchObjects(request).map(\.objectID) }
     var description = request.fetchDescription
     description.resultType = .objectIDs
-    guard case .objectIDs(let ids) = try requireStore().fetch(description, generation: readGeneration) else { return [] }
+    let answer = try requireStore().fetch(description, generation: readGeneration)
+    takePermanentIDsFromParent()
+    guard case .objectIDs(let ids) = answer else { return [] }
     return ids
   }
 
@@ -81,7 +83,10 @@ extension ObjectContext {
     let pending = pendingChanges(for: request)
     var description = request.fetchDescription
     description.sortDescriptors = []
-    guard !pending.isEmpty else { return try store.count(description, generation: readGeneration) }
+    guard !pending.isEmpty else {
+      defer { takePermanentIDsFromParent() }
+      return try store.count(description, generation: readGeneration)
+    }
     description.fetchLimit = nil
     description.fetchOffset = 0
     var total = try store.count(description, generation: readGeneration)
@@ -93,6 +98,7 @@ extension ObjectContext {
       stored.predicate = description.predicate.map { .and([$0, affected]) } ?? affected
       total -= try store.count(stored, generation: readGeneration)
     }
+    takePermanentIDsFromParent()
     total += try pending.matching(description.predicate, in: self).count
     total = max(0, total - max(request.fetchOffset, 0))
     if let limit = request.fetchDescription.effectiveLimit { total = min(total, limit) }
@@ -119,6 +125,8 @@ extension ObjectContext {
       try registeringBatch(of: 0) {
         try requireStore().fetchSnapshots(description, generation: readGeneration) { snapshot, remaining in
           if !reserved {
+            // A child context takes the parent's new permanent IDs before making objects of its answer.
+            takePermanentIDsFromParent()
             reserved = true
             objects.reserveCapacity(remaining + 1)
             reserveRegistry(for: remaining + 1)
@@ -131,9 +139,12 @@ extension ObjectContext {
         }
         batch.drain { objects.append(materialize($0, asFault: asFault, deferringAwakeInto: &loaded)) }
       }
+      takePermanentIDsFromParent()
       for object in loaded { object.awakeFromFetch() }
-    } else if case .objectIDs(let ids) = try requireStore().fetch(description, generation: readGeneration) {
-      objects = faults(for: ids, batchSize: request.fetchBatchSize)
+    } else {
+      let answer = try requireStore().fetch(description, generation: readGeneration)
+      takePermanentIDsFromParent()
+      if case .objectIDs(let ids) = answer { objects = faults(for: ids, batchSize: request.fetchBatchSize) }
     }
     if !pending.isEmpty { objects = try pending.merge(objects, request.fetchDescription, in: self) }
     if !request.relationshipKeyPathsForPrefetching.isEmpty {
@@ -173,6 +184,7 @@ extension ObjectContext {
     guard !wanted.isEmpty, let store = try? requireStore(),
       let snapshots = try? store.snapshots(for: wanted, generation: readGeneration)
     else { return }
+    takePermanentIDsFromParent()
     for snapshot in snapshots {
       guard let object = liveObject(snapshot.objectID), object.isFaultStorage, object.snapshot == nil else {
         continue
@@ -296,7 +308,10 @@ extension ObjectContext {
         fromStore.append(id)
       }
     }
-    if !fromStore.isEmpty { found += try requireStore().snapshots(for: fromStore, generation: generation ?? readGeneration) }
+    if !fromStore.isEmpty {
+      found += try requireStore().snapshots(for: fromStore, generation: generation ?? readGeneration)
+      takePermanentIDsFromParent()
+    }
     return found
   }
 
@@ -309,8 +324,9 @@ extension ObjectContext {
       return Array(loadToMany(object, index: index))
     }
     guard !id.isTemporary else { return [] }
-    return try requireStore().relatedObjectIDs(of: id, relationship: relationship, generation: generation ?? readGeneration)
-      .filter { !isPendingDeletion($0) }
+    let related = try requireStore().relatedObjectIDs(of: id, relationship: relationship, generation: generation ?? readGeneration)
+    takePermanentIDsFromParent()
+    return related.filter { !isPendingDeletion($0) }
   }
 }
 

@@ -1,0 +1,67 @@
+import Foundation
+import StrataCore
+
+/// Builds the ``ChangeSet`` a context's save sends to its store: what each inserted and changed object
+/// stores (transient attributes as null), the version each update and delete expects (none under
+/// ``MergePolicy/overwrite``), and the link changes of join-table relationships.
+struct SaveAssembler {
+  let model: ObjectModel
+  let mergePolicy: MergePolicy
+  let author: String?
+  let contextName: String?
+
+  /// The change set of one save round; `isPendingDeletion` tells which targets are deleted in the same
+  /// save (their links go with their rows).
+  func changeSet(
+    inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject],
+    isPendingDeletion: (ObjectID) -> Bool
+  ) -> ChangeSet {
+    var changeSet = ChangeSet(author: author, contextName: contextName)
+    changeSet.inserted = inserted.map { object in
+      ObjectChange(objectID: object.objectID, attributes: Self.storedAttributes(of: object), toOne: object.toOne)
+    }
+    changeSet.updated = updated.map { object in
+      ObjectChange(
+        objectID: object.objectID, attributes: Self.storedAttributes(of: object), toOne: object.toOne,
+        expectedVersion: expectedVersion(of: object), changedKeys: object.changedKeys.sorted())
+    }
+    changeSet.deleted = deleted.map { ObjectDeletion(objectID: $0.objectID, expectedVersion: expectedVersion(of: $0)) }
+    for list in [inserted, updated] {
+      for object in list {
+        appendLinkChanges(of: object, to: &changeSet, isPendingDeletion: isPendingDeletion)
+      }
+    }
+    return changeSet
+  }
+
+  /// The values `object` writes: its current ones, with transient attributes null.
+  static func storedAttributes(of object: ManagedObject) -> [Value] {
+    guard let info = object.info, info.hasTransientAttributes else { return object.values }
+    var values = object.values
+    for (i, attribute) in info.entity.attributes.enumerated() where attribute.isTransient { values[i] = .null }
+    return values
+  }
+
+  private func expectedVersion(of object: ManagedObject) -> Int64? {
+    mergePolicy == .overwrite ? nil : object.snapshot?.version
+  }
+
+  /// The links `object`'s join-table relationships gained and lost since they were loaded or saved.
+  private func appendLinkChanges(
+    of object: ManagedObject, to changeSet: inout ChangeSet, isPendingDeletion: (ObjectID) -> Bool
+  ) {
+    guard let info = object.info, info.hasToMany else { return }
+    for (i, rel) in info.entity.toManyRelationships.enumerated() where model.usesJoinTable(rel) {
+      guard let current = object.toMany[i] else { continue }
+      let committed = object.committedToMany[i] ?? []
+      for target in current.subtracting(committed) {
+        changeSet.linkChanges.append(
+          LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: true))
+      }
+      for target in committed.subtracting(current) where !isPendingDeletion(target) {
+        changeSet.linkChanges.append(
+          LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: false))
+      }
+    }
+  }
+}
