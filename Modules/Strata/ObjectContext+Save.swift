@@ -40,7 +40,7 @@ extension ObjectContext {
         forgetTransientOnlyChanges(unchanged)
         return
       }
-      let changeSet = assembler.changeSet(inserted: inserted, updated: updated, deleted: deleted) { isPendingDeletion($0) }
+      let changeSet = assembler.changeSet(inserted: inserted, updated: updated, deleted: deleted)
       do {
         let result = try store.save(changeSet)
         takePermanentIDsFromParent()

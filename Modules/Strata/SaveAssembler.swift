@@ -10,12 +10,8 @@ struct SaveAssembler {
   let author: String?
   let contextName: String?
 
-  /// The change set of one save round; `isPendingDeletion` tells which targets are deleted in the same
-  /// save (their links go with their rows).
-  func changeSet(
-    inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject],
-    isPendingDeletion: (ObjectID) -> Bool
-  ) -> ChangeSet {
+  /// The change set of one save round.
+  func changeSet(inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) -> ChangeSet {
     var changeSet = ChangeSet(author: author, contextName: contextName)
     changeSet.inserted = inserted.map { object in
       ObjectChange(objectID: object.objectID, attributes: Self.storedAttributes(of: object), toOne: object.toOne)
@@ -26,9 +22,15 @@ struct SaveAssembler {
         expectedVersion: expectedVersion(of: object), changedKeys: object.changedKeys.sorted())
     }
     changeSet.deleted = deleted.map { ObjectDeletion(objectID: $0.objectID, expectedVersion: expectedVersion(of: $0)) }
+    // The targets deleted in this save, whose links go with their rows: collected when first needed.
+    var deletedIDs: Set<ObjectID>?
     for list in [inserted, updated] {
       for object in list {
-        appendLinkChanges(of: object, to: &changeSet, isPendingDeletion: isPendingDeletion)
+        guard let info = object.info, info.hasToMany else { continue }
+        appendLinkChanges(of: object, info, to: &changeSet) { target in
+          if deletedIDs == nil { deletedIDs = Set(deleted.map(\.objectID)) }
+          return deletedIDs?.contains(target) == true
+        }
       }
     }
     return changeSet
@@ -48,9 +50,8 @@ struct SaveAssembler {
 
   /// The links `object`'s join-table relationships gained and lost since they were loaded or saved.
   private func appendLinkChanges(
-    of object: ManagedObject, to changeSet: inout ChangeSet, isPendingDeletion: (ObjectID) -> Bool
+    of object: ManagedObject, _ info: EntityInfo, to changeSet: inout ChangeSet, isDeleted: (ObjectID) -> Bool
   ) {
-    guard let info = object.info, info.hasToMany else { return }
     for (i, rel) in info.entity.toManyRelationships.enumerated() where model.usesJoinTable(rel) {
       guard let current = object.toMany[i] else { continue }
       let committed = object.committedToMany[i] ?? []
@@ -58,7 +59,7 @@ struct SaveAssembler {
         changeSet.linkChanges.append(
           LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: true))
       }
-      for target in committed.subtracting(current) where !isPendingDeletion(target) {
+      for target in committed.subtracting(current) where !isDeleted(target) {
         changeSet.linkChanges.append(
           LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: false))
       }
