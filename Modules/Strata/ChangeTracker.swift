@@ -26,6 +26,8 @@ struct ChangeTracker {
   /// The inserted objects not deleted again, in insertion order.
   var liveInsertions: [ManagedObject] { insertionList.filter { !$0.isDeletedStorage } }
 
+  // Inlined: once per new object (called out of line, it cost about 17 instructions more per insert).
+  @inline(__always)
   mutating func insert(_ object: ManagedObject) {
     insertionList.append(object)
     insertedCount += 1
@@ -59,6 +61,7 @@ struct ChangeTracker {
   }
 
   /// Records a change of a saved object that is not deleted.
+  @inline(__always)
   mutating func markUpdated(_ object: ManagedObject) {
     guard !object.isInsertedStorage, !object.isDeletedStorage else { return }
     updated[object.objectID] = object
@@ -82,6 +85,7 @@ struct ChangeTracker {
     return temporaryIndex?[id]
   }
 
+  @inline(__always)
   func isPendingDeletion(_ id: ObjectID) -> Bool { deleted[id] != nil }
 
   /// The pending changes; inserted objects in the order they were inserted.

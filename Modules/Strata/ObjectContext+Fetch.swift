@@ -23,10 +23,9 @@ extension ObjectContext {
   public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [T] {
     let objects = try fetchObjects(request)
     // Every object of an entity is made from the entity's class: when that is `T`, the array is one of
-    // `T` already. Arrays of class references share one layout, so it is reinterpreted as such (what the
-    // standard library's own cast does on Apple platforms), not copied element by element.
+    // `T` already, and is reinterpreted as such rather than copied element by element.
     if let info = coordinator.info(forEntity: request.entityName), info.objectClass == T.self {
-      return unsafeBitCast(objects, to: [T].self)
+      return reinterpretCast(objects, to: T.self)
     }
     return objects.compactMap { $0 as? T }
   }
@@ -327,37 +326,5 @@ extension ObjectContext {
     let related = try requireStore().relatedObjectIDs(of: id, relationship: relationship, generation: generation ?? readGeneration)
     takePermanentIDsFromParent()
     return related.filter { !isPendingDeletion($0) }
-  }
-}
-
-/// Snapshots a fetch has read and not yet made into objects: the store's reading and the context's making
-/// of objects alternate batch by batch rather than row by row.
-struct SnapshotBatch: ~Copyable {
-  private let base: UnsafeMutablePointer<Snapshot>
-  private let capacity: Int
-  private var count = 0
-
-  init(capacity: Int) {
-    base = .allocate(capacity: capacity)
-    self.capacity = capacity
-  }
-
-  deinit {
-    base.deinitialize(count: count)
-    base.deallocate()
-  }
-
-  var isFull: Bool { count == capacity }
-
-  mutating func append(_ snapshot: consuming Snapshot) {
-    (base + count).initialize(to: snapshot)
-    count += 1
-  }
-
-  /// Hands each snapshot to `body` in the order appended, moving it out, and empties the batch.
-  mutating func drain(_ body: (consuming Snapshot) -> Void) {
-    let taken = count
-    count = 0
-    for i in 0..<taken { body((base + i).move()) }
   }
 }

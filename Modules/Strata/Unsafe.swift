@@ -44,3 +44,88 @@ struct LastEntityInfo {
   let id: ObjectID
   let info: Unretained<EntityInfo>
 }
+
+/// `objects` as an array of `T`, without copying: arrays of class references share one layout (what the
+/// standard library's own cast does on Apple platforms).
+///
+/// Invariant: every element is an instance of `T` (or a subclass) — a fetch's objects of an entity
+/// are all made from the entity's class, which the caller has checked is `T`.
+@inline(__always)
+func reinterpretCast<T: ManagedObject>(_ objects: [ManagedObject], to type: T.Type) -> [T] {
+  unsafeBitCast(objects, to: [T].self)
+}
+
+/// The slots of 32 neighbouring primary keys of one entity in ``ObjectRegistry``, after the number of them
+/// in use: one block of memory the registry frees, so that finding a page and filling a slot counts no
+/// reference.
+///
+/// Invariant: the registry owns each page — it allocates it, is the only one to read or write it (on its
+/// context's queue), and calls ``deallocate()`` exactly once, when the page leaves it or in its `deinit`;
+/// a `RegistryPage` value is a plain pointer and must not outlive that.
+struct RegistryPage {
+  static let shift = 5
+  static let size = 1 << shift
+
+  private let base: UnsafeMutableRawPointer
+
+  static func allocate() -> RegistryPage {
+    let base = UnsafeMutableRawPointer.allocate(
+      byteCount: MemoryLayout<Int>.stride + size * MemoryLayout<ManagedObject?>.stride, alignment: 8)
+    base.initializeMemory(as: Int.self, repeating: 0, count: 1)
+    (base + MemoryLayout<Int>.stride).initializeMemory(as: ManagedObject?.self, repeating: nil, count: size)
+    return RegistryPage(base: base)
+  }
+
+  func deallocate() {
+    slots.deinitialize(count: Self.size)
+    base.deallocate()
+  }
+
+  /// How many slots hold an object.
+  var count: Int {
+    get { base.load(as: Int.self) }
+    nonmutating set { base.storeBytes(of: newValue, as: Int.self) }
+  }
+
+  var slots: UnsafeMutablePointer<ManagedObject?> {
+    (base + MemoryLayout<Int>.stride).assumingMemoryBound(to: ManagedObject?.self)
+  }
+
+  static func === (a: RegistryPage, b: RegistryPage) -> Bool { a.base == b.base }
+}
+
+/// Snapshots a fetch has read and not yet made into objects: the store's reading and the context's making
+/// of objects alternate batch by batch rather than row by row, through one buffer moved in and out of.
+///
+/// Invariant: slots `0..<count` hold initialized snapshots and the rest are uninitialized; `append` is
+/// called only when the batch is not full (the caller drains it when ``isFull``). Being `~Copyable`, the
+/// buffer has one owner, which frees it.
+struct SnapshotBatch: ~Copyable {
+  private let base: UnsafeMutablePointer<Snapshot>
+  private let capacity: Int
+  private var count = 0
+
+  init(capacity: Int) {
+    base = .allocate(capacity: capacity)
+    self.capacity = capacity
+  }
+
+  deinit {
+    base.deinitialize(count: count)
+    base.deallocate()
+  }
+
+  var isFull: Bool { count == capacity }
+
+  mutating func append(_ snapshot: consuming Snapshot) {
+    (base + count).initialize(to: snapshot)
+    count += 1
+  }
+
+  /// Hands each snapshot to `body` in the order appended, moving it out, and empties the batch.
+  mutating func drain(_ body: (consuming Snapshot) -> Void) {
+    let taken = count
+    count = 0
+    for i in 0..<taken { body((base + i).move()) }
+  }
+}
