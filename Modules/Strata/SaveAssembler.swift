@@ -36,7 +36,9 @@ struct SaveAssembler {
     return changeSet
   }
 
-  /// The values `object` writes: its current ones, with transient attributes null.
+  /// The values `object` writes: its current ones, with transient attributes null. Inlined: the save's
+  /// bookkeeping calls it for every saved object.
+  @inline(__always)
   static func storedAttributes(of object: ManagedObject) -> [Value] {
     guard let info = object.info, info.hasTransientAttributes else { return object.values }
     var values = object.values
