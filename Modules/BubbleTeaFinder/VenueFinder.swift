@@ -130,11 +130,11 @@ public struct VenueFinder: Sendable {
     try context.count(for: FetchRequest<Venue>())
   }
 
-  /// How many venues there are in each price category, and how many deals in all — each number asked
-  /// of the store in a different way: a count result type, `count(for:)`, a stored template, a sum.
+  /// How many venues there are in each price category, and how many deals in all: counts of a format
+  /// predicate and of a stored template, and a sum.
   public func stats() throws -> VenueStats {
-    let cheap = try context.fetchCount(
-      FetchRequest<Venue>(format: "priceInfo.priceCategory == %@", PriceCategory.cheap.rawValue))
+    let cheap = try context.count(
+      for: FetchRequest<Venue>(format: "priceInfo.priceCategory == %@", PriceCategory.cheap.rawValue))
     let moderate = try context.count(
       for: FetchRequest<Venue>(format: "priceInfo.priceCategory == %@", PriceCategory.moderate.rawValue))
     let expensive = try context.count(

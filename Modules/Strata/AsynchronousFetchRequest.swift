@@ -164,6 +164,7 @@ extension ObjectContext {
         uniquingKeysWith: { first, _ in first })
       let snapshots = chunk.compactMap { byID[$0] }.filter { !deleted.contains($0.objectID) }
       performLater { [self] in
+        takePermanentIDsFromParent()
         registeringBatch(of: snapshots.count) {
           for snapshot in snapshots {
             collector.value.objects.append(materialize(snapshot, asFault: fetchRequest.returnsObjectsAsFaults))

@@ -156,9 +156,7 @@ extension ObjectContext {
     case .insert(let object):
       recordUndo(.uninsert(object))
       object.isDeletedStorage = true
-      insertedCount -= 1
-      temporaryIndex?[object.objectID] = nil
-      insertionList.removeAll { $0 === object }
+      tracker.uninsert(object)
       return [object]
     case .uninsert(let object):
       object.isDeletedStorage = false
@@ -170,11 +168,9 @@ extension ObjectContext {
       object.isDeletedStorage = false
       object.managedObjectContext = self
       if object.isInsertedStorage {
-        insertedCount += 1
-        if !insertionList.contains(where: { $0 === object }) { insertionList.append(object) }
-        temporaryIndex?[object.objectID] = object
+        tracker.reinsert(object)
       } else {
-        deleted[object.objectID] = nil
+        tracker.deleted[object.objectID] = nil
       }
       return [object]
     case .undelete(let object):
@@ -205,7 +201,7 @@ extension ObjectContext {
         keys.insert(rel.name)
       }
       object.changedKeys = keys
-      if keys.isEmpty { updated[object.objectID] = nil } else { updated[object.objectID] = object }
+      if keys.isEmpty { tracker.updated[object.objectID] = nil } else { tracker.updated[object.objectID] = object }
     }
   }
 }

@@ -6,7 +6,7 @@ internal import StrataStoreKit
 /// ```swift
 /// var request = FetchRequest<Movie>(
 ///   where: \.genre ~= "drama",
-///   sortBy: [QuerySort(\Movie.title, comparator: .localizedStandard)])
+///   sortDescriptors: [QuerySort(\Movie.title, comparator: .localizedStandard)])
 /// request.fetchLimit = 10
 /// let movies = try context.fetch(request)
 ///
@@ -59,19 +59,19 @@ public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
   }
 
   /// A request with a typed predicate built from key paths.
-  public init(where condition: Where<Result>, sortBy: [QuerySort] = []) {
-    self.init(predicate: condition.predicate, sortDescriptors: sortBy)
+  public init(where condition: Where<Result>, sortDescriptors: [QuerySort] = []) {
+    self.init(predicate: condition.predicate, sortDescriptors: sortDescriptors)
   }
 
   /// A request with an NSPredicate-style format string.
   /// - Throws: `.invalidQuery` naming the position when the format does not parse.
-  public init(format: String, _ arguments: any PredicateArgument..., sortBy: [QuerySort] = []) throws {
-    self.init(predicate: try QueryPredicate(format: format, argumentArray: arguments), sortDescriptors: sortBy)
+  public init(format: String, _ arguments: any PredicateArgument..., sortDescriptors: [QuerySort] = []) throws {
+    self.init(predicate: try QueryPredicate(format: format, argumentArray: arguments), sortDescriptors: sortDescriptors)
   }
 
   /// A request with an NSPredicate-style format string and its arguments as an array.
-  public init(format: String, argumentArray: [any PredicateArgument], sortBy: [QuerySort] = []) throws {
-    self.init(predicate: try QueryPredicate(format: format, argumentArray: argumentArray), sortDescriptors: sortBy)
+  public init(format: String, argumentArray: [any PredicateArgument], sortDescriptors: [QuerySort] = []) throws {
+    self.init(predicate: try QueryPredicate(format: format, argumentArray: argumentArray), sortDescriptors: sortDescriptors)
   }
 
   /// The request as stores receive it.

@@ -70,7 +70,7 @@ extension ObjectContext {
   /// request's unsaved-changes rules; values load batch by batch.
   ///
   /// ```swift
-  /// let all = try context.fetch(FetchRequest<Fireball>(sortBy: [QuerySort("date")]), batchSize: 1_000)
+  /// let all = try context.fetch(FetchRequest<Fireball>(sortDescriptors: [QuerySort("date")]), batchSize: 1_000)
   /// print(all.count, all.first?.impactEnergy ?? 0)
   /// ```
   ///

@@ -33,13 +33,13 @@ extension FetchRequest {
   /// ```swift
   /// let request = try FetchRequest<Movie>(
   ///   #Predicate<Movie> { $0.genre.localizedStandardContains("drama") || $0.director?.name == "Michael Mann" },
-  ///   sortBy: [QuerySort(\Movie.title)])
+  ///   sortDescriptors: [QuerySort(\Movie.title)])
   /// let movies = try context.fetch(request)
   /// ```
   /// - Throws: ``StoreError`` `.unsupported` naming the construct the predicate uses that Strata cannot
   ///   translate; see ``QueryPredicate/init(_:)``.
-  public init(_ predicate: Foundation.Predicate<Result>, sortBy: [QuerySort] = []) throws {
-    self.init(predicate: try QueryPredicate(predicate), sortDescriptors: sortBy)
+  public init(_ predicate: Foundation.Predicate<Result>, sortDescriptors: [QuerySort] = []) throws {
+    self.init(predicate: try QueryPredicate(predicate), sortDescriptors: sortDescriptors)
   }
 }
 

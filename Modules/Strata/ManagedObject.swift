@@ -11,27 +11,27 @@ public struct ObjectConstruction {
   // The object never touches the context itself while it is made: a context is weakly referenced, so
   // counting a reference to it takes the slow path.
   // With `info`, `signals` and `id` it makes a managed object; without, a prototype.
-  let layout: Unmanaged<ClassLayout>?
-  let info: Unmanaged<EntityInfo>?
-  let signals: Unmanaged<ChangeSignals>?
+  let layout: Unretained<ClassLayout>?
+  let info: Unretained<EntityInfo>?
+  let signals: Unretained<ChangeSignals>?
   let id: ObjectID?
   let isInserted: Bool
 
   /// A prototype (`layout` to record key paths read from it).
   static func prototype(_ layout: ClassLayout?) -> ObjectConstruction {
-    ObjectConstruction(layout: layout.map(Unmanaged.passUnretained), info: nil, signals: nil, id: nil, isInserted: false)
+    ObjectConstruction(layout: layout.map(Unretained.init), info: nil, signals: nil, id: nil, isInserted: false)
   }
 
   /// An object of `info`'s entity in `context`: a fault to load, or a new object.
   static func managed(_ info: EntityInfo, _ context: ObjectContext, _ id: ObjectID, isInserted: Bool) -> ObjectConstruction {
-    managed(.passUnretained(info), context, id, isInserted: isInserted)
+    managed(Unretained(info), context, id, isInserted: isInserted)
   }
 
   static func managed(
-    _ info: Unmanaged<EntityInfo>, _ context: ObjectContext, _ id: ObjectID, isInserted: Bool
+    _ info: Unretained<EntityInfo>, _ context: ObjectContext, _ id: ObjectID, isInserted: Bool
   ) -> ObjectConstruction {
     ObjectConstruction(
-      layout: nil, info: info, signals: .passUnretained(context.changeLog.signals), id: id, isInserted: isInserted)
+      layout: nil, info: info, signals: Unretained(context.changeLog.signals), id: id, isInserted: isInserted)
   }
 }
 
@@ -120,12 +120,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     if let info = construction.info, let signals = construction.signals, let id = construction.id {
       // One retain each, handed to the stored properties (bound as strong locals first, each would be
       // retained once more and released again).
-      self.info = info.retain().takeRetainedValue()
-      self.signals = signals.retain().takeRetainedValue()
+      self.info = info.retained()
+      self.signals = signals.retained()
       prototypeState = nil
       objectID = id
       isInsertedStorage = construction.isInserted
-      info._withUnsafeGuaranteedRef { info in
+      info.withObject { info in
         slotBase = wrapperCount - info.layout.wrapperCount
         if construction.isInserted {
           // A copy of its own now (the first set would copy the shared array, through slower generic code).
@@ -151,7 +151,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     } else {
       info = nil
       signals = nil
-      prototypeState = PrototypeState(layout: construction.layout?.takeUnretainedValue())
+      prototypeState = PrototypeState(layout: construction.layout?.object)
       objectID = ObjectID.makeTemporary(entityName: String(describing: type(of: self)))
     }
   }

@@ -23,10 +23,9 @@ extension ObjectContext {
   public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [T] {
     let objects = try fetchObjects(request)
     // Every object of an entity is made from the entity's class: when that is `T`, the array is one of
-    // `T` already. Arrays of class references share one layout, so it is reinterpreted as such (what the
-    // standard library's own cast does on Apple platforms), not copied element by element.
+    // `T` already, and is reinterpreted as such rather than copied element by element.
     if let info = coordinator.info(forEntity: request.entityName), info.objectClass == T.self {
-      return unsafeBitCast(objects, to: [T].self)
+      return reinterpretCast(objects, to: T.self)
     }
     return objects.compactMap { $0 as? T }
   }
@@ -39,7 +38,9 @@ extension ObjectContext {
     guard pending.isEmpty else { return try fetchObjects(request).map(\.objectID) }
     var description = request.fetchDescription
     description.resultType = .objectIDs
-    guard case .objectIDs(let ids) = try requireStore().fetch(description, generation: readGeneration) else { return [] }
+    let answer = try requireStore().fetch(description, generation: readGeneration)
+    takePermanentIDsFromParent()
+    guard case .objectIDs(let ids) = answer else { return [] }
     return ids
   }
 
@@ -68,13 +69,6 @@ extension ObjectContext {
     return rows
   }
 
-  /// The number of objects a fetch of `request` would return, asked of the store as a count result type
-  /// (limit and offset apply, as they would to the objects); nothing is materialized. Unsaved changes
-  /// count as ``count(for:)`` describes.
-  public func fetchCount<T: ManagedObject>(_ request: FetchRequest<T>) throws -> Int {
-    try count(for: request)
-  }
-
   /// The number of objects a fetch of `request` would return, counted by the store without
   /// materializing objects (limit and offset apply). With ``FetchRequest/includesPendingChanges`` the
   /// context's unsaved inserts, edits and deletes of the entity are accounted for: the store counts, and
@@ -88,7 +82,10 @@ extension ObjectContext {
     let pending = pendingChanges(for: request)
     var description = request.fetchDescription
     description.sortDescriptors = []
-    guard !pending.isEmpty else { return try store.count(description, generation: readGeneration) }
+    guard !pending.isEmpty else {
+      defer { takePermanentIDsFromParent() }
+      return try store.count(description, generation: readGeneration)
+    }
     description.fetchLimit = nil
     description.fetchOffset = 0
     var total = try store.count(description, generation: readGeneration)
@@ -100,6 +97,7 @@ extension ObjectContext {
       stored.predicate = description.predicate.map { .and([$0, affected]) } ?? affected
       total -= try store.count(stored, generation: readGeneration)
     }
+    takePermanentIDsFromParent()
     total += try pending.matching(description.predicate, in: self).count
     total = max(0, total - max(request.fetchOffset, 0))
     if let limit = request.fetchDescription.effectiveLimit { total = min(total, limit) }
@@ -126,6 +124,8 @@ extension ObjectContext {
       try registeringBatch(of: 0) {
         try requireStore().fetchSnapshots(description, generation: readGeneration) { snapshot, remaining in
           if !reserved {
+            // A child context takes the parent's new permanent IDs before making objects of its answer.
+            takePermanentIDsFromParent()
             reserved = true
             objects.reserveCapacity(remaining + 1)
             reserveRegistry(for: remaining + 1)
@@ -138,9 +138,12 @@ extension ObjectContext {
         }
         batch.drain { objects.append(materialize($0, asFault: asFault, deferringAwakeInto: &loaded)) }
       }
+      takePermanentIDsFromParent()
       for object in loaded { object.awakeFromFetch() }
-    } else if case .objectIDs(let ids) = try requireStore().fetch(description, generation: readGeneration) {
-      objects = faults(for: ids, batchSize: request.fetchBatchSize)
+    } else {
+      let answer = try requireStore().fetch(description, generation: readGeneration)
+      takePermanentIDsFromParent()
+      if case .objectIDs(let ids) = answer { objects = faults(for: ids, batchSize: request.fetchBatchSize) }
     }
     if !pending.isEmpty { objects = try pending.merge(objects, request.fetchDescription, in: self) }
     if !request.relationshipKeyPathsForPrefetching.isEmpty {
@@ -180,6 +183,7 @@ extension ObjectContext {
     guard !wanted.isEmpty, let store = try? requireStore(),
       let snapshots = try? store.snapshots(for: wanted, generation: readGeneration)
     else { return }
+    takePermanentIDsFromParent()
     for snapshot in snapshots {
       guard let object = liveObject(snapshot.objectID), object.isFaultStorage, object.snapshot == nil else {
         continue
@@ -303,7 +307,10 @@ extension ObjectContext {
         fromStore.append(id)
       }
     }
-    if !fromStore.isEmpty { found += try requireStore().snapshots(for: fromStore, generation: generation ?? readGeneration) }
+    if !fromStore.isEmpty {
+      found += try requireStore().snapshots(for: fromStore, generation: generation ?? readGeneration)
+      takePermanentIDsFromParent()
+    }
     return found
   }
 
@@ -316,39 +323,8 @@ extension ObjectContext {
       return Array(loadToMany(object, index: index))
     }
     guard !id.isTemporary else { return [] }
-    return try requireStore().relatedObjectIDs(of: id, relationship: relationship, generation: generation ?? readGeneration)
-      .filter { !isPendingDeletion($0) }
-  }
-}
-
-/// Snapshots a fetch has read and not yet made into objects: the store's reading and the context's making
-/// of objects alternate batch by batch rather than row by row.
-struct SnapshotBatch: ~Copyable {
-  private let base: UnsafeMutablePointer<Snapshot>
-  private let capacity: Int
-  private var count = 0
-
-  init(capacity: Int) {
-    base = .allocate(capacity: capacity)
-    self.capacity = capacity
-  }
-
-  deinit {
-    base.deinitialize(count: count)
-    base.deallocate()
-  }
-
-  var isFull: Bool { count == capacity }
-
-  mutating func append(_ snapshot: consuming Snapshot) {
-    (base + count).initialize(to: snapshot)
-    count += 1
-  }
-
-  /// Hands each snapshot to `body` in the order appended, moving it out, and empties the batch.
-  mutating func drain(_ body: (consuming Snapshot) -> Void) {
-    let taken = count
-    count = 0
-    for i in 0..<taken { body((base + i).move()) }
+    let related = try requireStore().relatedObjectIDs(of: id, relationship: relationship, generation: generation ?? readGeneration)
+    takePermanentIDsFromParent()
+    return related.filter { !isPendingDeletion($0) }
   }
 }

@@ -47,6 +47,7 @@ extension ObjectContext {
     let ids = conflicts.compactMap(\.objectID)
     guard !ids.isEmpty else { return false }
     let stored = Dictionary(try store.snapshots(for: ids, generation: nil).map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
+    takePermanentIDsFromParent()
     for id in ids {
       guard let object = registeredObject(for: id), let info = object.info else { return false }
       guard let current = stored[id] else {
@@ -54,8 +55,7 @@ extension ObjectContext {
         guard mergePolicy == .rollback || mergePolicy == .mergeByPropertyStoreTrump || object.isDeletedStorage else {
           return false
         }
-        updated[id] = nil
-        deleted[id] = nil
+        tracker.forget(id)
         registry.remove(id)
         object.isDeletedStorage = true
         object.managedObjectContext = nil
@@ -63,7 +63,7 @@ extension ObjectContext {
       }
       if object.isDeletedStorage {
         if mergePolicy == .rollback {
-          deleted[id] = nil
+          tracker.deleted[id] = nil
           object.isDeletedStorage = false
           adopt(current, into: object, keeping: [], events: .mergePolicy)
         } else {
@@ -115,7 +115,7 @@ extension ObjectContext {
       object.toMany[i] = object.committedToMany[i]
     }
     object.changedKeys = keep
-    if keep.isEmpty { updated[object.objectID] = nil } else { registerUpdated(object) }
+    if keep.isEmpty { tracker.updated[object.objectID] = nil } else { registerUpdated(object) }
     object.awake(fromSnapshotEvents: events)
   }
 
@@ -131,14 +131,15 @@ extension ObjectContext {
     let stored = Dictionary(
       try store.snapshots(for: targets.map(\.storedID), generation: nil).map { ($0.objectID, $0) },
       uniquingKeysWith: { a, _ in a })
+    takePermanentIDsFromParent()
     var renamed: [ObjectID: ObjectID] = [:]
     for (object, storedID) in targets {
       guard let snapshot = stored[storedID] else { return false }
       renamed[object.objectID] = storedID
       takeOver(snapshot, with: object)
     }
-    for object in insertionList where !object.isDeletedStorage { rewriteTemporaryReferences(in: object, renamed) }
-    for object in updated.values { rewriteTemporaryReferences(in: object, renamed) }
+    for object in tracker.insertionList where !object.isDeletedStorage { rewriteTemporaryReferences(in: object, renamed) }
+    for object in tracker.updated.values { rewriteTemporaryReferences(in: object, renamed) }
     return true
   }
 
@@ -160,13 +161,10 @@ extension ObjectContext {
     case .overwrite: keep = Set(entity.attributes.filter { $0.derivation == nil && !$0.isTransient }.map(\.name)).union(set)
     case .mergeByPropertyStoreTrump, .rollback, .error: keep = []
     }
-    let temporary = object.objectID
     if let previous = liveObject(stored.objectID), previous !== object {
       previous.managedObjectContext = nil
     }
-    temporaryIndex?[temporary] = nil
-    insertionList.removeAll { $0 === object }
-    insertedCount -= 1
+    tracker.uninsert(object)
     object.objectID = stored.objectID
     object.isInsertedStorage = false
     remember(object)
@@ -175,6 +173,7 @@ extension ObjectContext {
       if model.usesJoinTable(rel), keep.contains(rel.name), let added = object.toMany[i], !added.isEmpty {
         // Links already stored are not written again.
         let existing = Set((try? requireStore().relatedObjectIDs(of: stored.objectID, relationship: rel.name, generation: nil)) ?? [])
+        takePermanentIDsFromParent()
         object.committedToMany[i] = existing
         object.toMany[i] = added.union(existing)
       } else {

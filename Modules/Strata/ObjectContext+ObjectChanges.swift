@@ -151,21 +151,6 @@ extension ObjectContext {
     scheduleProcessing()
   }
 
-  /// Applies a commit made elsewhere: with object IDs, as a merge of a save; without, every object is
-  /// refreshed and observers fetch again.
-  func mergeRemoteChange(_ change: StoreChange) {
-    if !change.inserted.isEmpty || !change.updated.isEmpty || !change.deleted.isEmpty {
-      mergeChanges(
-        fromContextDidSave: ContextDidSave(
-          contextName: "another process", insertedObjectIDs: Set(change.inserted), updatedObjectIDs: Set(change.updated),
-          deletedObjectIDs: Set(change.deleted), historyToken: change.historyToken))
-      return
-    }
-    refreshAllObjects()
-    if changeLog.isObserved { changeLog.pending.storeChanged = true }
-    processPendingChanges()
-  }
-
   /// Notes that every object was dropped (a reset, which announces it at once).
   func noteInvalidation() {
     let log = changeLog

@@ -65,7 +65,9 @@ extension ObjectContext {
       var request = FetchDescription(entityName: rel.destination)
       request.predicate = .comparison(
         Comparison(.keyPath(inverse.name), .in, .constant(.array(sourceIDs.map(Value.objectID)))))
-      guard case .snapshots(let found) = try store.fetch(request, generation: readGeneration) else { return [] }
+      let answer = try store.fetch(request, generation: readGeneration)
+      takePermanentIDsFromParent()
+      guard case .snapshots(let found) = answer else { return [] }
       for snapshot in found {
         if let owner = snapshot.toOne[inverseIndex] { targetsBySource[owner, default: []].append(snapshot.objectID) }
       }
@@ -76,6 +78,7 @@ extension ObjectContext {
       var seen = Set<ObjectID>()
       for id in sourceIDs {
         let related = try store.relatedObjectIDs(of: id, relationship: rel.name, generation: readGeneration)
+        takePermanentIDsFromParent()
         targetsBySource[id] = related
         all += related.filter { seen.insert($0).inserted }
       }
@@ -112,7 +115,9 @@ extension ObjectContext {
       }
     }
     guard !missing.isEmpty else { return result }
-    for snapshot in try store.snapshots(for: missing, generation: readGeneration) {
+    let found = try store.snapshots(for: missing, generation: readGeneration)
+    takePermanentIDsFromParent()
+    for snapshot in found {
       keep(snapshot)
       result.append(snapshot)
     }

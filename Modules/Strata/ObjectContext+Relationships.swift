@@ -15,6 +15,7 @@ extension ObjectContext {
           ids = Set(prefetched)
         } else {
           ids = Set(try store.relatedObjectIDs(of: object.objectID, relationship: rel.name, generation: readGeneration))
+          takePermanentIDsFromParent()
         }
       } catch let error as StoreError {
         recordError(error)

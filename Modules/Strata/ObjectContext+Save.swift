@@ -13,7 +13,7 @@ extension ObjectContext {
   ///   After an error the store is unchanged and the context keeps its changes, so the app can fix them
   ///   or ``rollback()``.
   public func save() throws {
-    if let first = pendingErrorsToThrow().first { throw first }
+    if let first = tracker.errors.first { throw first }
     processPendingChanges()
     defer { processPendingChanges() }
     let before = allChanges()
@@ -24,21 +24,11 @@ extension ObjectContext {
     let changes = allChanges()
     for object in changes.updated where !object.changedKeys.isEmpty { object.fireFault() }
 
-    var failures: [ValidationFailure] = []
-    for object in changes.inserted { validate(object, isInsert: true, into: &failures) }
-    for object in changes.updated where object.hasPersistentChangedValues { validate(object, isInsert: false, into: &failures) }
-    for object in changes.deleted { runCustomValidation(of: object, into: &failures) { try object.validateForDelete() } }
-    if let first = failures.first {
-      let messages = failures.map(\.message)
-      throw StoreError(
-        .validation,
-        failures.count == 1 ? messages[0] : "\(failures.count) validation errors: \(messages.joined(separator: "; "))",
-        entity: first.conflict.entity, key: first.conflict.keys.first, value: first.conflict.values.first,
-        conflicts: failures.map(\.conflict))
-    }
-    try checkDenyRules(changes.deleted)
+    try validateSave(changes)
 
     let store = try requireStore()
+    let assembler = SaveAssembler(
+      model: coordinator.model, mergePolicy: mergePolicy, author: transactionAuthor, contextName: name)
     var resolutions = 0
     while true {
       let current = allChanges()
@@ -50,9 +40,10 @@ extension ObjectContext {
         forgetTransientOnlyChanges(unchanged)
         return
       }
-      let changeSet = makeChangeSet(inserted: inserted, updated: updated, deleted: deleted)
+      let changeSet = assembler.changeSet(inserted: inserted, updated: updated, deleted: deleted)
       do {
         let result = try store.save(changeSet)
+        takePermanentIDsFromParent()
         forgetTransientOnlyChanges(unchanged)
         finishSave(result, inserted: inserted, updated: updated, deleted: deleted)
         return
@@ -64,186 +55,105 @@ extension ObjectContext {
     }
   }
 
-  private func makeChangeSet(inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) -> ChangeSet {
-    let model = coordinator.model
-    var changeSet = ChangeSet(author: transactionAuthor, contextName: name)
-    changeSet.inserted = inserted.map { object in
-      ObjectChange(objectID: object.objectID, attributes: storedAttributes(of: object), toOne: object.toOne)
-    }
-    changeSet.updated = updated.map { object in
-      ObjectChange(
-        objectID: object.objectID, attributes: storedAttributes(of: object), toOne: object.toOne,
-        expectedVersion: mergePolicy == .overwrite ? nil : object.snapshot?.version,
-        changedKeys: object.changedKeys.sorted())
-    }
-    changeSet.deleted = deleted.map {
-      ObjectDeletion(objectID: $0.objectID, expectedVersion: mergePolicy == .overwrite ? nil : $0.snapshot?.version)
-    }
-    for list in [inserted, updated] {
-      for object in list {
-        guard let info = object.info, info.hasToMany else { continue }
-        for (i, rel) in info.entity.toManyRelationships.enumerated() where model.usesJoinTable(rel) {
-          guard let current = object.toMany[i] else { continue }
-          let committed = object.committedToMany[i] ?? []
-          for target in current.subtracting(committed) {
-            changeSet.linkChanges.append(
-              LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: true))
-          }
-          for target in committed.subtracting(current) where !isPendingDeletion(target) {
-            changeSet.linkChanges.append(
-              LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: false))
-          }
-        }
-      }
-    }
-    return changeSet
-  }
-
-  private struct ValidationFailure {
-    var conflict: StoreError.Conflict
-    var message: String
-  }
-
-  private func storedAttributes(of object: ManagedObject) -> [Value] {
-    guard let info = object.info, info.hasTransientAttributes else { return object.values }
-    var values = object.values
-    for (i, attribute) in info.entity.attributes.enumerated() where attribute.isTransient { values[i] = .null }
-    return values
-  }
-
-  private func validate(_ object: ManagedObject, isInsert: Bool, into failures: inout [ValidationFailure]) {
-    guard let info = object.info else { return }
-    func fail(_ key: String, _ value: Value, _ rule: String) {
-      let entityName = info.entity.name
-      let shown = value.isNull ? "" : " (got \(value))"
-      failures.append(
-        ValidationFailure(
-          conflict: StoreError.Conflict(objectID: object.objectID, entity: entityName, keys: [key], values: [value]),
-          message: "\(entityName).\(key) \(rule)\(shown)"))
-    }
-    // One pass over the attributes, read in place (this runs for every attribute of every saved object):
-    // the model's rules, then the subclass's own. The subclass's failures are reported after the model's
-    // and the relationships', as if checked in a later pass.
-    var customFailures: [ValidationFailure] = []
-    let validator = info.validatesValues ? object as? any ValueValidating : nil
-    // A copy of the array (not of its values): the subclass's code may set values of the object.
-    let values = object.values
-    values.withUnsafeBufferPointer { values in
-      info.validatedAttributes.withUnsafeBufferPointer { attributes in
-        // Values are read where they are, not bound to a local: a copy of each would count a reference.
-        for i in attributes.indices {
-          let index = attributes[i].index
-          if values[index].isNull {
-            if !attributes[i].isOptional { fail(attributes[i].name, .null, "is required") }
-          } else if let rules = attributes[i].rules {
-            check(values[index], of: attributes[i].name, against: rules, fail)
-          }
-          guard let validator, !attributes[i].isTransient else { continue }
-          do {
-            try Self.validate(values[index], forKey: attributes[i].name, with: validator)
-          } catch {
-            noteCustomValidationError(error, of: object, key: attributes[i].name, value: values[index], into: &customFailures)
-          }
-        }
-      }
-    }
-    if info.hasRelationshipRules {
-      let entity = info.entity
-      for (i, rel) in entity.toOneRelationships.enumerated() where !rel.isOptional && object.toOne[i] == nil {
-        fail(rel.name, .null, "is required")
-      }
-      for (i, rel) in entity.toManyRelationships.enumerated() where rel.minCount > 0 || rel.maxCount > 0 {
-        let count = loadToMany(object, index: i).count
-        if rel.minCount > 0 && count < rel.minCount { fail(rel.name, .int(Int64(count)), "must have at least \(rel.minCount) objects") }
-        if rel.maxCount > 0 && count > rel.maxCount { fail(rel.name, .int(Int64(count)), "must have at most \(rel.maxCount) objects") }
-      }
-    }
-    failures += customFailures
-    runCustomValidation(of: object, into: &failures) {
-      if isInsert { try object.validateForInsert() } else { try object.validateForUpdate() }
-    }
-  }
-
-  /// Calls ``ValueValidating/validateValue(_:forKey:)`` with `value` as a Swift value. Each common kind
-  /// is passed straight from its own case rather than through ``Value/swiftValue``'s switch, which was
-  /// not inlined (this runs for every stored attribute of every saved object of the class).
-  @inline(__always)
-  private static func validate(_ value: Value, forKey key: String, with object: any ValueValidating) throws {
-    switch value {
-    case .null: try object.validateValue(nil, forKey: key)
-    case .string(let string): try object.validateValue(string, forKey: key)
-    case .int(let integer): try object.validateValue(integer, forKey: key)
-    case .double(let double): try object.validateValue(double, forKey: key)
-    case .bool(let bool): try object.validateValue(bool, forKey: key)
-    case .date(let date): try object.validateValue(date, forKey: key)
-    default: try object.validateValue(value.swiftValue, forKey: key)
-    }
-  }
-
-  /// Checks a non-nil value against an attribute's rules (range, length, pattern).
-  private func check(_ value: Value, of name: String, against rules: AttributeValidation, _ fail: (String, Value, String) -> Void) {
-    if let number = value.numericValue {
-      if let min = rules.minimum, number < min { fail(name, value, "must be at least \(format(min))") }
-      if let max = rules.maximum, number > max { fail(name, value, "must be at most \(format(max))") }
-    }
-    if case .string(let s) = value {
-      if let min = rules.minimumLength, s.count < min { fail(name, value, "must be at least \(min) characters long") }
-      if let max = rules.maximumLength, s.count > max { fail(name, value, "must be at most \(max) characters long") }
-      if let pattern = rules.pattern, !((try? StringSemantics.matches(s, pattern, [])) ?? false) {
-        fail(name, value, "must match the pattern \(pattern)")
-      }
-    }
-  }
-
-  /// Runs a subclass's own validation method, turning what it throws into a failure of `key`.
-  private func runCustomValidation(
-    of object: ManagedObject, key: String? = nil, value: Value = .null, into failures: inout [ValidationFailure],
-    _ body: () throws -> Void
-  ) {
-    do {
-      try body()
-    } catch {
-      noteCustomValidationError(error, of: object, key: key, value: value, into: &failures)
-    }
-  }
-
-  /// Records what a subclass's own validation method threw as a failure of `key`.
-  private func noteCustomValidationError(
-    _ error: any Error, of object: ManagedObject, key: String?, value: Value, into failures: inout [ValidationFailure]
-  ) {
-    let entity = object.entity.name
-    let reason = (error as? StoreError)?.message ?? String(describing: error)
-    failures.append(
-      ValidationFailure(
-        conflict: StoreError.Conflict(objectID: object.objectID, entity: entity, keys: key.map { [$0] } ?? [], values: [value]),
-        message: key.map { "\(entity).\($0): \(reason)" } ?? "\(entity) \(object.objectID): \(reason)"))
-  }
-
   private func forgetTransientOnlyChanges(_ objects: [ManagedObject]) {
     for object in objects {
       object.changedKeys = []
-      updated[object.objectID] = nil
+      tracker.updated[object.objectID] = nil
     }
   }
 
-  private func checkDenyRules(_ deleted: [ManagedObject]) throws {
-    for object in deleted {
-      guard let info = object.info else { continue }
-      for rel in info.entity.relationships where rel.deleteRule == .deny {
-        let remaining = currentTargets(of: object, rel).filter { !$0.isDeletedStorage }
-        if !remaining.isEmpty {
-          throw StoreError(
-            .deleteDenied,
-            "cannot delete \(info.entity.name) \(object.objectID): its '\(rel.name)' relationship still holds \(remaining.count) \(rel.destination) object\(remaining.count == 1 ? "" : "s") and its delete rule is deny",
-            entity: info.entity.name, key: rel.name)
+  /// Records a completed save: permanent IDs, new snapshots, cleared change sets.
+  func finishSave(_ result: SaveResult, inserted savedInserts: [ManagedObject], updated savedUpdates: [ManagedObject],
+    deleted savedDeletes: [ManagedObject])
+  {
+    advanceQueryGeneration()
+    let map = result.permanentIDs
+    let listed = result.insertedIDs.count == savedInserts.count ? result.insertedIDs : nil
+    // One pass over the inserted objects (each one's new state depends on the map alone).
+    registeringBatch(of: savedInserts.count) {
+      for (i, object) in savedInserts.enumerated() {
+        if let new = listed?[i] ?? map[object.objectID] {
+          formerTemporaryIDs.note(object.objectID, new)
+          object.objectID = new
         }
+        // Saved into a parent, an object keeps its temporary ID and is registered under it.
+        remember(object)
+        if !map.isEmpty { rewriteTemporaryReferences(in: object, map) }
+        recordSaved(object, result)
       }
     }
+    for object in savedUpdates {
+      if !map.isEmpty { rewriteTemporaryReferences(in: object, map) }
+      recordSaved(object, result)
+    }
+    let recomputed = refreshRecomputed(result, besides: savedInserts, savedUpdates)
+    for object in savedUpdates { forgetPrefetched(object.objectID) }
+    for object in savedDeletes {
+      forgetPrefetched(object.objectID)
+      registry.remove(object.objectID)
+      object.managedObjectContext = nil
+    }
+    tracker.removeAll()
+    undoManager?.removeAllActions()
+    if !savedInserts.isEmpty { noteNewIdentities() }
+    for object in savedInserts { object.didSave() }
+    for object in savedUpdates { object.didSave() }
+    for object in savedDeletes { object.didSave() }
+    let notify = saveBroadcaster.hasSubscribers
+    let merge = parent == nil && coordinator.hasMergingContexts(besides: self)
+    guard notify || merge else { return }
+    let save = ContextDidSave(
+      contextName: name, insertedObjectIDs: Set(savedInserts.map(\.objectID)),
+      updatedObjectIDs: Set(savedUpdates.map(\.objectID)).union(recomputed),
+      deletedObjectIDs: Set(savedDeletes.map(\.objectID)),
+      historyToken: result.historyToken)
+    if notify { saveBroadcaster.yield(save) }
+    if merge { coordinator.contextDidSave(save, from: self) }
   }
 
-  private func format(_ number: Double) -> String {
-    number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+  /// Shows the values the store computed for objects the save did not write (derived attributes reading
+  /// a saved object, such as the count of a list whose item was inserted): each registered one takes the
+  /// derived values of its stored snapshot (it has no unsaved changes; transient values stay). Returns
+  /// the IDs of all of them, for the save notification.
+  private func refreshRecomputed(
+    _ result: SaveResult, besides savedInserts: [ManagedObject], _ savedUpdates: [ManagedObject]
+  ) -> Set<ObjectID> {
+    guard !result.storedSnapshots.isEmpty else { return [] }
+    let saved = Set(savedInserts.map(\.objectID)).union(savedUpdates.map(\.objectID))
+    var recomputed = Set<ObjectID>()
+    for (id, stored) in result.storedSnapshots where !saved.contains(id) {
+      recomputed.insert(id)
+      forgetPrefetched(id)
+      guard let object = liveObject(id), !object.isDeletedStorage else { continue }
+      if !object.isFaultStorage, let entity = object.info?.entity {
+        for (i, attribute) in entity.attributes.enumerated()
+        where attribute.derivation != nil && i < stored.attributes.count && i < object.values.count {
+          object.values[i] = stored.attributes[i]
+        }
+        object.snapshot = stored
+      } else if object.snapshot != nil {
+        object.snapshot = stored
+      }
+    }
+    return recomputed
   }
+
+
+  private func recordSaved(_ object: ManagedObject, _ result: SaveResult) {
+    let id = object.objectID
+    if !result.storedSnapshots.isEmpty, let stored = result.storedSnapshots[id] {
+      object.load(stored)
+    } else {
+      object.snapshot = Snapshot(
+        objectID: id, version: (result.versions.isEmpty ? nil : result.versions[id]) ?? (object.snapshot?.version ?? 0) + 1,
+        attributes: SaveAssembler.storedAttributes(of: object),
+        toOne: object.toOne)
+    }
+    object.committedToMany = object.toMany
+    object.changedKeys = []
+    object.isInsertedStorage = false
+  }
+
 }
 
 // MARK: Batch requests
@@ -266,35 +176,5 @@ extension ObjectContext {
   /// The request is recorded in persistent history under this context's ``transactionAuthor`` and ``name``.
   public func execute(_ request: BatchRequest) throws -> BatchResult {
     try requireStore().execute(request, author: transactionAuthor, contextName: name)
-  }
-
-  /// Applies changes made outside any context (a batch request, another process) to `contexts`: updated
-  /// objects without unsaved changes are refreshed, deleted objects leave each context. Each context is
-  /// updated on its own queue.
-  public static func mergeChanges(fromRemoteContextSave changes: ContextDidSave, into contexts: [ObjectContext]) {
-    for context in contexts {
-      context.performAndWait { context.mergeChanges(fromContextDidSave: changes) }
-    }
-  }
-}
-
-extension BatchResult {
-  /// The result as a save notification: its objects inserted, updated or deleted, as `request` did (a
-  /// batch insert's upserted objects as updated), and the objects whose derived attributes it changed as
-  /// updated. It names objects only when the request's result type is ``BatchResultType/objectIDs``.
-  public func changes(of request: BatchRequest) -> ContextDidSave {
-    switch request {
-    case .update:
-      ContextDidSave(
-        contextName: "batch update", updatedObjectIDs: Set(objectIDs + recomputedObjectIDs), historyToken: historyToken)
-    case .insert:
-      ContextDidSave(
-        contextName: "batch insert", insertedObjectIDs: Set(objectIDs).subtracting(updatedObjectIDs),
-        updatedObjectIDs: Set(updatedObjectIDs + recomputedObjectIDs), historyToken: historyToken)
-    case .delete, .deleteObjects:
-      ContextDidSave(
-        contextName: "batch delete", updatedObjectIDs: Set(recomputedObjectIDs), deletedObjectIDs: Set(objectIDs),
-        historyToken: historyToken)
-    }
   }
 }

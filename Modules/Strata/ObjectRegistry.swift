@@ -15,39 +15,7 @@ internal import StrataStoreKit
 /// largest part of making one. ``sweep()`` lets go of objects that nothing but the registry holds —
 /// nothing else can reach them, so dropping them is never observable.
 final class ObjectRegistry {
-  /// The slots of 32 neighbouring primary keys of one entity, after the number of them in use: one block
-  /// of memory the registry frees, so that finding a page and filling a slot counts no reference.
-  struct Page {
-    static let shift = 5
-    static let size = 1 << shift
-
-    private let base: UnsafeMutableRawPointer
-
-    static func allocate() -> Page {
-      let base = UnsafeMutableRawPointer.allocate(
-        byteCount: MemoryLayout<Int>.stride + size * MemoryLayout<ManagedObject?>.stride, alignment: 8)
-      base.initializeMemory(as: Int.self, repeating: 0, count: 1)
-      (base + MemoryLayout<Int>.stride).initializeMemory(as: ManagedObject?.self, repeating: nil, count: size)
-      return Page(base: base)
-    }
-
-    func deallocate() {
-      slots.deinitialize(count: Self.size)
-      base.deallocate()
-    }
-
-    /// How many slots hold an object.
-    var count: Int {
-      get { base.load(as: Int.self) }
-      nonmutating set { base.storeBytes(of: newValue, as: Int.self) }
-    }
-
-    var slots: UnsafeMutablePointer<ManagedObject?> {
-      (base + MemoryLayout<Int>.stride).assumingMemoryBound(to: ManagedObject?.self)
-    }
-
-    static func === (a: Page, b: Page) -> Bool { a.base == b.base }
-  }
+  typealias Page = RegistryPage
 
   /// Pages by the ID of their first key shifted down: the ID of entity and store with key `pk >> 5`.
   @exclusivity(unchecked) private var pages: [ObjectID: Page] = [:]

@@ -7,26 +7,26 @@ internal import StrataStoreKit
 /// generations, change streams) goes to the store beneath.
 final class ParentContextStore: PersistentStore, @unchecked Sendable {
   let parent: ObjectContext
-  /// The child context reading through this store (used on the child's queue only).
-  weak var child: ObjectContext?
-  /// How many of the parent's former temporary IDs the child has taken.
-  private var seenFormerTemporaryIDs = 0
+  /// The parent's permanent IDs for temporary IDs, collected with each answer until the child takes them.
+  private let handover = PermanentIDHandover()
 
   init(parent: ObjectContext) {
     self.parent = parent
   }
 
-  /// Runs `body` on the parent's queue; then, before the child uses the answer, gives the child's objects
-  /// the permanent IDs the parent has saved them under since the child last asked.
+  /// Runs `body` on the parent's queue and, in the same turn, collects the permanent IDs the parent has
+  /// saved objects under since the last answer, for the child to take before it uses this answer.
   private func withParent<T>(_ body: () throws -> T) rethrows -> T {
-    var saved: [ObjectID: ObjectID] = [:]
-    let result = try parent.performAndWait {
+    try parent.performAndWait {
       let result = try body()
-      saved = parent.formerTemporaryIDs(after: &seenFormerTemporaryIDs)
+      handover.collect(from: parent.formerTemporaryIDs)
       return result
     }
-    if !saved.isEmpty { child?.adoptPermanentIDs(saved) }
-    return result
+  }
+
+  /// The permanent IDs (by temporary ID) collected with the answers given since the last call.
+  func takePermanentIDs() -> [ObjectID: ObjectID] {
+    handover.take()
   }
 
   private var root: any PersistentStore {
@@ -75,62 +75,4 @@ final class ParentContextStore: PersistentStore, @unchecked Sendable {
     (try? root.changes()) ?? AsyncStream { $0.finish() }
   }
   func close() {}
-}
-
-extension ObjectContext {
-  /// Applies a child context's save to this context's objects: inserts become inserted objects here (with
-  /// the child's temporary IDs), updates set the changed properties, deletes delete. Nothing is saved.
-  /// A temporary ID of an object this context has saved since names that object.
-  func apply(_ changes: ChangeSet) throws -> SaveResult {
-    let model = coordinator.model
-    var inserted: [(ManagedObject, ObjectChange)] = []
-    for change in changes.inserted {
-      guard let info = coordinator.info(forEntity: change.objectID.entityName) else {
-        throw StoreError(.invalidQuery, "the model has no entity '\(change.objectID.entityName)'", entity: change.objectID.entityName)
-      }
-      let object = info.objectClass.init(
-        .managed(info, self, change.objectID, isInserted: true))
-      registerInserted(object)
-      for (i, attribute) in info.entity.attributes.enumerated() where attribute.derivation == nil && i < change.attributes.count {
-        object.setAttribute(change.attributes[i], index: i)
-      }
-      inserted.append((object, change))
-    }
-    for (object, change) in inserted {
-      guard let entity = object.info?.entity else { continue }
-      for (i, rel) in entity.toOneRelationships.enumerated() where i < change.toOne.count {
-        if let target = change.toOne[i] { setRelationship(object, rel, targets: [self.object(with: target)]) }
-      }
-    }
-    var versions: [ObjectID: Int64] = [:]
-    for change in changes.updated {
-      let object = self.object(with: change.objectID)
-      guard let entity = object.info?.entity else { continue }
-      object.fireFault()
-      for key in change.changedKeys {
-        switch entity.property(named: key) {
-        case .attribute(let attribute, let index) where attribute.derivation == nil && index < change.attributes.count:
-          object.setAttribute(change.attributes[index], index: index)
-        case .toOne(let rel, let index) where index < change.toOne.count:
-          setRelationship(object, rel, targets: change.toOne[index].map { [self.object(with: $0)] } ?? [])
-        default:
-          continue
-        }
-      }
-      versions[object.objectID] = object.snapshot?.version
-    }
-    for link in changes.linkChanges {
-      guard let rel = model.entity(named: link.entityName)?.relationship(named: link.relationship) else { continue }
-      let source = object(with: link.source)
-      let target = resolvingFormerTemporaryID(link.target)
-      var targets = Set(currentTargets(of: source, rel).map(\.objectID))
-      if link.isInsertion { targets.insert(target) } else { targets.remove(target) }
-      setRelationship(source, rel, targets: targets.map { object(with: $0) })
-    }
-    for deletion in changes.deleted {
-      delete(object(with: deletion.objectID))
-    }
-    processPendingChanges()
-    return SaveResult(versions: versions)
-  }
 }

@@ -29,11 +29,11 @@ enum SlotState {
   static var collector: PrototypeCollector? {
     get {
       guard let pointer = strata_collector() else { return nil }
-      return Unmanaged<PrototypeCollector>.fromOpaque(pointer).takeUnretainedValue()
+      return RetainedPointer<PrototypeCollector>.object(at: pointer)
     }
     set {
-      if let old = strata_collector() { Unmanaged<PrototypeCollector>.fromOpaque(old).release() }
-      strata_set_collector(newValue.map { Unmanaged.passRetained($0).toOpaque() })
+      if let old = strata_collector() { RetainedPointer<PrototypeCollector>.release(old) }
+      strata_set_collector(newValue.map(RetainedPointer.make))
     }
   }
 

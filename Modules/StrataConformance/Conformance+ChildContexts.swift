@@ -12,7 +12,7 @@ extension Conformance {
     let child = parent.newChildContext()
     #expect(child.parent === parent)
     func titles(_ context: ObjectContext, _ format: String) throws -> [String] {
-      try context.performAndWait { try context.fetch(try FetchRequest<Film>(format: format, sortBy: [QuerySort("title")])).map(\.title) }
+      try context.performAndWait { try context.fetch(try FetchRequest<Film>(format: format, sortDescriptors: [QuerySort("title")])).map(\.title) }
     }
     func stored(_ format: String) throws -> [String] { try titles(try backend.freshContext(container, url), format) }
 

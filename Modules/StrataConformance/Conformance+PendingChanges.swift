@@ -15,7 +15,7 @@ extension Conformance {
     func titles(_ format: String, sort: [QuerySort] = byTitle, limit: Int? = nil, offset: Int = 0, pending: Bool = true)
       throws -> [String]
     {
-      var request = try FetchRequest<Film>(format: format, sortBy: sort)
+      var request = try FetchRequest<Film>(format: format, sortDescriptors: sort)
       request.fetchLimit = limit
       request.fetchOffset = offset
       request.includesPendingChanges = pending
@@ -69,7 +69,7 @@ extension Conformance {
     #expect(try titles("director.name == 'New Director'") == ["Zulu"])
     #expect(try count("director.name BEGINSWITH 'New'") == 1)
     #expect(try context.count(for: FetchRequest<Director>(format: "films.@count == 0")) == 1)
-    let oneFilm = try context.fetch(FetchRequest<Director>(format: "films.@count == 1", sortBy: [QuerySort("name")]))
+    let oneFilm = try context.fetch(FetchRequest<Director>(format: "films.@count == 1", sortDescriptors: [QuerySort("name")]))
     #expect(oneFilm.map(\.name) == ["Bong Joon-ho", "New Director"])
 
     // Without pending changes: the store as it is.
@@ -86,7 +86,7 @@ extension Conformance {
     try context.save()
     let after = try backend.freshContext(container, url)
     for (i, question) in questions.enumerated() {
-      let request = try FetchRequest<Film>(format: question, sortBy: byTitle)
+      let request = try FetchRequest<Film>(format: question, sortDescriptors: byTitle)
       #expect(try after.fetch(request).map(\.title) == before[i], "\(question)")
       #expect(try after.count(for: request) == countsBefore[i], "\(question)")
     }

@@ -12,7 +12,7 @@ extension Conformance {
     let (container, url) = try backend.sampleContainer()
     let reader = container.newBackgroundContext()
     let writer = try backend.freshContext(container, url)
-    let byTitle = try FetchRequest<Film>(format: "TRUEPREDICATE", sortBy: [QuerySort("title")])
+    let byTitle = try FetchRequest<Film>(format: "TRUEPREDICATE", sortDescriptors: [QuerySort("title")])
     func titles(_ context: ObjectContext) throws -> [String] {
       try context.performAndWait { try context.fetch(byTitle).map(\.title) }
     }

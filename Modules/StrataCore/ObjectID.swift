@@ -45,7 +45,8 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
   /// Interned scopes live as long as the process (the table keeps them), so the reference needs no
   /// counting: copying, hashing and comparing IDs — what every registry and save does most — costs no
   /// retain or release.
-  @usableFromInline unowned(unsafe) let scope: Scope
+  @usableFromInline let internedScope: ImmortalReference<Scope>
+  @inlinable var scope: Scope { internedScope.object }
   /// The key: the store's primary key, or a process-unique number for a temporary ID.
   public let key: Key
 
@@ -62,12 +63,12 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
 
   /// Creates a permanent ID. Backends call this when they assign a primary key.
   public init(entityName: String, storeIdentifier: String, primaryKey: Int64) {
-    self.scope = Scope.of(entityName: entityName, storeIdentifier: storeIdentifier)
+    self.internedScope = ImmortalReference(Scope.of(entityName: entityName, storeIdentifier: storeIdentifier))
     self.key = .permanent(primaryKey)
   }
 
   private init(scope: Scope, key: Key) {
-    self.scope = scope
+    self.internedScope = ImmortalReference(scope)
     self.key = key
   }
 
@@ -90,7 +91,7 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
   }
 
   private init(entityName: String, temporary: UInt64) {
-    self.scope = Scope.of(entityName: entityName, storeIdentifier: "")
+    self.internedScope = ImmortalReference(Scope.of(entityName: entityName, storeIdentifier: ""))
     self.key = .temporary(temporary)
   }
 
@@ -98,9 +99,10 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
 
   public init(from decoder: any Decoder) throws {
     let c = try decoder.container(keyedBy: CodingKeys.self)
-    scope = Scope.of(
-      entityName: try c.decode(String.self, forKey: .entityName),
-      storeIdentifier: try c.decode(String.self, forKey: .storeIdentifier))
+    internedScope = ImmortalReference(
+      Scope.of(
+        entityName: try c.decode(String.self, forKey: .entityName),
+        storeIdentifier: try c.decode(String.self, forKey: .storeIdentifier)))
     key = try c.decode(Key.self, forKey: .key)
   }
 
@@ -179,6 +181,11 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
     }
   }
 
+  /// What dictionaries and sets hash: ``bucketHash(seed:)``. Public only because it is `Hashable`'s
+  /// (underscored) requirement; call ``bucketHash(seed:)``.
+  @inlinable
+  public func _rawHashValue(seed: Int) -> Int { bucketHash(seed: seed) }
+
   /// What dictionaries and sets hash, instead of a full `Hasher` run per lookup: registries and saves
   /// look IDs up by the hundred thousand, and keys are store-assigned numbers, not attacker-chosen text.
   ///
@@ -190,7 +197,7 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
   /// Blocks are small because runs of keys whose blocks meet probe past each other: in a fetch of 20,000
   /// objects, blocks of 16 made twice the key comparisons of blocks of 8.
   @inlinable
-  public func _rawHashValue(seed: Int) -> Int {
+  package func bucketHash(seed: Int) -> Int {
     let x: UInt64
     switch key {
     case .permanent(let pk): x = UInt64(bitPattern: pk)

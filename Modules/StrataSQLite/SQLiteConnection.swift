@@ -152,48 +152,32 @@ final class SQLiteConnection: @unchecked Sendable {
   /// failed are reported too: a caller that rolls back discards the answer.
   func updatedRowIDs(_ body: () throws -> Void) throws -> [Int64] {
     let db = try requireHandle()
-    // The hook's context: a plain pointer, so each call is an append without an exclusivity check.
-    let rowIDs = UnsafeMutablePointer<[Int64]>.allocate(capacity: 1)
-    rowIDs.initialize(to: [])
-    defer { rowIDs.deallocate() }
-    sqlite3_update_hook(
-      db,
-      { context, operation, _, _, rowID in
-        guard let context, operation == SQLITE_UPDATE else { return }
-        context.assumingMemoryBound(to: [Int64].self).pointee.append(rowID)
-      }, rowIDs)
-    defer { sqlite3_update_hook(db, nil, nil) }
-    do {
+    return try HookCollector<Int64>.collect { rowIDs in
+      sqlite3_update_hook(
+        db,
+        { context, operation, _, _, rowID in
+          guard let context, operation == SQLITE_UPDATE else { return }
+          HookCollector<Int64>.append(rowID, at: context)
+        }, rowIDs)
+      defer { sqlite3_update_hook(db, nil, nil) }
       try body()
-    } catch {
-      rowIDs.deinitialize(count: 1)
-      throw error
     }
-    return rowIDs.move()
   }
 
   /// Runs `body` and returns the rowid of every row it inserted or updated, in order, each with whether it
   /// was an insert (`sqlite3_update_hook`, as ``updatedRowIDs(_:)``): an upsert names its row either way.
   func writtenRowIDs(_ body: () throws -> Void) throws -> [(rowID: Int64, isInsert: Bool)] {
     let db = try requireHandle()
-    let written = UnsafeMutablePointer<[(rowID: Int64, isInsert: Bool)]>.allocate(capacity: 1)
-    written.initialize(to: [])
-    defer { written.deallocate() }
-    sqlite3_update_hook(
-      db,
-      { context, operation, _, _, rowID in
-        guard let context, operation == SQLITE_UPDATE || operation == SQLITE_INSERT else { return }
-        context.assumingMemoryBound(to: [(rowID: Int64, isInsert: Bool)].self).pointee.append(
-          (rowID, operation == SQLITE_INSERT))
-      }, written)
-    defer { sqlite3_update_hook(db, nil, nil) }
-    do {
+    return try HookCollector<(rowID: Int64, isInsert: Bool)>.collect { written in
+      sqlite3_update_hook(
+        db,
+        { context, operation, _, _, rowID in
+          guard let context, operation == SQLITE_UPDATE || operation == SQLITE_INSERT else { return }
+          HookCollector<(rowID: Int64, isInsert: Bool)>.append((rowID, operation == SQLITE_INSERT), at: context)
+        }, written)
+      defer { sqlite3_update_hook(db, nil, nil) }
       try body()
-    } catch {
-      written.deinitialize(count: 1)
-      throw error
     }
-    return written.move()
   }
 
   /// Prepares `sql` outside the statement cache, for a caller that holds several statements at once and

@@ -238,10 +238,10 @@ private func foldState(_ context: OpaquePointer?, create: Bool) -> FoldState? {
   let size = Int32(MemoryLayout<UnsafeMutableRawPointer?>.size)
   guard let slot = sqlite3_aggregate_context(context, create ? size : 0) else { return nil }
   let pointer = slot.assumingMemoryBound(to: UnsafeMutableRawPointer?.self)
-  if let existing = pointer.pointee { return Unmanaged<FoldState>.fromOpaque(existing).takeUnretainedValue() }
+  if let existing = pointer.pointee { return RetainedPointer<FoldState>.object(at: existing) }
   guard create else { return nil }
   let state = FoldState()
-  pointer.pointee = Unmanaged.passRetained(state).toOpaque()
+  pointer.pointee = RetainedPointer.make(state)
   return state
 }
 
@@ -270,7 +270,8 @@ private let foldFinal: @convention(c) (OpaquePointer?) -> Void = { context in
     sqlite3_result_null(context)
     return
   }
-  let state = Unmanaged<FoldState>.fromOpaque(opaque).takeRetainedValue()
+  let state = RetainedPointer<FoldState>.object(at: opaque)
+  RetainedPointer<FoldState>.release(opaque)
   slot.assumingMemoryBound(to: UnsafeMutableRawPointer?.self).pointee = nil
   SQLiteFunctions.setResult(context, state.function?.fold(state.values) ?? .null)
 }

@@ -54,7 +54,7 @@ public struct BatchInsertRow: Sendable {
           isSettable: !attribute.isTransient && attribute.derivation == nil)
       }
       rawNames = entity.attributes.flatMap {
-        let words = unsafeBitCast($0.name, to: (UInt64, UInt64).self)
+        let words = stringWords($0.name)
         return [words.0, words.1]
       }
     }
@@ -68,7 +68,7 @@ public struct BatchInsertRow: Sendable {
     /// name has the same bits: a scan comparing those finds most keys without hashing or comparing text.
     @inline(__always)
     func position(of name: String) -> Int? {
-      let bits = unsafeBitCast(name, to: (UInt64, UInt64).self)
+      let bits = stringWords(name)
       // Every name is compared, without a branch per name: which one matches differs from key to key,
       // and a mispredicted early exit costs more than the few comparisons it saves.
       let found = rawNames.withUnsafeBufferPointer { words in

@@ -41,23 +41,23 @@ struct ObjectIDTests {
     #expect(movies.allSatisfy { seen.contains($0) } && temporaries.allSatisfy { seen.contains($0) })
     #expect(!seen.contains(ObjectID(entityName: "Movie", storeIdentifier: "S1", primaryKey: 10_001)))
     let again = ObjectID(entityName: "Movie", storeIdentifier: "S1", primaryKey: 7)
-    #expect(again._rawHashValue(seed: 42) == movies[6]._rawHashValue(seed: 42))
+    #expect(again.bucketHash(seed: 42) == movies[6].bucketHash(seed: 42))
     #expect(again.hashValue == movies[6].hashValue)
     seen.subtract(movies)
     #expect(seen == Set(temporaries))
     let next = temporaries[0].nextTemporary()
     #expect(next.isTemporary && next.entityName == "Movie" && !temporaries.contains(next))
     // Hashes spread over a table: 10,000 consecutive keys land in many buckets, not a few.
-    let buckets = Set(movies.map { $0._rawHashValue(seed: 0) & 4095 })
+    let buckets = Set(movies.map { $0.bucketHash(seed: 0) & 4095 })
     #expect(buckets.count > 3_000)
     // So do keys of any stride, including those that share their low bits.
     for stride in [2, 16, 1_024, 65_536] {
       let strided = (1...4_000).map { ObjectID(entityName: "Movie", storeIdentifier: "S1", primaryKey: Int64($0 * stride)) }
-      #expect(Set(strided.map { $0._rawHashValue(seed: 0) & 4095 }).count > 2_500, "stride \(stride)")
+      #expect(Set(strided.map { $0.bucketHash(seed: 0) & 4095 }).count > 2_500, "stride \(stride)")
     }
     // Runs of 8 consecutive keys (from a multiple of 8) fill one block of 8 neighbouring buckets: what
     // keeps a large table's lookups in a few cache lines.
-    let run = movies[15..<23].map { $0._rawHashValue(seed: 9) & 0xFFFF }
+    let run = movies[15..<23].map { $0.bucketHash(seed: 9) & 0xFFFF }
     #expect(Set(run).count == 8 && Set(run.map { $0 >> 3 }).count == 1)
   }
 

@@ -127,8 +127,8 @@ struct FoundationPredicateTests {
     let sort = [QuerySort(\PredMovie.title)]
     var nonEmpty = 0
     for testCase in Self.cases {
-      let viaPredicate = try context.fetch(FetchRequest<PredMovie>(testCase.predicate, sortBy: sort)).map(\.title)
-      let viaFormat = try context.fetch(FetchRequest<PredMovie>(format: testCase.format, sortBy: sort)).map(\.title)
+      let viaPredicate = try context.fetch(FetchRequest<PredMovie>(testCase.predicate, sortDescriptors: sort)).map(\.title)
+      let viaFormat = try context.fetch(FetchRequest<PredMovie>(format: testCase.format, sortDescriptors: sort)).map(\.title)
       #expect(viaPredicate == viaFormat, "\(testCase.format)")
       // The Foundation predicate evaluated in Swift agrees with the store.
       let all = try context.fetch(FetchRequest<PredMovie>(sortDescriptors: sort))
@@ -143,7 +143,7 @@ struct FoundationPredicateTests {
     let container = try populatedContainer()
     let request = try FetchRequest<PredMovie>(
       #Predicate<PredMovie> { $0.genre.localizedStandardContains("drama") || $0.director?.name == "Michael Mann" },
-      sortBy: [QuerySort(\PredMovie.title)])
+      sortDescriptors: [QuerySort(\PredMovie.title)])
     let titles = try container.viewContext.fetch(request).map(\.title)
     #expect(titles == ["Amélie", "Collateral", "Heat", "The Martian", "Thief"])
   }

@@ -38,7 +38,7 @@ struct ReadmeExampleTests {
 
     let crime = try context.fetch(FetchRequest<Movie>(
       format: "genre CONTAINS[cd] %@ AND director.name BEGINSWITH %@", "crime", "Michael",
-      sortBy: [QuerySort(\Movie.title, comparator: .localizedStandard)]))
+      sortDescriptors: [QuerySort(\Movie.title, comparator: .localizedStandard)]))
     let typed = try context.fetch(FetchRequest<Movie>(where: \.director?.name == "Michael Mann"))
     let swifty = try context.fetch(FetchRequest<Movie>(#Predicate<Movie> { $0.genre.localizedStandardContains("crime") }))
     #expect(crime == [heat] && typed == [heat] && swifty == [heat])

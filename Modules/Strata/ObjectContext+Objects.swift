@@ -1,0 +1,202 @@
+import Foundation
+import StrataCore
+
+extension ObjectContext {
+  /// The object with `id`: the one the context holds, or a fault that loads its values when first read.
+  ///
+  /// The object is not checked to exist; use ``existingObject(with:)`` for that. As in Core Data, a
+  /// temporary ID stops naming its object once the object is saved: use the object's new `objectID`.
+  public func object(with id: ObjectID) -> ManagedObject {
+    let id = resolvingFormerTemporaryID(id)
+    if id.isTemporary, let object = insertedObject(with: id) { return object }
+    if let object = liveObject(id) { return object }
+    guard let info = coordinator.info(forEntity: id.entityName) else {
+      return ManagedObject(.prototype(nil))
+    }
+    let object = info.objectClass.init(
+      .managed(info, self, id, isInserted: false))
+    if !rowCache.isEmpty, let cached = rowCache[id] { object.snapshot = cached }
+    remember(object)
+    return object
+  }
+
+  /// Registers the objects `body` materializes — `count` of them at most — in one go: the registry is
+  /// swept (when due) and grown once before, not while, since the caller holds every object it makes
+  /// until `body` returns and a sweep in between would find nothing to drop.
+  func registeringBatch<R>(of count: Int, _ body: () throws -> R) rethrows -> R {
+    if registry.count + count >= registrySweepThreshold { sweepRegistry() }
+    reserveRegistry(for: count)
+    let paused = sweepsPaused
+    sweepsPaused = true
+    defer {
+      sweepsPaused = paused
+      registrySweepThreshold = max(registrySweepThreshold, 4096, registry.count * 2)
+    }
+    return try body()
+  }
+
+  /// Makes room in the registry for `count` more objects (of a batch whose size is known late).
+  func reserveRegistry(for count: Int) {
+    registry.reserveCapacity(count)
+  }
+
+  /// Registers `object` under its ID, sweeping now and then so that walking a large result keeps the
+  /// registry about as small as the objects still in use.
+  func remember(_ object: ManagedObject) {
+    registry.register(object)
+    sweepIfDue()
+  }
+
+  private func sweepIfDue() {
+    guard registry.count >= registrySweepThreshold, !sweepsPaused else { return }
+    sweepRegistry()
+    registrySweepThreshold = max(4096, registry.count * 2)
+  }
+
+  /// The registered object with `id`, unless only the registry holds it: such an object is dropped, as
+  /// a weak registry would have dropped it, so that a caller gets it made afresh from the store.
+  func liveObject(_ id: ObjectID) -> ManagedObject? {
+    registry.live(id)
+  }
+
+  /// Drops the objects only the registry holds. Other threads cannot take a new reference to such an
+  /// object (they reach objects through this context, on its queue), so the check cannot be outdated.
+  func sweepRegistry() {
+    registry.sweep()
+  }
+
+  /// The object with `id`, loaded from the store.
+  /// - Throws: `.notFound` when no such object exists.
+  public func existingObject(with id: ObjectID) throws -> ManagedObject {
+    let id = resolvingFormerTemporaryID(id)
+    if id.isTemporary, let object = insertedObject(with: id) { return object }
+    if let object = liveObject(id), !object.isFaultStorage || object.isInsertedStorage {
+      if object.isDeletedStorage && object.snapshot == nil {
+        throw StoreError(.notFound, "\(id) no longer exists", entity: id.entityName)
+      }
+      return object
+    }
+    guard coordinator.info(forEntity: id.entityName) != nil else {
+      throw StoreError(.notFound, "the model has no entity '\(id.entityName)' (from \(id))", entity: id.entityName)
+    }
+    let found = try requireStore().snapshots(for: [id], generation: readGeneration)
+    takePermanentIDsFromParent()
+    guard let snapshot = found.first else {
+      throw StoreError(.notFound, "\(id) does not exist in the store", entity: id.entityName)
+    }
+    return materialize(snapshot)
+  }
+
+  /// Inserts a new object of `type`, like `T(context:)`.
+  @discardableResult
+  public func insert<T: ManagedObject>(_ type: T.Type) -> T {
+    guard let object = makeInserted(entityInfo(for: type)) as? T else {
+      preconditionFailure("\(type) is registered for another entity")
+    }
+    return object
+  }
+
+  /// Inserts a new object of the entity called `entityName` (for entities without a class of their own).
+  /// - Throws: `.invalidQuery` for an unknown entity.
+  @discardableResult
+  public func insertObject(entityName: String) throws -> ManagedObject {
+    guard let info = coordinator.info(forEntity: entityName) else {
+      throw StoreError(.invalidQuery, "the model has no entity '\(entityName)'", entity: entityName)
+    }
+    return makeInserted(info)
+  }
+
+  private func makeInserted(_ info: EntityInfo) -> ManagedObject {
+    let object = info.objectClass.init(
+      .managed(info, self, info.temporaryID.nextTemporary(), isInserted: true))
+    registerInserted(object)
+    object.awakeFromInsert()
+    return object
+  }
+
+  func entityInfo(for type: ManagedObject.Type) -> EntityInfo {
+    if let last = lastClassInfo, last.objectClass == type { return last }
+    guard let info = coordinator.info(forClass: type) else {
+      preconditionFailure(
+        "\(type) is not part of the container's model; pass it to PersistentContainer(name:types:)")
+    }
+    lastClassInfo = info
+    return info
+  }
+
+  func fetchSnapshot(for id: ObjectID) -> Snapshot? {
+    if !rowCache.isEmpty, let cached = rowCache[id] { return cached }
+    // A parent context knows the objects of a temporary ID: its own inserts and the ones it has saved.
+    guard !id.isTemporary || parent != nil, let store = try? requireStore() else { return nil }
+    let found = try? store.snapshots(for: [id], generation: readGeneration)
+    takePermanentIDsFromParent()
+    return found?.first
+  }
+
+  /// The registered object for `snapshot`, or a new one. A fault is loaded with the snapshot (and
+  /// awoken) — or, with `asFault`, keeps it to load from when first read.
+  func materialize(_ snapshot: consuming Snapshot, asFault: Bool = false) -> ManagedObject {
+    var loaded: [ManagedObject] = []
+    let object = materialize(snapshot, asFault: asFault, deferringAwakeInto: &loaded)
+    for object in loaded { object.awakeFromFetch() }
+    return object
+  }
+
+  /// ``materialize(_:asFault:)`` for a caller that awakes the objects it loads later (a fetch, once the
+  /// store has finished reading): they are added to `loaded`.
+  func materialize(
+    _ snapshot: consuming Snapshot, asFault: Bool, deferringAwakeInto loaded: inout [ManagedObject]
+  ) -> ManagedObject {
+    let id = snapshot.objectID
+    guard let info = entityInfo(of: id) else {
+      return ManagedObject(.prototype(nil))
+    }
+    // One lookup finds the registered object or the place of a new one.
+    var made = false
+    let object = registry.claim(id) {
+      made = true
+      let objectClass = info.withObject { $0.objectClass }
+      return objectClass.init(.managed(info, self, id, isInserted: false))
+    }
+    if made || (object.isFaultStorage && !object.isInsertedStorage) {
+      if asFault {
+        object.snapshot = consume snapshot
+        object.faultBatch = nil
+      } else {
+        object.load(consume snapshot)
+        loaded.append(object)
+      }
+      if made { sweepIfDue() }
+    }
+    return object
+  }
+
+  /// The entity info of `id`'s entity, remembering the last one asked for (fetches ask for one entity
+  /// many times; IDs of one entity are recognised without comparing names). Uncounted, as the
+  /// coordinator holds it.
+  private func entityInfo(of id: ObjectID) -> Unretained<EntityInfo>? {
+    if let last = lastEntityInfo, last.id.hasSameEntityAndStore(as: id) { return last.info }
+    guard let info = coordinator.info(forEntity: id.entityName) else { return nil }
+    lastEntityInfo = LastEntityInfo(id: id, info: Unretained(info))
+    return Unretained(info)
+  }
+
+  /// Drops prefetched values: of one object, or of every object.
+  func forgetPrefetched(_ id: ObjectID? = nil) {
+    guard !rowCache.isEmpty || !toManyCache.isEmpty else { return }
+    if let id {
+      rowCache[id] = nil
+      toManyCache[id] = nil
+    } else {
+      rowCache = [:]
+      toManyCache = [:]
+    }
+  }
+
+  /// The object registered under `id`, if it is alive (under a temporary ID: an inserted object, or one
+  /// saved into the parent).
+  func registeredObject(for id: ObjectID) -> ManagedObject? {
+    if id.isTemporary, let object = insertedObject(with: id) { return object }
+    return liveObject(id)
+  }
+}

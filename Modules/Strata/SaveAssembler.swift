@@ -1,0 +1,70 @@
+import Foundation
+import StrataCore
+
+/// Builds the ``ChangeSet`` a context's save sends to its store: what each inserted and changed object
+/// stores (transient attributes as null), the version each update and delete expects (none under
+/// ``MergePolicy/overwrite``), and the link changes of join-table relationships.
+struct SaveAssembler {
+  let model: ObjectModel
+  let mergePolicy: MergePolicy
+  let author: String?
+  let contextName: String?
+
+  /// The change set of one save round.
+  func changeSet(inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) -> ChangeSet {
+    var changeSet = ChangeSet(author: author, contextName: contextName)
+    changeSet.inserted = inserted.map { object in
+      ObjectChange(objectID: object.objectID, attributes: Self.storedAttributes(of: object), toOne: object.toOne)
+    }
+    changeSet.updated = updated.map { object in
+      ObjectChange(
+        objectID: object.objectID, attributes: Self.storedAttributes(of: object), toOne: object.toOne,
+        expectedVersion: expectedVersion(of: object), changedKeys: object.changedKeys.sorted())
+    }
+    changeSet.deleted = deleted.map { ObjectDeletion(objectID: $0.objectID, expectedVersion: expectedVersion(of: $0)) }
+    // The targets deleted in this save, whose links go with their rows: collected when first needed.
+    var deletedIDs: Set<ObjectID>?
+    for list in [inserted, updated] {
+      for object in list {
+        guard let info = object.info, info.hasToMany else { continue }
+        appendLinkChanges(of: object, info, to: &changeSet) { target in
+          if deletedIDs == nil { deletedIDs = Set(deleted.map(\.objectID)) }
+          return deletedIDs?.contains(target) == true
+        }
+      }
+    }
+    return changeSet
+  }
+
+  /// The values `object` writes: its current ones, with transient attributes null. Inlined: the save's
+  /// bookkeeping calls it for every saved object.
+  @inline(__always)
+  static func storedAttributes(of object: ManagedObject) -> [Value] {
+    guard let info = object.info, info.hasTransientAttributes else { return object.values }
+    var values = object.values
+    for (i, attribute) in info.entity.attributes.enumerated() where attribute.isTransient { values[i] = .null }
+    return values
+  }
+
+  private func expectedVersion(of object: ManagedObject) -> Int64? {
+    mergePolicy == .overwrite ? nil : object.snapshot?.version
+  }
+
+  /// The links `object`'s join-table relationships gained and lost since they were loaded or saved.
+  private func appendLinkChanges(
+    of object: ManagedObject, _ info: EntityInfo, to changeSet: inout ChangeSet, isDeleted: (ObjectID) -> Bool
+  ) {
+    for (i, rel) in info.entity.toManyRelationships.enumerated() where model.usesJoinTable(rel) {
+      guard let current = object.toMany[i] else { continue }
+      let committed = object.committedToMany[i] ?? []
+      for target in current.subtracting(committed) {
+        changeSet.linkChanges.append(
+          LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: true))
+      }
+      for target in committed.subtracting(current) where !isDeleted(target) {
+        changeSet.linkChanges.append(
+          LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: false))
+      }
+    }
+  }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import StrataCore
+
+// The object graph's departures from Swift's checked memory model, each as a small helper stating the
+// invariant it relies on. Call sites use these helpers; nothing else in the module uses `Unmanaged`,
+// `unsafeBitCast` or raw memory of Swift objects.
+//
+// `@exclusivity(unchecked)` is an attribute of a stored property and stays on its declaration (the
+// state of `ManagedObject`, `ObjectRegistry`, `ChangeSignals` and the context's `ChangeTracker`). It
+// relies on one invariant: that state is confined to its context's queue, and the framework never
+// holds an access to it across a call that could reach it again. The run-time check (a thread-local
+// access set per read and write) would only cost time on every property access of every object.
+
+/// A reference that is not counted: copying it or passing it costs no retain or release.
+///
+/// Invariant: whoever makes one keeps the object alive for as long as the reference is used — the
+/// coordinator holds every ``EntityInfo`` for as long as a context of it exists, a context holds its
+/// ``ChangeSignals``, and a class layout is held by its class's cache.
+@usableFromInline
+struct Unretained<Object: AnyObject> {
+  @usableFromInline let reference: Unmanaged<Object>
+
+  @inlinable @inline(__always)
+  init(_ object: Object) { reference = .passUnretained(object) }
+
+  /// The object as a counted reference, for a stored property that keeps it: exactly one retain.
+  @inlinable @inline(__always)
+  func retained() -> Object { reference.retain().takeRetainedValue() }
+
+  /// The object as an ordinary (counted) reference.
+  @inlinable @inline(__always)
+  var object: Object { reference.takeUnretainedValue() }
+
+  /// Runs `body` with the object, neither retained nor released around the call.
+  @inlinable @inline(__always)
+  func withObject<Result>(_ body: (Object) throws -> Result) rethrows -> Result {
+    try reference._withUnsafeGuaranteedRef(body)
+  }
+}
+
+/// The entity info of the entity a context last materialized, uncounted (see ``Unretained``), with an ID
+/// of that entity to recognise the next one by.
+struct LastEntityInfo {
+  let id: ObjectID
+  let info: Unretained<EntityInfo>
+}
+
+/// `objects` as an array of `T`, without copying: arrays of class references share one layout (what the
+/// standard library's own cast does on Apple platforms).
+///
+/// Invariant: every element is an instance of `T` (or a subclass) — a fetch's objects of an entity
+/// are all made from the entity's class, which the caller has checked is `T`.
+@inline(__always)
+func reinterpretCast<T: ManagedObject>(_ objects: [ManagedObject], to type: T.Type) -> [T] {
+  unsafeBitCast(objects, to: [T].self)
+}
+
+/// The slots of 32 neighbouring primary keys of one entity in ``ObjectRegistry``, after the number of them
+/// in use: one block of memory the registry frees, so that finding a page and filling a slot counts no
+/// reference.
+///
+/// Invariant: the registry owns each page — it allocates it, is the only one to read or write it (on its
+/// context's queue), and calls ``deallocate()`` exactly once, when the page leaves it or in its `deinit`;
+/// a `RegistryPage` value is a plain pointer and must not outlive that.
+struct RegistryPage {
+  static let shift = 5
+  static let size = 1 << shift
+
+  private let base: UnsafeMutableRawPointer
+
+  static func allocate() -> RegistryPage {
+    let base = UnsafeMutableRawPointer.allocate(
+      byteCount: MemoryLayout<Int>.stride + size * MemoryLayout<ManagedObject?>.stride, alignment: 8)
+    base.initializeMemory(as: Int.self, repeating: 0, count: 1)
+    (base + MemoryLayout<Int>.stride).initializeMemory(as: ManagedObject?.self, repeating: nil, count: size)
+    return RegistryPage(base: base)
+  }
+
+  func deallocate() {
+    slots.deinitialize(count: Self.size)
+    base.deallocate()
+  }
+
+  /// How many slots hold an object.
+  var count: Int {
+    get { base.load(as: Int.self) }
+    nonmutating set { base.storeBytes(of: newValue, as: Int.self) }
+  }
+
+  var slots: UnsafeMutablePointer<ManagedObject?> {
+    (base + MemoryLayout<Int>.stride).assumingMemoryBound(to: ManagedObject?.self)
+  }
+
+  static func === (a: RegistryPage, b: RegistryPage) -> Bool { a.base == b.base }
+}
+
+/// Snapshots a fetch has read and not yet made into objects: the store's reading and the context's making
+/// of objects alternate batch by batch rather than row by row, through one buffer moved in and out of.
+///
+/// Invariant: slots `0..<count` hold initialized snapshots and the rest are uninitialized; `append` is
+/// called only when the batch is not full (the caller drains it when ``isFull``). Being `~Copyable`, the
+/// buffer has one owner, which frees it.
+struct SnapshotBatch: ~Copyable {
+  private let base: UnsafeMutablePointer<Snapshot>
+  private let capacity: Int
+  private var count = 0
+
+  init(capacity: Int) {
+    base = .allocate(capacity: capacity)
+    self.capacity = capacity
+  }
+
+  deinit {
+    base.deinitialize(count: count)
+    base.deallocate()
+  }
+
+  var isFull: Bool { count == capacity }
+
+  mutating func append(_ snapshot: consuming Snapshot) {
+    (base + count).initialize(to: snapshot)
+    count += 1
+  }
+
+  /// Hands each snapshot to `body` in the order appended, moving it out, and empties the batch.
+  mutating func drain(_ body: (consuming Snapshot) -> Void) {
+    let taken = count
+    count = 0
+    for i in 0..<taken { body((base + i).move()) }
+  }
+}

@@ -1,0 +1,67 @@
+import Foundation
+
+// The LMDB store's departures from Swift's checked memory model, each stating the invariant it relies
+// on. The `mdb_*` calls with `MDB_val`s over Swift buffers are ordinary FFI and stay with their callers.
+
+/// The bytes of the record being written, reused from record to record: written through a pointer after
+/// one capacity check per value, not appended to an array byte by byte.
+///
+/// Invariant: the `appendUnchecked` calls that follow a ``reserve(_:)`` write at most the bytes it
+/// reserved (an unsigned varint at most 10); the buffer is used by one write transaction at a time.
+final class RecordBuffer {
+  private var base: UnsafeMutableRawPointer
+  private var capacity: Int
+  /// How many bytes are written.
+  var count = 0
+
+  init(capacity: Int = 256) {
+    self.capacity = capacity
+    base = .allocate(byteCount: capacity, alignment: 8)
+  }
+
+  deinit { base.deallocate() }
+
+  /// Makes room for `extra` more bytes, so that that many unchecked appends are safe.
+  @inline(__always)
+  func reserve(_ extra: Int) {
+    if count + extra > capacity { grow(to: count + extra) }
+  }
+
+  private func grow(to needed: Int) {
+    let newCapacity = max(needed, capacity * 2)
+    let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 8)
+    newBase.copyMemory(from: base, byteCount: count)
+    base.deallocate()
+    base = newBase
+    capacity = newCapacity
+  }
+
+  @inline(__always)
+  func appendUnchecked(_ byte: UInt8) {
+    base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+    count &+= 1
+  }
+
+  @inline(__always)
+  func appendUnchecked(_ bytes: UnsafeRawBufferPointer) {
+    guard let source = bytes.baseAddress, !bytes.isEmpty else { return }
+    (base + count).copyMemory(from: source, byteCount: bytes.count)
+    count &+= bytes.count
+  }
+
+  /// An unsigned LEB128 varint (at most 10 bytes).
+  @inline(__always)
+  func appendVarintUnchecked(_ value: UInt64) {
+    var v = value
+    while v >= 0x80 {
+      appendUnchecked(UInt8(truncatingIfNeeded: v) | 0x80)
+      v >>= 7
+    }
+    appendUnchecked(UInt8(v))
+  }
+
+  /// The bytes written.
+  func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    try body(UnsafeRawBufferPointer(start: base, count: count))
+  }
+}
