@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// A context's unsaved work: the objects inserted, updated and deleted since the last save, and the
 /// relationship errors to throw from the next ``ObjectContext/save()``. The context owns one and

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 extension ObjectContext {
   /// Marks `object` deleted and applies its relationships' delete rules now: `nullify` removes it from

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 extension ObjectContext {
   /// A context whose parent is this one: it reads this context's objects as they are now (unsaved

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 extension ObjectContext {
   /// Updates `object` from the store. With `mergeChanges` false the object becomes a fault and loses

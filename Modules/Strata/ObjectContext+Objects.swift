@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 extension ObjectContext {
   /// The object with `id`: the one the context holds, or a fault that loads its values when first read.

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 extension ObjectContext {
   /// Checks a save before anything is sent: the model's rules and the subclasses' own validation of every

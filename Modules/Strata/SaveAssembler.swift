@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 /// Builds the ``ChangeSet`` a context's save sends to its store: what each inserted and changed object
 /// stores (transient attributes as null), the version each update and delete expects (none under

@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 import Synchronization
 
 /// The permanent ID of each object a context saved (or adopted) under a temporary ID that a child

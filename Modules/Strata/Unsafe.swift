@@ -1,5 +1,5 @@
 import Foundation
-import StrataCore
+internal import StrataStoreKit
 
 // The object graph's departures from Swift's checked memory model, each as a small helper stating the
 // invariant it relies on. Call sites use these helpers; nothing else in the module uses `Unmanaged`,

@@ -21,7 +21,7 @@ struct ImmortalReference<Object: AnyObject & Sendable>: @unchecked Sendable {
 /// strings, but equal strings (when either is stored out of line, or bridged) need not have equal words,
 /// so a caller compares words first and falls back to comparing strings.
 @inline(__always)
-func stringWords(_ string: String) -> (UInt64, UInt64) {
+package func stringWords(_ string: String) -> (UInt64, UInt64) {
   unsafeBitCast(string, to: (UInt64, UInt64).self)
 }
 
