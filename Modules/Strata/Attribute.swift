@@ -38,16 +38,19 @@ public struct Attribute<Value: AttributeValue> {
   // thread-local increment (the options matter only while a prototype is built).
 
   /// An attribute without a default: `nil` if optional, otherwise the type's zero value.
+  ///
+  /// `originalName` is the attribute's name in the previous model version when it was renamed
+  /// (`@Attribute(originalName: "lastModified") var updatedAt: Date?`): migration moves the values over.
   @inlinable
   public init(
     _ options: AttributeOptions = [], minimum: Double? = nil, maximum: Double? = nil, minimumLength: Int? = nil,
-    maximumLength: Int? = nil, pattern: String? = nil
+    maximumLength: Int? = nil, pattern: String? = nil, originalName: String? = nil
   ) {
     slot = SlotState.takeSlot()
     if _slowPath(SlotState.isCollecting) {
       Self.declare(
         slot: slot, options: options, defaultValue: nil, minimum: minimum, maximum: maximum, minimumLength: minimumLength,
-        maximumLength: maximumLength, pattern: pattern)
+        maximumLength: maximumLength, pattern: pattern, originalName: originalName)
     }
   }
 
@@ -55,20 +58,20 @@ public struct Attribute<Value: AttributeValue> {
   @inlinable
   public init(
     wrappedValue: Value, _ options: AttributeOptions = [], minimum: Double? = nil, maximum: Double? = nil,
-    minimumLength: Int? = nil, maximumLength: Int? = nil, pattern: String? = nil
+    minimumLength: Int? = nil, maximumLength: Int? = nil, pattern: String? = nil, originalName: String? = nil
   ) {
     slot = SlotState.takeSlot()
     if _slowPath(SlotState.isCollecting) {
       Self.declare(
         slot: slot, options: options, defaultValue: wrappedValue.storedValue, minimum: minimum, maximum: maximum,
-        minimumLength: minimumLength, maximumLength: maximumLength, pattern: pattern)
+        minimumLength: minimumLength, maximumLength: maximumLength, pattern: pattern, originalName: originalName)
     }
   }
 
   @usableFromInline
   static func declare(
     slot: Int32, options: AttributeOptions, defaultValue: StrataCore.Value?, minimum: Double?, maximum: Double?,
-    minimumLength: Int?, maximumLength: Int?, pattern: String?
+    minimumLength: Int?, maximumLength: Int?, pattern: String?, originalName: String?
   ) {
     SlotState.declare(
       slot,
@@ -77,7 +80,8 @@ public struct Attribute<Value: AttributeValue> {
         defaultValue: defaultValue, derivation: nil,
         validation: AttributeValidation(
           minimum: minimum, maximum: maximum, minimumLength: minimumLength, maximumLength: maximumLength,
-          pattern: pattern)))
+          pattern: pattern),
+        originalName: originalName))
   }
 
   @available(*, unavailable, message: "@Attribute is only available on ManagedObject subclasses")

@@ -42,7 +42,7 @@ public struct Derived<Value: AttributeValue> {
       slot,
       .attribute(
         type: Value.attributeType, isOptional: Value.isOptionalAttribute, options: options, defaultValue: nil,
-        derivation: derivation, validation: AttributeValidation()))
+        derivation: derivation, validation: AttributeValidation(), originalName: nil))
   }
 
   @available(*, unavailable, message: "@Derived is only available on ManagedObject subclasses")

@@ -92,23 +92,27 @@ final class ClassLayout: @unchecked Sendable {
     var unique: [[String]] = []
     for (name, declaration) in zip(names, declarations) {
       switch declaration {
-      case .attribute(let type, let isOptional, let options, let defaultValue, let derivation, let validation):
+      case .attribute(let type, let isOptional, let options, let defaultValue, let derivation, let validation, let originalName):
         attributes.append(
           AttributeDescription(
             name: name, type: type, isOptional: isOptional, defaultValue: defaultValue,
             isTransient: options.contains(.transient), derivation: derivation, isIndexed: options.contains(.indexed),
-            preservesValueInHistoryOnDeletion: options.contains(.preserveValueOnDeletion), validation: validation))
+            preservesValueInHistoryOnDeletion: options.contains(.preserveValueOnDeletion), validation: validation,
+            renamingIdentifier: originalName))
         if options.contains(.unique) { unique.append([name]) }
-      case .relationship(let destination, let isToMany, let inverse, let deleteRule, let isOptional, let minCount, let maxCount):
+      case .relationship(
+        let destination, let isToMany, let inverse, let deleteRule, let isOptional, let minCount, let maxCount, let originalName):
         relationships.append(
           RelationshipDescription(
             name: name, destination: destination.entityName, inverse: inverse, isToMany: isToMany,
-            isOptional: isOptional, deleteRule: deleteRule, minCount: minCount, maxCount: maxCount))
+            isOptional: isOptional, deleteRule: deleteRule, minCount: minCount, maxCount: maxCount,
+            renamingIdentifier: originalName))
       }
     }
     return EntityDescription(
       name: objectClass.entityName, attributes: attributes, relationships: relationships,
-      uniquenessConstraints: unique + objectClass.uniquenessConstraints, indexes: objectClass.indexes)
+      uniquenessConstraints: unique + objectClass.uniquenessConstraints, indexes: objectClass.indexes,
+      renamingIdentifier: objectClass.originalEntityName)
   }
 }
 

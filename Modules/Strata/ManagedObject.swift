@@ -172,6 +172,16 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// The entity name a subclass maps to; the class name unless overridden.
   open class var entityName: String { String(describing: self) }
 
+  /// The entity's name in the previous model version, when the class was renamed: migration moves its
+  /// objects over (Core Data's `renamingIdentifier`).
+  ///
+  /// ```swift
+  /// final class Film: ManagedObject {
+  ///   override class var originalEntityName: String? { "Movie" }
+  /// }
+  /// ```
+  open class var originalEntityName: String? { nil }
+
   /// Extra uniqueness constraints (sets of attribute names) beyond attributes declared `.unique`.
   open class var uniquenessConstraints: [[String]] { [] }
 
@@ -540,7 +550,7 @@ extension ManagedObject {
   @inline(never)
   private func prototypeAttributeValue(slot: Int32) -> Value {
     guard let recorder else { return .null }
-    guard case .attribute(let type, _, _, _, _, _)? = prototypeLayout?.declaration(ofSlot: slot) else {
+    guard case .attribute(let type, _, _, _, _, _, _)? = prototypeLayout?.declaration(ofSlot: slot) else {
       recorder.record(nil)
       return .null
     }
@@ -575,7 +585,7 @@ extension ManagedObject {
   func relatedObjects(slot: Int32) -> [ManagedObject] {
     if let recorder {
       recorder.recordRelationship(prototypeLayout?.name(ofSlot: slot))
-      if let layout = prototypeLayout, case .relationship(let destination, false, _, _, _, _, _)? = layout.declaration(ofSlot: slot) {
+      if let layout = prototypeLayout, case .relationship(let destination, false, _, _, _, _, _, _)? = layout.declaration(ofSlot: slot) {
         let next = ClassLayout.prototype(of: destination)
         next.recorder = recorder
         return [next]

@@ -58,9 +58,9 @@ final class PrototypeCollector {
   @usableFromInline
   enum Declaration {
     case attribute(type: AttributeType, isOptional: Bool, options: AttributeOptions, defaultValue: Value?,
-      derivation: String?, validation: AttributeValidation)
+      derivation: String?, validation: AttributeValidation, originalName: String?)
     case relationship(destination: ManagedObject.Type, isToMany: Bool, inverse: String?, deleteRule: DeleteRule,
-      isOptional: Bool, minCount: Int, maxCount: Int)
+      isOptional: Bool, minCount: Int, maxCount: Int, originalName: String?)
   }
 
   var declarations: [Int32: Declaration] = [:]

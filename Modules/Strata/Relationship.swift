@@ -54,27 +54,30 @@ public struct Relationship<Value: RelationshipValue> {
   ///   - isOptional: for to-one relationships, whether `nil` is allowed on save.
   ///   - minCount: for to-many relationships, the fewest targets allowed on save.
   ///   - maxCount: for to-many relationships, the most targets allowed on save (0 = no limit).
+  ///   - originalName: the relationship's name in the previous model version, when it was renamed.
   @inlinable
   public init(
     inverse: String? = nil, deleteRule: DeleteRule = .nullify, isOptional: Bool = true, minCount: Int = 0,
-    maxCount: Int = 0
+    maxCount: Int = 0, originalName: String? = nil
   ) {
     slot = SlotState.takeSlot()
     if _slowPath(SlotState.isCollecting) {
       Self.declare(
-        slot: slot, inverse: inverse, deleteRule: deleteRule, isOptional: isOptional, minCount: minCount, maxCount: maxCount)
+        slot: slot, inverse: inverse, deleteRule: deleteRule, isOptional: isOptional, minCount: minCount, maxCount: maxCount,
+        originalName: originalName)
     }
   }
 
   @usableFromInline
   static func declare(
-    slot: Int32, inverse: String?, deleteRule: DeleteRule, isOptional: Bool, minCount: Int, maxCount: Int
+    slot: Int32, inverse: String?, deleteRule: DeleteRule, isOptional: Bool, minCount: Int, maxCount: Int,
+    originalName: String?
   ) {
     SlotState.declare(
       slot,
       .relationship(
         destination: Value.destinationType, isToMany: Value.isToMany, inverse: inverse, deleteRule: deleteRule,
-        isOptional: isOptional, minCount: minCount, maxCount: maxCount))
+        isOptional: isOptional, minCount: minCount, maxCount: maxCount, originalName: originalName))
   }
 
   @available(*, unavailable, message: "@Relationship is only available on ManagedObject subclasses")

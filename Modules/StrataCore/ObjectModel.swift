@@ -68,11 +68,15 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
   /// Whether persistent history keeps this attribute's value in the tombstone of a deleted object.
   public var preservesValueInHistoryOnDeletion: Bool
   public var validation: AttributeValidation
+  /// The name this attribute had in the previous model version, when it was renamed (Core Data's
+  /// `renamingIdentifier`, SwiftData's `originalName`): migration moves the stored values over.
+  public var renamingIdentifier: String?
 
   public init(
     name: String, type: AttributeType, isOptional: Bool = false, defaultValue: Value? = nil,
     isTransient: Bool = false, derivation: String? = nil, isIndexed: Bool = false,
-    preservesValueInHistoryOnDeletion: Bool = false, validation: AttributeValidation = .init()
+    preservesValueInHistoryOnDeletion: Bool = false, validation: AttributeValidation = .init(),
+    renamingIdentifier: String? = nil
   ) {
     self.name = name
     self.type = type
@@ -83,6 +87,7 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
     self.isIndexed = isIndexed
     self.preservesValueInHistoryOnDeletion = preservesValueInHistoryOnDeletion
     self.validation = validation
+    self.renamingIdentifier = renamingIdentifier
   }
 
   /// The value a newly inserted object holds for this attribute.
@@ -117,10 +122,12 @@ public struct RelationshipDescription: Sendable, Hashable, Codable {
   public var minCount: Int
   /// Most targets a to-many relationship may hold on save (0 = no limit).
   public var maxCount: Int
+  /// The name this relationship had in the previous model version, when it was renamed.
+  public var renamingIdentifier: String?
 
   public init(
     name: String, destination: String, inverse: String? = nil, isToMany: Bool = false, isOptional: Bool = true,
-    deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0
+    deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0, renamingIdentifier: String? = nil
   ) {
     self.name = name
     self.destination = destination
@@ -130,6 +137,7 @@ public struct RelationshipDescription: Sendable, Hashable, Codable {
     self.deleteRule = deleteRule
     self.minCount = minCount
     self.maxCount = maxCount
+    self.renamingIdentifier = renamingIdentifier
   }
 }
 
@@ -153,6 +161,8 @@ public struct EntityDescription: Sendable, Codable {
   public let uniquenessConstraints: [[String]]
   /// Additional compound indexes (single-attribute ones can use `isIndexed`).
   public let indexes: [[String]]
+  /// The name this entity had in the previous model version, when it was renamed.
+  public let renamingIdentifier: String?
 
   /// The to-one relationships in declaration order. Snapshots hold their targets in this order.
   public let toOneRelationships: [RelationshipDescription]
@@ -164,9 +174,10 @@ public struct EntityDescription: Sendable, Codable {
 
   public init(
     name: String, attributes: [AttributeDescription] = [], relationships: [RelationshipDescription] = [],
-    uniquenessConstraints: [[String]] = [], indexes: [[String]] = []
+    uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], renamingIdentifier: String? = nil
   ) {
     self.name = name
+    self.renamingIdentifier = renamingIdentifier
     self.attributes = attributes
     self.relationships = relationships
     self.uniquenessConstraints = uniquenessConstraints
@@ -222,7 +233,7 @@ public struct EntityDescription: Sendable, Codable {
   public var propertyNames: [String] { attributes.map(\.name) + relationships.map(\.name) }
 
   private enum CodingKeys: String, CodingKey {
-    case name, attributes, relationships, uniquenessConstraints, indexes
+    case name, attributes, relationships, uniquenessConstraints, indexes, renamingIdentifier
   }
 
   public init(from decoder: any Decoder) throws {
@@ -232,7 +243,8 @@ public struct EntityDescription: Sendable, Codable {
       attributes: try c.decodeIfPresent([AttributeDescription].self, forKey: .attributes) ?? [],
       relationships: try c.decodeIfPresent([RelationshipDescription].self, forKey: .relationships) ?? [],
       uniquenessConstraints: try c.decodeIfPresent([[String]].self, forKey: .uniquenessConstraints) ?? [],
-      indexes: try c.decodeIfPresent([[String]].self, forKey: .indexes) ?? [])
+      indexes: try c.decodeIfPresent([[String]].self, forKey: .indexes) ?? [],
+      renamingIdentifier: try c.decodeIfPresent(String.self, forKey: .renamingIdentifier))
   }
 
   public func encode(to encoder: any Encoder) throws {
@@ -242,6 +254,7 @@ public struct EntityDescription: Sendable, Codable {
     try c.encode(relationships, forKey: .relationships)
     try c.encode(uniquenessConstraints, forKey: .uniquenessConstraints)
     try c.encode(indexes, forKey: .indexes)
+    try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
   }
 }
 
@@ -249,6 +262,7 @@ extension EntityDescription: Hashable {
   public static func == (a: EntityDescription, b: EntityDescription) -> Bool {
     a.name == b.name && a.attributes == b.attributes && a.relationships == b.relationships
       && a.uniquenessConstraints == b.uniquenessConstraints && a.indexes == b.indexes
+      && a.renamingIdentifier == b.renamingIdentifier
   }
 
   public func hash(into hasher: inout Hasher) {
@@ -257,6 +271,7 @@ extension EntityDescription: Hashable {
     hasher.combine(relationships)
     hasher.combine(uniquenessConstraints)
     hasher.combine(indexes)
+    hasher.combine(renamingIdentifier)
   }
 }
 
