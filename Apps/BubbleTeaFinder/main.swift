@@ -9,6 +9,8 @@ struct BubbleTeaFinderCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "bubble-tea-finder",
     abstract: "Find bubble tea in New York: Foursquare venues in a Strata store.",
+    discussion: exitStatusHelp,
+    version: strataVersion,
     subcommands: [Seed.self, List.self, Stats.self, FavoriteAll.self, Delete.self])
 
   static func main() { mainReportingUsageErrors() }

@@ -10,6 +10,8 @@ struct FaveFlicksCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "fave-flicks",
     abstract: "Keep a list of favourite movies in a Strata store.",
+    discussion: exitStatusHelp,
+    version: strataVersion,
     subcommands: [Add.self, List.self, Delete.self])
 
   static func main() { mainReportingUsageErrors() }

@@ -9,6 +9,8 @@ struct FireballWatchCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "fireball-watch",
     abstract: "Keep NASA/JPL fireball reports in a Strata store, and group them.",
+    discussion: exitStatusHelp,
+    version: strataVersion,
     subcommands: [Import.self, List.self, Delete.self, Group.self, Groups.self, History.self, Watch.self])
 
   static func main() { mainReportingUsageErrors() }

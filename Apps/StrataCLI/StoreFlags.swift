@@ -58,6 +58,9 @@ public struct StoreFlags: ParsableArguments, Sendable {
     return StoreDescription(type: store, url: url)
   }
 
+  /// The shared flags that take a value, which may stand before the subcommand.
+  static let valueOptions = ["--store", "--path"]
+
   /// Whether the selected store has no location and keeps nothing between runs, so that the app starts
   /// it from its preview data.
   public var startsFromPreview: Bool { (try? registry.backend(for: store).requiresLocation) == false }
@@ -109,14 +112,24 @@ public func textTable(headers: [String], rows: [[String]]) -> String {
   return ([line(headers), line(widths.map { String(repeating: "-", count: $0) })] + rows.map(line)).joined(separator: "\n")
 }
 
+/// The version every Strata command-line tool reports with `--version`.
+public let strataVersion = "0.6.0"
+
+/// What every CLI's `--help` says about its exit status.
+public let exitStatusHelp = """
+  Exit status: 0 on success; 1 when the command failed (one line on standard error says why); 64 for \
+  a usage error (an unknown flag, a missing or bad value).
+  """
+
 extension ParsableCommand {
   /// Parses the command line and runs the command, as `main()` does, except that a usage error (a
   /// missing argument, a bad value, an unknown flag) is one line on standard error, naming the problem
-  /// and where help is, with exit code 64. `--help` and `--version` print as usual.
+  /// and where help is, with exit code 64. `--help` and `--version` print as usual. The store flags
+  /// (`--store`, `--path`) may stand before the subcommand as well as after it.
   public static func mainReportingUsageErrors(_ arguments: [String]? = nil) {
     var command: any ParsableCommand
     do {
-      command = try parseAsRoot(arguments)
+      command = try parseAsRoot(movingStoreFlagsAfterSubcommands(arguments ?? Array(CommandLine.arguments.dropFirst())))
     } catch {
       guard exitCode(for: error) != .success else { exit(withError: error) }
       let tool = configuration.commandName ?? "command"
@@ -128,6 +141,28 @@ extension ParsableCommand {
     } catch {
       exit(withError: error)
     }
+  }
+
+  /// `arguments` with the store flags written before a subcommand's name moved after it, level by level
+  /// (`fave-flicks --store lmdb list` → `fave-flicks list --store lmdb`), so that the subcommand, which
+  /// declares them, parses them. Anything else is left where it is.
+  static func movingStoreFlagsAfterSubcommands(_ arguments: [String]) -> [String] {
+    var index = 0
+    while index < arguments.count {
+      let token = arguments[index]
+      if StoreFlags.valueOptions.contains(token) {
+        index += 2
+      } else if StoreFlags.valueOptions.contains(where: { token.hasPrefix($0 + "=") }) {
+        index += 1
+      } else {
+        break
+      }
+    }
+    guard index < arguments.count,
+      let subcommand = configuration.subcommands.first(where: { $0._commandName == arguments[index] })
+    else { return arguments }
+    let flags = arguments[..<index]
+    return [arguments[index]] + subcommand.movingStoreFlagsAfterSubcommands(Array(flags + arguments[(index + 1)...]))
   }
 }
 

@@ -9,6 +9,8 @@ struct TaterRaterCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "tater-rater",
     abstract: "Rate potato varieties in a Strata store, and watch the ratings change.",
+    discussion: exitStatusHelp,
+    version: strataVersion,
     subcommands: [Import.self, List.self, Rate.self, Note.self, Show.self, Watch.self])
 
   static func main() { mainReportingUsageErrors() }

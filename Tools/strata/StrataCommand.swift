@@ -6,7 +6,8 @@ struct StrataCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "strata",
     abstract: "Inspect a Strata store without the app's code: the model is read from the store itself.",
-    discussion: "Stores are opened read-only: strata never changes a store.",
+    discussion: "Stores are opened read-only: strata never changes a store.\n\n" + exitStatusHelp,
+    version: strataVersion,
     subcommands: [InfoCommand.self, FetchCommand.self, HistoryCommand.self])
 
   static func main() { mainReportingUsageErrors() }

@@ -1,0 +1,33 @@
+import Foundation
+import Testing
+
+@Suite("Flags every CLI shares")
+struct SharedFlagsCLITests {
+  @Test func storeFlagsMayStandBeforeTheSubcommand() throws {
+    let directory = FileManager.default.temporaryDirectory.appending(path: "shared-flags-\(UUID().uuidString)").path
+    let store = directory + "/Movies.lmdb"
+    let add = try faveFlicks(
+      "--store", "lmdb", "--path", store, "add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15")
+    #expect(add.status == 0, "\(add.stderr)")
+    let before = try faveFlicks("--path=\(store)", "--store=lmdb", "list", "--json")
+    let after = try faveFlicks("list", "--json", "--store", "lmdb", "--path", store)
+    #expect(before.status == 0 && after.status == 0, "\(before.stderr) \(after.stderr)")
+    #expect(before.stdout == after.stdout && before.stdout.contains("\"Heat\""))
+    #expect(FileManager.default.fileExists(atPath: store + "/data.mdb"))
+
+    let nested = try Executables.run("fireball-watch", ["--store", "memory", "group", "create", "Night"])
+    #expect(nested.status == 0, "\(nested.stderr)")
+    let unknown = try faveFlicks("--store", "bogus", "list")
+    #expect(unknown.status == 64)
+    #expect(unknown.stderr == "fave-flicks: error: unknown store type 'bogus' (available: lmdb, memory, sqlite) (see 'fave-flicks --help')\n")
+  }
+
+  @Test(arguments: ["fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch", "strata"])
+  func everyToolHasAVersionAndDocumentsItsExitStatus(_ tool: String) throws {
+    let version = try Executables.run(tool, ["--version"])
+    #expect(version.status == 0)
+    #expect(version.stdout.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil, "\(version.stdout)")
+    let help = try Executables.run(tool, ["--help"])
+    #expect(help.stdout.contains("Exit status: 0 on success"), "\(help.stdout)")
+  }
+}
