@@ -128,14 +128,14 @@ let package = Package(
     // MARK: Tests
     .testTarget(name: "StrataCoreTests", dependencies: ["StrataConformance", "StrataStoreKit"], swiftSettings: swiftSettings),
     .testTarget(
-      name: "StrataSQLiteTests", dependencies: ["StrataConformance", "StrataSQLite", "Strata", "StrataStoreKit", "CSQLite", "strata-worker"],
+      name: "StrataSQLiteTests", dependencies: ["StrataConformance", "StrataConformanceWorker", "StrataSQLite", "Strata", "StrataStoreKit", "CSQLite", "strata-worker"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataMemoryTests", dependencies: ["StrataConformance", "StrataMemory", "Strata", "StrataStoreKit"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataLMDBTests",
-      dependencies: ["StrataConformance", "StrataLMDB", "Strata", "StrataStoreKit", "CLMDB", "lmdb-worker", "strata-worker"],
+      dependencies: ["StrataConformance", "StrataConformanceWorker", "StrataLMDB", "Strata", "StrataStoreKit", "CLMDB", "lmdb-worker", "strata-worker"],
       swiftSettings: swiftSettings),
     // A second process for the LMDB tests: writes, reads, or holds a lock until it is killed.
     .executableTarget(

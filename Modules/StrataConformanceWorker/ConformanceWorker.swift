@@ -16,6 +16,9 @@ import StrataStoreKit
 /// - `insert TYPE PATH ENTITY KEY VALUE`: opens the store of type `TYPE` at `PATH` (it must exist, with
 ///   history tracked), saves one `ENTITY` whose string attribute `KEY` is `VALUE` (every other attribute
 ///   its initial value) as author `worker`, and prints the transaction's history token.
+/// - `create TYPE PATH`: opens the store of type `TYPE` at `PATH` with ``creationModel()``, creating it
+///   when it is missing or unfinished, saves one `Item` whose `name` is `worker-PID`, and prints the store's
+///   identifier: processes that create one store at once all print the same one.
 ///
 /// Exit status 0 on success, 1 with one line on standard error otherwise.
 public enum ConformanceWorker {
@@ -34,8 +37,13 @@ public enum ConformanceWorker {
   /// Runs one command and returns what it prints.
   /// - Throws: ``StoreError`` for a bad command line or what the store throws.
   public static func run(_ arguments: [String], registry: StoreRegistry) throws -> String {
+    if arguments.count == 3, arguments[0] == "create" {
+      return try create(StoreType(arguments[1]), at: URL(fileURLWithPath: arguments[2]), registry: registry)
+    }
     guard arguments.count == 6, arguments[0] == "insert" else {
-      throw StoreError(.misuse, "usage: insert TYPE PATH ENTITY KEY VALUE (got \(arguments.joined(separator: " ")))")
+      throw StoreError(
+        .misuse,
+        "usage: insert TYPE PATH ENTITY KEY VALUE | create TYPE PATH (got \(arguments.joined(separator: " ")))")
     }
     let (type, url, entityName, key, value) = (
       StoreType(arguments[1]), URL(fileURLWithPath: arguments[2]), arguments[3], arguments[4], arguments[5]
@@ -52,5 +60,29 @@ public enum ConformanceWorker {
       throw StoreError(.misuse, "the save recorded no history token (is history tracked?)")
     }
     return token.description
+  }
+
+  /// The model of the `create` command: one entity `Item` with a unique string `name` and an indexed
+  /// integer `n`.
+  public static func creationModel() throws -> ObjectModel {
+    try ObjectModel(entities: [
+      EntityDescription(
+        name: "Item",
+        attributes: [
+          AttributeDescription(name: "name", type: .string),
+          AttributeDescription(name: "n", type: .int64, isIndexed: true),
+        ],
+        uniquenessConstraints: [["name"]])
+    ])
+  }
+
+  private static func create(_ type: StoreType, at url: URL, registry: StoreRegistry) throws -> String {
+    let store = try registry.openStore(type, at: url, model: try creationModel(), options: StoreOptions())
+    defer { store.close() }
+    let pid = Int64(ProcessInfo.processInfo.processIdentifier)
+    let item = ObjectChange(
+      objectID: .makeTemporary(entityName: "Item"), attributes: [.string("worker-\(pid)"), .int(pid)], toOne: [])
+    _ = try store.save(ChangeSet(inserted: [item], author: "worker", contextName: "worker"))
+    return store.identifier
   }
 }

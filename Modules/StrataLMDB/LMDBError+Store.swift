@@ -34,6 +34,8 @@ struct LMDBError: Error, CustomStringConvertible {
         .io, "the LMDB store \(path) has no free reader slot (too many open read transactions or processes; \(operation))")
     case EACCES, EROFS, EPERM:
       return StoreError(.io, "cannot access the LMDB store \(path) (\(operation): \(message))")
+    case ENOSPC:
+      return StoreError(.io, "the LMDB store \(path) failed: no space left on device (\(operation))")
     case EAGAIN:
       return StoreError(.io, "the LMDB store \(path) is locked by another process (\(operation): \(message))")
     default:

@@ -68,6 +68,7 @@ public final class LMDBStore: PersistentStore {
     let isNew = try Self.prepareDirectory(path, model: model, options: options)
     let lockFile = (path as NSString).appendingPathComponent("lock.mdb")
     let hadLockFile = FileManager.default.fileExists(atPath: lockFile)
+    if !options.isReadOnly { try LMDBDataFile.reserveSpace(directory: path, isNew: isNew) }
     let environment: LMDBEnvironment
     let opened: (identifier: String, model: ObjectModel, schema: LMDBSchema)
     let databases = UInt32(model.map { LMDBSchema.databases(for: $0).count } ?? 0)
@@ -79,7 +80,7 @@ public final class LMDBStore: PersistentStore {
       throw error.storeError(path: path)
     }
     do {
-      opened = try Self.openSchema(environment, path: path, model: model, options: options, isNew: isNew)
+      opened = try Self.openSchema(environment, path: path, model: model, options: options)
     } catch {
       // Leave a directory that is not ours as it was: remove the lock file liblmdb just made.
       if environment.release(), !hadLockFile, !isNew { try? FileManager.default.removeItem(atPath: lockFile) }
@@ -115,8 +116,9 @@ public final class LMDBStore: PersistentStore {
     }
   }
 
-  /// Checks what is at `path` before liblmdb touches it; creates the directory for a new store.
-  /// - Returns: whether the store is new (the directory was missing or empty).
+  /// Checks what is at `path` before liblmdb touches it (``LMDBDataFile/check(directory:)``: the meta
+  /// pages and the length of `data.mdb`); creates the directory for a new store.
+  /// - Returns: whether the store is new (the directory was missing or empty, or its `data.mdb` empty).
   private static func prepareDirectory(_ path: String, model: ObjectModel?, options: StoreOptions) throws -> Bool {
     let files = FileManager.default
     var isDirectory: ObjCBool = false
@@ -131,21 +133,25 @@ public final class LMDBStore: PersistentStore {
       } catch {
         throw StoreError(.io, "cannot read the directory \(path): \(error.localizedDescription)")
       }
-      let data = (path as NSString).appendingPathComponent("data.mdb")
       if contents.contains("data.mdb") {
-        guard isLMDBDataFile(data) else {
-          throw StoreError(.corrupted, "\(notStrata) (its data.mdb is not an LMDB data file)")
+        switch try LMDBDataFile.check(directory: path) {
+        case .valid: return false
+        case .new: break
+        case .partialHeader:
+          guard model != nil, !options.isReadOnly else { break }
+          let data = (path as NSString).appendingPathComponent("data.mdb")
+          guard truncate(data, 0) == 0 else {
+            throw StoreError(.io, "cannot reset the unfinished \(data): \(String(cString: strerror(errno)))")
+          }
         }
-        return false
       }
-      guard contents.filter({ $0 != "lock.mdb" && !$0.hasPrefix(".") }).isEmpty else {
+      guard contents.filter({ $0 != "lock.mdb" && $0 != "data.mdb" && !$0.hasPrefix(".") }).isEmpty else {
         throw StoreError(.corrupted, "\(notStrata) (it holds other files and no data.mdb)")
       }
     }
-    guard let model = model else {
+    guard model != nil else {
       throw StoreError(.notFound, "there is no store at \(path) (open it with a model to create one)")
     }
-    _ = model
     guard !options.isReadOnly else { throw StoreError(.notFound, "there is no store at \(path) to open read-only") }
     do {
       try files.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -155,34 +161,26 @@ public final class LMDBStore: PersistentStore {
     return true
   }
 
-  /// Whether the file starts with an LMDB meta page (magic `0xBEEFC0DE` after the 16-byte page header).
-  private static func isLMDBDataFile(_ path: String) -> Bool {
-    guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-    defer { try? handle.close() }
-    guard let header = try? handle.read(upToCount: 20), header.count == 20 else { return false }
-    let magic = header.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 16, as: UInt32.self)) }
-    return magic == 0xBEEF_C0DE
-  }
-
   private static func openSchema(
-    _ environment: LMDBEnvironment, path: String, model: ObjectModel?, options: StoreOptions, isNew: Bool
+    _ environment: LMDBEnvironment, path: String, model: ObjectModel?, options: StoreOptions
   ) throws -> (identifier: String, model: ObjectModel, schema: LMDBSchema) {
     let notStrata = "\(path) is not a Strata LMDB store"
-    var metaHandle = try environment.openDatabases([(LMDBSchema.metaName, false)], create: false)
-    if metaHandle.isEmpty {
-      // A new environment (or one whose creator died before committing): create it in one transaction.
-      let mainEntries = try environment.read { txn -> Int in
-        var main: MDB_dbi = 0
-        try check(mdb_dbi_open(txn.txn, nil, 0, &main), "mdb_dbi_open(main)")
-        return try txn.entries(main)
-      }
-      guard mainEntries == 0 else { throw StoreError(.corrupted, "\(notStrata) (it has no \(LMDBSchema.metaName) database)") }
+    switch try environment.read({ try creationState($0) }) {
+    case .foreign(let reason):
+      throw StoreError(.corrupted, "\(notStrata) (\(reason))")
+    case .unfinished:
       guard let model, !options.isReadOnly else {
-        throw StoreError(.corrupted, "\(notStrata) (it is an empty LMDB environment)")
+        throw StoreError(
+          .notFound,
+          "there is no store at \(path) yet (it is an empty LMDB environment; open it with a model to create the store)")
       }
-      try create(environment, model: model)
-      metaHandle = try environment.openDatabases([(LMDBSchema.metaName, false)], create: false)
+      if case .foreign(let reason) = try create(environment, model: model) {
+        throw StoreError(.corrupted, "\(notStrata) (\(reason))")
+      }
+    case .store:
+      break
     }
+    let metaHandle = try environment.openDatabases([(LMDBSchema.metaName, false)], create: false)
     guard let meta = metaHandle[LMDBSchema.metaName] else {
       throw StoreError(.corrupted, "\(notStrata) (it has no \(LMDBSchema.metaName) database)")
     }
@@ -237,21 +235,72 @@ public final class LMDBStore: PersistentStore {
     return history
   }
 
-  /// Writes the metadata and creates every database, unless another process got there first.
-  private static func create(_ environment: LMDBEnvironment, model: ObjectModel) throws {
+  /// What an environment holds, as far as creating a store in it goes.
+  enum CreationState {
+    /// `strata.meta` has contents: a store, whole or damaged (the metadata tells).
+    case store
+    /// Every named database is empty and `strata.meta` is missing or empty: nothing but a creation
+    /// that did not finish, which the next open with a model completes.
+    case unfinished
+    /// Data without Strata metadata: not a Strata store.
+    case foreign(String)
+  }
+
+  /// Reads the main database's list of named databases and how many entries each holds.
+  static func creationState(_ txn: LMDBTransaction) throws -> CreationState {
+    var main: MDB_dbi = 0
+    try check(mdb_dbi_open(txn.txn, nil, 0, &main), "mdb_dbi_open(main)")
+    let names = try txn.withCursor(main) { cursor -> [[UInt8]] in
+      var names: [[UInt8]] = []
+      var entry = try cursor.next(.first)
+      while let current = entry {
+        names.append(Array(current.key))
+        entry = try cursor.next(.next)
+      }
+      return names
+    }
+    var holding: String?
+    for bytes in names {
+      guard !bytes.contains(0), let name = String(validating: bytes, as: UTF8.self) else {
+        return .foreign("its main database holds data")
+      }
+      var dbi: MDB_dbi = 0
+      let rc = mdb_dbi_open(txn.txn, name, 0, &dbi)
+      if rc == MDB_INCOMPATIBLE { return .foreign("its main database holds data") }
+      try check(rc, "mdb_dbi_open(\(name))")
+      let entries = try txn.entries(dbi)
+      if name == LMDBSchema.metaName && entries > 0 { return .store }
+      if entries > 0 && holding == nil { holding = name }
+    }
+    if let holding {
+      return .foreign("it has no \(LMDBSchema.metaName) contents, yet its database \(holding) holds data")
+    }
+    return .unfinished
+  }
+
+  /// Creates every database and writes the metadata in one write transaction that first checks the
+  /// environment is still unfinished (another process may have created the store meanwhile).
+  /// - Returns: the state found inside the transaction: `.unfinished` when this call created the store.
+  private static func create(_ environment: LMDBEnvironment, model: ObjectModel) throws -> CreationState {
     let names = LMDBSchema.databases(for: model)
-    _ = try environment.openDatabases(names, create: true)
-    let handles = try environment.openDatabases([(LMDBSchema.metaName, false)], create: false)
-    guard let meta = handles[LMDBSchema.metaName] else { return }
     let json = String(decoding: try model.jsonData(), as: UTF8.self)
-    try environment.write { txn in
-      let existing = try txn.get(meta, Array("store_id".utf8)) { $0 != nil }
-      guard !existing else { return }
+    return try environment.write { txn -> CreationState in
+      let state = try creationState(txn)
+      guard case .unfinished = state else { return state }
+      var meta: MDB_dbi?
+      for (name, isDuplicateSorted) in names {
+        var dbi: MDB_dbi = 0
+        let flags = UInt32(MDB_CREATE) | (isDuplicateSorted ? UInt32(MDB_DUPSORT) : 0)
+        try check(mdb_dbi_open(txn.txn, name, flags, &dbi), "mdb_dbi_open(\(name))")
+        if name == LMDBSchema.metaName { meta = dbi }
+      }
+      guard let meta else { throw LMDBError(EINVAL, "mdb_dbi_open(\(LMDBSchema.metaName))") }
       let metadata: [(String, String)] = [
         ("format", LMDBSchema.format), ("store_id", UUID().uuidString), ("model", json),
         ("model_fingerprint", model.fingerprint), ("created_at", ISO8601DateFormatter().string(from: Date())),
       ]
-      for (key, value) in metadata { try txn.put(meta, Array(key.utf8), Array(value.utf8)) }
+      for (key, value) in metadata { _ = try txn.put(meta, Array(key.utf8), Array(value.utf8)) }
+      return state
     }
   }
 

@@ -57,9 +57,14 @@ public final class SQLiteStore: PersistentStore {
   ///
   /// - Parameter model: the app's model; an existing store must have been created with an equal one.
   ///   `nil` opens an existing store with the model stored inside it.
+  /// An empty database (a new file, or one whose creator died before its creation committed) is made
+  /// into the store; when several processes open a new store at once, one creates it and the others
+  /// open it.
+  ///
   /// - Throws: `.corrupted` when the file is not a Strata SQLite store (the file is left untouched),
   ///   `.schemaMismatch` when the stored model differs, `.notFound` when `model` is `nil` (or the store
-  ///   is read-only) and there is no file, `.io` when the file or its directory cannot be read or created.
+  ///   is read-only) and there is no file or only an empty database, `.io` when the file or its directory
+  ///   cannot be read or created.
   public init(
     url: URL, model: ObjectModel?, options: StoreOptions = StoreOptions(),
     configuration: SQLiteStoreConfiguration = SQLiteStoreConfiguration()
@@ -104,6 +109,14 @@ public final class SQLiteStore: PersistentStore {
     var writer: SQLiteConnection?
   }
 
+  /// Opens the file (creating it when it is missing and a model is given), completes the store when the
+  /// database is empty, and reads what the file holds.
+  ///
+  /// Creation is one `BEGIN IMMEDIATE` transaction (schema, metadata, model) that checks the database is
+  /// still empty once it holds the write lock, so a store is either whole or an empty database; the WAL
+  /// header is written only after it commits. An empty database — a new file, or one whose creator died
+  /// or ran out of space before committing — is completed by whichever process opens it first with a
+  /// model; the others wait for the lock and find the store made.
   private static func openOrCreate(
     path: String, model: ObjectModel?, options: StoreOptions, configuration: SQLiteStoreConfiguration
   ) throws -> Opened {
@@ -113,8 +126,9 @@ public final class SQLiteStore: PersistentStore {
     if exists && isDirectory.boolValue {
       throw StoreError(.corrupted, "\(path) is not a Strata SQLite store (it is a directory)")
     }
+    let creatingModel = options.isReadOnly ? nil : model
     if !exists {
-      guard let model else {
+      guard model != nil else {
         throw StoreError(.notFound, "there is no store at \(path) (open it with a model to create one)")
       }
       guard !options.isReadOnly else {
@@ -128,15 +142,22 @@ public final class SQLiteStore: PersistentStore {
           throw StoreError(.io, "cannot create the directory \(directory) for the store \(path): \(error.localizedDescription)")
         }
       }
-      if let created = try create(path: path, model: model, configuration: configuration) { return created }
-    } else if let model, !options.isReadOnly, fileSize(path) == 0, let created = try create(path: path, model: model, configuration: configuration) {
-      return created
     }
-    return try openExisting(path: path, model: model, options: options, configuration: configuration)
-  }
-
-  private static func fileSize(_ path: String) -> Int? {
-    (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue
+    var flags = options.isReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+    if creatingModel != nil { flags |= SQLITE_OPEN_CREATE }
+    let connection: SQLiteConnection
+    do {
+      connection = try SQLiteConnection(path: path, flags: flags, busyTimeout: configuration.busyTimeout)
+    } catch let error as SQLiteError {
+      throw StoreError(.io, "cannot open \(path): \(error.message)")
+    }
+    do {
+      if let creatingModel { try createIfEmpty(connection, path: path, model: creatingModel) }
+      return try openExisting(connection, path: path, model: model, options: options, configuration: configuration)
+    } catch {
+      connection.close()
+      throw error
+    }
   }
 
   static func openReader(path: String, flags: Int32, configuration: SQLiteStoreConfiguration) throws
@@ -151,45 +172,42 @@ public final class SQLiteStore: PersistentStore {
     }
   }
 
-  /// Creates a new store in an empty or missing file; `nil` when another process created it first.
-  private static func create(path: String, model: ObjectModel, configuration: SQLiteStoreConfiguration) throws
-    -> Opened?
-  {
+  /// Whether the database holds nothing at all: no schema object, no user version, no application ID.
+  /// Reads only, so a foreign file stays as it was.
+  private static func isEmpty(_ connection: SQLiteConnection) throws -> Bool {
+    try connection.scalar("SELECT count(*) FROM sqlite_master") == .integer(0)
+      && connection.scalar("PRAGMA user_version") == .integer(0)
+      && connection.scalar("PRAGMA application_id") == .integer(0)
+  }
+
+  /// Creates the schema and metadata in an empty database, in one `BEGIN IMMEDIATE` transaction that
+  /// checks the emptiness again under the write lock (another process may have created the store first).
+  private static func createIfEmpty(_ connection: SQLiteConnection, path: String, model: ObjectModel) throws {
     let schema = try SQLiteSchema(model: model)
-    let connection: SQLiteConnection
+    let json = String(decoding: try model.jsonData(), as: UTF8.self)
     do {
-      connection = try SQLiteConnection(
-        path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, busyTimeout: configuration.busyTimeout)
-    } catch let error as SQLiteError {
-      throw StoreError(.io, "cannot create the store \(path): \(error.message)")
-    }
-    let identifier = UUID().uuidString
-    do {
-      try configureWriter(connection, configuration)
-      let created = try connection.transaction { () -> Bool in
-        let existing = try connection.scalar("SELECT count(*) FROM sqlite_master")
-        guard existing == .integer(0) else { return false }
+      guard try isEmpty(connection) else { return }
+      try connection.execute("PRAGMA synchronous = FULL")
+      try connection.transaction {
+        guard try isEmpty(connection) else { return }
         for statement in schema.createStatements() { try connection.execute(statement) }
-        let json = String(decoding: try model.jsonData(), as: UTF8.self)
         let metadata: [(String, String)] = [
-          ("format", SQLiteSchema.format), ("store_id", identifier), ("model", json),
+          ("format", SQLiteSchema.format), ("store_id", UUID().uuidString), ("model", json),
           ("model_fingerprint", model.fingerprint), ("created_at", ISO8601DateFormatter().string(from: Date())),
         ]
         for (key, value) in metadata {
           try connection.run(
             "INSERT INTO \(quote(SQLiteSchema.metadataTable)) (\"key\", \"value\") VALUES (?, ?)", [.text(key), .text(value)])
         }
-        return true
-      }
-      guard created else {
-        connection.close()
-        return nil
       }
     } catch let error as SQLiteError {
-      connection.close()
-      throw StoreError(.io, "cannot create the store \(path): \(error.message)")
+      switch error.primaryCode {
+      case SQLITE_NOTADB, SQLITE_CORRUPT:
+        throw StoreError(.corrupted, "\(path) is not a Strata SQLite store (it is not an SQLite database)")
+      default:
+        throw StoreError(.io, "cannot create the store \(path): \(error.message)")
+      }
     }
-    return Opened(identifier: identifier, model: model, schema: schema, writer: connection)
   }
 
   private static func configureWriter(_ connection: SQLiteConnection, _ configuration: SQLiteStoreConfiguration) throws {
@@ -199,15 +217,9 @@ public final class SQLiteStore: PersistentStore {
   }
 
   private static func openExisting(
-    path: String, model: ObjectModel?, options: StoreOptions, configuration: SQLiteStoreConfiguration
+    _ connection: SQLiteConnection, path: String, model: ObjectModel?, options: StoreOptions,
+    configuration: SQLiteStoreConfiguration
   ) throws -> Opened {
-    let flags = options.isReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
-    let connection: SQLiteConnection
-    do {
-      connection = try SQLiteConnection(path: path, flags: flags, busyTimeout: configuration.busyTimeout)
-    } catch let error as SQLiteError {
-      throw StoreError(.io, "cannot open \(path): \(error.message)")
-    }
     let metadata = try readMetadata(connection, path: path)
     guard let identifier = metadata["store_id"], !identifier.isEmpty else {
       throw StoreError(.corrupted, "\(path) is not a Strata SQLite store (its metadata has no store_id)")
@@ -247,6 +259,10 @@ public final class SQLiteStore: PersistentStore {
       let hasTable = try connection.scalar(
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(SQLiteSchema.metadataTable)])
       guard hasTable == .integer(1) else {
+        if try isEmpty(connection) {
+          throw StoreError(
+            .notFound, "there is no store at \(path) yet (it is an empty database; open it with a model to create the store)")
+        }
         throw StoreError(.corrupted, "\(notStrata) (it has no \(SQLiteSchema.metadataTable) table)")
       }
       let rows = try connection.query("SELECT \"key\", \"value\" FROM \(quote(SQLiteSchema.metadataTable))") {

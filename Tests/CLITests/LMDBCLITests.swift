@@ -40,6 +40,27 @@ struct LMDBCLITests {
   }
 }
 
+@Suite("A damaged lmdb store on the command line")
+struct LMDBDamagedStoreCLITests {
+  @Test func strataRefusesATruncatedStoreWithOneLine() throws {
+    let root = FileManager.default.temporaryDirectory.appending(path: "strata-truncated-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: root) }
+    let store = root.appending(path: "FaveFlicks.lmdb").path
+    let added = try faveFlicks("add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", "--store", "lmdb", "--path", store)
+    #expect(added.status == 0, "\(added.stderr)")
+    let data = (store as NSString).appendingPathComponent("data.mdb")
+    #expect(truncate(data, 8192) == 0)
+
+    let info = try Executables.run("strata", ["info", store, "--store", "lmdb"])
+    #expect(info.status == 1, "\(info.stderr)")
+    #expect(info.stderr.split(separator: "\n").count == 1, "\(info.stderr)")
+    #expect(info.stderr.contains("is shorter than its environment says: 8192 bytes"), "\(info.stderr)")
+    let list = try faveFlicks("list", "--store", "lmdb", "--path", store)
+    #expect(list.status == 1, "\(list.stderr)")
+    #expect(try FileManager.default.attributesOfItem(atPath: data)[.size] as? Int == 8192)
+  }
+}
+
 extension Thread {
   /// Runs `body` on a new thread; `wait()` returns its result.
   static func detachedResults<T: Sendable>(_ body: @escaping @Sendable () -> T) -> ThreadResult<T> {

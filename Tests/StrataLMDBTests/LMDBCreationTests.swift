@@ -1,0 +1,211 @@
+import CLMDB
+import Foundation
+import StrataConformance
+import StrataConformanceWorker
+import StrataLMDB
+import StrataStoreKit
+import Testing
+
+/// Creation is one write transaction: an unfinished environment (named databases all empty, no
+/// metadata) is completed by the next open, anything else is refused untouched, and processes creating
+/// one store at once or killed while creating it leave a whole store.
+@Suite struct LMDBCreationTests {
+  private func saveAndReadBack(_ url: URL) throws {
+    let store = try LMDBStore(url: url, model: try noteModel())
+    _ = try store.save(ChangeSet(inserted: [note("first", 1)]))
+    store.close()
+    let tool = try LMDBStore(url: url, model: nil, options: StoreOptions(isReadOnly: true))
+    defer { tool.close() }
+    #expect(tool.model == (try noteModel()))
+    #expect(try texts(tool) == ["first"])
+  }
+
+  @Test func emptyStrataMetaDatabaseBecomesAStore() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    try rawCreate(dir.store.path, databases: ["strata.meta", "Note"])
+    try saveAndReadBack(dir.store)
+  }
+
+  @Test func environmentWithoutDatabasesOrWithAnEmptyDataFileBecomesAStore() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    try rawCreate(dir.store.path, databases: [])
+    try saveAndReadBack(dir.store)
+
+    let empty = dir.url.appending(path: "empty.lmdb")
+    try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+    try Data().write(to: empty.appending(path: "data.mdb"))
+    try saveAndReadBack(empty)
+  }
+
+  @Test func dataFileWithOnlyTheFirstMetaPageOfANewEnvironmentBecomesAStore() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let fresh = dir.url.appending(path: "fresh")
+    try rawCreate(fresh.path, databases: [])
+    let firstPage = try Data(contentsOf: fresh.appending(path: "data.mdb")).prefix(4096)
+    try FileManager.default.createDirectory(at: dir.store, withIntermediateDirectories: true)
+    let data = dir.store.appending(path: "data.mdb")
+    try Data(firstPage).write(to: data)
+    let readOnly = storeError { _ = try LMDBStore(url: dir.store, model: nil, options: StoreOptions(isReadOnly: true)) }
+    #expect(readOnly?.code == .notFound, "\(readOnly?.message ?? "")")
+    #expect(try Data(contentsOf: data) == firstPage)
+    try saveAndReadBack(dir.store)
+  }
+
+  @Test func unfinishedEnvironmentOpenedReadOnlyIsNotFoundAndUntouched() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    try rawCreate(dir.store.path, databases: ["strata.meta"])
+    let data = dir.store.appending(path: "data.mdb")
+    let before = try Data(contentsOf: data)
+    let readOnly = storeError {
+      _ = try LMDBStore(url: dir.store, model: try noteModel(), options: StoreOptions(isReadOnly: true))
+    }
+    #expect(readOnly?.code == .notFound, "\(readOnly?.message ?? "")")
+    #expect(readOnly?.message.contains("empty LMDB environment") == true)
+    #expect(storeError { _ = try LMDBStore(url: dir.store, model: nil) }?.code == .notFound)
+    #expect(try Data(contentsOf: data) == before)
+  }
+
+  @Test func environmentHoldingDataWithoutMetadataIsRefusedAndByteIdentical() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let withNotes = dir.url.appending(path: "notes")
+    try rawCreate(withNotes.path, databases: ["strata.meta"])
+    try rawPut(withNotes.path, database: "Note", key: "k", value: "v")
+    let plainKeys = dir.url.appending(path: "plain")
+    try FileManager.default.createDirectory(at: plainKeys, withIntermediateDirectories: true)
+    try rawPutMain(plainKeys.path, key: "hello", value: "world")
+    for url in [withNotes, plainKeys] {
+      let data = url.appending(path: "data.mdb")
+      let before = try Data(contentsOf: data)
+      let error = storeError { _ = try LMDBStore(url: url, model: try noteModel()) }
+      #expect(error?.code == .corrupted, "\(error?.message ?? "")")
+      #expect(error?.message.contains("not a Strata LMDB store") == true)
+      #expect(try Data(contentsOf: data) == before)
+    }
+  }
+
+  @Test func concurrentFirstOpensFromSeveralProcessesAllSucceed() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    for round in 0..<5 {
+      let url = dir.url.appending(path: "race-\(round).lmdb")
+      let workers = try (0..<8).map { _ in try CreationWorker.start("lmdb", url) }
+      let results = workers.map(CreationWorker.finish)
+      for result in results { #expect(result.status == 0, "\(result.stderr)") }
+      #expect(Set(results.map(\.stdout)).count == 1, "every process opens the one store that was created")
+      let store = try LMDBStore(url: url, model: try ConformanceWorker.creationModel())
+      defer { store.close() }
+      #expect(try store.count(FetchDescription(entityName: "Item")) == 8)
+    }
+  }
+
+  @Test func processKilledWhileCreatingLeavesAStoreTheNextOpenCompletes() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let model = try ConformanceWorker.creationModel()
+    var outcomes: [String: Int] = [:]
+    for iteration in 0..<20 {
+      let url = dir.url.appending(path: "killed-\(iteration).lmdb")
+      let worker = try CreationWorker.start("lmdb", url)
+      usleep(UInt32(iteration * 2_500))
+      kill(worker.process.processIdentifier, SIGKILL)
+      _ = CreationWorker.finish(worker)
+      let existed = FileManager.default.fileExists(atPath: url.appending(path: "data.mdb").path)
+      let store = try LMDBStore(url: url, model: model)
+      let items = try store.count(FetchDescription(entityName: "Item"))
+      #expect(items <= 1)
+      _ = try store.save(
+        ChangeSet(inserted: [ObjectChange(objectID: .makeTemporary(entityName: "Item"), attributes: ["test", .int(0)], toOne: [])]))
+      store.close()
+      let tool = try LMDBStore(url: url, model: nil, options: StoreOptions(isReadOnly: true))
+      #expect(tool.model == model)
+      #expect(try tool.count(FetchDescription(entityName: "Item")) == items + 1)
+      tool.close()
+      outcomes[!existed ? "no data file" : items == 0 ? "no item" : "saved", default: 0] += 1
+    }
+    print("kill during creation (lmdb): \(outcomes.sorted { $0.key < $1.key })")
+  }
+}
+
+/// Runs `strata-worker create TYPE PATH`.
+enum CreationWorker {
+  struct Started {
+    var process: Process
+    var out: Pipe
+    var err: Pipe
+  }
+
+  static func start(_ type: String, _ url: URL) throws -> Started {
+    let process = Process()
+    process.executableURL = ConformanceBackend.executable(named: "strata-worker")
+    process.arguments = ["create", type, url.path]
+    let started = Started(process: process, out: Pipe(), err: Pipe())
+    process.standardOutput = started.out
+    process.standardError = started.err
+    try process.run()
+    return started
+  }
+
+  static func finish(_ started: Started) -> (status: Int32, stdout: String, stderr: String) {
+    let out = started.out.fileHandleForReading.readDataToEndOfFile()
+    let err = started.err.fileHandleForReading.readDataToEndOfFile()
+    started.process.waitUntilExit()
+    return (started.process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+  }
+}
+
+private struct RawFailure: Error { let code: Int32 }
+
+/// Makes an LMDB environment in `path` with the given empty named databases, with plain liblmdb.
+func rawCreate(_ path: String, databases: [String]) throws {
+  try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+  try withRawWrite(path) { txn in
+    for name in databases {
+      var dbi: MDB_dbi = 0
+      let rc = mdb_dbi_open(txn, name, UInt32(MDB_CREATE), &dbi)
+      if rc != MDB_SUCCESS { throw RawFailure(code: rc) }
+    }
+  }
+}
+
+/// Puts a plain key into the main database of the environment in `path`.
+func rawPutMain(_ path: String, key: String, value: String) throws {
+  try withRawWrite(path) { txn in
+    var dbi: MDB_dbi = 0
+    var rc = mdb_dbi_open(txn, nil, 0, &dbi)
+    if rc != MDB_SUCCESS { throw RawFailure(code: rc) }
+    var keyBytes = Array(key.utf8)
+    var valueBytes = Array(value.utf8)
+    rc = keyBytes.withUnsafeMutableBytes { k in
+      valueBytes.withUnsafeMutableBytes { v in
+        var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+        var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+        return mdb_put(txn, dbi, &kv, &vv, 0)
+      }
+    }
+    if rc != MDB_SUCCESS { throw RawFailure(code: rc) }
+  }
+}
+
+private func withRawWrite(_ path: String, _ body: (OpaquePointer) throws -> Void) throws {
+  func check(_ rc: Int32) throws { if rc != MDB_SUCCESS { throw RawFailure(code: rc) } }
+  var env: OpaquePointer?
+  try check(mdb_env_create(&env))
+  defer { mdb_env_close(env) }
+  try check(mdb_env_set_maxdbs(env, 64))
+  try check(mdb_env_open(env, path, 0, 0o644))
+  var txn: OpaquePointer?
+  try check(mdb_txn_begin(env, nil, 0, &txn))
+  guard let txn else { throw RawFailure(code: EINVAL) }
+  do {
+    try body(txn)
+  } catch {
+    mdb_txn_abort(txn)
+    throw error
+  }
+  try check(mdb_txn_commit(txn))
+}
