@@ -407,6 +407,14 @@ public struct LMDBStoreFactory: PersistentStoreFactory {
     return try LMDBStore(url: url, model: model, options: options, mapSize: mapSize)
   }
 
+  /// Whether `url` is a directory holding an LMDB environment's `data.mdb`.
+  public func recognizesStore(at url: URL) -> Bool {
+    var isDirectory: ObjCBool = false
+    let path = url.standardizedFileURL.path
+    return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+      && FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb"))
+  }
+
   /// Deletes the environment's `data.mdb` and `lock.mdb`, then the directory when that leaves it empty.
   /// A missing store is not an error.
   /// - Throws: `.io` when a file exists but cannot be removed.

@@ -459,6 +459,14 @@ public struct SQLiteStoreFactory: PersistentStoreFactory {
     guard let url else { throw StoreError(.misuse, "the sqlite store needs a file location") }
     return try SQLiteStore(url: url, model: model, options: options, configuration: configuration)
   }
+  /// Whether `url` is a file that starts with SQLite's header (`SQLite format 3`).
+  public func recognizesStore(at url: URL) -> Bool {
+    guard let file = FileHandle(forReadingAtPath: url.standardizedFileURL.path) else { return false }
+    defer { try? file.close() }
+    let header = (try? file.read(upToCount: 16)) ?? Data()
+    return header == Data("SQLite format 3\0".utf8)
+  }
+
   /// Deletes the store file and its `-wal`, `-shm` and `-journal` companions. A missing file is not an error.
   /// - Throws: `.io` when a file exists but cannot be removed.
   public func destroyStore(at url: URL) throws {

@@ -183,6 +183,16 @@ public protocol PersistentStoreFactory: StoreBackend {
   /// - Throws: `.corrupted` when the location holds something that is not a Strata store of this type,
   ///   `.notFound` when `model` is `nil` and nothing is there, `.io` when it cannot be read or created.
   func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore
+
+  /// Whether what is at `url` looks like a store of this backend — an SQLite file by its header, an LMDB
+  /// environment by its `data.mdb` — so that a tool can open an existing store without being told its
+  /// type. It only looks (reads a few bytes at most); opening may still refuse the store. The default
+  /// recognizes nothing.
+  func recognizesStore(at url: URL) -> Bool
+}
+
+extension PersistentStoreFactory {
+  public func recognizesStore(at url: URL) -> Bool { false }
 }
 
 extension StoreRegistry {
@@ -196,6 +206,16 @@ extension StoreRegistry {
         .misuse, "the backend registered for '\(storeType)' (\(type(of: backend))) is not a PersistentStoreFactory")
     }
     return factory
+  }
+
+  /// The registered store types whose factories recognize what is at `url` as one of their stores
+  /// (see ``PersistentStoreFactory/recognizesStore(at:)``), sorted by name.
+  ///
+  /// ```swift
+  /// let candidates = registry.storeTypes(recognizing: URL(fileURLWithPath: "Movies.lmdb"))   // [.lmdb]
+  /// ```
+  public func storeTypes(recognizing url: URL) -> [StoreType] {
+    storeTypes.filter { (try? storeFactory(for: $0).recognizesStore(at: url)) == true }
   }
 
   /// Opens a store of `storeType` at `url` through its registered factory (see

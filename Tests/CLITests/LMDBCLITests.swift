@@ -34,8 +34,11 @@ struct LMDBCLITests {
     let fetched = try Executables.run("strata", ["fetch", "--store", "lmdb", store, "--entity", "Movie", "--where", "title == 'Heat'", "--json"])
     #expect(fetched.stdout.contains("\"genre\" : \"Crime\""), "\(fetched.stdout)")
 
-    let wrongBackend = try Executables.run("strata", ["info", store])
-    #expect(wrongBackend.status != 0)
+    let detected = try Executables.run("strata", ["info", store])
+    #expect(detected.status == 0, "\(detected.stderr)")
+    #expect(detected.stdout == info.stdout)
+    let wrongBackend = try Executables.run("strata", ["info", "--store", "sqlite", store])
+    #expect(wrongBackend.status == 1)
     #expect(wrongBackend.stderr.contains("not a Strata SQLite store"), "\(wrongBackend.stderr)")
   }
 }

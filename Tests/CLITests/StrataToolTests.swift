@@ -152,7 +152,8 @@ struct StrataToolTests {
     let cases: [([String], String)] = [
       (["info", missing], "there is no store at \(missing)"),
       (["fetch", missing, "--entity", "Movie"], "there is no store at \(missing)"),
-      (["info", text], "is not a Strata SQLite store"),
+      (["info", text], "\(text) is not a Strata store: neither an SQLite file nor an LMDB environment"),
+      (["info", text, "--store", "sqlite"], "is not a Strata SQLite store"),
       (["fetch", store, "--entity", "Film"], "unknown entity 'Film' (the model has: Movie)"),
       (["fetch", store, "--entity", "Movie", "--where", "title =="], "expected an expression at position 8"),
       (["fetch", store, "--entity", "Movie", "--where", "year > 3"], "Movie has no attribute or relationship 'year'"),

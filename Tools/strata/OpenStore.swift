@@ -16,16 +16,32 @@ extension StoreLocation {
   ///   or the backend keeps no files; the factory's ``StoreError`` otherwise (`.corrupted` for a file
   ///   that is not a store, `.unknownStoreType`).
   func open(tracksHistory: Bool = false) throws -> any PersistentStore {
-    let factory = try StoreFlags.backends.storeFactory(for: store)
-    guard factory.requiresLocation else {
+    let registry = StoreFlags.backends
+    if let store, !(try registry.backend(for: store)).requiresLocation {
       throw ToolError("the \(store) store keeps nothing in a file, so there is no store to open at \(path)")
     }
     let expanded = (path as NSString).expandingTildeInPath
     guard FileManager.default.fileExists(atPath: expanded) else {
       throw ToolError("there is no store at \(expanded) (no such file)")
     }
-    return try factory.openStore(
-      at: URL(fileURLWithPath: expanded), model: nil, options: StoreOptions(isReadOnly: true, tracksHistory: tracksHistory))
+    let url = URL(fileURLWithPath: expanded)
+    return try registry.storeFactory(for: store ?? backend(of: url, in: registry)).openStore(
+      at: url, model: nil, options: StoreOptions(isReadOnly: true, tracksHistory: tracksHistory))
+  }
+
+  /// The one backend whose store is at `url`.
+  /// - Throws: ``ToolError`` when no backend, or more than one, recognizes it.
+  private func backend(of url: URL, in registry: StoreRegistry) throws -> StoreType {
+    let candidates = registry.storeTypes(recognizing: url)
+    guard let only = candidates.first else {
+      throw ToolError(
+        "\(url.path) is not a Strata store: neither an SQLite file nor an LMDB environment (pass --store to choose a backend)")
+    }
+    guard candidates.count == 1 else {
+      throw ToolError(
+        "\(url.path) could be a store of \(candidates.map(\.rawValue).joined(separator: " or ")); pass --store to choose")
+    }
+    return only
   }
 
   /// Opens the store, runs `body` with it and closes it.

@@ -18,6 +18,10 @@ struct StoreLocation: ParsableArguments {
   @Argument(help: ArgumentHelp("The store file (a directory for lmdb) to open. It must exist: strata never creates a store.", valueName: "path"))
   var path: String
 
-  @Option(name: .long, help: ArgumentHelp("The store backend that reads the file: sqlite (default) or lmdb.", valueName: "type"))
-  var store: StoreType = .sqlite
+  @Option(
+    name: .long,
+    help: ArgumentHelp(
+      "The store backend that reads the path: sqlite or lmdb. Default: the one whose store the path holds (an SQLite file by its header, an LMDB environment by its data.mdb).",
+      valueName: "type"))
+  var store: StoreType?
 }
