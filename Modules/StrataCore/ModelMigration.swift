@@ -24,8 +24,6 @@ public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
     /// A transient attribute became stored (filled with its initial value) or the reverse (dropped).
     case madeStored(filledWith: Value)
     case madeTransient
-    /// The derivation changed: the store computes every object's value anew.
-    case derivationChanged(from: String?, to: String?)
     case indexAdded
     case indexRemoved
     case relationshipAdded
@@ -65,7 +63,7 @@ public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
       .madeOptional, .relationshipAdded:
       return false
     case .entityRemoved, .attributeAdded, .attributeRemoved, .attributeRenamed, .typeWidened, .madeRequired,
-      .madeStored, .madeTransient, .derivationChanged, .relationshipRemoved, .relationshipRenamed, .madeToMany:
+      .madeStored, .madeTransient, .relationshipRemoved, .relationshipRenamed, .madeToMany:
       return true
     }
   }
@@ -85,8 +83,6 @@ public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
     case .madeOptional: what = "made optional"
     case .madeStored(let value): what = "made stored (was transient), filled with \(value)"
     case .madeTransient: what = "made transient, stored values dropped"
-    case .derivationChanged(let from, let to):
-      what = "derivation changed from \(from.map { "'\($0)'" } ?? "none") to \(to.map { "'\($0)'" } ?? "none"), values recomputed"
     case .indexAdded: what = "index added"
     case .indexRemoved: what = "index removed"
     case .relationshipAdded: what = "relationship added, empty"
@@ -184,11 +180,12 @@ public struct EntityMapping: Sendable, Hashable {
 /// (``AttributeDescription/renamingIdentifier``), made required with a default value (stored nils take
 /// it) or optional, widened (integer 16 → 32 → 64, integer → double or decimal, float → double, any
 /// scalar but data → string), made
-/// transient or stored, re-derived; relationships added (optional to-one, or to-many), removed, renamed,
+/// transient or stored; relationships added (optional to-one, or to-many), removed, renamed,
 /// made to-many, given another delete rule or count rules; indexes and uniqueness constraints added or
 /// removed; rule changes that store nothing. Anything else — a narrowing or unrelated type change, a
-/// required attribute added without a default, a relationship made to-one or pointed elsewhere — is
-/// refused, every such difference named.
+/// required attribute added without a default, a derived attribute added or given another derivation
+/// (a migration does not compute derived values yet), a relationship made to-one or pointed elsewhere —
+/// is refused, every such difference named.
 ///
 /// ```swift
 /// let migration = try ModelMigration(from: storedModel, to: appModel)
@@ -318,7 +315,11 @@ private struct Inference {
       }
       guard let oldAttribute else {
         if attribute.isPersistent {
-          if !attribute.isOptional && attribute.defaultValue == nil && attribute.derivation == nil {
+          if attribute.derivation != nil {
+            refusals.append(refuse("added as a derived attribute (a migration does not compute derived values yet)"))
+            continue
+          }
+          if !attribute.isOptional && attribute.defaultValue == nil {
             refusals.append(refuse("added as a required attribute without a default value"))
             continue
           }
@@ -360,7 +361,11 @@ private struct Inference {
         changes.append(change(.madeOptional))
       }
       if oldAttribute.derivation != attribute.derivation {
-        changes.append(change(.derivationChanged(from: oldAttribute.derivation, to: attribute.derivation)))
+        refusals.append(
+          refuse(
+            "derivation changed from \(oldAttribute.derivation.map { "'\($0)'" } ?? "none") to "
+              + "\(attribute.derivation.map { "'\($0)'" } ?? "none") (a migration does not compute derived values yet)"))
+        continue
       }
       if oldAttribute.isIndexed != attribute.isIndexed {
         changes.append(change(attribute.isIndexed ? .indexAdded : .indexRemoved))
@@ -372,8 +377,7 @@ private struct Inference {
       }
       attributeMappings.append(
         AttributeMapping(
-          attribute: attribute, source: attribute.derivation == nil ? oldAttribute.name : nil,
-          sourceType: oldAttribute.type, fill: attribute.initialValue))
+          attribute: attribute, source: oldAttribute.name, sourceType: oldAttribute.type, fill: attribute.initialValue))
     }
     for attribute in old.attributes where !usedOld.contains(attribute.name) && attribute.isPersistent {
       changes.append(SchemaChange(entity: new.name, key: attribute.name, .attributeRemoved))
