@@ -7,7 +7,7 @@ import Foundation
 /// - `.constant`, `.and`, `.or`, `.not`;
 /// - comparisons whose left side is a `.keyPath` (or `.evaluatedObject`), a checked `.function`
 ///   expression (see ``ExpressionChecker``: string functions, arithmetic, `abs:`,
-///   `count:` of a `SUBQUERY`), or — rarely — a constant compared with a constant;
+///   `count:` of a `SUBQUERY`) — a constant compared with a constant is folded to `.constant`;
 /// - right sides that are `.constant` values already converted to the left side's type (an `IN` or
 ///   `BETWEEN` collection as `.constant(.array)`, `BETWEEN` always with two elements), or a single-valued
 ///   `.keyPath` / `.evaluatedObject` / `.function` of a compatible type;
@@ -63,7 +63,13 @@ public enum QueryValidator {
     case .not(let inner): return .not(try check(inner, entity: entity, model: model))
     case .comparison(let comparison):
       let checker = ComparisonChecker(entity: entity, model: model)
-      return .comparison(try checker.check(comparison))
+      let checked = try checker.check(comparison)
+      // A constant compared with a constant has one answer for every object: fold it here, by the value
+      // rules, so no backend answers it its own way (`{1} == {2}` is false everywhere).
+      if case .constant(let left) = checked.left, case .constant(let right) = checked.right {
+        return .constant(try ValueComparison.holds(left, checked.op, right, checked.options))
+      }
+      return .comparison(checked)
     }
   }
 
