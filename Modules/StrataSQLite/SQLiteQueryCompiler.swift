@@ -15,9 +15,26 @@ struct Fragment: Sendable, ExpressibleByStringLiteral {
 
   static func + (a: Fragment, b: Fragment) -> Fragment { Fragment(a.sql + b.sql, a.bindings + b.bindings) }
 
-  /// `parts` joined by `separator`, in parentheses; `empty` when there are none.
+  /// The most terms joined flat by one `AND`/`OR`. SQLite parses `a AND b AND c …` into a left-deep tree
+  /// and refuses one deeper than 1,000 levels ("Expression tree is too large"), so longer lists are
+  /// joined in groups of this size, then the groups in groups: a tree of depth 64 × log64(n).
+  static let flatJunctionLimit = 64
+
+  /// `parts` joined by `separator`, in parentheses; `empty` when there are none. Past
+  /// ``flatJunctionLimit`` parts, a balanced tree of parenthesized groups.
   static func joined(_ parts: [Fragment], _ separator: String, empty: String) -> Fragment {
     guard !parts.isEmpty else { return Fragment(empty) }
+    if parts.count == 1 { return parts[0] }
+    var level = parts
+    while level.count > flatJunctionLimit {
+      level = stride(from: 0, to: level.count, by: flatJunctionLimit).map { start in
+        flat(Array(level[start..<min(start + flatJunctionLimit, level.count)]), separator)
+      }
+    }
+    return flat(level, separator)
+  }
+
+  private static func flat(_ parts: [Fragment], _ separator: String) -> Fragment {
     if parts.count == 1 { return parts[0] }
     return Fragment(
       "(" + parts.map(\.sql).joined(separator: " \(separator) ") + ")", parts.flatMap(\.bindings))
