@@ -106,8 +106,16 @@ public struct Where<Root: ManagedObject>: Sendable, Hashable {
 
   public init(_ predicate: QueryPredicate) { self.predicate = predicate }
 
-  public static func && (a: Where, b: Where) -> Where { Where(.and([a.predicate, b.predicate])) }
-  public static func || (a: Where, b: Where) -> Where { Where(.or([a.predicate, b.predicate])) }
+  // A chain `a && b && c` stays one flat list (as the format `a AND b AND c` parses), so a long chain is
+  // one level deep under QueryLimits.maxDepth.
+  public static func && (a: Where, b: Where) -> Where {
+    if case .and(let parts) = a.predicate { return Where(.and(parts + [b.predicate])) }
+    return Where(.and([a.predicate, b.predicate]))
+  }
+  public static func || (a: Where, b: Where) -> Where {
+    if case .or(let parts) = a.predicate { return Where(.or(parts + [b.predicate])) }
+    return Where(.or([a.predicate, b.predicate]))
+  }
   public static prefix func ! (a: Where) -> Where { Where(.not(a.predicate)) }
 }
 

@@ -29,7 +29,7 @@ extension Conformance {
     case dictionaries, batch, faulting, boundedWalk, identityMap, pendingChanges, asynchronousFetch
     case mergePolicies, transientAttributes, lifecycle, undo, derivedAttributes, fetchedResults
     case fetchedResultsUnderLoad, remoteChanges, history, historyNotifications, historyBetweenStores
-    case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations
+    case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, queryLimits
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
@@ -96,6 +96,7 @@ extension Conformance {
     case .childContexts: try await childContexts(backend)
     case .batchInsert: try await batchInsert(backend)
     case .queryGenerations: try await queryGenerations(backend)
+    case .queryLimits: try await queryLimits(backend)
     }
   }
 }

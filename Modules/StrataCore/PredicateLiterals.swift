@@ -124,7 +124,7 @@ enum FormatLiterals {
         ? Double(s).map(Value.double) : nil
     case ("NSDecimalNumber", .decimal): return value
     case ("NSDecimalNumber", .int(let i)): return .decimal(Decimal(i))
-    case ("NSDecimalNumber", .double(let d)): return d.isFinite ? Value.decimal(Decimal(d)) : Optional.none
+    case ("NSDecimalNumber", .double(let d)): return Decimal.converting(d).map(Value.decimal)
     case ("NSDecimalNumber", .string(let s)): return isDecimalText(s) ? Decimal(string: s).map(Value.decimal) : nil
     case ("NSString", .string): return value
     case ("NSString", .int(let i)): return .string(String(i))

@@ -84,7 +84,7 @@ extension PredicateParser {
   }
 
   private func chainTooLong() -> StoreError {
-    failure("expression nested deeper than \(Self.maxDepth) levels", at: current.start)
+    failure("the predicate nests deeper than \(Self.maxDepth) levels", at: current.start)
   }
 
   private static func reduce(_ operands: [QueryExpression], _ operators: [BinaryOperator]) -> QueryExpression {
@@ -164,6 +164,8 @@ extension PredicateParser {
 
   /// `.key` and `.@operator` suffixes; then the finished expression.
   private mutating func parseSuffixes(_ start: Primary) throws -> QueryExpression {
+    let base = depth
+    defer { depth = base }
     var primary = start
     while isSymbol(.dot) {
       advance()
@@ -189,11 +191,15 @@ extension PredicateParser {
       case .evaluatedObject where !component.isOperator: primary = .keyPath([component])
       case .evaluatedObject, .other:
         let operand = try finish(primary)
+        try enter()
         guard component.isOperator, let function = Self.collectionFunctions[component.name] else {
           throw failure(
             "a key can only follow a key path, SELF or a $variable", at: token.start, found: describe(token))
         }
         primary = .other(.function(function, [operand]))
+      }
+      if case .keyPath(let components) = primary, components.count > QueryLimits.maxKeyPathComponents {
+        throw failure("a key path has more than \(QueryLimits.maxKeyPathComponents) components", at: token.start)
       }
     }
     if isSymbol(.openBracket) {

@@ -12,11 +12,11 @@ import Foundation
 /// built in separate functions), because unoptimized builds give every temporary its own stack slot.
 /// Every failure is a ``StoreError`` `.invalidQuery` naming a 0-based position.
 struct PredicateParser {
-  /// The deepest nesting of parentheses, braces, function calls, subqueries, `NOT`s, unary minuses
-  /// and chained arithmetic operators accepted. At 100 levels the worst case (nested subqueries)
-  /// stays under 512 KB of stack even in an unoptimized build (a macOS secondary thread's default);
-  /// optimized builds use a fraction of that.
-  static let maxDepth = 100
+  /// The deepest nesting of parentheses, braces, function calls, `.@` suffixes on expressions,
+  /// subqueries, `NOT`s, unary minuses and chained arithmetic operators accepted: ``QueryLimits/maxDepth``,
+  /// the limit every tree meets (checked again on the finished tree, which also counts comparisons and
+  /// `AND`/`OR` groups).
+  static let maxDepth = QueryLimits.maxDepth
 
   enum Node {
     case predicate(QueryPredicate)
@@ -37,6 +37,7 @@ struct PredicateParser {
     let node = try parser.parseOr()
     let predicate = try parser.requirePredicate(node)
     try parser.expectEnd(afterPredicate: true)
+    try parser.checkLimits { try QueryLimits.check(predicate) }
     return predicate
   }
 
@@ -44,6 +45,7 @@ struct PredicateParser {
     var parser = try PredicateParser(format, subject: "expression", arguments)
     let expression = try parser.parseExpression()
     try parser.expectEnd(afterPredicate: false)
+    try parser.checkLimits { try QueryLimits.check(expression) }
     return expression
   }
 
@@ -279,7 +281,7 @@ struct PredicateParser {
   /// Goes one level deeper at the current token, or fails past ``maxDepth``.
   mutating func enter() throws {
     guard depth < Self.maxDepth else {
-      throw failure("nesting deeper than \(Self.maxDepth) levels", at: current.start)
+      throw failure("the predicate nests deeper than \(Self.maxDepth) levels", at: current.start)
     }
     depth += 1
   }
@@ -307,6 +309,15 @@ struct PredicateParser {
         note: "(to close the '\(sourceText(opening))' at position \(opening.start))", found: describe(current))
     }
     advance()
+  }
+
+  /// Runs a ``QueryLimits`` check on the finished tree; a failure is reported for the whole input.
+  private func checkLimits(_ check: () throws -> Void) throws {
+    do {
+      try check()
+    } catch let error as StoreError {
+      throw failure(error.message, at: 0)
+    }
   }
 
   private func expectEnd(afterPredicate: Bool) throws {

@@ -296,7 +296,8 @@ extension QueryValidator {
   public static func checkExpression(_ expression: QueryExpression, entity: EntityDescription, model: ObjectModel) throws
     -> (QueryExpression, ResolvedKeyPath.ValueKind?)
   {
-    try ExpressionChecker(entity: entity, model: model).check(expression)
+    try QueryLimits.check(expression)
+    return try ExpressionChecker(entity: entity, model: model).check(expression)
   }
 }
 

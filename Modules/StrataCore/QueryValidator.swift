@@ -7,7 +7,7 @@ import Foundation
 /// - `.constant`, `.and`, `.or`, `.not`;
 /// - comparisons whose left side is a `.keyPath` (or `.evaluatedObject`), a checked `.function`
 ///   expression (see ``ExpressionChecker``: string functions, arithmetic, `abs:`,
-///   `count:` of a `SUBQUERY`), or — rarely — a constant compared with a constant;
+///   `count:` of a `SUBQUERY`) — a constant compared with a constant is folded to `.constant`;
 /// - right sides that are `.constant` values already converted to the left side's type (an `IN` or
 ///   `BETWEEN` collection as `.constant(.array)`, `BETWEEN` always with two elements), or a single-valued
 ///   `.keyPath` / `.evaluatedObject` / `.function` of a compatible type;
@@ -46,7 +46,8 @@ public enum QueryValidator {
   /// // StoreError(.invalidQuery, "Movie.title is a string and cannot be compared with 5 (an integer)")
   /// ```
   ///
-  /// - Throws: ``StoreError`` `.invalidQuery` for an unknown key, a transient attribute, a constant that
+  /// - Throws: ``StoreError`` `.invalidQuery` for a predicate past ``QueryLimits`` (too deep, too long a
+  ///   key path), an unknown key, a transient attribute, a constant that
   ///   cannot be converted, a `$VARIABLE` left unsubstituted, `ANY`/`ALL`/`NONE` without a to-many key path,
   ///   a to-many relationship compared as a whole, an operator that does not apply to the type, arithmetic
   ///   on a non-number or a string function on a non-string (naming the key);
@@ -56,14 +57,28 @@ public enum QueryValidator {
   public static func check(_ predicate: QueryPredicate, entity: EntityDescription, model: ObjectModel) throws
     -> QueryPredicate
   {
+    try QueryLimits.check(predicate)
+    return try checked(predicate, entity: entity, model: model)
+  }
+
+  /// ``check(_:entity:model:)-(QueryPredicate,_,_)`` after ``QueryLimits`` has bounded the recursion.
+  private static func checked(_ predicate: QueryPredicate, entity: EntityDescription, model: ObjectModel) throws
+    -> QueryPredicate
+  {
     switch predicate {
     case .constant: return predicate
-    case .and(let parts): return .and(try parts.map { try check($0, entity: entity, model: model) })
-    case .or(let parts): return .or(try parts.map { try check($0, entity: entity, model: model) })
-    case .not(let inner): return .not(try check(inner, entity: entity, model: model))
+    case .and(let parts): return .and(try parts.map { try checked($0, entity: entity, model: model) })
+    case .or(let parts): return .or(try parts.map { try checked($0, entity: entity, model: model) })
+    case .not(let inner): return .not(try checked(inner, entity: entity, model: model))
     case .comparison(let comparison):
       let checker = ComparisonChecker(entity: entity, model: model)
-      return .comparison(try checker.check(comparison))
+      let checked = try checker.check(comparison)
+      // A constant compared with a constant has one answer for every object: fold it here, by the value
+      // rules, so no backend answers it its own way (`{1} == {2}` is false everywhere).
+      if case .constant(let left) = checked.left, case .constant(let right) = checked.right {
+        return .constant(try ValueComparison.holds(left, checked.op, right, checked.options))
+      }
+      return .comparison(checked)
     }
   }
 

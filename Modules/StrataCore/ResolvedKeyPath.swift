@@ -159,6 +159,7 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
   ///   of an attribute it does not apply to (`@sum` of a string); `.unsupported` for the union operators
   ///   and aggregates of decimals.
   public init(_ keyPath: String, entity: EntityDescription, model: ObjectModel) throws {
+    try QueryLimits.checkKeyPath(keyPath)
     if let dot = keyPath.lastIndex(of: "."),
       let op = AggregateOperator(rawValue: keyPath[keyPath.index(after: dot)...].lowercased())
     {

@@ -222,7 +222,7 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
       return .double(Double(Float(d)))
     case (.decimal, .decimal): return value
     case (.decimal, .int(let i)): return .decimal(Decimal(i))
-    case (.decimal, .double(let d)): return .decimal(Decimal(d))
+    case (.decimal, .double(let d)): return Decimal.converting(d).map(Value.decimal)
     case (.decimal, .string(let s)): return Decimal(string: s).map(Value.decimal)
     case (.string, .string): return value
     case (.bool, .bool): return value
@@ -235,5 +235,22 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
     case (.url, .string(let s)): return URL(string: s).map(Value.url)
     default: return nil
     }
+  }
+}
+
+extension Decimal {
+  /// `d` as a `Decimal`, or `nil` when no `Decimal` holds it: an infinity or NaN (on which
+  /// `Decimal.init(_: Double)` traps) or a magnitude beyond `Decimal`'s range (about 1e-128 to 1e159 from a
+  /// `Double`, where the conversion gives NaN). Every query path converts doubles through here.
+  ///
+  /// ```swift
+  /// Decimal.converting(2.5)        // 2.5
+  /// Decimal.converting(.infinity)  // nil
+  /// Decimal.converting(1e200)      // nil
+  /// ```
+  package static func converting(_ d: Double) -> Decimal? {
+    guard d.isFinite else { return nil }
+    let decimal = Decimal(d)
+    return decimal.isNaN ? nil : decimal
   }
 }

@@ -55,7 +55,8 @@ package enum ValueComparison {
       if options.isEmpty { return StringSemantics.codePointCompare(x, y) }
       return StringSemantics.codePointCompare(StringSemantics.fold(x, options), StringSemantics.fold(y, options))
     case (.date(let x), .date(let y)):
-      return order(x.timeIntervalSinceReferenceDate, y.timeIntervalSinceReferenceDate)
+      let (p, q) = (x.timeIntervalSinceReferenceDate, y.timeIntervalSinceReferenceDate)
+      return p.isNaN || q.isNaN ? nil : order(p, q)
     case (.data(let x), .data(let y)):
       for (p, q) in zip(x, y) where p != q { return p < q ? -1 : 1 }
       return order(x.count, y.count)

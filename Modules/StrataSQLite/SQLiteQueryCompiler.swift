@@ -15,9 +15,26 @@ struct Fragment: Sendable, ExpressibleByStringLiteral {
 
   static func + (a: Fragment, b: Fragment) -> Fragment { Fragment(a.sql + b.sql, a.bindings + b.bindings) }
 
-  /// `parts` joined by `separator`, in parentheses; `empty` when there are none.
+  /// The most terms joined flat by one `AND`/`OR`. SQLite parses `a AND b AND c …` into a left-deep tree
+  /// and refuses one deeper than 1,000 levels ("Expression tree is too large"), so longer lists are
+  /// joined in groups of this size, then the groups in groups: a tree of depth 64 × log64(n).
+  static let flatJunctionLimit = 64
+
+  /// `parts` joined by `separator`, in parentheses; `empty` when there are none. Past
+  /// ``flatJunctionLimit`` parts, a balanced tree of parenthesized groups.
   static func joined(_ parts: [Fragment], _ separator: String, empty: String) -> Fragment {
     guard !parts.isEmpty else { return Fragment(empty) }
+    if parts.count == 1 { return parts[0] }
+    var level = parts
+    while level.count > flatJunctionLimit {
+      level = stride(from: 0, to: level.count, by: flatJunctionLimit).map { start in
+        flat(Array(level[start..<min(start + flatJunctionLimit, level.count)]), separator)
+      }
+    }
+    return flat(level, separator)
+  }
+
+  private static func flat(_ parts: [Fragment], _ separator: String) -> Fragment {
     if parts.count == 1 { return parts[0] }
     return Fragment(
       "(" + parts.map(\.sql).joined(separator: " \(separator) ") + ")", parts.flatMap(\.bindings))
@@ -79,6 +96,12 @@ struct SQLiteQueryCompiler {
     /// A computed value (function, aggregate, subquery): ordered with `COALESCE(l op r, 0)`, so it is
     /// written (and run) once rather than again in an `IS NOT NULL` guard.
     var isComputed = false
+    /// A NaN constant (a number, or a date at a NaN interval): equal to nothing and unordered, so every
+    /// `==`, ordering and `BETWEEN` with it is false (SQLite would bind it as NULL).
+    var isUnordered = false
+    /// A floating-point constant that no `Decimal` holds (an infinity, 1e200), compared with a decimal
+    /// column: both sides compare as doubles (`CAST(column AS REAL)`), as the evaluator does.
+    var comparesAsReal = false
   }
 
   let schema: SQLiteSchema
@@ -215,7 +238,11 @@ struct SQLiteQueryCompiler {
     if value.isNull { return Operand(fragment: "NULL", nullable: true, isNullConstant: true, kind: .other) }
     let isString: Bool
     if let kind { isString = kind == .attribute(.string) } else { isString = value.stringValue != nil }
-    return Operand(fragment: Fragment("?", [encode(value, against: kind)]), nullable: false, kind: isString ? .string : .other)
+    var operand = Operand(
+      fragment: Fragment("?", [encode(value, against: kind)]), nullable: false, kind: isString ? .string : .other)
+    operand.isUnordered = value.isUnorderedNumber
+    if case .attribute(.decimal) = kind, case .double = value { operand.comparesAsReal = true }
+    return operand
   }
 
   private func encode(_ value: Value, against kind: ResolvedKeyPath.ValueKind?) -> SQLValue {
@@ -415,11 +442,6 @@ struct SQLiteQueryCompiler {
       if let function = CollectionFunction(rawValue: name), arguments.count == 1 {
         return try fold(function, arguments[0])
       }
-      if name == "abs:", arguments.count == 1 {
-        let argument = try numeric(arguments[0])
-        return Operand(
-          fragment: Fragment("abs(") + argument + Fragment(")"), nullable: true, kind: .other, isComputed: true)
-      }
       if (ExpressionFunctions.unaryNumericFunctions.contains(name) && arguments.count == 1)
         || (["modulus:by:", "raise:toPower:"].contains(name) && arguments.count == 2)
       {
@@ -541,6 +563,8 @@ struct SQLiteQueryCompiler {
   }
 
   private static func equal(_ left: Operand, _ right: Operand, _ options: StringOptions, folds: Bool) -> Fragment {
+    if left.isUnordered || right.isUnordered { return "0" }
+    let left = right.comparesAsReal ? real(left) : left
     if left.isNullConstant && right.isNullConstant { return "1" }
     if right.isNullConstant { return Fragment("(") + left.fragment + Fragment(" IS NULL)") }
     if left.isNullConstant { return Fragment("(") + right.fragment + Fragment(" IS NULL)") }
@@ -551,7 +575,8 @@ struct SQLiteQueryCompiler {
   private static func order(
     _ left: Operand, _ op: ComparisonOperator, _ right: Operand, _ options: StringOptions, folds: Bool
   ) -> Fragment {
-    if left.isNullConstant || right.isNullConstant { return "0" }
+    if left.isNullConstant || right.isNullConstant || left.isUnordered || right.isUnordered { return "0" }
+    let left = right.comparesAsReal ? real(left) : left
     if folds { return stringOperation(left, op, right, options) }
     let comparison = Fragment("(") + left.fragment + Fragment(" \(op.rawValue) ") + right.fragment + Fragment(")")
     if left.isComputed || right.isComputed { return Fragment("COALESCE(") + comparison + Fragment(", 0)") }
@@ -560,6 +585,13 @@ struct SQLiteQueryCompiler {
     if right.nullable { guards.append(right.fragment + Fragment(" IS NOT NULL")) }
     guards.append(Fragment("(") + left.fragment + Fragment(" \(op.rawValue) ") + right.fragment + Fragment(")"))
     return Fragment.joined(guards, "AND", empty: "1")
+  }
+
+  /// A decimal column read as a double, for a constant beyond `Decimal`'s range.
+  private static func real(_ operand: Operand) -> Operand {
+    var real = operand
+    real.fragment = Fragment("CAST(") + operand.fragment + Fragment(" AS REAL)")
+    return real
   }
 
   private static func stringOperation(_ left: Operand, _ op: ComparisonOperator, _ right: Operand, _ options: StringOptions)
@@ -669,5 +701,16 @@ extension SQLiteQueryCompiler {
       throw StoreError(.unsupported, "the expression reads another object", entity: root.name)
     }
     return operand.fragment
+  }
+}
+
+extension Value {
+  /// Whether the value is NaN, or a date at a NaN interval: a constant equal to nothing and unordered.
+  fileprivate var isUnorderedNumber: Bool {
+    switch self {
+    case .double(let d): d.isNaN
+    case .date(let date): date.timeIntervalSinceReferenceDate.isNaN
+    default: false
+    }
   }
 }

@@ -298,7 +298,7 @@ extension SQLiteSchema {
     case (.data, .text(let s)): decoded = .data(Data(s.utf8))
     case (.decimal, .text(let s)): decoded = Decimal(string: s).map(Value.decimal)
     case (.decimal, .integer(let i)): decoded = .decimal(Decimal(i))
-    case (.decimal, .real(let d)): decoded = .decimal(Decimal(d))
+    case (.decimal, .real(let d)): decoded = Decimal.converting(d).map(Value.decimal)
     case (.uuid, .text(let s)): decoded = UUID(uuidString: s).map(Value.uuid)
     case (.url, .text(let s)): decoded = URL(string: s).map(Value.url)
     default: decoded = nil

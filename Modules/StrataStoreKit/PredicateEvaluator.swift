@@ -141,7 +141,9 @@ struct CompiledComparison: Sendable {
     case .path(let path) where !path.isCollection:
       return try ValueComparison.holds(try KeyPathReader.value(of: path, from: snapshot, source), op, rhs, options)
     case .path(let path):
-      let elements = try KeyPathReader.values(of: path, from: snapshot, source)
+      // ANY, ALL and NONE only ask whether some element matches, so each object reached counts once:
+      // a chain of to-many hops then walks each object at most once per hop instead of every path to it.
+      let elements = try KeyPathReader.values(of: path, from: snapshot, source, distinct: true)
       switch modifier {
       case .all:
         for element in elements where !(try ValueComparison.holds(element, op, rhs, options)) { return false }
@@ -165,24 +167,37 @@ enum KeyPathReader {
   }
 
   /// Every value the key path yields: one for a single-valued path, one per element for a collection.
-  static func values(of path: ResolvedKeyPath, from snapshot: Snapshot, _ source: some EvaluationSource) throws
-    -> [Value]
-  {
+  /// With `distinct`, an object reached along several paths is an element once (and so is nil): enough
+  /// for `ANY`/`ALL`/`NONE`, and linear in the objects reached rather than in the paths to them.
+  static func values(
+    of path: ResolvedKeyPath, from snapshot: Snapshot, _ source: some EvaluationSource, distinct: Bool = false
+  ) throws -> [Value] {
     var branches: [Snapshot?] = [snapshot]
     for hop in path.hops {
       var next: [Snapshot?] = []
       next.reserveCapacity(branches.count)
+      var seen: Set<ObjectID> = []
+      var sawNil = false
       for branch in branches {
         guard let branch else {
           if !hop.isToMany { next.append(nil) }
           continue
         }
         if hop.isToMany {
-          for id in try source.relatedObjectIDs(of: branch.objectID, relationship: hop.relationship) {
+          for id in try source.relatedObjectIDs(of: branch.objectID, relationship: hop.relationship)
+          where !distinct || seen.insert(id).inserted {
             if let target = try source.snapshot(for: id) { next.append(target) }
           }
         } else {
           let target = hop.toOneIndex.flatMap { branch.toOne.indices.contains($0) ? branch.toOne[$0] : nil }
+          if distinct {
+            if let target {
+              guard seen.insert(target).inserted else { continue }
+            } else {
+              guard !sawNil else { continue }
+              sawNil = true
+            }
+          }
           next.append(try target.flatMap { try source.snapshot(for: $0) })
         }
       }

@@ -106,31 +106,54 @@ extension PredicateParserTests {
   }
 
   @Test func nestingIsCapped() {
+    let n = QueryLimits.maxDepth
     let deep = String(repeating: "(", count: 300) + "a == 1" + String(repeating: ")", count: 300)
-    expectParseFailure(deep, at: 100, containing: "nesting deeper than 100 levels")
-    expectParseFailure(String(repeating: "NOT ", count: 300) + "a == 1", at: 400, containing: "nesting deeper")
-    expectParseFailure("a == " + String(repeating: "-", count: 300) + "b", at: 105, containing: "nesting deeper")
-    expectParseFailure("a == " + String(repeating: "{", count: 300), at: 105, containing: "nesting deeper")
-    expectParseFailure("a == " + String(repeating: "abs:(", count: 300), at: 509, containing: "nesting deeper")
+    expectParseFailure(deep, at: n, containing: "the predicate nests deeper than \(n) levels")
+    expectParseFailure(String(repeating: "NOT ", count: 300) + "a == 1", at: 4 * n, containing: "nests deeper")
+    expectParseFailure("a == " + String(repeating: "-", count: 300) + "b", at: 5 + n, containing: "nests deeper")
+    expectParseFailure("a == " + String(repeating: "{", count: 300), at: 5 + n, containing: "nests deeper")
+    expectParseFailure("a == " + String(repeating: "abs:(", count: 300), at: 5 + 5 * n + 4, containing: "nests deeper")
     let chain = "a == 1" + String(repeating: " + 1", count: 300)
-    expectParseFailure(chain, at: 6 + 4 * 100 + 1, containing: "expression nested deeper than 100 levels")
+    expectParseFailure(chain, at: 6 + 4 * n + 1, containing: "nests deeper than \(n) levels")
     let sub = String(repeating: "SUBQUERY(x, $x, ", count: 300)
-    expectParseFailure(sub, at: 100 * 16, containing: "nesting deeper")
+    expectParseFailure(sub, at: n * 16, containing: "nests deeper")
     let long = String(repeating: "(", count: 10_000)
-    expectParseFailure(long, at: 100, containing: "(…\": nesting deeper")
+    expectParseFailure(long, at: n, containing: "(…\": the predicate nests deeper")
+    let counts = "SELF" + String(repeating: ".@count", count: 10_000) + " == 1"
+    expectParseFailure(counts, at: 4 + 7 * (n + 1), containing: "nests deeper")
+    let keys = "a" + String(repeating: ".b", count: 40_000) + " == 1"
+    expectParseFailure(keys, at: 1 + 2 * QueryLimits.maxKeyPathComponents - 1, containing: "more than \(QueryLimits.maxKeyPathComponents) components")
+  }
+
+  @Test func treesPastTheLimitsAreRefused() {
+    var deep = QueryExpression.evaluatedObject
+    for _ in 0..<1_000 { deep = .function("count:", [deep]) }
+    let error = #expect(throws: StoreError.self) { try QueryLimits.check(.comparison(Comparison(deep, .equalTo, .constant(1)))) }
+    #expect(error?.code == .invalidQuery)
+    #expect(error?.message.contains("nests deeper than \(QueryLimits.maxDepth) levels") == true)
+    var nots = QueryPredicate.true
+    for _ in 0..<1_000 { nots = .not(nots) }
+    #expect(throws: StoreError.self) { try QueryLimits.check(nots) }
+    let path = Array(repeating: "sequel", count: QueryLimits.maxKeyPathComponents + 1).joined(separator: ".")
+    #expect(throws: StoreError.self) { try QueryLimits.checkKeyPath(path) }
+    #expect(throws: Never.self) { try QueryLimits.checkKeyPath(Array(repeating: "sequel", count: QueryLimits.maxKeyPathComponents).joined(separator: ".")) }
+    let wide = QueryPredicate.and(Array(repeating: .comparison(Comparison(.keyPath("a"), .equalTo, .constant(1))), count: 10_000))
+    #expect(throws: Never.self) { try QueryLimits.check(wide) }
   }
 
   @Test func nestingUpToTheCapParses() throws {
-    let parens = String(repeating: "(", count: 99) + "a == 1" + String(repeating: ")", count: 99)
+    let n = QueryLimits.maxDepth
+    let parens = String(repeating: "(", count: n - 1) + "a == 1" + String(repeating: ")", count: n - 1)
     #expect(try QueryPredicate(format: parens) == .comparison(Comparison(.keyPath("a"), .equalTo, .constant(1))))
-    let inner = String(repeating: "(", count: 95) + "1" + String(repeating: ")", count: 95)
+    let inner = String(repeating: "(", count: n - 5) + "1" + String(repeating: ")", count: n - 5)
     #expect(try QueryPredicate(format: "a == " + inner).description == "a == 1")
-    let nots = try QueryPredicate(format: String(repeating: "NOT ", count: 99) + "a == 1")
+    let nots = try QueryPredicate(format: String(repeating: "NOT ", count: n - 2) + "a == 1")
     #expect(try QueryPredicate(format: nots.description) == nots)
-    let chain = try QueryPredicate(format: "a == 1" + String(repeating: " + 1", count: 99))
+    let chain = try QueryPredicate(format: "a == 1" + String(repeating: " + 1", count: n - 2))
     #expect(try QueryPredicate(format: chain.description) == chain)
     let subqueries = try QueryPredicate(
-      format: "a == " + String(repeating: "SUBQUERY(x, $x, a == ", count: 98) + "1" + String(repeating: ")", count: 98))
+      format: "a == " + String(repeating: "SUBQUERY(x, $x, a == ", count: n / 2 - 1) + "1"
+        + String(repeating: ")", count: n / 2 - 1))
     #expect(try QueryPredicate(format: subqueries.description) == subqueries)
     let wide = try QueryPredicate(format: Array(repeating: "a == 1", count: 5_000).joined(separator: " OR "))
     #expect(try QueryPredicate(format: wide.description) == wide)
