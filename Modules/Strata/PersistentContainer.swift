@@ -120,9 +120,14 @@ public final class PersistentContainer: @unchecked Sendable {
     try coordinator.store?.currentHistoryToken()
   }
 
-  /// Opens the store the description names, creating it when it does not exist.
+  /// Opens the store the description names, creating it when it does not exist. A store written with
+  /// another model is migrated to the container's model when its description's options allow it
+  /// (``StoreOptions/migratesAutomatically``, the default) and a migration can be inferred (see
+  /// ``ModelMigration``), in one transaction.
   ///
-  /// - Throws: `.unknownStoreType`, `.corrupted` (not a Strata store), `.schemaMismatch`, `.io`.
+  /// - Throws: `.unknownStoreType`, `.corrupted` (not a Strata store), `.schemaMismatch` (naming what
+  ///   cannot be migrated), `.constraintConflict` (a uniqueness constraint added over clashing values),
+  ///   `.io`.
   public func loadPersistentStores() throws {
     guard let description = storeDescriptions.first else {
       throw StoreError(.misuse, "the container \(name) has no store description")
@@ -135,8 +140,34 @@ public final class PersistentContainer: @unchecked Sendable {
       throw StoreError(.misuse, "a \(description.type) store needs a URL")
     }
     coordinator.store?.close()
-    let store = try factory.openStore(at: description.url, model: model, options: description.options)
+    let store: any PersistentStore
+    do {
+      store = try factory.openStore(at: description.url, model: model, options: description.options)
+    } catch let mismatch as StoreError
+      where mismatch.code == .schemaMismatch && description.options.migratesAutomatically && !description.options.isReadOnly
+    {
+      store = try migrateStore(at: description, with: factory, after: mismatch)
+    }
     coordinator.setStore(store)
+  }
+
+  /// Opens the store `description` names with the model stored in it and migrates it to the container's
+  /// model, when a migration can be inferred from the two.
+  /// - Throws: the inference's `.schemaMismatch` naming every difference it cannot infer; `mismatch`,
+  ///   completed, when the backend cannot migrate; what the migration throws (the store is unchanged).
+  private func migrateStore(
+    at description: StoreDescription, with factory: any PersistentStoreFactory, after mismatch: StoreError
+  ) throws -> any PersistentStore {
+    let existing = try factory.openStore(at: description.url, model: nil, options: description.options)
+    do {
+      return try existing.migrated(by: try ModelMigration(from: existing.model, to: model))
+    } catch let error as StoreError where error.code == .unsupported {
+      existing.close()
+      throw StoreError(.schemaMismatch, "\(mismatch.message); \(error.message)")
+    } catch {
+      existing.close()
+      throw error
+    }
   }
 
   /// Opens the store and calls `completionHandler` with its description and the error, if any — Core

@@ -16,7 +16,13 @@ extension Conformance {
     /// process's remote-change notifications and history. Needs a ``ConformanceBackend/worker``.
     public static let multiProcess = Capabilities(rawValue: 1 << 1)
 
-    static let names: [(Capabilities, String)] = [(.sharedLocation, "sharedLocation"), (.multiProcess, "multiProcess")]
+    /// The store migrates its data to another model (``PersistentStore/migrated(by:)``) — every backend
+    /// is to; one that does not yet leaves the migration area skipped.
+    public static let migration = Capabilities(rawValue: 1 << 2)
+
+    static let names: [(Capabilities, String)] = [
+      (.sharedLocation, "sharedLocation"), (.multiProcess, "multiProcess"), (.migration, "migration"),
+    ]
 
     public var description: String {
       Self.names.filter { contains($0.0) }.map(\.1).joined(separator: ", ")
@@ -29,13 +35,14 @@ extension Conformance {
     case dictionaries, batch, faulting, boundedWalk, identityMap, pendingChanges, asynchronousFetch
     case mergePolicies, transientAttributes, lifecycle, undo, derivedAttributes, fetchedResults
     case fetchedResultsUnderLoad, remoteChanges, history, historyNotifications, historyBetweenStores
-    case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, queryLimits
+    case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, migration, queryLimits
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
       switch self {
       case .remoteChanges, .historyBetweenStores: .sharedLocation
       case .historyFromAnotherProcess: .multiProcess
+      case .migration: .migration
       default: []
       }
     }
@@ -96,6 +103,7 @@ extension Conformance {
     case .childContexts: try await childContexts(backend)
     case .batchInsert: try await batchInsert(backend)
     case .queryGenerations: try await queryGenerations(backend)
+    case .migration: try await migration(backend)
     case .queryLimits: try await queryLimits(backend)
     }
   }

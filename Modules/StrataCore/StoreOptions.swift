@@ -9,13 +9,20 @@ public struct StoreOptions: Sendable, Hashable, Codable {
   public var tracksHistory: Bool
   /// Yield a ``StoreChange`` after commits made by other processes as well as this one.
   public var postsRemoteChangeNotifications: Bool
+  /// When a container opens a store written with another model: migrate it to the container's model when
+  /// a migration can be inferred from the two models (see ``ModelMigration``), as Core Data's
+  /// `shouldMigrateStoreAutomatically` and `shouldInferMappingModelAutomatically` do. Off, such a store
+  /// fails to open with `.schemaMismatch`.
+  public var migratesAutomatically: Bool
 
   public init(
-    isReadOnly: Bool = false, tracksHistory: Bool = false, postsRemoteChangeNotifications: Bool = false
+    isReadOnly: Bool = false, tracksHistory: Bool = false, postsRemoteChangeNotifications: Bool = false,
+    migratesAutomatically: Bool = true
   ) {
     self.isReadOnly = isReadOnly
     self.tracksHistory = tracksHistory
     self.postsRemoteChangeNotifications = postsRemoteChangeNotifications
+    self.migratesAutomatically = migratesAutomatically
   }
 }
 

@@ -114,6 +114,26 @@ public protocol PersistentStore: AnyObject, Sendable {
 
   /// Releases files and resources. Further calls throw `.misuse`.
   func close()
+
+  /// Migrates the store's data from its model (``ModelMigration/source``) to
+  /// ``ModelMigration/destination`` in one transaction, and returns the store to use from then on, open
+  /// with the destination model; this one is closed.
+  ///
+  /// Every object keeps its primary key (its entity name follows a rename); each attribute of the new
+  /// model takes its values through ``AttributeMapping/convert(_:)``; links follow their relationships'
+  /// renames and a to-one relationship made to-many keeps its target; persistent history is kept as it
+  /// was, so tokens taken before stay valid. All or nothing: when anything fails — a uniqueness
+  /// constraint added over values that clash (`.constraintConflict` listing them), a disk that fills —
+  /// the store is left exactly as it was, and this instance stays open with the old model.
+  ///
+  /// ```swift
+  /// let migration = try ModelMigration(from: store.model, to: appModel)
+  /// store = try store.migrated(by: migration)
+  /// ```
+  ///
+  /// - Throws: `.misuse` when `migration.source` is not this store's model; `.unsupported` from a
+  ///   backend that cannot migrate (the default).
+  func migrated(by migration: ModelMigration) throws -> any PersistentStore
 }
 
 extension PersistentStore {
@@ -153,6 +173,10 @@ extension PersistentStore {
 
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
     throw StoreError(.unsupported, "the \(storeType) store does not support persistent history yet")
+  }
+
+  public func migrated(by migration: ModelMigration) throws -> any PersistentStore {
+    throw StoreError(.unsupported, "the \(storeType) store cannot migrate its data to another model yet")
   }
 
   public func pinGeneration() throws -> QueryGeneration {

@@ -2,7 +2,7 @@ import StrataConformance
 import StrataMemory
 import Testing
 
-let memoryBackend = ConformanceBackend(factory: MemoryStoreFactory())
+let memoryBackend = ConformanceBackend(factory: MemoryStoreFactory(), capabilities: [.migration])
 
 @Test("Memory conformance", arguments: Conformance.Area.allCases)
 func memoryConformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: memoryBackend) }

@@ -117,6 +117,10 @@ public final class LoggingStore: PersistentStore {
   public func close() {
     logged("close") { inner.close() }
   }
+
+  public func migrated(by migration: ModelMigration) throws -> any PersistentStore {
+    LoggingStore(try logged("migrated by \(migration.changes.count) changes") { try inner.migrated(by: migration) }, log: log)
+  }
 }
 
 extension StoreType {
