@@ -146,8 +146,9 @@ let package = Package(
       name: "strata-worker", dependencies: ["StrataConformanceWorker", "StrataSQLite", "StrataLMDB"], path: "Tests/StrataWorker",
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "FaveFlicksTests", dependencies: ["StrataConformance", "FaveFlicks", "Strata", "StrataStoreKit", "StrataSQLite", "StrataMemory"],
-      swiftSettings: swiftSettings),
+      name: "FaveFlicksTests",
+      dependencies: ["StrataConformance", "FaveFlicks", "Strata", "StrataStoreKit", "StrataSQLite", "StrataLMDB", "StrataMemory"],
+      resources: [.copy("Resources/v1")], swiftSettings: swiftSettings),
     .testTarget(
       name: "BubbleTeaFinderTests",
       dependencies: ["StrataConformance", "BubbleTeaFinder", "Strata", "StrataStoreKit", "StrataSQLite", "StrataMemory"],

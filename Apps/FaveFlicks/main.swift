@@ -12,7 +12,7 @@ struct FaveFlicksCommand: ParsableCommand {
     abstract: "Keep a list of favourite movies in a Strata store.",
     discussion: exitStatusHelp,
     version: strataVersion,
-    subcommands: [Add.self, List.self, Delete.self])
+    subcommands: [Add.self, List.self, Rate.self, Watched.self, Delete.self, Migrate.self])
 
   static func main() { mainReportingUsageErrors() }
 }
@@ -21,13 +21,17 @@ struct JSONMovie: Encodable {
   var title: String
   var genre: String
   var releaseDate: String
-  var lastModified: String?
+  var updatedAt: String?
+  var rating: Int
+  var watches: Int
 
   init(_ movie: MovieRecord) {
     title = movie.title
     genre = movie.genre
     releaseDate = ReleaseDate.format(movie.releaseDate)
-    lastModified = movie.lastModified.map { $0.formatted(.iso8601) }
+    updatedAt = movie.updatedAt.map { $0.formatted(.iso8601) }
+    rating = movie.rating
+    watches = movie.watchCount
   }
 }
 
@@ -62,7 +66,7 @@ extension FaveFlicksCommand {
     @Option(help: "Only movies whose genre contains this text (case and accents ignored).") var genreContains: String?
     @Option(help: "Only movies whose title contains this text (case and accents ignored: \"amelie\" finds \"Amélie\").")
     var search: String?
-    @Flag(help: "Print a JSON array of {title, genre, releaseDate, lastModified}.") var json = false
+    @Flag(help: "Print a JSON array of {title, genre, releaseDate, updatedAt, rating, watches}.") var json = false
 
     func run() throws {
       try runReportingErrors(tool: "fave-flicks") {
@@ -73,9 +77,75 @@ extension FaveFlicksCommand {
           print("No movies.")
         } else {
           print(textTable(
-            headers: ["Title", "Genre", "Released"],
-            rows: movies.map { [$0.title, $0.genre, ReleaseDate.format($0.releaseDate)] }))
+            headers: ["Title", "Genre", "Released", "Rating", "Watched"],
+            rows: movies.map {
+              [$0.title, $0.genre, ReleaseDate.format($0.releaseDate), String(repeating: "*", count: $0.rating), String($0.watchCount)]
+            }))
         }
+      }
+    }
+  }
+
+  struct Rate: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Rate every movie with this exact title, from 0 to 5 stars.")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Option(help: "The title of the movie to rate.") var title: String
+    @Option(help: "Stars, from 0 to 5.") var stars: Int
+
+    func validate() throws {
+      guard (0...5).contains(stars) else { throw ValidationError("--stars must be from 0 to 5, not \(stars)") }
+    }
+
+    func run() throws {
+      try runReportingErrors(tool: "fave-flicks") {
+        let count = try openLibrary(storeOptions).rate(title: title, stars: stars)
+        print("Rated \(count) movie\(count == 1 ? "" : "s") titled \(title): \(stars) star\(stars == 1 ? "" : "s")")
+      }
+    }
+  }
+
+  struct Watched: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Record that you watched a movie.")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Option(help: "The title of the movie you watched.") var title: String
+    @Option(help: ArgumentHelp("When you watched it (default: today).", valueName: "YYYY-MM-DD")) var on: String?
+
+    func run() throws {
+      try runReportingErrors(tool: "fave-flicks") {
+        let date = try on.map(ReleaseDate.parse) ?? Date.now
+        let times = try openLibrary(storeOptions).watched(title: title, on: date)
+        print("Watched \(title) on \(ReleaseDate.format(date)) (\(times) time\(times == 1 ? "" : "s"))")
+      }
+    }
+  }
+
+  struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract: "Migrate the store to this version's model, or show what that would change.",
+      discussion: "Every command migrates a store written by an earlier version when it opens it; this one does only that.")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Flag(help: "Print what the migration would change, and change nothing.") var dryRun = false
+
+    func run() throws {
+      try runReportingErrors(tool: "fave-flicks") {
+        guard !storeOptions.startsFromPreview else {
+          print("A \(storeOptions.store) store keeps nothing between runs: there is nothing to migrate.")
+          return
+        }
+        let description = try storeOptions.storeDescription(app: "fave-flicks", fileName: "FaveFlicks.sqlite")
+        let location = description.url?.path ?? ""
+        guard let preview = try MovieLibrary.pendingMigration(store: description, registry: storeOptions.registry) else {
+          print("\(location) has this version's model: nothing to migrate.")
+          return
+        }
+        print(dryRun ? "Migrating \(location) would change:" : "Migrating \(location):")
+        for line in preview.lines { print("  \(line)") }
+        guard !dryRun else { return }
+        _ = try openLibrary(storeOptions)
+        print("Done.")
       }
     }
   }

@@ -5,12 +5,14 @@ public final class Movie: ManagedObject, ValueValidating {
   @Attribute public var title: String
   @Attribute public var genre: String
   @Attribute public var releaseDate: Date
-  @Attribute public var lastModified: Date?
+  @Attribute(originalName: "lastModified") public var updatedAt: Date?
+  @Attribute(minimum: 0, maximum: 5) public var rating: Int16 = 0
   @Derived("canonical:(title)") public var titleSearch: String
+  @Relationship(inverse: "movie", deleteRule: .cascade) public var watches: Set<Watch>
 
   public override func willSave() {
     guard hasPersistentChangedValues, !isDeleted else { return }
-    try? setPrimitiveValue(Date.now, forKey: "lastModified")
+    try? setPrimitiveValue(Date.now, forKey: "updatedAt")
   }
 
   public func validateValue(_ value: Any?, forKey key: String) throws {
@@ -20,22 +22,38 @@ public final class Movie: ManagedObject, ValueValidating {
   }
 }
 
+/// One time a movie was watched.
+public final class Watch: ManagedObject {
+  @Attribute public var date: Date
+  @Relationship(inverse: "watches") public var movie: Movie?
+}
+
 /// A movie as plain data, for output and tests.
 public struct MovieRecord: Sendable, Hashable, Codable {
   public var title: String
   public var genre: String
   public var releaseDate: Date
   /// When the movie was last saved with a change.
-  public var lastModified: Date?
+  public var updatedAt: Date?
+  /// Stars from 0 to 5; 0 until rated.
+  public var rating: Int
+  /// How many times it was watched.
+  public var watchCount: Int
 
-  public init(title: String, genre: String, releaseDate: Date, lastModified: Date? = nil) {
+  public init(
+    title: String, genre: String, releaseDate: Date, updatedAt: Date? = nil, rating: Int = 0, watchCount: Int = 0
+  ) {
     self.title = title
     self.genre = genre
     self.releaseDate = releaseDate
-    self.lastModified = lastModified
+    self.updatedAt = updatedAt
+    self.rating = rating
+    self.watchCount = watchCount
   }
 
   init(_ movie: Movie) {
-    self.init(title: movie.title, genre: movie.genre, releaseDate: movie.releaseDate, lastModified: movie.lastModified)
+    self.init(
+      title: movie.title, genre: movie.genre, releaseDate: movie.releaseDate, updatedAt: movie.updatedAt,
+      rating: Int(movie.rating), watchCount: movie.watches.count)
   }
 }

@@ -7,10 +7,21 @@ public struct MovieLibrary: Sendable {
 
   public static let name = "FaveFlicks"
 
-  public static func makeModel() throws -> ObjectModel { try ObjectModel(Movie.self) }
+  /// The model's entities: movies and the times they were watched. A store written by the first version
+  /// (movies alone, `lastModified` for `updatedAt`, no rating) migrates when it opens.
+  public static func makeModel() throws -> ObjectModel { try ObjectModel(Movie.self, Watch.self) }
 
   public static func makeContainer(store: StoreDescription, registry: StoreRegistry) throws -> PersistentContainer {
-    try PersistentContainer.loaded(name: name, model: try makeModel(), types: [Movie.self], store: store, registry: registry)
+    try PersistentContainer.loaded(
+      name: name, model: try makeModel(), types: [Movie.self, Watch.self], store: store, registry: registry)
+  }
+
+  /// What opening the store `store` would migrate, without opening it for writing: `nil` when it already
+  /// has this version's model or does not exist yet.
+  public static func pendingMigration(store: StoreDescription, registry: StoreRegistry) throws -> MigrationPreview? {
+    let container = PersistentContainer(name: name, model: try makeModel(), types: [Movie.self, Watch.self], registry: registry)
+    container.storeDescriptions = [store]
+    return try container.previewMigration()
   }
 
   public init(container: PersistentContainer) {
@@ -25,12 +36,7 @@ public struct MovieLibrary: Sendable {
     movie.title = title.trimmingCharacters(in: .whitespacesAndNewlines)
     movie.genre = genre.trimmingCharacters(in: .whitespacesAndNewlines)
     movie.releaseDate = releaseDate
-    do {
-      try context.save()
-    } catch {
-      context.rollback()
-      throw error
-    }
+    try save()
     return MovieRecord(movie)
   }
 
@@ -51,20 +57,54 @@ public struct MovieLibrary: Sendable {
     return try context.fetch(request).map(MovieRecord.init)
   }
 
-  /// Deletes every movie titled exactly `title`; returns how many.
+  /// Gives every movie titled exactly `title` `stars` from 0 to 5; returns how many.
   @discardableResult
-  public func delete(title: String) throws -> Int {
+  public func rate(title: String, stars: Int) throws -> Int {
+    guard (0...5).contains(stars) else {
+      throw StoreError(
+        .validation, "stars must be from 0 to 5, not \(stars)", entity: "Movie", key: "rating", value: .int(Int64(stars)))
+    }
+    let movies = try movies(titled: title)
+    for movie in movies { movie.rating = Int16(stars) }
+    try save()
+    return movies.count
+  }
+
+  /// Records that the first movie titled exactly `title` was watched on `date`; returns how many times it
+  /// has been watched.
+  @discardableResult
+  public func watched(title: String, on date: Date) throws -> Int {
+    guard let movie = try movies(titled: title).first else { return 0 }
+    let watch = Watch(context: context)
+    watch.date = date
+    watch.movie = movie
+    try save()
+    return movie.watches.count
+  }
+
+  private func movies(titled title: String) throws -> [Movie] {
     let movies = try context.fetch(FetchRequest<Movie>(where: \.title == title))
     guard !movies.isEmpty else {
       throw StoreError(.notFound, "no movie is titled '\(title)'", entity: "Movie", key: "title", value: .string(title))
     }
-    for movie in movies { context.delete(movie) }
+    return movies
+  }
+
+  private func save() throws {
     do {
       try context.save()
     } catch {
       context.rollback()
       throw error
     }
+  }
+
+  /// Deletes every movie titled exactly `title`; returns how many.
+  @discardableResult
+  public func delete(title: String) throws -> Int {
+    let movies = try movies(titled: title)
+    for movie in movies { context.delete(movie) }
+    try save()
     return movies.count
   }
 }

@@ -59,12 +59,12 @@ struct FaveFlicksCLITests {
     #expect(add2.status == 0)
     let list = try faveFlicks("list", "--json", "--path", store)
     #expect(list.status == 0)
-    let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: String]])
-    #expect(rows.map { $0.filter { $0.key != "lastModified" } } == [
-      ["title": "Amélie", "genre": "Comédie", "releaseDate": "2001-04-25"],
-      ["title": "Heat", "genre": "Crime", "releaseDate": "1995-12-15"],
+    let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+    #expect(rows.map { $0.filter { $0.key != "updatedAt" }.mapValues { "\($0)" } } == [
+      ["title": "Amélie", "genre": "Comédie", "releaseDate": "2001-04-25", "rating": "0", "watches": "0"],
+      ["title": "Heat", "genre": "Crime", "releaseDate": "1995-12-15", "rating": "0", "watches": "0"],
     ])
-    let stamps = try rows.map { try Date($0["lastModified"] ?? "", strategy: .iso8601) }
+    let stamps = try rows.map { try Date($0["updatedAt"] as? String ?? "", strategy: .iso8601) }
     #expect(stamps.allSatisfy { abs($0.timeIntervalSinceNow) < 600 }, "\(stamps)")
     #expect(stamps[0] >= stamps[1], "Amélie was added after Heat")
     let searched = try faveFlicks("list", "--search", "AMELIE", "--json", "--path", store)
@@ -92,8 +92,8 @@ struct FaveFlicksCLITests {
   @Test func memoryStoreStartsFromThePreview() throws {
     let list = try faveFlicks("list", "--store", "memory", "--json")
     #expect(list.status == 0)
-    let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: String]])
-    #expect(rows.map { $0["title"] ?? "" } == ["Kung Pow: Enter the Fist", "Sharknado", "The Room"])
+    let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
+    #expect(rows.map { $0["title"] as? String ?? "" } == ["Kung Pow: Enter the Fist", "Sharknado", "The Room"])
   }
 
   @Test func defaultPathFollowsXDGDataHome() throws {
@@ -146,5 +146,23 @@ struct FaveFlicksCLITests {
     for flag in ["--store", "--path", "--title", "--genre", "--release-date"] {
       #expect(help.stdout.contains(flag), "\(flag)")
     }
+  }
+
+  @Test func rateWatchAndMigrateFromTheCommandLine() throws {
+    let store = temporaryStore()
+    _ = try faveFlicks("add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", "--path", store)
+    let rate = try faveFlicks("rate", "--title", "Heat", "--stars", "4", "--path", store)
+    #expect(rate.status == 0 && rate.stdout == "Rated 1 movie titled Heat: 4 stars\n", "\(rate.stdout) \(rate.stderr)")
+    let watched = try faveFlicks("watched", "--title", "Heat", "--on", "2024-05-01", "--path", store)
+    #expect(watched.stdout == "Watched Heat on 2024-05-01 (1 time)\n", "\(watched.stderr)")
+    let list = try faveFlicks("list", "--path", store)
+    #expect(list.stdout.contains("Heat   Crime  1995-12-15  ****    1"), "\(list.stdout)")
+
+    let tooMany = try faveFlicks("rate", "--title", "Heat", "--stars", "9", "--path", store)
+    #expect(tooMany.status == 64 && tooMany.stderr.contains("--stars must be from 0 to 5, not 9"), "\(tooMany.stderr)")
+    let unknown = try faveFlicks("watched", "--title", "Thief", "--path", store)
+    #expect(unknown.status == 1 && unknown.stderr == "fave-flicks: error: no movie is titled 'Thief'\n", "\(unknown.stderr)")
+    let current = try faveFlicks("migrate", "--dry-run", "--path", store)
+    #expect(current.status == 0 && current.stdout == "\(store) has this version's model: nothing to migrate.\n", "\(current.stdout)")
   }
 }

@@ -23,9 +23,9 @@ struct LMDBCLITests {
 
     let list = try faveFlicks("list", "--json", "--store", "lmdb", "--path", store)
     #expect(list.status == 0, "\(list.stderr)")
-    let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: String]])
+    let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
     #expect(rows.count == 11)
-    #expect(Set(rows.compactMap { $0["title"] }) == Set(["Heat"] + movies.joined().map(\.0)))
+    #expect(Set(rows.compactMap { $0["title"] as? String }) == Set(["Heat"] + movies.joined().map(\.0)))
 
     let info = try Executables.run("strata", ["info", "--store", "lmdb", store])
     #expect(info.status == 0, "\(info.stderr)")

@@ -30,20 +30,25 @@ private func jsonArray(_ text: String) throws -> [[String: Any]] {
 private func withoutIDs(_ objects: [[String: Any]]) -> [[String: String]] {
   objects.map { object in
     var out: [String: String] = [:]
-    for (key, value) in object where key != "objectID" && key != "lastModified" { out[key] = "\(value)" }
+    for (key, value) in object where key != "objectID" && key != "updatedAt" { out[key] = "\(value)" }
     return out
   }
 }
 
 private let amelie = [
   "title": "Amélie", "genre": "Comédie, Romance", "releaseDate": "2001-04-25T00:00:00.000Z", "titleSearch": "amelie",
+  "rating": "0",
 ]
-private let heat = ["title": "Heat", "genre": "Crime, Drama", "releaseDate": "1995-12-15T00:00:00.000Z", "titleSearch": "heat"]
+private let heat = [
+  "title": "Heat", "genre": "Crime, Drama", "releaseDate": "1995-12-15T00:00:00.000Z", "titleSearch": "heat", "rating": "0",
+]
 private let elite = [
   "title": "Élite Squad", "genre": "Action, Drama", "releaseDate": "2007-10-05T00:00:00.000Z", "titleSearch": "elite squad",
+  "rating": "0",
 ]
 private let zodiac = [
   "title": "Zodiac", "genre": "Mystery, Thriller", "releaseDate": "2007-03-02T00:00:00.000Z", "titleSearch": "zodiac",
+  "rating": "0",
 ]
 
 @Suite("strata tool")
@@ -55,8 +60,8 @@ struct StrataToolTests {
     #expect(text.stdout.contains("Store type:         sqlite"))
     #expect(text.stdout.contains("Movie — 4 rows"))
     for line in [
-      "title         string  no", "genre         string  no", "releaseDate   date    no", "lastModified  date    yes",
-      "titleSearch   string  no        derived: canonical:(title)",
+      "title        string  no", "genre        string  no", "releaseDate  date    no", "updatedAt    date    yes",
+      "rating       int16   no\n", "titleSearch  string  no        derived: canonical:(title)",
     ] {
       #expect(text.stdout.contains(line), "\(line)\n\(text.stdout)")
     }
@@ -69,17 +74,17 @@ struct StrataToolTests {
     #expect(UUID(uuidString: identifier) != nil)
     #expect((info["modelFingerprint"] as? String)?.count == 16)
     let entities = try #require(info["entities"] as? [[String: Any]])
-    #expect(entities.count == 1)
+    #expect(entities.map { $0["name"] as? String } == ["Movie", "Watch"])
     let movie = try #require(entities.first)
     #expect(movie["name"] as? String == "Movie")
     #expect(movie["count"] as? Int == 4)
     let attributes = try #require(movie["attributes"] as? [[String: Any]])
     #expect(attributes.map { "\($0["name"] ?? "") \($0["type"] ?? "")" } == [
-      "title string", "genre string", "releaseDate date", "lastModified date", "titleSearch string",
+      "title string", "genre string", "releaseDate date", "updatedAt date", "rating int16", "titleSearch string",
     ])
-    #expect(attributes.map { $0["isOptional"] as? Bool } == [false, false, false, true, false])
+    #expect(attributes.map { $0["isOptional"] as? Bool } == [false, false, false, true, false, false])
     #expect(attributes.allSatisfy { $0["isTransient"] as? Bool == false })
-    #expect((movie["relationships"] as? [Any])?.isEmpty == true)
+    #expect((movie["relationships"] as? [[String: Any]])?.map { $0["name"] as? String } == ["watches"])
 
     let fetched = try jsonArray(try strata("fetch", store, "--entity", "Movie", "--json").stdout)
     #expect((fetched.first?["objectID"] as? String)?.hasPrefix("strata://\(identifier)/Movie/p") == true)
@@ -95,7 +100,7 @@ struct StrataToolTests {
     #expect(ids.map { $0.hasPrefix("strata://") && $0.contains("/Movie/p") } == [true, true, true, true])
     #expect(Set(ids).count == 4)
     #expect(objects.allSatisfy {
-      $0.keys.sorted() == ["genre", "lastModified", "objectID", "releaseDate", "title", "titleSearch"]
+      $0.keys.sorted() == ["genre", "objectID", "rating", "releaseDate", "title", "titleSearch", "updatedAt"]
     })
 
     let table = try strata("fetch", store, "--entity", "Movie")
@@ -154,7 +159,7 @@ struct StrataToolTests {
       (["fetch", missing, "--entity", "Movie"], "there is no store at \(missing)"),
       (["info", text], "\(text) is not a Strata store: neither an SQLite file nor an LMDB environment"),
       (["info", text, "--store", "sqlite"], "is not a Strata SQLite store"),
-      (["fetch", store, "--entity", "Film"], "unknown entity 'Film' (the model has: Movie)"),
+      (["fetch", store, "--entity", "Film"], "unknown entity 'Film' (the model has: Movie, Watch)"),
       (["fetch", store, "--entity", "Movie", "--where", "title =="], "expected an expression at position 8"),
       (["fetch", store, "--entity", "Movie", "--where", "year > 3"], "Movie has no attribute or relationship 'year'"),
       (["fetch", store, "--entity", "Movie", "--where", "title > 3"], "Movie.title is a string"),

@@ -71,11 +71,11 @@ struct MovieLibraryTests {
   }
 
   @Test(arguments: Backend.allCases)
-  func lastModifiedIsStampedWhenSaved(_ backend: Backend) throws {
+  func updatedAtIsStampedWhenSaved(_ backend: Backend) throws {
     let library = try backend.makeLibrary()
     let before = Date.now
     try library.add(title: "Heat", genre: "Crime", releaseDate: try ReleaseDate.parse("1995-12-15"))
-    let stamped = try #require(try library.list().first?.lastModified)
+    let stamped = try #require(try library.list().first?.updatedAt)
     #expect(stamped >= before && stamped <= Date.now)
   }
 
@@ -89,7 +89,7 @@ struct MovieLibraryTests {
     let movies = try second.list()
     #expect(movies.map(\.title) == ["Heat"] && movies.map(\.genre) == ["Crime"])
     #expect(movies.map(\.releaseDate) == [try ReleaseDate.parse("1995-12-15")])
-    #expect(movies.first?.lastModified != nil)
+    #expect(movies.first?.updatedAt != nil)
   }
 
   @Test(arguments: ["2023-02-30", "2023-2-3", "23-02-03", "abc", "", "2023-13-01", "2023-01-01T00:00"])
