@@ -45,7 +45,7 @@ extension PersistentContainer {
     let store = try factory.openStore(at: url, model: nil, options: StoreOptions(isReadOnly: true))
     defer { store.close() }
     guard store.model != model else { return nil }
-    let migration = try ModelMigration(from: store.model, to: model)
+    let migration = try migration(from: store.model)
     var counts: [String: Int] = [:]
     for entity in store.model.entities {
       counts[entity.name] = try store.count(FetchDescription(entityName: entity.name))

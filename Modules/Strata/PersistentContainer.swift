@@ -46,15 +46,33 @@ public final class PersistentContainer: @unchecked Sendable {
   public var storeDescriptions: [StoreDescription]
   /// The backends the container may open, by store type.
   public let registry: StoreRegistry
+  /// The app's model versions, when it declared them: a store of an older one migrates along them.
+  public let migrationPlan: MigrationPlan?
 
   let coordinator: StoreCoordinator
   private var view: ObjectContext?
 
   /// A container for a model written out as a value; `types` names the classes of its entities
   /// (entities without a class are handled as plain ``ManagedObject``s).
-  public init(name: String, model: ObjectModel, types: [ManagedObject.Type] = [], registry: StoreRegistry) {
+  public convenience init(name: String, model: ObjectModel, types: [ManagedObject.Type] = [], registry: StoreRegistry) {
+    self.init(name: name, model: model, plan: nil, types: types, registry: registry)
+  }
+
+  /// A container for the newest version of `plan`: a store written with an older version migrates to it
+  /// when it opens, along every version after its own, in one transaction.
+  ///
+  /// ```swift
+  /// let plan = try MigrationPlan([ModelVersion("1", v1), ModelVersion("2", v2)])
+  /// let container = PersistentContainer(name: "Movies", plan: plan, types: [Movie.self, Watch.self], registry: registry)
+  /// ```
+  public convenience init(name: String, plan: MigrationPlan, types: [ManagedObject.Type] = [], registry: StoreRegistry) {
+    self.init(name: name, model: plan.current.model, plan: plan, types: types, registry: registry)
+  }
+
+  private init(name: String, model: ObjectModel, plan: MigrationPlan?, types: [ManagedObject.Type], registry: StoreRegistry) {
     self.name = name
     self.model = model
+    self.migrationPlan = plan
     self.registry = registry
     coordinator = StoreCoordinator(model: model, types: types)
     storeDescriptions = [
@@ -151,6 +169,13 @@ public final class PersistentContainer: @unchecked Sendable {
     coordinator.setStore(store)
   }
 
+  /// The migration from `stored` to the container's model: along the migration plan when there is one,
+  /// else inferred from the two models.
+  func migration(from stored: ObjectModel) throws -> ModelMigration {
+    if let migrationPlan, let migration = try migrationPlan.migration(from: stored) { return migration }
+    return try ModelMigration(from: stored, to: model)
+  }
+
   /// Opens the store `description` names with the model stored in it and migrates it to the container's
   /// model, when a migration can be inferred from the two.
   /// - Throws: the inference's `.schemaMismatch` naming every difference it cannot infer; `mismatch`,
@@ -160,7 +185,7 @@ public final class PersistentContainer: @unchecked Sendable {
   ) throws -> any PersistentStore {
     let existing = try factory.openStore(at: description.url, model: nil, options: description.options)
     do {
-      return try existing.migrated(by: try ModelMigration(from: existing.model, to: model))
+      return try existing.migrated(by: try migration(from: existing.model))
     } catch let error as StoreError where error.code == .unsupported {
       existing.close()
       throw StoreError(.schemaMismatch, "\(mismatch.message); \(error.message)")

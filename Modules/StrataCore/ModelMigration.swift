@@ -113,6 +113,17 @@ public struct AttributeMapping: Sendable, Hashable {
   public let sourceType: AttributeType?
   /// The value of objects without a source, and of nil source values when the attribute became required.
   public let fill: Value
+  /// In a migration over several versions, the mappings of the earlier steps, oldest first: a value goes
+  /// through each of them before this one.
+  let earlier: [AttributeMapping]
+
+  init(attribute: AttributeDescription, source: String?, sourceType: AttributeType?, fill: Value, earlier: [AttributeMapping] = []) {
+    self.attribute = attribute
+    self.source = source
+    self.sourceType = sourceType
+    self.fill = fill
+    self.earlier = earlier
+  }
 
   /// The new value for a stored old value `value` (ignored when there is no source).
   ///
@@ -122,9 +133,16 @@ public struct AttributeMapping: Sendable, Hashable {
   ///   digits, doubles as Swift prints them (`0.1`, `1e+20`, `inf`), booleans `true`/`false`, dates in
   ///   ISO 8601 with milliseconds in UTC, UUIDs uppercase, URLs absolute.
   /// - `nil` stays `nil` in an optional attribute and becomes ``fill`` in a required one.
+  ///
+  /// Over several versions, a value goes through each version step's conversion in turn.
   public func convert(_ value: Value) -> Value {
     guard source != nil else { return fill }
-    if case .null = value { return attribute.isOptional ? .null : fill }
+    return step(earlier.reduce(value) { value, mapping in mapping.step(value) })
+  }
+
+  /// This version step's conversion of a value of the previous version.
+  private func step(_ value: Value) -> Value {
+    if case .null = value { return attribute.isOptional ? .null : attribute.initialValue }
     guard let sourceType, sourceType != attribute.type else { return value }
     switch attribute.type {
     case .decimal:
@@ -222,6 +240,62 @@ public struct ModelMigration: Sendable {
 
   /// Whether the two models store the same thing the same way (nothing to migrate).
   public var isEmpty: Bool { changes.isEmpty }
+
+  /// One migration over several version steps, applied in one transaction: `steps[0].source` to
+  /// `steps.last.destination`, each value converted by every step in turn, objects of an entity added
+  /// in a later step starting from that step's values, renames followed through every step. Its changes
+  /// are each step's, in order.
+  ///
+  /// ```swift
+  /// let migration = try ModelMigration(composing: [try ModelMigration(from: v1, to: v2), try ModelMigration(from: v2, to: v3)])
+  /// ```
+  ///
+  /// - Throws: `.misuse` when `steps` is empty or a step does not start where the one before it ends.
+  public init(composing steps: [ModelMigration]) throws {
+    guard var composed = steps.first else { throw StoreError(.misuse, "a migration needs at least one step") }
+    for next in steps.dropFirst() {
+      guard next.source == composed.destination else {
+        throw StoreError(.misuse, "a migration step does not start from the model the step before it ends with")
+      }
+      composed = ModelMigration(composed, then: next)
+    }
+    self = composed
+  }
+
+  private init(_ first: ModelMigration, then second: ModelMigration) {
+    source = first.source
+    destination = second.destination
+    changes = first.changes + second.changes
+    let firstByName = Dictionary(first.entities.map { ($0.entity.name, $0) }, uniquingKeysWith: { a, _ in a })
+    entities = second.entities.map { mapping in
+      guard let middle = mapping.source.flatMap({ firstByName[$0] }), let origin = middle.source else {
+        return EntityMapping(
+          entity: mapping.entity, source: nil,
+          attributes: mapping.entity.attributes.filter(\.isPersistent).map {
+            AttributeMapping(attribute: $0, source: nil, sourceType: nil, fill: $0.initialValue)
+          },
+          relationshipSources: [:])
+      }
+      let middleByName = Dictionary(middle.attributes.map { ($0.attribute.name, $0) }, uniquingKeysWith: { a, _ in a })
+      let attributes = mapping.attributes.map { later -> AttributeMapping in
+        guard let name = later.source else { return later }
+        guard let earlier = middleByName[name], earlier.source != nil else {
+          let start = middleByName[name]?.fill ?? later.fill
+          return AttributeMapping(attribute: later.attribute, source: nil, sourceType: nil, fill: later.convert(start))
+        }
+        return AttributeMapping(
+          attribute: later.attribute, source: earlier.source, sourceType: earlier.sourceType, fill: later.fill,
+          earlier: earlier.earlier + [earlier] + later.earlier)
+      }
+      var relationshipSources: [String: String] = [:]
+      for (name, middleName) in mapping.relationshipSources {
+        if let originName = middle.relationshipSources[middleName] { relationshipSources[name] = originName }
+      }
+      return EntityMapping(entity: mapping.entity, source: origin, attributes: attributes, relationshipSources: relationshipSources)
+    }
+    let reached = Set(entities.compactMap(\.source))
+    removedEntities = first.source.entities.map(\.name).filter { !reached.contains($0) }
+  }
 }
 
 /// The work of ``ModelMigration/init(from:to:)``: matches entities and properties, records changes and

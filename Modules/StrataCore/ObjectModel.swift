@@ -306,6 +306,16 @@ public struct ObjectModel: Sendable, Hashable, Codable {
     derivedAttributes = try DerivedAttributes(model: self)
   }
 
+  /// The name the app gives this version of its model (see `MigrationPlan`). Stores keep it with the
+  /// model, and `strata info` shows it; it is not part of the model's equality or ``fingerprint``, which
+  /// describe its structure, so a store written before the app named its versions is still recognized.
+  ///
+  /// ```swift
+  /// var model = try ObjectModel(Movie.self)
+  /// model.versionName = "2"
+  /// ```
+  public var versionName: String?
+
   public static func == (a: ObjectModel, b: ObjectModel) -> Bool {
     a.entities == b.entities && a.fetchRequestTemplates == b.fetchRequestTemplates
   }
@@ -315,12 +325,13 @@ public struct ObjectModel: Sendable, Hashable, Codable {
     hasher.combine(fetchRequestTemplates)
   }
 
-  private enum CodingKeys: String, CodingKey { case entities, fetchRequestTemplates }
+  private enum CodingKeys: String, CodingKey { case entities, fetchRequestTemplates, versionName }
 
   public func encode(to encoder: any Encoder) throws {
     var c = encoder.container(keyedBy: CodingKeys.self)
     try c.encode(entities, forKey: .entities)
     try c.encode(fetchRequestTemplates, forKey: .fetchRequestTemplates)
+    try c.encodeIfPresent(versionName, forKey: .versionName)
   }
 
   public init(from decoder: any Decoder) throws {
@@ -329,6 +340,7 @@ public struct ObjectModel: Sendable, Hashable, Codable {
       entities: try c.decode([EntityDescription].self, forKey: .entities),
       fetchRequestTemplates: try c.decodeIfPresent([String: FetchDescription].self, forKey: .fetchRequestTemplates)
         ?? [:])
+    versionName = try c.decodeIfPresent(String.self, forKey: .versionName)
   }
 
   /// The entity called `name`, or `nil`.
@@ -386,7 +398,9 @@ public struct ObjectModel: Sendable, Hashable, Codable {
   public var fingerprint: String {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
-    let data = (try? encoder.encode(self)) ?? Data()
+    var structure = self
+    structure.versionName = nil
+    let data = (try? encoder.encode(structure)) ?? Data()
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325
     for byte in data {
       hash ^= UInt64(byte)

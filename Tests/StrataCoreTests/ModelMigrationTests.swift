@@ -193,4 +193,37 @@ struct ModelMigrationTests {
     #expect(message.contains("Movie.title: type changed from string to int64"), "\(message)")
     #expect(message.contains("Movie.rating: added as a required attribute"), "\(message)")
   }
+
+  @Test func stepsComposeIntoOneMigration() throws {
+    let v1 = try Self.model(movie: [Self.title, Self.year, AttributeDescription(name: "seen", type: .bool, isOptional: true)])
+    let v2 = try Self.model(
+      movie: [
+        AttributeDescription(name: "name", type: .string, renamingIdentifier: "title"),
+        AttributeDescription(name: "year", type: .int32), AttributeDescription(name: "seen", type: .bool, defaultValue: false),
+        AttributeDescription(name: "stars", type: .int16, defaultValue: 3),
+      ],
+      extra: [EntityDescription(name: "Genre", attributes: [AttributeDescription(name: "name", type: .string)])])
+    let v3 = try Self.model(
+      movie: [
+        AttributeDescription(name: "label", type: .string, renamingIdentifier: "name"),
+        AttributeDescription(name: "year", type: .string), AttributeDescription(name: "seen", type: .bool, defaultValue: false),
+        AttributeDescription(name: "stars", type: .double, defaultValue: 3),
+      ],
+      movieName: "Film", movieRenamedFrom: "Movie")
+    let first = try ModelMigration(from: v1, to: v2)
+    let second = try ModelMigration(from: v2, to: v3)
+    let migration = try ModelMigration(composing: [first, second])
+    #expect(migration.source == v1 && migration.destination == v3)
+    #expect(migration.changes == first.changes + second.changes)
+    #expect(migration.removedEntities.isEmpty, "Genre was added and removed after version 1: nothing to remove")
+    let film = try #require(migration.entities.first)
+    #expect(film.source == "Movie")
+    let byName = Dictionary(uniqueKeysWithValues: film.attributes.map { ($0.attribute.name, $0) })
+    #expect(byName["label"]?.source == "title" && byName["label"]?.convert(.string("Heat")) == .string("Heat"))
+    #expect(byName["year"]?.source == "year" && byName["year"]?.convert(.int(1995)) == .string("1995"))
+    #expect(byName["seen"]?.convert(.null) == .bool(false), "made required in version 2")
+    #expect(byName["stars"]?.source == nil && byName["stars"]?.convert(.int(9)) == .double(3), "added in version 2, widened in 3")
+    #expect(throws: StoreError.self) { try ModelMigration(composing: [second, first]) }
+    #expect(throws: StoreError.self) { try ModelMigration(composing: []) }
+  }
 }
