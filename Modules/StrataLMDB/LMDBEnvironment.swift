@@ -46,6 +46,11 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
   }
 
+  /// How many stores of this process use the environment.
+  var users: Int {
+    Self.open.withLock { open in open[path].map { $0.environment === self ? $0.users : 0 } ?? 0 }
+  }
+
   /// Gives up one store's use of the environment; the last one closes it.
   /// - Returns: whether the environment was closed.
   @discardableResult

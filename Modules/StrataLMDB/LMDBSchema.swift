@@ -103,6 +103,8 @@ struct LMDBSchema: Sendable {
   let tables: [String: Table]
   /// Keyed by the owner's `Entity.relationship`.
   let links: [String: Links]
+  /// Every handle of the model's databases, by name.
+  let handles: [String: MDB_dbi]
   /// `strata.history` (see ``LMDBHistory``), when the store was ever opened with history tracking.
   var history: MDB_dbi?
 
@@ -140,6 +142,7 @@ struct LMDBSchema: Sendable {
       return dbi
     }
     self.model = model
+    self.handles = handles
     meta = try handle(Self.metaName)
     counters = try handle(Self.countersName)
     var tables: [String: Table] = [:]

@@ -94,6 +94,24 @@ struct LMDBTransaction {
     return stat.ms_entries
   }
 
+  /// Opens the named database `name` in this transaction (creating it when `create`); `nil` when it
+  /// does not exist. A handle opened in a write transaction that aborts is released with it.
+  func openDatabase(_ name: String, isDuplicateSorted: Bool, create: Bool) throws -> MDB_dbi? {
+    var flags = isDuplicateSorted ? UInt32(MDB_DUPSORT) : 0
+    if create { flags |= UInt32(MDB_CREATE) }
+    var dbi: MDB_dbi = 0
+    let rc = mdb_dbi_open(txn, name, flags, &dbi)
+    if rc == MDB_NOTFOUND { return nil }
+    try check(rc, "mdb_dbi_open(\(name))")
+    return dbi
+  }
+
+  /// Empties the database (`mdb_drop`); with `delete`, also removes it from the environment and closes
+  /// its handle — at once, in every transaction of the process, whether this one commits or not.
+  func drop(_ dbi: MDB_dbi, name: String, delete: Bool) throws {
+    try check(mdb_drop(txn, dbi, delete ? 1 : 0), "mdb_drop(\(name))")
+  }
+
   /// Opens a cursor, runs `body` with it and closes it.
   func withCursor<R>(_ dbi: MDB_dbi, _ body: (LMDBCursor) throws -> R) throws -> R {
     var cursor: OpaquePointer?

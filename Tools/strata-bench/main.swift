@@ -239,6 +239,64 @@ func rawSQLiteUpsert(_ rows: [Row], at url: URL) throws -> Double {
       """)
 }
 
+/// Reads every BenchItem record of the LMDB store at `url` with a cursor and writes it back (`mdb_put`) in
+/// one write transaction.
+func rawLMDBRewrite(expecting count: Int, at url: URL) throws -> Double {
+  let raw = try RawLMDB(path: url)
+  var rewritten = 0
+  let time = try milliseconds {
+    try raw.transaction(readOnly: false) { txn in
+      var cursor: OpaquePointer?
+      try RawLMDB.check(mdb_cursor_open(txn, raw.dbi, &cursor), "mdb_cursor_open")
+      defer { mdb_cursor_close(cursor) }
+      var key = MDB_val()
+      var value = MDB_val()
+      var op = MDB_FIRST
+      var keyBytes: [UInt8] = []
+      var valueBytes: [UInt8] = []
+      while mdb_cursor_get(cursor, &key, &value, op) == MDB_SUCCESS {
+        op = MDB_NEXT
+        keyBytes.removeAll(keepingCapacity: true)
+        keyBytes.append(contentsOf: UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size))
+        valueBytes.removeAll(keepingCapacity: true)
+        valueBytes.append(contentsOf: UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+        try keyBytes.withUnsafeMutableBytes { k in
+          try valueBytes.withUnsafeMutableBytes { v in
+            var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+            var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+            try RawLMDB.check(mdb_put(txn, raw.dbi, &kv, &vv, 0), "mdb_put")
+          }
+        }
+        rewritten += 1
+      }
+    }
+  }
+  guard rewritten == count else { throw BenchError.lmdb("rewrote \(rewritten) records, expected \(count)") }
+  return time
+}
+
+/// Migrates the LMDB store at `url`: BenchItem gains `rating` (default 3) and `note` becomes `memo`.
+func strataMigrate(expecting count: Int, at url: URL) throws -> Double {
+  let store = try LMDBStore(url: url, model: nil)
+  let entities = store.model.entities.map { entity -> EntityDescription in
+    guard entity.name == "BenchItem" else { return entity }
+    let attributes = entity.attributes.map { attribute in
+      attribute.name == "note"
+        ? AttributeDescription(name: "memo", type: attribute.type, isOptional: true, renamingIdentifier: "note") : attribute
+    }
+    return EntityDescription(
+      name: entity.name, attributes: attributes + [AttributeDescription(name: "rating", type: .int16, defaultValue: 3)],
+      relationships: entity.relationships, uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes)
+  }
+  let migration = try ModelMigration(from: store.model, to: try ObjectModel(entities: entities))
+  var migrated: LMDBStore?
+  let time = try milliseconds { migrated = try store.migrated(by: migration) as? LMDBStore }
+  defer { migrated?.close() }
+  let rated = try migrated?.count(FetchDescription(entityName: "BenchItem", predicate: try QueryPredicate(format: "rating == 3")))
+  guard rated == count else { throw BenchError.store("migrated \(rated ?? 0) rows, expected \(count)") }
+  return time
+}
+
 func median(_ values: [Double]) -> Double {
   let sorted = values.sorted()
   guard !sorted.isEmpty else { return 0 }
@@ -264,7 +322,8 @@ struct Options {
           usage: strata-bench [--rows N] [--runs N] [--only sqlite|lmdb|history]
             --rows N   rows per scenario (default 100000)
             --runs N   runs per scenario; medians are printed (default 3)
-            --only B   run only the scenarios of one backend, or only the history comparison
+            --only B   run only the scenarios of one backend, or only the history comparison, or
+                       lmdb-migration (run only then)
           Prints one line per scenario: SCENARIO BACKEND strata_ms=X raw_ms=Y ratio=R, and for persistent
           history: batch_insert_history_N BACKEND history_on_ms=X history_off_ms=Y overhead=R
           """)
@@ -426,6 +485,19 @@ do {
     report("fetch_\(options.rows)", "lmdb", strata: lmdb.fetch, raw: lmdb.rawFetch)
     report("batch_insert_\(options.rows)", "lmdb", strata: lmdbBatchInsert.strata, raw: lmdbBatchInsert.raw)
   }
+
+  // Migrating the LMDB store (one attribute added with a default, one renamed) against a raw loop that
+  // reads every record of the same environment and writes it back.
+  var migration = (strata: [Double](), raw: [Double]())
+  for _ in 0..<(options.only == "lmdb-migration" ? options.runs : 0) {
+    let directory = try freshDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let url = directory.appending(path: "migrate.lmdb")
+    _ = try strataInsert(rows, store: StoreDescription(type: .lmdb, url: url))
+    migration.raw.append(try rawLMDBRewrite(expecting: rows.count, at: url))
+    migration.strata.append(try strataMigrate(expecting: rows.count, at: url))
+  }
+  if !migration.strata.isEmpty { report("migrate_\(options.rows)", "lmdb", strata: migration.strata, raw: migration.raw) }
 
   // The same batch insert with persistent history on and off (alternating which goes first).
   for backend in ["sqlite", "lmdb"] where options.only == nil || options.only == "history" {
