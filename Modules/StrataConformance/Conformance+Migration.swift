@@ -254,7 +254,7 @@ extension Conformance {
     let context = container.viewContext
     let movies = try context.fetch(FetchRequest<ManagedObject>(entityName: "Movie", sortDescriptors: [QuerySort("title")]))
     #expect(movies.map { $0.value(forKey: "title") as? String } == ["Heat", "Ronin", "Thief"])
-    #expect(movies.map { $0.value(forKey: "rating") as? Int16 } == [0, 0, 0])
+    #expect(movies.map { $0.value(forKey: "rating") as? Int64 } == [0, 0, 0])
     let reopened = try backend.factory.openStore(at: url, model: v2, options: StoreOptions())
     #expect(reopened.model == v2)
     reopened.close()
