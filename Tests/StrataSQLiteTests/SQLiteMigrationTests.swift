@@ -135,6 +135,75 @@ import Testing
     #expect(later.count == 1)
   }
 
+  @Test func renamedEntitiesAndRelationshipsMoveTheirTablesColumnsAndIndexes() throws {
+    let directory = try TemporaryDirectory()
+    let url = directory.file()
+    let store = try SQLiteStore(url: url, model: try Sample.model())
+    let mann = ObjectID.makeTemporary(entityName: "Director")
+    let heat = ObjectID.makeTemporary(entityName: "Movie")
+    let pacino = ObjectID.makeTemporary(entityName: "Actor")
+    let tag = ObjectID.makeTemporary(entityName: "Tag")
+    let saved = try store.save(
+      ChangeSet(
+        inserted: [
+          movieChange(MovieRow("Heat", rating: 8.3, budget: Decimal(string: "60000000.5")), id: heat, director: mann),
+          namedChange("Director", "Michael Mann", id: mann), namedChange("Actor", "Al Pacino", id: pacino),
+          namedChange("Tag", "crime", id: tag),
+        ],
+        linkChanges: [
+          LinkChange(entityName: "Actor", relationship: "movies", source: pacino, target: heat, isInsertion: true),
+          LinkChange(entityName: "Movie", relationship: "tags", source: heat, target: tag, isInsertion: true),
+        ]))
+    store.close()
+    let rootpage = try rawStrings(url, "SELECT rootpage FROM sqlite_master WHERE name = 'Movie'")
+
+    // Movie becomes Film, director becomes maker, tags becomes labels, budget becomes a string.
+    let film = EntityDescription(
+      name: "Film",
+      attributes: Sample.movie.attributes.map { attribute in
+        guard attribute.name == "budget" else { return attribute }
+        return AttributeDescription(name: "budget", type: .string, isOptional: true)
+      },
+      relationships: [
+        RelationshipDescription(name: "maker", destination: "Director", inverse: "movies", renamingIdentifier: "director"),
+        RelationshipDescription(name: "actors", destination: "Actor", inverse: "movies", isToMany: true),
+        RelationshipDescription(name: "labels", destination: "Tag", isToMany: true, renamingIdentifier: "tags"),
+      ],
+      uniquenessConstraints: [["title"]], renamingIdentifier: "Movie")
+    let v2 = try ObjectModel(entities: [
+      EntityDescription(
+        name: "Director", attributes: Sample.director.attributes,
+        relationships: [RelationshipDescription(name: "movies", destination: "Film", inverse: "maker", isToMany: true)]),
+      film,
+      EntityDescription(
+        name: "Actor", attributes: Sample.actor.attributes,
+        relationships: [RelationshipDescription(name: "movies", destination: "Film", inverse: "actors", isToMany: true)]),
+      Sample.tag,
+    ])
+    let reopened = try SQLiteStore(url: url, model: try Sample.model())
+    let migrated = try reopened.migrated(by: try ModelMigration(from: reopened.model, to: v2))
+    defer { migrated.close() }
+    #expect(try rawStrings(url, "SELECT rootpage FROM sqlite_master WHERE name = 'Film'") == rootpage, "renamed, not copied")
+    #expect(
+      try rawStrings(url, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name") == [
+        "Actor", "Actor_movies", "Director", "Film", "Film_labels", "Tag", "_strata_metadata",
+      ])
+    #expect(
+      try rawStrings(url, "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite%' ORDER BY name") == [
+        "Actor_movies_target", "Film_fk_maker", "Film_labels_target", "Film_unique_1",
+      ])
+    #expect(try rawStrings(url, "SELECT name FROM sqlite_sequence WHERE name = 'Film'") == ["Film"])
+    let movie = try #require(saved.permanentIDs[heat])
+    let filmID = ObjectID(entityName: "Film", storeIdentifier: migrated.identifier, primaryKey: try #require(movie.primaryKey))
+    let director = try #require(saved.permanentIDs[mann])
+    let snapshot = try #require(try migrated.snapshots(for: [filmID], generation: nil).first)
+    #expect(snapshot.toOne.first == director)
+    #expect(snapshot.attributes[3] == .string("60000000.5"))
+    #expect(try migrated.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == [filmID])
+    #expect(try migrated.relatedObjectIDs(of: filmID, relationship: "actors", generation: nil) == [saved.permanentIDs[pacino]])
+    #expect(try migrated.relatedObjectIDs(of: filmID, relationship: "labels", generation: nil).count == 1)
+  }
+
   @Test func readOnlyStoresDoNotMigrate() throws {
     let directory = try TemporaryDirectory()
     let url = directory.file()
