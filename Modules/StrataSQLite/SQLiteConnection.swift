@@ -77,6 +77,11 @@ final class SQLiteConnection: @unchecked Sendable {
     return handle
   }
 
+  /// Runs `body` with the database handle (to register or remove a function for one task).
+  func withHandle<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
+    try body(try requireHandle())
+  }
+
   func error(_ rc: Int32, sql: String?) -> SQLiteError {
     let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
     let extended = handle.map { sqlite3_extended_errcode($0) } ?? rc

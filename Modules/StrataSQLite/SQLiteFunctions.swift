@@ -302,3 +302,105 @@ private let compareDecimals: @convention(c) (UnsafeMutableRawPointer?, Int32, Un
   }
   return dx < dy ? -1 : (dx > dy ? 1 : 0)
 }
+
+// MARK: - Migration
+
+/// The attribute mappings one migration converts values with, as the context of `strata_migrate`.
+final class MigrationConversions: Sendable {
+  let mappings: [AttributeMapping]
+
+  init(_ mappings: [AttributeMapping]) { self.mappings = mappings }
+}
+
+extension SQLiteFunctions {
+  /// `strata_migrate(i, x)`: the stored value `x` of the `i`th mapping's source attribute (decoded as its
+  /// old type), converted by ``AttributeMapping/convert(_:)`` and encoded as the new type stores it — the
+  /// one conversion every backend applies, so a migrated SQLite store holds exactly the memory store's
+  /// values. Registered on the writer for the duration of one migration only.
+  static let migrateFunction = "strata_migrate"
+
+  static func registerConversions(_ mappings: [AttributeMapping], on db: OpaquePointer) throws {
+    let context = RetainedPointer.make(MigrationConversions(mappings))
+    // On failure SQLite calls the destructor itself, which releases the context.
+    let rc = sqlite3_create_function_v2(
+      db, migrateFunction, 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, context, migrateOperation, nil, nil,
+      releaseConversions)
+    guard rc == SQLITE_OK else {
+      throw SQLiteError(
+        code: rc & 0xff, extendedCode: rc,
+        message: "cannot register \(migrateFunction): \(String(cString: sqlite3_errmsg(db)))", sql: nil)
+    }
+  }
+
+  static func removeConversions(on db: OpaquePointer) {
+    sqlite3_create_function_v2(db, migrateFunction, 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nil, nil, nil, nil, nil)
+  }
+
+  /// An SQL value as the store reads it from a row.
+  static func sqlValue(_ value: OpaquePointer?) -> SQLValue {
+    guard let value else { return .null }
+    switch sqlite3_value_type(value) {
+    case SQLITE_INTEGER: return .integer(sqlite3_value_int64(value))
+    case SQLITE_FLOAT: return .real(sqlite3_value_double(value))
+    case SQLITE_TEXT: return string(value).map(SQLValue.text) ?? .null
+    case SQLITE_BLOB:
+      let count = Int(sqlite3_value_bytes(value))
+      guard let bytes = sqlite3_value_blob(value), count > 0 else { return .blob(Data()) }
+      return .blob(Data(bytes: bytes, count: count))
+    default: return .null
+    }
+  }
+
+  static func setResult(_ context: OpaquePointer?, _ value: SQLValue) {
+    switch value {
+    case .null: sqlite3_result_null(context)
+    case .integer(let i): sqlite3_result_int64(context, i)
+    case .real(let d): sqlite3_result_double(context, d)
+    case .text(let s):
+      let length = Int32(clamping: s.utf8.count)
+      s.withCString { sqlite3_result_text(context, $0, length, strata_sqlite_transient()) }
+    case .blob(let data):
+      if data.isEmpty {
+        sqlite3_result_zeroblob(context, 0)
+      } else {
+        data.withUnsafeBytes {
+          sqlite3_result_blob(context, $0.baseAddress, Int32(clamping: $0.count), strata_sqlite_transient())
+        }
+      }
+    }
+  }
+}
+
+private let releaseConversions: @convention(c) (UnsafeMutableRawPointer?) -> Void = { pointer in
+  guard let pointer else { return }
+  RetainedPointer<MigrationConversions>.release(pointer)
+}
+
+private let migrateOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
+  context, count, arguments in
+  guard count == 2, let arguments, let pointer = sqlite3_user_data(context) else {
+    sqlite3_result_error(context, "strata_migrate expects 2 arguments", -1)
+    return
+  }
+  let mappings = RetainedPointer<MigrationConversions>.object(at: pointer).mappings
+  let index = Int(sqlite3_value_int64(arguments[0]))
+  guard mappings.indices.contains(index) else {
+    sqlite3_result_error(context, "strata_migrate: unknown mapping \(index)", -1)
+    return
+  }
+  let mapping = mappings[index]
+  var old = Value.null
+  if let sourceType = mapping.sourceType {
+    do {
+      old = try SQLiteSchema.decode(
+        SQLiteFunctions.sqlValue(arguments[1]), as: sourceType, entity: "", key: mapping.source ?? mapping.attribute.name)
+    } catch let error as StoreError {
+      sqlite3_result_error(context, "strata_migrate: \(error.message)", -1)
+      return
+    } catch {
+      sqlite3_result_error(context, "strata_migrate: \(error)", -1)
+      return
+    }
+  }
+  SQLiteFunctions.setResult(context, SQLiteSchema.encode(mapping.convert(old)))
+}

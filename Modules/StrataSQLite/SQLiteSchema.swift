@@ -159,37 +159,68 @@ struct SQLiteSchema: Sendable {
       }
     }
     for join in joinTables { try claim(join.name, "the join table \(join.name)") }
-    for (name, _) in indexes() { try claim(name, "the index \(name)") }
+    for index in indexes() { try claim(index.name, "the index \(index.name)") }
   }
 
-  /// `(name, CREATE INDEX statement)` for every index of every table.
-  private func indexes() -> [(String, String)] {
-    var result: [(String, String)] = []
+  /// One index the store keeps: on an entity table (uniqueness constraints, indexed attributes, compound
+  /// indexes, to-one foreign keys) or a join table (its `target` column).
+  struct Index: Sendable, Hashable {
+    let name: String
+    let table: String
+    let columns: [String]
+    let isUnique: Bool
+
+    var createSQL: String {
+      "CREATE \(isUnique ? "UNIQUE " : "")INDEX \(quote(name)) ON \(quote(table)) "
+        + "(\(columns.map(quote).joined(separator: ", ")))"
+    }
+  }
+
+  /// Every index of every table.
+  func indexes() -> [Index] {
+    var result: [Index] = []
     for entity in model.entities {
-      let table = quote(entity.name)
-      func columns(_ keys: [String]) -> String { keys.map(quote).joined(separator: ", ") }
       for (n, keys) in entity.uniquenessConstraints.enumerated() {
-        let name = "\(entity.name)_unique_\(n + 1)"
-        result.append((name, "CREATE UNIQUE INDEX \(quote(name)) ON \(table) (\(columns(keys)))"))
+        result.append(Index(name: "\(entity.name)_unique_\(n + 1)", table: entity.name, columns: keys, isUnique: true))
       }
       for attribute in entity.attributes where attribute.isIndexed && attribute.isPersistent {
-        let name = "\(entity.name)_idx_\(attribute.name)"
-        result.append((name, "CREATE INDEX \(quote(name)) ON \(table) (\(quote(attribute.name)))"))
+        result.append(
+          Index(name: "\(entity.name)_idx_\(attribute.name)", table: entity.name, columns: [attribute.name], isUnique: false))
       }
       for (n, keys) in entity.indexes.enumerated() {
-        let name = "\(entity.name)_index_\(n + 1)"
-        result.append((name, "CREATE INDEX \(quote(name)) ON \(table) (\(columns(keys)))"))
+        result.append(Index(name: "\(entity.name)_index_\(n + 1)", table: entity.name, columns: keys, isUnique: false))
       }
       for rel in entity.toOneRelationships {
-        let name = "\(entity.name)_fk_\(rel.name)"
-        result.append((name, "CREATE INDEX \(quote(name)) ON \(table) (\(quote(rel.name)))"))
+        result.append(Index(name: "\(entity.name)_fk_\(rel.name)", table: entity.name, columns: [rel.name], isUnique: false))
       }
     }
     for join in joinTables {
-      let name = "\(join.name)_target"
-      result.append((name, "CREATE INDEX \(quote(name)) ON \(quote(join.name)) (\"target\")"))
+      result.append(Index(name: "\(join.name)_target", table: join.name, columns: ["target"], isUnique: false))
     }
     return result
+  }
+
+  /// The `CREATE TABLE` statement of `entity`'s table, called `name`.
+  static func createTableSQL(_ entity: EntityDescription, named name: String) -> String {
+    var columns = ["\"_pk\" INTEGER PRIMARY KEY AUTOINCREMENT", "\"_version\" INTEGER NOT NULL DEFAULT 1"]
+    for attribute in entity.attributes where attribute.isPersistent {
+      columns.append(columnDefinition(attribute))
+    }
+    for rel in entity.toOneRelationships {
+      columns.append("\(quote(rel.name)) INTEGER")
+    }
+    return "CREATE TABLE \(quote(name)) (\(columns.joined(separator: ", ")))"
+  }
+
+  /// The column definition of a stored attribute: name, declared type, `NOT NULL` when it is required.
+  static func columnDefinition(_ attribute: AttributeDescription) -> String {
+    "\(quote(attribute.name)) \(columnType(attribute.type))\(attribute.isOptional ? "" : " NOT NULL")"
+  }
+
+  /// The `CREATE TABLE` statement of a join table called `name`.
+  static func createJoinTableSQL(named name: String) -> String {
+    "CREATE TABLE \(quote(name)) (\"source\" INTEGER NOT NULL, \"target\" INTEGER NOT NULL, "
+      + "PRIMARY KEY (\"source\", \"target\")) WITHOUT ROWID"
   }
 
   /// Every statement that creates the store's tables and indexes (metadata table included).
@@ -198,22 +229,12 @@ struct SQLiteSchema: Sendable {
       "CREATE TABLE \(quote(Self.metadataTable)) (\"key\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)"
     ]
     for entity in model.entities {
-      var columns = ["\"_pk\" INTEGER PRIMARY KEY AUTOINCREMENT", "\"_version\" INTEGER NOT NULL DEFAULT 1"]
-      for attribute in entity.attributes where attribute.isPersistent {
-        columns.append(
-          "\(quote(attribute.name)) \(Self.columnType(attribute.type))\(attribute.isOptional ? "" : " NOT NULL")")
-      }
-      for rel in entity.toOneRelationships {
-        columns.append("\(quote(rel.name)) INTEGER")
-      }
-      statements.append("CREATE TABLE \(quote(entity.name)) (\(columns.joined(separator: ", ")))")
+      statements.append(Self.createTableSQL(entity, named: entity.name))
     }
     for join in joinTables {
-      statements.append(
-        "CREATE TABLE \(quote(join.name)) (\"source\" INTEGER NOT NULL, \"target\" INTEGER NOT NULL, "
-          + "PRIMARY KEY (\"source\", \"target\")) WITHOUT ROWID")
+      statements.append(Self.createJoinTableSQL(named: join.name))
     }
-    statements += indexes().map(\.1)
+    statements += indexes().map(\.createSQL)
     return statements
   }
 

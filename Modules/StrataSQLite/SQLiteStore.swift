@@ -302,7 +302,7 @@ public final class SQLiteStore: PersistentStore {
     return StoreError(
       .schemaMismatch,
       "the store \(path) was created with model \(storedFingerprint) but is opened with model \(given.fingerprint); "
-        + "\(detail) (migration is not supported yet)",
+        + "\(detail)",
       entity: differences.first.flatMap { $0.split(separator: " ").first.map(String.init) })
   }
 
@@ -337,6 +337,11 @@ public final class SQLiteStore: PersistentStore {
   /// Releases the store's connections. Pending streams from ``changes()`` finish. Further calls throw `.misuse`.
   public func close() {
     guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    closeConnections()
+  }
+
+  /// Closes every connection and finishes the change streams (``close()`` once `closed` is set).
+  func closeConnections() {
     for slot in readers { slot.close() }
     for slot in pinned.withLock({ pinned in
       let all = Array(pinned.values)

@@ -319,11 +319,11 @@ struct Options {
       case "--help", "-h":
         print("""
           strata-bench: measures Strata against raw SQLite and LMDB loops in one run (use a release build).
-          usage: strata-bench [--rows N] [--runs N] [--only sqlite|lmdb|history]
+          usage: strata-bench [--rows N] [--runs N] [--only sqlite|lmdb|history|migration|lmdb-migration]
             --rows N   rows per scenario (default 100000)
             --runs N   runs per scenario; medians are printed (default 3)
-            --only B   run only the scenarios of one backend, or only the history comparison, or
-                       lmdb-migration (run only then)
+            --only B   run only the scenarios of one backend, the history comparison, the SQLite migration
+                       (also part of a full run) or lmdb-migration (run only when named)
           Prints one line per scenario: SCENARIO BACKEND strata_ms=X raw_ms=Y ratio=R, and for persistent
           history: batch_insert_history_N BACKEND history_on_ms=X history_off_ms=Y overhead=R
           """)
@@ -425,6 +425,41 @@ func strataQueries(_ rows: [Row], store: StoreDescription) throws -> (count: Dou
   }
 }
 
+/// Migrates a SQLite store of `rows` BenchItems to a model that renames `count` to `total` and adds
+/// `rating` with a default; returns the time of `migrated(by:)` (the migration and the reopening).
+func strataMigration(_ rows: [Row], store: StoreDescription) throws -> Double {
+  _ = try strataInsert(rows, store: store)
+  guard let url = store.url else { throw BenchError.store("no location") }
+  let sqlite = try SQLiteStore(url: url, model: nil)
+  let entities = sqlite.model.entities.map { entity -> EntityDescription in
+    guard entity.name == "BenchItem" else { return entity }
+    let attributes = entity.attributes.map { attribute in
+      attribute.name == "count" ? AttributeDescription(name: "total", type: attribute.type, renamingIdentifier: "count") : attribute
+    }
+    return EntityDescription(
+      name: entity.name, attributes: attributes + [AttributeDescription(name: "rating", type: .int16, defaultValue: 3)],
+      relationships: entity.relationships, uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes)
+  }
+  let migration = try ModelMigration(from: sqlite.model, to: try ObjectModel(entities: entities))
+  var closeMigrated: () -> Void = {}
+  let time = try milliseconds { closeMigrated = try sqlite.migrated(by: migration).close }
+  closeMigrated()
+  return time
+}
+
+/// The same change on the raw file: `ALTER TABLE … ADD COLUMN` and `RENAME COLUMN` in one transaction.
+func rawSQLiteMigration(_ rows: [Row], at url: URL) throws -> Double {
+  _ = try rawSQLiteInsert(rows, at: url)
+  var db: OpaquePointer?
+  guard sqlite3_open(url.path, &db) == SQLITE_OK, let db else { throw BenchError.sqlite("cannot open \(url.path)") }
+  defer { sqlite3_close(db) }
+  return try milliseconds {
+    let sql = "BEGIN IMMEDIATE; ALTER TABLE BenchItem ADD COLUMN rating INTEGER NOT NULL DEFAULT 3; "
+      + "ALTER TABLE BenchItem RENAME COLUMN count TO total; COMMIT"
+    guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError.sqlite(String(cString: sqlite3_errmsg(db))) }
+  }
+}
+
 do {
   let options = try Options(CommandLine.arguments)
   let rows = (0..<options.rows).map(Row.make)
@@ -519,6 +554,17 @@ do {
         format: "batch_insert_history_%d %@ history_on_ms=%.1f history_off_ms=%.1f overhead=%.2f", options.rows, backend, on,
         off, off > 0 ? on / off : 0))
   }
+
+  // Migrating a SQLite store (a column added with a default, one renamed) against raw ALTER TABLEs.
+  var migration = (strata: [Double](), raw: [Double]())
+  for _ in 0..<(options.only == nil || options.only == "migration" ? options.runs : 0) {
+    let directory = try freshDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    migration.raw.append(try rawSQLiteMigration(rows, at: directory.appending(path: "raw-migration.sqlite")))
+    migration.strata.append(
+      try strataMigration(rows, store: StoreDescription(type: .sqlite, url: directory.appending(path: "migration.sqlite"))))
+  }
+  if !migration.strata.isEmpty { report("migrate_add_rename_\(options.rows)", "sqlite", strata: migration.strata, raw: migration.raw) }
 } catch {
   FileHandle.standardError.write(Data("strata-bench: error: \(error)\n".utf8))
   exit(1)
