@@ -217,8 +217,19 @@ extension Conformance {
     let second = try store.migrated(by: try ModelMigration(from: store.model, to: v2))
     let third = try second.migrated(by: try ModelMigration(from: v2, to: v3))
     defer { third.close() }
-    let ronin = try #require(try rows(third, "Movie")["Ronin"])
-    #expect(ronin.attributes == [.string("Ronin"), .int(1998), .int(0), .bool(false), .date(Date(timeIntervalSinceReferenceDate: 86_400.5))])
+    let expected: [Value] = [.string("Ronin"), .int(1998), .int(0), .bool(false), .date(Date(timeIntervalSinceReferenceDate: 86_400.5))]
+    #expect(try rows(third, "Movie")["Ronin"]?.attributes == expected)
+
+    // The same three versions as one migration, in one transaction.
+    let (other, _, _) = try migrationStore(backend)
+    let plan = try MigrationPlan([
+      ModelVersion("1", try MigrationModels.model()), ModelVersion("2", v2), ModelVersion("3", v3),
+    ])
+    let composed = try #require(try plan.migration(from: other.model))
+    let once = try other.migrated(by: composed)
+    defer { once.close() }
+    #expect(try rows(once, "Movie")["Ronin"]?.attributes == expected)
+    #expect(once.model.versionName == "3")
   }
 
   private static func containersMigrateStoresOnOpen(_ backend: ConformanceBackend) throws {

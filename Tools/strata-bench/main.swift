@@ -523,16 +523,16 @@ do {
 
   // Migrating the LMDB store (one attribute added with a default, one renamed) against a raw loop that
   // reads every record of the same environment and writes it back.
-  var migration = (strata: [Double](), raw: [Double]())
+  var lmdbMigration = (strata: [Double](), raw: [Double]())
   for _ in 0..<(options.only == "lmdb-migration" ? options.runs : 0) {
     let directory = try freshDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let url = directory.appending(path: "migrate.lmdb")
     _ = try strataInsert(rows, store: StoreDescription(type: .lmdb, url: url))
-    migration.raw.append(try rawLMDBRewrite(expecting: rows.count, at: url))
-    migration.strata.append(try strataMigrate(expecting: rows.count, at: url))
+    lmdbMigration.raw.append(try rawLMDBRewrite(expecting: rows.count, at: url))
+    lmdbMigration.strata.append(try strataMigrate(expecting: rows.count, at: url))
   }
-  if !migration.strata.isEmpty { report("migrate_\(options.rows)", "lmdb", strata: migration.strata, raw: migration.raw) }
+  if !lmdbMigration.strata.isEmpty { report("migrate_\(options.rows)", "lmdb", strata: lmdbMigration.strata, raw: lmdbMigration.raw) }
 
   // The same batch insert with persistent history on and off (alternating which goes first).
   for backend in ["sqlite", "lmdb"] where options.only == nil || options.only == "history" {
