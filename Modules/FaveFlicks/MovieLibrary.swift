@@ -7,19 +7,22 @@ public struct MovieLibrary: Sendable {
 
   public static let name = "FaveFlicks"
 
-  /// The model's entities: movies and the times they were watched. A store written by the first version
-  /// (movies alone, `lastModified` for `updatedAt`, no rating) migrates when it opens.
-  public static func makeModel() throws -> ObjectModel { try ObjectModel(Movie.self, Watch.self) }
+  /// The current model (version "2" of ``migrationPlan()``): movies and the times they were watched.
+  public static func makeModel() throws -> ObjectModel { try migrationPlan().current.model }
 
+  /// A container of the current model with `store` loaded; a store written by an earlier version
+  /// migrates when it opens.
   public static func makeContainer(store: StoreDescription, registry: StoreRegistry) throws -> PersistentContainer {
-    try PersistentContainer.loaded(
-      name: name, model: try makeModel(), types: [Movie.self, Watch.self], store: store, registry: registry)
+    let container = PersistentContainer(name: name, plan: try migrationPlan(), types: [Movie.self, Watch.self], registry: registry)
+    container.storeDescriptions = [store]
+    try container.loadPersistentStores()
+    return container
   }
 
   /// What opening the store `store` would migrate, without opening it for writing: `nil` when it already
   /// has this version's model or does not exist yet.
   public static func pendingMigration(store: StoreDescription, registry: StoreRegistry) throws -> MigrationPreview? {
-    let container = PersistentContainer(name: name, model: try makeModel(), types: [Movie.self, Watch.self], registry: registry)
+    let container = PersistentContainer(name: name, plan: try migrationPlan(), types: [Movie.self, Watch.self], registry: registry)
     container.storeDescriptions = [store]
     return try container.previewMigration()
   }

@@ -58,6 +58,7 @@ struct StrataToolTests {
     let text = try strata("info", store)
     #expect(text.status == 0, "\(text.stderr)")
     #expect(text.stdout.contains("Store type:         sqlite"))
+    #expect(text.stdout.contains("Model version:      '2' (checksum "), "\(text.stdout)")
     #expect(text.stdout.contains("Movie — 4 rows"))
     for line in [
       "title        string  no", "genre        string  no", "releaseDate  date    no", "updatedAt    date    yes",
@@ -73,6 +74,7 @@ struct StrataToolTests {
     let identifier = try #require(info["identifier"] as? String)
     #expect(UUID(uuidString: identifier) != nil)
     #expect((info["modelFingerprint"] as? String)?.count == 16)
+    #expect(info["modelVersion"] as? String == "2")
     let entities = try #require(info["entities"] as? [[String: Any]])
     #expect(entities.map { $0["name"] as? String } == ["Movie", "Watch"])
     let movie = try #require(entities.first)

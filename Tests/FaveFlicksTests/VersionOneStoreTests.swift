@@ -3,6 +3,7 @@ import Foundation
 import Strata
 import StrataLMDB
 import StrataSQLite
+import StrataStoreKit
 import Testing
 
 /// Stores written by the first FaveFlicks (movies alone, `lastModified`, no rating), kept in Resources/v1
@@ -58,5 +59,18 @@ struct VersionOneStoreTests {
     #expect(try MovieLibrary.pendingMigration(store: description, registry: registry) == nil)
     let reopened = MovieLibrary(container: try MovieLibrary.makeContainer(store: description, registry: registry))
     #expect(try reopened.list().first { $0.title == "Heat" }.map { [$0.rating, $0.watchCount] } == [4, 1])
+  }
+
+  @Test func theFixturesWereWrittenWithVersionOneOfThePlan() throws {
+    let plan = try MovieLibrary.migrationPlan()
+    for store in ["FaveFlicks-v1.sqlite", "FaveFlicks-v1.lmdb"] {
+      let url = try Self.copy(store)
+      let type: StoreType = store.hasSuffix("lmdb") ? .lmdb : .sqlite
+      let opened = try StoreRegistry([SQLiteStoreFactory(), LMDBStoreFactory()]).openStore(
+        type, at: url, model: nil, options: StoreOptions(isReadOnly: true))
+      #expect(plan.version(of: opened.model)?.name == "1")
+      opened.close()
+    }
+    #expect(plan.current.name == "2")
   }
 }

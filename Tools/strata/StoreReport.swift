@@ -45,6 +45,8 @@ struct StoreReport: Encodable {
   var identifier: String
   var path: String?
   var modelFingerprint: String
+  /// The name the app gave the stored model's version, if it named its versions.
+  var modelVersion: String?
   var entities: [Entity]
 
   init(store: any PersistentStore) throws {
@@ -52,6 +54,7 @@ struct StoreReport: Encodable {
     identifier = store.identifier
     path = store.url?.path
     modelFingerprint = store.model.fingerprint
+    modelVersion = store.model.versionName
     entities = try store.model.entities.map { entity in
       Entity(
         name: entity.name,
@@ -78,7 +81,7 @@ struct StoreReport: Encodable {
       "Store identifier:   \(identifier)",
     ]
     if let path { lines.append("Path:               \(path)") }
-    lines.append("Model fingerprint:  \(modelFingerprint)")
+    lines.append("Model version:      \(modelVersion.map { "'\($0)'" } ?? "unnamed") (checksum \(modelFingerprint))")
     for entity in entities {
       lines.append("")
       lines.append("\(entity.name) — \(entity.count) row\(entity.count == 1 ? "" : "s")")
