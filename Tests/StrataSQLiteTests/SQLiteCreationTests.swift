@@ -80,8 +80,8 @@ import Testing
     let dir = try TemporaryDirectory()
     for round in 0..<5 {
       let url = dir.file("race-\(round).sqlite")
-      let workers = try (0..<8).map { _ in try CreationWorker.start("sqlite", url) }
-      let results = workers.map(CreationWorker.finish)
+      let workers = try (0..<8).map { _ in try WorkerProcess("strata-worker", ["create", "sqlite", url.path]) }
+      let results = workers.map { $0.finish() }
       for result in results { #expect(result.status == 0, "\(result.stderr)") }
       #expect(Set(results.map(\.stdout)).count == 1, "every process opens the one store that was created")
       let store = try SQLiteStore(url: url, model: try ConformanceWorker.creationModel())
@@ -96,10 +96,10 @@ import Testing
     var outcomes: [String: Int] = [:]
     for iteration in 0..<20 {
       let url = dir.file("killed-\(iteration).sqlite")
-      let worker = try CreationWorker.start("sqlite", url)
+      let worker = try WorkerProcess("strata-worker", ["create", "sqlite", url.path])
       usleep(UInt32(iteration * 2_500))
       kill(worker.process.processIdentifier, SIGKILL)
-      _ = CreationWorker.finish(worker)
+      _ = worker.finish()
       let existed = FileManager.default.fileExists(atPath: url.path)
       let store = try SQLiteStore(url: url, model: model)
       let items = try store.count(FetchDescription(entityName: "Item"))
@@ -117,29 +117,3 @@ import Testing
   }
 }
 
-/// Runs `strata-worker create TYPE PATH`.
-enum CreationWorker {
-  struct Started {
-    var process: Process
-    var out: Pipe
-    var err: Pipe
-  }
-
-  static func start(_ type: String, _ url: URL) throws -> Started {
-    let process = Process()
-    process.executableURL = ConformanceBackend.executable(named: "strata-worker")
-    process.arguments = ["create", type, url.path]
-    let started = Started(process: process, out: Pipe(), err: Pipe())
-    process.standardOutput = started.out
-    process.standardError = started.err
-    try process.run()
-    return started
-  }
-
-  static func finish(_ started: Started) -> (status: Int32, stdout: String, stderr: String) {
-    let out = started.out.fileHandleForReading.readDataToEndOfFile()
-    let err = started.err.fileHandleForReading.readDataToEndOfFile()
-    started.process.waitUntilExit()
-    return (started.process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-  }
-}
