@@ -67,34 +67,17 @@ private func version1Store(_ dir: TemporaryDirectory, mapSize: Int = LMDBStore.d
   return (store, all.compactMapValues { result.permanentIDs[$0] })
 }
 
-/// The named databases `mdb_stat -a` lists; `nil` without the tool.
+/// The named databases `mdb_stat -a` lists.
 private func databaseNames(_ dir: TemporaryDirectory) throws -> Set<String>? {
-  guard let tool = mdbStat else { return nil }
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: tool)
-  process.arguments = ["-a", dir.store.path]
-  let out = Pipe()
-  process.standardOutput = out
-  try process.run()
-  let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-  process.waitUntilExit()
-  #expect(process.terminationStatus == 0)
+  let text = try mdbStat(["-a", dir.store.path])
   return Set(text.split(separator: "\n").compactMap { line in
     line.hasPrefix("Status of ") ? String(line.dropFirst("Status of ".count)) : nil
   })
 }
 
-/// The map size `mdb_stat -e` reports (the one the last commit recorded); `nil` without the tool.
+/// The map size `mdb_stat -e` reports (the one the last commit recorded).
 private func mapSize(_ dir: TemporaryDirectory) throws -> Int? {
-  guard let tool = mdbStat else { return nil }
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: tool)
-  process.arguments = ["-e", dir.store.path]
-  let out = Pipe()
-  process.standardOutput = out
-  try process.run()
-  let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-  process.waitUntilExit()
+  let text = try mdbStat(["-e", dir.store.path])
   let line = text.split(separator: "\n").first { $0.contains("Map size:") }
   return line.flatMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }
 }
@@ -140,8 +123,8 @@ struct LMDBMigrationTests {
     #expect(label.permanentIDs.values.first?.primaryKey == 3)
     migrated.close()
 
-    let names = try databaseNames(dir)
-    if let names {
+    do {
+      let names = try #require(try databaseNames(dir))
       for name in ["strata.meta", "strata.counters", "Note", "Note.text.unique", "Note.rank.index", "Label", "Folder"] {
         #expect(names.contains(name), "\(name) in \(names.sorted())")
       }
@@ -220,7 +203,9 @@ struct LMDBMigrationTests {
     ])
     let migrated = try store.migrated(by: try ModelMigration(from: store.model, to: renamed))
     defer { migrated.close() }
-    if let before, let after = try mapSize(dir) { #expect(after > before, "the map grew from \(before) to \(after)") }
+    let grownFrom = try #require(before)
+    let grownTo = try #require(try mapSize(dir))
+    #expect(grownTo > grownFrom, "the map grew from \(grownFrom) to \(grownTo)")
     #expect(try migrated.count(FetchDescription(entityName: "Memo", predicate: try QueryPredicate(format: "pinned == NO"))) == 3_000)
     #expect(try values(migrated, "Memo", "n == 2999").keys.sorted() == ["note-2999"])
   }

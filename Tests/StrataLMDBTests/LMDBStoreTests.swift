@@ -206,21 +206,12 @@ struct LMDBStoreTests {
   }
 
   @Test func mdbStatOpensTheEnvironment() throws {
-    guard let tool = mdbStat else { return }
     let dir = TemporaryDirectory()
     defer { dir.remove() }
     let store = try LMDBStore(url: dir.store, model: try noteModel())
     _ = try store.save(ChangeSet(inserted: [note("one", 1), note("two", 2)]))
     store.close()
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: tool)
-    process.arguments = ["-a", dir.store.path]
-    let out = Pipe()
-    process.standardOutput = out
-    try process.run()
-    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 0)
+    let text = try mdbStat(["-a", dir.store.path])
     for name in ["strata.meta", "strata.counters", "Note", "Note.text.unique", "Note.n.index"] {
       #expect(text.contains("Status of \(name)\n"), "\(name) in:\n\(text)")
     }
@@ -233,8 +224,24 @@ private func keys(_ result: FetchResult) -> [Int64] {
   return ids.compactMap(\.primaryKey)
 }
 
-/// The `mdb_stat` tool of lmdb-utils, when it is installed.
-let mdbStat = ["/usr/bin/mdb_stat", "/usr/local/bin/mdb_stat"].first { FileManager.default.isExecutableFile(atPath: $0) }
+/// What `mdb_stat` (lmdb-utils, which `scripts/install-deps` installs) prints with `arguments`.
+/// `mdb_stat -rr` exits 1 after clearing readers even when it succeeds, so `checksStatus` can be off.
+/// - Throws: when the tool is missing or fails: a test that needs it fails rather than passing unchecked.
+func mdbStat(_ arguments: [String], checksStatus: Bool = true) throws -> String {
+  let tool = try #require(
+    ["/usr/bin/mdb_stat", "/usr/local/bin/mdb_stat"].first { FileManager.default.isExecutableFile(atPath: $0) },
+    "mdb_stat is missing: install lmdb-utils (scripts/install-deps)")
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: tool)
+  process.arguments = arguments
+  let out = Pipe()
+  process.standardOutput = out
+  try process.run()
+  let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+  process.waitUntilExit()
+  try #require(!checksStatus || process.terminationStatus == 0, "mdb_stat \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+  return text
+}
 
 /// Writes one entry into a named database with liblmdb directly (creating the environment).
 func rawPut(_ path: String, database: String, key: String, value: String) throws {
