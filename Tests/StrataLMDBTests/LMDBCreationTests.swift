@@ -131,7 +131,8 @@ import Testing
   }
 }
 
-private struct RawFailure: Error { let code: Int32 }
+/// A liblmdb result other than `MDB_SUCCESS` from a raw write of a test.
+struct RawFailure: Error { let code: Int32 }
 
 /// Makes an LMDB environment in `path` with the given empty named databases, with plain liblmdb.
 func rawCreate(_ path: String, databases: [String]) throws {
@@ -147,38 +148,5 @@ func rawCreate(_ path: String, databases: [String]) throws {
 
 /// Puts a plain key into the main database of the environment in `path`.
 func rawPutMain(_ path: String, key: String, value: String) throws {
-  try withRawWrite(path) { txn in
-    var dbi: MDB_dbi = 0
-    var rc = mdb_dbi_open(txn, nil, 0, &dbi)
-    if rc != MDB_SUCCESS { throw RawFailure(code: rc) }
-    var keyBytes = Array(key.utf8)
-    var valueBytes = Array(value.utf8)
-    rc = keyBytes.withUnsafeMutableBytes { k in
-      valueBytes.withUnsafeMutableBytes { v in
-        var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
-        var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
-        return mdb_put(txn, dbi, &kv, &vv, 0)
-      }
-    }
-    if rc != MDB_SUCCESS { throw RawFailure(code: rc) }
-  }
-}
-
-private func withRawWrite(_ path: String, _ body: (OpaquePointer) throws -> Void) throws {
-  func check(_ rc: Int32) throws { if rc != MDB_SUCCESS { throw RawFailure(code: rc) } }
-  var env: OpaquePointer?
-  try check(mdb_env_create(&env))
-  defer { mdb_env_close(env) }
-  try check(mdb_env_set_maxdbs(env, 64))
-  try check(mdb_env_open(env, path, 0, 0o644))
-  var txn: OpaquePointer?
-  try check(mdb_txn_begin(env, nil, 0, &txn))
-  guard let txn else { throw RawFailure(code: EINVAL) }
-  do {
-    try body(txn)
-  } catch {
-    mdb_txn_abort(txn)
-    throw error
-  }
-  try check(mdb_txn_commit(txn))
+  try rawPut(path, database: nil, key: Data(key.utf8), value: Data(value.utf8))
 }

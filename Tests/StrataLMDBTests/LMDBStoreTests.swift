@@ -248,26 +248,41 @@ func rawPut(_ path: String, database: String, key: String, value: String) throws
   try rawPut(path, database: database, key: Data(key.utf8), value: Data(value.utf8))
 }
 
-func rawPut(_ path: String, database: String, key: Data, value: Data) throws {
-  struct Failed: Error { let code: Int32 }
-  func check(_ rc: Int32) throws { if rc != MDB_SUCCESS { throw Failed(code: rc) } }
-  var env: OpaquePointer?
-  try check(mdb_env_create(&env))
-  defer { mdb_env_close(env) }
-  try check(mdb_env_set_maxdbs(env, 64))
-  try check(mdb_env_open(env, path, 0, 0o644))
-  var txn: OpaquePointer?
-  try check(mdb_txn_begin(env, nil, 0, &txn))
-  var dbi: MDB_dbi = 0
-  try check(mdb_dbi_open(txn, database, UInt32(MDB_CREATE), &dbi))
-  var key = key
-  var value = value
-  try key.withUnsafeMutableBytes { k in
-    try value.withUnsafeMutableBytes { v in
-      var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
-      var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
-      try check(mdb_put(txn, dbi, &kv, &vv, 0))
+func rawPut(_ path: String, database: String?, key: Data, value: Data) throws {
+  try withRawWrite(path) { txn in
+    var dbi: MDB_dbi = 0
+    try checkRaw(mdb_dbi_open(txn, database, database == nil ? 0 : UInt32(MDB_CREATE), &dbi))
+    var key = key
+    var value = value
+    try key.withUnsafeMutableBytes { k in
+      try value.withUnsafeMutableBytes { v in
+        var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
+        var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
+        try checkRaw(mdb_put(txn, dbi, &kv, &vv, 0))
+      }
     }
   }
-  try check(mdb_txn_commit(txn))
+}
+
+/// Throws ``RawFailure`` for a liblmdb result other than `MDB_SUCCESS`.
+func checkRaw(_ rc: Int32) throws { if rc != MDB_SUCCESS { throw RawFailure(code: rc) } }
+
+/// Runs `body` in a write transaction of the environment in `path` opened with liblmdb directly (created
+/// when missing), and commits it.
+func withRawWrite(_ path: String, _ body: (OpaquePointer) throws -> Void) throws {
+  var env: OpaquePointer?
+  try checkRaw(mdb_env_create(&env))
+  defer { mdb_env_close(env) }
+  try checkRaw(mdb_env_set_maxdbs(env, 64))
+  try checkRaw(mdb_env_open(env, path, 0, 0o644))
+  var txn: OpaquePointer?
+  try checkRaw(mdb_txn_begin(env, nil, 0, &txn))
+  guard let txn else { throw RawFailure(code: EINVAL) }
+  do {
+    try body(txn)
+  } catch {
+    mdb_txn_abort(txn)
+    throw error
+  }
+  try checkRaw(mdb_txn_commit(txn))
 }
