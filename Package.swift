@@ -30,7 +30,7 @@ let package = Package(
     .executable(name: "strata", targets: ["strata"]),
   ],
   dependencies: [
-    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
   ],
   targets: [
     // MARK: Core
@@ -128,14 +128,20 @@ let package = Package(
     // MARK: Tests
     .testTarget(name: "StrataCoreTests", dependencies: ["StrataConformance", "StrataStoreKit"], swiftSettings: swiftSettings),
     .testTarget(
-      name: "StrataSQLiteTests", dependencies: ["StrataConformance", "StrataConformanceWorker", "StrataSQLite", "Strata", "StrataStoreKit", "CSQLite", "strata-worker"],
+      name: "StrataSQLiteTests",
+      dependencies: [
+        "StrataConformance", "StrataConformanceWorker", "StrataSQLite", "Strata", "StrataStoreKit", "CSQLite", "strata-worker",
+      ],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataMemoryTests", dependencies: ["StrataConformance", "StrataMemory", "Strata", "StrataStoreKit"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataLMDBTests",
-      dependencies: ["StrataConformance", "StrataConformanceWorker", "StrataLMDB", "Strata", "StrataStoreKit", "CLMDB", "lmdb-worker", "strata-worker"],
+      dependencies: [
+        "StrataConformance", "StrataConformanceWorker", "StrataLMDB", "Strata", "StrataStoreKit", "CLMDB", "lmdb-worker",
+        "strata-worker",
+      ],
       swiftSettings: swiftSettings),
     // A second process for the LMDB tests: writes, reads, or holds a lock until it is killed.
     .executableTarget(
@@ -147,7 +153,9 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "FaveFlicksTests",
-      dependencies: ["StrataConformance", "FaveFlicks", "Strata", "StrataStoreKit", "StrataSQLite", "StrataLMDB", "StrataMemory"],
+      dependencies: [
+        "StrataConformance", "FaveFlicks", "Strata", "StrataStoreKit", "StrataSQLite", "StrataLMDB", "StrataMemory",
+      ],
       resources: [.copy("Resources/v1")], swiftSettings: swiftSettings),
     .testTarget(
       name: "BubbleTeaFinderTests",

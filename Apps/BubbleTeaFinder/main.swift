@@ -76,15 +76,16 @@ extension BubbleTeaFinderCommand {
         } else if venues.isEmpty {
           print("No venues.")
         } else {
-          print(textTable(
-            headers: ["Name", "Price", "Deals", "Distance", "Tips", "Address"],
-            rows: venues.map { venue in
-              [
-                venue.name, venue.priceCategory ?? "", "\(venue.specialCount)",
-                venue.distance.map { "\($0) m" } ?? "", venue.tipCount.map(String.init) ?? "",
-                [venue.address, venue.city].compactMap { $0 }.joined(separator: ", "),
-              ]
-            }))
+          print(
+            textTable(
+              headers: ["Name", "Price", "Deals", "Distance", "Tips", "Address"],
+              rows: venues.map { venue in
+                [
+                  venue.name, venue.priceCategory ?? "", "\(venue.specialCount)",
+                  venue.distance.map { "\($0) m" } ?? "", venue.tipCount.map(String.init) ?? "",
+                  [venue.address, venue.city].compactMap { $0 }.joined(separator: ", "),
+                ]
+              }))
         }
       }
     }
@@ -105,9 +106,10 @@ extension BubbleTeaFinderCommand {
         if json {
           print(try jsonString(stats))
         } else {
-          print(textTable(
-            headers: ["Venues", "$", "$$", "$$$", "Deals"],
-            rows: [[stats.venues, stats.cheap, stats.moderate, stats.expensive, stats.deals].map(String.init)]))
+          print(
+            textTable(
+              headers: ["Venues", "$", "$$", "$$$", "Deals"],
+              rows: [[stats.venues, stats.cheap, stats.moderate, stats.expensive, stats.deals].map(String.init)]))
         }
       }
     }
@@ -130,7 +132,9 @@ extension BubbleTeaFinderCommand {
     static let configuration = CommandConfiguration(abstract: "Delete the venues matching a predicate with one batch delete.")
 
     @OptionGroup var storeOptions: StoreFlags
-    @Option(name: .customLong("where"), help: ArgumentHelp("The venues to delete, e.g. \"stats.tipCount == 0\".", valueName: "predicate"))
+    @Option(
+      name: .customLong("where"),
+      help: ArgumentHelp("The venues to delete, e.g. \"stats.tipCount == 0\".", valueName: "predicate"))
     var predicate: String
 
     func run() throws {

@@ -76,11 +76,15 @@ extension FaveFlicksCommand {
         } else if movies.isEmpty {
           print("No movies.")
         } else {
-          print(textTable(
-            headers: ["Title", "Genre", "Released", "Rating", "Watched"],
-            rows: movies.map {
-              [$0.title, $0.genre, ReleaseDate.format($0.releaseDate), String(repeating: "*", count: $0.rating), String($0.watchCount)]
-            }))
+          print(
+            textTable(
+              headers: ["Title", "Genre", "Released", "Rating", "Watched"],
+              rows: movies.map {
+                [
+                  $0.title, $0.genre, ReleaseDate.format($0.releaseDate), String(repeating: "*", count: $0.rating),
+                  String($0.watchCount),
+                ]
+              }))
         }
       }
     }

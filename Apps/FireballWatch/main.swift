@@ -76,7 +76,8 @@ extension FireballWatchCommand {
 
     @OptionGroup var storeOptions: StoreFlags
     @Option(help: ArgumentHelp("A JPL Fireball API response saved as JSON.", valueName: "path")) var file: String?
-    @Option(help: ArgumentHelp("Fetch a JPL Fireball API response, e.g. https://ssd-api.jpl.nasa.gov/fireball.api", valueName: "url"))
+    @Option(
+      help: ArgumentHelp("Fetch a JPL Fireball API response, e.g. https://ssd-api.jpl.nasa.gov/fireball.api", valueName: "url"))
     var url: String?
     @Flag(help: "Print {inserted, updated, unchanged} as JSON.") var json = false
 
@@ -100,7 +101,8 @@ extension FireballWatchCommand {
         } else {
           let total = summary.inserted + summary.updated + summary.unchanged
           print(
-            "Imported \(plural(total, "fireball")): \(summary.inserted) inserted, \(summary.updated) updated, \(summary.unchanged) unchanged")
+            "Imported \(plural(total, "fireball")): \(summary.inserted) inserted, \(summary.updated) updated, \(summary.unchanged) unchanged"
+          )
         }
       }
     }
@@ -177,7 +179,6 @@ extension FireballWatchCommand {
 }
 
 extension FireballSort: ExpressibleByArgument {}
-
 
 extension FireballWatchCommand {
   struct Group: ParsableCommand {
@@ -282,17 +283,24 @@ extension FireballWatchCommand {
     @OptionGroup var storeOptions: StoreFlags
     @Option(name: .customLong("for"), help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
     var duration: Double?
-    @Flag(help: "Print one JSON object per change: {change, entity, dateTimeStamp, impactEnergy} or {change, entity, name, fireballCount}.")
+    @Flag(
+      help:
+        "Print one JSON object per change: {change, entity, dateTimeStamp, impactEnergy} or {change, entity, name, fireballCount}."
+    )
     var json = false
 
     func validate() throws {
-      if let duration, !(duration > 0 && duration.isFinite) { throw ValidationError("--for must be a positive number of seconds") }
+      if let duration, !(duration > 0 && duration.isFinite) {
+        throw ValidationError("--for must be a positive number of seconds")
+      }
     }
 
     func run() throws {
       try runReportingErrors(tool: "fireball-watch") {
         let watch = try openWatch(storeOptions)
-        let tokenFile = watch.container.storeURL.map { $0.deletingLastPathComponent().appending(path: $0.lastPathComponent + ".watch-token") }
+        let tokenFile = watch.container.storeURL.map {
+          $0.deletingLastPathComponent().appending(path: $0.lastPathComponent + ".watch-token")
+        }
         let watcher = try FireballHistoryWatcher(watch: watch, tokenFile: tokenFile)
         let report = ChangeReport(json: json)
         let changes = watch.container.persistentStoreRemoteChanges()
@@ -353,7 +361,9 @@ final class ChangeReport: @unchecked Sendable {
   }
 
   func warn(_ warnings: [String]) {
-    for warning in warnings.dropFirst(warned) { FileHandle.standardError.write(Data("fireball-watch: warning: \(warning)\n".utf8)) }
+    for warning in warnings.dropFirst(warned) {
+      FileHandle.standardError.write(Data("fireball-watch: warning: \(warning)\n".utf8))
+    }
     warned = warnings.count
   }
 
@@ -375,7 +385,10 @@ final class ChangeReport: @unchecked Sendable {
     var object: [String: String?] = [:]
     switch change {
     case .fireball(let kind, let date, let impact):
-      object = ["change": kind.rawValue, "entity": "Fireball", "dateTimeStamp": date.map(FireballDate.iso8601), "impactEnergy": impact.map { "\($0)" }]
+      object = [
+        "change": kind.rawValue, "entity": "Fireball", "dateTimeStamp": date.map(FireballDate.iso8601),
+        "impactEnergy": impact.map { "\($0)" },
+      ]
     case .group(let kind, let name, let count):
       object = ["change": kind.rawValue, "entity": "FireballGroup", "name": name, "fireballCount": count.map { "\($0)" }]
     }
@@ -388,7 +401,8 @@ final class ChangeReport: @unchecked Sendable {
 extension FireballWatchCommand.History {
   struct Show: ParsableCommand {
     static let configuration = CommandConfiguration(
-      commandName: "show", abstract: "List the transactions: token, time, author and how many objects each inserted, updated and deleted.")
+      commandName: "show",
+      abstract: "List the transactions: token, time, author and how many objects each inserted, updated and deleted.")
 
     @OptionGroup var storeOptions: StoreFlags
     @Option(help: ArgumentHelp("Only transactions after this token (as printed in the token column).", valueName: "token"))

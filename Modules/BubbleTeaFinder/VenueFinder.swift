@@ -110,7 +110,9 @@ public struct VenueFinder: Sendable {
   }
 
   /// The same venues through an asynchronous fetch, read in chunks on a background context.
-  public func venuesAsynchronously(filter: VenueFilter = VenueFilter(), sort: VenueSort = .name) async throws
+  public func venuesAsynchronously(
+    filter: VenueFilter = VenueFilter(), sort: VenueSort = .name
+  ) async throws
     -> [VenueRecord]
   {
     let background = container.newBackgroundContext()

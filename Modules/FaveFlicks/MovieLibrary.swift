@@ -13,7 +13,8 @@ public struct MovieLibrary: Sendable {
   /// A container of the current model with `store` loaded; a store written by an earlier version
   /// migrates when it opens.
   public static func makeContainer(store: StoreDescription, registry: StoreRegistry) throws -> PersistentContainer {
-    let container = PersistentContainer(name: name, plan: try migrationPlan(), types: [Movie.self, Watch.self], registry: registry)
+    let container = PersistentContainer(
+      name: name, plan: try migrationPlan(), types: [Movie.self, Watch.self], registry: registry)
     container.storeDescriptions = [store]
     try container.loadPersistentStores()
     return container
@@ -22,7 +23,8 @@ public struct MovieLibrary: Sendable {
   /// What opening the store `store` would migrate, without opening it for writing: `nil` when it already
   /// has this version's model or does not exist yet.
   public static func pendingMigration(store: StoreDescription, registry: StoreRegistry) throws -> MigrationPreview? {
-    let container = PersistentContainer(name: name, plan: try migrationPlan(), types: [Movie.self, Watch.self], registry: registry)
+    let container = PersistentContainer(
+      name: name, plan: try migrationPlan(), types: [Movie.self, Watch.self], registry: registry)
     container.storeDescriptions = [store]
     return try container.previewMigration()
   }

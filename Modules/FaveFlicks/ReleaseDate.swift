@@ -16,7 +16,8 @@ public enum ReleaseDate {
       let date = calendar.date(from: DateComponents(year: year, month: month, day: day)),
       format(date) == text
     else {
-      throw StoreError(.validation, "release date '\(text)' is not a date written YYYY-MM-DD", key: "releaseDate", value: .string(text))
+      throw StoreError(
+        .validation, "release date '\(text)' is not a date written YYYY-MM-DD", key: "releaseDate", value: .string(text))
     }
     return date
   }

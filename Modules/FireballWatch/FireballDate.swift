@@ -14,9 +14,10 @@ public enum FireballDate {
   public static func parse(_ text: String) -> Date? {
     let bytes = Array(text.utf8)
     let digits = UInt8(ascii: "0")...UInt8(ascii: "9")
-    guard bytes.count == pattern.count,
-      zip(bytes, pattern).allSatisfy({ byte, expected in expected == digits.lowerBound ? digits.contains(byte) : byte == expected })
-    else { return nil }
+    func matches(_ byte: UInt8, _ expected: UInt8) -> Bool {
+      expected == digits.lowerBound ? digits.contains(byte) : byte == expected
+    }
+    guard bytes.count == pattern.count, zip(bytes, pattern).allSatisfy(matches) else { return nil }
     func number(_ range: Range<Int>) -> Int { bytes[range].reduce(0) { $0 * 10 + Int($1 - digits.lowerBound) } }
     let components = DateComponents(
       year: number(0..<4), month: number(5..<7), day: number(8..<10), hour: number(11..<13), minute: number(14..<16),

@@ -26,7 +26,9 @@ extension FireballWatch {
   /// The store's history after `token` (all of it when `nil`), oldest first, leaving out transactions
   /// of `excludedAuthor`.
   /// - Throws: `.historyExpired` when `token` is older than the history kept (or from another store).
-  public func history(after token: HistoryToken? = nil, excludingAuthor excludedAuthor: String? = nil) throws
+  public func history(
+    after token: HistoryToken? = nil, excludingAuthor excludedAuthor: String? = nil
+  ) throws
     -> [FireballHistoryEntry]
   {
     try context.performAndWait {

@@ -61,7 +61,8 @@ extension FireballWatch {
   /// Imports the fireballs of a JPL Fireball API response at `url` (default: the bundled snapshot).
   /// The whole response is checked first; a bad one imports nothing.
   @discardableResult
-  public func importFireballs(from url: URL? = nil, progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> ImportSummary {
+  public func importFireballs(from url: URL? = nil, progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> ImportSummary
+  {
     try await importFireballs(try await Self.records(from: url ?? Self.bundledSnapshotURL()), progress: progress)
   }
 

@@ -177,7 +177,8 @@ final class EntityInfo: @unchecked Sendable {
         rules: attribute.validation.isEmpty ? nil : attribute.validation)
     }
     hasRelationshipRules =
-      entity.toOneRelationships.contains { !$0.isOptional } || entity.toManyRelationships.contains { $0.minCount > 0 || $0.maxCount > 0 }
+      entity.toOneRelationships.contains { !$0.isOptional }
+      || entity.toManyRelationships.contains { $0.minCount > 0 || $0.maxCount > 0 }
     emptyToOne = Array(repeating: nil, count: entity.toOneRelationships.count)
     emptyToMany = Array(repeating: [], count: entity.toManyRelationships.count)
     unloadedToMany = Array(repeating: nil, count: entity.toManyRelationships.count)

@@ -186,7 +186,9 @@ extension QuerySort {
   /// QuerySort(\Movie.title, comparator: .localizedStandard)
   /// QuerySort(\Movie.releaseDate, ascending: false)
   /// ```
-  public init<Root: ManagedObject, V>(_ keyPath: KeyPath<Root, V>, ascending: Bool = true, comparator: StringComparator = .default) {
+  public init<Root: ManagedObject, V>(
+    _ keyPath: KeyPath<Root, V>, ascending: Bool = true, comparator: StringComparator = .default
+  ) {
     self.init(KeyPathNames.name(of: keyPath), ascending: ascending, comparator: comparator)
   }
 }

@@ -51,7 +51,9 @@ public struct FetchedResultsSection<Result: ManagedObject> {
   public var objects: [Result]
   public var numberOfObjects: Int { objects.count }
 
-  var info: FetchedResultsSectionInfo { FetchedResultsSectionInfo(name: name, indexTitle: indexTitle, numberOfObjects: objects.count) }
+  var info: FetchedResultsSectionInfo {
+    FetchedResultsSectionInfo(name: name, indexTitle: indexTitle, numberOfObjects: objects.count)
+  }
 }
 
 /// A `Sendable` picture of a controller's sections, for Swift-concurrency code.
@@ -113,7 +115,8 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
 
   /// A controller whose sections are named by `sectionName` — for names that are no stored key, such as
   /// a title's first letter with diacritics folded.
-  public init(fetchRequest: FetchRequest<Result>, managedObjectContext: ObjectContext, sectionName: @escaping (Result) -> String) {
+  public init(fetchRequest: FetchRequest<Result>, managedObjectContext: ObjectContext, sectionName: @escaping (Result) -> String)
+  {
     self.fetchRequest = fetchRequest
     self.managedObjectContext = managedObjectContext
     self.sectionNameKeyPath = nil
@@ -219,7 +222,8 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     var changedKeys = Set<ObjectIdentifier>()
     var returning: [Result] = []
     for object in relevant where changedKeys.insert(ObjectIdentifier(object)).inserted {
-      let matches = !object.isDeleted && object.managedObjectContext === managedObjectContext
+      let matches =
+        !object.isDeleted && object.managedObjectContext === managedObjectContext
         && (try? matchesRequest(object, source)) == true
       if matches, let typed = object as? Result { returning.append(typed) }
     }
@@ -235,10 +239,11 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
   private func refetch(from old: [FetchedResultsSection<Result>]) throws {
     let versions = Dictionary(ordered.map { (ObjectIdentifier($0.object), $0.version) }, uniquingKeysWith: { a, _ in a })
     ordered = try sortedEntries(try managedObjectContext.fetch(fetchRequest))
-    let changed = Set(ordered.compactMap { entry -> ObjectIdentifier? in
-      let key = ObjectIdentifier(entry.object)
-      return versions[key].map { $0 != entry.version } == true ? key : nil
-    })
+    let changed = Set(
+      ordered.compactMap { entry -> ObjectIdentifier? in
+        let key = ObjectIdentifier(entry.object)
+        return versions[key].map { $0 != entry.version } == true ? key : nil
+      })
     report(from: old, to: sections(of: ordered), changed: changed)
   }
 
@@ -299,7 +304,9 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     return value.isNull ? "" : value.description
   }
 
-  private func report(from old: [FetchedResultsSection<Result>], to new: [FetchedResultsSection<Result>], changed: Set<ObjectIdentifier>) {
+  private func report(
+    from old: [FetchedResultsSection<Result>], to new: [FetchedResultsSection<Result>], changed: Set<ObjectIdentifier>
+  ) {
     let diff = SectionDiff.difference(
       from: old.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
       to: new.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
@@ -327,7 +334,8 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     var objectChanges: [(Result, FetchedResultsObjectChange)] = []
     func add(_ key: ObjectIdentifier, _ type: FetchedResultsChangeType, _ from: IndexPath?, _ to: IndexPath?) {
       guard let object = objects[key] else { return }
-      objectChanges.append((object, FetchedResultsObjectChange(type: type, objectID: object.objectID, indexPath: from, newIndexPath: to)))
+      objectChanges.append(
+        (object, FetchedResultsObjectChange(type: type, objectID: object.objectID, indexPath: from, newIndexPath: to)))
     }
     for (key, path) in diff.deleted { add(key, .delete, path, nil) }
     for (key, path) in diff.inserted { add(key, .insert, nil, path) }
@@ -338,7 +346,8 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     if let delegate {
       delegate.controllerWillChangeContent(self)
       for change in difference.sectionChanges {
-        let info = change.type == .delete
+        let info =
+          change.type == .delete
           ? old[change.index].info : new[change.index].info
         delegate.controller(self, didChange: info, atSectionIndex: change.index, for: change.type)
       }
@@ -355,7 +364,9 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     snapshotBroadcaster.yield(snapshot(of: state, difference))
   }
 
-  private func snapshot(of sections: [FetchedResultsSection<Result>], _ difference: FetchedResultsDifference) -> FetchedResultsSnapshot {
+  private func snapshot(
+    of sections: [FetchedResultsSection<Result>], _ difference: FetchedResultsDifference
+  ) -> FetchedResultsSnapshot {
     FetchedResultsSnapshot(
       sections: sections.map { FetchedResultsSnapshot.Section(name: $0.name, objectIDs: $0.objects.map(\.objectID)) },
       difference: difference)

@@ -145,7 +145,9 @@ extension PredicateExpressions.SequenceContains: StrataPredicateTranslatable {
   extension PredicateExpressions {
     /// What `#Predicate { $0.genre.localizedStandardContains("drama") }` expands to. Foundation on Apple
     /// platforms declares this builder; swift-foundation on Linux does not, so Strata supplies it.
-    public static func build_localizedStandardContains<Root, Other>(_ root: Root, _ other: Other)
+    public static func build_localizedStandardContains<Root, Other>(
+      _ root: Root, _ other: Other
+    )
       -> StrataLocalizedStandardContains<Root, Other>
     where
       Root: PredicateExpression, Other: PredicateExpression, Root.Output: StringProtocol,

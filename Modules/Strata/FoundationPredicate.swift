@@ -92,7 +92,9 @@ struct PredicateTranslationContext {
   }
 
   /// A comparison of two subexpressions.
-  func comparison(_ lhs: Any, _ op: ComparisonOperator, _ rhs: Any, options: StringOptions = [])
+  func comparison(
+    _ lhs: Any, _ op: ComparisonOperator, _ rhs: Any, options: StringOptions = []
+  )
     throws -> PredicateTranslationNode
   {
     .predicate(.comparison(StrataCore.Comparison(try expression(lhs), op, try expression(rhs), options: options)))

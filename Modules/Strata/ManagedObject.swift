@@ -267,7 +267,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     case .attribute(let attribute, let index):
       if let derivation = attribute.derivation {
         throw StoreError(
-          .misuse, "\(info.entity.name).\(key) is derived from '\(derivation)'; the store computes it on save and it cannot be set",
+          .misuse,
+          "\(info.entity.name).\(key) is derived from '\(derivation)'; the store computes it on save and it cannot be set",
           entity: info.entity.name, key: key)
       }
       let stored = try Value(swiftValue: value, for: attribute, entity: info.entity.name)
@@ -275,7 +276,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     case .toOne(let rel, _):
       let target = value as? ManagedObject
       if value != nil && target == nil {
-        throw StoreError(.validation, "\(info.entity.name).\(key) takes a \(rel.destination) object", entity: info.entity.name, key: key)
+        throw StoreError(
+          .validation, "\(info.entity.name).\(key) takes a \(rel.destination) object", entity: info.entity.name, key: key)
       }
       managedObjectContext?.undoGrouping {
         managedObjectContext?.setRelationship(self, rel, targets: target.map { [$0] } ?? [])
@@ -289,11 +291,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       } else if value == nil {
         targets = []
       } else {
-        throw StoreError(.validation, "\(info.entity.name).\(key) takes a set of \(rel.destination) objects", entity: info.entity.name, key: key)
+        throw StoreError(
+          .validation, "\(info.entity.name).\(key) takes a set of \(rel.destination) objects", entity: info.entity.name, key: key)
       }
       managedObjectContext?.undoGrouping { managedObjectContext?.setRelationship(self, rel, targets: targets) }
     case nil:
-      throw StoreError(.invalidQuery, "\(info.entity.name) has no attribute or relationship '\(key)'", entity: info.entity.name, key: key)
+      throw StoreError(
+        .invalidQuery, "\(info.entity.name) has no attribute or relationship '\(key)'", entity: info.entity.name, key: key)
     }
   }
 
@@ -585,7 +589,9 @@ extension ManagedObject {
   func relatedObjects(slot: Int32) -> [ManagedObject] {
     if let recorder {
       recorder.recordRelationship(prototypeLayout?.name(ofSlot: slot))
-      if let layout = prototypeLayout, case .relationship(let destination, false, _, _, _, _, _, _)? = layout.declaration(ofSlot: slot) {
+      if let layout = prototypeLayout,
+        case .relationship(let destination, false, _, _, _, _, _, _)? = layout.declaration(ofSlot: slot)
+      {
         let next = ClassLayout.prototype(of: destination)
         next.recorder = recorder
         return [next]
@@ -656,14 +662,19 @@ extension Value {
     case let v as UInt16: raw = .int(Int64(v))
     case let v as UInt32: raw = .int(Int64(v))
     default:
-      throw StoreError(.validation, "\(entity).\(attribute.name) takes a \(attribute.type.rawValue), not \(String(describing: swiftValue ?? "nil"))",
+      throw StoreError(
+        .validation,
+        "\(entity).\(attribute.name) takes a \(attribute.type.rawValue), not \(String(describing: swiftValue ?? "nil"))",
         entity: entity, key: attribute.name)
     }
     if raw.isNull && !attribute.isOptional {
-      throw StoreError(.validation, "\(entity).\(attribute.name) is required and cannot be nil", entity: entity, key: attribute.name, value: .null)
+      throw StoreError(
+        .validation, "\(entity).\(attribute.name) is required and cannot be nil", entity: entity, key: attribute.name,
+        value: .null)
     }
     guard let coerced = attribute.type.coerce(raw) else {
-      throw StoreError(.validation, "\(entity).\(attribute.name) takes a \(attribute.type.rawValue), not the \(raw.kindName) \(raw)",
+      throw StoreError(
+        .validation, "\(entity).\(attribute.name) takes a \(attribute.type.rawValue), not the \(raw.kindName) \(raw)",
         entity: entity, key: attribute.name, value: raw)
     }
     self = coerced

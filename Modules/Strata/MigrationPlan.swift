@@ -52,7 +52,8 @@ public struct MigrationPlan: Sendable {
       if let other = checksums[version.checksum] {
         throw StoreError(
           .invalidModel,
-          "versions '\(other)' and '\(version.name)' of the migration plan have the same structure (checksum \(version.checksum))")
+          "versions '\(other)' and '\(version.name)' of the migration plan have the same structure (checksum \(version.checksum))"
+        )
       }
       checksums[version.checksum] = version.name
     }
@@ -87,11 +88,13 @@ public struct MigrationPlan: Sendable {
       if let name = stored.versionName, let known = versions.first(where: { $0.name == name }) {
         throw StoreError(
           .schemaMismatch,
-          "the store was written with \(storedName) of checksum \(stored.fingerprint), but this app's version '\(name)' has checksum \(known.checksum); the store is left as it is")
+          "the store was written with \(storedName) of checksum \(stored.fingerprint), but this app's version '\(name)' has checksum \(known.checksum); the store is left as it is"
+        )
       }
       throw StoreError(
         .schemaMismatch,
-        "the store was written with \(storedName) (checksum \(stored.fingerprint)) that this app does not know — perhaps a newer release's; this app knows \(versions.map { "'\($0.name)'" }.joined(separator: ", ")), the newest '\(current.name)'; the store is left as it is")
+        "the store was written with \(storedName) (checksum \(stored.fingerprint)) that this app does not know — perhaps a newer release's; this app knows \(versions.map { "'\($0.name)'" }.joined(separator: ", ")), the newest '\(current.name)'; the store is left as it is"
+      )
     }
     guard index < steps.count else { return nil }
     return try ModelMigration(composing: Array(steps[index...]))

@@ -33,7 +33,8 @@ extension ObjectContext {
     var inserted: [(ManagedObject, ObjectChange)] = []
     for change in changes.inserted {
       guard let info = coordinator.info(forEntity: change.objectID.entityName) else {
-        throw StoreError(.invalidQuery, "the model has no entity '\(change.objectID.entityName)'", entity: change.objectID.entityName)
+        throw StoreError(
+          .invalidQuery, "the model has no entity '\(change.objectID.entityName)'", entity: change.objectID.entityName)
       }
       let object = info.objectClass.init(
         .managed(info, self, change.objectID, isInserted: true))

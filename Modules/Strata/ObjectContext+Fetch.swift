@@ -315,7 +315,9 @@ extension ObjectContext {
   }
 
   /// The targets of the to-many `relationship` of `id` as this context sees them now.
-  func currentRelatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration? = nil) throws
+  func currentRelatedObjectIDs(
+    of id: ObjectID, relationship: String, generation: QueryGeneration? = nil
+  ) throws
     -> [ObjectID]
   {
     let id = resolvingFormerTemporaryID(id)
@@ -323,7 +325,8 @@ extension ObjectContext {
       return Array(loadToMany(object, index: index))
     }
     guard !id.isTemporary else { return [] }
-    let related = try requireStore().relatedObjectIDs(of: id, relationship: relationship, generation: generation ?? readGeneration)
+    let related = try requireStore().relatedObjectIDs(
+      of: id, relationship: relationship, generation: generation ?? readGeneration)
     takePermanentIDsFromParent()
     return related.filter { !isPendingDeletion($0) }
   }

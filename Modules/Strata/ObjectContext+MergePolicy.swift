@@ -46,7 +46,8 @@ extension ObjectContext {
   private func resolveLockConflicts(_ conflicts: [StoreError.Conflict], store: any PersistentStore) throws -> Bool {
     let ids = conflicts.compactMap(\.objectID)
     guard !ids.isEmpty else { return false }
-    let stored = Dictionary(try store.snapshots(for: ids, generation: nil).map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
+    let stored = Dictionary(
+      try store.snapshots(for: ids, generation: nil).map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
     takePermanentIDsFromParent()
     for id in ids {
       guard let object = registeredObject(for: id), let info = object.info else { return false }
@@ -172,7 +173,8 @@ extension ObjectContext {
     for (i, rel) in entity.toManyRelationships.enumerated() {
       if model.usesJoinTable(rel), keep.contains(rel.name), let added = object.toMany[i], !added.isEmpty {
         // Links already stored are not written again.
-        let existing = Set((try? requireStore().relatedObjectIDs(of: stored.objectID, relationship: rel.name, generation: nil)) ?? [])
+        let existing = Set(
+          (try? requireStore().relatedObjectIDs(of: stored.objectID, relationship: rel.name, generation: nil)) ?? [])
         takePermanentIDsFromParent()
         object.committedToMany[i] = existing
         object.toMany[i] = added.union(existing)

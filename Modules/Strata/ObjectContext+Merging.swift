@@ -16,7 +16,8 @@ extension ObjectContext {
       return
     }
     guard let snapshot = fetchSnapshot(for: object.objectID) else { return }
-    let keep = info.hasTransientAttributes
+    let keep =
+      info.hasTransientAttributes
       ? object.changedKeys.filter { info.entity.attribute(named: $0)?.isTransient != true } : object.changedKeys
     var merged = snapshot
     for (i, attribute) in info.entity.attributes.enumerated() where keep.contains(attribute.name) {

@@ -26,7 +26,9 @@ extension ObjectContext {
     }
   }
 
-  private static func prefetchPath(_ keyPath: String, from root: EntityDescription, model: ObjectModel) throws
+  private static func prefetchPath(
+    _ keyPath: String, from root: EntityDescription, model: ObjectModel
+  ) throws
     -> [RelationshipDescription]
   {
     var entity = root

@@ -63,9 +63,10 @@ extension ObjectContext {
   }
 
   /// Records a completed save: permanent IDs, new snapshots, cleared change sets.
-  func finishSave(_ result: SaveResult, inserted savedInserts: [ManagedObject], updated savedUpdates: [ManagedObject],
-    deleted savedDeletes: [ManagedObject])
-  {
+  func finishSave(
+    _ result: SaveResult, inserted savedInserts: [ManagedObject], updated savedUpdates: [ManagedObject],
+    deleted savedDeletes: [ManagedObject]
+  ) {
     advanceQueryGeneration()
     let map = result.permanentIDs
     let listed = result.insertedIDs.count == savedInserts.count ? result.insertedIDs : nil
@@ -137,7 +138,6 @@ extension ObjectContext {
     }
     return recomputed
   }
-
 
   private func recordSaved(_ object: ManagedObject, _ result: SaveResult) {
     let id = object.objectID

@@ -69,8 +69,12 @@ extension ObjectContext {
       }
       for (i, rel) in entity.toManyRelationships.enumerated() where rel.minCount > 0 || rel.maxCount > 0 {
         let count = loadToMany(object, index: i).count
-        if rel.minCount > 0 && count < rel.minCount { fail(rel.name, .int(Int64(count)), "must have at least \(rel.minCount) objects") }
-        if rel.maxCount > 0 && count > rel.maxCount { fail(rel.name, .int(Int64(count)), "must have at most \(rel.maxCount) objects") }
+        if rel.minCount > 0 && count < rel.minCount {
+          fail(rel.name, .int(Int64(count)), "must have at least \(rel.minCount) objects")
+        }
+        if rel.maxCount > 0 && count > rel.maxCount {
+          fail(rel.name, .int(Int64(count)), "must have at most \(rel.maxCount) objects")
+        }
       }
     }
     failures += customFailures
@@ -96,7 +100,8 @@ extension ObjectContext {
   }
 
   /// Checks a non-nil value against an attribute's rules (range, length, pattern).
-  private func check(_ value: Value, of name: String, against rules: AttributeValidation, _ fail: (String, Value, String) -> Void) {
+  private func check(_ value: Value, of name: String, against rules: AttributeValidation, _ fail: (String, Value, String) -> Void)
+  {
     if let number = value.numericValue {
       if let min = rules.minimum, number < min { fail(name, value, "must be at least \(format(min))") }
       if let max = rules.maximum, number > max { fail(name, value, "must be at most \(format(max))") }

@@ -1,7 +1,6 @@
+import CStrataSlots
 import Foundation
 internal import StrataStoreKit
-
-import CStrataSlots
 
 /// Per-thread bookkeeping that lets a property wrapper find its property without knowing its name.
 ///
@@ -57,9 +56,11 @@ enum SlotState {
 final class PrototypeCollector {
   @usableFromInline
   enum Declaration {
-    case attribute(type: AttributeType, isOptional: Bool, options: AttributeOptions, defaultValue: Value?,
+    case attribute(
+      type: AttributeType, isOptional: Bool, options: AttributeOptions, defaultValue: Value?,
       derivation: String?, validation: AttributeValidation, originalName: String?)
-    case relationship(destination: ManagedObject.Type, isToMany: Bool, inverse: String?, deleteRule: DeleteRule,
+    case relationship(
+      destination: ManagedObject.Type, isToMany: Bool, inverse: String?, deleteRule: DeleteRule,
       isOptional: Bool, minCount: Int, maxCount: Int, originalName: String?)
   }
 

@@ -59,11 +59,13 @@ struct SaveAssembler {
       let committed = object.committedToMany[i] ?? []
       for target in current.subtracting(committed) {
         changeSet.linkChanges.append(
-          LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: true))
+          LinkChange(
+            entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: true))
       }
       for target in committed.subtracting(current) where !isDeleted(target) {
         changeSet.linkChanges.append(
-          LinkChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: false))
+          LinkChange(
+            entityName: info.entity.name, relationship: rel.name, source: object.objectID, target: target, isInsertion: false))
       }
     }
   }

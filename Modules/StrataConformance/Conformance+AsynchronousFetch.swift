@@ -35,7 +35,9 @@ extension Conformance {
       extra.uuid = UUID()
       context.delete(try #require(try context.fetch(FetchRequest<Film>(format: "title == 'Heat'")).first))
     }
-    let crime = try await context.fetch(AsynchronousFetchRequest(fetchRequest: try FetchRequest<Film>(format: "genre == 'Crime'", sortDescriptors: [QuerySort("title")])))
+    let crime = try await context.fetch(
+      AsynchronousFetchRequest(
+        fetchRequest: try FetchRequest<Film>(format: "genre == 'Crime'", sortDescriptors: [QuerySort("title")])))
     #expect(context.performAndWait { crime.map(\.title) } == ["Memories of Murder", "Zulu"])
     context.performAndWait { context.rollback() }
 

@@ -27,7 +27,9 @@ extension Conformance {
     #expect(try titles("released == NO").isEmpty)
     let longer = BatchRequest.update(
       entityName: "Film", predicate: try QueryPredicate(format: "director.name == 'Michael Mann'"),
-      propertiesToUpdate: ["runtime": try QueryExpression(format: "runtime + 10"), "rating": try QueryExpression(format: "rating / 2")])
+      propertiesToUpdate: [
+        "runtime": try QueryExpression(format: "runtime + 10"), "rating": try QueryExpression(format: "rating / 2"),
+      ])
     let result = try live.execute(longer)
     #expect(result.count == 2)
     #expect(try titles("runtime == 180 AND rating == 4.15") == ["Heat"])
@@ -42,9 +44,15 @@ extension Conformance {
       (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["scratch": .constant("x")]), .invalidQuery),
       (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["title": .constant(.null)]), .validation),
       (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["year": .constant(100_000)]), .validation),
-      (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["year": try QueryExpression(format: "title")]), .validation),
+      (
+        .update(entityName: "Film", predicate: nil, propertiesToUpdate: ["year": try QueryExpression(format: "title")]),
+        .validation
+      ),
       (.update(entityName: "Film", predicate: try QueryPredicate(format: "year > 'x'"), propertiesToUpdate: [:]), .invalidQuery),
-      (.update(entityName: "Film", predicate: nil, propertiesToUpdate: ["year": try QueryExpression(format: "year * 100")]), .validation),
+      (
+        .update(entityName: "Film", predicate: nil, propertiesToUpdate: ["year": try QueryExpression(format: "year * 100")]),
+        .validation
+      ),
       (.update(entityName: "Actor", predicate: nil, propertiesToUpdate: ["imdbID": .constant("nm1")]), .constraintConflict),
       (.delete(entityName: "Studio", predicate: try QueryPredicate(format: "name == 'Warner'")), .deleteDenied),
       (.delete(entityName: "Nope", predicate: nil), .invalidQuery),
@@ -73,12 +81,14 @@ extension Conformance {
         StoreError(.validation, "Film.year is a int16 and cannot hold 199500", entity: "Film", key: "year", value: .int(199_500))
       ),
       (
-        .update(entityName: "Film", predicate: heatOnly, propertiesToUpdate: ["year": try QueryExpression(format: "year - 40000")]),
+        .update(
+          entityName: "Film", predicate: heatOnly, propertiesToUpdate: ["year": try QueryExpression(format: "year - 40000")]),
         StoreError(.validation, "Film.year is a int16 and cannot hold -38005", entity: "Film", key: "year", value: .int(-38_005))
       ),
       (
         .update(
-          entityName: "Film", predicate: heatOnly, propertiesToUpdate: ["runtime": try QueryExpression(format: "runtime * 100000000")]),
+          entityName: "Film", predicate: heatOnly,
+          propertiesToUpdate: ["runtime": try QueryExpression(format: "runtime * 100000000")]),
         StoreError(
           .validation, "Film.runtime is a int32 and cannot hold 18000000000", entity: "Film", key: "runtime",
           value: .int(18_000_000_000))
@@ -94,7 +104,9 @@ extension Conformance {
       (
         .update(
           entityName: "Film", predicate: heatOnly,
-          propertiesToUpdate: ["runtime": try QueryExpression(format: "runtime + 1"), "year": try QueryExpression(format: "year + 40000")]),
+          propertiesToUpdate: [
+            "runtime": try QueryExpression(format: "runtime + 1"), "year": try QueryExpression(format: "year + 40000"),
+          ]),
         StoreError(.validation, "Film.year is a int16 and cannot hold 41995", entity: "Film", key: "year", value: .int(41_995))
       ),
     ]

@@ -12,7 +12,9 @@ extension Conformance {
     let child = parent.newChildContext()
     #expect(child.parent === parent)
     func titles(_ context: ObjectContext, _ format: String) throws -> [String] {
-      try context.performAndWait { try context.fetch(try FetchRequest<Film>(format: format, sortDescriptors: [QuerySort("title")])).map(\.title) }
+      try context.performAndWait {
+        try context.fetch(try FetchRequest<Film>(format: format, sortDescriptors: [QuerySort("title")])).map(\.title)
+      }
     }
     func stored(_ format: String) throws -> [String] { try titles(try backend.freshContext(container, url), format) }
 
@@ -86,7 +88,8 @@ extension Conformance {
       return (ran, kagemusha, actor, ran.objectID)
     }
     try parent.performAndWait { try parent.save() }
-    let ranID = try #require(try backend.freshContext(container, url).fetch(FetchRequest<Film>(format: "title == 'Ran'")).first?.objectID)
+    let ranID = try #require(
+      try backend.freshContext(container, url).fetch(FetchRequest<Film>(format: "title == 'Ran'")).first?.objectID)
     try child.performAndWait {
       ran.genre = "Jidaigeki"
       ran.actors.insert(actor)
@@ -123,7 +126,8 @@ extension Conformance {
     try child.performAndWait { try child.save() }
     try parent.performAndWait { try parent.save() }
     #expect(try stored("genre == 'Shomin-geki'") == ["Ikiru"])
-    #expect(try grandchild.performAndWait { try grandchild.fetch(FetchRequest<Film>(format: "title == 'Ikiru'")).first } === ikiru)
+    #expect(
+      try grandchild.performAndWait { try grandchild.fetch(FetchRequest<Film>(format: "title == 'Ikiru'")).first } === ikiru)
     #expect(!ikiru.objectID.isTemporary)
   }
 }

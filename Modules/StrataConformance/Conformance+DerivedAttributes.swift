@@ -152,7 +152,8 @@ extension Conformance {
     // A link added by a raw change set that names neither object: the tag is recomputed and reported.
     let linked = try store.save(
       ChangeSet(linkChanges: [
-        LinkChange(entityName: "TodoItem", relationship: "tags", source: bread.objectID, target: urgent.objectID, isInsertion: true)
+        LinkChange(
+          entityName: "TodoItem", relationship: "tags", source: bread.objectID, target: urgent.objectID, isInsertion: true)
       ]))
     #expect(linked.storedSnapshots[urgent.objectID]?.objectID == urgent.objectID)
     #expect(try useCount() == 3)
@@ -255,7 +256,8 @@ extension Conformance {
         _ = try model(derivation, type: type, isTransient: isTransient)
         Issue.record("the derivation '\(derivation)' (\(type.rawValue)) was accepted")
       } catch let error as StoreError {
-        #expect(error.code == .invalidModel && error.entity == "List" && error.key == "derived", "\(derivation): \(error.message)")
+        #expect(
+          error.code == .invalidModel && error.entity == "List" && error.key == "derived", "\(derivation): \(error.message)")
       }
     }
   }

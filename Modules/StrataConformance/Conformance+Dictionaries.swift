@@ -24,17 +24,21 @@ extension Conformance {
       return try context.fetchDictionaries(request)
     }
 
-    #expect(try rows([.keyPath("title"), .keyPath("year")], sort: [QuerySort("year")], limit: 3) == [
-      ["title": "Delicatessen", "year": 1991], ["title": "Heat", "year": 1995], ["title": "Amélie", "year": 2001],
-    ])
+    #expect(
+      try rows([.keyPath("title"), .keyPath("year")], sort: [QuerySort("year")], limit: 3) == [
+        ["title": "Delicatessen", "year": 1991], ["title": "Heat", "year": 1995], ["title": "Amélie", "year": 2001],
+      ])
     #expect(try rows([.keyPath("title"), .keyPath("genre")], where: "genre == nil") == [["title": "Untitled Project"]])
-    #expect(try rows([.keyPath("title"), .keyPath("director.name")], where: "year < 1996", sort: [QuerySort("title")]) == [
-      ["title": "Delicatessen", "director.name": "Jean-Pierre Jeunet"], ["title": "Heat", "director.name": "Michael Mann"],
-    ])
+    #expect(
+      try rows([.keyPath("title"), .keyPath("director.name")], where: "year < 1996", sort: [QuerySort("title")]) == [
+        ["title": "Delicatessen", "director.name": "Jean-Pierre Jeunet"], ["title": "Heat", "director.name": "Michael Mann"],
+      ])
     let directorRow = try rows([.keyPath("director")], where: "title == 'Heat'")
     let mann = try context.fetch(FetchRequest<Director>(format: "name == 'Michael Mann'")).map(\.objectID)
     #expect(directorRow.map { $0["director"] } == mann.map { .objectID($0) })
-    #expect(try rows(nil, where: "title == 'Parasite'").first?["homepage"] == .url(URL(string: "https://parasite.example/film") ?? URL(fileURLWithPath: "/")))
+    #expect(
+      try rows(nil, where: "title == 'Parasite'").first?["homepage"]
+        == .url(URL(string: "https://parasite.example/film") ?? URL(fileURLWithPath: "/")))
 
     // Folds over every row: one row, even over no rows.
     let totals = try rows([
@@ -55,11 +59,13 @@ extension Conformance {
     #expect(total["latest"] == .date(SampleData.date("2019-05-30")))
     #expect(total["middle"] == .double(110))
     #expect(abs((total["average"]?.numericValue ?? 0) - 6.48) < 1e-9)
-    #expect(try rows([
-      try .expression("minutes", format: "sum:(runtime)", resultType: .int64),
-      try .expression("films", format: "count:(title)", resultType: .int64),
-      try .expression("first", format: "min:(year)", resultType: .int16),
-    ], where: "year > 3000") == [["minutes": 0, "films": 0]])
+    #expect(
+      try rows(
+        [
+          try .expression("minutes", format: "sum:(runtime)", resultType: .int64),
+          try .expression("films", format: "count:(title)", resultType: .int64),
+          try .expression("first", format: "min:(year)", resultType: .int16),
+        ], where: "year > 3000") == [["minutes": 0, "films": 0]])
 
     // Groups, ordered by their values (nil first) unless sorted; having; paging.
     let byGenre: [PropertySelection] = [
@@ -76,27 +82,33 @@ extension Conformance {
     #expect(try rows(byGenre, groupBy: ["genre"], having: "films >= 2") == genres.filter { $0["films"] == 2 })
     #expect(try rows(byGenre, groupBy: ["genre"], having: "genre BEGINSWITH[c] 'c'") == [genres[1], genres[2], genres[6]])
     #expect(try rows(byGenre, groupBy: ["genre"], limit: 2, offset: 1) == [genres[1], genres[2]])
-    #expect(try rows(byGenre, where: "released == YES", groupBy: ["genre"], sort: [QuerySort("genre", ascending: false)]) == [
-      ["genre": "comedy", "films": 1, "minutes": 99], ["genre": "Thriller", "films": 2, "minutes": 252],
-      ["genre": "Drama", "films": 1, "minutes": 100], ["genre": "Crime", "films": 2, "minutes": 301],
-      ["genre": "Comedy", "films": 1, "minutes": 122],
-    ])
-    #expect(try rows(
-      [.keyPath("director.name"), try .expression("films", format: "count:(title)", resultType: .int64)],
-      groupBy: ["director.name"], sort: [QuerySort("director.name", ascending: false)]) == [
-        ["director.name": "Michael Mann", "films": 2], ["director.name": "Jean-Pierre Jeunet", "films": 2],
-        ["director.name": "Bong Joon-ho", "films": 2], ["films": 4],
+    #expect(
+      try rows(byGenre, where: "released == YES", groupBy: ["genre"], sort: [QuerySort("genre", ascending: false)]) == [
+        ["genre": "comedy", "films": 1, "minutes": 99], ["genre": "Thriller", "films": 2, "minutes": 252],
+        ["genre": "Drama", "films": 1, "minutes": 100], ["genre": "Crime", "films": 2, "minutes": 301],
+        ["genre": "Comedy", "films": 1, "minutes": 122],
       ])
+    #expect(
+      try rows(
+        [.keyPath("director.name"), try .expression("films", format: "count:(title)", resultType: .int64)],
+        groupBy: ["director.name"], sort: [QuerySort("director.name", ascending: false)]) == [
+          ["director.name": "Michael Mann", "films": 2], ["director.name": "Jean-Pierre Jeunet", "films": 2],
+          ["director.name": "Bong Joon-ho", "films": 2], ["films": 4],
+        ])
 
     // Distinct rows keep their first place; per-row expressions.
-    #expect(try rows([.keyPath("studio.name")], sort: [QuerySort("studio.name")], distinct: true) == [
-      [:], ["studio.name": "UGC"], ["studio.name": "Warner"],
-    ])
-    #expect(try rows([.keyPath("studio.name")], sort: [QuerySort("studio.name")], limit: 2, distinct: true) == [
-      [:], ["studio.name": "UGC"],
-    ])
-    #expect(try rows([.keyPath("title"), try .expression("twice", format: "runtime * 2", resultType: .int64)],
-      where: "title == 'Heat'") == [["title": "Heat", "twice": 340]])
+    #expect(
+      try rows([.keyPath("studio.name")], sort: [QuerySort("studio.name")], distinct: true) == [
+        [:], ["studio.name": "UGC"], ["studio.name": "Warner"],
+      ])
+    #expect(
+      try rows([.keyPath("studio.name")], sort: [QuerySort("studio.name")], limit: 2, distinct: true) == [
+        [:], ["studio.name": "UGC"],
+      ])
+    #expect(
+      try rows(
+        [.keyPath("title"), try .expression("twice", format: "runtime * 2", resultType: .int64)],
+        where: "title == 'Heat'") == [["title": "Heat", "twice": 340]])
 
     // Bad requests: an error naming the key, nothing fetched.
     func expectError(_ key: String, _ body: () throws -> [[String: Value]]) {

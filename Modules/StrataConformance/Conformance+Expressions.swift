@@ -33,7 +33,8 @@ extension Conformance {
     PredicateCase("rating + runtime > 178", [], ["Heat"]),
     PredicateCase("runtime + 0.5 BETWEEN {99, 100}", [], ["Delicatessen"]),
     PredicateCase("runtime + 10 == year - 1815", [], ["Heat"]),
-    PredicateCase("releaseDate < now()", [],
+    PredicateCase(
+      "releaseDate < now()", [],
       ["Heat", "Collateral", "Amélie", "Delicatessen", "Parasite", "Memories of Murder", "Straße"]),
     // Aggregates through a to-one relationship: nil when the director is nil.
     PredicateCase("director.films.runtime.@sum > 250", [], ["Heat", "Collateral", "Parasite", "Memories of Murder"]),
@@ -44,10 +45,12 @@ extension Conformance {
     PredicateCase("SUBQUERY(actors, $a, $a.name BEGINSWITH 'Robert').@count > 0", [], ["Heat", "Straße"]),
     PredicateCase("SUBQUERY(actors, $a, $a.name CONTAINS 'o').@count >= 2", [], ["Heat"]),
     PredicateCase("SUBQUERY(actors, $a, $a.imdbID == nil).@count == 1", [], ["Amélie", "Parasite", "Memories of Murder"]),
-    PredicateCase("SUBQUERY(actors, $a, lowercase:($a.name) == 'song kang-ho').@count == 1", [],
+    PredicateCase(
+      "SUBQUERY(actors, $a, lowercase:($a.name) == 'song kang-ho').@count == 1", [],
       ["Parasite", "Memories of Murder"]),
     PredicateCase("SUBQUERY(director.films, $f, $f.year > 2010).@count > 0", [], ["Parasite", "Memories of Murder"]),
-    PredicateCase("NOT (SUBQUERY(actors, $a, $a.name BEGINSWITH 'Robert').@count > 0)", [],
+    PredicateCase(
+      "NOT (SUBQUERY(actors, $a, $a.name BEGINSWITH 'Robert').@count > 0)", [],
       ["Collateral", "Amélie", "Delicatessen", "Parasite", "Memories of Murder", "Untitled Project", "File2", "file10"]),
   ]
 
@@ -67,7 +70,8 @@ extension Conformance {
     PredicateCase("films.@count + films.runtime.@sum > 260", [], ["Michael Mann", "Bong Joon-ho"]),
     PredicateCase("films.runtime.@avg / 2 > 70", [], ["Michael Mann"]),
     PredicateCase("uppercase:(country) == 'FRANCE'", [], ["Jean-Pierre Jeunet"]),
-    PredicateCase("SUBQUERY(films, $f, $f.year > 2000 AND $f.rating > 8).@count > 0", [],
+    PredicateCase(
+      "SUBQUERY(films, $f, $f.year > 2000 AND $f.rating > 8).@count > 0", [],
       ["Jean-Pierre Jeunet", "Bong Joon-ho"]),
     PredicateCase("SUBQUERY(films, $f, $f.year > 2000).@count == 2", [], ["Bong Joon-ho"]),
     PredicateCase("SUBQUERY(films, $f, $f.year > 2000).@count == 0", [], ["Nobody"]),

@@ -13,8 +13,10 @@ extension Conformance {
     let (container, counts) = try backend.countedSampleContainer()
     let context = container.newBackgroundContext()
     let byTitle = [QuerySort("title", comparator: .localizedStandard)]
-    let titles = ["Amélie", "Collateral", "Delicatessen", "File2", "file10", "Heat", "Memories of Murder", "Parasite",
-      "Straße", "Untitled Project"]
+    let titles = [
+      "Amélie", "Collateral", "Delicatessen", "File2", "file10", "Heat", "Memories of Murder", "Parasite",
+      "Straße", "Untitled Project",
+    ]
 
     // Faults holding their values: no store call to read them.
     let faults = try context.fetch(FetchRequest<Film>(sortDescriptors: byTitle))
@@ -71,10 +73,11 @@ extension Conformance {
     let casts = prefetched.map { $0.actors.map(\.name).sorted() }
     let filmographies = prefetched.map { $0.director?.films.map(\.title).sorted() ?? [] }
     #expect(counts.reads == 0)
-    #expect(directors == [
-      "Jean-Pierre Jeunet", "Michael Mann", "Jean-Pierre Jeunet", nil, nil, "Michael Mann", "Bong Joon-ho", "Bong Joon-ho",
-      nil, nil,
-    ])
+    #expect(
+      directors == [
+        "Jean-Pierre Jeunet", "Michael Mann", "Jean-Pierre Jeunet", nil, nil, "Michael Mann", "Bong Joon-ho", "Bong Joon-ho",
+        nil, nil,
+      ])
     #expect(studios == ["UGC", "Warner", "UGC", "Warner", "Warner", "Warner", nil, nil, nil, nil])
     #expect(casts[5] == ["Al Pacino", "Robert De Niro"])
     #expect(filmographies[1] == ["Collateral", "Heat"])
@@ -87,9 +90,10 @@ extension Conformance {
     let allDirectors = try owners.fetch(directorRequest)
     #expect(counts.reads == 2)
     counts.reset()
-    #expect(allDirectors.map { $0.films.map(\.title).sorted() } == [
-      ["Memories of Murder", "Parasite"], ["Amélie", "Delicatessen"], ["Collateral", "Heat"], [],
-    ])
+    #expect(
+      allDirectors.map { $0.films.map(\.title).sorted() } == [
+        ["Memories of Murder", "Parasite"], ["Amélie", "Delicatessen"], ["Collateral", "Heat"], [],
+      ])
     #expect(counts.reads == 0)
 
     // Bad key paths name the key.

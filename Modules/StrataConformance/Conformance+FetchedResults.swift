@@ -154,8 +154,10 @@ extension Conformance {
 }
 
 extension Tater {
-  static let varieties = ["Agria", "Bintje", "Cara", "Charlotte", "Désirée", "Duke of York", "Estima", "Épicure",
-    "King Edward", "Kerr's Pink", "Maris Piper", "Nicola", "Pink Fir Apple", "Ratte", "Russet Burbank", "Yukon Gold"]
+  static let varieties = [
+    "Agria", "Bintje", "Cara", "Charlotte", "Désirée", "Duke of York", "Estima", "Épicure",
+    "King Edward", "Kerr's Pink", "Maris Piper", "Nicola", "Pink Fir Apple", "Ratte", "Russet Burbank", "Yukon Gold",
+  ]
 
   /// The section of a variety: its first letter, uppercased, diacritics folded.
   public static func section(of variety: String) -> String {
@@ -202,7 +204,8 @@ extension Conformance {
     let url = try #require(try backend.makeLocation(), "a backend with sharedLocation gives its stores a location")
     func container() throws -> PersistentContainer {
       let registry = StoreRegistry([backend.factory])
-      let container = PersistentContainer(name: "Remote", model: try ObjectModel(types: [Tater.self]), types: [Tater.self], registry: registry)
+      let container = PersistentContainer(
+        name: "Remote", model: try ObjectModel(types: [Tater.self]), types: [Tater.self], registry: registry)
       container.storeDescriptions = [
         StoreDescription(type: backend.factory.storeType, url: url, options: StoreOptions(postsRemoteChangeNotifications: true))
       ]

@@ -36,10 +36,13 @@ extension Conformance {
     PredicateCase("year IN %@", [[1995, 2019]], ["Heat", "Parasite"]),
     PredicateCase("boxOffice >= 200000000", [], ["Collateral", "Parasite"]),
     PredicateCase("budget > 50000000", [], ["Heat", "Collateral"]),
-    PredicateCase("budget == nil", [], ["Amélie", "Delicatessen", "Memories of Murder", "Untitled Project", "File2", "file10", "Straße"]),
-    PredicateCase("released == YES", [], ["Heat", "Collateral", "Amélie", "Delicatessen", "Parasite", "Memories of Murder", "Straße"]),
+    PredicateCase(
+      "budget == nil", [], ["Amélie", "Delicatessen", "Memories of Murder", "Untitled Project", "File2", "file10", "Straße"]),
+    PredicateCase(
+      "released == YES", [], ["Heat", "Collateral", "Amélie", "Delicatessen", "Parasite", "Memories of Murder", "Straße"]),
     PredicateCase("released == NO", [], ["Untitled Project", "File2", "file10"]),
-    PredicateCase("releaseDate > %@", [SampleData.date("2003-01-01")], ["Collateral", "Parasite", "Memories of Murder", "Straße"]),
+    PredicateCase(
+      "releaseDate > %@", [SampleData.date("2003-01-01")], ["Collateral", "Parasite", "Memories of Murder", "Straße"]),
     PredicateCase("releaseDate < %@", [SampleData.date("2003-01-01")], ["Heat", "Amélie", "Delicatessen"]),
     PredicateCase("releaseDate == nil", [], ["Untitled Project", "File2", "file10"]),
     PredicateCase("uuid == %@", [SampleData.uuid(1)], ["Heat"]),
@@ -74,7 +77,8 @@ extension Conformance {
     PredicateCase("director == nil", [], ["Untitled Project", "File2", "file10", "Straße"]),
     PredicateCase("director != nil AND studio == nil", [], ["Parasite", "Memories of Murder"]),
     PredicateCase("studio.name == 'Warner' AND year > 2000", [], ["Collateral", "File2", "file10"]),
-    PredicateCase("studio.name == 'Warner' OR director.name == 'Bong Joon-ho'", [],
+    PredicateCase(
+      "studio.name == 'Warner' OR director.name == 'Bong Joon-ho'", [],
       ["Heat", "Collateral", "File2", "file10", "Parasite", "Memories of Murder"]),
     PredicateCase("runtime > 125 AND NOT rating < 8.2", [], ["Heat", "Parasite"]),
     PredicateCase("(year < 2000 OR year > 2015) AND released == YES", [], ["Heat", "Delicatessen", "Parasite"]),
@@ -84,7 +88,8 @@ extension Conformance {
     PredicateCase("actors.@count == 0", [], ["Collateral", "Delicatessen", "Untitled Project", "File2", "file10"]),
     PredicateCase("actors.@count > 1", [], ["Heat"]),
     PredicateCase("NONE actors.name == 'Song Kang-ho'", [], allTitles.subtracting(["Parasite", "Memories of Murder"])),
-    PredicateCase("ALL actors.name BEGINSWITH 'A'", [],
+    PredicateCase(
+      "ALL actors.name BEGINSWITH 'A'", [],
       ["Amélie", "Collateral", "Delicatessen", "Untitled Project", "File2", "file10"]),
   ]
 
@@ -141,42 +146,50 @@ extension Conformance {
   }
 
   static func sorting(_ context: ObjectContext) throws {
-    #expect(try titles(context, [QuerySort("title")]) == [
-      "Amélie", "Collateral", "Delicatessen", "File2", "Heat", "Memories of Murder", "Parasite", "Straße",
-      "Untitled Project", "file10",
-    ])
-    #expect(try titles(context, [QuerySort(\Film.title, comparator: .localizedStandard)]) == [
-      "Amélie", "Collateral", "Delicatessen", "File2", "file10", "Heat", "Memories of Murder", "Parasite", "Straße",
-      "Untitled Project",
-    ])
-    #expect(try titles(context, [QuerySort("title", ascending: false, comparator: .localizedStandard)]) == [
-      "Untitled Project", "Straße", "Parasite", "Memories of Murder", "Heat", "file10", "File2", "Delicatessen",
-      "Collateral", "Amélie",
-    ])
-    #expect(try titles(context, [QuerySort("title", comparator: .caseInsensitive)]) == [
-      "Amélie", "Collateral", "Delicatessen", "file10", "File2", "Heat", "Memories of Murder", "Parasite", "Straße",
-      "Untitled Project",
-    ])
-    #expect(try titles(context, [QuerySort("genre"), QuerySort("title")]) == [
-      "Untitled Project", "Amélie", "Heat", "Memories of Murder", "File2", "file10", "Straße", "Collateral", "Parasite",
-      "Delicatessen",
-    ])
-    #expect(try titles(context, [QuerySort("genre", ascending: false), QuerySort("title")]) == [
-      "Delicatessen", "Collateral", "Parasite", "Straße", "File2", "file10", "Heat", "Memories of Murder", "Amélie",
-      "Untitled Project",
-    ])
-    #expect(try titles(context, [QuerySort("rating", ascending: false), QuerySort("title")]) == [
-      "Parasite", "Amélie", "Heat", "Memories of Murder", "Delicatessen", "Collateral", "Straße", "file10", "File2",
-      "Untitled Project",
-    ])
+    #expect(
+      try titles(context, [QuerySort("title")]) == [
+        "Amélie", "Collateral", "Delicatessen", "File2", "Heat", "Memories of Murder", "Parasite", "Straße",
+        "Untitled Project", "file10",
+      ])
+    #expect(
+      try titles(context, [QuerySort(\Film.title, comparator: .localizedStandard)]) == [
+        "Amélie", "Collateral", "Delicatessen", "File2", "file10", "Heat", "Memories of Murder", "Parasite", "Straße",
+        "Untitled Project",
+      ])
+    #expect(
+      try titles(context, [QuerySort("title", ascending: false, comparator: .localizedStandard)]) == [
+        "Untitled Project", "Straße", "Parasite", "Memories of Murder", "Heat", "file10", "File2", "Delicatessen",
+        "Collateral", "Amélie",
+      ])
+    #expect(
+      try titles(context, [QuerySort("title", comparator: .caseInsensitive)]) == [
+        "Amélie", "Collateral", "Delicatessen", "file10", "File2", "Heat", "Memories of Murder", "Parasite", "Straße",
+        "Untitled Project",
+      ])
+    #expect(
+      try titles(context, [QuerySort("genre"), QuerySort("title")]) == [
+        "Untitled Project", "Amélie", "Heat", "Memories of Murder", "File2", "file10", "Straße", "Collateral", "Parasite",
+        "Delicatessen",
+      ])
+    #expect(
+      try titles(context, [QuerySort("genre", ascending: false), QuerySort("title")]) == [
+        "Delicatessen", "Collateral", "Parasite", "Straße", "File2", "file10", "Heat", "Memories of Murder", "Amélie",
+        "Untitled Project",
+      ])
+    #expect(
+      try titles(context, [QuerySort("rating", ascending: false), QuerySort("title")]) == [
+        "Parasite", "Amélie", "Heat", "Memories of Murder", "Delicatessen", "Collateral", "Straße", "file10", "File2",
+        "Untitled Project",
+      ])
     #expect(try titles(context, [QuerySort("releaseDate")], limit: 4) == ["Untitled Project", "File2", "file10", "Delicatessen"])
     #expect(try titles(context, [QuerySort("year", ascending: false)], limit: 3) == ["Untitled Project", "Parasite", "Straße"])
     #expect(try titles(context, [QuerySort("year")], limit: 3, offset: 2) == ["Amélie", "Memories of Murder", "Collateral"])
     #expect(try titles(context, [QuerySort("year")], offset: 9) == ["Untitled Project"])
     #expect(try titles(context, [QuerySort("year")], offset: 20).isEmpty)
-    #expect(try titles(context, [QuerySort("director.name"), QuerySort("title")], limit: 6) == [
-      "File2", "Straße", "Untitled Project", "file10", "Memories of Murder", "Parasite",
-    ])
+    #expect(
+      try titles(context, [QuerySort("director.name"), QuerySort("title")], limit: 6) == [
+        "File2", "Straße", "Untitled Project", "file10", "Memories of Murder", "Parasite",
+      ])
     #expect(try titles(context, []) == SampleData.films.map(\.title))
     // Without sorts, offset and limit page through that same order, counted after the predicate.
     let inserted = SampleData.films.map(\.title)
@@ -191,10 +204,12 @@ extension Conformance {
     // The same on a unique attribute, which a store may read through its index (in the index's order).
     let studios = try context.fetch(FetchRequest<Studio>(format: "name >= %@", "A"))
     #expect(studios.count > 2)
-    let second = try context.fetch(FetchRequest<Studio>(predicate: try QueryPredicate(format: "name >= 'A'"), fetchLimit: 1, fetchOffset: 1))
+    let second = try context.fetch(
+      FetchRequest<Studio>(predicate: try QueryPredicate(format: "name >= 'A'"), fetchLimit: 1, fetchOffset: 1))
     #expect(second.map(\.objectID) == [studios[1].objectID])
     let rated = try context.fetch(
-      FetchRequest<Film>(predicate: try QueryPredicate(format: "rating > 7"), sortDescriptors: [QuerySort("rating")], fetchLimit: 2))
+      FetchRequest<Film>(
+        predicate: try QueryPredicate(format: "rating > 7"), sortDescriptors: [QuerySort("rating")], fetchLimit: 2))
     #expect(rated.map(\.title) == ["Collateral", "Delicatessen"])
   }
 }

@@ -69,11 +69,12 @@ extension Conformance {
       return transactions
     }
     func summary(_ transaction: HistoryTransaction) -> Set<String> {
-      Set(transaction.changes.map { change in
-        let properties = change.updatedProperties.sorted().joined(separator: ",")
-        let tombstone = change.tombstone.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
-        return "\(change.changeType.rawValue) \(change.objectID) [\(properties)] {\(tombstone)}"
-      })
+      Set(
+        transaction.changes.map { change in
+          let properties = change.updatedProperties.sorted().joined(separator: ",")
+          let tombstone = change.tombstone.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+          return "\(change.changeType.rawValue) \(change.objectID) [\(properties)] {\(tombstone)}"
+        })
     }
 
     // 1. A save of inserts.
@@ -125,7 +126,9 @@ extension Conformance {
     // 4–6. Batch insert (with an upsert), batch update, batch delete, under another author.
     context.transactionAuthor = "importer"
     let inserted = try context.execute(
-      .insert(entityName: "Memo", objects: [["code": "m3", "title": "Third"], ["code": "m1", "title": "First v2"]], resultType: .objectIDs))
+      .insert(
+        entityName: "Memo", objects: [["code": "m3", "title": "Third"], ["code": "m1", "title": "First v2"]],
+        resultType: .objectIDs))
     let third = try #require(inserted.objectIDs.first { $0 != first.objectID })
     let updated = try context.execute(
       .update(entityName: "Memo", predicate: nil, propertiesToUpdate: ["priority": .constant(9)]))
@@ -154,7 +157,8 @@ extension Conformance {
     var byOthers = PersistentHistoryRequest.fetchHistory(after: nil as HistoryToken?)
     try byOthers.setPredicate(format: "author != %@", "importer")
     #expect(try all(byOthers).map(\.token) == Array(tokens.prefix(3)))
-    try byOthers.setPredicate(format: "processID == %d AND contextName == 'editor' AND timestamp > %@", Int(getpid()), betweenUpdatesAndDelete)
+    try byOthers.setPredicate(
+      format: "processID == %d AND contextName == 'editor' AND timestamp > %@", Int(getpid()), betweenUpdatesAndDelete)
     #expect(try all(byOthers).map(\.token) == Array(tokens.dropFirst(2)))
     var bare = PersistentHistoryRequest.fetchHistory(after: nil as HistoryToken?)
     bare.resultType = .transactionsOnly
@@ -168,7 +172,8 @@ extension Conformance {
     var unknown = PersistentHistoryRequest.fetchHistory(after: nil as HistoryToken?)
     try unknown.setPredicate(format: "colour == 'red'")
     let unknownKey = #expect(throws: StoreError.self) { try context.execute(unknown) }
-    #expect(unknownKey?.code == .invalidQuery && unknownKey?.message.contains("colour") == true, "\(String(describing: unknownKey))")
+    #expect(
+      unknownKey?.code == .invalidQuery && unknownKey?.message.contains("colour") == true, "\(String(describing: unknownKey))")
 
     // A failed save records nothing.
     Memo.make(in: context, code: "m3", title: "Clash")

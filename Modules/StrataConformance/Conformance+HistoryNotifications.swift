@@ -21,7 +21,8 @@ final class StoreChangeCollector: Sendable {
   func expectRemoteChange(with token: HistoryToken, sourceLocation: SourceLocation = #_sourceLocation) async throws {
     let arrival = try await arrival(within: .milliseconds(250)) { $0.isRemote && $0.historyToken == token }
     #expect(arrival != nil, "no remote change with token \(token)", sourceLocation: sourceLocation)
-    #expect(arrival?.onTime != false, "the remote change with token \(token) came later than 250 ms", sourceLocation: sourceLocation)
+    #expect(
+      arrival?.onTime != false, "the remote change with token \(token) came later than 250 ms", sourceLocation: sourceLocation)
   }
 
   /// The first change received that matches, waiting up to 10 s.
@@ -36,7 +37,9 @@ final class StoreChangeCollector: Sendable {
   /// so only its arrival is required: `onTime` is then true, and the wait lasts up to 2,000 looks rather
   /// than 10 s, since the collecting task is starved as much as this one (under ThreadSanitizer the whole
   /// suite runs that slowly).
-  func arrival(within deadline: Duration, where matches: (StoreChange) -> Bool) async throws
+  func arrival(
+    within deadline: Duration, where matches: (StoreChange) -> Bool
+  ) async throws
     -> (change: StoreChange, onTime: Bool)?
   {
     let clock = ContinuousClock()
@@ -82,7 +85,9 @@ extension Conformance {
   }
 
   /// What ``historyNotifications(_:)`` checks, leaving the store open with two saved memos.
-  private static func localHistoryNotifications(_ backend: ConformanceBackend) async throws
+  private static func localHistoryNotifications(
+    _ backend: ConformanceBackend
+  ) async throws
     -> (container: PersistentContainer, url: URL?, memoID: ObjectID, bystanderID: ObjectID)
   {
     let url = try backend.makeLocation()
@@ -205,7 +210,8 @@ extension Conformance {
 
     try await changes.expectRemoteChange(with: token)
     #expect(try store.currentHistoryToken() == token)
-    guard case .transactions(let transactions) = try container.viewContext.execute(.fetchHistory(after: nil as HistoryToken?)) else {
+    guard case .transactions(let transactions) = try container.viewContext.execute(.fetchHistory(after: nil as HistoryToken?))
+    else {
       Issue.record("expected transactions")
       return
     }

@@ -49,7 +49,9 @@ extension Conformance {
   /// A store of the migration area's version 1 at a fresh location, holding Heat (1995, 10 votes, seen,
   /// directed by Mann), Ronin (1998, no votes, unseen, directed by Frankenheimer), Thief (1981, seen, no
   /// director) and a genre.
-  private static func migrationStore(_ backend: ConformanceBackend, options: StoreOptions = StoreOptions(tracksHistory: true))
+  private static func migrationStore(
+    _ backend: ConformanceBackend, options: StoreOptions = StoreOptions(tracksHistory: true)
+  )
     throws -> (store: any PersistentStore, url: URL?, ids: [String: ObjectID])
   {
     let url = try backend.makeLocation()
@@ -121,7 +123,8 @@ extension Conformance {
     #expect(films["Ronin"]?.attributes[2] == .null && films["Ronin"]?.attributes[3] == .string("false"))
     #expect(heat.objectID.primaryKey == ids["Heat"]?.primaryKey && heat.objectID.entityName == "Film")
     let mann = try #require(ids["Michael Mann"])
-    #expect(heat.toOne == [ObjectID(entityName: "Director", storeIdentifier: store.identifier, primaryKey: mann.primaryKey ?? -1)])
+    #expect(
+      heat.toOne == [ObjectID(entityName: "Director", storeIdentifier: store.identifier, primaryKey: mann.primaryKey ?? -1)])
     #expect(try migrated.relatedObjectIDs(of: mann, relationship: "movies", generation: nil) == [heat.objectID])
     #expect(try migrated.count(FetchDescription(entityName: "Studio")) == 0)
     #expect(try migrated.count(FetchDescription(entityName: "Film", predicate: try QueryPredicate(format: "rating == 3"))) == 3)
@@ -175,7 +178,9 @@ extension Conformance {
     let (store, url, _) = try migrationStore(backend)
     // Two movies share seen == true: a uniqueness constraint on seen cannot be added.
     let clashing = try MigrationModels.model(movieConstraints: [["seen"]])
-    let error = expectStoreError(.constraintConflict) { try store.migrated(by: try ModelMigration(from: store.model, to: clashing)) }
+    let error = expectStoreError(.constraintConflict) {
+      try store.migrated(by: try ModelMigration(from: store.model, to: clashing))
+    }
     #expect(error?.conflicts.first?.keys == ["seen"])
     #expect(error?.conflicts.first?.values == [.bool(true)], "\(error?.message ?? "")")
     // The store is as it was, still open with its model.
@@ -217,7 +222,9 @@ extension Conformance {
     let second = try store.migrated(by: try ModelMigration(from: store.model, to: v2))
     let third = try second.migrated(by: try ModelMigration(from: v2, to: v3))
     defer { third.close() }
-    let expected: [Value] = [.string("Ronin"), .int(1998), .int(0), .bool(false), .date(Date(timeIntervalSinceReferenceDate: 86_400.5))]
+    let expected: [Value] = [
+      .string("Ronin"), .int(1998), .int(0), .bool(false), .date(Date(timeIntervalSinceReferenceDate: 86_400.5)),
+    ]
     #expect(try rows(third, "Movie")["Ronin"]?.attributes == expected)
 
     // The same three versions as one migration, in one transaction.
@@ -248,7 +255,10 @@ extension Conformance {
       StoreDescription(type: backend.factory.storeType, url: url, options: StoreOptions(migratesAutomatically: false))
     ]
     expectStoreError(.schemaMismatch) { try strict.loadPersistentStores() }
-    let narrowing = try MigrationModels.model(movie: [MigrationModels.title, AttributeDescription(name: "year", type: .int16), AttributeDescription(name: "votes", type: .int16, isOptional: true)])
+    let narrowing = try MigrationModels.model(movie: [
+      MigrationModels.title, AttributeDescription(name: "year", type: .int16),
+      AttributeDescription(name: "votes", type: .int16, isOptional: true),
+    ])
     let refused = PersistentContainer(name: "Migration", model: narrowing, registry: registry)
     refused.storeDescriptions = [StoreDescription(type: backend.factory.storeType, url: url)]
     let error = expectStoreError(.schemaMismatch) { try refused.loadPersistentStores() }

@@ -12,7 +12,9 @@ extension Conformance {
     let context = try backend.freshContext(container, url)
     let byTitle = [QuerySort("title", comparator: .localizedStandard)]
 
-    func titles(_ format: String, sort: [QuerySort] = byTitle, limit: Int? = nil, offset: Int = 0, pending: Bool = true)
+    func titles(
+      _ format: String, sort: [QuerySort] = byTitle, limit: Int? = nil, offset: Int = 0, pending: Bool = true
+    )
       throws -> [String]
     {
       var request = try FetchRequest<Film>(format: format, sortDescriptors: sort)

@@ -171,17 +171,20 @@ extension Conformance {
     EntityCase(.film, "budget != nil", [], ["Heat", "Collateral", "Parasite"]),
     EntityCase(.film, "released != YES", [], ["Untitled Project", "File2", "file10"]),
     EntityCase(.film, "released == TRUE AND year > 2010", [], ["Parasite", "Straße"]),
-    EntityCase(.film, "releaseDate BETWEEN %@", [[SampleData.date("1995-01-01"), SampleData.date("2001-12-31")]], ["Heat", "Amélie"]),
+    EntityCase(
+      .film, "releaseDate BETWEEN %@", [[SampleData.date("1995-01-01"), SampleData.date("2001-12-31")]], ["Heat", "Amélie"]),
     EntityCase(.film, "releaseDate == %@", [SampleData.date("2019-05-30")], ["Parasite"]),
     EntityCase(.film, "releaseDate != nil AND releaseDate <= %@", [SampleData.date("1995-12-15")], ["Heat", "Delicatessen"]),
     EntityCase(.film, "poster == %@", [Data([1, 2, 3, 255])], ["Heat"]),
     EntityCase(.film, "poster != %@", [Data([1, 2, 3, 255])], allTitles.subtracting(["Heat"])),
     EntityCase(.film, "uuid IN %@", [[SampleData.uuid(2), SampleData.uuid(3)]], ["Collateral", "Amélie"]),
     EntityCase(.film, "uuid != %@", [SampleData.uuid(1)], allTitles.subtracting(["Heat"])),
-    EntityCase(.film, "homepage == %@", [URL(string: "https://parasite.example/film") ?? URL(fileURLWithPath: "/")], ["Parasite"]),
+    EntityCase(
+      .film, "homepage == %@", [URL(string: "https://parasite.example/film") ?? URL(fileURLWithPath: "/")], ["Parasite"]),
     EntityCase(.film, "homepage == nil", [], allTitles.subtracting(["Parasite"])),
     EntityCase(.film, "nil == genre", [], ["Untitled Project"]),
-    EntityCase(.film, "nil != director", [],
+    EntityCase(
+      .film, "nil != director", [],
       ["Heat", "Collateral", "Amélie", "Delicatessen", "Parasite", "Memories of Murder"]),
   ]
 
@@ -207,9 +210,11 @@ extension Conformance {
     EntityCase(.director, "ANY films.actors.films.title == 'Straße'", [], ["Michael Mann"]),
     EntityCase(.director, "count:(films.actors) == 2", [], ["Michael Mann", "Bong Joon-ho"]),
     EntityCase(.director, "films.@count == 0", [], ["Nobody"]),
-    EntityCase(.director, "SUBQUERY(films, $f, SUBQUERY($f.actors, $a, $a.name BEGINSWITH 'Al').@count > 0).@count > 0", [],
+    EntityCase(
+      .director, "SUBQUERY(films, $f, SUBQUERY($f.actors, $a, $a.name BEGINSWITH 'Al').@count > 0).@count > 0", [],
       ["Michael Mann"]),
-    EntityCase(.director, "SUBQUERY(films, $f, SUBQUERY($f.actors, $a, $a.imdbID == nil).@count > 0).@count == 2", [],
+    EntityCase(
+      .director, "SUBQUERY(films, $f, SUBQUERY($f.actors, $a, $a.imdbID == nil).@count > 0).@count == 2", [],
       ["Bong Joon-ho"]),
   ]
 
@@ -229,7 +234,8 @@ extension Conformance {
     EntityCase(.director, "stddev:(films.year) == 4.5", [], ["Michael Mann"]),
     EntityCase(.director, "stddev:(films.year) > 4.9", [], ["Jean-Pierre Jeunet", "Bong Joon-ho"]),
     EntityCase(.film, "sum:({runtime, year}) > 2150", [], ["Heat", "Parasite"]),
-    EntityCase(.film, "min:({runtime, 100}) == 100", [],
+    EntityCase(
+      .film, "min:({runtime, 100}) == 100", [],
       ["Heat", "Collateral", "Amélie", "Parasite", "Memories of Murder", "Straße"]),
     EntityCase(.film, "average:({rating, 10}) >= 9", [], ["Heat", "Amélie", "Parasite", "Memories of Murder"]),
     EntityCase(.film, "count:({rating, genre}) == 1", [], ["Untitled Project"]),
@@ -241,7 +247,8 @@ extension Conformance {
     EntityCase(.film, "ceiling:(rating) == 8", [], ["Collateral", "Delicatessen"]),
     EntityCase(.film, "trunc:(rating / 2) == 4", [], ["Heat", "Amélie", "Parasite", "Memories of Murder"]),
     EntityCase(.film, "modulus:by:(year, 100) == 19", [], ["Parasite"]),
-    EntityCase(.film, "modulus:by:(year, 2) == 1", [],
+    EntityCase(
+      .film, "modulus:by:(year, 2) == 1", [],
       ["Heat", "Amélie", "Delicatessen", "Parasite", "Memories of Murder", "Untitled Project", "file10", "Straße"]),
     EntityCase(.film, "raise:toPower:(runtime, 2) > 20000", [], ["Heat"]),
     EntityCase(.film, "runtime ** 2 > 20000", [], ["Heat"]),

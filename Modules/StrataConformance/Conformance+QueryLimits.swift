@@ -62,8 +62,9 @@ extension Conformance {
       let error = expectStoreError(.invalidQuery, "\(format.prefix(80))") {
         try context.fetch(try FetchRequest<Film>(format: format))
       }
-      #expect(error?.message.contains("level") == true || error?.message.contains("component") == true
-        || error?.message.contains("constant") == true, "\(error?.message ?? "")")
+      #expect(
+        error?.message.contains("level") == true || error?.message.contains("component") == true
+          || error?.message.contains("constant") == true, "\(error?.message ?? "")")
     }
     let many = (0..<(QueryLimits.maxConstants + 1)).map { Int($0) }
     expectStoreError(.invalidQuery) { try context.fetch(try FetchRequest<Film>(format: "year IN %@", many)) }
@@ -80,28 +81,38 @@ extension Conformance {
   /// Predicates at the limits: as deep as allowed, 5,000-value IN lists, 5,001-term AND and OR chains,
   /// the longest key paths (through to-many hops that fan out).
   static let limitCases: [EntityCase] = [
-    EntityCase(.film, String(repeating: "abs:(", count: atDepth) + "runtime" + String(repeating: ")", count: atDepth) + " > 100",
+    EntityCase(
+      .film, String(repeating: "abs:(", count: atDepth) + "runtime" + String(repeating: ")", count: atDepth) + " > 100",
       [], longRuns),
     EntityCase(.film, "runtime" + String(repeating: " + 0", count: atDepth) + " > 100", [], longRuns),
     EntityCase(.film, String(repeating: "NOT ", count: atDepth) + "year == 1995", [], ["Heat"]),
-    EntityCase(.director, "SUBQUERY(films, $f, " + String(repeating: "abs:(", count: atDepth - 3) + "$f.runtime"
-      + String(repeating: ")", count: atDepth - 3) + " > 150).@count > 0", [], ["Michael Mann"]),
-    EntityCase(.director, "SUBQUERY(films, $f, " + String(repeating: "NOT ", count: atDepth - 3) + "$f.year > 2003).@count > 0",
+    EntityCase(
+      .director,
+      "SUBQUERY(films, $f, " + String(repeating: "abs:(", count: atDepth - 3) + "$f.runtime"
+        + String(repeating: ")", count: atDepth - 3) + " > 150).@count > 0", [], ["Michael Mann"]),
+    EntityCase(
+      .director, "SUBQUERY(films, $f, " + String(repeating: "NOT ", count: atDepth - 3) + "$f.year > 2003).@count > 0",
       [], ["Michael Mann", "Jean-Pierre Jeunet", "Bong Joon-ho"]),
     EntityCase(.film, "ANY actors.name IN %@", [fiveThousand.map { "n\($0)" } + ["Al Pacino"]], ["Heat"]),
-    EntityCase(.film, String(repeating: "(year == 1 OR ", count: atDepth / 2) + "year == 1995"
-      + String(repeating: ")", count: atDepth / 2), [], ["Heat"]),
+    EntityCase(
+      .film,
+      String(repeating: "(year == 1 OR ", count: atDepth / 2) + "year == 1995"
+        + String(repeating: ")", count: atDepth / 2), [], ["Heat"]),
     EntityCase(.film, "year IN %@", [fiveThousand], allTitles.subtracting(["Heat"])),
     EntityCase(.film, "NOT (year IN %@)", [fiveThousand], ["Heat"]),
     EntityCase(.film, "title IN %@", [fiveThousand.map { "t\($0)" } + ["Heat"]], ["Heat"]),
     EntityCase(.film, "rating IN %@", [fiveThousand.map { Double($0) + 0.5 }], ["Collateral", "Parasite", "file10"]),
-    EntityCase(.film, fiveThousand.map { "year != \($0)" }.joined(separator: " AND ") + " AND title != 'Parasite' AND title != 'x'", [],
+    EntityCase(
+      .film, fiveThousand.map { "year != \($0)" }.joined(separator: " AND ") + " AND title != 'Parasite' AND title != 'x'", [],
       ["Heat"]),
-    EntityCase(.film, fiveThousand.map { "year == \($0)" }.joined(separator: " OR ") + " OR year == 1995 OR title == 'x'",
+    EntityCase(
+      .film, fiveThousand.map { "year == \($0)" }.joined(separator: " OR ") + " OR year == 1995 OR title == 'x'",
       [], allTitles),
-    EntityCase(.film, "ANY " + Array(repeating: "actors.films", count: 7).joined(separator: ".") + ".title == 'Straße'", [],
+    EntityCase(
+      .film, "ANY " + Array(repeating: "actors.films", count: 7).joined(separator: ".") + ".title == 'Straße'", [],
       ["Heat", "Straße"]),
-    EntityCase(.film, "ANY " + Array(repeating: "director.films", count: 7).joined(separator: ".") + ".title == 'Heat'", [],
+    EntityCase(
+      .film, "ANY " + Array(repeating: "director.films", count: 7).joined(separator: ".") + ".title == 'Heat'", [],
       ["Heat", "Collateral"]),
   ]
 

@@ -53,7 +53,8 @@ public struct ConformanceBackend: Sendable {
   /// A loaded container over a store at `url`, for the sample model or the model of `types`.
   func container(at url: URL?, types: [ManagedObject.Type] = sampleTypes) throws -> PersistentContainer {
     let registry = StoreRegistry([factory])
-    let container = PersistentContainer(name: "Conformance", model: try ObjectModel(types: types), types: types, registry: registry)
+    let container = PersistentContainer(
+      name: "Conformance", model: try ObjectModel(types: types), types: types, registry: registry)
     container.storeDescriptions = [StoreDescription(type: factory.storeType, url: url)]
     try container.loadPersistentStores()
     return container
@@ -74,7 +75,9 @@ public struct ConformanceBackend: Sendable {
   }
 
   /// A context that reads the same store afresh: a new container for file stores, else a new context.
-  func freshContext(_ container: PersistentContainer, _ url: URL?, types: [ManagedObject.Type] = sampleTypes) throws
+  func freshContext(
+    _ container: PersistentContainer, _ url: URL?, types: [ManagedObject.Type] = sampleTypes
+  ) throws
     -> ObjectContext
   {
     if let url {

@@ -46,7 +46,8 @@ final class CountingStore: PersistentStore {
   /// Forwarded, so that a counted store streams as the store it wraps does (the protocol's default
   /// collects through `fetch`); one call counts as one fetch either way.
   func fetchSnapshots(
-    _ request: FetchDescription, generation: QueryGeneration?, _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void
+    _ request: FetchDescription, generation: QueryGeneration?,
+    _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void
   ) throws {
     counts.record("fetch")
     try inner.fetchSnapshots(request, generation: generation, body)

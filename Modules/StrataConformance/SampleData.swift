@@ -36,25 +36,36 @@ public enum SampleData {
   }
 
   static let films: [FilmRow] = [
-    FilmRow(title: "Heat", year: 1995, rating: 8.3, runtime: 170, boxOffice: 187_436_818, budget: 60_000_000, released: true,
-      releaseDate: "1995-12-15", genre: "Crime", director: "Michael Mann", studio: "Warner", actors: ["Al Pacino", "Robert De Niro"]),
-    FilmRow(title: "Collateral", year: 2004, rating: 7.5, runtime: 120, boxOffice: 220_939_529, budget: 65_000_000, released: true,
+    FilmRow(
+      title: "Heat", year: 1995, rating: 8.3, runtime: 170, boxOffice: 187_436_818, budget: 60_000_000, released: true,
+      releaseDate: "1995-12-15", genre: "Crime", director: "Michael Mann", studio: "Warner",
+      actors: ["Al Pacino", "Robert De Niro"]),
+    FilmRow(
+      title: "Collateral", year: 2004, rating: 7.5, runtime: 120, boxOffice: 220_939_529, budget: 65_000_000, released: true,
       releaseDate: "2004-08-06", genre: "Thriller", director: "Michael Mann", studio: "Warner", actors: []),
-    FilmRow(title: "Amélie", year: 2001, rating: 8.3, runtime: 122, boxOffice: 174_000_000, budget: nil, released: true,
+    FilmRow(
+      title: "Amélie", year: 2001, rating: 8.3, runtime: 122, boxOffice: 174_000_000, budget: nil, released: true,
       releaseDate: "2001-04-25", genre: "Comedy", director: "Jean-Pierre Jeunet", studio: "UGC", actors: ["Audrey Tautou"]),
-    FilmRow(title: "Delicatessen", year: 1991, rating: 7.6, runtime: 99, boxOffice: 1_800_000, budget: nil, released: true,
+    FilmRow(
+      title: "Delicatessen", year: 1991, rating: 7.6, runtime: 99, boxOffice: 1_800_000, budget: nil, released: true,
       releaseDate: "1991-04-17", genre: "comedy", director: "Jean-Pierre Jeunet", studio: "UGC", actors: []),
-    FilmRow(title: "Parasite", year: 2019, rating: 8.5, runtime: 132, boxOffice: 258_000_000, budget: 11_400_000, released: true,
+    FilmRow(
+      title: "Parasite", year: 2019, rating: 8.5, runtime: 132, boxOffice: 258_000_000, budget: 11_400_000, released: true,
       releaseDate: "2019-05-30", genre: "Thriller", director: "Bong Joon-ho", studio: nil, actors: ["Song Kang-ho"]),
-    FilmRow(title: "Memories of Murder", year: 2003, rating: 8.1, runtime: 131, boxOffice: 1_500_000, budget: nil, released: true,
+    FilmRow(
+      title: "Memories of Murder", year: 2003, rating: 8.1, runtime: 131, boxOffice: 1_500_000, budget: nil, released: true,
       releaseDate: "2003-05-02", genre: "Crime", director: "Bong Joon-ho", studio: nil, actors: ["Song Kang-ho"]),
-    FilmRow(title: "Untitled Project", year: 2027, rating: 0, runtime: 0, boxOffice: 0, budget: nil, released: false,
+    FilmRow(
+      title: "Untitled Project", year: 2027, rating: 0, runtime: 0, boxOffice: 0, budget: nil, released: false,
       releaseDate: nil, genre: nil, director: nil, studio: nil, actors: []),
-    FilmRow(title: "File2", year: 2010, rating: 5.0, runtime: 90, boxOffice: 10, budget: nil, released: false,
+    FilmRow(
+      title: "File2", year: 2010, rating: 5.0, runtime: 90, boxOffice: 10, budget: nil, released: false,
       releaseDate: nil, genre: "Documentary", director: nil, studio: "Warner", actors: []),
-    FilmRow(title: "file10", year: 2011, rating: 5.5, runtime: 91, boxOffice: 20, budget: nil, released: false,
+    FilmRow(
+      title: "file10", year: 2011, rating: 5.5, runtime: 91, boxOffice: 20, budget: nil, released: false,
       releaseDate: nil, genre: "Documentary", director: nil, studio: "Warner", actors: []),
-    FilmRow(title: "Straße", year: 2015, rating: 6.0, runtime: 100, boxOffice: 30, budget: nil, released: true,
+    FilmRow(
+      title: "Straße", year: 2015, rating: 6.0, runtime: 100, boxOffice: 30, budget: nil, released: true,
       releaseDate: "2015-01-01", genre: "Drama", director: nil, studio: nil, actors: ["Robert De Niro"]),
   ]
 

@@ -19,7 +19,9 @@ public enum BatchRequest: Sendable, Hashable {
   /// ```swift
   /// try store.execute(.insert(entityName: "Studio", objects: [["name": "Ghibli"]], resultType: .count)).count   // 1
   /// ```
-  public static func insert(entityName: String, objects: [[String: Value]], resultType: BatchResultType = .statusOnly)
+  public static func insert(
+    entityName: String, objects: [[String: Value]], resultType: BatchResultType = .statusOnly
+  )
     -> BatchRequest
   {
     .insert(BatchInsertDescription(entityName: entityName, objects: objects, resultType: resultType))

@@ -2,62 +2,62 @@ import Foundation
 import Synchronization
 
 #if STRATA_SANITIZE_LOCKS
-/// A value guarded by a mutex, for the few places where shared state is unavoidable.
-///
-/// This is the sanitizer build (`-Xswiftc -DSTRATA_SANITIZE_LOCKS`, set by `scripts/sanitize`): the lock
-/// is a `pthread_mutex_t`, whose lock and unlock ThreadSanitizer intercepts. `Synchronization.Mutex`
-/// hands a contended lock over inside the kernel (`FUTEX_LOCK_PI`/`FUTEX_UNLOCK_PI`), which
-/// ThreadSanitizer does not see, so it reports the accesses of two critical sections as a race.
-/// See docs/SANITIZERS.md.
-package final class Locked<State: ~Copyable>: @unchecked Sendable where State: Sendable {
-  private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-  private var state: State
+  /// A value guarded by a mutex, for the few places where shared state is unavoidable.
+  ///
+  /// This is the sanitizer build (`-Xswiftc -DSTRATA_SANITIZE_LOCKS`, set by `scripts/sanitize`): the lock
+  /// is a `pthread_mutex_t`, whose lock and unlock ThreadSanitizer intercepts. `Synchronization.Mutex`
+  /// hands a contended lock over inside the kernel (`FUTEX_LOCK_PI`/`FUTEX_UNLOCK_PI`), which
+  /// ThreadSanitizer does not see, so it reports the accesses of two critical sections as a race.
+  /// See docs/SANITIZERS.md.
+  package final class Locked<State: ~Copyable>: @unchecked Sendable where State: Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private var state: State
 
-  package init(_ state: consuming sending State) {
-    self.state = state
-    pthread_mutex_init(mutex, nil)
-  }
+    package init(_ state: consuming sending State) {
+      self.state = state
+      pthread_mutex_init(mutex, nil)
+    }
 
-  deinit {
-    pthread_mutex_destroy(mutex)
-    mutex.deallocate()
-  }
+    deinit {
+      pthread_mutex_destroy(mutex)
+      mutex.deallocate()
+    }
 
-  /// Runs `body` with exclusive access to the state.
-  package func withLock<R: ~Copyable, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> R {
-    pthread_mutex_lock(mutex)
-    defer { pthread_mutex_unlock(mutex) }
-    return try body(&state)
-  }
+    /// Runs `body` with exclusive access to the state.
+    package func withLock<R: ~Copyable, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> R {
+      pthread_mutex_lock(mutex)
+      defer { pthread_mutex_unlock(mutex) }
+      return try body(&state)
+    }
 
-  /// Runs `body` with exclusive access to the state if the lock is free now; `nil` when it is held.
-  package func withLockIfAvailable<R: ~Copyable, E: Error>(
-    _ body: (inout sending State) throws(E) -> sending R
-  ) throws(E) -> R? {
-    guard pthread_mutex_trylock(mutex) == 0 else { return nil }
-    defer { pthread_mutex_unlock(mutex) }
-    return try body(&state)
+    /// Runs `body` with exclusive access to the state if the lock is free now; `nil` when it is held.
+    package func withLockIfAvailable<R: ~Copyable, E: Error>(
+      _ body: (inout sending State) throws(E) -> sending R
+    ) throws(E) -> R? {
+      guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+      defer { pthread_mutex_unlock(mutex) }
+      return try body(&state)
+    }
   }
-}
 #else
-/// A value guarded by a mutex, for the few places where shared state is unavoidable.
-package final class Locked<State: ~Copyable>: Sendable where State: Sendable {
-  private let mutex: Mutex<State>
+  /// A value guarded by a mutex, for the few places where shared state is unavoidable.
+  package final class Locked<State: ~Copyable>: Sendable where State: Sendable {
+    private let mutex: Mutex<State>
 
-  package init(_ state: consuming sending State) {
-    mutex = Mutex(state)
-  }
+    package init(_ state: consuming sending State) {
+      mutex = Mutex(state)
+    }
 
-  /// Runs `body` with exclusive access to the state.
-  package func withLock<R: ~Copyable, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> R {
-    try mutex.withLock(body)
-  }
+    /// Runs `body` with exclusive access to the state.
+    package func withLock<R: ~Copyable, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> R {
+      try mutex.withLock(body)
+    }
 
-  /// Runs `body` with exclusive access to the state if the lock is free now; `nil` when it is held.
-  package func withLockIfAvailable<R: ~Copyable, E: Error>(
-    _ body: (inout sending State) throws(E) -> sending R
-  ) throws(E) -> R? {
-    try mutex.withLockIfAvailable(body)
+    /// Runs `body` with exclusive access to the state if the lock is free now; `nil` when it is held.
+    package func withLockIfAvailable<R: ~Copyable, E: Error>(
+      _ body: (inout sending State) throws(E) -> sending R
+    ) throws(E) -> R? {
+      try mutex.withLockIfAvailable(body)
+    }
   }
-}
 #endif

@@ -117,7 +117,9 @@ public struct AttributeMapping: Sendable, Hashable {
   /// through each of them before this one.
   let earlier: [AttributeMapping]
 
-  init(attribute: AttributeDescription, source: String?, sourceType: AttributeType?, fill: Value, earlier: [AttributeMapping] = []) {
+  init(
+    attribute: AttributeDescription, source: String?, sourceType: AttributeType?, fill: Value, earlier: [AttributeMapping] = []
+  ) {
     self.attribute = attribute
     self.source = source
     self.sourceType = sourceType
@@ -291,7 +293,8 @@ public struct ModelMigration: Sendable {
       for (name, middleName) in mapping.relationshipSources {
         if let originName = middle.relationshipSources[middleName] { relationshipSources[name] = originName }
       }
-      return EntityMapping(entity: mapping.entity, source: origin, attributes: attributes, relationshipSources: relationshipSources)
+      return EntityMapping(
+        entity: mapping.entity, source: origin, attributes: attributes, relationshipSources: relationshipSources)
     }
     let reached = Set(entities.compactMap(\.source))
     removedEntities = first.source.entities.map(\.name).filter { !reached.contains($0) }
@@ -380,7 +383,8 @@ private struct Inference {
       let change = { (kind: SchemaChange.Kind) in SchemaChange(entity: new.name, key: attribute.name, kind) }
       let refuse = { (what: String) in "\(new.name).\(attribute.name): \(what)" }
       let oldAttribute: AttributeDescription?
-      switch match(attribute.name, attribute.renamingIdentifier, in: old.attributes, named: \.name, renamed: \.renamingIdentifier) {
+      switch match(attribute.name, attribute.renamingIdentifier, in: old.attributes, named: \.name, renamed: \.renamingIdentifier)
+      {
       case .found(let found): oldAttribute = found
       case .none: oldAttribute = nil
       case .missing(let identifier):

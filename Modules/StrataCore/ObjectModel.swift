@@ -382,7 +382,9 @@ public struct ObjectModel: Sendable, Hashable, Codable {
   /// The side that owns the join table of a join-table relationship: for a many-to-many pair, the one
   /// whose `Entity.relationship` name sorts first; otherwise the relationship itself. Link rows are
   /// stored as (owner source, owner target).
-  public func joinTableOwner(of entityName: String, _ relationship: RelationshipDescription)
+  public func joinTableOwner(
+    of entityName: String, _ relationship: RelationshipDescription
+  )
     -> (entity: String, relationship: String, isFlipped: Bool)
   {
     if let inverse = inverse(of: relationship), inverse.isToMany,
@@ -437,14 +439,17 @@ public struct ObjectModel: Sendable, Hashable, Codable {
         !name.isEmpty && !name.hasPrefix("_") && name.first.map { $0.isLetter } == true
         && name.allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" }
       if !ok {
-        throw invalid("\(what) name '\(name)' must start with a letter and hold only letters, digits and _",
+        throw invalid(
+          "\(what) name '\(name)' must start with a letter and hold only letters, digits and _",
           entity, entity == nil ? nil : name)
       }
     }
     var seenEntities = Set<String>()
     for entity in entities {
       try checkName(entity.name, "entity")
-      guard seenEntities.insert(entity.name).inserted else { throw invalid("entity '\(entity.name)' is declared twice", entity.name) }
+      guard seenEntities.insert(entity.name).inserted else {
+        throw invalid("entity '\(entity.name)' is declared twice", entity.name)
+      }
       var seen = Set<String>()
       for name in entity.propertyNames {
         try checkName(name, "property", entity: entity.name)
@@ -454,11 +459,13 @@ public struct ObjectModel: Sendable, Hashable, Codable {
       }
       for attribute in entity.attributes {
         if let value = attribute.defaultValue, attribute.type.coerce(value) == nil {
-          throw invalid("default value \(value) of \(entity.name).\(attribute.name) is not a \(attribute.type.rawValue)",
+          throw invalid(
+            "default value \(value) of \(entity.name).\(attribute.name) is not a \(attribute.type.rawValue)",
             entity.name, attribute.name)
         }
         if attribute.defaultValue == .null && !attribute.isOptional {
-          throw invalid("\(entity.name).\(attribute.name) is not optional but its default value is nil", entity.name, attribute.name)
+          throw invalid(
+            "\(entity.name).\(attribute.name) is not optional but its default value is nil", entity.name, attribute.name)
         }
       }
       for keys in entity.uniquenessConstraints + entity.indexes {
@@ -468,7 +475,8 @@ public struct ObjectModel: Sendable, Hashable, Codable {
           case .attribute(let a, _) where a.isPersistent: break
           case .toOne: break
           default:
-            throw invalid("constraint or index of \(entity.name) names '\(key)', which is not a stored attribute or to-one relationship",
+            throw invalid(
+              "constraint or index of \(entity.name) names '\(key)', which is not a stored attribute or to-one relationship",
               entity.name, key)
           }
         }
@@ -481,11 +489,13 @@ public struct ObjectModel: Sendable, Hashable, Codable {
         }
         if let inverseName = rel.inverse {
           guard let inverse = destination.relationship(named: inverseName) else {
-            throw invalid("the inverse of \(entity.name).\(rel.name) is '\(inverseName)', which \(destination.name) does not have",
+            throw invalid(
+              "the inverse of \(entity.name).\(rel.name) is '\(inverseName)', which \(destination.name) does not have",
               entity.name, rel.name)
           }
           guard inverse.destination == entity.name, inverse.inverse == rel.name else {
-            throw invalid("\(destination.name).\(inverseName) must point back at \(entity.name).\(rel.name)",
+            throw invalid(
+              "\(destination.name).\(inverseName) must point back at \(entity.name).\(rel.name)",
               entity.name, rel.name)
           }
         }

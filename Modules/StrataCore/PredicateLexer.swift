@@ -266,8 +266,7 @@ struct PredicateLexer {
 
   private mutating func readRun(allowLeadingDigit: Bool = false) -> String {
     var view = String.UnicodeScalarView()
-    if let s = peek(), PredicateCharacters.isIdentifierStart(s) || (allowLeadingDigit && PredicateCharacters.isDigit(s))
-    {
+    if let s = peek(), PredicateCharacters.isIdentifierStart(s) || (allowLeadingDigit && PredicateCharacters.isDigit(s)) {
       view.append(s)
       position += 1
       while let s = peek(), PredicateCharacters.isIdentifierContinue(s) {

@@ -97,8 +97,7 @@ extension PredicateParser {
       output.append(.function(op.functionName, [left, right]))
     }
     for (i, op) in operators.enumerated() where i + 1 < operands.count {
-      while let top = pending.last, top.precedence > op.precedence || (top.precedence == op.precedence && op != .power)
-      {
+      while let top = pending.last, top.precedence > op.precedence || (top.precedence == op.precedence && op != .power) {
         apply(pending.removeLast())
       }
       pending.append(op)
@@ -406,7 +405,9 @@ extension PredicateParser {
     return try cast(value, at: valueStart, to: type, at: typeStart)
   }
 
-  private func cast(_ value: QueryExpression, at valueStart: Int, to type: QueryExpression, at typeStart: Int) throws
+  private func cast(
+    _ value: QueryExpression, at valueStart: Int, to type: QueryExpression, at typeStart: Int
+  ) throws
     -> QueryExpression
   {
     guard case .constant(.string(let typeName)) = type else {
@@ -452,7 +453,9 @@ extension PredicateParser {
     return function
   }
 
-  private func call(_ function: FormatLiterals.Function, _ arguments: [QueryExpression], at start: Int) throws
+  private func call(
+    _ function: FormatLiterals.Function, _ arguments: [QueryExpression], at start: Int
+  ) throws
     -> QueryExpression
   {
     var arguments = arguments

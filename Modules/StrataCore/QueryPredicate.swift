@@ -187,7 +187,9 @@ public indirect enum QueryExpression: Sendable, Hashable, Codable {
 }
 
 extension QueryPredicate {
-  fileprivate func substituting(variablesExcluding bound: String, from variables: [String: Value]) throws
+  fileprivate func substituting(
+    variablesExcluding bound: String, from variables: [String: Value]
+  ) throws
     -> QueryPredicate
   {
     switch self {

@@ -52,7 +52,9 @@ struct ExpressionChecker {
     }
   }
 
-  private func function(_ name: String, _ arguments: [QueryExpression]) throws
+  private func function(
+    _ name: String, _ arguments: [QueryExpression]
+  ) throws
     -> (QueryExpression, ResolvedKeyPath.ValueKind?)
   {
     if name == "now", arguments.isEmpty { return (.constant(.date(Date())), .attribute(.date)) }
@@ -88,7 +90,9 @@ struct ExpressionChecker {
 
   /// A collection function over constants (folded now), a to-many key path (`sum:(films.rating)` becomes
   /// `films.rating.@sum` where a collection operator says the same), or a literal of expressions.
-  private func fold(_ function: CollectionFunction, _ argument: QueryExpression) throws
+  private func fold(
+    _ function: CollectionFunction, _ argument: QueryExpression
+  ) throws
     -> (QueryExpression, ResolvedKeyPath.ValueKind?)
   {
     let name = function.rawValue
@@ -151,7 +155,9 @@ struct ExpressionChecker {
 
   /// Checks that an element of `kind` suits `function`: numbers for `sum:` `average:` `median:` `stddev:`,
   /// also strings and dates for `min:` `max:` `mode:`; decimals are not supported in folds yet.
-  private func requireElement(_ function: CollectionFunction, _ kind: ResolvedKeyPath.ValueKind, _ argument: QueryExpression)
+  private func requireElement(
+    _ function: CollectionFunction, _ kind: ResolvedKeyPath.ValueKind, _ argument: QueryExpression
+  )
     throws
   {
     if function == .count { return }
@@ -172,7 +178,9 @@ struct ExpressionChecker {
   }
 
   /// Whether an arithmetic argument is an integer (true) or a floating-point number (false).
-  private func numeric(_ function: String, _ argument: QueryExpression, _ kind: ResolvedKeyPath.ValueKind?) throws
+  private func numeric(
+    _ function: String, _ argument: QueryExpression, _ kind: ResolvedKeyPath.ValueKind?
+  ) throws
     -> Bool
   {
     switch kind {
@@ -188,7 +196,9 @@ struct ExpressionChecker {
     }
   }
 
-  private func typeError(_ function: String, _ needed: String, _ argument: QueryExpression, _ kind: ResolvedKeyPath.ValueKind)
+  private func typeError(
+    _ function: String, _ needed: String, _ argument: QueryExpression, _ kind: ResolvedKeyPath.ValueKind
+  )
     -> StoreError
   {
     let key = argument.keyPaths.first
@@ -197,7 +207,9 @@ struct ExpressionChecker {
       .invalidQuery, "\(function) needs \(needed), but \(what) is a \(kind.name)", entity: entity.name, key: key)
   }
 
-  private func subquery(_ collection: QueryExpression, _ variable: String, _ predicate: QueryPredicate) throws
+  private func subquery(
+    _ collection: QueryExpression, _ variable: String, _ predicate: QueryPredicate
+  ) throws
     -> QueryExpression
   {
     guard case .keyPath(let keyPath) = collection else {
@@ -293,7 +305,9 @@ extension QueryValidator {
   /// // kind == .attribute(.int64)
   /// ```
   /// - Throws: `.invalidQuery` / `.unsupported` as for an expression inside a predicate.
-  public static func checkExpression(_ expression: QueryExpression, entity: EntityDescription, model: ObjectModel) throws
+  public static func checkExpression(
+    _ expression: QueryExpression, entity: EntityDescription, model: ObjectModel
+  ) throws
     -> (QueryExpression, ResolvedKeyPath.ValueKind?)
   {
     try QueryLimits.check(expression)

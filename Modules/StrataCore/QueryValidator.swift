@@ -54,7 +54,9 @@ public enum QueryValidator {
   ///   `.unsupported` for functions other than those of ``ExpressionChecker``, decimal arithmetic, a
   ///   `SUBQUERY` not counted with `@count`, nested or reading key paths other than its variable's, the
   ///   union collection operators, and a to-many key path on the right side of a comparison.
-  public static func check(_ predicate: QueryPredicate, entity: EntityDescription, model: ObjectModel) throws
+  public static func check(
+    _ predicate: QueryPredicate, entity: EntityDescription, model: ObjectModel
+  ) throws
     -> QueryPredicate
   {
     try QueryLimits.check(predicate)
@@ -62,7 +64,9 @@ public enum QueryValidator {
   }
 
   /// ``check(_:entity:model:)-(QueryPredicate,_,_)`` after ``QueryLimits`` has bounded the recursion.
-  private static func checked(_ predicate: QueryPredicate, entity: EntityDescription, model: ObjectModel) throws
+  private static func checked(
+    _ predicate: QueryPredicate, entity: EntityDescription, model: ObjectModel
+  ) throws
     -> QueryPredicate
   {
     switch predicate {
@@ -96,7 +100,9 @@ public enum QueryValidator {
   /// let key = try QueryValidator.resolveSortKey(QuerySort("director.name"), entity: movie, model: model)
   /// key.hops.count   // 1: one LEFT JOIN for a SQL backend
   /// ```
-  public static func resolveSortKey(_ sort: QuerySort, entity: EntityDescription, model: ObjectModel) throws
+  public static func resolveSortKey(
+    _ sort: QuerySort, entity: EntityDescription, model: ObjectModel
+  ) throws
     -> ResolvedKeyPath
   {
     let path = try ResolvedKeyPath(sort.keyPath, entity: entity, model: model)
@@ -191,7 +197,8 @@ private struct ComparisonChecker {
         op = op.flipped
       default:
         throw StoreError(
-          .unsupported, "\(op.rawValue) with a constant on its left side and an expression on its right is not supported; put the expression on the left",
+          .unsupported,
+          "\(op.rawValue) with a constant on its left side and an expression on its right is not supported; put the expression on the left",
           entity: entity.name)
       }
     }
@@ -214,7 +221,8 @@ private struct ComparisonChecker {
           entity: entity.name, key: rightPath.keyPath)
       default:
         throw StoreError(
-          .unsupported, "\(op.rawValue) with a constant on its left side and a key path on its right is not supported; put the key path on the left",
+          .unsupported,
+          "\(op.rawValue) with a constant on its left side and a key path on its right is not supported; put the key path on the left",
           entity: entity.name, key: rightPath.keyPath)
       }
     }
@@ -300,7 +308,9 @@ private struct ComparisonChecker {
     }
   }
 
-  private func convert(_ value: Value, for op: ComparisonOperator, against path: Subject, options: StringOptions)
+  private func convert(
+    _ value: Value, for op: ComparisonOperator, against path: Subject, options: StringOptions
+  )
     throws -> Value
   {
     let kind = path.valueKind
@@ -370,7 +380,8 @@ private struct ComparisonChecker {
       if let id {
         guard id.entityName == entityName else {
           throw StoreError(
-            .invalidQuery, "\(path) holds an object ID of \(entityName), so it cannot be compared with an object of \(id.entityName)",
+            .invalidQuery,
+            "\(path) holds an object ID of \(entityName), so it cannot be compared with an object of \(id.entityName)",
             entity: entity.name, key: path.keyPath, value: value)
         }
         return .objectID(id)

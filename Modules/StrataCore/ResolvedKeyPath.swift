@@ -255,7 +255,8 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     let type = attribute.type
     if type == .decimal {
       throw StoreError(
-        .unsupported, "\(op.rawValue) of the decimal attribute \(last.destination.name).\(attribute.name) is not supported\(context)",
+        .unsupported,
+        "\(op.rawValue) of the decimal attribute \(last.destination.name).\(attribute.name) is not supported\(context)",
         entity: last.destination.name, key: attribute.name)
     }
     let applies: Bool
@@ -265,7 +266,8 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     }
     guard applies else {
       throw StoreError(
-        .invalidQuery, "\(op.rawValue) does not apply to \(last.destination.name).\(attribute.name), a \(type.rawValue)\(context)",
+        .invalidQuery,
+        "\(op.rawValue) does not apply to \(last.destination.name).\(attribute.name), a \(type.rawValue)\(context)",
         entity: last.destination.name, key: attribute.name)
     }
     self.init(

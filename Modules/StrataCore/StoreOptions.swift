@@ -50,4 +50,3 @@ public struct StoreChange: Sendable, Hashable {
     self.deleted = deleted
   }
 }
-

@@ -217,7 +217,9 @@ public enum StringSemantics {
 
   /// Evaluates a string operator (`==`, `!=`, `<`…, `CONTAINS`, `BEGINSWITH`, `ENDSWITH`, `LIKE`,
   /// `MATCHES`) on two strings under `options`.
-  public static func evaluate(_ op: ComparisonOperator, _ lhs: String, _ rhs: String, _ options: StringOptions) throws
+  public static func evaluate(
+    _ op: ComparisonOperator, _ lhs: String, _ rhs: String, _ options: StringOptions
+  ) throws
     -> Bool
   {
     if op == .like { return like(lhs, rhs, options) }

@@ -67,7 +67,7 @@ enum LMDBDataFile {
       if length == 0 { return .new }
       do {
         return try validate(descriptor, length: length, notStrata: notStrata)
-      } catch where length < 2 * 4096 {
+      } catch  where length < 2 * 4096 {
         if attempt < 5 {
           attempt += 1
           usleep(20_000)

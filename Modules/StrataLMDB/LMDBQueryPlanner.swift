@@ -88,10 +88,14 @@ struct IndexPlan {
       }
     case .lessThan, .lessThanOrEqualTo:
       guard !constant.isNull, let k = key(constant) else { return nil }
-      ranges = [KeyRange(lower: firstPresent, lowerInclusive: true, upper: k, upperInclusive: c.op == .lessThanOrEqualTo || !exact)]
+      ranges = [
+        KeyRange(lower: firstPresent, lowerInclusive: true, upper: k, upperInclusive: c.op == .lessThanOrEqualTo || !exact)
+      ]
     case .greaterThan, .greaterThanOrEqualTo:
       guard !constant.isNull, let k = key(constant) else { return nil }
-      ranges = [KeyRange(lower: k, lowerInclusive: c.op == .greaterThanOrEqualTo || !exact, upper: pastPresent, upperInclusive: false)]
+      ranges = [
+        KeyRange(lower: k, lowerInclusive: c.op == .greaterThanOrEqualTo || !exact, upper: pastPresent, upperInclusive: false)
+      ]
     case .between:
       guard case .array(let bounds) = constant, bounds.count == 2, !bounds[0].isNull, !bounds[1].isNull,
         let low = key(bounds[0]), let high = key(bounds[1])

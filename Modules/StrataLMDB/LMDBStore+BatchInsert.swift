@@ -49,7 +49,8 @@ extension LMDBStore {
     do {
       outcome = try environment.write { txn in
         var batch = try LMDBBatchInsert(
-          txn: txn, schema: schema, entity: entity, storeIdentifier: identifier, maxKeySize: maxKeySize, namesObjects: namesObjects)
+          txn: txn, schema: schema, entity: entity, storeIdentifier: identifier, maxKeySize: maxKeySize,
+          namesObjects: namesObjects)
         var row = BatchInsertRow(rules: batch.rules)
         try request.forEachRow { index, dictionary in
           try row.reload(dictionary, index: index, rules: batch.rules)
@@ -76,7 +77,8 @@ extension LMDBStore {
     let token = outcome.written.token
     announce(
       StoreChange(
-        storeIdentifier: identifier, historyToken: token, inserted: updated.isEmpty ? ids : ids.filter { !updatedSet.contains($0) },
+        storeIdentifier: identifier, historyToken: token,
+        inserted: updated.isEmpty ? ids : ids.filter { !updatedSet.contains($0) },
         updated: updated),
       transactionID: outcome.transactionID)
     return BatchResult(count: outcome.written.count, objectIDs: ids, historyToken: token, updatedObjectIDs: updated)

@@ -175,7 +175,9 @@ extension LMDBStore {
   /// ```
   ///
   /// - Throws: `.notFound` for an unknown entity or relationship; `.misuse` when the store is closed.
-  public func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws
+  public func relatedObjectIDs(
+    of id: ObjectID, relationship: String, generation: QueryGeneration?
+  ) throws
     -> [ObjectID]
   {
     guard let entity = model.entity(named: id.entityName) else {

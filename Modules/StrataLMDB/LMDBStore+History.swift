@@ -35,7 +35,9 @@ enum LMDBHistory {
   }
 
   /// Every transaction after `sequence`, in order.
-  static func transactions(after sequence: Int64, _ txn: LMDBTransaction, _ history: MDB_dbi, storeIdentifier: String) throws
+  static func transactions(
+    after sequence: Int64, _ txn: LMDBTransaction, _ history: MDB_dbi, storeIdentifier: String
+  ) throws
     -> [HistoryTransaction]
   {
     try txn.withCursor(history) { cursor in

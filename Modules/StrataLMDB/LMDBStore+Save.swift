@@ -502,7 +502,8 @@ struct LMDBSaveOperation {
   /// The save's result and change announcement, as the memory store reports them.
   private func results(deleted: Set<ObjectID>, recomputed: Set<ObjectID>) throws -> (SaveResult, StoreChange) {
     var result = SaveResult()
-    result.permanentIDs = changes.inserted.allSatisfy(\.objectID.isTemporary) ? permanentIDs : permanentIDs.filter { $0.key.isTemporary }
+    result.permanentIDs =
+      changes.inserted.allSatisfy(\.objectID.isTemporary) ? permanentIDs : permanentIDs.filter { $0.key.isTemporary }
     result.versions = versions
     result.insertedIDs = insertedIDs
     let clearedSet = Set(cleared)
@@ -515,8 +516,9 @@ struct LMDBSaveOperation {
         let id = isInsert ? insertedIDs[i] : sentID
         guard deleted.isEmpty || !deleted.contains(id) else { continue }
         if isInsert { inserted.append(id) } else { updated.append(id) }
-        guard !converted.isEmpty && converted.contains(sentID) || !clearedSet.isEmpty && clearedSet.contains(id)
-          || !recomputed.isEmpty && recomputed.contains(id),
+        guard
+          !converted.isEmpty && converted.contains(sentID) || !clearedSet.isEmpty && clearedSet.contains(id)
+            || !recomputed.isEmpty && recomputed.contains(id),
           let stored = try stored(id)
         else { continue }
         if stored != expected(sent: list[i], stored: stored) { result.storedSnapshots[id] = stored }

@@ -222,7 +222,9 @@ public final class LMDBStore: PersistentStore {
 
   /// Opens `strata.history`, creating it when history is on. When history is off and the store recorded
   /// some before, that history is dropped and every token issued expires (``LMDBHistory/expireAll(_:_:_:)``).
-  private static func openHistory(_ environment: LMDBEnvironment, schema: LMDBSchema, options: StoreOptions) throws
+  private static func openHistory(
+    _ environment: LMDBEnvironment, schema: LMDBSchema, options: StoreOptions
+  ) throws
     -> MDB_dbi?
   {
     let writable = !options.isReadOnly
@@ -304,7 +306,9 @@ public final class LMDBStore: PersistentStore {
     }
   }
 
-  private static func mismatch(path: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel)
+  private static func mismatch(
+    path: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel
+  )
     -> StoreError
   {
     var differences: [String] = []

@@ -27,7 +27,9 @@ struct LMDBTransaction {
   }
 
   /// Stores `value` under `key`. `MDB_MAP_FULL` surfaces as an ``LMDBError`` the environment handles.
-  func put(_ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, flags: Int32 = 0) throws(LMDBError)
+  func put(
+    _ dbi: MDB_dbi, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, flags: Int32 = 0
+  ) throws(LMDBError)
     -> Bool
   {
     var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
@@ -159,8 +161,10 @@ struct LMDBCursor {
     let rc = mdb_cursor_get(cursor, &key, &value, op)
     if rc == MDB_NOTFOUND { return nil }
     try check(rc, "mdb_cursor_get")
-    return (UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size),
-      UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+    return (
+      UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size),
+      UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+    )
   }
 
   /// Moves as `step` says; `nil` at the end.

@@ -9,7 +9,9 @@ struct MemoryHistory: Sendable {
   var purgedThrough: Int64 = 0
 
   /// Records one transaction and returns its token.
-  mutating func append(_ changes: [HistoryChange], author: String?, contextName: String?, storeIdentifier: String)
+  mutating func append(
+    _ changes: [HistoryChange], author: String?, contextName: String?, storeIdentifier: String
+  )
     -> HistoryToken
   {
     lastSequence += 1
@@ -22,7 +24,9 @@ struct MemoryHistory: Sendable {
   }
 
   /// The tombstones of the deleted objects whose entities keep some values, read from the state before the save.
-  static func tombstones(of deleted: [ObjectID], in state: MemoryState, model: ObjectModel, storeIdentifier: String)
+  static func tombstones(
+    of deleted: [ObjectID], in state: MemoryState, model: ObjectModel, storeIdentifier: String
+  )
     -> [ObjectID: [String: Value]]
   {
     var tombstones: [ObjectID: [String: Value]] = [:]

@@ -24,7 +24,9 @@ extension MemoryStore {
     }
   }
 
-  private static func migrate(_ old: MemoryState, by migration: ModelMigration, storeIdentifier: String) throws
+  private static func migrate(
+    _ old: MemoryState, by migration: ModelMigration, storeIdentifier: String
+  ) throws
     -> MemoryState
   {
     let migrator = SnapshotMigrator(migration, storeIdentifier: storeIdentifier)

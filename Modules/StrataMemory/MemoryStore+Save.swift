@@ -27,7 +27,8 @@ extension MemoryStore {
       var transaction = MemorySaveTransaction(state: storage.state, model: model, storeIdentifier: identifier)
       var (result, change) = try transaction.apply(changes)
       if tracksHistory {
-        let tombstones = MemoryHistory.tombstones(of: change.deleted, in: storage.state, model: model, storeIdentifier: identifier)
+        let tombstones = MemoryHistory.tombstones(
+          of: change.deleted, in: storage.state, model: model, storeIdentifier: identifier)
         let token = storage.history.append(
           HistoryLog.changes(
             of: change, changeSet: changes, tombstones: tombstones, recomputed: transaction.recomputed, model: model),
@@ -67,7 +68,8 @@ struct MemorySaveTransaction {
     try assignPermanentIDs(changes.inserted)
     try checkVersions(changes)
     var derived = DerivedRecomputation(model: model, changes: changes)
-    try derived.noteRelatedObjects(before: MemoryEvaluationSource(state: original, model: model, storeIdentifier: storeIdentifier))
+    try derived.noteRelatedObjects(
+      before: MemoryEvaluationSource(state: original, model: model, storeIdentifier: storeIdentifier))
 
     var written: [(change: ObjectChange, snapshot: Snapshot)] = []
     for insert in changes.inserted {
@@ -167,7 +169,8 @@ struct MemorySaveTransaction {
         attributes.append(converted)
       } else {
         throw StoreError(
-          .validation, "\(entity.name).\(attribute.name) is a \(attribute.type.rawValue) and cannot hold \(value) (\(value.kindName))",
+          .validation,
+          "\(entity.name).\(attribute.name) is a \(attribute.type.rawValue) and cannot hold \(value) (\(value.kindName))",
           entity: entity.name, key: attribute.name, value: value)
       }
     }
@@ -179,7 +182,9 @@ struct MemorySaveTransaction {
   }
 
   /// `target` with a temporary ID of this change set replaced by its permanent ID.
-  private func reference(_ target: ObjectID?, entityName: String, relationship: String, destination: String) throws
+  private func reference(
+    _ target: ObjectID?, entityName: String, relationship: String, destination: String
+  ) throws
     -> ObjectID?
   {
     guard let target else { return nil }

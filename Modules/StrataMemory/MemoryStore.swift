@@ -72,7 +72,9 @@ public final class MemoryStore: PersistentStore {
   /// ```swift
   /// let books = try store.relatedObjectIDs(of: authorID, relationship: "books", generation: nil)
   /// ```
-  public func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws
+  public func relatedObjectIDs(
+    of id: ObjectID, relationship: String, generation: QueryGeneration?
+  ) throws
     -> [ObjectID]
   {
     let state = try readState(generation)

@@ -69,12 +69,13 @@ enum SQLiteFunctions {
     guard rc == SQLITE_OK else { throw registrationError(db, rc, refuseFunction) }
     rc = sqlite3_create_function_v2(db, floatFunction, 1, SQLITE_UTF8, nil, floatOperation, nil, nil, nil)
     guard rc == SQLITE_OK else { throw registrationError(db, rc, floatFunction) }
-    let collations: [(String, @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32)] = [
-      ("STRATA_CASE", compareCaseInsensitive),
-      ("STRATA_LOCALIZED", compareLocalized),
-      ("STRATA_STANDARD", compareLocalizedStandard),
-      (decimalCollation, compareDecimals),
-    ]
+    let collations:
+      [(String, @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32)] = [
+        ("STRATA_CASE", compareCaseInsensitive),
+        ("STRATA_LOCALIZED", compareLocalized),
+        ("STRATA_STANDARD", compareLocalizedStandard),
+        (decimalCollation, compareDecimals),
+      ]
     for (name, function) in collations {
       rc = sqlite3_create_collation_v2(db, name, SQLITE_UTF8, nil, function, nil)
       guard rc == SQLITE_OK else { throw registrationError(db, rc, name) }
@@ -276,32 +277,37 @@ private let foldFinal: @convention(c) (OpaquePointer?) -> Void = { context in
   SQLiteFunctions.setResult(context, state.function?.fold(state.values) ?? .null)
 }
 
-private let compareCaseInsensitive: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
-  _, countA, a, countB, b in
-  Int32(StringSemantics.compare(SQLiteFunctions.string(a, countA), SQLiteFunctions.string(b, countB), .caseInsensitive).signum())
-}
-
-private let compareLocalized: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
-  _, countA, a, countB, b in
-  Int32(StringSemantics.compare(SQLiteFunctions.string(a, countA), SQLiteFunctions.string(b, countB), .localized).signum())
-}
-
-private let compareLocalizedStandard: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
-  _, countA, a, countB, b in
-  Int32(
-    StringSemantics.compare(SQLiteFunctions.string(a, countA), SQLiteFunctions.string(b, countB), .localizedStandard)
-      .signum())
-}
-
-private let compareDecimals: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
-  _, countA, a, countB, b in
-  let x = SQLiteFunctions.string(a, countA)
-  let y = SQLiteFunctions.string(b, countB)
-  guard let dx = Decimal(string: x), let dy = Decimal(string: y), !dx.isNaN, !dy.isNaN else {
-    return Int32(StringSemantics.codePointCompare(x, y).signum())
+private let compareCaseInsensitive:
+  @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
+    _, countA, a, countB, b in
+    Int32(
+      StringSemantics.compare(SQLiteFunctions.string(a, countA), SQLiteFunctions.string(b, countB), .caseInsensitive).signum())
   }
-  return dx < dy ? -1 : (dx > dy ? 1 : 0)
-}
+
+private let compareLocalized:
+  @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
+    _, countA, a, countB, b in
+    Int32(StringSemantics.compare(SQLiteFunctions.string(a, countA), SQLiteFunctions.string(b, countB), .localized).signum())
+  }
+
+private let compareLocalizedStandard:
+  @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
+    _, countA, a, countB, b in
+    Int32(
+      StringSemantics.compare(SQLiteFunctions.string(a, countA), SQLiteFunctions.string(b, countB), .localizedStandard)
+        .signum())
+  }
+
+private let compareDecimals:
+  @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32 = {
+    _, countA, a, countB, b in
+    let x = SQLiteFunctions.string(a, countA)
+    let y = SQLiteFunctions.string(b, countB)
+    guard let dx = Decimal(string: x), let dy = Decimal(string: y), !dx.isNaN, !dy.isNaN else {
+      return Int32(StringSemantics.codePointCompare(x, y).signum())
+    }
+    return dx < dy ? -1 : (dx > dy ? 1 : 0)
+  }
 
 // MARK: - Migration
 

@@ -206,7 +206,9 @@ struct SQLiteQueryCompiler {
   }
 
   /// An operand on the right side (or a constant on the left), encoded for comparison with `kind`.
-  private mutating func operand(_ expression: QueryExpression, against kind: ResolvedKeyPath.ValueKind?) throws
+  private mutating func operand(
+    _ expression: QueryExpression, against kind: ResolvedKeyPath.ValueKind?
+  ) throws
     -> Operand
   {
     switch expression {
@@ -327,7 +329,9 @@ struct SQLiteQueryCompiler {
 
   /// Where the targets of a to-many relationship of the row `ownerAlias` are: the text after `FROM`
   /// (or after `JOIN`, with `correlation` as its `ON`), and the alias of the target rows.
-  private mutating func toManySource(_ rel: RelationshipDescription, owner: String, ownerAlias: String)
+  private mutating func toManySource(
+    _ rel: RelationshipDescription, owner: String, ownerAlias: String
+  )
     -> (from: String, correlation: String, alias: String, joinForm: String)
   {
     switch schema.toManyStorage(owner, rel) {
@@ -364,7 +368,9 @@ struct SQLiteQueryCompiler {
 
   /// The rows of the elements of a collection key path, in a scope of their own: `FROM <targets>
   /// <joins> WHERE <correlation>`, and what `body` makes of each element's value.
-  private mutating func elements(of path: ResolvedKeyPath, _ body: (Operand) throws -> Fragment) throws
+  private mutating func elements(
+    of path: ResolvedKeyPath, _ body: (Operand) throws -> Fragment
+  ) throws
     -> (from: String, body: Fragment)
   {
     let firstToMany = path.hops.firstIndex(where: \.isToMany)
@@ -550,8 +556,10 @@ struct SQLiteQueryCompiler {
         throw StoreError(.invalidQuery, "BETWEEN needs two bounds", entity: entity)
       }
       return Fragment.joined(
-        [order(left, .greaterThanOrEqualTo, bounds[0], options, folds: folds),
-         order(left, .lessThanOrEqualTo, bounds[1], options, folds: folds)], "AND", empty: "1")
+        [
+          order(left, .greaterThanOrEqualTo, bounds[0], options, folds: folds),
+          order(left, .lessThanOrEqualTo, bounds[1], options, folds: folds),
+        ], "AND", empty: "1")
     case .in:
       if let items = right.elements {
         return Fragment.joined(items.map { equal(left, $0, options, folds: folds) }, "OR", empty: "0")
@@ -594,7 +602,9 @@ struct SQLiteQueryCompiler {
     return real
   }
 
-  private static func stringOperation(_ left: Operand, _ op: ComparisonOperator, _ right: Operand, _ options: StringOptions)
+  private static func stringOperation(
+    _ left: Operand, _ op: ComparisonOperator, _ right: Operand, _ options: StringOptions
+  )
     -> Fragment
   {
     if op != .equalTo && op != .notEqualTo && (left.isNullConstant || right.isNullConstant) { return "0" }

@@ -121,7 +121,8 @@ struct SQLiteSchema: Sendable {
   /// to its `_pk`), in primary-key order: a to-one column, the inverse's foreign key, or a join table.
   func relatedKeysSQL(_ entity: String, _ relationship: RelationshipDescription) -> String {
     guard relationship.isToMany else {
-      return "SELECT \(quote(relationship.name)) FROM \(quote(entity)) WHERE \"_pk\" = ? AND \(quote(relationship.name)) IS NOT NULL"
+      return
+        "SELECT \(quote(relationship.name)) FROM \(quote(entity)) WHERE \"_pk\" = ? AND \(quote(relationship.name)) IS NOT NULL"
     }
     switch toManyStorage(entity, relationship) {
     case .foreignKey(let destination, let column):
@@ -153,7 +154,8 @@ struct SQLiteSchema: Sendable {
       for column in tables[entity.name]?.dataColumns ?? [] {
         guard columns.insert(column.lowercased()).inserted else {
           throw StoreError(
-            .unsupported, "the SQLite store cannot hold \(entity.name).\(column): another property has the same "
+            .unsupported,
+            "the SQLite store cannot hold \(entity.name).\(column): another property has the same "
               + "name up to case", entity: entity.name, key: column)
         }
       }

@@ -48,7 +48,8 @@ extension SQLiteStore {
         var ids: [ObjectID] = []
         ids.reserveCapacity(keys.count)
         for key in keys { ids.append(scope.withPrimaryKey(key)) }
-        let token = try tracksHistory
+        let token =
+          try tracksHistory
           ? SQLiteHistory.append(
             connection, HistoryLog.changes(inserted: [], updated: ids, keys: properties.keys.sorted()), author: author,
             contextName: contextName, storeIdentifier: identifier)
@@ -71,7 +72,9 @@ extension SQLiteStore {
 
   /// The UPDATE of an update the store can run natively, or an error when it cannot (the caller then runs
   /// the general path, which reports problems precisely).
-  private func nativeUpdate(_ entityName: String, _ predicate: QueryPredicate?, _ properties: [String: QueryExpression])
+  private func nativeUpdate(
+    _ entityName: String, _ predicate: QueryPredicate?, _ properties: [String: QueryExpression]
+  )
     throws -> Fragment
   {
     guard !model.derivedAttributes.isAffected(byUpdating: properties.keys, of: entityName) else {
@@ -102,12 +105,14 @@ extension SQLiteStore {
           guard kind.isNumber else { throw StoreError(.unsupported, "not a number") }
           let range = attribute.type == .int16 ? "\(Int16.min) AND \(Int16.max)" : "\(Int32.min) AND \(Int32.max)"
           let integer = Fragment("CAST(") + sql + Fragment(" AS INTEGER)")
-          value = Fragment("CASE WHEN ") + integer + Fragment(" BETWEEN \(range) THEN ") + integer
+          value =
+            Fragment("CASE WHEN ") + integer + Fragment(" BETWEEN \(range) THEN ") + integer
             + Fragment(" ELSE \(SQLiteFunctions.refuseFunction)(") + integer + Fragment(") END")
         case (.int64, let kind?):
           guard kind.isNumber else { throw StoreError(.unsupported, "not a number") }
           // A real beyond Int64's range (an overflow turns integers into reals) would be clamped by CAST.
-          value = Fragment("CASE WHEN typeof(") + sql + Fragment(") = 'real' AND abs(") + sql
+          value =
+            Fragment("CASE WHEN typeof(") + sql + Fragment(") = 'real' AND abs(") + sql
             + Fragment(") >= 9223372036854775808.0 THEN \(SQLiteFunctions.refuseFunction)(") + sql
             + Fragment(") ELSE CAST(") + sql + Fragment(" AS INTEGER) END")
         case (.double, let kind?):

@@ -25,7 +25,9 @@ extension SQLiteStore {
     let insert =
       "INSERT INTO \(quote(entity.name)) (\(stored.map { quote(entity.attributes[$0].name) }.joined(separator: ", "))) VALUES ("
       + Array(repeating: "?", count: stored.count).joined(separator: ", ") + ")"
-    let conflict = entity.uniquenessConstraints.first.map { " ON CONFLICT(\($0.map(quote).joined(separator: ", "))) DO UPDATE SET " }
+    let conflict = entity.uniquenessConstraints.first.map {
+      " ON CONFLICT(\($0.map(quote).joined(separator: ", "))) DO UPDATE SET "
+    }
     let tracksHistory = options.tracksHistory
     let wantsIDs = request.resultType != .statusOnly || broadcaster.hasSubscribers || tracksHistory
     let identifier = self.identifier
@@ -90,8 +92,10 @@ extension SQLiteStore {
     broadcaster.yield(
       StoreChange(
         storeIdentifier: identifier, historyToken: written.token, inserted: written.inserted, updated: written.updated))
-    return BatchResult(count: written.ids.count, objectIDs: written.ids, historyToken: written.token, updatedObjectIDs: written.updated)
-      .reported(as: request.resultType)
+    return BatchResult(
+      count: written.ids.count, objectIDs: written.ids, historyToken: written.token, updatedObjectIDs: written.updated
+    )
+    .reported(as: request.resultType)
   }
 }
 

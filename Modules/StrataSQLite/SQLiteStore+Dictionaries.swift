@@ -25,8 +25,10 @@ extension SQLiteStore {
     if !compiled.query.orderBy.isEmpty { sql.sql += " ORDER BY " + compiled.query.orderBy.joined(separator: ", ") }
     let pagesInSQL = plan.having == nil && !plan.isDistinct
     if pagesInSQL, request.effectiveLimit != nil || request.fetchOffset > 0 {
-      sql = sql + Fragment(
-        " LIMIT ? OFFSET ?", [.integer(Int64(request.effectiveLimit ?? -1)), .integer(Int64(max(request.fetchOffset, 0)))])
+      sql =
+        sql
+        + Fragment(
+          " LIMIT ? OFFSET ?", [.integer(Int64(request.effectiveLimit ?? -1)), .integer(Int64(max(request.fetchOffset, 0)))])
     }
     let identifier = self.identifier
     let entityName = plan.entity.name

@@ -99,7 +99,9 @@ extension SQLiteStore {
   /// ```
   ///
   /// - Throws: `.notFound` for an unknown entity or relationship; `.misuse` when the store is closed.
-  public func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws
+  public func relatedObjectIDs(
+    of id: ObjectID, relationship: String, generation: QueryGeneration?
+  ) throws
     -> [ObjectID]
   {
     guard let table = schema.tables[id.entityName] else {
@@ -154,7 +156,8 @@ extension SQLiteStore {
   func pinnedSlot(_ generation: QueryGeneration) throws -> ConnectionSlot {
     guard generation.storeIdentifier == identifier, let slot = pinned.withLock({ $0[generation.id] }) else {
       throw StoreError(
-        .misuse, "query generation \(generation.id) is not pinned on the store \(path) (it was unpinned or belongs to another store)")
+        .misuse,
+        "query generation \(generation.id) is not pinned on the store \(path) (it was unpinned or belongs to another store)")
     }
     return slot
   }

@@ -40,8 +40,9 @@ enum SQLiteHistory {
       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(transactionTable)])
     guard exists == .integer(1) else { return }
     try connection.transaction {
-      guard case .integer(let last)? = try connection.scalar(
-        "SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(transactionTable)]), last > 0
+      guard
+        case .integer(let last)? = try connection.scalar(
+          "SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(transactionTable)]), last > 0
       else { return }
       let purged = try purgedThrough(connection)
       guard purged <= last else { return }

@@ -96,9 +96,10 @@ struct SaveOperation {
     var derived = DerivedRecomputation(model: schema.model, changes: changes)
     try derived.noteRelatedObjects(before: transactionSource)
     let deleted = try deleteRows()
-    let deletedIDs = Set(deleted.flatMap { entity, keys in
-      keys.map { ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: $0) }
-    })
+    let deletedIDs = Set(
+      deleted.flatMap { entity, keys in
+        keys.map { ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: $0) }
+      })
     var pendingUpdates = try updateAll(changes.updated.filter { !deletedIDs.contains($0.objectID) })
     var pendingInserts = try insertAll(changes.inserted)
     try retry(&pendingUpdates, &pendingInserts)
@@ -113,7 +114,8 @@ struct SaveOperation {
     derived.report(recomputed, into: &result, change: &change)
     if tracksHistory {
       let token = try SQLiteHistory.append(
-        connection, HistoryLog.changes(
+        connection,
+        HistoryLog.changes(
           of: change, changeSet: changes, tombstones: tombstones, recomputed: recomputed, model: schema.model),
         author: changes.author, contextName: changes.contextName, storeIdentifier: storeIdentifier)
       result.historyToken = token
@@ -200,7 +202,9 @@ struct SaveOperation {
   /// targets to fill in later.
   /// The column values of `change`; an object whose values had to be converted to their attribute's
   /// type is added to `converted` (its stored state differs from what the context sent).
-  private func row(_ change: ObjectChange, _ table: SQLiteSchema.Table, noting converted: inout Set<ObjectID>) throws
+  private func row(
+    _ change: ObjectChange, _ table: SQLiteSchema.Table, noting converted: inout Set<ObjectID>
+  ) throws
     -> ([SQLValue], [(String, ObjectID)])
   {
     let entity = table.entity
@@ -260,7 +264,8 @@ struct SaveOperation {
       // checkVersions() ran under the same write lock, so the row is there at the expected version.
       throw StoreError(
         .optimisticLockConflict, "optimistic locking failure: \(change.objectID) changed during the save",
-        entity: table.name, conflicts: [StoreError.Conflict(objectID: change.objectID, entity: table.name, keys: change.changedKeys)])
+        entity: table.name,
+        conflicts: [StoreError.Conflict(objectID: change.objectID, entity: table.name, keys: change.changedKeys)])
     }
     versions[change.objectID] = version
     for (column, target) in later { patches.append((change, table.name, pk, column, target)) }

@@ -160,7 +160,9 @@ public final class SQLiteStore: PersistentStore {
     }
   }
 
-  static func openReader(path: String, flags: Int32, configuration: SQLiteStoreConfiguration) throws
+  static func openReader(
+    path: String, flags: Int32, configuration: SQLiteStoreConfiguration
+  ) throws
     -> SQLiteConnection
   {
     do {
@@ -284,7 +286,9 @@ public final class SQLiteStore: PersistentStore {
     }
   }
 
-  private static func mismatch(path: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel)
+  private static func mismatch(
+    path: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel
+  )
     -> StoreError
   {
     var differences: [String] = []
@@ -298,7 +302,8 @@ public final class SQLiteStore: PersistentStore {
     for entity in stored.entities where given.entity(named: entity.name) == nil {
       differences.append("\(entity.name) (only in the stored model)")
     }
-    let detail = differences.isEmpty ? "fetch request templates differ" : "entities that differ: \(differences.joined(separator: ", "))"
+    let detail =
+      differences.isEmpty ? "fetch request templates differ" : "entities that differ: \(differences.joined(separator: ", "))"
     return StoreError(
       .schemaMismatch,
       "the store \(path) was created with model \(storedFingerprint) but is opened with model \(given.fingerprint); "

@@ -65,7 +65,9 @@ public struct BatchExecution<Store: PersistentStore> {
     }
   }
 
-  private func update(_ entityName: String, _ predicate: QueryPredicate?, _ properties: [String: QueryExpression]) throws
+  private func update(
+    _ entityName: String, _ predicate: QueryPredicate?, _ properties: [String: QueryExpression]
+  ) throws
     -> BatchResult
   {
     let model = store.model
@@ -85,14 +87,16 @@ public struct BatchExecution<Store: PersistentStore> {
       }
       if let derivation = attribute.derivation {
         throw StoreError(
-          .invalidQuery, "\(entity.name).\(key) is derived from '\(derivation)'; the store computes it, a batch update cannot set it",
+          .invalidQuery,
+          "\(entity.name).\(key) is derived from '\(derivation)'; the store computes it, a batch update cannot set it",
           entity: entity.name, key: key)
       }
       let (checked, _) = try QueryValidator.checkExpression(expression, entity: entity, model: model)
       assignments.append((index, attribute, try ComputedExpression(checked, entity: entity, model: model)))
     }
-    guard case .snapshots(let snapshots) = try store.fetch(
-      FetchDescription(entityName: entityName, predicate: predicate), generation: nil)
+    guard
+      case .snapshots(let snapshots) = try store.fetch(
+        FetchDescription(entityName: entityName, predicate: predicate), generation: nil)
     else { return BatchResult(count: 0) }
     let source = StoreEvaluationSource(store: store)
     var changes: [ObjectChange] = []
@@ -121,10 +125,13 @@ public struct BatchExecution<Store: PersistentStore> {
   /// truncated to integers), or a `.validation` error when it cannot be, or when it is nil and the
   /// attribute is not optional. A store with a native batch path enforces the same rules as it writes
   /// (SQLite: in SQL) and falls back here to report a refusal, so the error is this one.
-  public static func assignable(_ value: Value, to attribute: AttributeDescription, of entity: String, object: ObjectID)
+  public static func assignable(
+    _ value: Value, to attribute: AttributeDescription, of entity: String, object: ObjectID
+  )
     throws -> Value
   {
-    guard let converted = attribute.type.coerce(value) ?? attribute.type.coerce(DictionaryFetch.converted(value, to: attribute.type))
+    guard
+      let converted = attribute.type.coerce(value) ?? attribute.type.coerce(DictionaryFetch.converted(value, to: attribute.type))
     else {
       throw StoreError(
         .validation, "\(entity).\(attribute.name) is a \(attribute.type.rawValue) and cannot hold \(value)",

@@ -185,7 +185,9 @@ public struct BatchInsertRow: Sendable {
     } else {
       given = positions.sorted()
     }
-    if requiredGiven < rules.required.count, let position = rules.required.first(where: { row[rules.entity.attributes[$0].name] == nil }) {
+    if requiredGiven < rules.required.count,
+      let position = rules.required.first(where: { row[rules.entity.attributes[$0].name] == nil })
+    {
       let key = rules.entity.attributes[position].name
       throw StoreError(
         .validation, "\(rules.entity.name).\(key) is not optional and has no default; batch insert row \(index) does not give it",

@@ -102,7 +102,8 @@ public struct DictionaryFetch: Sendable {
     }
     if let having = request.havingPredicate {
       guard isGrouped else {
-        throw StoreError(.invalidQuery, "havingPredicate needs propertiesToGroupBy (fetch of \(entity.name))", entity: entity.name)
+        throw StoreError(
+          .invalidQuery, "havingPredicate needs propertiesToGroupBy (fetch of \(entity.name))", entity: entity.name)
       }
       let names = Set(columns.map(\.name))
       for key in having.keyPaths where !names.contains(key) {
@@ -118,7 +119,9 @@ public struct DictionaryFetch: Sendable {
     self.isDistinct = request.returnsDistinctResults
   }
 
-  private static func singleValued(_ keyPath: String, entity: EntityDescription, model: ObjectModel) throws
+  private static func singleValued(
+    _ keyPath: String, entity: EntityDescription, model: ObjectModel
+  ) throws
     -> ResolvedKeyPath
   {
     let path = try ResolvedKeyPath(keyPath, entity: entity, model: model)
@@ -130,7 +133,9 @@ public struct DictionaryFetch: Sendable {
     return path
   }
 
-  private static func column(_ selection: PropertySelection, entity: EntityDescription, model: ObjectModel) throws
+  private static func column(
+    _ selection: PropertySelection, entity: EntityDescription, model: ObjectModel
+  ) throws
     -> Column
   {
     switch selection {
@@ -152,7 +157,9 @@ public struct DictionaryFetch: Sendable {
     }
   }
 
-  private static func requireFoldable(_ function: CollectionFunction, _ path: ResolvedKeyPath, entity: EntityDescription)
+  private static func requireFoldable(
+    _ function: CollectionFunction, _ path: ResolvedKeyPath, entity: EntityDescription
+  )
     throws
   {
     guard case .attribute(let type) = path.valueKind else {

@@ -26,7 +26,9 @@ extension FetchDescription {
   /// ```swift
   /// return try request.result(from: sortedRows, dictionaries: plan, source: source)
   /// ```
-  public func result(from rows: [Snapshot], dictionaries: DictionaryFetch?, source: some EvaluationSource) throws
+  public func result(
+    from rows: [Snapshot], dictionaries: DictionaryFetch?, source: some EvaluationSource
+  ) throws
     -> FetchResult
   {
     if let dictionaries {

@@ -72,9 +72,11 @@ public enum HistoryLog {
   ) -> [HistoryChange] {
     var changedKeys: [ObjectID: [String]] = [:]
     changedKeys.reserveCapacity(changeSet.updated.count)
-    let recomputedByID = recomputed.isEmpty ? [:] : Dictionary(recomputed.map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
+    let recomputedByID =
+      recomputed.isEmpty ? [:] : Dictionary(recomputed.map { ($0.objectID, $0) }, uniquingKeysWith: { a, _ in a })
     for update in changeSet.updated {
-      changedKeys[update.objectID] = update.changedKeys + derivedKeys(changedBy: recomputedByID[update.objectID], from: update, model: model)
+      changedKeys[update.objectID] =
+        update.changedKeys + derivedKeys(changedBy: recomputedByID[update.objectID], from: update, model: model)
     }
     for link in changeSet.linkChanges where !link.source.isTemporary {
       changedKeys[link.source, default: []].append(link.relationship)
@@ -202,11 +204,12 @@ public enum HistoryLog {
     switch request.resultType {
     case .count: return .count(matching.count)
     case .transactionsOnly:
-      return .transactions(matching.map { transaction in
-        var bare = transaction
-        bare.changes = []
-        return bare
-      })
+      return .transactions(
+        matching.map { transaction in
+          var bare = transaction
+          bare.changes = []
+          return bare
+        })
     case .transactionsAndChanges: return .transactions(matching)
     }
   }
@@ -258,7 +261,8 @@ public enum HistoryLog {
   public static func checkDeletion(before cutoff: HistoryCutoff, storeIdentifier: String) throws {
     if case .token(let token) = cutoff, token.storeIdentifier != storeIdentifier {
       throw StoreError(
-        .invalidQuery, "cannot delete history before \(token): the token belongs to another store (this one is \(storeIdentifier))")
+        .invalidQuery,
+        "cannot delete history before \(token): the token belongs to another store (this one is \(storeIdentifier))")
     }
   }
 }

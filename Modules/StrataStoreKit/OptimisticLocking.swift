@@ -50,7 +50,9 @@ public enum OptimisticLocking {
     return "\(id) is at version \(stored), expected \(expected.map(String.init) ?? "any")"
   }
 
-  private static func values(of keys: [String], _ entity: EntityDescription, _ attributes: [Value], _ toOne: [ObjectID?])
+  private static func values(
+    of keys: [String], _ entity: EntityDescription, _ attributes: [Value], _ toOne: [ObjectID?]
+  )
     -> [Value]
   {
     keys.map { key in

@@ -248,7 +248,9 @@ extension StoreRegistry {
   /// ```swift
   /// let store = try registry.openStore(.lmdb, at: directory, model: nil, options: StoreOptions(isReadOnly: true))
   /// ```
-  public func openStore(_ storeType: StoreType, at url: URL?, model: ObjectModel?, options: StoreOptions) throws
+  public func openStore(
+    _ storeType: StoreType, at url: URL?, model: ObjectModel?, options: StoreOptions
+  ) throws
     -> any PersistentStore
   {
     try storeFactory(for: storeType).openStore(at: url, model: model, options: options)

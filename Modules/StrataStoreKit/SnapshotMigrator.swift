@@ -63,7 +63,9 @@ public struct SnapshotMigrator: Sendable {
   /// ``ObjectModel/joinTableOwner(of:_:)``), with the old relationship whose links it takes: `nil` for a
   /// new relationship, which starts empty. A to-one relationship made to-many takes the targets its
   /// objects held.
-  public var joinTableRelationships: [(entity: EntityMapping, relationship: RelationshipDescription, source: RelationshipDescription?)] {
+  public var joinTableRelationships:
+    [(entity: EntityMapping, relationship: RelationshipDescription, source: RelationshipDescription?)]
+  {
     var result: [(EntityMapping, RelationshipDescription, RelationshipDescription?)] = []
     for mapping in migration.entities {
       for relationship in mapping.entity.relationships where migration.destination.usesJoinTable(relationship) {
@@ -80,7 +82,9 @@ public struct SnapshotMigrator: Sendable {
   /// The clashes of `entity`'s uniqueness constraint `keys` among `rows` (migrated snapshots of that
   /// entity): each object after the first that holds a taken combination, named with the one it clashes
   /// with. A nil never clashes, as in SQL.
-  public static func uniquenessClashes(of keys: [String], in entity: EntityDescription, rows: [Snapshot])
+  public static func uniquenessClashes(
+    of keys: [String], in entity: EntityDescription, rows: [Snapshot]
+  )
     -> [StoreError.Conflict]
   {
     var owners: [[Value]: Snapshot] = [:]

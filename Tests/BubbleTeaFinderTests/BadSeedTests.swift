@@ -11,7 +11,9 @@ struct BadSeed: Sendable, CustomTestStringConvertible {
 
   var testDescription: String { label }
 
-  static func edited(_ label: String, path: String, problem: String, _ edit: @escaping @Sendable (inout [[String: Any]]) -> Void) -> BadSeed {
+  static func edited(
+    _ label: String, path: String, problem: String, _ edit: @escaping @Sendable (inout [[String: Any]]) -> Void
+  ) -> BadSeed {
     BadSeed(label: label, path: path, problem: problem) {
       var object = try ExpectedVenue.seedObject()
       var response = object["response"] as? [String: Any] ?? [:]

@@ -84,6 +84,7 @@ struct ExpectedVenue: Hashable {
 
 extension VenueRecord {
   var summary: ExpectedVenue {
-    ExpectedVenue(name: name, price: priceCategory, specialCount: specialCount, distance: distance ?? -1, tipCount: tipCount ?? -1)
+    ExpectedVenue(
+      name: name, price: priceCategory, specialCount: specialCount, distance: distance ?? -1, tipCount: tipCount ?? -1)
   }
 }

@@ -60,7 +60,9 @@ struct StatsAndBatchTests {
     request.predicate = nil
     #expect(try model.fetchRequestTemplate(named: VenueFinder.venuesByPriceTemplate, as: Venue.self).predicate != nil)
     expectStoreError(.invalidQuery) { try model.fetchRequestTemplate(named: "Nope", as: Venue.self) }
-    expectStoreError(.invalidQuery) { try model.fetchRequestTemplate(named: VenueFinder.venuesByPriceTemplate, as: Location.self) }
+    expectStoreError(.invalidQuery) {
+      try model.fetchRequestTemplate(named: VenueFinder.venuesByPriceTemplate, as: Location.self)
+    }
     let preview = try VenueFinder.preview(registry: StoreRegistry([MemoryStoreFactory()]))
     let unbound = expectStoreError(.invalidQuery) {
       try preview.container.viewContext.fetch(

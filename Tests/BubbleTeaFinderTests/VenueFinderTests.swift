@@ -152,10 +152,11 @@ struct VenueQueryTests {
     try finder.seed()
     let names = try finder.venues(sort: .name).map(\.name)
     let distinct = names.reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }
-    #expect(Array(distinct.prefix(8)) == [
-      "Boba Life NYC", "Boi Noodles", "Bubbly Tea", "Chatime", "Chatime 日出茶太", "City Wings Cafe",
-      "CoCo Fresh Tea & Juice", "Coco Fresh Tea & Juice",
-    ])
+    #expect(
+      Array(distinct.prefix(8)) == [
+        "Boba Life NYC", "Boi Noodles", "Bubbly Tea", "Chatime", "Chatime 日出茶太", "City Wings Cafe",
+        "CoCo Fresh Tea & Juice", "Coco Fresh Tea & Juice",
+      ])
     #expect(try finder.venues(sort: .nameDescending).map(\.name) == names.reversed())
   }
 
@@ -172,7 +173,8 @@ struct VenueQueryTests {
     #expect(try finder.seed(from: url) == .imported(count: 4, file: url.path))
     #expect(try finder.venues(filter: VenueFilter(walking: true)).map(\.name) == ["Close, no price", "Near"])
     #expect(try finder.venues(filter: VenueFilter(tips: true)).map(\.name) == ["At the line", "Close, no price"])
-    #expect(try finder.venues(filter: VenueFilter(deals: true), sort: .distance).map(\.name) == ["Close, no price", "At the line"])
+    #expect(
+      try finder.venues(filter: VenueFilter(deals: true), sort: .distance).map(\.name) == ["Close, no price", "At the line"])
     #expect(try finder.venues(filter: VenueFilter(deals: true, walking: true, tips: true)).map(\.name) == ["Close, no price"])
     #expect(try finder.venues(filter: VenueFilter(price: .cheap, walking: true)).map(\.name) == ["Near"])
     #expect(try finder.venues(sort: .price).map(\.name) == ["Close, no price", "Near", "At the line", "Far"])

@@ -60,10 +60,11 @@ struct FaveFlicksCLITests {
     let list = try faveFlicks("list", "--json", "--path", store)
     #expect(list.status == 0)
     let rows = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]])
-    #expect(rows.map { $0.filter { $0.key != "updatedAt" }.mapValues { "\($0)" } } == [
-      ["title": "Amélie", "genre": "Comédie", "releaseDate": "2001-04-25", "rating": "0", "watches": "0"],
-      ["title": "Heat", "genre": "Crime", "releaseDate": "1995-12-15", "rating": "0", "watches": "0"],
-    ])
+    #expect(
+      rows.map { $0.filter { $0.key != "updatedAt" }.mapValues { "\($0)" } } == [
+        ["title": "Amélie", "genre": "Comédie", "releaseDate": "2001-04-25", "rating": "0", "watches": "0"],
+        ["title": "Heat", "genre": "Crime", "releaseDate": "1995-12-15", "rating": "0", "watches": "0"],
+      ])
     let stamps = try rows.map { try Date($0["updatedAt"] as? String ?? "", strategy: .iso8601) }
     #expect(stamps.allSatisfy { abs($0.timeIntervalSinceNow) < 600 }, "\(stamps)")
     #expect(stamps[0] >= stamps[1], "Amélie was added after Heat")
@@ -98,7 +99,8 @@ struct FaveFlicksCLITests {
 
   @Test func defaultPathFollowsXDGDataHome() throws {
     let home = FileManager.default.temporaryDirectory.appending(path: "xdg-\(UUID().uuidString)").path
-    let add = try faveFlicks("add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", environment: ["XDG_DATA_HOME": home])
+    let add = try faveFlicks(
+      "add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", environment: ["XDG_DATA_HOME": home])
     #expect(add.status == 0, "\(add.stderr)")
     #expect(FileManager.default.fileExists(atPath: home + "/fave-flicks/FaveFlicks.sqlite"))
   }
@@ -163,6 +165,7 @@ struct FaveFlicksCLITests {
     let unknown = try faveFlicks("watched", "--title", "Thief", "--path", store)
     #expect(unknown.status == 1 && unknown.stderr == "fave-flicks: error: no movie is titled 'Thief'\n", "\(unknown.stderr)")
     let current = try faveFlicks("migrate", "--dry-run", "--path", store)
-    #expect(current.status == 0 && current.stdout == "\(store) has this version's model: nothing to migrate.\n", "\(current.stdout)")
+    #expect(
+      current.status == 0 && current.stdout == "\(store) has this version's model: nothing to migrate.\n", "\(current.stdout)")
   }
 }

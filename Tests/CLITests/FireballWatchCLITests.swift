@@ -49,7 +49,8 @@ struct FireballWatchCLITests {
     #expect(listed.count == rows.count)
     let keys: Set = ["dateTimeStamp", "radiatedEnergy", "impactEnergy", "latitude", "longitude", "altitude", "velocity"]
     #expect(listed.allSatisfy { Set($0.keys) == keys })
-    #expect(listed.compactMap { $0["dateTimeStamp"] as? String } == rows.map { FireballSnapshot.iso($0["date"] as? String ?? "") })
+    #expect(
+      listed.compactMap { $0["dateTimeStamp"] as? String } == rows.map { FireballSnapshot.iso($0["date"] as? String ?? "") })
     for (object, row) in zip(listed, rows) {
       #expect((object["velocity"] is NSNull) == (row["vel"] is NSNull), "\(row)")
       #expect((object["altitude"] is NSNull) == (row["alt"] is NSNull), "\(row)")
@@ -84,7 +85,8 @@ struct FireballWatchCLITests {
     #expect(create.status == 0 && create.stdout == "Created group 'Recent'\n", "\(create.stderr)")
     let add = try fireballWatch("group", "add", "Recent", dates[0], dates[1], dates[2], "--path", store)
     #expect(add.stdout == "Group 'Recent' holds 3 fireballs\n", "\(add.stderr)")
-    #expect(try fireballWatch("group", "remove", "Recent", dates[2], "--path", store).stdout == "Group 'Recent' holds 2 fireballs\n")
+    #expect(
+      try fireballWatch("group", "remove", "Recent", dates[2], "--path", store).stdout == "Group 'Recent' holds 2 fireballs\n")
     let delete = try fireballWatch("delete", dates[0], "--path", store)
     #expect(delete.status == 0 && delete.stdout == "Deleted the fireball of \(dates[0])\n", "\(delete.stderr)")
     let groups = try jsonRows(try fireballWatch("groups", "--json", "--path", store))
@@ -138,7 +140,9 @@ struct FireballWatchCLITests {
     try JSONSerialization.data(withJSONObject: object).write(to: file)
     let result = try fireballWatch("import", "--file", file.path, "--path", store)
     #expect(result.status == 1)
-    #expect(result.stderr == "fireball-watch: error: \(file.path): row 42 (\(data[41][0] as? String ?? "?")): lat-dir 'Q' is not N or S\n")
+    #expect(
+      result.stderr
+        == "fireball-watch: error: \(file.path): row 42 (\(data[41][0] as? String ?? "?")): lat-dir 'Q' is not N or S\n")
     #expect(try fireballWatch("list", "--path", store).stdout == "No fireballs.\n")
 
     let truncated = FileManager.default.temporaryDirectory.appending(path: "truncated-\(UUID().uuidString).json")
@@ -154,11 +158,14 @@ struct FireballWatchCLITests {
     let imported = try fireballWatch("import", "--store", "lmdb", "--path", store)
     #expect(imported.status == 0, "\(imported.stderr)")
     #expect(imported.stdout.hasPrefix("Imported \(count) fireballs: \(count) inserted"))
-    #expect(try fireballWatch("import", "--store", "lmdb", "--path", store).stdout.contains(": 0 inserted, 0 updated, \(count) unchanged"))
+    #expect(
+      try fireballWatch("import", "--store", "lmdb", "--path", store).stdout.contains(
+        ": 0 inserted, 0 updated, \(count) unchanged"))
     #expect(try jsonRows(try fireballWatch("list", "--json", "--store", "lmdb", "--path", store)).count == count)
     _ = try fireballWatch("group", "create", "G", "--store", "lmdb", "--path", store)
     let date = try #require(try FireballSnapshot.rows().first?["date"] as? String)
-    #expect(try fireballWatch("group", "add", "G", date, "--store", "lmdb", "--path", store).stdout == "Group 'G' holds 1 fireball\n")
+    #expect(
+      try fireballWatch("group", "add", "G", date, "--store", "lmdb", "--path", store).stdout == "Group 'G' holds 1 fireball\n")
     #expect(try fireballWatch("delete", date, "--store", "lmdb", "--path", store).status == 0)
     let groups = try jsonRows(try fireballWatch("groups", "--json", "--store", "lmdb", "--path", store))
     #expect(groups.count == 1 && groups.first?["fireballCount"] as? Int == 0)

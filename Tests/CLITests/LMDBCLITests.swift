@@ -7,7 +7,8 @@ struct LMDBCLITests {
     let root = FileManager.default.temporaryDirectory.appending(path: "fave-flicks-lmdb-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: root) }
     let store = root.appending(path: "FaveFlicks.lmdb").path
-    let first = try faveFlicks("add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", "--store", "lmdb", "--path", store)
+    let first = try faveFlicks(
+      "add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", "--store", "lmdb", "--path", store)
     #expect(first.status == 0, "\(first.stderr)")
 
     // Two processes add at the same time.
@@ -15,7 +16,8 @@ struct LMDBCLITests {
     let groups = movies.map { movies in
       Thread.detachedResults {
         movies.map { title, date in
-          (try? faveFlicks("add", "--title", title, "--genre", "Drama", "--release-date", date, "--store", "lmdb", "--path", store))?.status
+          (try? faveFlicks(
+            "add", "--title", title, "--genre", "Drama", "--release-date", date, "--store", "lmdb", "--path", store))?.status
         }
       }
     }
@@ -31,7 +33,8 @@ struct LMDBCLITests {
     #expect(info.status == 0, "\(info.stderr)")
     #expect(info.stdout.contains("Store type:         lmdb"), "\(info.stdout)")
     #expect(info.stdout.contains("Movie — 11 rows"), "\(info.stdout)")
-    let fetched = try Executables.run("strata", ["fetch", "--store", "lmdb", store, "--entity", "Movie", "--where", "title == 'Heat'", "--json"])
+    let fetched = try Executables.run(
+      "strata", ["fetch", "--store", "lmdb", store, "--entity", "Movie", "--where", "title == 'Heat'", "--json"])
     #expect(fetched.stdout.contains("\"genre\" : \"Crime\""), "\(fetched.stdout)")
 
     let detected = try Executables.run("strata", ["info", store])
@@ -49,7 +52,8 @@ struct LMDBDamagedStoreCLITests {
     let root = FileManager.default.temporaryDirectory.appending(path: "strata-truncated-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: root) }
     let store = root.appending(path: "FaveFlicks.lmdb").path
-    let added = try faveFlicks("add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", "--store", "lmdb", "--path", store)
+    let added = try faveFlicks(
+      "add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", "--store", "lmdb", "--path", store)
     #expect(added.status == 0, "\(added.stderr)")
     let data = (store as NSString).appendingPathComponent("data.mdb")
     #expect(truncate(data, 8192) == 0)

@@ -19,7 +19,9 @@ struct SharedFlagsCLITests {
     #expect(nested.status == 0, "\(nested.stderr)")
     let unknown = try faveFlicks("--store", "bogus", "list")
     #expect(unknown.status == 64)
-    #expect(unknown.stderr == "fave-flicks: error: unknown store type 'bogus' (available: lmdb, memory, sqlite) (see 'fave-flicks --help')\n")
+    #expect(
+      unknown.stderr
+        == "fave-flicks: error: unknown store type 'bogus' (available: lmdb, memory, sqlite) (see 'fave-flicks --help')\n")
   }
 
   @Test(arguments: ["fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch", "strata"])

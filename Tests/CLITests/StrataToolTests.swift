@@ -81,9 +81,10 @@ struct StrataToolTests {
     #expect(movie["name"] as? String == "Movie")
     #expect(movie["count"] as? Int == 4)
     let attributes = try #require(movie["attributes"] as? [[String: Any]])
-    #expect(attributes.map { "\($0["name"] ?? "") \($0["type"] ?? "")" } == [
-      "title string", "genre string", "releaseDate date", "updatedAt date", "rating int16", "titleSearch string",
-    ])
+    #expect(
+      attributes.map { "\($0["name"] ?? "") \($0["type"] ?? "")" } == [
+        "title string", "genre string", "releaseDate date", "updatedAt date", "rating int16", "titleSearch string",
+      ])
     #expect(attributes.map { $0["isOptional"] as? Bool } == [false, false, false, true, false, false])
     #expect(attributes.allSatisfy { $0["isTransient"] as? Bool == false })
     #expect((movie["relationships"] as? [[String: Any]])?.map { $0["name"] as? String } == ["watches"])
@@ -101,9 +102,10 @@ struct StrataToolTests {
     let ids = objects.map { $0["objectID"] as? String ?? "" }
     #expect(ids.map { $0.hasPrefix("strata://") && $0.contains("/Movie/p") } == [true, true, true, true])
     #expect(Set(ids).count == 4)
-    #expect(objects.allSatisfy {
-      $0.keys.sorted() == ["genre", "objectID", "rating", "releaseDate", "title", "titleSearch", "updatedAt"]
-    })
+    #expect(
+      objects.allSatisfy {
+        $0.keys.sorted() == ["genre", "objectID", "rating", "releaseDate", "title", "titleSearch", "updatedAt"]
+      })
 
     let table = try strata("fetch", store, "--entity", "Movie")
     #expect(table.status == 0)

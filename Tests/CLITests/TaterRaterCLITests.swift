@@ -33,7 +33,11 @@ enum PotatoesFile {
     var sections: [(name: String, varieties: [String])] = []
     for variety in try sorted() {
       let name = String(folded(variety).prefix(1)).uppercased()
-      if sections.last?.name == name { sections[sections.count - 1].varieties.append(variety) } else { sections.append((name, [variety])) }
+      if sections.last?.name == name {
+        sections[sections.count - 1].varieties.append(variety)
+      } else {
+        sections.append((name, [variety]))
+      }
     }
     return sections
   }
@@ -169,7 +173,9 @@ struct TaterRaterCLITests {
     let sections = try jsonRows(result)
     let expected = try PotatoesFile.sections()
     #expect(sections.compactMap { $0["name"] as? String } == expected.map(\.name))
-    #expect(sections.map { ($0["potatoes"] as? [[String: Any]] ?? []).compactMap { $0["variety"] as? String } } == expected.map(\.varieties))
+    #expect(
+      sections.map { ($0["potatoes"] as? [[String: Any]] ?? []).compactMap { $0["variety"] as? String } }
+        == expected.map(\.varieties))
 
     let text = try taterRater("list", "--sections", "--path", store)
     let lines = text.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)

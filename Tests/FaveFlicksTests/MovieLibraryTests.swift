@@ -16,7 +16,8 @@ enum Backend: String, CaseIterable, Sendable {
       return MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: .memory), registry: registry))
     case .sqlite:
       let url = FileManager.default.temporaryDirectory.appending(path: "faveflicks-\(UUID().uuidString)/FaveFlicks.sqlite")
-      return MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
+      return MovieLibrary(
+        container: try MovieLibrary.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
     }
   }
 }
@@ -82,10 +83,12 @@ struct MovieLibraryTests {
   @Test func sqliteStorePersistsAcrossContainers() throws {
     let registry = StoreRegistry([SQLiteStoreFactory()])
     let url = FileManager.default.temporaryDirectory.appending(path: "faveflicks-\(UUID().uuidString)/FaveFlicks.sqlite")
-    let first = MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
+    let first = MovieLibrary(
+      container: try MovieLibrary.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
     try first.add(title: "Heat", genre: "Crime", releaseDate: try ReleaseDate.parse("1995-12-15"))
     first.container.close()
-    let second = MovieLibrary(container: try MovieLibrary.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
+    let second = MovieLibrary(
+      container: try MovieLibrary.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
     let movies = try second.list()
     #expect(movies.map(\.title) == ["Heat"] && movies.map(\.genre) == ["Crime"])
     #expect(movies.map(\.releaseDate) == [try ReleaseDate.parse("1995-12-15")])

@@ -30,7 +30,9 @@ struct VersionOneStoreTests {
     return destination
   }
 
-  @Test(arguments: [(StoreType.sqlite, "FaveFlicks-v1.sqlite", "list-v1.json"), (.lmdb, "FaveFlicks-v1.lmdb", "list-v1-lmdb.json")])
+  @Test(arguments: [
+    (StoreType.sqlite, "FaveFlicks-v1.sqlite", "list-v1.json"), (.lmdb, "FaveFlicks-v1.lmdb", "list-v1-lmdb.json"),
+  ])
   func aVersionOneStoreOpensWithEveryMovieIntact(_ type: StoreType, _ store: String, _ listing: String) throws {
     let expected = try JSONDecoder().decode([ListedMovie].self, from: Data(contentsOf: try Self.fixture(listing)))
     let url = try Self.copy(store)

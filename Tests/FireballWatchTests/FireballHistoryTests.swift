@@ -75,7 +75,8 @@ struct FireballHistoryTests {
     let cleanup = writer.container.newBackgroundContext()
     cleanup.transactionAuthor = "Cleanup"
     try cleanup.performAndWait {
-      let doomed = try #require(try cleanup.fetch(try FetchRequest<Fireball>(format: "dateTimeStamp == %@", sample[0].dateTimeStamp)).first)
+      let doomed = try #require(
+        try cleanup.fetch(try FetchRequest<Fireball>(format: "dateTimeStamp == %@", sample[0].dateTimeStamp)).first)
       cleanup.delete(doomed)
       try cleanup.save()
     }
@@ -87,7 +88,10 @@ struct FireballHistoryTests {
     #expect(restarted.warnings.isEmpty)
     #expect(try restarted.catchUp().isEmpty, "a watcher started later goes on from the saved token")
     try await writer.importFireballs([sample[0]])
-    #expect(try restarted.catchUp() == [.fireball(.insert, dateTimeStamp: sample[0].dateTimeStamp, impactEnergy: sample[0].impactEnergy)])
+    #expect(
+      try restarted.catchUp() == [
+        .fireball(.insert, dateTimeStamp: sample[0].dateTimeStamp, impactEnergy: sample[0].impactEnergy)
+      ])
   }
 
   @Test(arguments: Backend.allCases)

@@ -49,7 +49,8 @@ struct FireballImportTests {
     partial.object["fields"] = kept
     let records = try FireballData.decode(try partial.data())
     #expect(records.map(\.dateTimeStamp) == expected.map(\.dateTimeStamp))
-    #expect(records.map(\.velocity) == expected.map(\.velocity) && records.allSatisfy { $0.latitude == nil && $0.altitude == nil })
+    #expect(
+      records.map(\.velocity) == expected.map(\.velocity) && records.allSatisfy { $0.latitude == nil && $0.altitude == nil })
   }
 
   struct BadInput: Sendable, CustomTestStringConvertible {
@@ -93,15 +94,25 @@ struct FireballImportTests {
     },
     BadInput(name: "short row", row: 5, reason: "8 values, but 'fields' names 9") { file in file.rows[4].removeLast() },
     BadInput(name: "long row", row: 973, reason: "10 values") { file in file.rows[972].append("1") },
-    BadInput(name: "energy not a number", row: 7, reason: "energy 'lots' is not a number", edit: BadInput.cell(7, "energy", "lots")),
+    BadInput(
+      name: "energy not a number", row: 7, reason: "energy 'lots' is not a number", edit: BadInput.cell(7, "energy", "lots")),
     BadInput(name: "velocity nan", row: 12, reason: "vel 'nan' is not a number", edit: BadInput.cell(12, "vel", "nan")),
     BadInput(name: "number not a string", row: 4, reason: "not a string or null", edit: BadInput.cell(4, "impact-e", 0.13)),
-    BadInput(name: "impossible date", row: 3, dateReadable: false, reason: "date '2023-02-30 10:00:00'", edit: BadInput.cell(3, "date", "2023-02-30 10:00:00")),
-    BadInput(name: "date in another format", row: 9, dateReadable: false, reason: "is not yyyy-MM-dd HH:mm:ss", edit: BadInput.cell(9, "date", "2023/10/01 10:00")),
-    BadInput(name: "missing date", row: 2, dateReadable: false, reason: "date is missing", edit: BadInput.cell(2, "date", NSNull())),
-    BadInput(name: "bad latitude direction", row: 10, reason: "lat-dir 'X' is not N or S", edit: BadInput.cell(10, "lat-dir", "X")),
-    BadInput(name: "bad longitude direction", row: 11, reason: "lon-dir 'N' is not E or W", edit: BadInput.cell(11, "lon-dir", "N")),
-    BadInput(name: "latitude without direction", row: 1, reason: "lat is given but lat-dir is missing", edit: BadInput.cell(1, "lat-dir", NSNull())),
+    BadInput(
+      name: "impossible date", row: 3, dateReadable: false, reason: "date '2023-02-30 10:00:00'",
+      edit: BadInput.cell(3, "date", "2023-02-30 10:00:00")),
+    BadInput(
+      name: "date in another format", row: 9, dateReadable: false, reason: "is not yyyy-MM-dd HH:mm:ss",
+      edit: BadInput.cell(9, "date", "2023/10/01 10:00")),
+    BadInput(
+      name: "missing date", row: 2, dateReadable: false, reason: "date is missing", edit: BadInput.cell(2, "date", NSNull())),
+    BadInput(
+      name: "bad latitude direction", row: 10, reason: "lat-dir 'X' is not N or S", edit: BadInput.cell(10, "lat-dir", "X")),
+    BadInput(
+      name: "bad longitude direction", row: 11, reason: "lon-dir 'N' is not E or W", edit: BadInput.cell(11, "lon-dir", "N")),
+    BadInput(
+      name: "latitude without direction", row: 1, reason: "lat is given but lat-dir is missing",
+      edit: BadInput.cell(1, "lat-dir", NSNull())),
     BadInput(name: "repeated date", row: 20, reason: "the same date as row 19") { file in
       file.rows[19][0] = file.rows[18][0]
     },

@@ -25,11 +25,15 @@ struct FireballListAndGroupTests {
     #expect(try watch.fireballs() == records.newestFirst)
     #expect(try watch.fireballs(FireballQuery(limit: 10)) == Array(records.newestFirst.prefix(10)))
     #expect(try watch.fireballs(FireballQuery(sort: .energy)) == records.sorted(by: Self.byDescending(\.radiatedEnergy)))
-    #expect(try watch.fireballs(FireballQuery(sort: .impact, limit: 5)) == Array(records.sorted(by: Self.byDescending(\.impactEnergy)).prefix(5)))
+    #expect(
+      try watch.fireballs(FireballQuery(sort: .impact, limit: 5))
+        == Array(records.sorted(by: Self.byDescending(\.impactEnergy)).prefix(5)))
     let strong = records.filter { ($0.impactEnergy ?? 0) >= 1.5 }
     #expect(!strong.isEmpty && strong.count < records.count)
     #expect(try watch.fireballs(FireballQuery(minimumImpactEnergy: 1.5)) == strong.newestFirst)
-    #expect(try watch.fireballs(FireballQuery(sort: .impact, minimumImpactEnergy: 1.5, limit: 3)) == Array(strong.sorted(by: Self.byDescending(\.impactEnergy)).prefix(3)))
+    #expect(
+      try watch.fireballs(FireballQuery(sort: .impact, minimumImpactEnergy: 1.5, limit: 3))
+        == Array(strong.sorted(by: Self.byDescending(\.impactEnergy)).prefix(3)))
     #expect(try watch.fireballs(FireballQuery(minimumImpactEnergy: 1e9)).isEmpty)
   }
 
@@ -50,7 +54,9 @@ struct FireballListAndGroupTests {
     #expect(try watch.fireballs(inGroup: "Recent").map(\.dateTimeStamp) == [dates[0], dates[2], dates[3]])
 
     try watch.delete(at: dates[0])
-    let afterDelete = [FireballGroupRecord(name: "Oldies", fireballCount: 0), FireballGroupRecord(name: "Recent", fireballCount: 2)]
+    let afterDelete = [
+      FireballGroupRecord(name: "Oldies", fireballCount: 0), FireballGroupRecord(name: "Recent", fireballCount: 2),
+    ]
     #expect(try watch.groups() == afterDelete)
     #expect(try FireballWatch(container: watch.container).groups() == afterDelete)
     #expect(try watch.fireballs(inGroup: "Recent").map(\.dateTimeStamp) == [dates[2], dates[3]])
@@ -74,7 +80,10 @@ struct FireballListAndGroupTests {
       ("empty name", .validation, "a group needs a name", { try $0.createGroup("  ") }),
       ("unknown group", .notFound, "no group is named 'Nope'", { try $0.add([dates[1]], toGroup: "Nope") }),
       ("unknown group", .notFound, "no group is named 'Nope'", { try $0.remove([dates[0]], fromGroup: "Nope") }),
-      ("unknown date", .notFound, "no fireball was seen at 2001-01-01 00:00:00", { try $0.add([dates[1], unknownDate], toGroup: "Recent") }),
+      (
+        "unknown date", .notFound, "no fireball was seen at 2001-01-01 00:00:00",
+        { try $0.add([dates[1], unknownDate], toGroup: "Recent") }
+      ),
       ("unknown date", .notFound, "2001-01-01 00:00:00", { try $0.delete(at: unknownDate) }),
     ]
     for (name, code, message, attempt) in attempts {
@@ -96,7 +105,10 @@ struct FireballListAndGroupTests {
     #expect(date.timeIntervalSince1970 == 1_709_251_199)
     #expect(FireballDate.string(from: date) == "2024-02-29 23:59:59")
     #expect(FireballDate.iso8601(date) == "2024-02-29T23:59:59Z")
-    for bad in ["2023-02-29 00:00:00", "2024-02-29", "2024-02-29T23:59:59", "2024-2-29 23:59:59", "2024-02-29 24:00:00", " 2024-02-29 23:59:5", "２０２４-02-29 23:59:59"] {
+    for bad in [
+      "2023-02-29 00:00:00", "2024-02-29", "2024-02-29T23:59:59", "2024-2-29 23:59:59", "2024-02-29 24:00:00",
+      " 2024-02-29 23:59:5", "２０２４-02-29 23:59:59",
+    ] {
       #expect(FireballDate.parse(bad) == nil, "\(bad)")
     }
   }

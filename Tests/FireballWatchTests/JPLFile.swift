@@ -15,7 +15,8 @@ enum Backend: String, CaseIterable, Sendable {
       return FireballWatch(container: try FireballWatch.makeContainer(store: StoreDescription(type: .memory), registry: registry))
     case .sqlite:
       let url = FileManager.default.temporaryDirectory.appending(path: "fireballwatch-\(UUID().uuidString)/FireballWatch.sqlite")
-      return FireballWatch(container: try FireballWatch.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
+      return FireballWatch(
+        container: try FireballWatch.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
     }
   }
 }

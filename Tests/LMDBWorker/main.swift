@@ -1,7 +1,7 @@
 import CLMDB
 import Foundation
-import StrataStoreKit
 import StrataLMDB
+import StrataStoreKit
 
 // A second process for the LMDB tests, on a store the test created (Note: text unique, n, payload):
 //   lmdb-worker insert DIR PREFIX COUNT BATCH     saves COUNT notes "PREFIX-i", BATCH per save

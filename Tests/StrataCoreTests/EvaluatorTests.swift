@@ -172,13 +172,15 @@ private func queryError(_ predicate: QueryPredicate, entity: String = "Movie") t
 
   @Test func implicitAnyAndRewrites() throws {
     let g = try makeGraph()
-    #expect(try QueryValidator.check(cmp("tags.name", .equalTo, "crime"), entity: g.movie, model: g.model)
-      == cmp("tags.name", .equalTo, "crime", .any))
+    #expect(
+      try QueryValidator.check(cmp("tags.name", .equalTo, "crime"), entity: g.movie, model: g.model)
+        == cmp("tags.name", .equalTo, "crime", .any))
     let flipped = QueryPredicate.comparison(Comparison(.constant(1990), .lessThan, .keyPath("year")))
     #expect(try QueryValidator.check(flipped, entity: g.movie, model: g.model) == cmp("year", .greaterThan, 1990))
     let membership = cmp("movies", .contains, .objectID(id("Movie", 1)))
-    #expect(try QueryValidator.check(membership, entity: g.director, model: g.model)
-      == cmp("movies", .equalTo, .objectID(id("Movie", 1)), .any))
+    #expect(
+      try QueryValidator.check(membership, entity: g.director, model: g.model)
+        == cmp("movies", .equalTo, .objectID(id("Movie", 1)), .any))
   }
 
   @Test func misuseOfCollectionsIsRejected() throws {
@@ -323,7 +325,9 @@ private func queryError(_ predicate: QueryPredicate, entity: String = "Movie") t
 @Suite struct SorterTests {
   private func sortedTitles(_ sorts: [QuerySort]) throws -> [String] {
     let g = try makeGraph()
-    let rows = g.objects.values.filter { $0.objectID.entityName == "Movie" }.sorted { $0.objectID.primaryKey! > $1.objectID.primaryKey! }
+    let rows = g.objects.values.filter { $0.objectID.entityName == "Movie" }.sorted {
+      $0.objectID.primaryKey! > $1.objectID.primaryKey!
+    }
     let sorter = try SnapshotSorter(sorts, entity: g.movie, model: g.model)
     return try sorter.sorted(rows, source: g).map { $0.attributes[0].stringValue ?? "?" }
   }

@@ -56,7 +56,10 @@ struct ModelMigrationTests {
     let old = try Self.model(movie: [Self.title, Self.year, AttributeDescription(name: "lastModified", type: .date)])
     let renamed = AttributeDescription(name: "updatedAt", type: .date, renamingIdentifier: "lastModified")
     let migration = try ModelMigration(from: old, to: try Self.model(movie: [Self.title, renamed]))
-    #expect(migration.changes.map(\.description) == ["Movie.updatedAt: renamed from lastModified", "Movie.year: removed with its values"])
+    #expect(
+      migration.changes.map(\.description) == [
+        "Movie.updatedAt: renamed from lastModified", "Movie.year: removed with its values",
+      ])
     let mapping = try #require(migration.entities.first?.attributes.last)
     let date = Date(timeIntervalSinceReferenceDate: 1234.5)
     #expect(mapping.source == "lastModified" && mapping.convert(.date(date)) == .date(date))
@@ -80,11 +83,13 @@ struct ModelMigrationTests {
       AttributeDescription(name: "seen", type: .string), AttributeDescription(name: "released", type: .string),
     ])
     let migration = try ModelMigration(from: old, to: new)
-    #expect(migration.changes.map(\.description) == [
-      "Movie.year: type widened from int16 to int64", "Movie.votes: type widened from int32 to double",
-      "Movie.seen: type widened from bool to string", "Movie.released: type widened from date to string",
-    ])
-    let byName = Dictionary(uniqueKeysWithValues: try #require(migration.entities.first).attributes.map { ($0.attribute.name, $0) })
+    #expect(
+      migration.changes.map(\.description) == [
+        "Movie.year: type widened from int16 to int64", "Movie.votes: type widened from int32 to double",
+        "Movie.seen: type widened from bool to string", "Movie.released: type widened from date to string",
+      ])
+    let byName = Dictionary(
+      uniqueKeysWithValues: try #require(migration.entities.first).attributes.map { ($0.attribute.name, $0) })
     #expect(byName["year"]?.convert(.int(1995)) == .int(1995))
     #expect(byName["votes"]?.convert(.int(7)) == .double(7))
     #expect(byName["seen"]?.convert(.bool(true)) == .string("true"))
@@ -129,9 +134,10 @@ struct ModelMigrationTests {
       movieName: "Film", movieRenamedFrom: "Movie",
       extra: [EntityDescription(name: "Studio", attributes: [AttributeDescription(name: "name", type: .string)])])
     let migration = try ModelMigration(from: old, to: new)
-    #expect(migration.changes.map(\.description) == [
-      "Film: entity renamed from Movie", "Studio: entity added", "Genre: entity removed with its objects",
-    ])
+    #expect(
+      migration.changes.map(\.description) == [
+        "Film: entity renamed from Movie", "Studio: entity added", "Genre: entity removed with its objects",
+      ])
     #expect(migration.entities.map(\.source) == ["Movie", nil])
     #expect(migration.removedEntities == ["Genre"])
   }
@@ -177,7 +183,10 @@ struct ModelMigrationTests {
       try descriptions(from: old, to: try Self.model(constraints: [["title", "year"]]))
         == ["Movie: uniqueness constraint (title, year) added", "Movie: uniqueness constraint (title) removed"])
     let indexed = AttributeDescription(name: "year", type: .int16, isIndexed: true)
-    #expect(try descriptions(from: old, to: try Self.model(movie: [Self.title, indexed], constraints: [["title"]])) == ["Movie.year: index added"])
+    #expect(
+      try descriptions(from: old, to: try Self.model(movie: [Self.title, indexed], constraints: [["title"]])) == [
+        "Movie.year: index added"
+      ])
   }
 
   @Test func everyRefusalIsNamedAtOnce() throws {

@@ -38,12 +38,14 @@ struct ObjectModelTests {
 
   @Test func anyChangeChangesTheFingerprint() throws {
     let model = try Self.library()
-    let changed = try ObjectModel(entities: model.entities.map { entity in
-      guard entity.name == "Book" else { return entity }
-      return EntityDescription(
-        name: entity.name, attributes: entity.attributes + [AttributeDescription(name: "isbn", type: .string, isOptional: true)],
-        relationships: entity.relationships)
-    })
+    let changed = try ObjectModel(
+      entities: model.entities.map { entity in
+        guard entity.name == "Book" else { return entity }
+        return EntityDescription(
+          name: entity.name,
+          attributes: entity.attributes + [AttributeDescription(name: "isbn", type: .string, isOptional: true)],
+          relationships: entity.relationships)
+      })
     #expect(changed.fingerprint != model.fingerprint)
   }
 
@@ -85,7 +87,10 @@ struct ObjectModelTests {
         EntityDescription(name: "B", relationships: [RelationshipDescription(name: "a", destination: "A", inverse: "other")]),
       ], key: "A.b", "inverse that does not point back")
     expectInvalid(
-      [EntityDescription(name: "A", attributes: [AttributeDescription(name: "x", type: .int16), AttributeDescription(name: "x", type: .string)])],
+      [
+        EntityDescription(
+          name: "A", attributes: [AttributeDescription(name: "x", type: .int16), AttributeDescription(name: "x", type: .string)])
+      ],
       key: "x", "property declared twice")
     expectInvalid(
       [EntityDescription(name: "A", attributes: [AttributeDescription(name: "_pk", type: .int64)])], key: "_pk", "reserved name")
@@ -96,7 +101,11 @@ struct ObjectModelTests {
       [EntityDescription(name: "A", attributes: [AttributeDescription(name: "n", type: .int16)], uniquenessConstraints: [["m"]])],
       key: "m", "constraint on an unknown attribute")
     expectInvalid(
-      [EntityDescription(name: "A", attributes: [AttributeDescription(name: "t", type: .string, isTransient: true)], uniquenessConstraints: [["t"]])],
+      [
+        EntityDescription(
+          name: "A", attributes: [AttributeDescription(name: "t", type: .string, isTransient: true)],
+          uniquenessConstraints: [["t"]])
+      ],
       key: "t", "constraint on a transient attribute")
   }
 }

@@ -122,7 +122,9 @@ extension PredicateParserTests {
     let counts = "SELF" + String(repeating: ".@count", count: 10_000) + " == 1"
     expectParseFailure(counts, at: 4 + 7 * (n + 1), containing: "nests deeper")
     let keys = "a" + String(repeating: ".b", count: 40_000) + " == 1"
-    expectParseFailure(keys, at: 1 + 2 * QueryLimits.maxKeyPathComponents - 1, containing: "more than \(QueryLimits.maxKeyPathComponents) components")
+    expectParseFailure(
+      keys, at: 1 + 2 * QueryLimits.maxKeyPathComponents - 1,
+      containing: "more than \(QueryLimits.maxKeyPathComponents) components")
   }
 
   @Test func treesPastTheLimitsAreRefused() {
@@ -136,7 +138,9 @@ extension PredicateParserTests {
     #expect(throws: StoreError.self) { try QueryLimits.check(nots) }
     let path = Array(repeating: "sequel", count: QueryLimits.maxKeyPathComponents + 1).joined(separator: ".")
     #expect(throws: StoreError.self) { try QueryLimits.checkKeyPath(path) }
-    #expect(throws: Never.self) { try QueryLimits.checkKeyPath(Array(repeating: "sequel", count: QueryLimits.maxKeyPathComponents).joined(separator: ".")) }
+    #expect(throws: Never.self) {
+      try QueryLimits.checkKeyPath(Array(repeating: "sequel", count: QueryLimits.maxKeyPathComponents).joined(separator: "."))
+    }
     let wide = QueryPredicate.and(Array(repeating: .comparison(Comparison(.keyPath("a"), .equalTo, .constant(1))), count: 10_000))
     #expect(throws: Never.self) { try QueryLimits.check(wide) }
   }

@@ -2,9 +2,9 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+  import Glibc
 #elseif canImport(Darwin)
-import Darwin
+  import Darwin
 #endif
 
 /// A deliberate data race, to show that a clean ThreadSanitizer run would have caught one.
@@ -28,11 +28,13 @@ struct SanitizerCanaryTests {
     var threads: [pthread_t] = []
     for _ in 0..<2 {
       var thread = pthread_t()
-      let started = pthread_create(&thread, nil, { raw in
-        let counter = Unmanaged<UnguardedCounter>.fromOpaque(raw!).takeUnretainedValue()
-        for _ in 0..<1_000 { counter.value += 1 }
-        return nil
-      }, context)
+      let started = pthread_create(
+        &thread, nil,
+        { raw in
+          let counter = Unmanaged<UnguardedCounter>.fromOpaque(raw!).takeUnretainedValue()
+          for _ in 0..<1_000 { counter.value += 1 }
+          return nil
+        }, context)
       try #require(started == 0)
       threads.append(thread)
     }

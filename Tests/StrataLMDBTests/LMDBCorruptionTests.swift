@@ -39,7 +39,9 @@ import Testing
     defer { dir.remove() }
     let (data, _, _) = try makeStore(dir)
     #expect(data.count > 5 * 4096)
-    let sizes = [1, 20, 100, 152, 4095, 4096, 4097, 4096 + 152, 8191, 8192, 8193, 12288, data.count / 2, data.count - 4096, data.count - 1]
+    let sizes = [
+      1, 20, 100, 152, 4095, 4096, 4097, 4096 + 152, 8191, 8192, 8193, 12288, data.count / 2, data.count - 4096, data.count - 1,
+    ]
     for size in sizes {
       let truncated = data.prefix(size)
       let (result, file) = try open(Data(truncated), in: dir, "truncated-\(size)")
@@ -49,7 +51,8 @@ import Testing
       }
       #expect(error.code == .corrupted, "\(size): \(error.message)")
       if size >= 8192 {
-        #expect(error.message.contains("is shorter than its environment says: \(size) bytes, needs \(data.count)"), "\(error.message)")
+        #expect(
+          error.message.contains("is shorter than its environment says: \(size) bytes, needs \(data.count)"), "\(error.message)")
       }
       #expect(try Data(contentsOf: file) == truncated, "\(size)")
       // Opening it to write is refused the same way, before liblmdb maps it.

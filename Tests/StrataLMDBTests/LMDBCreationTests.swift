@@ -119,7 +119,9 @@ import Testing
       let items = try store.count(FetchDescription(entityName: "Item"))
       #expect(items <= 1)
       _ = try store.save(
-        ChangeSet(inserted: [ObjectChange(objectID: .makeTemporary(entityName: "Item"), attributes: ["test", .int(0)], toOne: [])]))
+        ChangeSet(inserted: [
+          ObjectChange(objectID: .makeTemporary(entityName: "Item"), attributes: ["test", .int(0)], toOne: [])
+        ]))
       store.close()
       let tool = try LMDBStore(url: url, model: nil, options: StoreOptions(isReadOnly: true))
       #expect(tool.model == model)

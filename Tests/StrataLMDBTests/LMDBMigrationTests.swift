@@ -44,12 +44,17 @@ private func version2() throws -> ObjectModel {
 
 /// A version 1 store holding notes one…three (n 1, 2, 2), tags red (on one and two) and blue (on two),
 /// and a draft.
-private func version1Store(_ dir: TemporaryDirectory, mapSize: Int = LMDBStore.defaultMapSize) throws
+private func version1Store(
+  _ dir: TemporaryDirectory, mapSize: Int = LMDBStore.defaultMapSize
+) throws
   -> (LMDBStore, [String: ObjectID])
 {
   let store = try LMDBStore(url: dir.store, model: try version1(), mapSize: mapSize)
   let notes = ["one": 1, "two": 2, "three": 2].sorted { $0.key < $1.key }.map { text, n in
-    (text, ObjectChange(objectID: .makeTemporary(entityName: "Note"), attributes: [.string(text), .int(Int64(n)), .null], toOne: []))
+    (
+      text,
+      ObjectChange(objectID: .makeTemporary(entityName: "Note"), attributes: [.string(text), .int(Int64(n)), .null], toOne: [])
+    )
   }
   let tags = ["red", "blue"].map { name in
     (name, ObjectChange(objectID: .makeTemporary(entityName: "Tag"), attributes: [.string(name)], toOne: []))
@@ -70,9 +75,10 @@ private func version1Store(_ dir: TemporaryDirectory, mapSize: Int = LMDBStore.d
 /// The named databases `mdb_stat -a` lists.
 private func databaseNames(_ dir: TemporaryDirectory) throws -> Set<String>? {
   let text = try mdbStat(["-a", dir.store.path])
-  return Set(text.split(separator: "\n").compactMap { line in
-    line.hasPrefix("Status of ") ? String(line.dropFirst("Status of ".count)) : nil
-  })
+  return Set(
+    text.split(separator: "\n").compactMap { line in
+      line.hasPrefix("Status of ") ? String(line.dropFirst("Status of ".count)) : nil
+    })
 }
 
 /// The map size `mdb_stat -e` reports (the one the last commit recorded).
@@ -86,7 +92,8 @@ private func values(_ store: any PersistentStore, _ entity: String, _ format: St
   var request = FetchDescription(entityName: entity)
   if let format { request.predicate = try QueryPredicate(format: format) }
   guard case .snapshots(let rows) = try store.fetch(request, generation: nil) else { return [:] }
-  return Dictionary(rows.compactMap { row in row.attributes.first?.stringValue.map { ($0, row) } }, uniquingKeysWith: { a, _ in a })
+  return Dictionary(
+    rows.compactMap { row in row.attributes.first?.stringValue.map { ($0, row) } }, uniquingKeysWith: { a, _ in a })
 }
 
 @Suite("LMDB migration")
@@ -110,16 +117,21 @@ struct LMDBMigrationTests {
     #expect(labels.map(\.entityName) == ["Label", "Label"])
     #expect(Set(labels.compactMap(\.primaryKey)) == Set([ids["red"], ids["blue"]].compactMap { $0?.primaryKey }))
     let redLabel = ObjectID(entityName: "Label", storeIdentifier: store.identifier, primaryKey: red.primaryKey ?? -1)
-    #expect(Set(try migrated.relatedObjectIDs(of: redLabel, relationship: "notes", generation: nil)) == Set([ids["one"], two].compactMap { $0 }))
+    #expect(
+      Set(try migrated.relatedObjectIDs(of: redLabel, relationship: "notes", generation: nil))
+        == Set([ids["one"], two].compactMap { $0 }))
     #expect(try migrated.count(FetchDescription(entityName: "Folder")) == 0)
     let duplicate = storeError {
       _ = try migrated.save(
-        ChangeSet(inserted: [ObjectChange(objectID: .makeTemporary(entityName: "Note"), attributes: [.string("one"), .int(9), .null], toOne: [])]))
+        ChangeSet(inserted: [
+          ObjectChange(objectID: .makeTemporary(entityName: "Note"), attributes: [.string("one"), .int(9), .null], toOne: [])
+        ]))
     }
     #expect(duplicate?.code == .constraintConflict)
     // Keys continue after the migrated ones, under the renamed entity's counter too.
     let label = try migrated.save(
-      ChangeSet(inserted: [ObjectChange(objectID: .makeTemporary(entityName: "Label"), attributes: [.string("green")], toOne: [])]))
+      ChangeSet(inserted: [ObjectChange(objectID: .makeTemporary(entityName: "Label"), attributes: [.string("green")], toOne: [])]
+      ))
     #expect(label.permanentIDs.values.first?.primaryKey == 3)
     migrated.close()
 
@@ -148,14 +160,18 @@ struct LMDBMigrationTests {
       name: "Note", attributes: clashing[0].attributes, relationships: clashing[0].relationships,
       uniquenessConstraints: [["text"], ["n"]])
     clashing.removeLast()  // Draft removed: its database would be deleted last, had nothing clashed.
-    let error = storeError { _ = try store.migrated(by: try ModelMigration(from: store.model, to: try ObjectModel(entities: clashing))) }
+    let error = storeError {
+      _ = try store.migrated(by: try ModelMigration(from: store.model, to: try ObjectModel(entities: clashing)))
+    }
     #expect(error?.code == .constraintConflict)
     #expect(error?.conflicts.first?.keys == ["n"])
     #expect(error?.conflicts.first?.values == [.int(2)])
 
     // The store is still open with its handles: it reads and writes.
     #expect(try values(store, "Note").keys.sorted() == ["one", "three", "two"])
-    _ = try store.save(ChangeSet(inserted: [ObjectChange(objectID: .makeTemporary(entityName: "Draft"), attributes: [.string("more")], toOne: [])]))
+    _ = try store.save(
+      ChangeSet(inserted: [ObjectChange(objectID: .makeTemporary(entityName: "Draft"), attributes: [.string("more")], toOne: [])])
+    )
     #expect(try store.count(FetchDescription(entityName: "Draft")) == 2)
     store.close()
 
@@ -172,7 +188,8 @@ struct LMDBMigrationTests {
     defer { dir.remove() }
     let (store, _) = try version1Store(dir)
     let migration = try ModelMigration(from: try version1(), to: try version2())
-    #expect(storeError { _ = try store.migrated(by: try ModelMigration(from: try noteModel(), to: try noteModel())) }?.code == .misuse)
+    #expect(
+      storeError { _ = try store.migrated(by: try ModelMigration(from: try noteModel(), to: try noteModel())) }?.code == .misuse)
     let second = try LMDBStore(url: dir.store, model: try version1())
     #expect(storeError { _ = try store.migrated(by: migration) }?.code == .misuse, "another store shares the environment")
     second.close()
@@ -206,7 +223,8 @@ struct LMDBMigrationTests {
     let grownFrom = try #require(before)
     let grownTo = try #require(try mapSize(dir))
     #expect(grownTo > grownFrom, "the map grew from \(grownFrom) to \(grownTo)")
-    #expect(try migrated.count(FetchDescription(entityName: "Memo", predicate: try QueryPredicate(format: "pinned == NO"))) == 3_000)
+    #expect(
+      try migrated.count(FetchDescription(entityName: "Memo", predicate: try QueryPredicate(format: "pinned == NO"))) == 3_000)
     #expect(try values(migrated, "Memo", "n == 2999").keys.sorted() == ["note-2999"])
   }
 

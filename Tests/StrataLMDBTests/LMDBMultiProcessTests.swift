@@ -1,7 +1,7 @@
 import CLMDB
 import Foundation
-import StrataStoreKit
 import StrataLMDB
+import StrataStoreKit
 import Testing
 
 /// Several processes on one environment, and processes that die holding it.
@@ -32,7 +32,8 @@ struct LMDBMultiProcessTests {
     #expect(try count(store) == 900)
     #expect(try count(store, "text BEGINSWITH 'a-'") == 300)
     #expect(try count(store, "text BEGINSWITH 'b-'") == 300)
-    guard case .objectIDs(let ids) = try store.fetch(FetchDescription(entityName: "Note", resultType: .objectIDs), generation: nil)
+    guard
+      case .objectIDs(let ids) = try store.fetch(FetchDescription(entityName: "Note", resultType: .objectIDs), generation: nil)
     else { return }
     #expect(ids.compactMap(\.primaryKey) == Array(1...900), "keys are assigned once across processes")
   }

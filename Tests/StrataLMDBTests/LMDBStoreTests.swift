@@ -1,8 +1,8 @@
 import CLMDB
 import Foundation
-import StrataStoreKit
 import StrataLMDB
 import StrataMemory
+import StrataStoreKit
 import Testing
 
 @Suite("LMDB store")
@@ -176,7 +176,9 @@ struct LMDBStoreTests {
     _ = try store.save(ChangeSet(inserted: [note("one", 1)]))
     store.close()
     #expect(storeError { _ = try texts(store) }?.code == .misuse)
-    let other = try ObjectModel(entities: [EntityDescription(name: "Note", attributes: [AttributeDescription(name: "text", type: .string)])])
+    let other = try ObjectModel(entities: [
+      EntityDescription(name: "Note", attributes: [AttributeDescription(name: "text", type: .string)])
+    ])
     let mismatch = storeError { _ = try LMDBStore(url: dir.store, model: other) }
     #expect(mismatch?.code == .schemaMismatch)
     let tool = try LMDBStore(url: dir.store, model: nil, options: .init(isReadOnly: true))
@@ -239,7 +241,9 @@ func mdbStat(_ arguments: [String], checksStatus: Bool = true) throws -> String 
   try process.run()
   let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
   process.waitUntilExit()
-  try #require(!checksStatus || process.terminationStatus == 0, "mdb_stat \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+  try #require(
+    !checksStatus || process.terminationStatus == 0,
+    "mdb_stat \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
   return text
 }
 

@@ -1,6 +1,6 @@
 import Foundation
-import StrataStoreKit
 import StrataLMDB
+import StrataStoreKit
 import Testing
 
 /// Note: `text` unique, `n` indexed, `payload` optional data; Tag n—m Note through `tags`.

@@ -27,7 +27,8 @@ struct AsynchronousLoadingTests {
     let gate = DispatchSemaphore(value: 0)
     let entered = DispatchSemaphore(value: 0)
     let registry = StoreRegistry([GatedFactory(gate: gate, entered: entered)])
-    let container = PersistentContainer(name: "Gated", model: try ObjectModel(Shelf.self, Item.self), types: [Shelf.self, Item.self], registry: registry)
+    let container = PersistentContainer(
+      name: "Gated", model: try ObjectModel(Shelf.self, Item.self), types: [Shelf.self, Item.self], registry: registry)
     container.storeDescriptions = [StoreDescription(type: StoreType("gated"), shouldAddStoreAsynchronously: true)]
     let loaded = Locked<(StoreType, String?)?>(nil)
     let done = DispatchSemaphore(value: 0)
@@ -49,7 +50,8 @@ struct AsynchronousLoadingTests {
 
   @Test func aSynchronousDescriptionCompletesBeforeReturning() throws {
     let registry = StoreRegistry([MemoryStoreFactory()])
-    let container = PersistentContainer(name: "Plain", model: try ObjectModel(Shelf.self, Item.self), types: [Shelf.self, Item.self], registry: registry)
+    let container = PersistentContainer(
+      name: "Plain", model: try ObjectModel(Shelf.self, Item.self), types: [Shelf.self, Item.self], registry: registry)
     container.storeDescriptions = [StoreDescription(type: .memory)]
     let called = Locked(false)
     container.loadPersistentStores { _, error in
@@ -58,7 +60,8 @@ struct AsynchronousLoadingTests {
     }
     #expect(called.withLock { $0 })
 
-    let broken = PersistentContainer(name: "Broken", model: try ObjectModel(Shelf.self, Item.self), types: [Shelf.self, Item.self], registry: registry)
+    let broken = PersistentContainer(
+      name: "Broken", model: try ObjectModel(Shelf.self, Item.self), types: [Shelf.self, Item.self], registry: registry)
     broken.storeDescriptions = [StoreDescription(type: StoreType("nosuchstore"))]
     let failure = Locked<String?>(nil)
     broken.loadPersistentStores { _, error in failure.withLock { $0 = error.map { "\($0)" } } }

@@ -68,14 +68,17 @@ struct FetchedResultsPropertyTests {
     let registry = StoreRegistry([MemoryStoreFactory()])
     var edits = 0
     for seed in 1...120 {
-      let container = PersistentContainer(name: "Taters", model: try ObjectModel(Tater.self), types: [Tater.self], registry: registry)
+      let container = PersistentContainer(
+        name: "Taters", model: try ObjectModel(Tater.self), types: [Tater.self], registry: registry)
       container.storeDescriptions = [StoreDescription(type: .memory)]
       try container.loadPersistentStores()
       let context = container.newBackgroundContext()
       try context.performAndWait {
         var random = SplitMix64(seed: UInt64(seed))
-        let names = ["Agria", "Bintje", "Cara", "Charlotte", "Désirée", "duke", "Estima", "Épicure", "Kerr's Pink",
-          "Ratte", "ratte", "Russet 10", "Russet 9", "Yukon"]
+        let names = [
+          "Agria", "Bintje", "Cara", "Charlotte", "Désirée", "duke", "Estima", "Épicure", "Kerr's Pink",
+          "Ratte", "ratte", "Russet 10", "Russet 9", "Yukon",
+        ]
         func pick() -> String { names[Int(random.next() % UInt64(names.count))] }
         var request = FetchRequest<Tater>(sortDescriptors: [QuerySort("variety", comparator: .localizedStandard)])
         if seed % 3 == 0 { request.predicate = try QueryPredicate(format: "rating >= 2") }

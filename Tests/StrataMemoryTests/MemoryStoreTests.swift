@@ -195,8 +195,9 @@ private struct Library {
     let lib = try Library()
     let (t1, t2, t3, t4) = (temp("Book"), temp("Book"), temp("Book"), temp("Book"))
     let ids = try lib.store.save(
-      ChangeSet(inserted: [book(t1, "A", isbn: "X"), book(t2, "B", isbn: "Y"), book(t3, "C"), book(t4, "D")]))
-      .permanentIDs
+      ChangeSet(inserted: [book(t1, "A", isbn: "X"), book(t2, "B", isbn: "Y"), book(t3, "C"), book(t4, "D")])
+    )
+    .permanentIDs
     #expect(try lib.count("Book", cmp("isbn", .equalTo, nil)) == 2, "nil never clashes")
     let (a, b) = (try #require(ids[t1]), try #require(ids[t2]))
     _ = try lib.store.save(ChangeSet(updated: [book(a, "A", isbn: "Y"), book(b, "B", isbn: "X")]))
@@ -376,14 +377,16 @@ private struct Library {
       }
       try await group.waitForAll()
     }
-    guard case .objectIDs(let ids) = try store.fetch(FetchDescription(entityName: "Author", resultType: .objectIDs), generation: nil)
+    guard
+      case .objectIDs(let ids) = try store.fetch(FetchDescription(entityName: "Author", resultType: .objectIDs), generation: nil)
     else { return }
     #expect(ids.compactMap(\.primaryKey) == Array(1...200))
   }
 
   @Test func readOnlyAndClosedStoresRefuseWork() throws {
     let readOnly = try Library(options: StoreOptions(isReadOnly: true))
-    #expect(readOnly.error { _ = try readOnly.store.save(ChangeSet(inserted: [author(temp("Author"), "Ann")])) }?.code == .readOnly)
+    #expect(
+      readOnly.error { _ = try readOnly.store.save(ChangeSet(inserted: [author(temp("Author"), "Ann")])) }?.code == .readOnly)
     #expect(try readOnly.store.save(ChangeSet()) == SaveResult())
 
     let lib = try Library()

@@ -79,7 +79,8 @@ struct ObjectGraphTests {
   @Test func entitiesWithoutAClassWorkThroughKeyValueAccess() throws {
     let model = try ObjectModel(entities: [
       EntityDescription(
-        name: "Note", attributes: [
+        name: "Note",
+        attributes: [
           AttributeDescription(name: "text", type: .string), AttributeDescription(name: "stars", type: .int16, defaultValue: 3),
         ])
     ])
@@ -91,7 +92,8 @@ struct ObjectGraphTests {
     expectStoreError(.validation) { try note.setValue("many", forKey: "stars") }
     expectStoreError(.invalidQuery) { try context.insertObject(entityName: "Nope") }
     try context.save()
-    let fetched = try context.fetch(FetchRequest<ManagedObject>(entityName: "Note", predicate: try QueryPredicate(format: "text == 'hello'")))
+    let fetched = try context.fetch(
+      FetchRequest<ManagedObject>(entityName: "Note", predicate: try QueryPredicate(format: "text == 'hello'")))
     #expect(fetched.count == 1)
     #expect(fetched.first === note)
     #expect(fetched.first?.value(forKey: "text") as? String == "hello")

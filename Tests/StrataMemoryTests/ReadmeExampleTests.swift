@@ -20,7 +20,8 @@ final class Director: ManagedObject {
 struct ReadmeExampleTests {
   @Test func theExampleRuns() async throws {
     let registry = StoreRegistry([MemoryStoreFactory()])
-    let container = PersistentContainer(name: "Movies", model: try ObjectModel(Movie.self, Director.self),
+    let container = PersistentContainer(
+      name: "Movies", model: try ObjectModel(Movie.self, Director.self),
       types: [Movie.self, Director.self], registry: registry)
     container.storeDescriptions = [StoreDescription(type: .memory)]
     try await container.loadPersistentStores()
@@ -36,9 +37,10 @@ struct ReadmeExampleTests {
     #expect(mann.movies == [heat])
     try context.save()
 
-    let crime = try context.fetch(FetchRequest<Movie>(
-      format: "genre CONTAINS[cd] %@ AND director.name BEGINSWITH %@", "crime", "Michael",
-      sortDescriptors: [QuerySort(\Movie.title, comparator: .localizedStandard)]))
+    let crime = try context.fetch(
+      FetchRequest<Movie>(
+        format: "genre CONTAINS[cd] %@ AND director.name BEGINSWITH %@", "crime", "Michael",
+        sortDescriptors: [QuerySort(\Movie.title, comparator: .localizedStandard)]))
     let typed = try context.fetch(FetchRequest<Movie>(where: \.director?.name == "Michael Mann"))
     let swifty = try context.fetch(FetchRequest<Movie>(#Predicate<Movie> { $0.genre.localizedStandardContains("crime") }))
     #expect(crime == [heat] && typed == [heat] && swifty == [heat])

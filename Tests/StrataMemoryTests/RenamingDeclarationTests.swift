@@ -42,10 +42,11 @@ struct RenamingDeclarationTests {
     #expect(v1.entity(named: "Movie")?.attribute(named: "title")?.renamingIdentifier == nil)
 
     let migration = try ModelMigration(from: v1, to: v2)
-    #expect(migration.changes.map(\.description) == [
-      "Film: entity renamed from Movie", "Film.updatedAt: renamed from lastModified", "Film.rating: added, filled with 0",
-      "Film.directedBy: relationship renamed from director", "Director.films: relationship renamed from movies",
-    ])
+    #expect(
+      migration.changes.map(\.description) == [
+        "Film: entity renamed from Movie", "Film.updatedAt: renamed from lastModified", "Film.rating: added, filled with 0",
+        "Film.directedBy: relationship renamed from director", "Director.films: relationship renamed from movies",
+      ])
     #expect(migration.entities.map(\.source) == ["Movie", "Director"])
   }
 

@@ -1,7 +1,7 @@
 import CSQLite
 import Foundation
-import StrataStoreKit
 import StrataSQLite
+import StrataStoreKit
 import Testing
 
 /// The native batch update (one UPDATE, values checked in SQL). The conformance suite checks its answers
@@ -34,7 +34,8 @@ import Testing
 
   /// `title|year|rating|_version` of every movie, in key order, read without the store.
   private func rows(_ dir: TemporaryDirectory) throws -> [String] {
-    try rawStrings(dir.file(),
+    try rawStrings(
+      dir.file(),
       "SELECT title || '|' || ifnull(year, 'nil') || '|' || ifnull(rating, 'nil') || '|' || _version FROM Movie ORDER BY _pk")
   }
 
@@ -58,7 +59,9 @@ import Testing
     let result = try store.execute(
       .update(
         entityName: "Movie", predicate: nil,
-        propertiesToUpdate: ["year": try QueryExpression(format: "year + 1"), "rating": try QueryExpression(format: "rating * 2")]))
+        propertiesToUpdate: [
+          "year": try QueryExpression(format: "year + 1"), "rating": try QueryExpression(format: "rating * 2"),
+        ]))
     #expect(result.count == 2)
     #expect(result.objectIDs == ids)
     #expect(try rows(dir) == ["Heat|1996|16.6|2", "Alien|1980|17.0|2"])
@@ -73,7 +76,8 @@ import Testing
     #expect(one.objectIDs == [ids[1]])
     #expect(try rows(dir) == ["Heat|1996|16.6|2", "Alien|1980|17.0|3"])
     let none = try store.execute(
-      .update(entityName: "Movie", predicate: try QueryPredicate(format: "year > 3000"), propertiesToUpdate: ["year": .constant(1)]))
+      .update(
+        entityName: "Movie", predicate: try QueryPredicate(format: "year > 3000"), propertiesToUpdate: ["year": .constant(1)]))
     #expect(none.count == 0 && none.objectIDs.isEmpty)
   }
 

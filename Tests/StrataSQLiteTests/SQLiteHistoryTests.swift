@@ -17,7 +17,8 @@ struct SQLiteHistoryTests {
     let token = try #require(saved.historyToken)
     #expect(try rawStrings(dir.file(), historyTables) == ["strata_history_change", "strata_history_transaction"])
     #expect(
-      try rawStrings(dir.file(), "SELECT seq || '|' || author || '|' || context_name || '|' || pid FROM strata_history_transaction")
+      try rawStrings(
+        dir.file(), "SELECT seq || '|' || author || '|' || context_name || '|' || pid FROM strata_history_transaction")
         == ["\(token.sequence)|me|ui|\(getpid())"])
     #expect(
       try rawStrings(dir.file(), "SELECT entity || '|' || pk || '|' || change_type FROM strata_history_change")

@@ -89,10 +89,12 @@ import Testing
     rebuilt.close()
     #expect(try rawStrings(url, rootpage) != before)
     #expect(try Self.columns(url, "Movie").contains("released REAL 1"))
-    #expect(try rawStrings(url, "SELECT typeof(released) || ' ' || _pk || ' ' || _version FROM Movie ORDER BY _pk") == [
-      "real 1 1", "real 2 1", "real 3 1",
-    ])
-    #expect(try rawStrings(url, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Movie'") == ["Movie_fk_director"])
+    #expect(
+      try rawStrings(url, "SELECT typeof(released) || ' ' || _pk || ' ' || _version FROM Movie ORDER BY _pk") == [
+        "real 1 1", "real 2 1", "real 3 1",
+      ])
+    #expect(
+      try rawStrings(url, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'Movie'") == ["Movie_fk_director"])
   }
 
   @Test func aFailedMigrationLeavesTheFileByteIdentical() throws {

@@ -1,6 +1,6 @@
 import Foundation
-import StrataStoreKit
 import StrataSQLite
+import StrataStoreKit
 import Testing
 
 /// A small store: three directors, four movies, three actors, tags for collation tests.
@@ -28,9 +28,11 @@ final class QueryFixture {
     ]
     let movies = [
       movieChange(
-        MovieRow("Heat", rating: 8.3, year: 1995, budget: 60_000_000, code: Self.code, watched: true,
+        MovieRow(
+          "Heat", rating: 8.3, year: 1995, budget: 60_000_000, code: Self.code, watched: true,
           subtitle: "A Los Angeles crime saga"), id: id("Heat", "Movie"), director: id("Mann", "Director")),
-      movieChange(MovieRow("Collateral", rating: 7.5, year: 2004), id: id("Collateral", "Movie"), director: id("Mann", "Director")),
+      movieChange(
+        MovieRow("Collateral", rating: 7.5, year: 2004), id: id("Collateral", "Movie"), director: id("Mann", "Director")),
       movieChange(
         MovieRow("The Hurt Locker", rating: 7.5, year: 2008, budget: Decimal(string: "15000000.25"), subtitle: "Straße"),
         id: id("Hurt Locker", "Movie"), director: id("Bigelow", "Director")),
@@ -74,7 +76,8 @@ final class QueryFixture {
     #expect(try f.titles(where_("subtitle", .equalTo, "STRASSE", options: .caseInsensitive)) == ["The Hurt Locker"])
     #expect(try f.titles(where_("subtitle", .equalTo, "STRASSE")) == [])
     #expect(try f.titles(where_("subtitle", .equalTo, "Creme brulee", options: .diacriticInsensitive)) == ["Orphan"])
-    #expect(try f.titles(where_("subtitle", .beginsWith, "CREME", options: [.caseInsensitive, .diacriticInsensitive])) == ["Orphan"])
+    #expect(
+      try f.titles(where_("subtitle", .beginsWith, "CREME", options: [.caseInsensitive, .diacriticInsensitive])) == ["Orphan"])
     #expect(try f.titles(where_("subtitle", .beginsWith, "CREME", options: .caseInsensitive)) == [])
     #expect(try f.titles(where_("subtitle", .endsWith, "SAGA", options: .caseInsensitive)) == ["Heat"])
     #expect(try f.titles(where_("subtitle", .like, "*los ?ngeles*", options: .caseInsensitive)) == ["Heat"])
@@ -87,7 +90,8 @@ final class QueryFixture {
 
   @Test func typedValuesCompareByValue() throws {
     #expect(try f.titles(where_("budget", .greaterThan, 20_000_000)) == ["Heat"])
-    #expect(try f.titles(where_("budget", .equalTo, .decimal(try #require(Decimal(string: "15000000.25"))))) == ["The Hurt Locker"])
+    #expect(
+      try f.titles(where_("budget", .equalTo, .decimal(try #require(Decimal(string: "15000000.25"))))) == ["The Hurt Locker"])
     #expect(try f.titles(where_("code", .equalTo, .string(QueryFixture.code.uuidString.lowercased()))) == ["Heat"])
     #expect(try f.titles(where_("watched", .equalTo, true)) == ["Heat"])
     #expect(try f.titles(where_("year", .greaterThan, 2000.5)) == ["Collateral", "The Hurt Locker"])
@@ -102,7 +106,10 @@ final class QueryFixture {
     let budgets = ["9.5", "10", "0.1000000000000000000001", "0.1"]
     _ = try store.save(ChangeSet(inserted: budgets.map { movieChange(MovieRow($0, budget: Decimal(string: $0))) }))
     #expect(try store.titles(where_("budget", .equalTo, .decimal(try #require(Decimal(string: "0.1"))))) == ["0.1"])
-    #expect(try store.titles(where_("budget", .greaterThan, .decimal(try #require(Decimal(string: "0.1"))))) == ["9.5", "10", "0.1000000000000000000001"])
+    #expect(
+      try store.titles(where_("budget", .greaterThan, .decimal(try #require(Decimal(string: "0.1"))))) == [
+        "9.5", "10", "0.1000000000000000000001",
+      ])
     #expect(try store.titles(where_("budget", .lessThan, 10)) == ["9.5", "0.1000000000000000000001", "0.1"])
     #expect(try store.titles(sort: [QuerySort("budget")]) == ["0.1", "0.1000000000000000000001", "9.5", "10"])
   }
@@ -115,7 +122,10 @@ final class QueryFixture {
     #expect(try f.titles(where_("director", .equalTo, .objectID(mann))) == ["Heat", "Collateral"])
     #expect(try f.titles(where_("director.born", .lessThan, .date(Date()))) == ["Heat", "Collateral"])
     #expect(try f.titles(where_("director.born", .equalTo, .null)) == ["The Hurt Locker", "Orphan"])
-    #expect(try f.titles(.and([where_("director.name", .beginsWith, "k", options: .caseInsensitive), where_("director.born", .equalTo, .null)])) == ["The Hurt Locker"])
+    #expect(
+      try f.titles(
+        .and([where_("director.name", .beginsWith, "k", options: .caseInsensitive), where_("director.born", .equalTo, .null)]))
+        == ["The Hurt Locker"])
   }
 
   @Test func toManyQuantifiersAndCount() throws {
@@ -140,9 +150,14 @@ final class QueryFixture {
 
   @Test func sortingNullsCollationsAndTieBreaks() throws {
     #expect(try f.store.titles(sort: [QuerySort("rating")]) == ["Orphan", "Collateral", "The Hurt Locker", "Heat"])
-    #expect(try f.store.titles(sort: [QuerySort("rating", ascending: false)]) == ["Heat", "Collateral", "The Hurt Locker", "Orphan"])
-    #expect(try f.store.titles(sort: [QuerySort("director.name"), QuerySort("title", ascending: false)]) == ["Orphan", "The Hurt Locker", "Heat", "Collateral"])
-    #expect(try f.store.titles(sort: [QuerySort("budget", ascending: false)]) == ["Heat", "The Hurt Locker", "Collateral", "Orphan"])
+    #expect(
+      try f.store.titles(sort: [QuerySort("rating", ascending: false)]) == ["Heat", "Collateral", "The Hurt Locker", "Orphan"])
+    #expect(
+      try f.store.titles(sort: [QuerySort("director.name"), QuerySort("title", ascending: false)]) == [
+        "Orphan", "The Hurt Locker", "Heat", "Collateral",
+      ])
+    #expect(
+      try f.store.titles(sort: [QuerySort("budget", ascending: false)]) == ["Heat", "The Hurt Locker", "Collateral", "Orphan"])
     let standard = try f.store.strings("Tag", sort: [QuerySort("label", comparator: .localizedStandard)])
     #expect(standard == ["Apple", "apple", "eclair", "Éclair", "file1", "File2", "file10"])
     let plain = try f.store.strings("Tag", sort: [QuerySort("label")])
@@ -167,9 +182,11 @@ final class QueryFixture {
     var titles = FetchDescription(
       entityName: "Movie", sortDescriptors: [QuerySort("title")], fetchLimit: 2, resultType: .dictionaries)
     titles.propertiesToFetch = [.keyPath("title"), .keyPath("director.name")]
-    #expect(try f.store.fetch(titles, generation: nil) == .dictionaries([
-      ["title": "Collateral", "director.name": "Michael Mann"], ["title": "Heat", "director.name": "Michael Mann"],
-    ]))
+    #expect(
+      try f.store.fetch(titles, generation: nil)
+        == .dictionaries([
+          ["title": "Collateral", "director.name": "Michael Mann"], ["title": "Heat", "director.name": "Michael Mann"],
+        ]))
   }
 
   @Test func invalidQueriesNameEntityAndKey() throws {

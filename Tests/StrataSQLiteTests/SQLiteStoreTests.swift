@@ -13,9 +13,11 @@ import Testing
     let store = try SQLiteStore(url: url, model: model)
     let identifier = store.identifier
     let heat = ObjectID.makeTemporary(entityName: "Movie")
-    let result = try store.save(ChangeSet(inserted: [
-      movieChange(MovieRow("Heat", rating: 8.3, year: 1995, budget: Decimal(string: "60000000.5"), code: UUID(), watched: true), id: heat)
-    ]))
+    let result = try store.save(
+      ChangeSet(inserted: [
+        movieChange(
+          MovieRow("Heat", rating: 8.3, year: 1995, budget: Decimal(string: "60000000.5"), code: UUID(), watched: true), id: heat)
+      ]))
     let permanent = try #require(result.permanentIDs[heat])
     #expect(permanent.storeIdentifier == identifier)
     #expect(result.versions[permanent] == 1)
@@ -51,7 +53,9 @@ import Testing
 
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    process.arguments = [url.path, "SELECT title FROM Movie ORDER BY _pk; SELECT value FROM _strata_metadata WHERE key = 'format';"]
+    process.arguments = [
+      url.path, "SELECT title FROM Movie ORDER BY _pk; SELECT value FROM _strata_metadata WHERE key = 'format';",
+    ]
     let pipe = Pipe()
     process.standardOutput = pipe
     try process.run()
@@ -150,10 +154,11 @@ import Testing
     let second = ObjectID.makeTemporary(entityName: "Movie")
     let third = ObjectID.makeTemporary(entityName: "Movie")
     let error = #expect(throws: StoreError.self) {
-      try store.save(ChangeSet(inserted: [
-        movieChange(MovieRow("Collateral"), id: first), movieChange(MovieRow("Heat"), id: second),
-        movieChange(MovieRow("Ronin"), id: third),
-      ]))
+      try store.save(
+        ChangeSet(inserted: [
+          movieChange(MovieRow("Collateral"), id: first), movieChange(MovieRow("Heat"), id: second),
+          movieChange(MovieRow("Ronin"), id: third),
+        ]))
     }
     #expect(error?.code == .constraintConflict)
     #expect(error?.conflicts.count == 2)
@@ -184,12 +189,14 @@ import Testing
     _ = try store.save(ChangeSet(inserted: [movieChange(MovieRow("Heat")), movieChange(MovieRow("Ronin"))]))
     let rows = try store.snapshots(FetchDescription(entityName: "Movie"))
     // Swap the two titles, and insert a third object taking a title freed by a delete.
-    _ = try store.save(ChangeSet(updated: [
-      movieChange(MovieRow("Ronin"), id: rows[0].objectID, expectedVersion: 1),
-      movieChange(MovieRow("Heat"), id: rows[1].objectID, expectedVersion: 1),
-    ]))
+    _ = try store.save(
+      ChangeSet(updated: [
+        movieChange(MovieRow("Ronin"), id: rows[0].objectID, expectedVersion: 1),
+        movieChange(MovieRow("Heat"), id: rows[1].objectID, expectedVersion: 1),
+      ]))
     #expect(try store.titles() == ["Ronin", "Heat"])
-    let result = try store.save(ChangeSet(inserted: [movieChange(MovieRow("Heat"))], deleted: [ObjectDeletion(objectID: rows[1].objectID)]))
+    let result = try store.save(
+      ChangeSet(inserted: [movieChange(MovieRow("Heat"))], deleted: [ObjectDeletion(objectID: rows[1].objectID)]))
     #expect(result.permanentIDs.count == 1)
     #expect(try store.titles() == ["Ronin", "Heat"])
     let versions = try store.snapshots(FetchDescription(entityName: "Movie")).map(\.version)
@@ -209,9 +216,10 @@ import Testing
     update = movieChange(MovieRow("Heat", rating: 1), id: heat, expectedVersion: 1)
     update.changedKeys = ["rating"]
     let error = #expect(throws: StoreError.self) {
-      try store.save(ChangeSet(
-        updated: [update, movieChange(MovieRow("Ronin 2"), id: rows[1].objectID, expectedVersion: 1)],
-        deleted: []))
+      try store.save(
+        ChangeSet(
+          updated: [update, movieChange(MovieRow("Ronin 2"), id: rows[1].objectID, expectedVersion: 1)],
+          deleted: []))
     }
     #expect(error?.code == .optimisticLockConflict)
     #expect(error?.conflicts.count == 1)
@@ -239,15 +247,16 @@ import Testing
     let pacino = ObjectID.makeTemporary(entityName: "Actor")
     let tag = ObjectID.makeTemporary(entityName: "Tag")
     // The movie comes before its director in the change set.
-    let result = try store.save(ChangeSet(
-      inserted: [
-        movieChange(MovieRow("Heat"), id: heat, director: mann), namedChange("Director", "Michael Mann", id: mann),
-        namedChange("Actor", "Al Pacino", id: pacino), namedChange("Tag", "crime", id: tag),
-      ],
-      linkChanges: [
-        LinkChange(entityName: "Actor", relationship: "movies", source: pacino, target: heat, isInsertion: true),
-        LinkChange(entityName: "Movie", relationship: "tags", source: heat, target: tag, isInsertion: true),
-      ]))
+    let result = try store.save(
+      ChangeSet(
+        inserted: [
+          movieChange(MovieRow("Heat"), id: heat, director: mann), namedChange("Director", "Michael Mann", id: mann),
+          namedChange("Actor", "Al Pacino", id: pacino), namedChange("Tag", "crime", id: tag),
+        ],
+        linkChanges: [
+          LinkChange(entityName: "Actor", relationship: "movies", source: pacino, target: heat, isInsertion: true),
+          LinkChange(entityName: "Movie", relationship: "tags", source: heat, target: tag, isInsertion: true),
+        ]))
     let movie = try #require(result.permanentIDs[heat])
     let director = try #require(result.permanentIDs[mann])
     let actor = try #require(result.permanentIDs[pacino])
@@ -258,11 +267,14 @@ import Testing
     #expect(try store.relatedObjectIDs(of: movie, relationship: "tags", generation: nil).count == 1)
 
     // Deleting the actor removes its links; unlinking a tag removes the row.
-    _ = try store.save(ChangeSet(
-      deleted: [ObjectDeletion(objectID: actor)],
-      linkChanges: [
-        LinkChange(entityName: "Movie", relationship: "tags", source: movie, target: try #require(result.permanentIDs[tag]), isInsertion: false)
-      ]))
+    _ = try store.save(
+      ChangeSet(
+        deleted: [ObjectDeletion(objectID: actor)],
+        linkChanges: [
+          LinkChange(
+            entityName: "Movie", relationship: "tags", source: movie, target: try #require(result.permanentIDs[tag]),
+            isInsertion: false)
+        ]))
     #expect(try store.relatedObjectIDs(of: movie, relationship: "actors", generation: nil).isEmpty)
     #expect(try store.relatedObjectIDs(of: movie, relationship: "tags", generation: nil).isEmpty)
   }
@@ -318,15 +330,20 @@ import Testing
     let store = try SQLiteStore(url: dir.file(), model: try Sample.model())
     let movie = ObjectID(entityName: "Movie", storeIdentifier: store.identifier, primaryKey: 42)
     let ghost = ObjectID(entityName: "Actor", storeIdentifier: store.identifier, primaryKey: 7)
-    let result = try store.save(ChangeSet(
-      inserted: [movieChange(MovieRow("Heat"), id: movie)],
-      linkChanges: [LinkChange(entityName: "Movie", relationship: "actors", source: movie, target: ghost, isInsertion: true)]))
+    let result = try store.save(
+      ChangeSet(
+        inserted: [movieChange(MovieRow("Heat"), id: movie)],
+        linkChanges: [LinkChange(entityName: "Movie", relationship: "actors", source: movie, target: ghost, isInsertion: true)]))
     #expect(result.permanentIDs.isEmpty)
     #expect(result.versions[movie] == 1)
     #expect(try store.relatedObjectIDs(of: movie, relationship: "actors", generation: nil).isEmpty)
-    let again = #expect(throws: StoreError.self) { try store.save(ChangeSet(inserted: [movieChange(MovieRow("Ronin"), id: movie)])) }
+    let again = #expect(throws: StoreError.self) {
+      try store.save(ChangeSet(inserted: [movieChange(MovieRow("Ronin"), id: movie)]))
+    }
     #expect(again?.code == .misuse)
-    let unknown = #expect(throws: StoreError.self) { try store.relatedObjectIDs(of: movie, relationship: "nope", generation: nil) }
+    let unknown = #expect(throws: StoreError.self) {
+      try store.relatedObjectIDs(of: movie, relationship: "nope", generation: nil)
+    }
     #expect(unknown?.code == .notFound)
     let next = try store.save(ChangeSet(inserted: [movieChange(MovieRow("Thief"))]))
     #expect(next.permanentIDs.values.first?.primaryKey == 43)

@@ -1,7 +1,7 @@
 import CSQLite
 import Foundation
-import StrataStoreKit
 import StrataSQLite
+import StrataStoreKit
 import Testing
 
 /// Director —< Movie >—< Actor; Movie —> Tag (to-many without inverse, a join table).
@@ -107,14 +107,17 @@ struct MovieRow {
   }
 }
 
-func movieChange(_ row: MovieRow, id: ObjectID = .makeTemporary(entityName: "Movie"), director: ObjectID? = nil,
-  expectedVersion: Int64? = nil) -> ObjectChange
-{
+func movieChange(
+  _ row: MovieRow, id: ObjectID = .makeTemporary(entityName: "Movie"), director: ObjectID? = nil,
+  expectedVersion: Int64? = nil
+) -> ObjectChange {
   ObjectChange(objectID: id, attributes: row.attributes, toOne: [director], expectedVersion: expectedVersion)
 }
 
 func namedChange(_ entity: String, _ name: String, id: ObjectID? = nil) -> ObjectChange {
-  ObjectChange(objectID: id ?? .makeTemporary(entityName: entity), attributes: [.string(name)] + (entity == "Director" ? [.null] : []), toOne: [])
+  ObjectChange(
+    objectID: id ?? .makeTemporary(entityName: entity), attributes: [.string(name)] + (entity == "Director" ? [.null] : []),
+    toOne: [])
 }
 
 extension SQLiteStore {
@@ -136,7 +139,9 @@ extension SQLiteStore {
     return try snapshots(request).map { $0.attributes[index].stringValue ?? "<nil>" }
   }
 
-  func titles(_ predicate: QueryPredicate? = nil, sort: [QuerySort] = [], limit: Int? = nil, offset: Int = 0) throws
+  func titles(
+    _ predicate: QueryPredicate? = nil, sort: [QuerySort] = [], limit: Int? = nil, offset: Int = 0
+  ) throws
     -> [String]
   {
     try strings("Movie", predicate, sort: sort, limit: limit, offset: offset)

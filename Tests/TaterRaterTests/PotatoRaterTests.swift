@@ -15,7 +15,8 @@ enum Backend: String, CaseIterable, Sendable {
       return PotatoRater(container: try PotatoRater.makeContainer(store: StoreDescription(type: .memory), registry: registry))
     case .sqlite:
       let url = FileManager.default.temporaryDirectory.appending(path: "taterrater-\(UUID().uuidString)/TaterRater.sqlite")
-      return PotatoRater(container: try PotatoRater.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
+      return PotatoRater(
+        container: try PotatoRater.makeContainer(store: StoreDescription(type: .sqlite, url: url), registry: registry))
     }
   }
 }
@@ -140,7 +141,9 @@ struct PotatoRaterTests {
     #expect(try rater.rate("desiree", stars: 5).userRating == 5, "case and accents ignored")
     #expect(try rater.note("DÉSIRÉE", text: "  Red skin, yellow flesh ").notes == "Red skin, yellow flesh")
     let fresh = PotatoRater(container: rater.container)
-    #expect(try fresh.potato("Désirée") == PotatoRecord(variety: "Désirée", crowdRating: crowd, userRating: 5, notes: "Red skin, yellow flesh"))
+    #expect(
+      try fresh.potato("Désirée")
+        == PotatoRecord(variety: "Désirée", crowdRating: crowd, userRating: 5, notes: "Red skin, yellow flesh"))
     #expect(try rater.note("Désirée", text: "").notes == nil)
     #expect(try fresh.potato("Désirée").notes == nil)
     #expect(try rater.rate("Désirée", stars: 0).stars == "")

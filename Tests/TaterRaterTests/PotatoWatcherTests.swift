@@ -26,7 +26,8 @@ struct PotatoWatcherTests {
     let sections = try VarietiesFile.sections()
     let imported = try await settle(lines) { $0.filter { $0.hasPrefix("insert ") }.count == varieties.count }
     #expect(imported.filter { $0.hasPrefix("insert ") }.count == varieties.count)
-    #expect(imported.filter { $0.hasPrefix("section insert ") } == sections.enumerated().map { "section insert \($0) \($1.name)" })
+    #expect(
+      imported.filter { $0.hasPrefix("section insert ") } == sections.enumerated().map { "section insert \($0) \($1.name)" })
     let first = sections[0].varieties[0]
     #expect(imported.contains("insert 0.0 \(first)"))
 

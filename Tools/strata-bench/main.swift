@@ -78,7 +78,8 @@ func freshDirectory() throws -> URL {
 
 func benchContainer(_ store: StoreDescription) throws -> PersistentContainer {
   let registry = StoreRegistry([SQLiteStoreFactory(), LMDBStoreFactory(), MemoryStoreFactory()])
-  let container = PersistentContainer(name: "Bench", model: try ObjectModel(types: [BenchItem.self, BenchUnique.self]),
+  let container = PersistentContainer(
+    name: "Bench", model: try ObjectModel(types: [BenchItem.self, BenchUnique.self]),
     types: [BenchItem.self, BenchUnique.self], registry: registry)
   container.storeDescriptions = [store]
   try container.loadPersistentStores()
@@ -93,23 +94,24 @@ func strataInsert(_ rows: [Row], store: StoreDescription) throws -> Double {
     var creation = 0.0
     let total = try milliseconds {
       creation = milliseconds {
-      for row in rows {
-        let item = BenchItem(context: context)
-        item.name = row.name
-        item.category = row.category
-        item.count = row.count
-        item.amount = row.amount
-        item.flag = row.flag
-        item.created = row.created
-        item.code = row.code
-        item.score = row.score
-        item.note = row.note
-      }
+        for row in rows {
+          let item = BenchItem(context: context)
+          item.name = row.name
+          item.category = row.category
+          item.count = row.count
+          item.amount = row.amount
+          item.flag = row.flag
+          item.created = row.created
+          item.code = row.code
+          item.score = row.score
+          item.note = row.note
+        }
       }
       try context.save()
     }
     if ProcessInfo.processInfo.environment["STRATA_BENCH_PHASES"] != nil {
-      FileHandle.standardError.write(Data(String(format: "  phases: create+set %.1f ms, save %.1f ms\n", creation, total - creation).utf8))
+      FileHandle.standardError.write(
+        Data(String(format: "  phases: create+set %.1f ms, save %.1f ms\n", creation, total - creation).utf8))
     }
     return total
   }
@@ -123,7 +125,8 @@ func rawSQLiteInsert(_ rows: [Row], at url: URL) throws -> Double {
         category TEXT NOT NULL, count INTEGER NOT NULL, amount REAL NOT NULL, flag INTEGER NOT NULL,
         created REAL NOT NULL, code INTEGER NOT NULL, score REAL NOT NULL, note TEXT)
       """,
-    statement: "INSERT INTO BenchItem (name, category, count, amount, flag, created, code, score, note) VALUES (?,?,?,?,?,?,?,?,?)")
+    statement:
+      "INSERT INTO BenchItem (name, category, count, amount, flag, created, code, score, note) VALUES (?,?,?,?,?,?,?,?,?)")
 }
 
 /// Creates `schema` in a new file at `url`, then times `statement` run once per row (the nine fields bound
@@ -215,7 +218,9 @@ func strataBatchInsert(_ rows: [[String: Strata.Value]], store: StoreDescription
   let context = container.newBackgroundContext()
   return try context.performAndWait {
     var result = BatchResult(count: 0)
-    let time = try milliseconds { result = try context.execute(BatchInsertRequest<BenchUnique>(objects: rows, resultType: .count)) }
+    let time = try milliseconds {
+      result = try context.execute(BatchInsertRequest<BenchUnique>(objects: rows, resultType: .count))
+    }
     guard result.count == rows.count else { throw BenchError.sqlite("batch insert wrote \(result.count) rows") }
     return time
   }
@@ -317,7 +322,8 @@ struct Options {
       case "--runs": runs = max(1, Int(iterator.next() ?? "") ?? runs)
       case "--only": only = iterator.next()
       case "--help", "-h":
-        print("""
+        print(
+          """
           strata-bench: measures Strata against raw SQLite and LMDB loops in one run (use a release build).
           usage: strata-bench [--rows N] [--runs N] [--only sqlite|lmdb|history|migration|lmdb-migration]
             --rows N   rows per scenario (default 100000)
@@ -366,7 +372,8 @@ func strataFetch(expecting count: Int, store: StoreDescription) throws -> Double
     guard checksum != 0 else { throw BenchError.store("read nothing") }
     guard fetched == count else { throw BenchError.store("fetched \(fetched) objects, expected \(count)") }
     if ProcessInfo.processInfo.environment["STRATA_BENCH_PHASES"] != nil {
-      FileHandle.standardError.write(Data(String(format: "  phases: fetch %.1f ms, read %.1f ms\n", fetching, time - fetching).utf8))
+      FileHandle.standardError.write(
+        Data(String(format: "  phases: fetch %.1f ms, read %.1f ms\n", fetching, time - fetching).utf8))
     }
     return time
   }
@@ -434,7 +441,8 @@ func strataMigration(_ rows: [Row], store: StoreDescription) throws -> Double {
   let entities = sqlite.model.entities.map { entity -> EntityDescription in
     guard entity.name == "BenchItem" else { return entity }
     let attributes = entity.attributes.map { attribute in
-      attribute.name == "count" ? AttributeDescription(name: "total", type: attribute.type, renamingIdentifier: "count") : attribute
+      attribute.name == "count"
+        ? AttributeDescription(name: "total", type: attribute.type, renamingIdentifier: "count") : attribute
     }
     return EntityDescription(
       name: entity.name, attributes: attributes + [AttributeDescription(name: "rating", type: .int16, defaultValue: 3)],
@@ -454,7 +462,8 @@ func rawSQLiteMigration(_ rows: [Row], at url: URL) throws -> Double {
   guard sqlite3_open(url.path, &db) == SQLITE_OK, let db else { throw BenchError.sqlite("cannot open \(url.path)") }
   defer { sqlite3_close(db) }
   return try milliseconds {
-    let sql = "BEGIN IMMEDIATE; ALTER TABLE BenchItem ADD COLUMN rating INTEGER NOT NULL DEFAULT 3; "
+    let sql =
+      "BEGIN IMMEDIATE; ALTER TABLE BenchItem ADD COLUMN rating INTEGER NOT NULL DEFAULT 3; "
       + "ALTER TABLE BenchItem RENAME COLUMN count TO total; COMMIT"
     guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError.sqlite(String(cString: sqlite3_errmsg(db))) }
   }
@@ -468,7 +477,9 @@ do {
   let rowDictionaries = dictionaries(rows)
   var batchInsert = (strata: [Double](), raw: [Double]())
   var lmdbBatchInsert = (strata: [Double](), raw: [Double]())
-  var queries = (count: [Double](), rawCount: [Double](), sum: [Double](), rawSum: [Double](), update: [Double](), rawUpdate: [Double]())
+  var queries = (
+    count: [Double](), rawCount: [Double](), sum: [Double](), rawSum: [Double](), update: [Double](), rawUpdate: [Double]()
+  )
   var sqliteFetch = (strata: [Double](), raw: [Double]())
   for _ in 0..<(options.only == nil || options.only == "sqlite" ? options.runs : 0) {
     let directory = try freshDirectory()
@@ -481,8 +492,10 @@ do {
     sqliteFetch.strata.append(try strataFetch(expecting: rows.count, store: store))
     let expectedCount = Double(rows.filter { $0.category == "category-3" && $0.amount > 1000 }.count)
     queries.rawCount.append(
-      try rawSQLite("SELECT COUNT(*) FROM BenchItem WHERE category = 'category-3' AND amount > 1000", at: rawURL, expecting: expectedCount))
-    queries.rawSum.append(try rawSQLite("SELECT SUM(amount) FROM BenchItem", at: rawURL, expecting: rows.reduce(0) { $0 + $1.amount }))
+      try rawSQLite(
+        "SELECT COUNT(*) FROM BenchItem WHERE category = 'category-3' AND amount > 1000", at: rawURL, expecting: expectedCount))
+    queries.rawSum.append(
+      try rawSQLite("SELECT SUM(amount) FROM BenchItem", at: rawURL, expecting: rows.reduce(0) { $0 + $1.amount }))
     queries.rawUpdate.append(try rawSQLite("UPDATE BenchItem SET count = count + 1", at: rawURL, expecting: nil))
     let timed = try strataQueries(rows, store: store)
     queries.count.append(timed.count)
@@ -490,7 +503,8 @@ do {
     queries.update.append(timed.update)
     batchInsert.raw.append(try rawSQLiteUpsert(rows, at: directory.appending(path: "raw-upsert.sqlite")))
     batchInsert.strata.append(
-      try strataBatchInsert(rowDictionaries, store: StoreDescription(type: .sqlite, url: directory.appending(path: "upsert.sqlite"))))
+      try strataBatchInsert(
+        rowDictionaries, store: StoreDescription(type: .sqlite, url: directory.appending(path: "upsert.sqlite"))))
   }
   if !strata.isEmpty {
     report("insert_\(options.rows)", "sqlite", strata: strata, raw: raw)
@@ -532,7 +546,9 @@ do {
     lmdbMigration.raw.append(try rawLMDBRewrite(expecting: rows.count, at: url))
     lmdbMigration.strata.append(try strataMigrate(expecting: rows.count, at: url))
   }
-  if !lmdbMigration.strata.isEmpty { report("migrate_\(options.rows)", "lmdb", strata: lmdbMigration.strata, raw: lmdbMigration.raw) }
+  if !lmdbMigration.strata.isEmpty {
+    report("migrate_\(options.rows)", "lmdb", strata: lmdbMigration.strata, raw: lmdbMigration.raw)
+  }
 
   // The same batch insert with persistent history on and off (alternating which goes first).
   for backend in ["sqlite", "lmdb"] where options.only == nil || options.only == "history" {
@@ -564,7 +580,9 @@ do {
     migration.strata.append(
       try strataMigration(rows, store: StoreDescription(type: .sqlite, url: directory.appending(path: "migration.sqlite"))))
   }
-  if !migration.strata.isEmpty { report("migrate_add_rename_\(options.rows)", "sqlite", strata: migration.strata, raw: migration.raw) }
+  if !migration.strata.isEmpty {
+    report("migrate_add_rename_\(options.rows)", "sqlite", strata: migration.strata, raw: migration.raw)
+  }
 } catch {
   FileHandle.standardError.write(Data("strata-bench: error: \(error)\n".utf8))
   exit(1)

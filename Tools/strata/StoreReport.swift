@@ -85,21 +85,25 @@ struct StoreReport: Encodable {
     for entity in entities {
       lines.append("")
       lines.append("\(entity.name) — \(entity.count) row\(entity.count == 1 ? "" : "s")")
-      lines.append(indented(textTable(
-        headers: ["Attribute", "Type", "Optional", "Flags"],
-        rows: entity.attributes.map { a in
-          let flags = [
-            a.isUnique ? "unique" : nil, a.isIndexed ? "indexed" : nil, a.isTransient ? "transient" : nil,
-            a.derivation.map { "derived: \($0)" },
-          ]
-          return [a.name, a.type, a.isOptional ? "yes" : "no", flags.compactMap { $0 }.joined(separator: ", ")]
-        })))
+      lines.append(
+        indented(
+          textTable(
+            headers: ["Attribute", "Type", "Optional", "Flags"],
+            rows: entity.attributes.map { a in
+              let flags = [
+                a.isUnique ? "unique" : nil, a.isIndexed ? "indexed" : nil, a.isTransient ? "transient" : nil,
+                a.derivation.map { "derived: \($0)" },
+              ]
+              return [a.name, a.type, a.isOptional ? "yes" : "no", flags.compactMap { $0 }.joined(separator: ", ")]
+            })))
       if !entity.relationships.isEmpty {
-        lines.append(indented(textTable(
-          headers: ["Relationship", "Destination", "Kind", "Inverse", "Delete rule"],
-          rows: entity.relationships.map { r in
-            [r.name, "→ \(r.destination)", r.isToMany ? "to-many" : "to-one", r.inverse ?? "-", r.deleteRule]
-          })))
+        lines.append(
+          indented(
+            textTable(
+              headers: ["Relationship", "Destination", "Kind", "Inverse", "Delete rule"],
+              rows: entity.relationships.map { r in
+                [r.name, "→ \(r.destination)", r.isToMany ? "to-many" : "to-one", r.inverse ?? "-", r.deleteRule]
+              })))
       }
       let compound = entity.uniquenessConstraints.filter { $0.count > 1 }
       if !compound.isEmpty {

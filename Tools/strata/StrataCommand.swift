@@ -15,7 +15,9 @@ struct StrataCommand: ParsableCommand {
 
 /// The options every subcommand shares: where the store is and which backend reads it.
 struct StoreLocation: ParsableArguments {
-  @Argument(help: ArgumentHelp("The store file (a directory for lmdb) to open. It must exist: strata never creates a store.", valueName: "path"))
+  @Argument(
+    help: ArgumentHelp(
+      "The store file (a directory for lmdb) to open. It must exist: strata never creates a store.", valueName: "path"))
   var path: String
 
   @Option(
