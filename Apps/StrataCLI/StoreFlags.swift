@@ -115,10 +115,12 @@ public func textTable(headers: [String], rows: [[String]]) -> String {
 /// The version every Strata command-line tool reports with `--version`.
 public let strataVersion = "0.6.0"
 
-/// What every CLI's `--help` says about its exit status.
+/// What every CLI's `--help` says about its exit status and shell completion.
 public let exitStatusHelp = """
   Exit status: 0 on success; 1 when the command failed (one line on standard error says why); 64 for \
   a usage error (an unknown flag, a missing or bad value).
+
+  Shell completion: --generate-completion-script bash|zsh|fish prints a script to source.
   """
 
 extension ParsableCommand {

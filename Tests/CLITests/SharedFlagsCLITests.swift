@@ -31,5 +31,8 @@ struct SharedFlagsCLITests {
     #expect(version.stdout.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil, "\(version.stdout)")
     let help = try Executables.run(tool, ["--help"])
     #expect(help.stdout.contains("Exit status: 0 on success"), "\(help.stdout)")
+    #expect(help.stdout.contains("--generate-completion-script bash|zsh|fish"), "\(help.stdout)")
+    let completion = try Executables.run(tool, ["--generate-completion-script", "bash"])
+    #expect(completion.status == 0 && completion.stdout.hasPrefix("#!/bin/bash"), "\(completion.stderr)")
   }
 }
