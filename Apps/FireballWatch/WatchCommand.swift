@@ -1,0 +1,94 @@
+import ArgumentParser
+import FireballWatch
+import Foundation
+import Strata
+import StrataCLI
+
+extension FireballWatchCommand {
+  struct Watch: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract:
+        "Print the changes other processes make, as they make them (edits by FireballWatch itself are skipped); stops on Ctrl-C.")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @OptionGroup var duration: WatchDuration
+    @Flag(
+      help:
+        "Print one JSON object per change: {change, entity, dateTimeStamp, impactEnergy} or {change, entity, name, fireballCount}."
+    )
+    var json = false
+
+    func run() throws {
+      try runReportingErrors(tool: "fireball-watch") {
+        let watch = try openWatch(storeOptions)
+        let tokenFile = watch.container.storeURL.map {
+          $0.deletingLastPathComponent().appending(path: $0.lastPathComponent + ".watch-token")
+        }
+        let watcher = try FireballHistoryWatcher(watch: watch, tokenFile: tokenFile)
+        let report = ChangeReport(json: json)
+        let changes = watch.container.persistentStoreRemoteChanges()
+        report.warn(watcher.warnings)
+        try report.print(watcher.catchUp(), warnings: watcher.warnings)
+        if !json { printFlushed("Watching for changes… (Ctrl-C stops)") }
+        let duration = self.duration.seconds
+        try waitFor {
+          try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+              for await _ in changes { try report.print(watcher.catchUp(), warnings: watcher.warnings) }
+            }
+            group.addTask { try await stopSignal(after: duration) }
+            try await group.next()
+            group.cancelAll()
+          }
+        }
+      }
+    }
+  }
+}
+
+/// Prints what ``FireballHistoryWatcher`` reports, a line per change, and each warning once.
+final class ChangeReport: @unchecked Sendable {
+  let json: Bool
+  private var warned = 0
+
+  init(json: Bool) {
+    self.json = json
+  }
+
+  func warn(_ warnings: [String]) {
+    for warning in warnings.dropFirst(warned) {
+      FileHandle.standardError.write(Data("fireball-watch: warning: \(warning)\n".utf8))
+    }
+    warned = warnings.count
+  }
+
+  func print(_ changes: [FireballChange], warnings: [String]) throws {
+    warn(warnings)
+    for change in changes { printFlushed(json ? try line(change) : text(change)) }
+  }
+
+  private func text(_ change: FireballChange) -> String {
+    switch change {
+    case .fireball(let kind, let date, let impact):
+      "\(kind.rawValue) fireball \(date.map(FireballDate.string(from:)) ?? "(unknown date)") impact \(number(impact)) kt"
+    case .group(let kind, let name, let count):
+      "\(kind.rawValue) group '\(name ?? "(unknown)")'\(count.map { " now holds \(plural(Int($0), "fireball"))" } ?? "")"
+    }
+  }
+
+  private func line(_ change: FireballChange) throws -> String {
+    var object: [String: String?] = [:]
+    switch change {
+    case .fireball(let kind, let date, let impact):
+      object = [
+        "change": kind.rawValue, "entity": "Fireball", "dateTimeStamp": date.map(FireballDate.iso8601),
+        "impactEnergy": impact.map { "\($0)" },
+      ]
+    case .group(let kind, let name, let count):
+      object = ["change": kind.rawValue, "entity": "FireballGroup", "name": name, "fireballCount": count.map { "\($0)" }]
+    }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return String(decoding: try encoder.encode(object), as: UTF8.self)
+  }
+}
