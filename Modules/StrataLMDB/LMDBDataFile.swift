@@ -49,8 +49,8 @@ enum LMDBDataFile {
   static func check(directory path: String) throws -> State {
     let file = (path as NSString).appendingPathComponent("data.mdb")
     let notStrata = "\(path) is not a Strata LMDB store"
-    // A process creating the environment writes both meta pages in one call: a short file may be caught
-    // in the middle of it, so look again before refusing it.
+    // Another process may be writing a meta page while this one reads it — both meta pages of a new
+    // environment, or one meta page of a commit — so look again before refusing the file.
     var attempt = 0
     while true {
       let descriptor = open(file, O_RDONLY | O_CLOEXEC)
@@ -67,12 +67,15 @@ enum LMDBDataFile {
       if length == 0 { return .new }
       do {
         return try validate(descriptor, length: length, notStrata: notStrata)
-      } catch  where length < 2 * 4096 {
-        if attempt < 5 {
+      } catch {
+        // A new environment's creator may take a while to write both pages; a commit writes one at once.
+        let isNew = length < 2 * 4096
+        if attempt < (isNew ? 5 : 2) {
           attempt += 1
-          usleep(20_000)
+          usleep(isNew ? 20_000 : 5_000)
           continue
         }
+        guard isNew else { throw error }
         if let first = try? readMeta(descriptor, offset: 0), first.isFresh, first.transactionID == 0,
           first.lastPage == 1, length < 2 * first.pageSize
         {
@@ -96,10 +99,14 @@ enum LMDBDataFile {
     guard !overflow, !tooLarge, needed <= UInt64(Int.max) else {
       throw StoreError(.corrupted, "\(notStrata) (the meta page of its data.mdb gives an impossible size)")
     }
-    guard UInt64(length) >= needed else {
+    // The length was read before the meta pages: a commit of another process in between wrote its pages,
+    // growing the file, before the meta page that now names them. Lengths only grow, so read it again.
+    var status = stat()
+    let current = fstat(descriptor, &status) == 0 ? max(length, Int(status.st_size)) : length
+    guard UInt64(current) >= needed else {
       throw StoreError(
         .corrupted,
-        "\(notStrata) (its data.mdb is shorter than its environment says: \(length) bytes, needs \(needed))")
+        "\(notStrata) (its data.mdb is shorter than its environment says: \(current) bytes, needs \(needed))")
     }
     return .valid(newer)
   }
