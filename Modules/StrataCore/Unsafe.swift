@@ -20,7 +20,7 @@ struct ImmortalReference<Object: AnyObject & Sendable>: @unchecked Sendable {
 /// Invariant: a `String` is two words on every 64-bit platform Swift supports; equal words imply equal
 /// strings, but equal strings (when either is stored out of line, or bridged) need not have equal words,
 /// so a caller compares words first and falls back to comparing strings.
-@inline(__always)
+@inlinable @inline(__always)
 package func stringWords(_ string: String) -> (UInt64, UInt64) {
   unsafeBitCast(string, to: (UInt64, UInt64).self)
 }
