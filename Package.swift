@@ -55,7 +55,8 @@ let package = Package(
       name: "StrataLMDB", dependencies: ["StrataStoreKit", "CLMDB"], path: "Modules/StrataLMDB",
       swiftSettings: swiftSettings),
     .target(
-      name: "StrataConformance", dependencies: ["Strata", "StrataStoreKit"], path: "Modules/StrataConformance",
+      name: "StrataConformance", dependencies: ["Strata", "StrataStoreKit", "StrataConformanceWorker"],
+      path: "Modules/StrataConformance",
       swiftSettings: swiftSettings),
     // The second process of the suite's multi-process areas; a backend package supplies it in one line.
     .target(

@@ -35,13 +35,13 @@ extension Conformance {
     case dictionaries, batch, faulting, boundedWalk, identityMap, pendingChanges, asynchronousFetch
     case mergePolicies, transientAttributes, lifecycle, undo, derivedAttributes, fetchedResults
     case fetchedResultsUnderLoad, remoteChanges, history, historyNotifications, historyBetweenStores
-    case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, migration, queryLimits
+    case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, migration, queryLimits, creation
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
       switch self {
       case .remoteChanges, .historyBetweenStores: .sharedLocation
-      case .historyFromAnotherProcess: .multiProcess
+      case .historyFromAnotherProcess, .creation: .multiProcess
       case .migration: .migration
       default: []
       }
@@ -105,6 +105,7 @@ extension Conformance {
     case .queryGenerations: try await queryGenerations(backend)
     case .migration: try await migration(backend)
     case .queryLimits: try await queryLimits(backend)
+    case .creation: try await creation(backend)
     }
   }
 }

@@ -88,49 +88,6 @@ import Testing
     }
   }
 
-  @Test func concurrentFirstOpensFromSeveralProcessesAllSucceed() throws {
-    let dir = TemporaryDirectory()
-    defer { dir.remove() }
-    for round in 0..<5 {
-      let url = dir.url.appending(path: "race-\(round).lmdb")
-      let workers = try (0..<8).map { _ in try WorkerProcess("strata-worker", ["create", "lmdb", url.path]) }
-      let results = workers.map { $0.finish() }
-      for result in results { #expect(result.status == 0, "\(result.stderr)") }
-      #expect(Set(results.map(\.stdout)).count == 1, "every process opens the one store that was created")
-      let store = try LMDBStore(url: url, model: try ConformanceWorker.creationModel())
-      defer { store.close() }
-      #expect(try store.count(FetchDescription(entityName: "Item")) == 8)
-    }
-  }
-
-  @Test func processKilledWhileCreatingLeavesAStoreTheNextOpenCompletes() throws {
-    let dir = TemporaryDirectory()
-    defer { dir.remove() }
-    let model = try ConformanceWorker.creationModel()
-    var outcomes: [String: Int] = [:]
-    for iteration in 0..<20 {
-      let url = dir.url.appending(path: "killed-\(iteration).lmdb")
-      let worker = try WorkerProcess("strata-worker", ["create", "lmdb", url.path])
-      usleep(UInt32(iteration * 2_500))
-      kill(worker.process.processIdentifier, SIGKILL)
-      _ = worker.finish()
-      let existed = FileManager.default.fileExists(atPath: url.appending(path: "data.mdb").path)
-      let store = try LMDBStore(url: url, model: model)
-      let items = try store.count(FetchDescription(entityName: "Item"))
-      #expect(items <= 1)
-      _ = try store.save(
-        ChangeSet(inserted: [
-          ObjectChange(objectID: .makeTemporary(entityName: "Item"), attributes: ["test", .int(0)], toOne: [])
-        ]))
-      store.close()
-      let tool = try LMDBStore(url: url, model: nil, options: StoreOptions(isReadOnly: true))
-      #expect(tool.model == model)
-      #expect(try tool.count(FetchDescription(entityName: "Item")) == items + 1)
-      tool.close()
-      outcomes[!existed ? "no data file" : items == 0 ? "no item" : "saved", default: 0] += 1
-    }
-    print("kill during creation (lmdb): \(outcomes.sorted { $0.key < $1.key })")
-  }
 }
 
 /// A liblmdb result other than `MDB_SUCCESS` from a raw write of a test.

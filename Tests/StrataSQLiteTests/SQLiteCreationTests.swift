@@ -76,45 +76,4 @@ import Testing
     }
   }
 
-  @Test func concurrentFirstOpensFromSeveralProcessesAllSucceed() throws {
-    let dir = try TemporaryDirectory()
-    for round in 0..<5 {
-      let url = dir.file("race-\(round).sqlite")
-      let workers = try (0..<8).map { _ in try WorkerProcess("strata-worker", ["create", "sqlite", url.path]) }
-      let results = workers.map { $0.finish() }
-      for result in results { #expect(result.status == 0, "\(result.stderr)") }
-      #expect(Set(results.map(\.stdout)).count == 1, "every process opens the one store that was created")
-      let store = try SQLiteStore(url: url, model: try ConformanceWorker.creationModel())
-      defer { store.close() }
-      #expect(try store.count(FetchDescription(entityName: "Item")) == 8)
-    }
-  }
-
-  @Test func processKilledWhileCreatingLeavesAStoreTheNextOpenCompletes() throws {
-    let dir = try TemporaryDirectory()
-    let model = try ConformanceWorker.creationModel()
-    var outcomes: [String: Int] = [:]
-    for iteration in 0..<20 {
-      let url = dir.file("killed-\(iteration).sqlite")
-      let worker = try WorkerProcess("strata-worker", ["create", "sqlite", url.path])
-      usleep(UInt32(iteration * 2_500))
-      kill(worker.process.processIdentifier, SIGKILL)
-      _ = worker.finish()
-      let existed = FileManager.default.fileExists(atPath: url.path)
-      let store = try SQLiteStore(url: url, model: model)
-      let items = try store.count(FetchDescription(entityName: "Item"))
-      #expect(items <= 1)
-      _ = try store.save(
-        ChangeSet(inserted: [
-          ObjectChange(objectID: .makeTemporary(entityName: "Item"), attributes: ["test", .int(0)], toOne: [])
-        ]))
-      store.close()
-      let tool = try SQLiteStore(url: url, model: nil, options: StoreOptions(isReadOnly: true))
-      #expect(tool.model == model)
-      #expect(try tool.count(FetchDescription(entityName: "Item")) == items + 1)
-      tool.close()
-      outcomes[!existed ? "no file" : items == 0 ? "no item" : "saved", default: 0] += 1
-    }
-    print("kill during creation (sqlite): \(outcomes.sorted { $0.key < $1.key })")
-  }
 }
