@@ -213,9 +213,29 @@ public final class SQLiteStore: PersistentStore {
   }
 
   private static func configureWriter(_ connection: SQLiteConnection, _ configuration: SQLiteStoreConfiguration) throws {
-    try connection.execute("PRAGMA journal_mode = WAL")
+    try enableWAL(connection, waitingUpTo: configuration.busyTimeout)
     try connection.execute("PRAGMA synchronous = \(configuration.synchronous.pragmaValue)")
     try connection.execute("PRAGMA foreign_keys = OFF")
+  }
+
+  /// Switches a new store from its creation's rollback journal to WAL. The switch reads the header and
+  /// then upgrades to a write lock, and SQLite refuses that upgrade at once, without its busy handler,
+  /// while another process holds the write lock (it would deadlock otherwise); so several processes
+  /// opening a just-created store at once retry here, for as long as the busy timeout allows.
+  private static func enableWAL(_ connection: SQLiteConnection, waitingUpTo timeout: Duration) throws {
+    if try connection.scalar("PRAGMA journal_mode") == .text("wal") { return }
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: timeout)
+    var pauseMicroseconds: UInt32 = 1_000
+    while true {
+      do {
+        try connection.execute("PRAGMA journal_mode = WAL")
+        return
+      } catch let error as SQLiteError where error.primaryCode == SQLITE_BUSY && clock.now < deadline {
+        usleep(pauseMicroseconds)
+        pauseMicroseconds = min(pauseMicroseconds * 2, 50_000)
+      }
+    }
   }
 
   private static func openExisting(

@@ -115,25 +115,39 @@ public protocol PersistentStore: AnyObject, Sendable {
   /// Releases files and resources. Further calls throw `.misuse`.
   func close()
 
-  /// Migrates the store's data from its model (``ModelMigration/source``) to
-  /// ``ModelMigration/destination`` in one transaction, and returns the store to use from then on, open
-  /// with the destination model; this one is closed.
+  /// Migrates the store's data along `steps` — from its model (the first step's
+  /// ``ModelMigration/source``) to the last step's ``ModelMigration/destination`` — in one transaction,
+  /// and returns the store to use from then on, open with the destination model; this one is closed.
   ///
-  /// Every object keeps its primary key (its entity name follows a rename); each attribute of the new
-  /// model takes its values through ``AttributeMapping/convert(_:)``; links follow their relationships'
-  /// renames and a to-one relationship made to-many keeps its target; persistent history is kept as it
-  /// was, so tokens taken before stay valid. All or nothing: when anything fails — a uniqueness
-  /// constraint added over values that clash (`.constraintConflict` listing them), a disk that fills —
-  /// the store is left exactly as it was, and this instance stays open with the old model.
+  /// For each step in order: its ``MigrationStep/willMigrate`` runs with a store on the step's source
+  /// model bound to the transaction, then the structural change, then its ``MigrationStep/didMigrate``
+  /// with a store on the step's destination model (see ``MigrationStep``). Every object keeps its primary
+  /// key (its entity name follows a rename); each attribute of the new model takes its values through
+  /// ``AttributeMapping/convert(_:)``; links follow their relationships' renames and a to-one relationship
+  /// made to-many keeps its target. Persistent history is kept, so tokens taken before stay valid, and
+  /// with ``StoreOptions/tracksHistory`` the migration is recorded as one transaction by the author
+  /// ``MigrationStep/historyAuthor`` listing the objects the stages inserted, updated and deleted (under
+  /// the destination model's entity names). `progress`, when given, is called as the work advances.
+  ///
+  /// All or nothing: when anything fails — a stage that throws, a uniqueness constraint added over values
+  /// that clash (`.constraintConflict` listing them), a disk that fills — the store is left exactly as it
+  /// was, and this instance stays open with the old model.
   ///
   /// ```swift
-  /// let migration = try ModelMigration(from: store.model, to: appModel)
-  /// store = try store.migrated(by: migration)
+  /// let steps = [MigrationStep(try ModelMigration(from: store.model, to: appModel))]
+  /// store = try store.migrated(along: steps, reporting: { print($0.fractionCompleted) })
   /// ```
   ///
-  /// - Throws: `.misuse` when `migration.source` is not this store's model; `.unsupported` from a
-  ///   backend that cannot migrate (the default).
-  func migrated(by migration: ModelMigration) throws -> any PersistentStore
+  /// - Throws: `.misuse` when the first step does not start from this store's model or a step does not
+  ///   start where the previous one ended; `.unsupported` from a backend that cannot migrate (the
+  ///   default); what a stage throws.
+  func migrated(
+    along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
+  ) throws -> any PersistentStore
+
+  /// What migrating along `migration` would do to the storage of each entity of its destination model,
+  /// keyed by entity name, without changing anything (for a dry run). The default says nothing.
+  func storageChanges(for migration: ModelMigration) throws -> [String: StorageChange]
 }
 
 extension PersistentStore {
@@ -175,9 +189,13 @@ extension PersistentStore {
     throw StoreError(.unsupported, "the \(storeType) store does not support persistent history yet")
   }
 
-  public func migrated(by migration: ModelMigration) throws -> any PersistentStore {
+  public func migrated(
+    along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
+  ) throws -> any PersistentStore {
     throw StoreError(.unsupported, "the \(storeType) store cannot migrate its data to another model yet")
   }
+
+  public func storageChanges(for migration: ModelMigration) throws -> [String: StorageChange] { [:] }
 
   public func pinGeneration() throws -> QueryGeneration {
     throw StoreError(.unsupported, "the \(storeType) store does not support query generations yet")
