@@ -118,8 +118,25 @@ public final class LoggingStore: PersistentStore {
     logged("close") { inner.close() }
   }
 
-  public func migrated(by migration: ModelMigration) throws -> any PersistentStore {
-    LoggingStore(try logged("migrated by \(migration.changes.count) changes") { try inner.migrated(by: migration) }, log: log)
+  public func migrated(
+    along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
+  ) throws -> any PersistentStore {
+    let log = self.log
+    let logged = steps.map { step in
+      MigrationStep(
+        step.migration,
+        willMigrate: step.willMigrate.map { work in { store in try work(LoggingStore(store, log: log)) } },
+        didMigrate: step.didMigrate.map { work in { store in try work(LoggingStore(store, log: log)) } })
+    }
+    let changes = steps.reduce(0) { $0 + $1.migration.changes.count }
+    return LoggingStore(
+      try self.logged("migrated along \(steps.count) steps, \(changes) changes") {
+        try inner.migrated(along: logged, reporting: progress)
+      }, log: log)
+  }
+
+  public func storageChanges(for migration: ModelMigration) throws -> [String: StorageChange] {
+    try logged("storage changes of \(migration.changes.count) changes") { try inner.storageChanges(for: migration) }
   }
 }
 
