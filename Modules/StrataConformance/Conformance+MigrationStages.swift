@@ -243,7 +243,8 @@ extension Conformance {
     let v2 = ModelVersion("2", try StageModels.v2())
     let v3 = ModelVersion("3", try StageModels.v3())
 
-    let failing = try MigrationPlan([v1, v2, v3], stages: [.custom(from: v1, to: v2, didMigrate: { _ in throw StageFailure() })])
+    let failing = try MigrationPlan(
+      [v1, v2, v3], stages: [.custom(from: v1, to: v2, willMigrate: { _ in throw StageFailure() })])
     let refused = PersistentContainer(name: "Stages", plan: failing, registry: registry)
     refused.storeDescriptions = [StoreDescription(type: backend.factory.storeType, url: url)]
     #expect(throws: StageFailure.self) { try refused.loadPersistentStores() }
