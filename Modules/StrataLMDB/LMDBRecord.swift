@@ -389,6 +389,30 @@ struct RecordReader {
     return true
   }
 
+  /// Moves past the next value, which must be nil or a value of `field`'s type, without decoding it
+  /// (a transient field reads nothing); false when the bytes are no such value.
+  @inline(__always)
+  mutating func skipValue(_ field: RecordField) -> Bool {
+    if field == .transient { return true }
+    guard let tag = byte() else { return false }
+    if tag == 0 { return true }
+    guard tag == field.rawValue || (field == .bool && tag == RecordField.trueTag) else { return false }
+    switch field {
+    case .integer: return varint() != nil
+    case .double, .date: return skip(8)
+    case .string, .decimal, .data, .url: return slice() != nil
+    case .uuid: return skip(16)
+    case .bool, .transient: return true
+    }
+  }
+
+  @inline(__always)
+  private mutating func skip(_ count: Int) -> Bool {
+    guard remaining >= count else { return false }
+    offset &+= count
+    return true
+  }
+
   /// A decimal, data, UUID or URL value after its tag.
   @inline(never)
   private mutating func rareValue(_ field: RecordField) -> Value? {

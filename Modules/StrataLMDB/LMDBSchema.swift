@@ -38,6 +38,17 @@ struct LMDBSchema: Sendable {
       case missing
     }
 
+    /// The values of `keys` in `row` (a to-one as its target's ID, nil as `.null`).
+    func values(of row: Snapshot) -> [Value] {
+      slots.map { slot in
+        switch slot {
+        case .attribute(let i) where i < row.attributes.count: row.attributes[i]
+        case .toOne(let i) where i < row.toOne.count: row.toOne[i].map(Value.objectID) ?? .null
+        default: .null
+        }
+      }
+    }
+
     init(name: String, dbi: MDB_dbi, keys: [String], includesNil: Bool, isUnique: Bool, entity: EntityDescription) {
       self.name = name
       self.dbi = dbi
@@ -169,6 +180,22 @@ struct LMDBSchema: Sendable {
     }
     self.tables = tables
     self.links = links
+  }
+
+  /// The last primary key handed out for `entityName` (`strata.counters`), `nil` before the first.
+  func lastPrimaryKey(_ entityName: String, in txn: LMDBTransaction) throws -> Int64? {
+    try txn.get(counters, Array(entityName.utf8)) { bytes -> Int64? in
+      guard let bytes else { return nil }
+      guard bytes.count == 8 else {
+        throw StoreError(.corrupted, "the key counter of \(entityName) is damaged", entity: entityName)
+      }
+      return Int64(littleEndian: bytes.loadUnaligned(as: Int64.self))
+    }
+  }
+
+  /// Records `last` as the last primary key handed out for `entityName`.
+  func setLastPrimaryKey(_ last: Int64, of entityName: String, in txn: LMDBTransaction) throws {
+    try withUnsafeBytes(of: last.littleEndian) { value in _ = try txn.put(counters, Array(entityName.utf8), Array(value)) }
   }
 
   func table(_ entityName: String) throws -> Table {

@@ -28,43 +28,25 @@ extension LMDBStore {
   /// another entity's) the rows could change, or one with several uniqueness constraints or a constraint
   /// over a relationship.
   func directInsert(_ request: BatchInsertDescription, author: String?, contextName: String?) throws -> BatchResult? {
-    let entity = try model.requireEntity(request.entityName)
-    let settable = entity.attributes.filter { $0.isPersistent && $0.derivation == nil }.map(\.name)
-    guard entity.uniquenessConstraints.count <= 1,
-      entity.uniquenessConstraints.allSatisfy({ $0.allSatisfy { entity.attributeIndex(named: $0) != nil } }),
-      !model.derivedAttributes.isAffected(byUpdating: settable, of: entity.name)
-    else { return nil }
+    let scope = self.scope
+    guard let entity = try scope.directInsertEntity(request) else { return nil }
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     // A full map makes the environment retry the write, which runs the rows again.
     let request = request.materialized()
-    let schema = self.schema
-    let identifier = self.identifier
-    let maxKeySize = environment.maxKeySize
-    let tracksHistory = options.tracksHistory
-    let namesObjects = request.resultType == .objectIDs || broadcaster.hasSubscribers || tracksHistory
+    let history = options.tracksHistory ? schema.history : nil
+    let namesObjects = request.resultType == .objectIDs || broadcaster.hasSubscribers || history != nil
     saveLock.lock()
     defer { saveLock.unlock() }
     let outcome: (written: LMDBBatchInsert.Written, transactionID: Int)
     do {
       outcome = try environment.write { txn in
-        var batch = try LMDBBatchInsert(
-          txn: txn, schema: schema, entity: entity, storeIdentifier: identifier, maxKeySize: maxKeySize,
-          namesObjects: namesObjects)
-        var row = BatchInsertRow(rules: batch.rules)
-        try request.forEachRow { index, dictionary in
-          try row.reload(dictionary, index: index, rules: batch.rules)
-          try batch.write(row)
-        }
-        var written = try batch.finish()
-        if tracksHistory, let history = schema.history, written.count > 0 {
-          let updated = Set(written.updated)
+        var (written, changes) = try scope.directInsert(
+          request, of: entity, in: txn, namesObjects: namesObjects, recordsHistory: history != nil)
+        if let history, written.count > 0 {
           written.token = try LMDBHistory.append(
-            txn, schema, history,
-            HistoryLog.changes(
-              inserted: updated.isEmpty ? written.ids : written.ids.filter { !updated.contains($0) }, updated: written.updated,
-              keys: batch.givenKeys),
-            author: author, contextName: contextName, storeIdentifier: identifier)
+            txn, scope.schema, history, changes, author: author, contextName: contextName,
+            storeIdentifier: scope.storeIdentifier)
         }
         return (written, mdb_txn_id(txn.txn))
       }
@@ -83,6 +65,45 @@ extension LMDBStore {
       transactionID: outcome.transactionID)
     return BatchResult(count: outcome.written.count, objectIDs: ids, historyToken: token, updatedObjectIDs: updated)
       .reported(as: request.resultType)
+  }
+}
+
+extension LMDBScope {
+  /// The entity of a batch insert that runs directly (``LMDBStore/directInsert(_:author:contextName:)``);
+  /// `nil` for one the general path must run.
+  func directInsertEntity(_ request: BatchInsertDescription) throws -> EntityDescription? {
+    let entity = try model.requireEntity(request.entityName)
+    let settable = entity.attributes.filter { $0.isPersistent && $0.derivation == nil }.map(\.name)
+    guard entity.uniquenessConstraints.count <= 1,
+      entity.uniquenessConstraints.allSatisfy({ $0.allSatisfy { entity.attributeIndex(named: $0) != nil } }),
+      !model.derivedAttributes.isAffected(byUpdating: settable, of: entity.name)
+    else { return nil }
+    return entity
+  }
+
+  /// Writes the rows of a (materialized) batch insert of `entity` inside `txn`; returns what was written
+  /// and the changes a history transaction lists for it (upserted objects updated with the attributes
+  /// the batch's rows gave, when `recordsHistory`). With `namesObjects` false, no IDs are collected
+  /// (`recordsHistory` needs them).
+  func directInsert(
+    _ request: BatchInsertDescription, of entity: EntityDescription, in txn: LMDBTransaction, namesObjects: Bool,
+    recordsHistory: Bool
+  ) throws -> (LMDBBatchInsert.Written, [HistoryChange]) {
+    var batch = try LMDBBatchInsert(
+      txn: txn, schema: schema, entity: entity, storeIdentifier: storeIdentifier, maxKeySize: maxKeySize,
+      namesObjects: namesObjects)
+    var row = BatchInsertRow(rules: batch.rules)
+    try request.forEachRow { index, dictionary in
+      try row.reload(dictionary, index: index, rules: batch.rules)
+      try batch.write(row)
+    }
+    let written = try batch.finish()
+    guard recordsHistory, namesObjects, written.count > 0 else { return (written, []) }
+    let updated = Set(written.updated)
+    let changes = HistoryLog.changes(
+      inserted: updated.isEmpty ? written.ids : written.ids.filter { !updated.contains($0) }, updated: written.updated,
+      keys: batch.givenKeys)
+    return (written, changes)
   }
 }
 

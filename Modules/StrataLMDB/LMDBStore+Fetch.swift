@@ -22,35 +22,8 @@ extension LMDBStore {
   /// - Throws: `.invalidQuery` / `.unsupported` from the validator and ``DictionaryFetch``, `.misuse` when
   ///   the store is closed or the generation is not pinned.
   public func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
-    let query = try Query(request, store: self)
-    let (evaluator, table, plan) = (query.evaluator, query.table, query.plan)
-    let sorter = try SnapshotSorter(request.sortDescriptors, entity: table.entity, model: model)
-    let dictionaries = request.resultType == .dictionaries ? try DictionaryFetch(request, model: model) : nil
-    let maxKeySize = environment.maxKeySize
-    return try read(generation: generation) { txn -> FetchResult in
-      let reader = LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier)
-      if request.resultType == .count {
-        if evaluator == nil {
-          return .count(Self.page(count: try txn.entries(table.records), request))
-        }
-        if let evaluator, let plan, plan.answersWholePredicate {
-          let total = try plan.count(txn, maxKeySize: maxKeySize) { pk in
-            guard let snapshot = try reader.record(table, pk) else { return false }
-            return try evaluator.evaluate(snapshot, source: reader)
-          }
-          return .count(Self.page(count: total, request))
-        }
-      }
-      var rows: [Snapshot] = []
-      try query.forEachMatch(txn, reader) { snapshot, remaining in
-        // Room for every candidate only when every candidate matches.
-        if rows.isEmpty && evaluator == nil { rows.reserveCapacity(remaining + 1) }
-        rows.append(snapshot)
-        return true
-      }
-      if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
-      return try request.result(from: rows, dictionaries: dictionaries, source: reader)
-    }
+    let fetch = try LMDBFetch(request, scope: scope)
+    return try read(generation: generation) { txn in try fetch.run(txn) }
   }
 
   /// Streams an unsorted fetch: each record is decoded, checked against the predicate and handed to
@@ -67,84 +40,9 @@ extension LMDBStore {
     _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void
   ) throws {
     guard request.sortDescriptors.isEmpty else { return try fetchCollectedSnapshots(request, generation: generation, body) }
-    let query = try Query(request, store: self)
+    let fetch = try LMDBFetch(request, scope: scope)
     guard request.effectiveLimit ?? 1 > 0 else { return }
-    try read(generation: generation) { txn in
-      var page = Page(skipping: request.fetchOffset, limit: request.effectiveLimit)
-      try query.forEachMatch(txn, LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier)) { snapshot, remaining in
-        guard page.admit() else { return true }
-        try body(snapshot, page.bound(remaining))
-        return !page.isFull
-      }
-    }
-  }
-
-  /// What a fetch reads: the entity's table, the predicate ready to evaluate, and the index range that
-  /// gives the candidates when the predicate allows it (``IndexPlan``).
-  private struct Query {
-    let table: LMDBSchema.Table
-    let evaluator: PredicateEvaluator?
-    let plan: IndexPlan?
-
-    init(_ request: FetchDescription, store: LMDBStore) throws {
-      let entity = try store.model.requireEntity(request.entityName)
-      evaluator = try request.predicate.map { try PredicateEvaluator($0, entity: entity, model: store.model) }
-      table = try store.schema.table(entity.name)
-      plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: store.environment.maxKeySize)
-    }
-
-    /// Hands each object that matches to `body`, in candidate order (the index's, else primary keys'),
-    /// with how many candidates follow it, until `body` returns false.
-    func forEachMatch(
-      _ txn: LMDBTransaction, _ reader: LMDBReader, _ body: (consuming Snapshot, _ remaining: Int) throws -> Bool
-    ) throws {
-      func matches(_ snapshot: Snapshot) throws -> Bool {
-        try evaluator.map { try $0.evaluate(snapshot, source: reader) } ?? true
-      }
-      guard let plan else {
-        return try reader.forEachRecord(table) { snapshot, remaining in
-          guard try matches(snapshot) else { return true }
-          return try body(snapshot, remaining)
-        }
-      }
-      let candidates = try plan.candidates(txn)
-      for (i, pk) in candidates.enumerated() {
-        guard let snapshot = try reader.record(table, pk), try matches(snapshot) else { continue }
-        guard try body(snapshot, candidates.count - i - 1) else { return }
-      }
-    }
-  }
-
-  /// Offset and limit applied to results as they are found.
-  private struct Page {
-    var skipping: Int
-    var left: Int
-
-    init(skipping offset: Int, limit: Int?) {
-      skipping = max(offset, 0)
-      left = limit ?? .max
-    }
-
-    /// Whether the next result is on the page (false for those the offset skips).
-    mutating func admit() -> Bool {
-      if skipping > 0 {
-        skipping -= 1
-        return false
-      }
-      left -= 1
-      return true
-    }
-
-    var isFull: Bool { left <= 0 }
-
-    /// At most how many more results the page takes, of `remaining` candidates.
-    func bound(_ remaining: Int) -> Int { min(remaining, left) }
-  }
-
-  /// How many of `count` results remain after the request's offset and limit.
-  static func page(count: Int, _ request: FetchDescription) -> Int {
-    let remaining = max(count - max(request.fetchOffset, 0), 0)
-    return request.effectiveLimit.map { min($0, remaining) } ?? remaining
+    try read(generation: generation) { txn in try fetch.stream(txn, body) }
   }
 
   /// The snapshots of the objects that exist among `ids`; temporary IDs and other stores' IDs are skipped.
@@ -153,18 +51,8 @@ extension LMDBStore {
   /// let faults = try store.snapshots(for: [heatID, roninID], generation: nil)
   /// ```
   public func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
-    try read(generation: generation) { txn -> [Snapshot] in
-      let reader = LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier)
-      var result: [Snapshot] = []
-      result.reserveCapacity(ids.count)
-      for id in ids {
-        guard id.storeIdentifier == identifier, let pk = id.primaryKey, let table = schema.tables[id.entityName] else {
-          continue
-        }
-        if let snapshot = try reader.record(table, pk) { result.append(snapshot) }
-      }
-      return result
-    }
+    let scope = self.scope
+    return try read(generation: generation) { txn in try scope.snapshots(for: ids, in: txn) }
   }
 
   /// The targets of a relationship of one object, in primary-key order (for a to-one, its target if
@@ -180,16 +68,9 @@ extension LMDBStore {
   ) throws
     -> [ObjectID]
   {
-    guard let entity = model.entity(named: id.entityName) else {
-      throw StoreError(.notFound, "\(id) names unknown entity '\(id.entityName)'", entity: id.entityName)
-    }
-    guard let rel = entity.relationship(named: relationship) else {
-      throw StoreError(
-        .notFound, "\(entity.name) has no relationship '\(relationship)'", entity: entity.name, key: relationship)
-    }
-    return try read(generation: generation) { txn in
-      try LMDBReader(txn: txn, schema: schema, storeIdentifier: identifier).relatedObjectIDs(of: id, relationship: rel)
-    }
+    let scope = self.scope
+    let rel = try scope.relationship(relationship, of: id)
+    return try read(generation: generation) { txn in try scope.reader(txn).relatedObjectIDs(of: id, relationship: rel) }
   }
 
   // MARK: Query generations
@@ -235,5 +116,121 @@ extension LMDBStore {
         "query generation \(generation.id) is not pinned on the store \(path) (it was unpinned or belongs to another store)")
     }
     return transaction
+  }
+}
+
+/// One fetch, checked against the model before any transaction begins and run in one: candidates from an
+/// index range when the predicate allows it (see ``IndexPlan``), else every object of the entity; then
+/// filter, sort, offset and limit.
+struct LMDBFetch {
+  let request: FetchDescription
+  let scope: LMDBScope
+  let table: LMDBSchema.Table
+  let evaluator: PredicateEvaluator?
+  let plan: IndexPlan?
+  let sorter: SnapshotSorter
+  let dictionaries: DictionaryFetch?
+
+  /// - Throws: `.invalidQuery` / `.unsupported` from the validator and ``DictionaryFetch``.
+  init(_ request: FetchDescription, scope: LMDBScope) throws {
+    let model = scope.model
+    let entity = try model.requireEntity(request.entityName)
+    self.request = request
+    self.scope = scope
+    evaluator = try request.predicate.map { try PredicateEvaluator($0, entity: entity, model: model) }
+    table = try scope.schema.table(entity.name)
+    plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: scope.maxKeySize)
+    sorter = try SnapshotSorter(request.sortDescriptors, entity: table.entity, model: model)
+    dictionaries = request.resultType == .dictionaries ? try DictionaryFetch(request, model: model) : nil
+  }
+
+  /// The fetch's result, read in `txn`.
+  func run(_ txn: LMDBTransaction) throws -> FetchResult {
+    let reader = scope.reader(txn)
+    if request.resultType == .count {
+      if evaluator == nil {
+        return .count(Self.page(count: try txn.entries(table.records), request))
+      }
+      if let evaluator, let plan, plan.answersWholePredicate {
+        let total = try plan.count(txn, maxKeySize: scope.maxKeySize) { pk in
+          guard let snapshot = try reader.record(table, pk) else { return false }
+          return try evaluator.evaluate(snapshot, source: reader)
+        }
+        return .count(Self.page(count: total, request))
+      }
+    }
+    var rows: [Snapshot] = []
+    try forEachMatch(txn, reader) { snapshot, remaining in
+      // Room for every candidate only when every candidate matches.
+      if rows.isEmpty && evaluator == nil { rows.reserveCapacity(remaining + 1) }
+      rows.append(snapshot)
+      return true
+    }
+    if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
+    return try request.result(from: rows, dictionaries: dictionaries, source: reader)
+  }
+
+  /// Hands each matching snapshot of an unsorted fetch to `body` as it is read, within the request's
+  /// offset and limit.
+  func stream(_ txn: LMDBTransaction, _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void) throws {
+    var page = Page(skipping: request.fetchOffset, limit: request.effectiveLimit)
+    try forEachMatch(txn, scope.reader(txn)) { snapshot, remaining in
+      guard page.admit() else { return true }
+      try body(snapshot, page.bound(remaining))
+      return !page.isFull
+    }
+  }
+
+  /// Hands each object that matches to `body`, in candidate order (the index's, else primary keys'),
+  /// with how many candidates follow it, until `body` returns false.
+  private func forEachMatch(
+    _ txn: LMDBTransaction, _ reader: LMDBReader, _ body: (consuming Snapshot, _ remaining: Int) throws -> Bool
+  ) throws {
+    func matches(_ snapshot: Snapshot) throws -> Bool {
+      try evaluator.map { try $0.evaluate(snapshot, source: reader) } ?? true
+    }
+    guard let plan else {
+      return try reader.forEachRecord(table) { snapshot, remaining in
+        guard try matches(snapshot) else { return true }
+        return try body(snapshot, remaining)
+      }
+    }
+    let candidates = try plan.candidates(txn)
+    for (i, pk) in candidates.enumerated() {
+      guard let snapshot = try reader.record(table, pk), try matches(snapshot) else { continue }
+      guard try body(snapshot, candidates.count - i - 1) else { return }
+    }
+  }
+
+  /// How many of `count` results remain after the request's offset and limit.
+  static func page(count: Int, _ request: FetchDescription) -> Int {
+    let remaining = max(count - max(request.fetchOffset, 0), 0)
+    return request.effectiveLimit.map { min($0, remaining) } ?? remaining
+  }
+
+  /// Offset and limit applied to results as they are found.
+  private struct Page {
+    var skipping: Int
+    var left: Int
+
+    init(skipping offset: Int, limit: Int?) {
+      skipping = max(offset, 0)
+      left = limit ?? .max
+    }
+
+    /// Whether the next result is on the page (false for those the offset skips).
+    mutating func admit() -> Bool {
+      if skipping > 0 {
+        skipping -= 1
+        return false
+      }
+      left -= 1
+      return true
+    }
+
+    var isFull: Bool { left <= 0 }
+
+    /// At most how many more results the page takes, of `remaining` candidates.
+    func bound(_ remaining: Int) -> Int { min(remaining, left) }
   }
 }

@@ -3,30 +3,51 @@ import Foundation
 import StrataStoreKit
 
 extension LMDBStore {
-  /// Migrates the environment to `migration.destination` in one write transaction (see
-  /// ``PersistentStore/migrated(by:)``) and returns the store opened on it with the new model; this one
-  /// is closed.
+  /// Migrates the environment along `steps` in one LMDB write transaction (see
+  /// ``PersistentStore/migrated(along:reporting:)``) and returns the store opened on it with the last
+  /// step's model; this one is closed.
   ///
   /// ```swift
-  /// let migration = try ModelMigration(from: store.model, to: appModel)
-  /// store = try store.migrated(by: migration)
+  /// let split = MigrationStep(try ModelMigration(from: store.model, to: v2), didMigrate: { store in
+  ///   // fetch, change and save through `store`: it reads and writes the migration's transaction
+  /// })
+  /// store = try store.migrated(along: [split], reporting: { print($0.phase, $0.fractionCompleted) })
   /// ```
   ///
-  /// The transaction reads every object with the old model's layout and rewrites it
-  /// (``SnapshotMigrator``) into the databases a new store of the new model holds (``LMDBSchema``): each
-  /// entity's records under its new name with the same primary keys, every uniqueness, attribute and
-  /// reference index rebuilt, join tables refilled from the old links, the key counters under the new
-  /// names, the model and its fingerprint in `strata.meta`. Databases the new model no longer has are
-  /// deleted. `store_id` and the history stay as they were, so history tokens stay valid. A map that fills
-  /// up grows and the transaction runs again.
+  /// Each step runs its `willMigrate` stage with a store on its source model bound to the transaction
+  /// (``LMDBBoundStore``), then its structural change (``LMDBMigrationPlan``), then its `didMigrate`
+  /// stage with a store on its destination model. The structural change rewrites what the new model
+  /// stores differently and nothing else: records are re-encoded byte by byte (``RecordTranscoder``) in
+  /// place, or copied when their entity is renamed; index, uniqueness and reference databases whose keys
+  /// keep their values stay, the others are rebuilt from the new records (checking added uniqueness
+  /// constraints); join tables are refilled from the old links only when their relationship changes;
+  /// key counters follow renamed entities; databases the new model no longer has are deleted. Last, the
+  /// model and its fingerprint are written to `strata.meta` and, with ``StoreOptions/tracksHistory``, one
+  /// history transaction by ``MigrationStep/historyAuthor`` lists what the stages inserted, updated and
+  /// deleted (``LMDBMigrationLog``), under the last model's names — even when they wrote nothing.
+  /// `store_id` and the earlier history stay, so tokens taken before stay valid.
   ///
-  /// - Throws: `.misuse` when `migration.source` is not this store's model, the store is closed, or
-  ///   another store of this process uses the same environment; `.readOnly`; `.constraintConflict` listing
-  ///   the clashes of an added uniqueness constraint; `.io`. After any error the environment holds the old
-  ///   model and data, and this store stays open.
-  public func migrated(by migration: ModelMigration) throws -> any PersistentStore {
-    guard migration.source == model else {
+  /// `progress` is called on the migrating thread at the start and end of every step and every 4096
+  /// records rewritten, with fractions that never go back; the last one is 1. A map that fills up grows
+  /// and the whole transaction runs again, stages included (they compute what they write from what they
+  /// read); progress then stays where it was until the new run passes it.
+  ///
+  /// - Throws: `.misuse` when `steps` is empty, the first step does not start from this store's model, a
+  ///   step does not start where the previous one ended, the store is closed, another store of this
+  ///   process uses the same environment, or a stage calls this store rather than the one it is handed;
+  ///   `.readOnly`; `.constraintConflict` listing the clashes of an added uniqueness constraint; what a
+  ///   stage throws; `.io`. After any error the environment holds the old model and data, and this store
+  ///   stays open with the old model.
+  public func migrated(
+    along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
+  ) throws -> any PersistentStore {
+    guard let last = steps.last else { throw StoreError(.misuse, "a migration needs at least one step") }
+    guard steps[0].migration.source == model else {
       throw StoreError(.misuse, "the migration starts from another model than the LMDB store \(path) holds")
+    }
+    for index in steps.indices.dropFirst() where steps[index].migration.source != steps[index - 1].migration.destination {
+      throw StoreError(
+        .misuse, "step \(index + 1) of the migration does not start from the model step \(index) ends with")
     }
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
@@ -35,20 +56,59 @@ extension LMDBStore {
       throw StoreError(
         .misuse, "cannot migrate the LMDB store \(path) while other stores of this process have it open; close them first")
     }
-    let work = LMDBMigration(migration: migration, storeIdentifier: identifier, maxKeySize: environment.maxKeySize)
+    let run = LMDBMigrationRun(
+      steps: steps, scope: scope, history: options.tracksHistory ? schema.history : nil, url: url, path: path,
+      options: options, reporter: LMDBMigrationReporter(progress, stepCount: steps.count))
     saveLock.lock()
+    migratingThread.store(Self.currentThread, ordering: .releasing)
     do {
-      try environment.write { txn in try work.run(txn) }
+      try environment.write { txn in try run.run(txn) }
     } catch {
+      migratingThread.store(0, ordering: .releasing)
       restoreHandles()
       saveLock.unlock()
       if let error = error as? LMDBError { throw error.storeError(path: path) }
       throw error
     }
+    migratingThread.store(0, ordering: .releasing)
     let mapSize = environment.mapSize
     saveLock.unlock()
     close()
-    return try LMDBStore(url: URL(fileURLWithPath: path), model: migration.destination, options: options, mapSize: mapSize)
+    return try LMDBStore(
+      url: URL(fileURLWithPath: path), model: last.migration.destination, options: options, mapSize: mapSize)
+  }
+
+  /// What migrating along `migration` would do to each entity of its destination model, without
+  /// opening a transaction (see ``LMDBMigrationPlan/storageChanges``): `.created` for a new entity,
+  /// `.rewritten` when its records are re-encoded or copied under a new name, `.alteredInPlace` when its
+  /// records stay but an index, uniqueness, reference or join-table database of it is built, refilled or
+  /// dropped (one read of its records, none written), `.unchanged` when nothing of it is written (a
+  /// delete rule or a validation rule changed, say).
+  ///
+  /// ```swift
+  /// let changes = try store.storageChanges(for: try ModelMigration(from: store.model, to: appModel))
+  /// ```
+  ///
+  /// - Throws: `.misuse` when `migration` does not start from this store's model.
+  public func storageChanges(for migration: ModelMigration) throws -> [String: StorageChange] {
+    guard migration.source == model else {
+      throw StoreError(.misuse, "the migration starts from another model than the LMDB store \(path) holds")
+    }
+    return LMDBMigrationPlan(migration).storageChanges
+  }
+
+  /// The calling thread, as ``migratingThread`` keeps it.
+  static var currentThread: UInt { UInt(pthread_self()) }
+
+  /// Refuses a call of this store from the thread that is migrating it (a stage that calls the store it
+  /// migrates rather than the one it is handed), which would wait for the migration forever.
+  func checkNotMigrating() throws {
+    let thread = migratingThread.load(ordering: .acquiring)
+    if thread != 0 && thread == Self.currentThread {
+      throw StoreError(
+        .misuse,
+        "a migration stage called the LMDB store \(path) it migrates; it reads and writes through the store it is handed")
+    }
   }
 
   /// After a failed migration: deleting a database closes its handle even when the transaction then
@@ -62,121 +122,115 @@ extension LMDBStore {
   }
 }
 
-/// The work of one migration, inside its write transaction; run again from the start when the map grows.
-struct LMDBMigration {
-  let migration: ModelMigration
-  let storeIdentifier: String
-  let maxKeySize: Int
-
-  /// What is read from the old databases before anything is written.
-  private struct Contents {
-    /// Migrated snapshots per new entity, in primary-key order.
-    var rows: [(table: LMDBSchema.Table, snapshots: [Snapshot])] = []
-    /// The last primary key handed out, per new entity.
-    var counters: [(String, Int64)] = []
-    /// The source → target primary keys of each join table of the new model, by its owner's key.
-    var links: [(LMDBSchema.Links, [(Int64, Int64)])] = []
-  }
+/// A whole migration inside its write transaction: the steps in order with their stages, then the new
+/// model in `strata.meta` and the migration's history transaction. Run again from the start when the map
+/// grows.
+struct LMDBMigrationRun {
+  let steps: [MigrationStep]
+  /// The store's scope, on the first step's source model.
+  let scope: LMDBScope
+  /// `strata.history`, when the store records history.
+  let history: MDB_dbi?
+  let url: URL?
+  let path: String
+  let options: StoreOptions
+  let reporter: LMDBMigrationReporter
 
   func run(_ txn: LMDBTransaction) throws {
-    let oldNames = LMDBSchema.databases(for: migration.source)
-    let newNames = LMDBSchema.databases(for: migration.destination)
-    var oldHandles: [String: MDB_dbi] = [:]
-    for (name, isDuplicateSorted) in oldNames {
-      oldHandles[name] = try txn.openDatabase(name, isDuplicateSorted: isDuplicateSorted, create: false)
+    let log = history == nil ? nil : LMDBMigrationLog()
+    // Handles opened by name in this transaction: a run before this one (on a map that was too small)
+    // deleted databases, which closed their handles.
+    var handles: [String: MDB_dbi] = [:]
+    for (name, isDuplicateSorted) in LMDBSchema.databases(for: scope.model) {
+      handles[name] = try txn.openDatabase(name, isDuplicateSorted: isDuplicateSorted, create: false)
     }
-    var newHandles: [String: MDB_dbi] = [:]
-    for (name, isDuplicateSorted) in newNames {
-      newHandles[name] = try txn.openDatabase(name, isDuplicateSorted: isDuplicateSorted, create: true)
-    }
-    let old = try LMDBSchema(model: migration.source, handles: oldHandles)
-    let new = try LMDBSchema(model: migration.destination, handles: newHandles)
-    let contents = try read(txn, old: old, new: new)
-
-    // Every database of the new model is filled from scratch (one may share its name with an old one).
-    for (name, _) in newNames where name != LMDBSchema.metaName {
-      guard let dbi = newHandles[name] else { continue }
-      try txn.drop(dbi, name: name, delete: false)
-    }
-    var writer = LMDBSaveOperation(
-      txn: txn, schema: new, storeIdentifier: storeIdentifier, maxKeySize: maxKeySize, changes: ChangeSet())
-    for (table, snapshots) in contents.rows {
-      for snapshot in snapshots {
-        guard let pk = snapshot.objectID.primaryKey else { continue }
-        // Keys come in ascending order into an empty database: each record appends.
-        try writer.write(
-          table, pk, version: snapshot.version, attributes: snapshot.attributes, toOne: snapshot.toOne, replacing: nil,
-          flags: MDB_APPEND)
+    var schema = try LMDBSchema(model: scope.model, handles: handles)
+    schema.history = history
+    for (index, step) in steps.enumerated() {
+      let plan = LMDBMigrationPlan(step.migration)
+      let structure = LMDBMigrationStep(
+        plan: plan, storeIdentifier: scope.storeIdentifier, maxKeySize: scope.maxKeySize, history: history)
+      let stages = (step.willMigrate == nil ? 0 : 1) + (step.didMigrate == nil ? 0 : 1)
+      let records = try structure.recordCount(txn)
+      reporter.start(step: index, total: records + stages, phase: "step \(index + 1) of \(steps.count): starting")
+      if let stage = step.willMigrate {
+        try runStage(stage, schema: schema, txn: txn, log: log)
+        reporter.advance(by: 1, phase: "step \(index + 1) of \(steps.count): ran the stage before it")
       }
-    }
-    for (entityName, last) in contents.counters { writer.noteLastPrimaryKey(last, of: entityName) }
-    try writer.storeCounters()
-    for (tables, pairs) in contents.links {
-      for (source, target) in pairs {
-        try txn.putIndex(tables.forward, KeyCoding.primaryKeyBytes(source), primaryKey: target)
-        try txn.putIndex(tables.reverse, KeyCoding.primaryKeyBytes(target), primaryKey: source)
+      let phase = "step \(index + 1) of \(steps.count): rewriting records"
+      schema = try structure.run(txn) { reporter.advance(by: $0, phase: phase) }
+      log?.follow(step.migration)
+      if let stage = step.didMigrate {
+        try runStage(stage, schema: schema, txn: txn, log: log)
+        reporter.advance(by: 1, phase: "step \(index + 1) of \(steps.count): ran the stage after it")
       }
+      reporter.finish(phase: "step \(index + 1) of \(steps.count): done")
     }
-    let json = String(decoding: try migration.destination.jsonData(), as: UTF8.self)
-    try txn.put(new.meta, Array("model".utf8), Array(json.utf8))
-    try txn.put(new.meta, Array("model_fingerprint".utf8), Array(migration.destination.fingerprint.utf8))
-
-    // Last, so that nothing fails after a handle is closed but the commit itself.
-    let kept = Set(newNames.map(\.name))
-    for (name, _) in oldNames where !kept.contains(name) {
-      guard let dbi = oldHandles[name] else { continue }
-      try txn.drop(dbi, name: name, delete: true)
+    let destination = schema.model
+    let json = String(decoding: try destination.jsonData(), as: UTF8.self)
+    try txn.put(schema.meta, Array("model".utf8), Array(json.utf8))
+    try txn.put(schema.meta, Array("model_fingerprint".utf8), Array(destination.fingerprint.utf8))
+    if let history, let log {
+      // One transaction, even an empty one: history readers learn that the model changed.
+      _ = try LMDBHistory.append(
+        txn, schema, history, log.changes, author: MigrationStep.historyAuthor, contextName: nil,
+        storeIdentifier: scope.storeIdentifier)
     }
   }
 
-  /// Reads and migrates every object, the join tables' links and the key counters, and checks the
-  /// uniqueness constraints of the new model on the migrated objects.
-  private func read(_ txn: LMDBTransaction, old: LMDBSchema, new: LMDBSchema) throws -> Contents {
-    let reader = LMDBReader(txn: txn, schema: old, storeIdentifier: storeIdentifier)
-    let migrator = SnapshotMigrator(migration, storeIdentifier: storeIdentifier)
-    var contents = Contents()
-    var conflicts: [StoreError.Conflict] = []
-    for mapping in migration.entities {
-      guard let source = mapping.source, let oldTable = old.tables[source] else { continue }
-      let table = try new.table(mapping.entity.name)
-      var snapshots: [Snapshot] = []
-      snapshots.reserveCapacity(try txn.entries(oldTable.records))
-      try reader.forEachRecord(oldTable) { row, _ in
-        snapshots.append(migrator.migrate(row, to: mapping))
-        return true
-      }
-      for keys in mapping.entity.uniquenessConstraints {
-        conflicts += SnapshotMigrator.uniquenessClashes(of: keys, in: mapping.entity, rows: snapshots)
-      }
-      let last = try txn.get(old.counters, Array(source.utf8)) { bytes -> Int64? in
-        guard let bytes else { return nil }
-        guard bytes.count == 8 else {
-          throw StoreError(.corrupted, "the key counter of \(source) is damaged", entity: source)
-        }
-        return Int64(littleEndian: bytes.loadUnaligned(as: Int64.self))
-      }
-      if let last { contents.counters.append((table.name, last)) }
-      contents.rows.append((table, snapshots))
-    }
-    if let error = StoreError.uniquenessViolation(conflicts) { throw error }
-    for (mapping, relationship, source) in migrator.joinTableRelationships {
-      guard let source, let oldEntity = mapping.source, let oldTable = old.tables[oldEntity],
-        let tables = new.links["\(mapping.entity.name).\(relationship.name)"]
-      else { continue }
-      var pairs: [(Int64, Int64)] = []
-      let scope = ObjectID(entityName: oldEntity, storeIdentifier: storeIdentifier, primaryKey: 0)
-      try txn.withCursor(oldTable.records) { cursor in
-        var entry = try cursor.next(.first)
-        while let (key, _) = entry {
-          let pk = try KeyCoding.primaryKey(key)
-          for target in try reader.relatedObjectIDs(of: scope.withPrimaryKey(pk), relationship: source) {
-            if let targetKey = target.primaryKey { pairs.append((pk, targetKey)) }
-          }
-          entry = try cursor.next(.next)
-        }
-      }
-      contents.links.append((tables, pairs))
-    }
-    return contents
+  /// Runs a custom stage on this thread with a store on `schema`'s model bound to `txn`.
+  private func runStage(
+    _ stage: @Sendable (any PersistentStore) throws -> Void, schema: LMDBSchema, txn: LMDBTransaction,
+    log: LMDBMigrationLog?
+  ) throws {
+    let store = LMDBBoundStore(
+      scope: LMDBScope(schema: schema, storeIdentifier: scope.storeIdentifier, maxKeySize: scope.maxKeySize), txn: txn,
+      url: url, path: path, options: options, log: log)
+    let outcome = Result { try stage(store) }
+    // A save that filled the map leaves the migration to run again on a larger one, whatever the stage did.
+    if store.end() { throw LMDBError(MDB_MAP_FULL, "a save of a migration stage") }
+    try outcome.get()
+  }
+}
+
+/// Reports a migration's progress (``MigrationProgress``) on the migrating thread: fractions never go
+/// back, even when the map grows and the migration runs again.
+final class LMDBMigrationReporter {
+  private let handler: (@Sendable (MigrationProgress) -> Void)?
+  private let stepCount: Int
+  private var step = 0
+  private var total = 0
+  private var completed = 0
+  private var reached = -1.0
+
+  init(_ handler: (@Sendable (MigrationProgress) -> Void)?, stepCount: Int) {
+    self.handler = handler
+    self.stepCount = stepCount
+  }
+
+  func start(step: Int, total: Int, phase: String) {
+    self.step = step
+    self.total = max(total, 1)
+    completed = 0
+    report(phase)
+  }
+
+  /// `units` more are done (never reported beyond the step's total before ``finish(phase:)``).
+  func advance(by units: Int, phase: String) {
+    completed = min(completed + units, total - 1)
+    report(phase)
+  }
+
+  func finish(phase: String) {
+    completed = total
+    report(phase)
+  }
+
+  private func report(_ phase: String) {
+    guard let handler else { return }
+    let progress = MigrationProgress(step: step, stepCount: stepCount, completed: completed, total: total, phase: phase)
+    guard progress.fractionCompleted >= reached else { return }
+    reached = progress.fractionCompleted
+    handler(progress)
   }
 }

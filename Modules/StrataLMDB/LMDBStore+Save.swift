@@ -29,35 +29,51 @@ extension LMDBStore {
     try checkOpen()
     if changes.isEmpty { return SaveResult() }
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
-    let schema = self.schema
-    let identifier = self.identifier
-    let maxKeySize = environment.maxKeySize
-    let tracksHistory = options.tracksHistory
+    let scope = self.scope
+    let history = options.tracksHistory ? schema.history : nil
     saveLock.lock()
     defer { saveLock.unlock() }
     let outcome: (result: SaveResult, change: StoreChange, transactionID: Int)
     do {
       outcome = try environment.write { txn in
-        var operation = LMDBSaveOperation(
-          txn: txn, schema: schema, storeIdentifier: identifier, maxKeySize: maxKeySize, changes: changes)
-        var (result, change) = try operation.apply()
-        if tracksHistory, let history = schema.history {
+        var saved = try scope.save(changes, in: txn, recordsHistory: history != nil)
+        if let history {
           let token = try LMDBHistory.append(
-            txn, schema, history,
-            HistoryLog.changes(
-              of: change, changeSet: changes, tombstones: operation.tombstones, recomputed: operation.recomputed,
-              model: schema.model),
-            author: changes.author, contextName: changes.contextName, storeIdentifier: identifier)
-          result.historyToken = token
-          change.historyToken = token
+            txn, scope.schema, history, saved.history, author: changes.author, contextName: changes.contextName,
+            storeIdentifier: scope.storeIdentifier)
+          saved.result.historyToken = token
+          saved.change.historyToken = token
         }
-        return (result, change, mdb_txn_id(txn.txn))
+        return (saved.result, saved.change, mdb_txn_id(txn.txn))
       }
     } catch let error as LMDBError {
       throw error.storeError(path: path)
     }
     announce(outcome.change, transactionID: outcome.transactionID)
     return outcome.result
+  }
+}
+
+/// What a save wrote: its result, its announcement and — when asked for — the changes history records.
+struct LMDBSaved {
+  var result: SaveResult
+  var change: StoreChange
+  var history: [HistoryChange]
+}
+
+extension LMDBScope {
+  /// Applies `changes` inside `txn` (``LMDBSaveOperation``); with `recordsHistory`, also works out the
+  /// changes a history transaction lists (the caller appends it, or collects them).
+  func save(_ changes: ChangeSet, in txn: LMDBTransaction, recordsHistory: Bool) throws -> LMDBSaved {
+    var operation = LMDBSaveOperation(
+      txn: txn, schema: schema, storeIdentifier: storeIdentifier, maxKeySize: maxKeySize, changes: changes)
+    let (result, change) = try operation.apply()
+    let history =
+      recordsHistory
+      ? HistoryLog.changes(
+        of: change, changeSet: changes, tombstones: operation.tombstones, recomputed: operation.recomputed, model: model)
+      : []
+    return LMDBSaved(result: result, change: change, history: history)
   }
 }
 
@@ -225,11 +241,7 @@ struct LMDBSaveOperation {
 
   /// Writes the last primary key handed out per entity to `strata.counters`.
   func storeCounters() throws {
-    for (entityName, last) in counters {
-      try withUnsafeBytes(of: last.littleEndian) { value in
-        _ = try txn.put(schema.counters, Array(entityName.utf8), Array(value))
-      }
-    }
+    for (entityName, last) in counters { try schema.setLastPrimaryKey(last, of: entityName, in: txn) }
   }
 
   /// Records that keys up to `last` of `entityName` are handed out (stored by ``storeCounters()``).
@@ -240,13 +252,7 @@ struct LMDBSaveOperation {
   /// The last primary key handed out for `entityName`, read from `strata.counters` once per save.
   mutating func lastPrimaryKey(_ entityName: String) throws -> Int64 {
     if let last = counters[entityName] { return last }
-    let last = try txn.get(schema.counters, Array(entityName.utf8)) { bytes -> Int64 in
-      guard let bytes else { return 0 }
-      guard bytes.count == 8 else {
-        throw StoreError(.corrupted, "the key counter of \(entityName) is damaged", entity: entityName)
-      }
-      return Int64(littleEndian: bytes.loadUnaligned(as: Int64.self))
-    }
+    let last = try schema.lastPrimaryKey(entityName, in: txn) ?? 0
     counters[entityName] = last
     return last
   }

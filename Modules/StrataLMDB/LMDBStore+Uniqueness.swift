@@ -50,8 +50,8 @@ extension LMDBSaveOperation {
           conflicts.append(
             StoreError.Conflict(
               objectID: contextID(row.objectID), conflictingObjectID: contextID(otherRow.objectID), entity: entityName,
-              keys: index.keys, values: values(index.keys, table.entity, row),
-              storedValues: values(index.keys, table.entity, otherRow)))
+              keys: index.keys, values: index.values(of: row),
+              storedValues: index.values(of: otherRow)))
         }
       }
     }
@@ -67,13 +67,4 @@ extension LMDBSaveOperation {
     schema.indexKey(index, attributes: row.attributes, toOne: row.toOne, maxKeySize: .max)?.bytes
   }
 
-  private func values(_ keys: [String], _ entity: EntityDescription, _ row: Snapshot) -> [Value] {
-    keys.map { key in
-      switch entity.property(named: key) {
-      case .attribute(_, let index) where index < row.attributes.count: row.attributes[index]
-      case .toOne(_, let index) where index < row.toOne.count: row.toOne[index].map(Value.objectID) ?? .null
-      default: .null
-      }
-    }
-  }
 }

@@ -32,12 +32,17 @@ public final class LMDBStore: PersistentStore {
   let path: String
   let environment: LMDBEnvironment
   let schema: LMDBSchema
+  /// What reads and writes in this store's transactions need besides the transaction.
+  var scope: LMDBScope { LMDBScope(schema: schema, storeIdentifier: identifier, maxKeySize: environment.maxKeySize) }
   let broadcaster = ChangeBroadcaster()
   /// Serializes saves and their announcements, so changes are yielded in commit order.
   let saveLock = NSLock()
   let pinned = Locked<[UInt64: PinnedTransaction]>([:])
   let nextGeneration = Atomic<UInt64>(0)
   let closed = Atomic<Bool>(false)
+  /// The thread running ``migrated(along:reporting:)`` (0 when none): a stage calling this store from
+  /// it is refused instead of waiting for the migration it is part of.
+  let migratingThread = Atomic<UInt>(0)
   /// The last transaction ID this process has announced (its own commits or remote ones).
   let lastAnnounced = Locked<Int>(0)
   let remoteWatcher = RemoteCommitWatcher(name: "strata-lmdb-watch")
@@ -335,6 +340,7 @@ public final class LMDBStore: PersistentStore {
 
   func checkOpen() throws {
     if closed.load(ordering: .acquiring) { throw StoreError(.misuse, "the store \(path) is closed") }
+    try checkNotMigrating()
   }
 
   /// Runs `body` in a read transaction: the pinned one of `generation`, else a new one.

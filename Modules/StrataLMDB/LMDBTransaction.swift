@@ -114,6 +114,24 @@ struct LMDBTransaction {
     try check(mdb_drop(txn, dbi, delete ? 1 : 0), "mdb_drop(\(name))")
   }
 
+  /// Runs `body` in a transaction nested in this write transaction (`mdb_txn_begin` with this one as
+  /// parent): what it writes joins this transaction when `body` returns, and is undone alone when `body`
+  /// throws. This transaction must not be used until `body` returns.
+  func nested<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
+    var child: OpaquePointer?
+    try check(mdb_txn_begin(mdb_txn_env(txn), txn, 0, &child), "mdb_txn_begin (nested)")
+    guard let child else { throw LMDBError(EINVAL, "mdb_txn_begin (nested)") }
+    let result: R
+    do {
+      result = try body(LMDBTransaction(txn: child))
+    } catch {
+      mdb_txn_abort(child)
+      throw error
+    }
+    try check(mdb_txn_commit(child), "mdb_txn_commit (nested)")
+    return result
+  }
+
   /// Opens a cursor, runs `body` with it and closes it.
   func withCursor<R>(_ dbi: MDB_dbi, _ body: (LMDBCursor) throws -> R) throws -> R {
     var cursor: OpaquePointer?
@@ -179,6 +197,13 @@ struct LMDBCursor {
       var k = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
       return try get(exact ? MDB_SET_KEY : MDB_SET_RANGE, &k)
     }
+  }
+
+  /// Replaces the value of the current entry (`MDB_CURRENT`; `key` must be its key), whatever its size.
+  func replaceCurrent(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) throws {
+    var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+    var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+    try check(mdb_cursor_put(cursor, &k, &v, UInt32(MDB_CURRENT)), "mdb_cursor_put")
   }
 
   /// How many duplicates the current key has.
