@@ -122,11 +122,14 @@ public final class LoggingStore: PersistentStore {
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
     let log = self.log
-    let logged = steps.map { step in
-      MigrationStep(
-        step.migration,
-        willMigrate: step.willMigrate.map { work in { store in try work(LoggingStore(store, log: log)) } },
-        didMigrate: step.didMigrate.map { work in { store in try work(LoggingStore(store, log: log)) } })
+    func wrapped(
+      _ work: (@Sendable (any PersistentStore) throws -> Void)?
+    ) -> (@Sendable (any PersistentStore) throws -> Void)? {
+      guard let work else { return nil }
+      return { store in try work(LoggingStore(store, log: log)) }
+    }
+    let logged = steps.map { step -> MigrationStep in
+      MigrationStep(step.migration, willMigrate: wrapped(step.willMigrate), didMigrate: wrapped(step.didMigrate))
     }
     let changes = steps.reduce(0) { $0 + $1.migration.changes.count }
     return LoggingStore(
