@@ -36,6 +36,7 @@ extension Conformance {
     case mergePolicies, transientAttributes, lifecycle, undo, derivedAttributes, fetchedResults
     case fetchedResultsUnderLoad, remoteChanges, history, historyNotifications, historyBetweenStores
     case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, migration, queryLimits, creation, copy
+    case migrationCrash
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
@@ -43,6 +44,7 @@ extension Conformance {
       case .remoteChanges, .historyBetweenStores: .sharedLocation
       case .historyFromAnotherProcess, .creation: .multiProcess
       case .migration: .migration
+      case .migrationCrash: [.multiProcess, .migration]
       default: []
       }
     }
@@ -107,6 +109,7 @@ extension Conformance {
     case .queryLimits: try await queryLimits(backend)
     case .creation: try await creation(backend)
     case .copy: try await copy(backend)
+    case .migrationCrash: try await migrationCrash(backend)
     }
   }
 }

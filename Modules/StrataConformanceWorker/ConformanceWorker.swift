@@ -20,6 +20,10 @@ import StrataStoreKit
 ///   when it is missing or unfinished, saves one `Item` whose `name` is `worker-PID`, and prints the store's
 ///   identifier: processes that create one store at once all print the same one.
 ///
+/// - `migrate TYPE PATH`: opens the store of type `TYPE` at `PATH` (written with ``creationModel()``) and
+///   migrates it to ``migratedModel()`` in one transaction, with a stage that sets every item's `rating`
+///   to its `n` modulo 5; prints `migrated`.
+///
 /// Exit status 0 on success, 1 with one line on standard error otherwise.
 public enum ConformanceWorker {
   /// Runs the command on the process's command line with `factories`, then exits.
@@ -40,10 +44,14 @@ public enum ConformanceWorker {
     if arguments.count == 3, arguments[0] == "create" {
       return try create(StoreType(arguments[1]), at: URL(fileURLWithPath: arguments[2]), registry: registry)
     }
+    if arguments.count == 3, arguments[0] == "migrate" {
+      return try migrate(StoreType(arguments[1]), at: URL(fileURLWithPath: arguments[2]), registry: registry)
+    }
     guard arguments.count == 6, arguments[0] == "insert" else {
       throw StoreError(
         .misuse,
-        "usage: insert TYPE PATH ENTITY KEY VALUE | create TYPE PATH (got \(arguments.joined(separator: " ")))")
+        "usage: insert TYPE PATH ENTITY KEY VALUE | create TYPE PATH | migrate TYPE PATH (got \(arguments.joined(separator: " ")))"
+      )
     }
     let (type, url, entityName, key, value) = (
       StoreType(arguments[1]), URL(fileURLWithPath: arguments[2]), arguments[3], arguments[4], arguments[5]
@@ -84,5 +92,50 @@ public enum ConformanceWorker {
       objectID: .makeTemporary(entityName: "Item"), attributes: [.string("worker-\(pid)"), .int(pid)], toOne: [])
     _ = try store.save(ChangeSet(inserted: [item], author: "worker", contextName: "worker"))
     return store.identifier
+  }
+
+  /// The model the `migrate` command migrates to: ``creationModel()`` with `n` widened to a double and
+  /// renamed `number`, and a `rating` (default 0) that the migration's stage fills.
+  public static func migratedModel() throws -> ObjectModel {
+    try ObjectModel(entities: [
+      EntityDescription(
+        name: "Item",
+        attributes: [
+          AttributeDescription(name: "name", type: .string),
+          AttributeDescription(name: "number", type: .double, isIndexed: true, renamingIdentifier: "n"),
+          AttributeDescription(name: "rating", type: .int16, defaultValue: 0),
+        ],
+        uniquenessConstraints: [["name"]])
+    ])
+  }
+
+  /// The rating the `migrate` command's stage gives an item numbered `n`.
+  public static func migratedRating(_ n: Double) -> Int64 { Int64(n.rounded()) % 5 }
+
+  private static func migrate(_ type: StoreType, at url: URL, registry: StoreRegistry) throws -> String {
+    let store = try registry.openStore(type, at: url, model: try creationModel(), options: StoreOptions(tracksHistory: true))
+    let step = MigrationStep(
+      try ModelMigration(from: store.model, to: try migratedModel()),
+      didMigrate: { store in
+        guard case .snapshots(let items) = try store.fetch(FetchDescription(entityName: "Item"), generation: nil) else { return }
+        let updates = items.map { item -> ObjectChange in
+          guard case .double(let number) = item.attributes[1] else {
+            return ObjectChange(objectID: item.objectID, attributes: item.attributes, toOne: [])
+          }
+          return ObjectChange(
+            objectID: item.objectID, attributes: [item.attributes[0], item.attributes[1], .int(migratedRating(number))],
+            toOne: [], changedKeys: ["rating"])
+        }
+        _ = try store.save(ChangeSet(updated: updates))
+      })
+    let migrated: any PersistentStore
+    do {
+      migrated = try store.migrated(along: [step], reporting: nil)
+    } catch {
+      store.close()
+      throw error
+    }
+    migrated.close()
+    return "migrated"
   }
 }
