@@ -10,7 +10,7 @@ import StrataStoreKit
 /// - Each save and batch request runs in a nested transaction (`mdb_txn_begin` with the migration's as
 ///   parent): one that fails undoes only itself, so a stage may catch the error and go on. Primary keys
 ///   are handed out from the key counters as usual. Nothing is recorded in history per save: what the
-///   stages write is collected (``LMDBMigrationLog``) into the migration's one history transaction.
+///   stages write is collected (``MigrationChangeLog``) into the migration's one history transaction.
 /// - A save that fills the map fails (`.io`) and makes the whole migration run again on a larger map,
 ///   whatever the stage does with the error: stages must compute what they write from what they read.
 /// - History, query generations, change streams and migrating answer `.unsupported` (or nothing);
@@ -32,7 +32,7 @@ final class LMDBBoundStore: PersistentStore, @unchecked Sendable {
   let options: StoreOptions
   private let scope: LMDBScope
   private let path: String
-  private let log: LMDBMigrationLog?
+  private let log: Locked<MigrationChangeLog>?
   /// Guards the transaction and `isEnded`: one call at a time, from whichever thread.
   private let lock = NSLock()
   private let txn: LMDBTransaction
@@ -40,7 +40,7 @@ final class LMDBBoundStore: PersistentStore, @unchecked Sendable {
   private var filledMap = false
 
   /// A store on `scope`'s model over the migration's transaction `txn`, recording saves into `log`.
-  init(scope: LMDBScope, txn: LMDBTransaction, url: URL?, path: String, options: StoreOptions, log: LMDBMigrationLog?) {
+  init(scope: LMDBScope, txn: LMDBTransaction, url: URL?, path: String, options: StoreOptions, log: Locked<MigrationChangeLog>?) {
     self.scope = scope
     self.txn = txn
     self.url = url
@@ -110,7 +110,7 @@ final class LMDBBoundStore: PersistentStore, @unchecked Sendable {
   func save(_ changes: ChangeSet) throws -> SaveResult {
     if changes.isEmpty { return SaveResult() }
     let saved = try write { txn in try scope.save(changes, in: txn, recordsHistory: log != nil) }
-    log?.record(saved.history, model: model)
+    log?.withLock { $0.record(saved.history, model: model) }
     return saved.result
   }
 
@@ -124,7 +124,7 @@ final class LMDBBoundStore: PersistentStore, @unchecked Sendable {
     let (written, changes) = try write { txn in
       try scope.directInsert(insert, of: entity, in: txn, namesObjects: namesObjects, recordsHistory: log != nil)
     }
-    log?.record(changes, model: model)
+    log?.withLock { $0.record(changes, model: model) }
     return BatchResult(count: written.count, objectIDs: written.ids, updatedObjectIDs: written.updated)
       .reported(as: insert.resultType)
   }

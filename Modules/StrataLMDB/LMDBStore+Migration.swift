@@ -24,7 +24,7 @@ extension LMDBStore {
   /// key counters follow renamed entities; databases the new model no longer has are deleted. Last, the
   /// model and its fingerprint are written to `strata.meta` and, with ``StoreOptions/tracksHistory``, one
   /// history transaction by ``MigrationStep/historyAuthor`` lists what the stages inserted, updated and
-  /// deleted (``LMDBMigrationLog``), under the last model's names — even when they wrote nothing.
+  /// deleted (``MigrationChangeLog``), under the last model's names — even when they wrote nothing.
   /// `store_id` and the earlier history stay, so tokens taken before stay valid.
   ///
   /// `progress` is called on the migrating thread at the start and end of every step and every 4096
@@ -137,7 +137,7 @@ struct LMDBMigrationRun {
   let reporter: LMDBMigrationReporter
 
   func run(_ txn: LMDBTransaction) throws {
-    let log = history == nil ? nil : LMDBMigrationLog()
+    let log = history == nil ? nil : Locked(MigrationChangeLog())
     // Handles opened by name in this transaction: a run before this one (on a map that was too small)
     // deleted databases, which closed their handles.
     var handles: [String: MDB_dbi] = [:]
@@ -159,7 +159,7 @@ struct LMDBMigrationRun {
       }
       let phase = "step \(index + 1) of \(steps.count): rewriting records"
       schema = try structure.run(txn) { reporter.advance(by: $0, phase: phase) }
-      log?.follow(step.migration)
+      log?.withLock { $0.carry(through: step.migration) }
       if let stage = step.didMigrate {
         try runStage(stage, schema: schema, txn: txn, log: log)
         reporter.advance(by: 1, phase: "step \(index + 1) of \(steps.count): ran the stage after it")
@@ -173,7 +173,7 @@ struct LMDBMigrationRun {
     if let history, let log {
       // One transaction, even an empty one: history readers learn that the model changed.
       _ = try LMDBHistory.append(
-        txn, schema, history, log.changes, author: MigrationStep.historyAuthor, contextName: nil,
+        txn, schema, history, log.withLock { $0.changes }, author: MigrationStep.historyAuthor, contextName: nil,
         storeIdentifier: scope.storeIdentifier)
     }
   }
@@ -181,7 +181,7 @@ struct LMDBMigrationRun {
   /// Runs a custom stage on this thread with a store on `schema`'s model bound to `txn`.
   private func runStage(
     _ stage: @Sendable (any PersistentStore) throws -> Void, schema: LMDBSchema, txn: LMDBTransaction,
-    log: LMDBMigrationLog?
+    log: Locked<MigrationChangeLog>?
   ) throws {
     let store = LMDBBoundStore(
       scope: LMDBScope(schema: schema, storeIdentifier: scope.storeIdentifier, maxKeySize: scope.maxKeySize), txn: txn,

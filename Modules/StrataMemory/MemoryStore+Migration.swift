@@ -66,7 +66,7 @@ extension MemoryStore {
     defer { working.close() }
     try work(working)
     return working.storage.withLock { storage in
-      for transaction in storage.history.transactions { log.record(transaction.changes) }
+      for transaction in storage.history.transactions { log.record(transaction.changes, model: model) }
       return storage.state
     }
   }

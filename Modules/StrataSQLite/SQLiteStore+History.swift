@@ -106,7 +106,7 @@ enum SQLiteHistory {
     /// Appended to the history tables as a transaction of its own.
     case file(storeIdentifier: String)
     /// Collected for the one transaction a migration records at its end.
-    case migration(Locked<MigrationChangeLog>)
+    case migration(Locked<MigrationChangeLog>, model: ObjectModel)
 
     /// Records the `changes` of a write, inside its transaction; the token of the transaction appended,
     /// `nil` when collected.
@@ -119,8 +119,8 @@ enum SQLiteHistory {
       case .file(let storeIdentifier):
         return try SQLiteHistory.append(
           connection, changes, author: author, contextName: contextName, storeIdentifier: storeIdentifier)
-      case .migration(let log):
-        log.withLock { $0.record(changes) }
+      case .migration(let log, let model):
+        log.withLock { $0.record(changes, model: model) }
         return nil
       }
     }

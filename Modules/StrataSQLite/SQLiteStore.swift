@@ -413,7 +413,7 @@ public final class SQLiteStore: PersistentStore {
   /// Where the history of a write goes: the file's history tables, the log of the migration a bound store
   /// writes in, or nowhere (`nil`).
   var historyRecorder: SQLiteHistory.Recorder? {
-    if isBoundToMigration { return migrationLog.map { .migration($0) } }
+    if isBoundToMigration { return migrationLog.map { .migration($0, model: model) } }
     return options.tracksHistory ? .file(storeIdentifier: identifier) : nil
   }
 

@@ -53,90 +53,102 @@ extension PersistentStore {
 }
 
 /// The changes the custom stages of a migration made, folded into what the migration's one history
-/// transaction lists: each object once, under the final model's entity name, inserted (also when a later
-/// stage updated it), updated (the union of its changed keys, renamed as the attributes were) or deleted
-/// (nothing, when a stage deleted what a stage inserted).
+/// transaction lists: each object once, under the final model's entity and key names, in the order the
+/// objects were first written. Writes fold as what they add up to: inserted then updated is an insert;
+/// updated twice an update of both sets of keys; updated then deleted a delete; inserted then deleted
+/// nothing; deleted then inserted again under the same key an update of every property.
 ///
 /// ```swift
 /// var log = MigrationChangeLog()
-/// log.record(stageChanges)               // after each stage, in the stage's model
-/// log.carry(through: step.migration)     // after each structural change
-/// let changes = log.changes              // for the "migration" transaction
+/// log.record(stageChanges, model: stageStore.model)   // after each save of a stage
+/// log.carry(through: step.migration)                   // after each structural change
+/// let changes = log.changes                            // for the "migration" transaction
 /// ```
 public struct MigrationChangeLog: Sendable {
-  private struct Entry: Sendable {
-    var id: ObjectID
-    var type: HistoryChangeType
-    var keys: Set<String>
-    var tombstone: [String: Value]
-    /// Inserted and deleted again within the migration: nothing to record.
-    var isDropped = false
+  private enum Kind: Sendable {
+    case insert
+    case update([String])
+    case delete(tombstone: [String: Value])
   }
 
-  private var entries: [Entry] = []
-  private var positions: [ObjectID: Int] = [:]
+  /// Objects in the order they were first written; those whose writes cancel out have no kind.
+  private var order: [ObjectID] = []
+  private var listed: Set<ObjectID> = []
+  private var kinds: [ObjectID: Kind] = [:]
 
   public init() {}
 
-  /// Adds what one stage's saves changed (in the model the stage ran on).
-  public mutating func record(_ changes: [HistoryChange]) {
+  /// Folds in the history changes of one write made with `model` (the model of the stage's store).
+  public mutating func record(_ changes: [HistoryChange], model: ObjectModel) {
     for change in changes {
-      guard let position = positions[change.objectID] else {
-        positions[change.objectID] = entries.count
-        entries.append(
-          Entry(
-            id: change.objectID, type: change.changeType, keys: Set(change.updatedProperties), tombstone: change.tombstone))
-        continue
-      }
-      var entry = entries[position]
-      switch (entry.type, change.changeType) {
-      case (.insert, .delete):
-        entry.isDropped = true
-      case (_, .delete):
-        entry.type = .delete
-        entry.keys = []
-        entry.tombstone = change.tombstone
-      case (.insert, _):
-        break
-      default:
-        entry.keys.formUnion(change.updatedProperties)
-      }
-      entries[position] = entry
+      let id = change.objectID
+      let earlier = kinds[id]
+      if listed.insert(id).inserted { order.append(id) }
+      kinds[id] = Self.fold(earlier, change, model: model)
     }
   }
 
-  /// Renames the recorded objects' entities and keys as `migration` does; objects of removed entities
-  /// and keys of removed properties are dropped.
+  private static func fold(_ earlier: Kind?, _ change: HistoryChange, model: ObjectModel) -> Kind? {
+    switch (earlier, change.changeType) {
+    case (nil, .insert): return .insert
+    case (nil, .update): return .update(change.updatedProperties)
+    case (nil, .delete), (.update?, .delete), (.delete?, .delete): return .delete(tombstone: change.tombstone)
+    case (.insert?, .insert), (.insert?, .update): return .insert
+    case (.insert?, .delete): return nil
+    case (.update(let keys)?, .update), (.update(let keys)?, .insert):
+      return .update(keys + change.updatedProperties.filter { !keys.contains($0) })
+    case (.delete?, .insert), (.delete?, .update):
+      let entity = model.entity(named: change.objectID.entityName)
+      return .update((entity?.attributes.filter(\.isPersistent).map(\.name) ?? []) + (entity?.relationships.map(\.name) ?? []))
+    }
+  }
+
+  /// Renames what was recorded as `migration` does: each object under its entity's new name, each key
+  /// under its new name, tombstone values converted; objects of removed entities and removed keys go.
   public mutating func carry(through migration: ModelMigration) {
-    var entityNames: [String: EntityMapping] = [:]
+    var renamed: [String: (entity: String, attributes: [String: AttributeMapping], relationships: [String: String])] = [:]
     for mapping in migration.entities {
-      if let source = mapping.source { entityNames[source] = mapping }
+      guard let source = mapping.source else { continue }
+      var attributes: [String: AttributeMapping] = [:]
+      for attribute in mapping.attributes { if let old = attribute.source { attributes[old] = attribute } }
+      var relationships: [String: String] = [:]
+      for (new, old) in mapping.relationshipSources { relationships[old] = new }
+      renamed[source] = (mapping.entity.name, attributes, relationships)
     }
-    var carried: [Entry] = []
-    for entry in entries {
-      guard let mapping = entityNames[entry.id.entityName] else { continue }
-      var keyNames: [String: String] = [:]
-      for attribute in mapping.attributes {
-        if let source = attribute.source { keyNames[source] = attribute.attribute.name }
+    var carriedOrder: [ObjectID] = []
+    var carriedKinds: [ObjectID: Kind] = [:]
+    for id in order {
+      guard let kind = kinds[id], let target = renamed[id.entityName], let key = id.primaryKey else { continue }
+      let newID = ObjectID(entityName: target.entity, storeIdentifier: id.storeIdentifier, primaryKey: key)
+      switch kind {
+      case .insert:
+        carriedKinds[newID] = .insert
+      case .update(let keys):
+        carriedKinds[newID] = .update(keys.compactMap { target.attributes[$0]?.attribute.name ?? target.relationships[$0] })
+      case .delete(let tombstone):
+        var converted: [String: Value] = [:]
+        for (name, value) in tombstone {
+          guard let attribute = target.attributes[name] else { continue }
+          converted[attribute.attribute.name] = attribute.convert(value)
+        }
+        carriedKinds[newID] = .delete(tombstone: converted)
       }
-      for (name, source) in mapping.relationshipSources { keyNames[source] = name }
-      var moved = entry
-      moved.id = ObjectID(
-        entityName: mapping.entity.name, storeIdentifier: entry.id.storeIdentifier, primaryKey: entry.id.primaryKey ?? 0)
-      moved.keys = Set(entry.keys.compactMap { keyNames[$0] })
-      carried.append(moved)
+      carriedOrder.append(newID)
     }
-    entries = carried
-    positions = Dictionary(carried.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+    order = carriedOrder
+    listed = Set(carriedOrder)
+    kinds = carriedKinds
   }
 
-  /// The changes to record, in the order the objects were first changed.
+  /// The folded changes, in the order their objects were first written.
   public var changes: [HistoryChange] {
-    entries.compactMap { entry in
-      if entry.isDropped { return nil }
-      return HistoryChange(
-        objectID: entry.id, changeType: entry.type, updatedProperties: entry.type == .update ? entry.keys.sorted() : [],
-        tombstone: entry.tombstone)
+    order.compactMap { id -> HistoryChange? in
+      switch kinds[id] {
+      case .insert?: HistoryChange(objectID: id, changeType: .insert)
+      case .update(let keys)?: HistoryChange(objectID: id, changeType: .update, updatedProperties: keys)
+      case .delete(let tombstone)?: HistoryChange(objectID: id, changeType: .delete, tombstone: tombstone)
+      case nil: nil
+      }
     }
   }
 }
