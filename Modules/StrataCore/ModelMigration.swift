@@ -24,6 +24,11 @@ public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
     /// A transient attribute became stored (filled with its initial value) or the reverse (dropped).
     case madeStored(filledWith: Value)
     case madeTransient
+    /// A derived attribute added: every object's value is computed in the migration.
+    case derivedAttributeAdded(derivation: String)
+    /// An attribute's derivation changed (or was added to, or removed from, a stored attribute); with a new
+    /// derivation every object's value is computed in the migration, without one the values stay.
+    case derivationChanged(from: String?, to: String?)
     case indexAdded
     case indexRemoved
     case relationshipAdded
@@ -63,8 +68,10 @@ public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
       .madeOptional, .relationshipAdded:
       return false
     case .entityRemoved, .attributeAdded, .attributeRemoved, .attributeRenamed, .typeWidened, .madeRequired,
-      .madeStored, .madeTransient, .relationshipRemoved, .relationshipRenamed, .madeToMany:
+      .madeStored, .madeTransient, .relationshipRemoved, .relationshipRenamed, .madeToMany, .derivedAttributeAdded:
       return true
+    case .derivationChanged(_, let to):
+      return to != nil
     }
   }
 
@@ -83,6 +90,12 @@ public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
     case .madeOptional: what = "made optional"
     case .madeStored(let value): what = "made stored (was transient), filled with \(value)"
     case .madeTransient: what = "made transient, stored values dropped"
+    case .derivedAttributeAdded(let derivation): what = "added, derived as '\(derivation)' (computed for every object)"
+    case .derivationChanged(let from, let to):
+      let before = from.map { "'\($0)'" } ?? "none"
+      what =
+        to.map { "derivation changed from \(before) to '\($0)' (computed again for every object)" }
+        ?? "derivation \(before) removed, values kept"
     case .indexAdded: what = "index added"
     case .indexRemoved: what = "index removed"
     case .relationshipAdded: what = "relationship added, empty"
@@ -202,10 +215,10 @@ public struct EntityMapping: Sendable, Hashable {
 /// scalar but data → string), made
 /// transient or stored; relationships added (optional to-one, or to-many), removed, renamed,
 /// made to-many, given another delete rule or count rules; indexes and uniqueness constraints added or
-/// removed; rule changes that store nothing. Anything else — a narrowing or unrelated type change, a
-/// required attribute added without a default, a derived attribute added or given another derivation
-/// (a migration does not compute derived values yet), a relationship made to-one or pointed elsewhere —
-/// is refused, every such difference named.
+/// removed; rule changes that store nothing; derived attributes added or given another derivation (the
+/// migration computes their values for every object: see ``entitiesRecomputingDerivedAttributes``).
+/// Anything else — a narrowing or unrelated type change, a required attribute added without a default, a
+/// relationship made to-one or pointed elsewhere — is refused, every such difference named.
 ///
 /// ```swift
 /// let migration = try ModelMigration(from: storedModel, to: appModel)
@@ -242,6 +255,21 @@ public struct ModelMigration: Sendable {
 
   /// Whether the two models store the same thing the same way (nothing to migrate).
   public var isEmpty: Bool { changes.isEmpty }
+
+  /// The entities of the destination model whose derived attributes a migration computes for every
+  /// object: those with a derived attribute that is new, or whose derivation differs from the one its
+  /// values come from.
+  public var entitiesRecomputingDerivedAttributes: [String] {
+    entities.compactMap { mapping -> String? in
+      guard let sourceName = mapping.source, let old = source.entity(named: sourceName) else { return nil }
+      let recomputes = mapping.attributes.contains { attribute in
+        guard let derivation = attribute.attribute.derivation else { return false }
+        guard let from = attribute.source else { return true }
+        return old.attributes.first { $0.name == from }?.derivation != derivation
+      }
+      return recomputes ? mapping.entity.name : nil
+    }
+  }
 
   /// One migration over several version steps, applied in one transaction: `steps[0].source` to
   /// `steps.last.destination`, each value converted by every step in turn, objects of an entity added
@@ -393,8 +421,10 @@ private struct Inference {
       }
       guard let oldAttribute else {
         if attribute.isPersistent {
-          if attribute.derivation != nil {
-            refusals.append(refuse("added as a derived attribute (a migration does not compute derived values yet)"))
+          if let derivation = attribute.derivation {
+            changes.append(change(.derivedAttributeAdded(derivation: derivation)))
+            attributeMappings.append(
+              AttributeMapping(attribute: attribute, source: nil, sourceType: nil, fill: attribute.initialValue))
             continue
           }
           if !attribute.isOptional && attribute.defaultValue == nil {
@@ -439,11 +469,7 @@ private struct Inference {
         changes.append(change(.madeOptional))
       }
       if oldAttribute.derivation != attribute.derivation {
-        refusals.append(
-          refuse(
-            "derivation changed from \(oldAttribute.derivation.map { "'\($0)'" } ?? "none") to "
-              + "\(attribute.derivation.map { "'\($0)'" } ?? "none") (a migration does not compute derived values yet)"))
-        continue
+        changes.append(change(.derivationChanged(from: oldAttribute.derivation, to: attribute.derivation)))
       }
       if oldAttribute.isIndexed != attribute.isIndexed {
         changes.append(change(attribute.isIndexed ? .indexAdded : .indexRemoved))

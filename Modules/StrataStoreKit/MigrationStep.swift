@@ -23,16 +23,48 @@ public struct MigrationStep: Sendable {
   public var willMigrate: (@Sendable (any PersistentStore) throws -> Void)?
   public var didMigrate: (@Sendable (any PersistentStore) throws -> Void)?
 
+  /// A step of `migration` with the given stages. When the migration adds derived attributes or changes
+  /// a derivation (``ModelMigration/entitiesRecomputingDerivedAttributes``), `didMigrate` first saves
+  /// every object of those entities again, so that the store computes their derived values (a `now()`
+  /// derivation takes the migration's time), then runs the given stage.
   public init(
     _ migration: ModelMigration, willMigrate: (@Sendable (any PersistentStore) throws -> Void)? = nil,
     didMigrate: (@Sendable (any PersistentStore) throws -> Void)? = nil
   ) {
     self.migration = migration
     self.willMigrate = willMigrate
-    self.didMigrate = didMigrate
+    let recomputed = migration.entitiesRecomputingDerivedAttributes
+    if recomputed.isEmpty {
+      self.didMigrate = didMigrate
+    } else {
+      self.didMigrate = { store in
+        try Self.recomputeDerivedAttributes(of: recomputed, in: store)
+        try didMigrate?(store)
+      }
+    }
   }
 
-  /// Whether the step runs app code (a custom stage) besides its structural change.
+  /// Saves every object of `entities` again, unchanged, in batches, so that `store` computes their
+  /// derived attributes.
+  static func recomputeDerivedAttributes(of entities: [String], in store: any PersistentStore) throws {
+    for name in entities {
+      guard let entity = store.model.entity(named: name),
+        case .snapshots(let rows) = try store.fetch(FetchDescription(entityName: name), generation: nil)
+      else { continue }
+      let derived = entity.attributes.filter { $0.derivation != nil }.map(\.name)
+      var start = 0
+      while start < rows.count {
+        let batch = rows[start..<min(start + 10_000, rows.count)].map { row in
+          ObjectChange(objectID: row.objectID, attributes: row.attributes, toOne: row.toOne, changedKeys: derived)
+        }
+        _ = try store.save(ChangeSet(updated: batch, author: historyAuthor))
+        start += batch.count
+      }
+    }
+  }
+
+  /// Whether the step runs work besides its structural change (a custom stage, or computing derived
+  /// attributes).
   public var isCustom: Bool { willMigrate != nil || didMigrate != nil }
 
   /// The author of the history transaction that records a migration (see
