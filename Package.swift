@@ -163,8 +163,9 @@ let package = Package(
       dependencies: ["StrataConformance", "BubbleTeaFinder", "Strata", "StrataStoreKit", "StrataSQLite", "StrataMemory"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "TaterRaterTests", dependencies: ["TaterRater", "Strata", "StrataStoreKit", "StrataSQLite", "StrataMemory"],
-      swiftSettings: swiftSettings),
+      name: "TaterRaterTests",
+      dependencies: ["TaterRater", "Strata", "StrataStoreKit", "StrataSQLite", "StrataLMDB", "StrataMemory"],
+      resources: [.copy("Resources/v1")], swiftSettings: swiftSettings),
     .testTarget(
       name: "FireballWatchTests",
       dependencies: ["FireballWatch", "Strata", "StrataStoreKit", "StrataSQLite", "StrataMemory"],

@@ -38,7 +38,9 @@ struct JSONMovie: Encodable {
 func openLibrary(_ options: StoreFlags) throws -> MovieLibrary {
   if options.startsFromPreview { return try MovieLibrary.preview(registry: options.registry) }
   let description = try options.storeDescription(app: "fave-flicks", fileName: "FaveFlicks.sqlite")
-  return MovieLibrary(container: try MovieLibrary.makeContainer(store: description, registry: options.registry))
+  return MovieLibrary(
+    container: try MovieLibrary.makeContainer(
+      store: description, registry: options.registry, migrationProgress: terminalMigrationProgress()))
 }
 
 extension FaveFlicksCommand {

@@ -1,4 +1,5 @@
 import Foundation
+import StrataCore
 
 /// Draws `[#########---------------------] 300/973` on standard error, in place; the last call ends the line.
 public func drawProgress(done: Int, total: Int) {
@@ -13,4 +14,11 @@ public func drawProgress(done: Int, total: Int) {
 /// file stays clean.
 public func terminalProgress() -> (@Sendable (Int, Int) -> Void)? {
   isatty(STDOUT_FILENO) != 0 && isatty(STDERR_FILENO) != 0 ? drawProgress : nil
+}
+
+/// A migration progress reporter drawing ``drawProgress(done:total:)`` in percent, when
+/// ``terminalProgress()`` draws at all.
+public func terminalMigrationProgress() -> (@Sendable (MigrationProgress) -> Void)? {
+  guard let draw = terminalProgress() else { return nil }
+  return { progress in draw(Int((progress.fractionCompleted * 100).rounded(.down)), 100) }
 }

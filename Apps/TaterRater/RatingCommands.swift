@@ -21,16 +21,19 @@ extension TaterRaterCommand {
   }
 
   struct Note: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write notes on a potato (empty text clears them).")
+    static let configuration = CommandConfiguration(
+      abstract: "Add tasting notes to a potato, one per line (empty text clears them).")
 
     @OptionGroup var storeOptions: StoreFlags
     @Argument(help: "The potato's variety.") var variety: String
-    @Argument(help: "The notes; \"\" clears them.") var text: String
+    @Argument(help: "The notes, one per line; \"\" clears every note.") var text: String
 
     func run() throws {
       try runReportingErrors(tool: "tater-rater") {
         let potato = try openRater(storeOptions).note(variety, text: text)
-        print(potato.notes.map { "Notes on \(potato.variety): \($0)" } ?? "Cleared the notes on \(potato.variety)")
+        print(
+          potato.notes.map { "Notes on \(potato.variety): \($0.replacingOccurrences(of: "\n", with: "; "))" }
+            ?? "Cleared the notes on \(potato.variety)")
       }
     }
   }
@@ -51,7 +54,7 @@ extension TaterRaterCommand {
           print("Variety       \(potato.variety)")
           print("Crowd rating  \(crowd(potato))")
           print("Your rating   \(potato.userRating == 0 ? "not rated" : "\(potato.userRating)/5 \(potato.stars)")")
-          print("Notes         \(potato.notes ?? "none")")
+          print("Notes         \((potato.notes ?? "none").replacingOccurrences(of: "\n", with: "\n              "))")
         }
       }
     }

@@ -44,7 +44,9 @@ func openRater(_ options: StoreFlags, watching: Bool = false) throws -> PotatoRa
   if options.startsFromPreview { return try PotatoRater.preview(registry: options.registry) }
   var description = try options.storeDescription(app: "tater-rater", fileName: "TaterRater.sqlite")
   description.options.postsRemoteChangeNotifications = watching
-  return PotatoRater(container: try PotatoRater.makeContainer(store: description, registry: options.registry))
+  return PotatoRater(
+    container: try PotatoRater.makeContainer(
+      store: description, registry: options.registry, migrationProgress: terminalMigrationProgress()))
 }
 
 func crowd(_ potato: PotatoRecord) -> String { String(format: "%.1f", potato.crowdRating) }
@@ -52,7 +54,7 @@ func crowd(_ potato: PotatoRecord) -> String { String(format: "%.1f", potato.cro
 func potatoTable(_ potatoes: [PotatoRecord]) -> [String] {
   textTable(
     headers: ["Variety", "Crowd", "Stars", "Notes"],
-    rows: potatoes.map { [$0.variety, crowd($0), $0.stars, $0.notes ?? ""] }
+    rows: potatoes.map { [$0.variety, crowd($0), $0.stars, $0.notes?.replacingOccurrences(of: "\n", with: "; ") ?? ""] }
   ).split(separator: "\n").map { String($0.reversed().drop { $0 == " " }.reversed()) }
 }
 

@@ -11,11 +11,14 @@ public struct MovieLibrary: Sendable {
   public static func makeModel() throws -> ObjectModel { try migrationPlan().current.model }
 
   /// A container of the current model with `store` loaded; a store written by an earlier version
-  /// migrates when it opens.
-  public static func makeContainer(store: StoreDescription, registry: StoreRegistry) throws -> PersistentContainer {
+  /// migrates when it opens, reporting to `migrationProgress`.
+  public static func makeContainer(
+    store: StoreDescription, registry: StoreRegistry, migrationProgress: (@Sendable (MigrationProgress) -> Void)? = nil
+  ) throws -> PersistentContainer {
     let container = PersistentContainer(
       name: name, plan: try migrationPlan(), types: [Movie.self, Watch.self], registry: registry)
     container.storeDescriptions = [store]
+    container.migrationProgressHandler = migrationProgress
     try container.loadPersistentStores()
     return container
   }

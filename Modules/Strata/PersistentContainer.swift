@@ -48,6 +48,9 @@ public final class PersistentContainer: @unchecked Sendable {
   public let registry: StoreRegistry
   /// The app's model versions, when it declared them: a store of an older one migrates along them.
   public let migrationPlan: MigrationPlan?
+  /// Called as a migration on ``loadPersistentStores()`` advances, on the thread that loads the store:
+  /// what a tool needs to draw a progress bar over a large store.
+  public var migrationProgressHandler: (@Sendable (MigrationProgress) -> Void)?
 
   let coordinator: StoreCoordinator
   private var view: ObjectContext?
@@ -169,23 +172,17 @@ public final class PersistentContainer: @unchecked Sendable {
     coordinator.setStore(store)
   }
 
-  /// The migration from `stored` to the container's model: along the migration plan when there is one,
-  /// else inferred from the two models.
-  func migration(from stored: ObjectModel) throws -> ModelMigration {
-    if let migrationPlan, let migration = try migrationPlan.migration(from: stored) { return migration }
-    return try ModelMigration(from: stored, to: model)
-  }
-
   /// Opens the store `description` names with the model stored in it and migrates it to the container's
-  /// model, when a migration can be inferred from the two.
+  /// model along the migration plan's runs, or the migration inferred from the two models.
   /// - Throws: the inference's `.schemaMismatch` naming every difference it cannot infer; `mismatch`,
-  ///   completed, when the backend cannot migrate; what the migration throws (the store is unchanged).
+  ///   completed, when the backend cannot migrate; what the migration or a stage throws (the store is
+  ///   unchanged).
   private func migrateStore(
     at description: StoreDescription, with factory: any PersistentStoreFactory, after mismatch: StoreError
   ) throws -> any PersistentStore {
     let existing = try factory.openStore(at: description.url, model: nil, options: description.options)
     do {
-      return try existing.migrated(by: try migration(from: existing.model))
+      return try existing.migrated(along: try migrationSteps(from: existing.model), reporting: migrationProgressHandler)
     } catch let error as StoreError where error.code == .unsupported {
       existing.close()
       throw StoreError(.schemaMismatch, "\(mismatch.message); \(error.message)")

@@ -17,8 +17,12 @@ final class StoreCoordinator: @unchecked Sendable {
     weak var context: ObjectContext?
   }
 
+  /// The classes the coordinator was given for the model's entities.
+  let types: [ManagedObject.Type]
+
   init(model: ObjectModel, types: [ManagedObject.Type]) {
     self.model = model
+    self.types = types
     let classesByEntity = Dictionary(types.map { ($0.entityName, $0) }, uniquingKeysWith: { first, _ in first })
     var byEntity: [String: EntityInfo] = [:]
     var byClass: [ObjectIdentifier: EntityInfo] = [:]

@@ -35,7 +35,7 @@ extension Conformance {
     case dictionaries, batch, faulting, boundedWalk, identityMap, pendingChanges, asynchronousFetch
     case mergePolicies, transientAttributes, lifecycle, undo, derivedAttributes, fetchedResults
     case fetchedResultsUnderLoad, remoteChanges, history, historyNotifications, historyBetweenStores
-    case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, migration, queryLimits, creation
+    case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, migration, queryLimits, creation, copy
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
@@ -106,6 +106,7 @@ extension Conformance {
     case .migration: try await migration(backend)
     case .queryLimits: try await queryLimits(backend)
     case .creation: try await creation(backend)
+    case .copy: try await copy(backend)
     }
   }
 }

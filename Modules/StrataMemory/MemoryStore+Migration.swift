@@ -2,26 +2,81 @@ import Foundation
 import StrataStoreKit
 
 extension MemoryStore {
-  /// Migrates the store's objects to `migration.destination` (see ``PersistentStore/migrated(by:)``):
-  /// the next state is built from the current one and handed, with the history, to a new store of the
-  /// same identifier; this one is closed. Nothing changes when a constraint clashes.
-  public func migrated(by migration: ModelMigration) throws -> any PersistentStore {
-    guard migration.source == model else {
+  /// Migrates the store's objects along `steps` (see ``PersistentStore/migrated(along:reporting:)``): the
+  /// next state is built from the current one, each custom stage working on a store of its own over the
+  /// state so far, and handed with the history to a new store of the same identifier; this one is
+  /// closed. Nothing changes when a stage throws or a constraint clashes.
+  ///
+  /// ```swift
+  /// store = try store.migrated(along: [MigrationStep(migration, didMigrate: fillNames)], reporting: nil)
+  /// ```
+  public func migrated(
+    along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
+  ) throws -> any PersistentStore {
+    guard let first = steps.first, first.migration.source == model else {
       throw StoreError(.misuse, "the migration starts from another model than the memory store \(identifier) holds")
     }
+    for (step, next) in zip(steps, steps.dropFirst()) where next.migration.source != step.migration.destination {
+      throw StoreError(.misuse, "a migration step does not start from the model the step before it ends with")
+    }
     let identifier = self.identifier
+    let options = self.options
     return try storage.withLock { storage throws -> MemoryStore in
       guard !storage.isClosed else { throw StoreError(.misuse, "the memory store \(identifier) is closed") }
-      let state = try Self.migrate(storage.state, by: migration, storeIdentifier: identifier)
-      let migrated = MemoryStore(model: migration.destination, options: options, identifier: identifier)
-      migrated.storage.withLock {
+      var state = storage.state
+      var log = MigrationChangeLog()
+      for (index, step) in steps.enumerated() {
+        let objects = state.rows.values.reduce(0) { $0 + $1.count }
+        progress?(MigrationProgress(step: index, stepCount: steps.count, completed: 0, total: objects, phase: "migrating"))
+        if let work = step.willMigrate {
+          state = try Self.runStage(work, on: state, model: step.migration.source, identifier: identifier, log: &log)
+        }
+        state = try Self.migrate(state, by: step.migration, storeIdentifier: identifier)
+        log.carry(through: step.migration)
+        if let work = step.didMigrate {
+          state = try Self.runStage(work, on: state, model: step.migration.destination, identifier: identifier, log: &log)
+        }
+        progress?(
+          MigrationProgress(step: index, stepCount: steps.count, completed: objects, total: objects, phase: "migrated"))
+      }
+      let destination = steps[steps.count - 1].migration.destination
+      let migrated = MemoryStore(model: destination, options: options, identifier: identifier)
+      var history = storage.history
+      if options.tracksHistory {
+        _ = history.append(log.changes, author: MigrationStep.historyAuthor, contextName: nil, storeIdentifier: identifier)
+      }
+      migrated.storage.withLock { [state, history] in
         $0.state = state
-        $0.history = storage.history
+        $0.history = history
       }
       storage.isClosed = true
       storage.pinned = [:]
       return migrated
     }
+  }
+
+  /// Runs one closure of a custom stage on a store of its own holding `state` (with `model`), and returns
+  /// the state the closure left; what its saves changed goes into `log`.
+  private static func runStage(
+    _ work: @Sendable (any PersistentStore) throws -> Void, on state: MemoryState, model: ObjectModel,
+    identifier: String, log: inout MigrationChangeLog
+  ) throws -> MemoryState {
+    let working = MemoryStore(model: model, options: StoreOptions(tracksHistory: true), identifier: identifier)
+    working.storage.withLock { $0.state = state }
+    defer { working.close() }
+    try work(working)
+    return working.storage.withLock { storage in
+      for transaction in storage.history.transactions { log.record(transaction.changes) }
+      return storage.state
+    }
+  }
+
+  /// What each entity's storage goes through: rewritten when the entity carries objects over, created
+  /// when it is new.
+  public func storageChanges(for migration: ModelMigration) throws -> [String: StorageChange] {
+    Dictionary(
+      migration.entities.map { ($0.entity.name, $0.source == nil ? StorageChange.created : .rewritten) },
+      uniquingKeysWith: { first, _ in first })
   }
 
   private static func migrate(

@@ -30,13 +30,18 @@ struct SQLiteError: Error, Sendable, CustomStringConvertible {
 ///
 /// A connection is not thread-safe (it is opened with `SQLITE_OPEN_NOMUTEX`). It is `@unchecked Sendable`
 /// only so that it can live inside a ``ConnectionSlot``'s mutex: the store touches a connection solely
-/// while holding that slot's lock, which is what makes the use single-threaded.
+/// while holding that slot's lock, which is what makes the use single-threaded. The one connection in
+/// two slots is the writer lent to a migration's custom stage (``ConnectionSlot/init(borrowing:)``): the
+/// migrating thread holds the writer's slot but leaves the connection alone from the moment it hands the
+/// borrowing slot to the stage until it has closed that slot, which waits for a call in progress.
 final class SQLiteConnection: @unchecked Sendable {
   private var handle: OpaquePointer?
   let path: String
   let isReadOnly: Bool
   private var cache: [String: OpaquePointer] = [:]
   private var inUse: Set<String> = []
+  /// How many savepoints ``transaction(immediate:_:)`` holds open inside the connection's transaction.
+  private var savepointDepth = 0
   private static let cacheLimit = 128
 
   /// Opens `path` with the given `sqlite3_open_v2` flags and sets the per-connection pragmas.
@@ -212,7 +217,12 @@ final class SQLiteConnection: @unchecked Sendable {
 
   /// Runs `body` inside a transaction (`BEGIN IMMEDIATE` for writers); commits on success and rolls
   /// back on any error.
+  ///
+  /// Inside a transaction already open on the connection (a store bound to a migration's transaction
+  /// saving), `body` runs in a savepoint instead: released on success, rolled back to on error, so a
+  /// failing write undoes only itself and the enclosing transaction goes on.
   func transaction<R>(immediate: Bool = true, _ body: () throws -> R) throws -> R {
+    if isInTransaction { return try savepoint(body) }
     try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED")
     do {
       let result = try body()
@@ -220,6 +230,23 @@ final class SQLiteConnection: @unchecked Sendable {
       return result
     } catch {
       rollback()
+      throw error
+    }
+  }
+
+  /// Runs `body` in a savepoint of the open transaction (see ``transaction(immediate:_:)``).
+  private func savepoint<R>(_ body: () throws -> R) throws -> R {
+    savepointDepth += 1
+    defer { savepointDepth -= 1 }
+    let name = "strata_savepoint_\(savepointDepth)"
+    try execute("SAVEPOINT \(name)")
+    do {
+      let result = try body()
+      try execute("RELEASE \(name)")
+      return result
+    } catch {
+      // An error SQLite answers by rolling back the whole transaction (a full disk) leaves no savepoint.
+      if isInTransaction { try? execute("ROLLBACK TO \(name); RELEASE \(name)") }
       throw error
     }
   }

@@ -31,40 +31,33 @@ extension SQLiteStore {
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     let identifier = self.identifier
     let broadcaster = self.broadcaster
-    let tracksHistory = options.tracksHistory
+    let history = historyRecorder
     let scope = ObjectID(entityName: entityName, storeIdentifier: identifier, primaryKey: 0)
     let outcome: BatchResult? = try write { connection -> BatchResult? in
-      try connection.execute("BEGIN IMMEDIATE")
       do {
-        // SQLite names the rows as it updates them (an update hook, one call per row).
-        var changed = 0
-        let keys = try connection.updatedRowIDs {
-          changed = try connection.run(update.sql, update.bindings)
+        let (ids, token) = try connection.transaction { () throws -> ([ObjectID], HistoryToken?) in
+          // SQLite names the rows as it updates them (an update hook, one call per row).
+          var changed = 0
+          let keys = try connection.updatedRowIDs {
+            changed = try connection.run(update.sql, update.bindings)
+          }
+          guard changed == keys.count else { throw NativeBatchRefused() }
+          var ids: [ObjectID] = []
+          ids.reserveCapacity(keys.count)
+          for key in keys { ids.append(scope.withPrimaryKey(key)) }
+          let token = try history?.record(
+            HistoryLog.changes(inserted: [], updated: ids, keys: properties.keys.sorted()), on: connection, author: author,
+            contextName: contextName)
+          return (ids, token)
         }
-        guard changed == keys.count else {
-          connection.rollback()
-          return nil
-        }
-        var ids: [ObjectID] = []
-        ids.reserveCapacity(keys.count)
-        for key in keys { ids.append(scope.withPrimaryKey(key)) }
-        let token =
-          try tracksHistory
-          ? SQLiteHistory.append(
-            connection, HistoryLog.changes(inserted: [], updated: ids, keys: properties.keys.sorted()), author: author,
-            contextName: contextName, storeIdentifier: identifier)
-          : nil
-        try connection.execute("COMMIT")
         broadcaster.yield(StoreChange(storeIdentifier: identifier, historyToken: token, inserted: [], updated: ids, deleted: []))
         return BatchResult(count: ids.count, objectIDs: ids, historyToken: token).reported(as: resultType)
-      } catch let error as SQLiteError where error.code == SQLITE_CONSTRAINT {
-        // A value a check refused (`strata_refuse`, NOT NULL) or a uniqueness clash: the general path
-        // reports it precisely.
-        connection.rollback()
+      } catch is NativeBatchRefused {
         return nil
-      } catch {
-        connection.rollback()
-        throw error
+      } catch let error as SQLiteError where error.code == SQLITE_CONSTRAINT {
+        // A value a check refused (`strata_refuse`, NOT NULL) or a uniqueness clash (rolled back): the
+        // general path reports it precisely.
+        return nil
       }
     }
     return try outcome ?? general.execute(request)
@@ -142,6 +135,9 @@ extension SQLiteStore {
     return update
   }
 }
+
+/// A native batch update that must run through the general path instead, thrown to roll it back.
+private struct NativeBatchRefused: Error {}
 
 extension ResolvedKeyPath.ValueKind {
   /// Whether values of this kind are numbers (integers, floating point, booleans, counts).

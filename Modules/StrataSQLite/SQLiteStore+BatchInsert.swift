@@ -6,7 +6,7 @@ extension SQLiteStore {
   /// Runs a batch insert natively when it can: one prepared statement per shape of row (the set of
   /// attributes a row gives), `INSERT INTO t (every stored attribute) VALUES (…)`, with
   /// `ON CONFLICT(<unique columns>) DO UPDATE SET <given columns> = excluded.<column>, _version = _version + 1`
-  /// when the entity has one uniqueness constraint, bound row by row inside one `BEGIN IMMEDIATE`. Rows are
+  /// when the entity has one uniqueness constraint, bound row by row inside one `BEGIN IMMEDIATE` (a savepoint in a migration stage's store). Rows are
   /// checked (``BatchInsertRow``) as they are bound; a refused row rolls the whole batch back. The written
   /// rows are named by an update hook (insert or update), only when the result or a change stream needs
   /// them. Returns `nil` for what the general path must run: an entity whose derived attributes (its own
@@ -28,8 +28,8 @@ extension SQLiteStore {
     let conflict = entity.uniquenessConstraints.first.map {
       " ON CONFLICT(\($0.map(quote).joined(separator: ", "))) DO UPDATE SET "
     }
-    let tracksHistory = options.tracksHistory
-    let wantsIDs = request.resultType != .statusOnly || broadcaster.hasSubscribers || tracksHistory
+    let history = historyRecorder
+    let wantsIDs = request.resultType != .statusOnly || broadcaster.hasSubscribers || history != nil
     let identifier = self.identifier
     let broadcaster = self.broadcaster
     let scope = ObjectID(entityName: entity.name, storeIdentifier: identifier, primaryKey: 0)
@@ -69,23 +69,18 @@ extension SQLiteStore {
           while try statement.step() {}
         }
       }
-      try connection.execute("BEGIN IMMEDIATE")
-      do {
+      return try connection.transaction {
         var written: [(rowID: Int64, isInsert: Bool)] = []
         if wantsIDs { written = try connection.writtenRowIDs(run) } else { try run() }
         var outcome = Written(written, scope: scope)
-        if tracksHistory {
+        if let history {
           // An upserted row changed the attributes its row gave: the union over the batch's row shapes.
           let given = Set(statements.keys.joined()).sorted().map { entity.attributes[$0].name }
-          outcome.token = try SQLiteHistory.append(
-            connection, HistoryLog.changes(inserted: outcome.inserted, updated: outcome.updated, keys: given),
-            author: author, contextName: contextName, storeIdentifier: identifier)
+          outcome.token = try history.record(
+            HistoryLog.changes(inserted: outcome.inserted, updated: outcome.updated, keys: given), on: connection,
+            author: author, contextName: contextName)
         }
-        try connection.execute("COMMIT")
         return outcome
-      } catch {
-        connection.rollback()
-        throw error
       }
     }
     guard wantsIDs else { return BatchResult(count: 0) }

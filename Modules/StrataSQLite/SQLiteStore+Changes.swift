@@ -11,9 +11,11 @@ extension SQLiteStore {
   /// ```swift
   /// for await change in store.changes() where change.isRemote { refetch() }
   /// ```
+  ///
+  /// The store a migration hands its custom stages returns a stream that has finished.
   public func changes() -> AsyncStream<StoreChange> {
     let stream = broadcaster.stream()
-    if closed.load(ordering: .acquiring) {
+    if closed.load(ordering: .acquiring) || isBoundToMigration {
       // close() may have finished the broadcaster before this stream registered.
       broadcaster.finish()
       return stream

@@ -134,6 +134,7 @@ extension SQLiteStore {
   /// ```
   public func pinGeneration() throws -> QueryGeneration {
     try checkOpen()
+    if isBoundToMigration { throw unsupportedInMigration("query generations") }
     let (path, configuration) = (self.path, self.configuration)
     let flags = options.isReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
     let slot = ConnectionSlot(opener: { try SQLiteStore.openReader(path: path, flags: flags, configuration: configuration) })

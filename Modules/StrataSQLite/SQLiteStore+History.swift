@@ -101,6 +101,31 @@ enum SQLiteHistory {
     return HistoryToken(storeIdentifier: storeIdentifier, sequence: sequence)
   }
 
+  /// Where the history of one write goes (``SQLiteStore/historyRecorder``).
+  enum Recorder: Sendable {
+    /// Appended to the history tables as a transaction of its own.
+    case file(storeIdentifier: String)
+    /// Collected for the one transaction a migration records at its end.
+    case migration(Locked<MigrationChangeLog>)
+
+    /// Records the `changes` of a write, inside its transaction; the token of the transaction appended,
+    /// `nil` when collected.
+    func record(
+      _ changes: [HistoryChange], on connection: SQLiteConnection, author: String?, contextName: String?
+    ) throws
+      -> HistoryToken?
+    {
+      switch self {
+      case .file(let storeIdentifier):
+        return try SQLiteHistory.append(
+          connection, changes, author: author, contextName: contextName, storeIdentifier: storeIdentifier)
+      case .migration(let log):
+        log.withLock { $0.record(changes) }
+        return nil
+      }
+    }
+  }
+
   /// The newest sequence given out (kept by `AUTOINCREMENT` even when history was deleted), 0 when none.
   static func lastSequence(_ connection: SQLiteConnection) throws -> Int64 {
     let last = try connection.scalar("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(transactionTable)])
@@ -118,6 +143,7 @@ extension SQLiteStore {
   /// if case .transactions(let recent) = try store.fetchHistory(HistoryRequest(after: .token(last))) { … }
   /// ```
   public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
+    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
     guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
     try HistoryLog.check(request)
     let identifier = self.identifier
@@ -170,6 +196,7 @@ extension SQLiteStore {
   /// let removed = try store.deleteHistory(before: .date(Date().addingTimeInterval(-86_400)))
   /// ```
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
+    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
     guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
     try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
@@ -199,6 +226,7 @@ extension SQLiteStore {
   /// let token = try store.currentHistoryToken()   // STORE:42
   /// ```
   public func currentHistoryToken() throws -> HistoryToken? {
+    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
     guard options.tracksHistory else { return nil }
     let last = try read(generation: nil) { try SQLiteHistory.lastSequence($0) }
     return last > 0 ? HistoryToken(storeIdentifier: identifier, sequence: last) : nil

@@ -3,55 +3,186 @@ import Foundation
 import StrataStoreKit
 
 extension SQLiteStore {
-  /// Migrates the file to `migration.destination` (see ``PersistentStore/migrated(by:)``) in one
+  /// Migrates the file along `steps` (see ``PersistentStore/migrated(along:reporting:)``) in one
   /// `BEGIN IMMEDIATE` transaction on the writer, then closes this store and returns the store reopened
-  /// with the new model.
+  /// with the last step's destination model.
+  ///
+  /// Each step runs its `willMigrate` stage with a store on its source model, its structural change, then
+  /// its `didMigrate` stage with a store on its destination model. The stores the stages are handed run
+  /// this store's own fetch, save and batch code over the writer connection, inside the transaction
+  /// (each save in a savepoint, so a refused save undoes only itself); they answer history, query
+  /// generations and migration with `.unsupported` or `.misuse`, and stop working once the stage returns.
   ///
   /// Tables change in place where SQLite allows it — `ADD COLUMN` (with the fill as `DEFAULT` when it
   /// can be one), `RENAME COLUMN`, `DROP COLUMN`, `RENAME TO`, `CREATE`/`DROP INDEX`, `DROP TABLE` — and
   /// are rebuilt (copied into a new table, keys and versions kept) only when a column's declared type or
   /// `NOT NULL` changes. Values are converted by `strata_migrate`, which calls
-  /// ``AttributeMapping/convert(_:)``. History and the store identifier are kept. When anything fails — a
-  /// uniqueness constraint added over clashing rows reports `.constraintConflict` with every clash — the
-  /// transaction rolls back and this store stays open and unchanged.
+  /// ``AttributeMapping/convert(_:)``. History and the store identifier are kept; with `tracksHistory` the
+  /// migration appends one history transaction by ``MigrationStep/historyAuthor`` listing what the stages
+  /// wrote, under the final model's names. `progress` hears of each step's start and end, each stage and
+  /// each table. When anything fails — a stage that throws, a uniqueness constraint added over clashing
+  /// rows (`.constraintConflict` with every clash) — the transaction rolls back and this store stays open
+  /// and unchanged.
   ///
-  /// - Throws: `.misuse` when `migration.source` is not this store's model or the store is closed,
-  ///   `.readOnly` when it was opened read-only.
-  public func migrated(by migration: ModelMigration) throws -> any PersistentStore {
-    guard migration.source == model else {
+  /// ```swift
+  /// let split = MigrationStep(try ModelMigration(from: store.model, to: v2), didMigrate: { stage in
+  ///   let people = try stage.fetch(FetchDescription(entityName: "Person"), generation: nil)
+  ///   // … _ = try stage.save(changes)
+  /// })
+  /// let migrated = try store.migrated(along: [split], reporting: { print($0.fractionCompleted) })
+  /// ```
+  ///
+  /// - Throws: `.misuse` when `steps` is empty, does not start from this store's model or does not chain,
+  ///   and when the store is closed or is itself a stage's store; `.readOnly` when it was opened read-only;
+  ///   what a stage throws.
+  public func migrated(
+    along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
+  ) throws -> any PersistentStore {
+    if isBoundToMigration { throw StoreError(.misuse, "a migration stage cannot migrate the store it is handed") }
+    guard let last = steps.last else { throw StoreError(.misuse, "a migration needs at least one step") }
+    guard steps[0].migration.source == model else {
       throw StoreError(.misuse, "the migration starts from another model than the SQLite store \(path) holds")
+    }
+    for (index, step) in steps.enumerated().dropFirst() where step.migration.source != steps[index - 1].migration.destination {
+      throw StoreError(
+        .misuse, "migration step \(index + 1) does not start from the model step \(index) ends with")
     }
     try checkOpen()
     guard writer != nil else { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
-    let target = try SQLiteSchema(model: migration.destination)
-    let json = String(decoding: try migration.destination.jsonData(), as: UTF8.self)
-    let storeIdentifier = identifier
-    let oldSchema = schema
+    let destination = last.migration.destination
+    let schemas = try steps.map { try SQLiteSchema(model: $0.migration.destination) }
+    let json = String(decoding: try destination.jsonData(), as: UTF8.self)
+    let log = options.tracksHistory ? Locked(MigrationChangeLog()) : nil
     try write { connection in
-      let run = SQLiteMigration(
-        migration: migration, old: oldSchema, new: target, storeIdentifier: storeIdentifier, connection: connection)
-      try run.plan()
-      try connection.withHandle { try SQLiteFunctions.registerConversions(run.conversions, on: $0) }
-      defer { _ = try? connection.withHandle { SQLiteFunctions.removeConversions(on: $0) } }
+      migratingThread.withLock { $0 = pthread_self() }
+      defer { migratingThread.withLock { $0 = nil } }
+      var reporter = MigrationReporter(report: progress, stepCount: steps.count)
       try connection.transaction {
-        try run.execute()
+        var schema = self.schema
+        for (index, step) in steps.enumerated() {
+          let run = SQLiteMigration(
+            migration: step.migration, old: schema, new: schemas[index], storeIdentifier: identifier, connection: connection)
+          try run.plan()
+          let stages = (step.willMigrate == nil ? 0 : 1) + (step.didMigrate == nil ? 0 : 1)
+          reporter.start(step: index, total: stages + run.unitCount, phase: "migrating step \(index + 1) of \(steps.count)")
+          if let stage = step.willMigrate {
+            try runStage(stage, on: connection, model: step.migration.source, schema: schema, log: log)
+            reporter.advance("ran the custom stage before step \(index + 1)")
+          }
+          try connection.withHandle { try SQLiteFunctions.registerConversions(run.conversions, on: $0) }
+          defer { _ = try? connection.withHandle { SQLiteFunctions.removeConversions(on: $0) } }
+          try run.execute { reporter.advance($0) }
+          log?.withLock { $0.carry(through: step.migration) }
+          schema = schemas[index]
+          if let stage = step.didMigrate {
+            try runStage(stage, on: connection, model: step.migration.destination, schema: schema, log: log)
+            reporter.advance("ran the custom stage after step \(index + 1)")
+          }
+          reporter.finish("finished step \(index + 1) of \(steps.count)")
+        }
         try connection.run(
           "UPDATE \(quote(SQLiteSchema.metadataTable)) SET \"value\" = ? WHERE \"key\" = 'model'", [.text(json)])
         try connection.run(
           "INSERT OR REPLACE INTO \(quote(SQLiteSchema.metadataTable)) (\"key\", \"value\") VALUES ('model_fingerprint', ?)",
-          [.text(migration.destination.fingerprint)])
+          [.text(destination.fingerprint)])
+        if let log {
+          // One transaction, even an empty one: history readers learn that the schema changed.
+          _ = try SQLiteHistory.append(
+            connection, log.withLock { $0.changes }, author: MigrationStep.historyAuthor, contextName: nil,
+            storeIdentifier: identifier)
+        }
       }
       // No call may use the old layout once the new one is committed.
       closed.store(true, ordering: .releasing)
     }
     closeConnections()
     return try SQLiteStore(
-      url: URL(fileURLWithPath: path), model: migration.destination, options: options, configuration: configuration)
+      url: URL(fileURLWithPath: path), model: destination, options: options, configuration: configuration)
+  }
+
+  /// Runs a custom stage with a store on `model` bound to the migration's transaction on `connection`,
+  /// then takes the store back: closing it waits for a call another thread may still be making, and
+  /// every later call throws `.misuse`.
+  private func runStage(
+    _ stage: @Sendable (any PersistentStore) throws -> Void, on connection: SQLiteConnection, model: ObjectModel,
+    schema: SQLiteSchema, log: Locked<MigrationChangeLog>?
+  ) throws {
+    let bound = SQLiteStore(boundTo: connection, of: self, model: model, schema: schema, log: log)
+    do {
+      try stage(bound)
+    } catch {
+      bound.close()
+      throw error
+    }
+    bound.close()
+    guard connection.isInTransaction else {
+      throw StoreError(.io, "the migration of \(path) was rolled back by SQLite after an error inside a custom stage")
+    }
+  }
+
+  /// What migrating along `migration` does to each entity's table, from the plan alone (nothing is
+  /// written): `.created` for a new entity, `.rebuilt` when its table is copied into a new one,
+  /// `.rewritten` when every row's values are converted in place, `.alteredInPlace` when only columns,
+  /// names, indexes or join tables change, `.unchanged` otherwise.
+  ///
+  /// ```swift
+  /// let changes = try store.storageChanges(for: try ModelMigration(from: store.model, to: v2))   // ["Movie": .alteredInPlace]
+  /// ```
+  ///
+  /// - Throws: `.misuse` when `migration.source` is not this store's model or the store is closed.
+  public func storageChanges(for migration: ModelMigration) throws -> [String: StorageChange] {
+    guard migration.source == model else {
+      throw StoreError(.misuse, "the migration starts from another model than the SQLite store \(path) holds")
+    }
+    let target = try SQLiteSchema(model: migration.destination)
+    let (schema, identifier) = (self.schema, self.identifier)
+    return try read(generation: nil) { connection in
+      let run = SQLiteMigration(
+        migration: migration, old: schema, new: target, storeIdentifier: identifier, connection: connection)
+      try run.plan()
+      return try run.storageChanges()
+    }
+  }
+}
+
+/// Turns a migration's advance into ``MigrationProgress`` reports: each step is `total` units (stages and
+/// tables), reported at its start, after each unit and at its end.
+private struct MigrationReporter {
+  let report: (@Sendable (MigrationProgress) -> Void)?
+  let stepCount: Int
+  var step = 0
+  var completed = 0
+  var total = 1
+
+  init(report: (@Sendable (MigrationProgress) -> Void)?, stepCount: Int) {
+    self.report = report
+    self.stepCount = stepCount
+  }
+
+  mutating func start(step: Int, total: Int, phase: String) {
+    self.step = step
+    self.total = max(total, 1)
+    completed = 0
+    send(phase)
+  }
+
+  mutating func advance(_ phase: String) {
+    completed = min(completed + 1, total)
+    send(phase)
+  }
+
+  mutating func finish(_ phase: String) {
+    completed = total
+    send(phase)
+  }
+
+  private func send(_ phase: String) {
+    report?(MigrationProgress(step: step, stepCount: stepCount, completed: completed, total: total, phase: phase))
   }
 }
 
 /// One migration of an SQLite file: planned from the two schemas (``plan()``), then run inside the
-/// caller's transaction (``execute()``).
+/// caller's transaction (``execute(progress:)``) or described (``storageChanges()``).
 ///
 /// The order avoids every name clash and reads each old storage before it changes: indexes that do not
 /// carry over are dropped; join tables are renamed or filled (from old join tables, foreign keys or to-one
@@ -195,7 +326,13 @@ final class SQLiteMigration {
 
   // MARK: Running
 
-  func execute() throws {
+  /// The units of work ``execute(progress:)`` reports: each carried entity's table, each created one, and
+  /// the indexes at the end.
+  var unitCount: Int { entities.count + migration.entities.count { $0.source == nil } + 1 }
+
+  /// Runs the plan inside the caller's transaction, calling `progress` after each unit of work (see
+  /// ``unitCount``) with a phrase naming it.
+  func execute(progress: (String) -> Void = { _ in }) throws {
     for index in old.indexes() where !keptIndexes.contains(index) {
       try connection.execute("DROP INDEX IF EXISTS \(quote(index.name))")
     }
@@ -223,7 +360,16 @@ final class SQLiteMigration {
       try connection.execute("DROP TABLE IF EXISTS \(quote(entity))")
     }
     for plan in entities {
-      if let renamed = try plan.rebuilds ? rebuild(plan) : alter(plan) { finalNames.append(renamed) }
+      let name = plan.mapping.entity.name
+      if plan.rebuilds {
+        let (renamed, rows) = try rebuild(plan)
+        finalNames.append(renamed)
+        progress("rebuilt the table of \(name) (\(rows) rows copied)")
+      } else {
+        let alteration = try alteration(plan)
+        if let renamed = try alter(plan, alteration) { finalNames.append(renamed) }
+        progress(alteration.isEmpty ? "kept the table of \(name)" : "altered the table of \(name)")
+      }
     }
     for (temporary, name, sequence) in finalNames {
       try connection.execute("ALTER TABLE \(quote(temporary)) RENAME TO \(quote(name))")
@@ -234,11 +380,49 @@ final class SQLiteMigration {
     }
     for mapping in migration.entities where mapping.source == nil {
       try connection.execute(SQLiteSchema.createTableSQL(mapping.entity, named: mapping.entity.name))
+      progress("created the table of \(mapping.entity.name)")
     }
     for (name, source) in joins {
       if case .empty = source { try connection.execute(SQLiteSchema.createJoinTableSQL(named: name)) }
     }
     try createIndexes()
+    progress("built the indexes")
+  }
+
+  /// What the plan does to each entity's storage (see ``SQLiteStore/storageChanges(for:)``).
+  func storageChanges() throws -> [String: StorageChange] {
+    var changes: [String: StorageChange] = [:]
+    for mapping in migration.entities where mapping.source == nil { changes[mapping.entity.name] = .created }
+    let keptNames = Set(keptIndexes.map(\.name))
+    let renamedJoins = Set(
+      joins.compactMap { join -> String? in
+        if case .renamed(let oldName) = join.source { oldName } else { nil }
+      })
+    for plan in entities {
+      let name = plan.mapping.entity.name
+      if plan.rebuilds {
+        changes[name] = .rebuilt
+        continue
+      }
+      let alteration = try alteration(plan)
+      if alteration.rewritesRows {
+        changes[name] = .rewritten
+        continue
+      }
+      let indexesChange =
+        old.indexes().contains { $0.table == plan.source.name && !keptIndexes.contains($0) }
+        || new.indexes().contains { $0.table == name && !keptNames.contains($0.name) }
+      let ownJoins = Set(new.joinTables.filter { $0.sourceEntity == name }.map(\.name))
+      let joinsChange =
+        joins.contains { join in
+          guard ownJoins.contains(join.name) else { return false }
+          if case .renamed(let oldName) = join.source { return oldName != join.name }
+          return true
+        }
+        || old.joinTables.contains { $0.sourceEntity == plan.source.name && !renamedJoins.contains($0.name) }
+      changes[name] = alteration.isEmpty && !indexesChange && !joinsChange ? .unchanged : .alteredInPlace
+    }
+    return changes
   }
 
   private func temporaryName() -> String {
@@ -247,8 +431,8 @@ final class SQLiteMigration {
   }
 
   /// Copies `plan`'s table into a new one with the new layout (keys, versions and the autoincrement
-  /// sequence kept) and drops the old; returns the temporary name to rename.
-  private func rebuild(_ plan: EntityPlan) throws -> (String, String, SQLValue?) {
+  /// sequence kept) and drops the old; returns the temporary name to rename and how many rows were copied.
+  private func rebuild(_ plan: EntityPlan) throws -> ((String, String, SQLValue?), Int) {
     let entity = plan.mapping.entity
     let oldTable = quote(plan.source.name)
     let sequence = try connection.scalar("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(plan.source.name)])
@@ -280,41 +464,85 @@ final class SQLiteMigration {
         values.append("NULL")
       }
     }
-    _ = try connection.run(
+    let rows = try connection.run(
       "INSERT INTO \(quote(temporary)) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
         + "FROM \(oldTable)", bindings)
     try connection.execute("DROP TABLE \(oldTable)")
-    return (temporary, entity.name, sequence)
+    return ((temporary, entity.name, sequence), rows)
   }
 
-  /// Alters `plan`'s table in place: dropped, renamed, converted and added columns. Returns the
-  /// temporary name to rename when the entity is renamed.
-  private func alter(_ plan: EntityPlan) throws -> (String, String, SQLValue?)? {
-    let entity = plan.mapping.entity
-    let table = quote(plan.source.name)
+  /// What altering a carried entity's table in place does, worked out before anything runs.
+  private struct Alteration {
+    /// Old columns no attribute or relationship of the new entity takes.
+    var drops: [String] = []
+    /// Columns renamed, old name to new.
     var renames: [(from: String, to: String)] = []
+    /// Attributes added, each with its fill as a `DEFAULT` literal when it can be one.
+    var additions: [(mapping: AttributeMapping, literal: String?)] = []
+    /// Attributes whose stored values `strata_migrate` converts.
+    var conversions: [AttributeMapping] = []
+    /// To-one relationships added (columns starting nil).
+    var addedToOne: [String] = []
+    /// Whether the table takes another name.
+    var isRenamed = false
+
+    /// Whether nothing changes.
+    var isEmpty: Bool {
+      drops.isEmpty && renames.isEmpty && additions.isEmpty && conversions.isEmpty && addedToOne.isEmpty && !isRenamed
+    }
+
+    /// Whether every row is written (values converted, or a fill that cannot be a `DEFAULT`).
+    var rewritesRows: Bool {
+      !conversions.isEmpty || additions.contains { $0.literal == nil && $0.mapping.fill != .null }
+    }
+  }
+
+  /// How `plan`'s table changes in place: dropped, renamed, converted and added columns.
+  private func alteration(_ plan: EntityPlan) throws -> Alteration {
+    let entity = plan.mapping.entity
+    var alteration = Alteration()
     var used = Set<String>()
     for attribute in plan.mapping.attributes {
       guard let source = attribute.source else { continue }
       used.insert(source)
-      if source != attribute.attribute.name { renames.append((source, attribute.attribute.name)) }
+      if source != attribute.attribute.name { alteration.renames.append((source, attribute.attribute.name)) }
     }
     for relationship in entity.toOneRelationships {
       guard let source = plan.mapping.relationshipSources[relationship.name],
         plan.source.relationship(named: source)?.isToMany == false
-      else { continue }
+      else {
+        alteration.addedToOne.append(relationship.name)
+        continue
+      }
       used.insert(source)
-      if source != relationship.name { renames.append((source, relationship.name)) }
+      if source != relationship.name { alteration.renames.append((source, relationship.name)) }
     }
     let oldColumns = plan.source.attributes.filter(\.isPersistent).map(\.name) + plan.source.toOneRelationships.map(\.name)
-    var columns = Set<String>()
-    for column in oldColumns {
-      if used.contains(column) {
-        columns.insert(column.lowercased())
-      } else {
-        try connection.execute("ALTER TABLE \(table) DROP COLUMN \(quote(column))")
+    alteration.drops = oldColumns.filter { !used.contains($0) }
+    for attribute in plan.mapping.attributes {
+      guard let sourceType = attribute.sourceType, attribute.source != nil else {
+        alteration.additions.append((attribute, try defaultLiteral(attribute.fill)))
+        continue
       }
+      if Self.changesValues(from: sourceType, to: attribute.attribute.type) { alteration.conversions.append(attribute) }
     }
+    alteration.isRenamed = plan.source.name != entity.name
+    return alteration
+  }
+
+  /// Alters `plan`'s table in place as `alteration` says. Returns the temporary name to rename when the
+  /// entity is renamed.
+  private func alter(_ plan: EntityPlan, _ alteration: Alteration) throws -> (String, String, SQLValue?)? {
+    let entity = plan.mapping.entity
+    let table = quote(plan.source.name)
+    for column in alteration.drops {
+      try connection.execute("ALTER TABLE \(table) DROP COLUMN \(quote(column))")
+    }
+    let dropped = Set(alteration.drops)
+    let columns = Set(
+      (plan.source.attributes.filter(\.isPersistent).map(\.name) + plan.source.toOneRelationships.map(\.name))
+        .filter { !dropped.contains($0) }.map { $0.lowercased() })
+    var renames = alteration.renames
     if renames.contains(where: { columns.contains($0.to.lowercased()) }) {
       // A target name is still taken (names swapped, or changed in case only): go through temporary names.
       var staged: [(from: String, to: String)] = []
@@ -328,31 +556,23 @@ final class SQLiteMigration {
     for rename in renames {
       try connection.execute("ALTER TABLE \(table) RENAME COLUMN \(quote(rename.from)) TO \(quote(rename.to))")
     }
-    for attribute in plan.mapping.attributes {
-      let column = quote(attribute.attribute.name)
-      guard let sourceType = attribute.sourceType, attribute.source != nil else {
-        let literal = try defaultLiteral(attribute.fill)
-        let definition = SQLiteSchema.columnDefinition(attribute.attribute)
-        try connection.execute("ALTER TABLE \(table) ADD COLUMN \(definition)\(literal.map { " DEFAULT \($0)" } ?? "")")
-        if literal == nil && attribute.fill != .null {
-          _ = try connection.run("UPDATE \(table) SET \(column) = ?", [SQLiteSchema.encode(attribute.fill)])
-        }
-        continue
-      }
-      if Self.changesValues(from: sourceType, to: attribute.attribute.type) {
+    for (attribute, literal) in alteration.additions {
+      let definition = SQLiteSchema.columnDefinition(attribute.attribute)
+      try connection.execute("ALTER TABLE \(table) ADD COLUMN \(definition)\(literal.map { " DEFAULT \($0)" } ?? "")")
+      if literal == nil && attribute.fill != .null {
         _ = try connection.run(
-          "UPDATE \(table) SET \(column) = \(SQLiteFunctions.migrateFunction)(\(conversion(attribute)), \(column))")
+          "UPDATE \(table) SET \(quote(attribute.attribute.name)) = ?", [SQLiteSchema.encode(attribute.fill)])
       }
     }
-    for relationship in entity.toOneRelationships {
-      if let source = plan.mapping.relationshipSources[relationship.name],
-        plan.source.relationship(named: source)?.isToMany == false
-      {
-        continue
-      }
-      try connection.execute("ALTER TABLE \(table) ADD COLUMN \(quote(relationship.name)) INTEGER")
+    for attribute in alteration.conversions {
+      let column = quote(attribute.attribute.name)
+      _ = try connection.run(
+        "UPDATE \(table) SET \(column) = \(SQLiteFunctions.migrateFunction)(\(conversion(attribute)), \(column))")
     }
-    guard plan.source.name != entity.name else { return nil }
+    for relationship in alteration.addedToOne {
+      try connection.execute("ALTER TABLE \(table) ADD COLUMN \(quote(relationship)) INTEGER")
+    }
+    guard alteration.isRenamed else { return nil }
     let temporary = temporaryName()
     try connection.execute("ALTER TABLE \(table) RENAME TO \(quote(temporary))")
     return (temporary, entity.name, nil)

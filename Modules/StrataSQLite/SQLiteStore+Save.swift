@@ -3,7 +3,8 @@ import Foundation
 import StrataStoreKit
 
 extension SQLiteStore {
-  /// Applies a change set in one `BEGIN IMMEDIATE` transaction, all or nothing.
+  /// Applies a change set in one `BEGIN IMMEDIATE` transaction, all or nothing (in a savepoint of the
+  /// migration's transaction, in the store a migration stage is handed).
   ///
   /// ```swift
   /// let movie = ObjectID.makeTemporary(entityName: "Movie")
@@ -33,19 +34,11 @@ extension SQLiteStore {
     let schema = self.schema
     let identifier = self.identifier
     let broadcaster = self.broadcaster
-    let tracksHistory = options.tracksHistory
+    let history = historyRecorder
     return try write { connection -> SaveResult in
       var operation = SaveOperation(
-        connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, tracksHistory: tracksHistory)
-      try connection.execute("BEGIN IMMEDIATE")
-      let outcome: (SaveResult, StoreChange)
-      do {
-        outcome = try operation.apply()
-        try connection.execute("COMMIT")
-      } catch {
-        connection.rollback()
-        throw error
-      }
+        connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, history: history)
+      let outcome = try connection.transaction { try operation.apply() }
       // Yielding under the write lock keeps notifications in commit order.
       broadcaster.yield(outcome.1)
       return outcome.0
@@ -59,8 +52,8 @@ struct SaveOperation {
   let schema: SQLiteSchema
   let storeIdentifier: String
   let changes: ChangeSet
-  /// Whether the save appends a history transaction.
-  let tracksHistory: Bool
+  /// Where the save records its history; `nil` when it records none.
+  let history: SQLiteHistory.Recorder?
 
   /// The ID the context knows each inserted object by → its permanent ID.
   var permanentIDs: [ObjectID: ObjectID] = [:]
@@ -80,12 +73,15 @@ struct SaveOperation {
       (changes.inserted + changes.updated).enumerated().map { ($1.objectID, $0) }, uniquingKeysWith: { a, _ in a })
   }
 
-  init(connection: SQLiteConnection, schema: SQLiteSchema, storeIdentifier: String, changes: ChangeSet, tracksHistory: Bool) {
+  init(
+    connection: SQLiteConnection, schema: SQLiteSchema, storeIdentifier: String, changes: ChangeSet,
+    history: SQLiteHistory.Recorder?
+  ) {
     self.connection = connection
     self.schema = schema
     self.storeIdentifier = storeIdentifier
     self.changes = changes
-    self.tracksHistory = tracksHistory
+    self.history = history
     permanentIDs.reserveCapacity(changes.inserted.count)
     versions.reserveCapacity(changes.inserted.count + changes.updated.count)
   }
@@ -112,12 +108,11 @@ struct SaveOperation {
     let recomputed = try writeDerivedAttributes(&derived)
     var (result, change) = try results(deleted: deletedIDs, cleared: cleared, recomputed: recomputed)
     derived.report(recomputed, into: &result, change: &change)
-    if tracksHistory {
-      let token = try SQLiteHistory.append(
-        connection,
+    if let history {
+      let token = try history.record(
         HistoryLog.changes(
           of: change, changeSet: changes, tombstones: tombstones, recomputed: recomputed, model: schema.model),
-        author: changes.author, contextName: changes.contextName, storeIdentifier: storeIdentifier)
+        on: connection, author: changes.author, contextName: changes.contextName)
       result.historyToken = token
       change.historyToken = token
     }
@@ -235,7 +230,7 @@ struct SaveOperation {
       let id = deletion.objectID
       let table = try schema.table(id.entityName)
       guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { continue }
-      if tracksHistory, HistoryLog.recordsTombstone(table.name, model: schema.model),
+      if history != nil, HistoryLog.recordsTombstone(table.name, model: schema.model),
         let stored = try storedSnapshot(table, id)
       {
         tombstones[id] = HistoryLog.tombstone(of: stored, model: schema.model)

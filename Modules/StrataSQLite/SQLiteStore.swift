@@ -44,6 +44,14 @@ public final class SQLiteStore: PersistentStore {
   let remoteWatcher = RemoteCommitWatcher(name: "strata-sqlite-watch")
   /// The last `PRAGMA data_version` the remote-change watcher read.
   let lastDataVersion = Locked<Int64?>(nil)
+  /// The thread running a migration of this store (holding the writer for it), while it runs.
+  let migratingThread = Locked<pthread_t?>(nil)
+  /// Whether this is the store a migration hands its custom stages (``init(boundTo:of:model:schema:log:)``).
+  let isBoundToMigration: Bool
+  /// Where a store bound to a migration collects the history of its writes (shared with the migrating
+  /// thread and the other stages' stores); `nil` for other stores and when the migrated store does not
+  /// track history.
+  let migrationLog: Locked<MigrationChangeLog>?
 
   static let readerCount = 4
 
@@ -94,6 +102,31 @@ public final class SQLiteStore: PersistentStore {
     self.readers = (0..<Self.readerCount).map { _ in
       ConnectionSlot(opener: { try SQLiteStore.openReader(path: path, flags: readerFlags, configuration: configuration) })
     }
+    isBoundToMigration = false
+    migrationLog = nil
+  }
+
+  /// The store a migration of `store` hands a custom stage (``MigrationStep``): `model` (the step's source
+  /// or destination, laid out as `schema`) over the writer `connection`, inside the migration's open
+  /// transaction. It runs the same fetch, save and batch code as any store, through that one connection:
+  /// reads see the migration's writes, each save or batch runs in a savepoint, and the history of its
+  /// writes goes to `log` (the migration records it as one transaction). It has no readers, query
+  /// generations, history or change streams, and ``close()`` gives the connection back open.
+  init(
+    boundTo connection: SQLiteConnection, of store: SQLiteStore, model: ObjectModel, schema: SQLiteSchema,
+    log: Locked<MigrationChangeLog>?
+  ) {
+    url = store.url
+    path = store.path
+    options = store.options
+    configuration = store.configuration
+    identifier = store.identifier
+    self.model = model
+    self.schema = schema
+    writer = ConnectionSlot(borrowing: connection)
+    readers = []
+    isBoundToMigration = true
+    migrationLog = log
   }
 
   deinit {
@@ -340,15 +373,27 @@ public final class SQLiteStore: PersistentStore {
   }
 
   /// Runs `body` on the writer connection, holding the write lock.
+  ///
+  /// - Throws: `.misuse` on the thread migrating the store, which holds the lock already (a custom stage
+  ///   writing through the store being migrated instead of the one it is handed).
   func write<R: Sendable>(_ body: (SQLiteConnection) throws -> R) throws -> R {
     try checkOpen()
     guard let writer else { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
+    if migratingThread.withLock({ thread in thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }) {
+      throw StoreError(
+        .misuse, "the store \(path) is being migrated: a migration stage writes through the store it is handed")
+    }
     return try writer.withConnection(path: path, body)
   }
 
-  /// Runs `body` on a reader connection, or on the pinned connection of `generation`.
+  /// Runs `body` on a reader connection, or on the pinned connection of `generation` (a store bound to a
+  /// migration reads through its one connection).
   func read<R: Sendable>(generation: QueryGeneration?, _ body: (SQLiteConnection) throws -> R) throws -> R {
     try checkOpen()
+    if isBoundToMigration {
+      guard generation == nil else { throw unsupportedInMigration("query generations") }
+      return try write(body)
+    }
     if let generation { return try pinnedSlot(generation).withConnection(path: path, body) }
     let start = Int(nextReader.add(1, ordering: .relaxed).oldValue.magnitude % UInt(readers.count))
     for offset in 0..<readers.count {
@@ -357,6 +402,19 @@ public final class SQLiteStore: PersistentStore {
       }
     }
     return try readers[start].withConnection(path: path, body)
+  }
+
+  /// The error for what a store bound to a migration's transaction does not do.
+  func unsupportedInMigration(_ what: String) -> StoreError {
+    StoreError(
+      .unsupported, "the store a migration stage is handed (on \(path)) has no \(what); use the store the migration returns")
+  }
+
+  /// Where the history of a write goes: the file's history tables, the log of the migration a bound store
+  /// writes in, or nowhere (`nil`).
+  var historyRecorder: SQLiteHistory.Recorder? {
+    if isBoundToMigration { return migrationLog.map { .migration($0) } }
+    return options.tracksHistory ? .file(storeIdentifier: identifier) : nil
   }
 
   /// Releases the store's connections. Pending streams from ``changes()`` finish. Further calls throw `.misuse`.
@@ -389,27 +447,41 @@ final class ConnectionSlot: Sendable {
 
   private let state: Locked<State>
   private let opener: @Sendable () throws -> SQLiteConnection
+  /// Whether the connection is lent by its owner for the length of one open transaction (a migration's):
+  /// every call checks the transaction is still open, and ``close()`` gives the connection back open.
+  private let isBorrowed: Bool
 
   init(connection: SQLiteConnection) {
     state = Locked(State(connection: connection))
     opener = { throw StoreError(.misuse, "the connection was closed") }
+    isBorrowed = false
+  }
+
+  /// A slot over a connection that another slot owns, inside the transaction open on it: the owner does
+  /// not use the connection until this slot is closed (see ``SQLiteConnection``).
+  init(borrowing connection: SQLiteConnection) {
+    state = Locked(State(connection: connection))
+    opener = { throw StoreError(.misuse, "the connection was given back") }
+    isBorrowed = true
   }
 
   init(opener: @escaping @Sendable () throws -> SQLiteConnection) {
     state = Locked(State())
     self.opener = opener
+    isBorrowed = false
   }
 
   func withConnection<R: Sendable>(path: String, _ body: (SQLiteConnection) throws -> R) throws -> R {
-    try state.withLock { state throws -> R in try Self.run(&state, opener, path, body) }
+    try state.withLock { state throws -> R in try Self.run(&state, opener, isBorrowed, path, body) }
   }
 
   func withConnectionIfAvailable<R: Sendable>(path: String, _ body: (SQLiteConnection) throws -> R) throws -> R? {
-    try state.withLockIfAvailable { state throws -> R in try Self.run(&state, opener, path, body) }
+    try state.withLockIfAvailable { state throws -> R in try Self.run(&state, opener, isBorrowed, path, body) }
   }
 
   private static func run<R: Sendable>(
-    _ state: inout State, _ opener: () throws -> SQLiteConnection, _ path: String, _ body: (SQLiteConnection) throws -> R
+    _ state: inout State, _ opener: () throws -> SQLiteConnection, _ isBorrowed: Bool, _ path: String,
+    _ body: (SQLiteConnection) throws -> R
   ) throws -> R {
     guard !state.isClosed else { throw StoreError(.misuse, "the store \(path) is closed") }
     let connection: SQLiteConnection
@@ -419,6 +491,10 @@ final class ConnectionSlot: Sendable {
       connection = try opener()
       state.connection = connection
     }
+    // A write outside the lender's transaction would commit at once, on its own.
+    guard !isBorrowed || connection.isInTransaction else {
+      throw StoreError(.io, "the migration's transaction on \(path) is no longer open (SQLite rolled it back after an error)")
+    }
     do {
       return try body(connection)
     } catch let error as SQLiteError {
@@ -426,10 +502,12 @@ final class ConnectionSlot: Sendable {
     }
   }
 
+  /// Closes the connection (a borrowed one is only given back, open), after a call in progress ends.
   func close() {
+    let isBorrowed = self.isBorrowed
     state.withLock { state in
       state.isClosed = true
-      state.connection?.close()
+      if !isBorrowed { state.connection?.close() }
       state.connection = nil
     }
   }

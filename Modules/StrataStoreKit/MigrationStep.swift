@@ -40,46 +40,6 @@ public struct MigrationStep: Sendable {
   public static let historyAuthor = "migration"
 }
 
-/// How far a running migration has come, reported by ``PersistentStore/migrated(along:reporting:)`` so
-/// that a tool can draw a progress bar: `completed` of `total` units (objects rewritten, tables altered),
-/// in step `step` (0-based) of `stepCount`, with a short phrase naming what is being done.
-public struct MigrationProgress: Sendable, Hashable {
-  public var step: Int
-  public var stepCount: Int
-  public var completed: Int
-  public var total: Int
-  public var phase: String
-
-  public init(step: Int, stepCount: Int, completed: Int, total: Int, phase: String) {
-    self.step = step
-    self.stepCount = stepCount
-    self.completed = completed
-    self.total = total
-    self.phase = phase
-  }
-
-  /// The fraction done, from 0 to 1.
-  public var fractionCompleted: Double {
-    let steps = Double(max(stepCount, 1))
-    let within = total > 0 ? Double(min(completed, total)) / Double(total) : 1
-    return min(1, (Double(step) + within) / steps)
-  }
-}
-
-/// What a migration does to the storage of one entity of the new model, for a dry run to show.
-public enum StorageChange: String, Sendable, Hashable {
-  /// Nothing stored changes (a change of the model alone, such as a delete rule).
-  case unchanged
-  /// The entity's storage is altered in place (SQLite `ALTER TABLE`), in time independent of its size.
-  case alteredInPlace = "altered in place"
-  /// The entity's table is copied into a new one (SQLite, when `ALTER TABLE` cannot express the change).
-  case rebuilt
-  /// Every record of the entity is read and written again (LMDB, memory).
-  case rewritten
-  /// The entity's storage is created.
-  case created
-}
-
 extension PersistentStore {
   /// Migrates the store along one structural change without custom stages (see
   /// ``migrated(along:reporting:)``).
@@ -89,5 +49,94 @@ extension PersistentStore {
   /// ```
   public func migrated(by migration: ModelMigration) throws -> any PersistentStore {
     try migrated(along: [MigrationStep(migration)], reporting: nil)
+  }
+}
+
+/// The changes the custom stages of a migration made, folded into what the migration's one history
+/// transaction lists: each object once, under the final model's entity name, inserted (also when a later
+/// stage updated it), updated (the union of its changed keys, renamed as the attributes were) or deleted
+/// (nothing, when a stage deleted what a stage inserted).
+///
+/// ```swift
+/// var log = MigrationChangeLog()
+/// log.record(stageChanges)               // after each stage, in the stage's model
+/// log.carry(through: step.migration)     // after each structural change
+/// let changes = log.changes              // for the "migration" transaction
+/// ```
+public struct MigrationChangeLog: Sendable {
+  private struct Entry: Sendable {
+    var id: ObjectID
+    var type: HistoryChangeType
+    var keys: Set<String>
+    var tombstone: [String: Value]
+    /// Inserted and deleted again within the migration: nothing to record.
+    var isDropped = false
+  }
+
+  private var entries: [Entry] = []
+  private var positions: [ObjectID: Int] = [:]
+
+  public init() {}
+
+  /// Adds what one stage's saves changed (in the model the stage ran on).
+  public mutating func record(_ changes: [HistoryChange]) {
+    for change in changes {
+      guard let position = positions[change.objectID] else {
+        positions[change.objectID] = entries.count
+        entries.append(
+          Entry(
+            id: change.objectID, type: change.changeType, keys: Set(change.updatedProperties), tombstone: change.tombstone))
+        continue
+      }
+      var entry = entries[position]
+      switch (entry.type, change.changeType) {
+      case (.insert, .delete):
+        entry.isDropped = true
+      case (_, .delete):
+        entry.type = .delete
+        entry.keys = []
+        entry.tombstone = change.tombstone
+      case (.insert, _):
+        break
+      default:
+        entry.keys.formUnion(change.updatedProperties)
+      }
+      entries[position] = entry
+    }
+  }
+
+  /// Renames the recorded objects' entities and keys as `migration` does; objects of removed entities
+  /// and keys of removed properties are dropped.
+  public mutating func carry(through migration: ModelMigration) {
+    var entityNames: [String: EntityMapping] = [:]
+    for mapping in migration.entities {
+      if let source = mapping.source { entityNames[source] = mapping }
+    }
+    var carried: [Entry] = []
+    for entry in entries {
+      guard let mapping = entityNames[entry.id.entityName] else { continue }
+      var keyNames: [String: String] = [:]
+      for attribute in mapping.attributes {
+        if let source = attribute.source { keyNames[source] = attribute.attribute.name }
+      }
+      for (name, source) in mapping.relationshipSources { keyNames[source] = name }
+      var moved = entry
+      moved.id = ObjectID(
+        entityName: mapping.entity.name, storeIdentifier: entry.id.storeIdentifier, primaryKey: entry.id.primaryKey ?? 0)
+      moved.keys = Set(entry.keys.compactMap { keyNames[$0] })
+      carried.append(moved)
+    }
+    entries = carried
+    positions = Dictionary(carried.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+  }
+
+  /// The changes to record, in the order the objects were first changed.
+  public var changes: [HistoryChange] {
+    entries.compactMap { entry in
+      if entry.isDropped { return nil }
+      return HistoryChange(
+        objectID: entry.id, changeType: entry.type, updatedProperties: entry.type == .update ? entry.keys.sorted() : [],
+        tombstone: entry.tombstone)
+    }
   }
 }

@@ -5,7 +5,20 @@ public final class Potato: ManagedObject {
   @Attribute(.unique) public var variety: String
   @Attribute public var crowdRating: Float
   @Attribute(minimum: 0, maximum: 5) public var userRating: Int16
-  @Attribute public var notes: String?
+  @Relationship(inverse: "potato", deleteRule: .cascade) public var tastings: Set<Tasting>
+
+  /// The tasting notes, oldest first, one per line; `nil` without any.
+  var notes: String? {
+    let lines = tastings.sorted { ($0.writtenAt ?? .distantPast, $0.text) < ($1.writtenAt ?? .distantPast, $1.text) }.map(\.text)
+    return lines.isEmpty ? nil : lines.joined(separator: "\n")
+  }
+}
+
+/// One line of notes on a potato, with when it was written (`nil` for notes older than version "2").
+public final class Tasting: ManagedObject {
+  @Attribute public var text: String
+  @Attribute public var writtenAt: Date?
+  @Relationship(inverse: "tastings") public var potato: Potato?
 }
 
 /// A potato as plain data, for output and tests.
@@ -15,6 +28,7 @@ public struct PotatoRecord: Sendable, Hashable, Codable {
   public var crowdRating: Float
   /// The user's own rating, 0 (unrated) to 5 stars.
   public var userRating: Int
+  /// The tasting notes, oldest first, one per line.
   public var notes: String?
 
   public init(variety: String, crowdRating: Float, userRating: Int = 0, notes: String? = nil) {

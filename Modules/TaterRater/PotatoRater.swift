@@ -10,10 +10,20 @@ public struct PotatoRater: Sendable {
 
   public static let name = "TaterRater"
 
-  public static func makeModel() throws -> ObjectModel { try ObjectModel(Potato.self) }
+  /// The current model (version "2" of ``migrationPlan()``): potatoes and their tasting notes.
+  public static func makeModel() throws -> ObjectModel { try migrationPlan().current.model }
 
-  public static func makeContainer(store: StoreDescription, registry: StoreRegistry) throws -> PersistentContainer {
-    try PersistentContainer.loaded(name: name, model: try makeModel(), types: [Potato.self], store: store, registry: registry)
+  /// A container of the current model with `store` loaded; a store written by an earlier version
+  /// migrates when it opens, reporting to `migrationProgress`.
+  public static func makeContainer(
+    store: StoreDescription, registry: StoreRegistry, migrationProgress: (@Sendable (MigrationProgress) -> Void)? = nil
+  ) throws -> PersistentContainer {
+    let container = PersistentContainer(
+      name: name, plan: try migrationPlan(), types: [Potato.self, Tasting.self], registry: registry)
+    container.storeDescriptions = [store]
+    container.migrationProgressHandler = migrationProgress
+    try container.loadPersistentStores()
+    return container
   }
 
   public init(container: PersistentContainer) {
@@ -71,14 +81,18 @@ public struct PotatoRater: Sendable {
     }
   }
 
-  /// Sets the notes of `variety`; empty text clears them.
+  /// Adds a tasting note, one per line of `text`, to `variety`, written at `date`; empty text clears
+  /// every note.
   /// - Throws: `.notFound` for an unknown variety.
   @discardableResult
-  public func note(_ variety: String, text: String) throws -> PotatoRecord {
+  public func note(_ variety: String, text: String, at date: Date = Date()) throws -> PotatoRecord {
     try context.performAndWait {
       let potato = try find(variety)
-      let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-      potato.notes = trimmed.isEmpty ? nil : trimmed
+      let lines = CarriedNotes.lines(of: text)
+      if lines.isEmpty {
+        for tasting in potato.tastings { context.delete(tasting) }
+      }
+      for line in lines { addTasting(line, at: date, to: potato, in: context) }
       try save()
       return PotatoRecord(potato)
     }
@@ -89,7 +103,14 @@ public struct PotatoRater: Sendable {
     potato.variety = record.variety
     potato.crowdRating = record.crowdRating
     potato.userRating = Int16(clamping: record.userRating)
-    potato.notes = record.notes
+    for line in CarriedNotes.lines(of: record.notes ?? "") { addTasting(line, at: nil, to: potato, in: context) }
+  }
+
+  private func addTasting(_ text: String, at date: Date?, to potato: Potato, in context: ObjectContext) {
+    let tasting = Tasting(context: context)
+    tasting.text = text
+    tasting.writtenAt = date
+    tasting.potato = potato
   }
 
   private func find(_ variety: String) throws -> Potato {

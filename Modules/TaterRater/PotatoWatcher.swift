@@ -70,7 +70,9 @@ public final class PotatoWatcher: FetchedResultsControllerDelegate {
 
   /// A potato in a change line: variety, stars when rated, notes in quotes when it has some.
   public static func describe(_ potato: PotatoRecord) -> String {
-    [potato.variety, potato.stars, potato.notes.map { "\"\($0)\"" } ?? ""].filter { !$0.isEmpty }.joined(separator: " ")
+    [potato.variety, potato.stars, potato.notes.map { "\"\($0.replacingOccurrences(of: "\n", with: "; "))\"" } ?? ""].filter {
+      !$0.isEmpty
+    }.joined(separator: " ")
   }
 
   private static func text(_ path: IndexPath?) -> String {

@@ -40,9 +40,13 @@ struct VersionOneStoreTests {
     let description = StoreDescription(type: type, url: url)
 
     let preview = try #require(try MovieLibrary.pendingMigration(store: description, registry: registry))
-    #expect(preview.lines.contains("Movie.updatedAt: renamed from lastModified (3 objects)"), "\(preview.lines)")
-    #expect(preview.lines.contains("Movie.rating: added, filled with 0 (3 objects)"), "\(preview.lines)")
-    #expect(preview.lines.contains("Watch: entity added"), "\(preview.lines)")
+    #expect(preview.lines.first == "from version '1' to '2':", "\(preview.lines)")
+    #expect(preview.lines.contains("  Movie.updatedAt: renamed from lastModified (3 objects)"), "\(preview.lines)")
+    #expect(preview.lines.contains("  Movie.rating: added, filled with 0 (3 objects)"), "\(preview.lines)")
+    #expect(preview.lines.contains("  Watch: entity added"), "\(preview.lines)")
+    let movieStorage: StorageChange = type == .sqlite ? .alteredInPlace : .rewritten
+    #expect(preview.steps.first?.storage["Movie"] == movieStorage, "an added column and a rename need no table copy on SQLite")
+    #expect(preview.steps.first?.storage["Watch"] == .created)
 
     let library = MovieLibrary(container: try MovieLibrary.makeContainer(store: description, registry: registry))
     let movies = try library.list()

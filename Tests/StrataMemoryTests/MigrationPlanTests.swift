@@ -1,9 +1,10 @@
 import Foundation
-import Strata
 import StrataConformance
 import StrataMemory
 import StrataStoreKit
 import Testing
+
+@testable import Strata
 
 @Suite("Migration plans")
 struct MigrationPlanTests {
@@ -74,5 +75,51 @@ struct MigrationPlanTests {
     }
     #expect(rows.map(\.attributes) == [[.string("hi"), .int(0)]])
     #expect(migrated.model.versionName == "3")
+  }
+
+  static var v4: ObjectModel {
+    get throws {
+      try model([
+        text, AttributeDescription(name: "stars", type: .int64, defaultValue: 0),
+        AttributeDescription(name: "mood", type: .string, isOptional: true),
+      ])
+    }
+  }
+
+  @Test func stagesMustNameVersionsOfThePlanInOrderWithoutOverlapping() throws {
+    let v1 = ModelVersion("1", try Self.v1)
+    let v2 = ModelVersion("2", try Self.v2)
+    let v3 = ModelVersion("3", try Self.v3)
+    let stranger = ModelVersion("9", try Self.v4)
+    let unknown = expectStoreError(.invalidModel) { try MigrationPlan([v1, v2, v3], stages: [.custom(from: v2, to: stranger)]) }
+    #expect(
+      unknown?.message.contains("names version '9', which is not in the migration plan") == true, "\(unknown?.message ?? "")")
+    let backwards = expectStoreError(.invalidModel) { try MigrationPlan([v1, v2, v3], stages: [.custom(from: v3, to: v1)]) }
+    #expect(backwards?.message == "the stage from '3' to '1' does not go forward in the migration plan")
+    let overlapping = expectStoreError(.invalidModel) {
+      try MigrationPlan([v1, v2, v3], stages: [.custom(from: v1, to: v3), .custom(from: v2, to: v3)])
+    }
+    #expect(overlapping?.message == "the stages from '1' to '3' and from '2' to '3' overlap")
+  }
+
+  @Test func inferredStepsAreComposedAndEachStageRunsAlone() throws {
+    let versions = [
+      ModelVersion("1", try Self.v1), ModelVersion("2", try Self.v2), ModelVersion("3", try Self.v3),
+      ModelVersion("4", try Self.v4),
+    ]
+    let inferred = try MigrationPlan(versions).runs(from: try Self.v1)
+    #expect(inferred.map { "\($0.from.name)>\($0.to.name)" } == ["1>4"])
+    let staged = try MigrationPlan(versions, stages: [.custom(from: versions[1], to: versions[2], didMigrate: { _ in })])
+    let runs = try staged.runs(from: try Self.v1)
+    #expect(runs.map { "\($0.from.name)>\($0.to.name)" } == ["1>2", "2>3", "3>4"])
+    #expect(runs.map { $0.stage != nil } == [false, true, false])
+    #expect(try staged.runs(from: try Self.v3).map { "\($0.from.name)>\($0.to.name)" } == ["3>4"])
+    #expect(try staged.runs(from: try Self.v4).isEmpty)
+
+    let spanning = try MigrationPlan(versions, stages: [.custom(from: versions[0], to: versions[2], willMigrate: { _ in })])
+    let fromTwo = try spanning.runs(from: try Self.v2)
+    #expect(fromTwo.map { "\($0.from.name)>\($0.to.name)" } == ["2>3", "3>4"])
+    #expect(fromTwo.first?.skipsWillMigrate == true, "a store inside a stage's span never had its start's shape")
+    #expect(try spanning.runs(from: try Self.v1).first?.skipsWillMigrate == false)
   }
 }

@@ -6,9 +6,9 @@ struct StrataCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "strata",
     abstract: "Inspect a Strata store without the app's code: the model is read from the store itself.",
-    discussion: "Stores are opened read-only: strata never changes a store.\n\n" + exitStatusHelp,
+    discussion: "Stores are opened read-only: strata never changes a store (copy writes a new one).\n\n" + exitStatusHelp,
     version: strataVersion,
-    subcommands: [InfoCommand.self, FetchCommand.self, HistoryCommand.self])
+    subcommands: [InfoCommand.self, FetchCommand.self, HistoryCommand.self, CopyCommand.self])
 
   static func main() { mainReportingUsageErrors() }
 }

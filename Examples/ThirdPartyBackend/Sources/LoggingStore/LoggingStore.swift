@@ -118,8 +118,28 @@ public final class LoggingStore: PersistentStore {
     logged("close") { inner.close() }
   }
 
-  public func migrated(by migration: ModelMigration) throws -> any PersistentStore {
-    LoggingStore(try logged("migrated by \(migration.changes.count) changes") { try inner.migrated(by: migration) }, log: log)
+  public func migrated(
+    along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
+  ) throws -> any PersistentStore {
+    let log = self.log
+    func wrapped(
+      _ work: (@Sendable (any PersistentStore) throws -> Void)?
+    ) -> (@Sendable (any PersistentStore) throws -> Void)? {
+      guard let work else { return nil }
+      return { store in try work(LoggingStore(store, log: log)) }
+    }
+    let logged = steps.map { step -> MigrationStep in
+      MigrationStep(step.migration, willMigrate: wrapped(step.willMigrate), didMigrate: wrapped(step.didMigrate))
+    }
+    let changes = steps.reduce(0) { $0 + $1.migration.changes.count }
+    return LoggingStore(
+      try self.logged("migrated along \(steps.count) steps, \(changes) changes") {
+        try inner.migrated(along: logged, reporting: progress)
+      }, log: log)
+  }
+
+  public func storageChanges(for migration: ModelMigration) throws -> [String: StorageChange] {
+    try logged("storage changes of \(migration.changes.count) changes") { try inner.storageChanges(for: migration) }
   }
 }
 

@@ -1,0 +1,82 @@
+import Foundation
+import Strata
+import StrataStoreKit
+import Testing
+
+extension Conformance {
+  /// `PersistentContainer.migratePersistentStore(to:)`: every object, to-one link and many-to-many link
+  /// of a store copied into a new store of the backend, which the container uses from then on; the old
+  /// store left as it was; a destination that holds objects refused.
+  public static func copy(_ backend: ConformanceBackend) async throws {
+    let model = try ObjectModel(entities: [
+      EntityDescription(
+        name: "Book",
+        attributes: [AttributeDescription(name: "title", type: .string), AttributeDescription(name: "year", type: .int32)],
+        relationships: [
+          RelationshipDescription(name: "authors", destination: "Author", inverse: "books", isToMany: true),
+          RelationshipDescription(name: "publisher", destination: "Publisher", inverse: "books"),
+        ]),
+      EntityDescription(
+        name: "Author", attributes: [AttributeDescription(name: "name", type: .string)],
+        relationships: [RelationshipDescription(name: "books", destination: "Book", inverse: "authors", isToMany: true)]),
+      EntityDescription(
+        name: "Publisher", attributes: [AttributeDescription(name: "name", type: .string)],
+        relationships: [RelationshipDescription(name: "books", destination: "Book", inverse: "publisher", isToMany: true)]),
+    ])
+    let registry = StoreRegistry([backend.factory])
+    let source = StoreDescription(type: backend.factory.storeType, url: try backend.makeLocation())
+    let container = try PersistentContainer.loaded(name: "Copy", model: model, types: [], store: source, registry: registry)
+    defer { container.close() }
+    let context = container.viewContext
+    func make(_ entity: String, _ values: [String: Any]) throws -> ManagedObject {
+      let object = try context.insertObject(entityName: entity)
+      for (key, value) in values { try object.setValue(value, forKey: key) }
+      return object
+    }
+    let press = try make("Publisher", ["name": "Addison-Wesley"])
+    let knuth = try make("Author", ["name": "Knuth"])
+    let kernighan = try make("Author", ["name": "Kernighan"])
+    let ritchie = try make("Author", ["name": "Ritchie"])
+    let taocp = try make("Book", ["title": "TAOCP", "year": Int32(1968), "publisher": press])
+    let kandr = try make("Book", ["title": "K&R", "year": Int32(1978)])
+    try taocp.setValue(Set([knuth]), forKey: "authors")
+    try kandr.setValue(Set([kernighan, ritchie]), forKey: "authors")
+    try context.save()
+    let oldIdentifier = container.storeIdentifier
+
+    func books(_ context: ObjectContext) throws -> [String] {
+      try context.fetch(FetchRequest<ManagedObject>(entityName: "Book", sortDescriptors: [QuerySort("title")])).map { book in
+        let authors = (book.value(forKey: "authors") as? Set<ManagedObject> ?? [])
+          .compactMap { $0.value(forKey: "name") as? String }.sorted().joined(separator: "+")
+        let publisher = (book.value(forKey: "publisher") as? ManagedObject)?.value(forKey: "name") as? String ?? "-"
+        let year = book.value(forKey: "year").map { "\($0)" } ?? "nil"
+        return "\(book.value(forKey: "title") as? String ?? "?") \(year) \(authors) \(publisher)"
+      }
+    }
+    let expected = ["K&R 1978 Kernighan+Ritchie -", "TAOCP 1968 Knuth Addison-Wesley"]
+    let before = try books(context)
+    #expect(before == expected, "\(before)")
+
+    let destination = StoreDescription(type: backend.factory.storeType, url: try backend.makeLocation())
+    let copied = try container.migratePersistentStore(to: destination)
+    #expect(copied == 6)
+    #expect(container.storeDescriptions == [destination])
+    if backend.location != nil { #expect(container.storeIdentifier != oldIdentifier) }
+    let fresh = container.newBackgroundContext()
+    let after = try fresh.performAndWait { try books(fresh) }
+    #expect(after == expected, "\(after)")
+    let press2 = try fresh.performAndWait {
+      try fresh.fetch(FetchRequest<ManagedObject>(entityName: "Publisher", sortDescriptors: [])).first
+    }
+    #expect((press2?.value(forKey: "books") as? Set<ManagedObject>)?.count == 1)
+
+    // The destination holds objects now: copying into it again is refused.
+    if backend.location != nil {
+      let again = try PersistentContainer.loaded(name: "Copy", model: model, types: [], store: source, registry: registry)
+      defer { again.close() }
+      #expect(try books(again.viewContext) == expected, "the old store is as it was")
+      expectStoreError(.misuse) { try again.migratePersistentStore(to: destination) }
+      #expect(again.storeDescriptions == [source], "a refused copy keeps the loaded store")
+    }
+  }
+}
