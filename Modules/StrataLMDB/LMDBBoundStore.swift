@@ -79,9 +79,14 @@ final class LMDBBoundStore: PersistentStore, @unchecked Sendable {
   }
 
   /// Runs a write in a transaction nested in the migration's: committed into it when `body` returns,
-  /// undone alone when it throws.
-  private func write<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
-    try withTransaction { txn in try txn.nested(body) }
+  /// undone alone when it throws. The history changes it returns go into the log once it is committed,
+  /// still inside the lock, so that the log merges writes in the order they were made.
+  private func write<R>(_ body: (LMDBTransaction) throws -> (R, [HistoryChange])) throws -> R {
+    try withTransaction { txn in
+      let (result, changes) = try txn.nested(body)
+      log?.withLock { $0.record(changes, model: model) }
+      return result
+    }
   }
 
   private func refuseGeneration(_ generation: QueryGeneration?) throws {
@@ -109,9 +114,10 @@ final class LMDBBoundStore: PersistentStore, @unchecked Sendable {
 
   func save(_ changes: ChangeSet) throws -> SaveResult {
     if changes.isEmpty { return SaveResult() }
-    let saved = try write { txn in try scope.save(changes, in: txn, recordsHistory: log != nil) }
-    log?.withLock { $0.record(saved.history, model: model) }
-    return saved.result
+    return try write { txn in
+      let saved = try scope.save(changes, in: txn, recordsHistory: log != nil)
+      return (saved.result, saved.history)
+    }
   }
 
   func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult {
@@ -121,10 +127,9 @@ final class LMDBBoundStore: PersistentStore, @unchecked Sendable {
     }
     let insert = description.materialized()
     let namesObjects = insert.resultType == .objectIDs || log != nil
-    let (written, changes) = try write { txn in
+    let written = try write { txn in
       try scope.directInsert(insert, of: entity, in: txn, namesObjects: namesObjects, recordsHistory: log != nil)
     }
-    log?.withLock { $0.record(changes, model: model) }
     return BatchResult(count: written.count, objectIDs: written.ids, updatedObjectIDs: written.updated)
       .reported(as: insert.resultType)
   }

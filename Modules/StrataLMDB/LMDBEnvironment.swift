@@ -254,6 +254,30 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
   }
 
+  /// Doubles the map, as a full one would be, until it has room for `extraBytes` beyond the pages in use,
+  /// before a write known to need them (a migration): one resize instead of a write run again on each
+  /// larger map. The file does not grow until pages are written.
+  func reserve(extraBytes: Int) throws {
+    try gate.exclusive { () throws in
+      try checkOpen()
+      var info = MDB_envinfo()
+      try check(mdb_env_info(env, &info), "mdb_env_info")
+      var stat = MDB_stat()
+      try check(mdb_env_stat(env, &stat), "mdb_env_stat")
+      let (used, overflow) = (info.me_last_pgno + 1).multipliedReportingOverflow(by: Int(stat.ms_psize))
+      guard !overflow else { return }
+      let needed = used.addingReportingOverflow(extraBytes)
+      guard !needed.overflow else { return }
+      var size = info.me_mapsize
+      while size < needed.partialValue {
+        let (doubled, overflow) = size.multipliedReportingOverflow(by: 2)
+        guard !overflow else { return }
+        size = doubled
+      }
+      if size > info.me_mapsize { try check(mdb_env_set_mapsize(env, size), "mdb_env_set_mapsize(\(size))") }
+    }
+  }
+
   /// Adopts the size another process gave the map (`MDB_MAP_RESIZED`).
   private func adoptGrownMap() throws {
     try gate.exclusive { () throws in

@@ -30,6 +30,10 @@ struct RecordTranscoder {
   let pieces: [Piece]
   /// Whether every new record equals its old one (same values in the same places, same targets).
   let isIdentity: Bool
+  /// When the new record is the old one followed by the same bytes in every record (values added after
+  /// the old ones, of an entity without to-one relationships): those bytes. The old record is then
+  /// copied whole, not taken apart (the decoder checks it when it is read).
+  let appended: [UInt8]?
   /// Where each old value (then each old target) starts in the record being read, and where the last ends.
   private var offsets: [Int]
   private var scratch: [Value] = []
@@ -86,6 +90,7 @@ struct RecordTranscoder {
     if !oldFields.isEmpty { identity.append(.values(0..<oldFields.count)) }
     if oldToOneCount > 0 { identity.append(.targets(0..<oldToOneCount)) }
     isIdentity = Self.sameRuns(pieces, identity)
+    appended = Self.appendedBytes(pieces, oldFieldCount: oldFields.count, oldToOneCount: oldToOneCount)
     self.pieces = pieces
     offsets = [Int](repeating: 0, count: oldFields.count + oldToOneCount + 1)
   }
@@ -102,6 +107,22 @@ struct RecordTranscoder {
     return true
   }
 
+  /// The bytes every new record adds after the whole old one, when that is all the pieces do.
+  private static func appendedBytes(_ pieces: [Piece], oldFieldCount: Int, oldToOneCount: Int) -> [UInt8]? {
+    guard oldToOneCount == 0 else { return nil }
+    var rest = pieces[...]
+    if oldFieldCount > 0 {
+      guard case .values(let run)? = rest.first, run == 0..<oldFieldCount else { return nil }
+      rest = rest.dropFirst()
+    }
+    var bytes: [UInt8] = []
+    for piece in rest {
+      guard case .constant(let encoded) = piece else { return nil }
+      bytes += encoded
+    }
+    return bytes
+  }
+
   /// `value` as a record stores it.
   private static func encoded(_ value: Value) -> [UInt8] {
     let buffer = RecordBuffer(capacity: 32)
@@ -112,6 +133,14 @@ struct RecordTranscoder {
   /// Writes the new record for the old record `bytes` into `buffer` (replacing what it held).
   /// - Returns: false when `bytes` is not a record of the old entity.
   mutating func transcode(_ bytes: UnsafeRawBufferPointer, into buffer: RecordBuffer) -> Bool {
+    if let appended {
+      guard bytes.first == RecordCodec.format else { return false }
+      buffer.count = 0
+      buffer.reserve(bytes.count + appended.count)
+      buffer.appendUnchecked(bytes)
+      appended.withUnsafeBytes { buffer.appendUnchecked($0) }
+      return true
+    }
     var reader = RecordReader(bytes: bytes)
     guard reader.byte() == RecordCodec.format, reader.varint() != nil else { return false }
     let header = reader.offset

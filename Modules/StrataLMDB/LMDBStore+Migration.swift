@@ -56,6 +56,15 @@ extension LMDBStore {
       throw StoreError(
         .misuse, "cannot migrate the LMDB store \(path) while other stores of this process have it open; close them first")
     }
+    // Room for a copy of every page of the model's databases (records rewritten, indexes rebuilt), so
+    // that the transaction rarely runs out of map and runs again.
+    do {
+      let handles = Array(schema.handles.values)
+      let bytes = try environment.read { txn in try handles.reduce(0) { $0 + (try txn.bytes($1)) } }
+      try environment.reserve(extraBytes: 2 * bytes)
+    } catch let error as LMDBError {
+      throw error.storeError(path: path)
+    }
     let run = LMDBMigrationRun(
       steps: steps, scope: scope, history: options.tracksHistory ? schema.history : nil, url: url, path: path,
       options: options, reporter: LMDBMigrationReporter(progress, stepCount: steps.count))

@@ -355,8 +355,10 @@ public final class LMDBStore: PersistentStore {
   }
 
   /// Releases the environment. Pinned generations end and streams from ``changes()`` finish.
-  /// Further calls throw `.misuse`.
+  /// Further calls throw `.misuse`. A migration stage's call (from the thread migrating the store) is
+  /// ignored: the migration closes the store when it succeeds.
   public func close() {
+    if migratingThread.load(ordering: .acquiring) == Self.currentThread { return }
     guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
     let all = pinned.withLock { pinned in
       defer { pinned.removeAll() }

@@ -96,6 +96,13 @@ struct LMDBTransaction {
     return stat.ms_entries
   }
 
+  /// How many bytes of pages the database fills (branch, leaf and overflow pages), from `mdb_stat`.
+  func bytes(_ dbi: MDB_dbi) throws -> Int {
+    var stat = MDB_stat()
+    try check(mdb_stat(txn, dbi, &stat), "mdb_stat")
+    return (stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages) * Int(stat.ms_psize)
+  }
+
   /// Opens the named database `name` in this transaction (creating it when `create`); `nil` when it
   /// does not exist. A handle opened in a write transaction that aborts is released with it.
   func openDatabase(_ name: String, isDuplicateSorted: Bool, create: Bool) throws -> MDB_dbi? {

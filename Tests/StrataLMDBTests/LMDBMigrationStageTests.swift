@@ -465,6 +465,7 @@ struct LMDBMigrationStageTests {
         #expect(counted.withLock { $0 } == 2)
         #expect(
           storeError { _ = try store.count(FetchDescription(entityName: "Pet")) }?.code == .misuse, "not the migrating store")
+        store.close()  // ignored: the migration closes it when it commits
       })
     let migrated = try store.migrated(along: [step], reporting: nil)
     defer { migrated.close() }

@@ -213,3 +213,88 @@ func rawLMDBUpsert(_ rows: [Row], at url: URL) throws -> Double {
     }
   }
 }
+
+/// Re-encodes a BenchItem record of the LMDB store (format byte, version varint, then one tagged value per
+/// attribute: 0 nil, 1 zigzag varint, 2 and 7 eight bytes, 4 varint length and UTF-8, 5 and 6 booleans)
+/// value by value into `bytes`, then appends an integer: what a hand-written migration of that format does,
+/// into a buffer allocated once.
+struct RawRecordWriter: ~Copyable {
+  private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
+  private var count = 0
+
+  deinit { buffer.deallocate() }
+
+  /// The record last re-encoded.
+  var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[0..<count]) }
+
+  private static func varint(_ source: UnsafeRawBufferPointer, _ offset: inout Int) throws -> UInt64 {
+    var result: UInt64 = 0
+    var shift: UInt64 = 0
+    while offset < source.count {
+      let byte = source[offset]
+      offset += 1
+      result |= UInt64(byte & 0x7F) << shift
+      if byte < 0x80 { return result }
+      shift += 7
+    }
+    throw BenchError.lmdb("a truncated varint")
+  }
+
+  private mutating func append(_ byte: UInt8) {
+    buffer[count] = byte
+    count += 1
+  }
+
+  private mutating func append(varint value: UInt64) {
+    var v = value
+    while v >= 0x80 {
+      append(UInt8(truncatingIfNeeded: v) | 0x80)
+      v >>= 7
+    }
+    append(UInt8(v))
+  }
+
+  private mutating func append(_ source: UnsafeRawBufferPointer, _ range: Range<Int>) throws {
+    guard range.upperBound <= source.count else { throw BenchError.lmdb("a truncated value") }
+    guard count + range.count + 10 < buffer.count else { throw BenchError.lmdb("a record over 4 KiB") }
+    UnsafeMutableRawBufferPointer(rebasing: buffer[count..<count + range.count]).copyMemory(
+      from: UnsafeRawBufferPointer(rebasing: source[range]))
+    count += range.count
+  }
+
+  /// `source` as it is, then the integer `extra`.
+  mutating func copy(_ source: UnsafeRawBufferPointer, adding extra: Int64) throws {
+    count = 0
+    try append(source, 0..<source.count)
+    append(1)
+    append(varint: UInt64(bitPattern: (extra << 1) ^ (extra >> 63)))
+  }
+
+  mutating func reencode(_ source: UnsafeRawBufferPointer, adding extra: Int64) throws {
+    count = 0
+    guard source.count > 1, source.count + 32 < buffer.count else { throw BenchError.lmdb("a record of \(source.count) bytes") }
+    append(source[0])
+    var offset = 1
+    append(varint: try Self.varint(source, &offset))
+    while offset < source.count {
+      let tag = source[offset]
+      offset += 1
+      append(tag)
+      switch tag {
+      case 0, 5, 6: break
+      case 1: append(varint: try Self.varint(source, &offset))
+      case 2, 7:
+        try append(source, offset..<offset + 8)
+        offset += 8
+      case 4:
+        let length = Int(try Self.varint(source, &offset))
+        append(varint: UInt64(length))
+        try append(source, offset..<offset + length)
+        offset += length
+      default: throw BenchError.lmdb("an unexpected tag \(tag)")
+      }
+    }
+    append(1)
+    append(varint: UInt64(bitPattern: (extra << 1) ^ (extra >> 63)))
+  }
+}

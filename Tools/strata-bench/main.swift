@@ -244,10 +244,16 @@ func rawSQLiteUpsert(_ rows: [Row], at url: URL) throws -> Double {
       """)
 }
 
-/// Reads every BenchItem record of the LMDB store at `url` with a cursor and writes it back (`mdb_put`) in
-/// one write transaction.
-func rawLMDBRewrite(expecting count: Int, at url: URL) throws -> Double {
-  let raw = try RawLMDB(path: url)
+/// The raw baseline of the LMDB migration, on a copy of the store's environment (the same records): in
+/// one write transaction, a cursor reads every BenchItem record, re-encodes it field by
+/// field in the store's record format (``RawRecordWriter``) with the added `rating` (3) at the end, and
+/// puts it back in place (`MDB_CURRENT`). With `reencodes` false, the floor: each record is copied whole
+/// with the two bytes of the added value after it.
+func rawLMDBMigrate(expecting count: Int, at copy: URL, reencodes: Bool = true) throws -> Double {
+  let raw = try RawLMDB(path: copy)
+  // An empty write first, as the store runs one while it opens: the environment's first write sets up
+  // liblmdb's write buffers.
+  try raw.transaction(readOnly: false) { _ in }
   var rewritten = 0
   let time = try milliseconds {
     try raw.transaction(readOnly: false) { txn in
@@ -257,21 +263,14 @@ func rawLMDBRewrite(expecting count: Int, at url: URL) throws -> Double {
       var key = MDB_val()
       var value = MDB_val()
       var op = MDB_FIRST
-      var keyBytes: [UInt8] = []
-      var valueBytes: [UInt8] = []
+      var writer = RawRecordWriter()
       while mdb_cursor_get(cursor, &key, &value, op) == MDB_SUCCESS {
         op = MDB_NEXT
-        keyBytes.removeAll(keepingCapacity: true)
-        keyBytes.append(contentsOf: UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size))
-        valueBytes.removeAll(keepingCapacity: true)
-        valueBytes.append(contentsOf: UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
-        try keyBytes.withUnsafeMutableBytes { k in
-          try valueBytes.withUnsafeMutableBytes { v in
-            var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
-            var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
-            try RawLMDB.check(mdb_put(txn, raw.dbi, &kv, &vv, 0), "mdb_put")
-          }
-        }
+        let record = UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)
+        if reencodes { try writer.reencode(record, adding: 3) } else { try writer.copy(record, adding: 3) }
+        let bytes = writer.bytes
+        var vv = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+        try RawLMDB.check(mdb_cursor_put(cursor, &key, &vv, UInt32(MDB_CURRENT)), "mdb_cursor_put")
         rewritten += 1
       }
     }
@@ -295,11 +294,44 @@ func strataMigrate(expecting count: Int, at url: URL) throws -> Double {
   }
   let migration = try ModelMigration(from: store.model, to: try ObjectModel(entities: entities))
   var migrated: LMDBStore?
+  let phases = ProcessInfo.processInfo.environment["STRATA_BENCH_PHASES"] != nil
+  if phases { resetPeakMemory() }
+  let start = residentMemory()
   let time = try milliseconds { migrated = try store.migrated(by: migration) as? LMDBStore }
   defer { migrated?.close() }
+  if phases, let start, let end = residentMemory() {
+    FileHandle.standardError.write(
+      Data(
+        String(
+          format: "  migration: peak resident memory %.1f MiB (%.1f MiB above its start)\n", end.peak, end.peak - start.current
+        ).utf8))
+  }
   let rated = try migrated?.count(FetchDescription(entityName: "BenchItem", predicate: try QueryPredicate(format: "rating == 3")))
   guard rated == count else { throw BenchError.store("migrated \(rated ?? 0) rows, expected \(count)") }
   return time
+}
+
+/// The resident memory of this process and its peak since the last ``resetPeakMemory()``, in MiB
+/// (`VmRSS` and `VmHWM` of /proc/self/status); `nil` where there is no such file.
+func residentMemory() -> (current: Double, peak: Double)? {
+  guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+  func kibibytes(_ field: String) -> Double? {
+    status.split(separator: "\n").first { $0.hasPrefix(field + ":") }
+      .flatMap { Double($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
+  }
+  guard let current = kibibytes("VmRSS"), let peak = kibibytes("VmHWM") else { return nil }
+  return (current / 1024, peak / 1024)
+}
+
+/// Hands the allocator's free memory back to the system (so that what an earlier scenario freed does not
+/// hide what the next one allocates), then resets the peak `residentMemory()` reports to the current size
+/// (Linux: 5 into /proc/self/clear_refs).
+func resetPeakMemory() {
+  // glibc's malloc_trim, looked up at run time (the Glibc module does not declare it).
+  if let trim = dlsym(nil, "malloc_trim") {
+    _ = unsafeBitCast(trim, to: (@convention(c) (Int) -> Int32).self)(0)
+  }
+  try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
 }
 
 func median(_ values: [Double]) -> Double {
@@ -331,7 +363,10 @@ struct Options {
             --only B   run only the scenarios of one backend, the history comparison, the SQLite migration
                        (also part of a full run) or lmdb-migration (run only when named)
           Prints one line per scenario: SCENARIO BACKEND strata_ms=X raw_ms=Y ratio=R, and for persistent
-          history: batch_insert_history_N BACKEND history_on_ms=X history_off_ms=Y overhead=R
+          history: batch_insert_history_N BACKEND history_on_ms=X history_off_ms=Y overhead=R. lmdb-migration
+          also prints raw_copy_ms, the floor of a raw loop that copies each record whole instead of
+          re-encoding it. STRATA_BENCH_PHASES=1 adds phases (and the LMDB migration's peak memory, whose
+          measurement slows the migration down) on standard error.
           """)
         exit(0)
       default:
@@ -536,18 +571,35 @@ do {
   }
 
   // Migrating the LMDB store (one attribute added with a default, one renamed) against a raw loop that
-  // reads every record of the same environment and writes it back.
-  var lmdbMigration = (strata: [Double](), raw: [Double]())
-  for _ in 0..<(options.only == "lmdb-migration" ? options.runs : 0) {
+  // reads every record of a copy of the same environment, re-encodes it with the added value and puts it back.
+  var lmdbMigration = (strata: [Double](), raw: [Double](), copy: [Double]())
+  for run in 0..<(options.only == "lmdb-migration" ? options.runs : 0) {
     let directory = try freshDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     let url = directory.appending(path: "migrate.lmdb")
     _ = try strataInsert(rows, store: StoreDescription(type: .lmdb, url: url))
-    lmdbMigration.raw.append(try rawLMDBRewrite(expecting: rows.count, at: url))
-    lmdbMigration.strata.append(try strataMigrate(expecting: rows.count, at: url))
+    // The raw loops get copies of the environment, made before anything is timed.
+    let copies = ["raw-migrate.lmdb", "raw-copy.lmdb"].map { directory.appending(path: $0) }
+    for copy in copies {
+      try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+      try FileManager.default.copyItem(at: url.appending(path: "data.mdb"), to: copy.appending(path: "data.mdb"))
+      // On disk before timing, as the store's own file is (else the raw commit's fdatasync writes the copy).
+      let handle = try FileHandle(forUpdating: copy.appending(path: "data.mdb"))
+      try handle.synchronize()
+      try handle.close()
+    }
+    // Which runs first alternates (the later one finds the allocator's memory already mapped).
+    if run % 2 == 1 { lmdbMigration.strata.append(try strataMigrate(expecting: rows.count, at: url)) }
+    lmdbMigration.raw.append(try rawLMDBMigrate(expecting: rows.count, at: copies[0]))
+    lmdbMigration.copy.append(try rawLMDBMigrate(expecting: rows.count, at: copies[1], reencodes: false))
+    if run % 2 == 0 { lmdbMigration.strata.append(try strataMigrate(expecting: rows.count, at: url)) }
   }
   if !lmdbMigration.strata.isEmpty {
     report("migrate_\(options.rows)", "lmdb", strata: lmdbMigration.strata, raw: lmdbMigration.raw)
+    print(
+      String(
+        format: "migrate_%d lmdb raw_copy_ms=%.1f (records copied whole, no re-encoding)", options.rows,
+        median(lmdbMigration.copy)))
   }
 
   // The same batch insert with persistent history on and off (alternating which goes first).
