@@ -44,6 +44,7 @@ extension Conformance {
     try aClashingConstraintChangesNothing(backend)
     try threeVersionsInOrder(backend)
     try migrationStages(backend)
+    try derivedAttributesAreComputed(backend)
     if backend.location != nil {
       try containersMigrateStoresOnOpen(backend)
       try containersRunCustomStages(backend)
@@ -285,5 +286,61 @@ extension Conformance {
     let reopened = try backend.factory.openStore(at: url, model: v2, options: StoreOptions())
     #expect(reopened.model == v2)
     reopened.close()
+  }
+
+  /// A derived attribute added (an uppercased title on Movie, a movie count on Director) and a derivation
+  /// changed: every object's value is computed in the migration, the saves recorded in its one history
+  /// transaction.
+  private static func derivedAttributesAreComputed(_ backend: ConformanceBackend) throws {
+    let (store, _, ids) = try migrationStore(backend)
+    let token = try store.currentHistoryToken()
+    let count = AttributeDescription(name: "movieCount", type: .int64, derivation: "movies.@count")
+    let added = try ObjectModel(entities: [
+      EntityDescription(
+        name: "Movie",
+        attributes: [
+          MigrationModels.title, MigrationModels.year, MigrationModels.votes, MigrationModels.seen, MigrationModels.note,
+          MigrationModels.lastModified, AttributeDescription(name: "shout", type: .string, derivation: "uppercase:(title)"),
+        ],
+        relationships: [MigrationModels.director]),
+      EntityDescription(name: "Director", attributes: [MigrationModels.name, count], relationships: [MigrationModels.movies]),
+      EntityDescription(name: "Genre", attributes: [MigrationModels.name]),
+    ])
+    let migration = try ModelMigration(from: store.model, to: added)
+    #expect(Set(migration.entitiesRecomputingDerivedAttributes) == ["Movie", "Director"])
+    let migrated = try store.migrated(by: migration)
+    let movies = try rows(migrated, "Movie")
+    #expect(
+      movies.mapValues { $0.attributes[6] } == ["Heat": .string("HEAT"), "Ronin": .string("RONIN"), "Thief": .string("THIEF")])
+    let directors = try rows(migrated, "Director")
+    #expect(directors["Michael Mann"]?.attributes[1] == .int(1) && directors["John Frankenheimer"]?.attributes[1] == .int(1))
+    #expect(movies["Heat"]?.objectID.primaryKey == ids["Heat"]?.primaryKey)
+    if token != nil {
+      guard case .transactions(let later) = try migrated.fetchHistory(HistoryRequest(after: token.map { .token($0) })) else {
+        Issue.record("expected transactions")
+        return
+      }
+      #expect(later.map(\.author) == [MigrationStep.historyAuthor], "the computation is part of the one migration transaction")
+      #expect(Set(later.first?.changes.map(\.objectID.entityName) ?? []) == ["Movie", "Director"])
+    }
+
+    // A derivation changed is computed again; one removed keeps the values.
+    let changed = try ObjectModel(entities: [
+      EntityDescription(
+        name: "Movie",
+        attributes: [
+          MigrationModels.title, MigrationModels.year, MigrationModels.votes, MigrationModels.seen, MigrationModels.note,
+          MigrationModels.lastModified, AttributeDescription(name: "shout", type: .string, derivation: "lowercase:(title)"),
+        ],
+        relationships: [MigrationModels.director]),
+      EntityDescription(
+        name: "Director", attributes: [MigrationModels.name, AttributeDescription(name: "movieCount", type: .int64)],
+        relationships: [MigrationModels.movies]),
+      EntityDescription(name: "Genre", attributes: [MigrationModels.name]),
+    ])
+    let again = try migrated.migrated(by: try ModelMigration(from: migrated.model, to: changed))
+    defer { again.close() }
+    #expect(try rows(again, "Movie")["Heat"]?.attributes[6] == .string("heat"))
+    #expect(try rows(again, "Director")["Michael Mann"]?.attributes[1] == .int(1), "a derivation removed keeps its values")
   }
 }
