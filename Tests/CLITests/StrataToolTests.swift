@@ -233,4 +233,31 @@ struct StrataToolTests {
     let top = try strata("--help")
     #expect(top.stdout.contains("info") && top.stdout.contains("fetch"))
   }
+
+  @Test func copyMovesEveryObjectToANewStoreOfAnotherBackend() throws {
+    let store = try movieStore()
+    let watched = try faveFlicks("watched", "--title", "Heat", "--on", "2024-05-01", "--path", store)
+    #expect(watched.status == 0, "\(watched.stderr)")
+    let lmdb = store + ".lmdb"
+    let copy = try strata("copy", store, lmdb, "--to", "lmdb", "--json")
+    #expect(copy.status == 0, "\(copy.stderr)")
+    let report = try #require(try JSONSerialization.jsonObject(with: Data(copy.stdout.utf8)) as? [String: Any])
+    #expect(report["objects"] as? Int == 5 && report["destinationType"] as? String == "lmdb", "\(copy.stdout)")
+
+    let original = try strata("fetch", store, "--entity", "Movie", "--sort", "title", "--json")
+    let copied = try strata("fetch", lmdb, "--entity", "Movie", "--sort", "title", "--json")
+    #expect(withoutIDs(try jsonArray(copied.stdout)) == withoutIDs(try jsonArray(original.stdout)))
+    let list = try faveFlicks("list", "--store", "lmdb", "--path", lmdb)
+    #expect(list.stdout.contains("Heat") && list.stdout.contains("  1\n"), "the watch kept its movie: \(list.stdout)")
+
+    let again = try strata("copy", store, lmdb, "--to", "lmdb")
+    #expect(again.status == 1 && again.stderr == "strata: error: \(lmdb) already exists: strata copies only into a new store\n")
+    let missing = try strata("copy", store + ".none", store + ".x", "--to", "lmdb")
+    #expect(missing.status == 1 && missing.stderr.contains("there is no store at"), "\(missing.stderr)")
+    #expect(!FileManager.default.fileExists(atPath: store + ".x"), "nothing is created for a failed copy")
+    let memory = try strata("copy", store, store + ".m", "--to", "memory")
+    #expect(memory.status == 1 && memory.stderr.contains("keeps nothing in a file"), "\(memory.stderr)")
+    let unknown = try strata("copy", store, store + ".y", "--to", "paper")
+    #expect(unknown.status == 64, "\(unknown.stderr)")
+  }
 }

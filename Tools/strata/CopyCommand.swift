@@ -30,6 +30,8 @@ struct CopyCommand: ParsableCommand {
     var objects: Int
   }
 
+  func validate() throws { try validateBackend(destinationType) }
+
   func run() throws {
     try runReportingErrors(tool: "strata") {
       let factory = try StoreFlags.backends.storeFactory(for: destinationType)

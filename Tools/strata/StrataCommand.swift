@@ -26,4 +26,18 @@ struct StoreLocation: ParsableArguments {
       "The store backend that reads the path: sqlite or lmdb. Default: the one whose store the path holds (an SQLite file by its header, an LMDB environment by its data.mdb).",
       valueName: "type"))
   var store: StoreType?
+
+  func validate() throws {
+    guard let store else { return }
+    try validateBackend(store)
+  }
+}
+
+/// Refuses, as a usage error (exit 64), a backend name the tool does not know.
+func validateBackend(_ type: StoreType) throws {
+  do {
+    _ = try StoreFlags.backends.backend(for: type)
+  } catch let error as StoreError {
+    throw ValidationError(error.message)
+  }
 }
