@@ -267,8 +267,10 @@ struct PostgresSchema: Sendable {
     case .int32: "integer"
     case .int64: "bigint"
     case .bool: "boolean"
-    case .double, .float: "double precision"
-    case .date: "timestamptz"
+    // Dates are seconds since 2001-01-01 UTC, `Date`'s own representation, so every date round-trips to
+    // the bit (timestamptz keeps microseconds); psql shows one with
+    // `timestamptz '2001-01-01Z' + "releaseDate" * interval '1 second'`.
+    case .double, .float, .date: "double precision"
     case .decimal: "numeric"
     case .string, .url: "text COLLATE \"C\""
     case .uuid: "uuid"
@@ -321,7 +323,7 @@ extension PostgresSchema {
     case .decimal(let d): .text("\(d)", oid: PGType.numeric)
     case .string(let s): .string(s)
     case .bool(let b): .bool(b)
-    case .date(let d): .binary(withUnsafeBytes(of: microseconds(d).bigEndian, Array.init), oid: PGType.timestamptz)
+    case .date(let d): .double(d.timeIntervalSinceReferenceDate)
     case .data(let d): .binary(Array(d), oid: PGType.bytea)
     case .uuid(let u): .text(u.uuidString, oid: PGType.uuid)
     case .url(let u): .string(u.absoluteString)
@@ -338,7 +340,6 @@ extension PostgresSchema {
         .validation, "\(entity).\(key) is a \(type.rawValue) attribute and cannot hold the \(value.kindName) \(value)",
         entity: entity, key: key, value: value)
     }
-    if case .date(let date) = converted { return .date(Self.date(microseconds: microseconds(date))) }
     return converted
   }
 }
@@ -358,6 +359,7 @@ extension PGRows {
     case (.bool, PGType.bool): decoded = .bool(bytes(row, column).first == 1)
     case (.double, PGType.float8), (.float, PGType.float8), (.double, PGType.float4), (.float, PGType.float4):
       decoded = .double(double(row, column))
+    case (.date, PGType.float8): decoded = .date(Date(timeIntervalSinceReferenceDate: double(row, column)))
     case (.date, PGType.timestamptz): decoded = .date(PostgresSchema.date(microseconds: int64(row, column)))
     case (.decimal, PGType.numeric): decoded = numeric(row, column).flatMap { Decimal(string: $0) }.map(Value.decimal)
     case (.string, PGType.text), (.string, PGType.varchar): decoded = .string(text(row, column))

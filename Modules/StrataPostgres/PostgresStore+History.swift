@@ -4,7 +4,7 @@ import StrataStoreKit
 /// Persistent history in two tables of the store's schema:
 ///
 /// ```sql
-/// strata_history_transaction(seq bigint identity PRIMARY KEY, "timestamp" timestamptz, author text,
+/// strata_history_transaction(seq bigint identity PRIMARY KEY, "timestamp" double precision (seconds since 2001), author text,
 ///                            context_name text, pid integer)
 /// strata_history_change(transaction_seq bigint REFERENCES …, position integer, entity text, pk bigint,
 ///                       change_type text, updated_properties text[], tombstone jsonb)
@@ -21,7 +21,7 @@ enum PostgresHistory {
   static func createStatements(_ schema: PostgresSchema) -> [String] {
     [
       "CREATE TABLE IF NOT EXISTS \(schema.qualify(transactionTable)) (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
-        + "\"timestamp\" timestamptz NOT NULL, author text, context_name text, pid integer NOT NULL)",
+        + "\"timestamp\" double precision NOT NULL, author text, context_name text, pid integer NOT NULL)",
       "CREATE TABLE IF NOT EXISTS \(schema.qualify(changeTable)) (transaction_seq bigint NOT NULL "
         + "REFERENCES \(schema.qualify(transactionTable)) (seq) ON DELETE CASCADE, position integer NOT NULL, "
         + "entity text NOT NULL, pk bigint NOT NULL, change_type text NOT NULL, updated_properties text[], "
@@ -135,7 +135,7 @@ extension PostgresStore {
           transactions.append(
             HistoryTransaction(
               token: HistoryToken(storeIdentifier: identifier, sequence: sequence),
-              timestamp: PostgresSchema.date(microseconds: rows.int64(row, 1)),
+              timestamp: Date(timeIntervalSinceReferenceDate: rows.double(row, 1)),
               author: rows.isNull(row, 2) ? nil : rows.text(row, 2),
               contextName: rows.isNull(row, 3) ? nil : rows.text(row, 3),
               processID: Int32(truncatingIfNeeded: rows.int64(row, 4)), changes: []))

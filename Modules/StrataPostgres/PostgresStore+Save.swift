@@ -202,11 +202,7 @@ struct SaveOperation {
     for index in table.storedAttributes {
       let value = change.attributes[index]
       let attribute = entity.attributes[index]
-      if !attribute.type.isCanonical(value) {
-        converted.insert(change.objectID)
-      } else if case .date(let date) = value, PostgresSchema.date(microseconds: PostgresSchema.microseconds(date)) != date {
-        converted.insert(change.objectID)
-      }
+      if !attribute.type.isCanonical(value) { converted.insert(change.objectID) }
       if value.isNull && !attribute.isOptional {
         throw StoreError(
           .validation, "\(entity.name).\(attribute.name) is required but the value is nil", entity: entity.name,

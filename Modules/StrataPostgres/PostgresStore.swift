@@ -270,6 +270,14 @@ struct PostgresLocation: Sendable {
         .io, "malformed PostgreSQL URI '\(text)': expected postgresql://user@host:port/database or postgresql:///database?host=/socket/dir")
     }
     var schema = defaultSchema
+    // `postgresql://host/database/schema`: a second path component names the schema.
+    let parts = components.path.split(separator: "/", omittingEmptySubsequences: true)
+    if parts.count == 2 {
+      schema = String(parts[1])
+      components.path = "/" + parts[0]
+    } else if parts.count > 2 {
+      throw StoreError(.io, "malformed PostgreSQL URI '\(text)': the path is /database or /database/schema")
+    }
     var items = components.queryItems ?? []
     if let index = items.firstIndex(where: { $0.name == "schema" }) {
       schema = items[index].value ?? defaultSchema

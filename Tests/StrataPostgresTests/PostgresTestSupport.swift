@@ -19,12 +19,14 @@ enum PostgresTestServer {
     return uri
   }
 
-  /// A location in a fresh schema of the test database.
+  /// A location in a fresh schema of the test database: `postgresql:///strata_test/<schema>?host=…`
+  /// (the schema in the path, so the suite's worker, which is handed only the path, finds it).
   static func freshLocation(_ hint: String = UUID().uuidString) -> URL {
     let base = ProcessInfo.processInfo.environment[variable] ?? "postgresql:///strata_test"
     let schema = "t_" + hint.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(40)
-    let separator = base.contains("?") ? "&" : "?"
-    return URL(string: base + separator + "schema=" + schema) ?? URL(fileURLWithPath: "/")
+    guard var components = URLComponents(string: base) else { return URL(fileURLWithPath: "/") }
+    components.path += "/" + schema
+    return components.url ?? URL(fileURLWithPath: "/")
   }
 }
 
