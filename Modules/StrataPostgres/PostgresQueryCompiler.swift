@@ -411,8 +411,8 @@ struct PostgresQueryCompiler {
         let argument = try self.expression(arguments[0]).fragment
         let sql: Fragment =
           switch name {
-          case "lowercase:": Fragment("lower(") + argument + Fragment(")")
-          case "uppercase:": Fragment("upper(") + argument + Fragment(")")
+          case "lowercase:": Fragment("(lower((") + argument + Fragment(") COLLATE \"und-x-icu\") COLLATE \"C\")")
+          case "uppercase:": Fragment("(upper((") + argument + Fragment(") COLLATE \"und-x-icu\") COLLATE \"C\")")
           default: Fragment(Self.fold("(" + argument.sql + ")", [.caseInsensitive, .diacriticInsensitive]), argument.bindings)
           }
         return Operand(fragment: sql, kind: .string)
@@ -452,7 +452,9 @@ struct PostgresQueryCompiler {
   private static func unary(_ name: String, _ x: Fragment) -> Fragment {
     let d = Fragment("(") + x + Fragment(")::double precision")
     switch name {
-    case "abs:": return Fragment("abs(") + x + Fragment(")")
+    case "abs:":
+      return Fragment("CASE WHEN (") + x + Fragment(")::double precision = -9223372036854775808 THEN 9223372036854775808::double precision ELSE abs(")
+        + x + Fragment(") END")
     case "sqrt:": return Fragment("CASE WHEN ") + d + Fragment(" >= 0 THEN sqrt(") + d + Fragment(") END")
     case "log:": return Fragment("CASE WHEN ") + d + Fragment(" > 0 THEN log(") + d + Fragment(") END")
     case "ln:": return Fragment("CASE WHEN ") + d + Fragment(" > 0 THEN ln(") + d + Fragment(") END")
@@ -541,13 +543,30 @@ struct PostgresQueryCompiler {
 
   // MARK: Comparisons
 
-  /// `sql` folded for a comparison under `options` (`lower` for `[c]`, `unaccent` for `[d]`).
+  /// `sql` folded for a comparison under `options`, as ``StringSemantics/fold(_:_:)`` folds: `[d]`
+  /// decomposes (NFD) and drops the combining diacritical marks, `[c]` lowercases with ICU's full mappings
+  /// and folds what lowercasing leaves apart (ß → ss, ς → σ), then the result is recomposed (NFC). The
+  /// result is `COLLATE "C"`, compared by code point.
   static func fold(_ sql: String, _ options: StringOptions) -> String {
-    if options.contains(.normalized) { return sql }
-    var result = sql
-    if options.contains(.diacriticInsensitive) { result = "unaccent(\(result))" }
-    if options.contains(.caseInsensitive) { result = "lower(\(result))" }
-    return result
+    if options.contains(.normalized) || (!options.contains(.caseInsensitive) && !options.contains(.diacriticInsensitive)) {
+      return sql
+    }
+    var result = "(\(sql))::text"
+    if options.contains(.diacriticInsensitive) {
+      result = "regexp_replace(normalize(\(result), NFD), '[\\u0300-\\u036f]', '', 'g')"
+    }
+    if options.contains(.caseInsensitive) {
+      result = "replace(replace(lower((\(result)) COLLATE \"und-x-icu\"), 'ß', 'ss'), 'ς', 'σ')"
+    }
+    return "(normalize(\(result), NFC) COLLATE \"C\")"
+  }
+
+  /// An operand folded under `options`: a string constant folded here, exactly as the evaluator folds it.
+  private static func foldedOperand(_ operand: Operand, _ options: StringOptions) -> Fragment {
+    if case .string(let text)? = operand.constant {
+      return Fragment("(?::text)", [.string(StringSemantics.fold(text, options))])
+    }
+    return folded(operand, options)
   }
 
   private static func folded(_ operand: Operand, _ options: StringOptions) -> Fragment {
@@ -616,8 +635,8 @@ struct PostgresQueryCompiler {
   ) -> Fragment {
     if op != .equalTo && op != .notEqualTo && (left.isNullConstant || right.isNullConstant) { return "FALSE" }
     let options: StringOptions = options.contains(.normalized) ? [] : options
-    let l = Fragment("(") + folded(left, options) + Fragment(")::text")
-    let r = Fragment("(") + folded(right, options) + Fragment(")::text")
+    let l = Fragment("(") + foldedOperand(left, options) + Fragment(")::text")
+    let r = Fragment("(") + foldedOperand(right, options) + Fragment(")::text")
     let test: Fragment
     switch op {
     case .equalTo: test = l + Fragment(" = ") + r
@@ -632,20 +651,75 @@ struct PostgresQueryCompiler {
         + Fragment(")")
     case .in: test = Fragment("(") + l + Fragment(" <> '' AND strpos(") + r + Fragment(", ") + l + Fragment(") > 0)")
     case .like:
-      test = l + Fragment(" LIKE ") + likePattern(right, options) + Fragment(" ESCAPE '\\'")
-    case .matches:
-      let subject =
-        options.contains(.diacriticInsensitive)
-        ? Fragment("unaccent(") + left.fragment + Fragment(")") : left.fragment
-      let pattern =
-        options.contains(.diacriticInsensitive)
-        ? Fragment("unaccent(") + right.fragment + Fragment(")") : right.fragment
-      let op = options.contains(.caseInsensitive) ? "~*" : "~"
+      guard case .string(let pattern)? = right.constant else {
+        test = l + Fragment(" LIKE ") + likePattern(right, options) + Fragment(" ESCAPE '\\'")
+        break
+      }
       test =
-        Fragment("(") + subject + Fragment(")::text \(op) ('^(' || (") + pattern + Fragment(")::text || ')$')")
+        l + Fragment(" COLLATE \"C\" ~ ?", [.string("^" + likeRegex(StringSemantics.fold(pattern, options)) + "$")])
+    case .matches:
+      let dropsDiacritics: StringOptions = options.contains(.diacriticInsensitive) ? .diacriticInsensitive : []
+      let subject = Fragment(fold("(" + left.fragment.sql + ")::text", dropsDiacritics), left.fragment.bindings)
+      let pattern: Fragment
+      if case .string(let text)? = right.constant {
+        pattern = Fragment("?", [.string("^(" + regex(StringSemantics.fold(text, dropsDiacritics)) + ")$")])
+      } else {
+        pattern =
+          Fragment("('^(' || ") + Fragment(fold("(" + right.fragment.sql + ")::text", dropsDiacritics), right.fragment.bindings)
+          + Fragment(" || ')$')")
+      }
+      let op = options.contains(.caseInsensitive) ? "~*" : "~"
+      test = Fragment("((") + subject + Fragment(") COLLATE \"und-x-icu\" \(op) ") + pattern + Fragment(")")
     case .between: test = "FALSE"
     }
     return Fragment("COALESCE(") + test + Fragment(", FALSE)")
+  }
+
+  /// One user-perceived character as a PostgreSQL regular expression: a code point, then any combining
+  /// marks, variation selectors, skin-tone modifiers and zero-width-joined code points (`LIKE`'s `?`).
+  static let characterRegex =
+    "(?:.(?:[\\u0300-\\u036f\\u1ab0-\\u1aff\\u1dc0-\\u1dff\\u20d0-\\u20ff\\ufe00-\\ufe0f\\ufe20-\\ufe2f]"
+    + "|[\\U0001f3fb-\\U0001f3ff]|\\u200d.)*)"
+
+  /// A folded Strata `LIKE` pattern (`*` any run, `?` one character, `\x` a literal `x`) as a regular
+  /// expression body.
+  static func likeRegex(_ pattern: String) -> String {
+    var result = ""
+    var escaped = false
+    for character in pattern {
+      if escaped {
+        result += literal(character)
+        escaped = false
+        continue
+      }
+      switch character {
+      case "\\": escaped = true
+      case "*": result += ".*"
+      case "?": result += characterRegex
+      default: result += literal(character)
+      }
+    }
+    if escaped { result += literal("\\") }
+    return result
+  }
+
+  /// `character` matched literally in a regular expression (ASCII punctuation escaped).
+  private static func literal(_ character: Character) -> String {
+    guard character.isASCII, !character.isLetter, !character.isNumber, character != " " else { return String(character) }
+    return "\\" + String(character)
+  }
+
+  /// An ICU pattern as PostgreSQL's: the Unicode properties PostgreSQL lacks spelled as ranges or classes.
+  static func regex(_ pattern: String) -> String {
+    let properties: [(String, String)] = [
+      ("\\p{Han}", "[\\u2e80-\\u2fdf\\u3005\\u3007\\u3021-\\u3029\\u3400-\\u4dbf\\u4e00-\\u9fff\\uf900-\\ufaff\\U00020000-\\U0003134f]"),
+      ("\\p{Hangul}", "[\\u1100-\\u11ff\\u3130-\\u318f\\ua960-\\ua97f\\uac00-\\ud7af\\ud7b0-\\ud7ff]"),
+      ("\\p{L}", "[[:alpha:]]"), ("\\p{Lu}", "[[:upper:]]"), ("\\p{Ll}", "[[:lower:]]"), ("\\p{N}", "[[:digit:]]"),
+      ("\\p{Nd}", "[[:digit:]]"),
+    ]
+    var result = pattern
+    for (property, replacement) in properties { result = result.replacingOccurrences(of: property, with: replacement) }
+    return result
   }
 
   /// A Strata `LIKE` pattern (`*` any run, `?` one character, `\x` a literal `x`) as SQL's: a constant is
