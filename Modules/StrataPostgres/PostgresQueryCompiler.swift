@@ -146,8 +146,14 @@ struct PostgresQueryCompiler {
     case .localized:
       return [Self.fold(column, [.caseInsensitive, .diacriticInsensitive]) + direction, column + direction]
     case .localizedStandard:
-      let collation = quoteIdentifier(schema.name) + "." + PostgresSchema.standardCollation
-      return ["\(column) COLLATE \(collation)\(direction)", column + direction]
+      // Folded, with every digit run zero-padded to 40 digits so that runs compare by value, as
+      // StringSemantics.localizedStandardCompare does; ties broken by code point.
+      let folded = Self.fold(column, [.caseInsensitive, .diacriticInsensitive])
+      let key =
+        "COALESCE((SELECT string_agg(CASE WHEN part[1] ~ '^[0-9]' THEN lpad(ltrim(part[1], '0'), 40, '0') "
+        + "ELSE part[1] END, '' ORDER BY n) FROM regexp_matches(\(folded), '[0-9]+|[^0-9]+', 'g') "
+        + "WITH ORDINALITY AS parts(part, n)), '') COLLATE \"C\""
+      return [key + direction, column + direction]
     }
   }
 
@@ -483,8 +489,10 @@ struct PostgresQueryCompiler {
     case .aggregate(let items):
       var operands: [Operand] = []
       for item in items { operands.append(try expression(item)) }
+      // VALUES needs one type per column: text when an item is a string, else double precision.
+      let cast = operands.contains { $0.kind == .string } ? "::text" : "::double precision"
       let values = Fragment.joined(
-        operands.map { Fragment("(") + $0.fragment + Fragment(")") }, "), (", empty: "NULL")
+        operands.map { Fragment("((") + $0.fragment + Fragment(")\(cast))") }, "), (", empty: "NULL")
       let rows = Fragment("(SELECT ") + Self.aggregate(function, Fragment("v"), isFloating: true)
       let list = values.sql.hasPrefix("(") ? values : Fragment("(") + values + Fragment(")")
       let sql = rows + Fragment(" FROM (VALUES ") + list + Fragment(") AS items(v))")

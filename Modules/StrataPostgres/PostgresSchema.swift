@@ -6,8 +6,6 @@ import StrataStoreKit
 struct PostgresSchema: Sendable {
   static let metadataTable = "_strata_metadata"
   static let format = "strata-postgres-1"
-  /// The ICU collation `localizedStandard` sorts use (numeric ordering, case and accents ignored).
-  static let standardCollation = "strata_standard"
 
   /// One entity's table and the statements the store runs on it.
   final class Table: Sendable {
@@ -250,8 +248,6 @@ struct PostgresSchema: Sendable {
   func createStatements() -> [String] {
     var statements = [
       "CREATE TABLE \(qualify(Self.metadataTable)) (\"key\" text PRIMARY KEY, \"value\" text NOT NULL)",
-      "CREATE COLLATION IF NOT EXISTS \(quoteIdentifier(name)).\(Self.standardCollation) "
-        + "(provider = icu, locale = 'und-u-kn-true-ks-level1', deterministic = false)",
     ]
     for entity in model.entities { statements.append(createTableSQL(entity)) }
     for entity in model.entities { statements += foreignKeySQL(entity) }

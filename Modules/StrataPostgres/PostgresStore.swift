@@ -101,8 +101,9 @@ public final class PostgresStore: PersistentStore {
     _ connection: PostgresConnection, target: PostgresLocation, model: ObjectModel?, options: StoreOptions
   ) throws -> (identifier: String, model: ObjectModel) {
     let where_ = "\(target.display) (schema \(target.schema))"
-    if try !hasMetadata(connection, target.schema) {
-      let tables = try tableCount(connection, target.schema)
+    // One statement reads both, so a store another process commits in between is never half seen.
+    let (hasMetadata, tables) = try contents(connection, target.schema)
+    if !hasMetadata {
       if tables > 0 {
         throw StoreError(
           .corrupted, "\(where_) is not a Strata store: the schema holds \(tables) tables but no \(PostgresSchema.metadataTable)")
@@ -139,6 +140,14 @@ public final class PostgresStore: PersistentStore {
     return rows.count > 0
   }
 
+  /// Whether the schema has the metadata table, and how many tables and views it holds.
+  private static func contents(_ connection: PostgresConnection, _ schema: String) throws -> (Bool, Int64) {
+    let rows = try connection.query(
+      "SELECT count(*) FILTER (WHERE c.relname = $2), count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')", [.string(schema), .string(PostgresSchema.metadataTable)])
+    return (rows.int64(0, 0) > 0, rows.int64(0, 1))
+  }
+
   private static func tableCount(_ connection: PostgresConnection, _ schema: String) throws -> Int64 {
     let rows = try connection.query(
       "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
@@ -153,8 +162,7 @@ public final class PostgresStore: PersistentStore {
     let json = String(decoding: try model.jsonData(), as: UTF8.self)
     try connection.transaction {
       try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.string("strata:" + target.schema)])
-      if try hasMetadata(connection, target.schema) { return }
-      if try tableCount(connection, target.schema) > 0 { return }
+      if try contents(connection, target.schema).1 > 0 { return }
       try connection.execute("CREATE SCHEMA IF NOT EXISTS \(quoteIdentifier(target.schema))")
       for statement in layout.createStatements() { try connection.execute(statement) }
       let metadata: [(String, String)] = [
