@@ -151,7 +151,9 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataPostgresTests",
-      dependencies: ["StrataConformance", "StrataConformanceWorker", "StrataPostgres", "Strata", "StrataStoreKit", "postgres-worker"],
+      dependencies: [
+        "StrataConformance", "StrataConformanceWorker", "StrataPostgres", "Strata", "StrataStoreKit", "postgres-worker",
+      ],
       swiftSettings: swiftSettings),
     // The conformance worker of the PostgreSQL backend (a second process for the multi-process areas).
     .executableTarget(

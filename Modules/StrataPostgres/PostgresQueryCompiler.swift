@@ -228,7 +228,11 @@ struct PostgresQueryCompiler {
     }
     if value.isNull { return Operand(fragment: "NULL", isNullConstant: true, kind: .other) }
     let isString: Bool
-    if let kind { isString = kind == .attribute(.string) || kind == .attribute(.url) } else { isString = value.stringValue != nil }
+    if let kind {
+      isString = kind == .attribute(.string) || kind == .attribute(.url)
+    } else {
+      isString = value.stringValue != nil
+    }
     var operand = Operand(fragment: Fragment("?", [encode(value, against: kind)]), kind: isString ? .string : .other)
     operand.isUnordered = value.isUnorderedNumber
     operand.constant = value
@@ -459,7 +463,8 @@ struct PostgresQueryCompiler {
     let d = Fragment("(") + x + Fragment(")::double precision")
     switch name {
     case "abs:":
-      return Fragment("CASE WHEN (") + x + Fragment(")::double precision = -9223372036854775808 THEN 9223372036854775808::double precision ELSE abs(")
+      return Fragment("CASE WHEN (") + x
+        + Fragment(")::double precision = -9223372036854775808 THEN 9223372036854775808::double precision ELSE abs(")
         + x + Fragment(") END")
     case "sqrt:": return Fragment("CASE WHEN ") + d + Fragment(" >= 0 THEN sqrt(") + d + Fragment(") END")
     case "log:": return Fragment("CASE WHEN ") + d + Fragment(" > 0 THEN log(") + d + Fragment(") END")
@@ -720,7 +725,10 @@ struct PostgresQueryCompiler {
   /// An ICU pattern as PostgreSQL's: the Unicode properties PostgreSQL lacks spelled as ranges or classes.
   static func regex(_ pattern: String) -> String {
     let properties: [(String, String)] = [
-      ("\\p{Han}", "[\\u2e80-\\u2fdf\\u3005\\u3007\\u3021-\\u3029\\u3400-\\u4dbf\\u4e00-\\u9fff\\uf900-\\ufaff\\U00020000-\\U0003134f]"),
+      (
+        "\\p{Han}",
+        "[\\u2e80-\\u2fdf\\u3005\\u3007\\u3021-\\u3029\\u3400-\\u4dbf\\u4e00-\\u9fff\\uf900-\\ufaff\\U00020000-\\U0003134f]"
+      ),
       ("\\p{Hangul}", "[\\u1100-\\u11ff\\u3130-\\u318f\\ua960-\\ua97f\\uac00-\\ud7af\\ud7b0-\\ud7ff]"),
       ("\\p{L}", "[[:alpha:]]"), ("\\p{Lu}", "[[:upper:]]"), ("\\p{Ll}", "[[:lower:]]"), ("\\p{N}", "[[:digit:]]"),
       ("\\p{Nd}", "[[:digit:]]"),

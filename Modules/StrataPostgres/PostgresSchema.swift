@@ -148,7 +148,8 @@ struct PostgresSchema: Sendable {
     func claim(_ name: String, _ what: String) throws {
       guard name.utf8.count <= 63 else {
         throw StoreError(
-          .unsupported, "the PostgreSQL store cannot lay out this model: \(what) would be named '\(name)', "
+          .unsupported,
+          "the PostgreSQL store cannot lay out this model: \(what) would be named '\(name)', "
             + "longer than PostgreSQL's 63 bytes")
       }
       if let other = seen[name] {
@@ -247,7 +248,7 @@ struct PostgresSchema: Sendable {
   /// Every statement that creates the store's tables, constraints and indexes (metadata included).
   func createStatements() -> [String] {
     var statements = [
-      "CREATE TABLE \(qualify(Self.metadataTable)) (\"key\" text PRIMARY KEY, \"value\" text NOT NULL)",
+      "CREATE TABLE \(qualify(Self.metadataTable)) (\"key\" text PRIMARY KEY, \"value\" text NOT NULL)"
     ]
     for entity in model.entities { statements.append(createTableSQL(entity)) }
     for entity in model.entities { statements += foreignKeySQL(entity) }
@@ -381,7 +382,7 @@ extension PGRows {
     case PGType.bool: return .bool(bytes(row, column).first == 1)
     case PGType.numeric:
       guard let text = numeric(row, column) else { return .null }
-      if let d = Double(text), !text.contains(".") , let i = Int64(exactly: d) { return .int(i) }
+      if let d = Double(text), !text.contains("."), let i = Int64(exactly: d) { return .int(i) }
       return Decimal(string: text).map(Value.decimal) ?? .null
     case PGType.timestamptz: return .date(PostgresSchema.date(microseconds: int64(row, column)))
     case PGType.uuid: return uuid(row, column).map(Value.uuid) ?? .null

@@ -20,7 +20,8 @@ extension PostgresStore {
     if compiled.columns.isEmpty { select.sql += "1" }
     var sql = select + Fragment(" ") + compiled.query.fromClause
     if !compiled.groupBy.isEmpty {
-      sql = sql + Fragment(" GROUP BY " + compiled.groupBy.map(\.sql).joined(separator: ", "), compiled.groupBy.flatMap(\.bindings))
+      sql =
+        sql + Fragment(" GROUP BY " + compiled.groupBy.map(\.sql).joined(separator: ", "), compiled.groupBy.flatMap(\.bindings))
     }
     if !compiled.query.orderBy.isEmpty {
       sql.sql += " ORDER BY " + compiled.query.orderBy.joined(separator: ", ")

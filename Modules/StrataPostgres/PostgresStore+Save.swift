@@ -165,9 +165,10 @@ struct SaveOperation {
         let known = permanentIDs.first { $0.value == snapshot.objectID && $0.key.isTemporary }?.key ?? snapshot.objectID
         written.append(ObjectChange(objectID: known, attributes: snapshot.attributes, toOne: snapshot.toOne))
       }
-      throw try constraintConflict(written.filter { change in
-        !(schema.model.entity(named: change.objectID.entityName)?.uniquenessConstraints.isEmpty ?? true)
-      })
+      throw try constraintConflict(
+        written.filter { change in
+          !(schema.model.entity(named: change.objectID.entityName)?.uniquenessConstraints.isEmpty ?? true)
+        })
     } catch let error as PostgresError where error.sqlState == "23503" {
       throw StoreError(.validation, "a to-one relationship points at an object that is not stored (\(error.message))")
     }

@@ -16,7 +16,7 @@ extension StoreType {
 /// the model and the store identifier.
 ///
 /// ```swift
-/// let url = URL(string: "postgresql:///strata?host=/run/postgresql&schema=movies")!
+/// guard let url = URL(string: "postgresql:///strata/movies?host=/run/postgresql") else { return }
 /// let store = try PostgresStore(url: url, model: model)
 /// let movies = try store.fetch(FetchDescription(entityName: "Movie"), generation: nil)
 /// store.close()
@@ -55,7 +55,7 @@ public final class PostgresStore: PersistentStore {
   /// creating the schema's tables when it holds none and a model is given.
   ///
   /// ```swift
-  /// let store = try PostgresStore(url: URL(string: "postgresql://app@db.example.com/catalogue")!, model: model)
+  /// let store = try PostgresStore(url: URL(string: "postgresql://app@db.example.com/catalogue") ?? fallback, model: model)
   /// ```
   ///
   /// - Throws: `.io` for a malformed URI, a server that does not answer ("is the server running?") or
@@ -144,7 +144,8 @@ public final class PostgresStore: PersistentStore {
   private static func contents(_ connection: PostgresConnection, _ schema: String) throws -> (Bool, Int64) {
     let rows = try connection.query(
       "SELECT count(*) FILTER (WHERE c.relname = $2), count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')", [.string(schema), .string(PostgresSchema.metadataTable)])
+        + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+      [.string(schema), .string(PostgresSchema.metadataTable)])
     return (rows.int64(0, 0) > 0, rows.int64(0, 1))
   }
 
@@ -235,7 +236,9 @@ public final class PostgresStore: PersistentStore {
     if let generation {
       guard generation.storeIdentifier == identifier, let slot = pinned.withLock({ $0[generation.id] }) else {
         throw StoreError(
-          .misuse, "query generation \(generation.id) is not pinned on the store \(location) (it was unpinned or belongs to another store)")
+          .misuse,
+          "query generation \(generation.id) is not pinned on the store \(location) (it was unpinned or belongs to another store)"
+        )
       }
       return try slot.use(pool) { try body($0) }
     }
@@ -275,7 +278,9 @@ struct PostgresLocation: Sendable {
       let scheme = components.scheme, scheme == "postgresql" || scheme == "postgres"
     else {
       throw StoreError(
-        .io, "malformed PostgreSQL URI '\(text)': expected postgresql://user@host:port/database or postgresql:///database?host=/socket/dir")
+        .io,
+        "malformed PostgreSQL URI '\(text)': expected postgresql://user@host:port/database or postgresql:///database?host=/socket/dir"
+      )
     }
     var schema = defaultSchema
     // `postgresql://host/database/schema`: a second path component names the schema.
