@@ -16,6 +16,7 @@ let package = Package(
     .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
     .library(name: "StrataMemory", targets: ["StrataMemory"]),
     .library(name: "StrataLMDB", targets: ["StrataLMDB"]),
+    .library(name: "StrataPostgres", targets: ["StrataPostgres"]),
     .library(name: "StrataConformance", targets: ["StrataConformance"]),
     .library(name: "StrataConformanceWorker", targets: ["StrataConformanceWorker"]),
     .library(name: "FaveFlicks", targets: ["FaveFlicks"]),
@@ -53,6 +54,10 @@ let package = Package(
     .systemLibrary(name: "CLMDB", path: "Modules/CLMDB", providers: [.apt(["liblmdb-dev"])]),
     .target(
       name: "StrataLMDB", dependencies: ["StrataStoreKit", "CLMDB"], path: "Modules/StrataLMDB",
+      swiftSettings: swiftSettings),
+    .systemLibrary(name: "CLibPQ", path: "Modules/CLibPQ", providers: [.apt(["libpq-dev"])]),
+    .target(
+      name: "StrataPostgres", dependencies: ["StrataStoreKit", "CLibPQ"], path: "Modules/StrataPostgres",
       swiftSettings: swiftSettings),
     .target(
       name: "StrataConformance", dependencies: ["Strata", "StrataStoreKit", "StrataConformanceWorker"],
@@ -143,6 +148,16 @@ let package = Package(
         "StrataConformance", "StrataConformanceWorker", "StrataLMDB", "Strata", "StrataStoreKit", "CLMDB", "lmdb-worker",
         "strata-worker",
       ],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "StrataPostgresTests",
+      dependencies: [
+        "StrataConformance", "StrataConformanceWorker", "StrataPostgres", "Strata", "StrataStoreKit", "postgres-worker",
+      ],
+      swiftSettings: swiftSettings),
+    // The conformance worker of the PostgreSQL backend (a second process for the multi-process areas).
+    .executableTarget(
+      name: "postgres-worker", dependencies: ["StrataConformanceWorker", "StrataPostgres"], path: "Tests/PostgresWorker",
       swiftSettings: swiftSettings),
     // A second process for the LMDB tests: writes, reads, or holds a lock until it is killed.
     .executableTarget(

@@ -1,0 +1,282 @@
+import CLibPQ
+import Foundation
+import StrataStoreKit
+
+/// A value bound to a `$n` parameter: SQL NULL, text in PostgreSQL's input syntax (the server infers
+/// the type, or `oid` names it), or bytes in the binary format of the type `oid`.
+enum PGParameter: Sendable, Hashable {
+  case null
+  case text(String, oid: UInt32 = 0)
+  case binary([UInt8], oid: UInt32)
+
+  static func int(_ value: Int64) -> PGParameter {
+    .binary(withUnsafeBytes(of: value.bigEndian, Array.init), oid: PGType.int8)
+  }
+  static func double(_ value: Double) -> PGParameter {
+    .binary(withUnsafeBytes(of: value.bitPattern.bigEndian, Array.init), oid: PGType.float8)
+  }
+  static func bool(_ value: Bool) -> PGParameter { .binary([value ? 1 : 0], oid: PGType.bool) }
+  static func string(_ value: String) -> PGParameter { .text(value, oid: PGType.text) }
+}
+
+/// The type OIDs the store binds and reads (`pg_type`).
+enum PGType {
+  static let bool: UInt32 = 16
+  static let bytea: UInt32 = 17
+  static let int8: UInt32 = 20
+  static let int2: UInt32 = 21
+  static let int4: UInt32 = 23
+  static let text: UInt32 = 25
+  static let float4: UInt32 = 700
+  static let float8: UInt32 = 701
+  static let varchar: UInt32 = 1043
+  static let timestamptz: UInt32 = 1184
+  static let numeric: UInt32 = 1700
+  static let uuid: UInt32 = 2950
+}
+
+/// A failed libpq call: the server's SQLSTATE (when the server answered), its message and the statement.
+struct PostgresError: Error, Sendable, CustomStringConvertible {
+  /// The five-character SQLSTATE, or `nil` when the failure happened in the client or the connection.
+  var sqlState: String?
+  var message: String
+  var sql: String?
+  /// Whether the connection is gone (the server closed it, the network failed).
+  var connectionLost = false
+
+  var description: String { message + (sqlState.map { " (SQLSTATE \($0))" } ?? "") }
+
+  var isUniqueViolation: Bool { sqlState == "23505" }
+  var isSerializationFailure: Bool { sqlState == "40001" || sqlState == "40P01" }
+}
+
+/// The rows of one query, in libpq's binary result format; freed when it goes away.
+final class PGRows {
+  let result: OpaquePointer
+  let count: Int32
+  let columns: Int32
+
+  init(_ result: OpaquePointer) {
+    self.result = result
+    count = PQntuples(result)
+    columns = PQnfields(result)
+  }
+
+  deinit { PQclear(result) }
+
+  func isNull(_ row: Int32, _ column: Int32) -> Bool { PQgetisnull(result, row, column) != 0 }
+
+  func type(_ column: Int32) -> UInt32 { PQftype(result, column) }
+
+  /// The raw bytes of a value (binary format).
+  func bytes(_ row: Int32, _ column: Int32) -> UnsafeRawBufferPointer {
+    let length = Int(PQgetlength(result, row, column))
+    guard let pointer = PQgetvalue(result, row, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+    return UnsafeRawBufferPointer(start: UnsafeRawPointer(pointer), count: length)
+  }
+
+  /// A big-endian integer of 2, 4 or 8 bytes.
+  func int64(_ row: Int32, _ column: Int32) -> Int64 {
+    let raw = bytes(row, column)
+    var value: Int64 = 0
+    for byte in raw { value = value << 8 | Int64(byte) }
+    switch raw.count {
+    case 2: return Int64(Int16(truncatingIfNeeded: value))
+    case 4: return Int64(Int32(truncatingIfNeeded: value))
+    default: return value
+    }
+  }
+
+  func double(_ row: Int32, _ column: Int32) -> Double {
+    let raw = bytes(row, column)
+    var bits: UInt64 = 0
+    for byte in raw { bits = bits << 8 | UInt64(byte) }
+    if raw.count == 4 { return Double(Float(bitPattern: UInt32(truncatingIfNeeded: bits))) }
+    return Double(bitPattern: bits)
+  }
+
+  func text(_ row: Int32, _ column: Int32) -> String {
+    String(decoding: bytes(row, column), as: UTF8.self)
+  }
+
+  func data(_ row: Int32, _ column: Int32) -> Data { Data(bytes(row, column)) }
+}
+
+/// One libpq connection: statements with parameters, binary results, transactions.
+///
+/// Not thread-safe; it is `@unchecked Sendable` only to live inside a ``PostgresPool``'s slots, whose
+/// mutex makes every use single-threaded.
+final class PostgresConnection: @unchecked Sendable {
+  private var handle: OpaquePointer?
+  /// The URI it was opened with, without a password (for messages).
+  let location: String
+  private var transactionDepth = 0
+
+  /// Connects and sets the session up: UTC, ISO dates, the store's schema first on the search path.
+  init(conninfo: String, location: String, schema: String?, settings: [String: String] = [:]) throws {
+    self.location = location
+    guard let connection = PQconnectdb(conninfo) else {
+      throw PostgresError(message: "libpq could not allocate a connection", connectionLost: true)
+    }
+    guard PQstatus(connection) == CONNECTION_OK else {
+      let message = Self.message(PQerrorMessage(connection))
+      PQfinish(connection)
+      throw PostgresError(message: message, connectionLost: true)
+    }
+    handle = connection
+    var setup = ["SET TimeZone = 'UTC'", "SET DateStyle = 'ISO'", "SET extra_float_digits = 3"]
+    if let schema { setup.append("SET search_path = \(quoteIdentifier(schema)), public") }
+    for (name, value) in settings.sorted(by: { $0.key < $1.key }) {
+      setup.append("SET \(name) = \(quoteLiteral(value))")
+    }
+    for statement in setup { try execute(statement) }
+  }
+
+  deinit { close() }
+
+  func close() {
+    if let handle { PQfinish(handle) }
+    handle = nil
+  }
+
+  /// The libpq handle, for calls this type does not wrap (notifications).
+  var rawHandle: OpaquePointer? { handle }
+
+  var isOpen: Bool { handle.map { PQstatus($0) == CONNECTION_OK } ?? false }
+
+  var isInTransaction: Bool {
+    guard let handle else { return false }
+    return PQtransactionStatus(handle) != PQTRANS_IDLE
+  }
+
+  static func message(_ pointer: UnsafePointer<CChar>?) -> String {
+    guard let pointer else { return "unknown error" }
+    return String(cString: pointer).trimmingCharacters(in: .whitespacesAndNewlines)
+      .replacingOccurrences(of: "\n", with: "; ")
+  }
+
+  private func requireHandle() throws -> OpaquePointer {
+    guard let handle else { throw PostgresError(message: "the connection is closed", connectionLost: true) }
+    return handle
+  }
+
+  /// Runs `sql` with `parameters` (`$1`, `$2`, …) and returns its rows in binary format.
+  @discardableResult
+  func query(_ sql: String, _ parameters: [PGParameter] = []) throws -> PGRows {
+    let handle = try requireHandle()
+    let count = parameters.count
+    var types = [UInt32](repeating: 0, count: count)
+    var formats = [Int32](repeating: 0, count: count)
+    var lengths = [Int32](repeating: 0, count: count)
+    var buffers: [UnsafeMutablePointer<CChar>?] = []
+    buffers.reserveCapacity(count)
+    defer { for buffer in buffers { buffer?.deallocate() } }
+    for (index, parameter) in parameters.enumerated() {
+      switch parameter {
+      case .null:
+        buffers.append(nil)
+      case .text(let string, let oid):
+        types[index] = oid
+        let utf8 = Array(string.utf8CString)
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: utf8.count)
+        buffer.initialize(from: utf8, count: utf8.count)
+        buffers.append(buffer)
+      case .binary(let bytes, let oid):
+        types[index] = oid
+        formats[index] = 1
+        lengths[index] = Int32(bytes.count)
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: max(bytes.count, 1))
+        bytes.withUnsafeBufferPointer { source in
+          source.withMemoryRebound(to: CChar.self) { chars in
+            if let base = chars.baseAddress { buffer.initialize(from: base, count: bytes.count) }
+          }
+        }
+        buffers.append(buffer)
+      }
+    }
+    let result = buffers.withUnsafeBufferPointer { values in
+      values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
+        PQexecParams(handle, sql, Int32(count), types, values.baseAddress, lengths, formats, 1)
+      }
+    }
+    guard let result else {
+      throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
+    }
+    switch PQresultStatus(result) {
+    case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+      return PGRows(result)
+    default:
+      let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+      let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+      let message = primary ?? Self.message(PQresultErrorMessage(result))
+      PQclear(result)
+      throw PostgresError(sqlState: state, message: message, sql: sql, connectionLost: !isOpen)
+    }
+  }
+
+  /// The number of rows a command changed.
+  @discardableResult
+  func run(_ sql: String, _ parameters: [PGParameter] = []) throws -> Int {
+    let rows = try query(sql, parameters)
+    return Int(String(cString: PQcmdTuples(rows.result))) ?? 0
+  }
+
+  /// Runs one or more statements without parameters (simple query protocol).
+  func execute(_ sql: String) throws {
+    let handle = try requireHandle()
+    guard let result = PQexec(handle, sql) else {
+      throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
+    }
+    defer { PQclear(result) }
+    switch PQresultStatus(result) {
+    case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY: return
+    default:
+      let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+      let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+      throw PostgresError(
+        sqlState: state, message: primary ?? Self.message(PQresultErrorMessage(result)), sql: sql, connectionLost: !isOpen)
+    }
+  }
+
+  /// Runs `body` in a transaction (`BEGIN` … `COMMIT`), or in a savepoint inside one already open;
+  /// rolls back when it throws.
+  func transaction<R>(_ begin: String = "BEGIN", _ body: () throws -> R) throws -> R {
+    let nested = transactionDepth > 0
+    let savepoint = "strata_\(transactionDepth)"
+    try execute(nested ? "SAVEPOINT \(savepoint)" : begin)
+    transactionDepth += 1
+    defer { transactionDepth -= 1 }
+    do {
+      let result = try body()
+      try execute(nested ? "RELEASE SAVEPOINT \(savepoint)" : "COMMIT")
+      return result
+    } catch {
+      if isOpen { try? execute(nested ? "ROLLBACK TO SAVEPOINT \(savepoint)" : "ROLLBACK") }
+      throw error
+    }
+  }
+
+  /// Runs `body` in a savepoint, rolled back (and the error rethrown) when it throws; the open
+  /// transaction stays usable after a failed statement inside it.
+  func savepoint<R>(_ body: () throws -> R) throws -> R {
+    try execute("SAVEPOINT strata_try")
+    do {
+      let result = try body()
+      try execute("RELEASE SAVEPOINT strata_try")
+      return result
+    } catch {
+      if isOpen { try? execute("ROLLBACK TO SAVEPOINT strata_try; RELEASE SAVEPOINT strata_try") }
+      throw error
+    }
+  }
+}
+
+/// `"name"`: an SQL identifier, quoted.
+func quoteIdentifier(_ identifier: String) -> String {
+  "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+/// `'text'`: an SQL string literal.
+func quoteLiteral(_ text: String) -> String {
+  "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+}

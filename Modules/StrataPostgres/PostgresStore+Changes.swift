@@ -1,0 +1,86 @@
+import CLibPQ
+import Foundation
+import StrataStoreKit
+
+extension PostgresStore {
+  /// A stream that yields a ``StoreChange`` after every save this store commits, in commit order, and —
+  /// when the store was opened with `postsRemoteChangeNotifications` — after commits of other stores on
+  /// the same schema, in this process or on another machine (`isRemote`, with the newest history token
+  /// when history is tracked). Every save sends `NOTIFY` on the schema's channel; a connection of the
+  /// store `LISTEN`s while a stream is open and is polled every 50 ms. It finishes when the store closes.
+  ///
+  /// ```swift
+  /// for await change in store.changes() where change.isRemote { refetch() }
+  /// ```
+  public func changes() -> AsyncStream<StoreChange> {
+    let stream = broadcaster.stream()
+    if closed.load(ordering: .acquiring) {
+      broadcaster.finish()
+      return stream
+    }
+    if options.postsRemoteChangeNotifications {
+      startListening()
+      remoteWatcher.start(while: { [weak self] in
+        guard let store = self else { return false }
+        let keepGoing = !store.closed.load(ordering: .acquiring) && store.broadcaster.hasSubscribers
+        if !keepGoing { store.stopListening() }
+        return keepGoing
+      }) { [weak self] in self?.announceRemoteCommits() }
+    }
+    return stream
+  }
+
+  /// Opens the listening connection, once (before the stream is handed out, so no later commit is missed).
+  private func startListening() {
+    listener.withLock { connection in
+      guard connection == nil else { return }
+      guard let target = try? PostgresLocation(url: url ?? URL(fileURLWithPath: "/"), defaultSchema: configuration.schema),
+        let opened = try? target.connect(configuration: configuration)
+      else { return }
+      do {
+        try opened.execute("LISTEN \(quoteIdentifier(channel))")
+        connection = opened
+      } catch {
+        opened.close()
+      }
+    }
+  }
+
+  func stopListening() {
+    listener.withLock { connection in
+      connection?.close()
+      connection = nil
+    }
+  }
+
+  /// Yields one remote change when another store's commit was notified since the last look.
+  func announceRemoteCommits() {
+    if listener.withLock({ $0 == nil }) { startListening() }
+    let instanceID = self.instanceID
+    let heard = listener.withLock { connection -> Bool in
+      guard let connection else { return false }
+      if !connection.isOpen {
+        connection.close()
+        return false
+      }
+      return connection.drainNotifications().contains { $0 != instanceID }
+    }
+    guard heard else { return }
+    let token = options.tracksHistory ? try? currentHistoryToken() : nil
+    broadcaster.yield(StoreChange(storeIdentifier: identifier, historyToken: token, isRemote: true))
+  }
+}
+
+extension PostgresConnection {
+  /// The payloads of the notifications received since the last call (reads what the socket holds).
+  func drainNotifications() -> [String] {
+    guard let handle = rawHandle else { return [] }
+    guard PQconsumeInput(handle) == 1 else { return [] }
+    var payloads: [String] = []
+    while let notification = PQnotifies(handle) {
+      payloads.append(notification.pointee.extra.map { String(cString: $0) } ?? "")
+      PQfreemem(notification)
+    }
+    return payloads
+  }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import StrataStoreKit
+
+/// Reads objects and relationships through one connection for the shared evaluator, inside the
+/// connection's open transaction: a save sees its own writes before it commits.
+struct PostgresTransactionSource: EvaluationSource {
+  let connection: PostgresConnection
+  let schema: PostgresSchema
+  let storeIdentifier: String
+
+  func snapshot(for id: ObjectID) throws -> Snapshot? {
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey, let table = schema.tables[id.entityName] else {
+      return nil
+    }
+    let rows = try connection.query(table.selectByKeySQL, [.int(pk)])
+    return rows.count > 0 ? try rows.snapshot(0, table, storeIdentifier: storeIdentifier) : nil
+  }
+
+  func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return [] }
+    let rows = try connection.query(schema.relatedKeysSQL(id.entityName, relationship), [.int(pk)])
+    return (0..<rows.count).map {
+      ObjectID(entityName: relationship.destination, storeIdentifier: storeIdentifier, primaryKey: rows.int64($0, 0))
+    }
+  }
+}
+
+extension SaveOperation {
+  var transactionSource: PostgresTransactionSource {
+    PostgresTransactionSource(connection: connection, schema: schema, storeIdentifier: storeIdentifier)
+  }
+
+  /// Computes the derived attributes the save changes (``DerivedRecomputation``, after every write) and
+  /// writes them with one `UPDATE … SET <derived columns>` per object, leaving `_version` alone.
+  /// - Returns: the recomputed snapshots, values in their stored form.
+  func writeDerivedAttributes(_ derived: inout DerivedRecomputation) throws -> [Snapshot] {
+    guard derived.isNeeded else { return [] }
+    var recomputed = try derived.recompute(permanentIDs: permanentIDs, source: transactionSource)
+    for (position, snapshot) in recomputed.enumerated() {
+      let table = try schema.table(snapshot.objectID.entityName)
+      guard let pk = snapshot.objectID.primaryKey else { continue }
+      let indices = table.storedAttributes.filter { table.entity.attributes[$0].derivation != nil }
+      guard !indices.isEmpty else { continue }
+      var bindings: [PGParameter] = []
+      var sets: [String] = []
+      for index in indices {
+        let attribute = table.entity.attributes[index]
+        let stored = try PostgresSchema.storedForm(
+          snapshot.attributes[index], as: attribute.type, entity: table.name, key: attribute.name)
+        recomputed[position].attributes[index] = stored
+        bindings.append(try PostgresSchema.encode(stored, as: attribute.type, entity: table.name, key: attribute.name))
+        sets.append("\(quoteIdentifier(attribute.name)) = $\(bindings.count)")
+      }
+      try connection.run(
+        "UPDATE \(table.qualified) SET \(sets.joined(separator: ", ")) WHERE \"_pk\" = $\(bindings.count + 1)",
+        bindings + [.int(pk)])
+    }
+    return recomputed
+  }
+}

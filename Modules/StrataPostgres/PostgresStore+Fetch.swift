@@ -1,0 +1,126 @@
+import Foundation
+import StrataStoreKit
+
+extension PostgresStore {
+  /// Runs a fetch as one SQL query in the server: the predicate and sort descriptors are checked by
+  /// ``QueryValidator`` and compiled to SQL; nothing is filtered in Swift.
+  ///
+  /// ```swift
+  /// var request = FetchDescription(entityName: "Movie")
+  /// request.predicate = try QueryPredicate(format: "director.name BEGINSWITH[c] 'mi'")
+  /// request.sortDescriptors = [QuerySort("title", comparator: .localizedStandard)]
+  /// let result = try store.fetch(request, generation: nil)
+  /// ```
+  ///
+  /// - Throws: `.invalidQuery` / `.unsupported` from the validator, `.misuse` when the store is closed, `.io`.
+  public func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
+    if request.resultType == .dictionaries { return try fetchDictionaries(request, generation: generation) }
+    let query = try PostgresQueryCompiler.compile(request, schema: schema, storeIdentifier: identifier)
+    let table = query.table
+    var paging = Fragment("")
+    if let limit = request.effectiveLimit { paging = paging + Fragment(" LIMIT ?", [.int(Int64(limit))]) }
+    if request.fetchOffset > 0 { paging = paging + Fragment(" OFFSET ?", [.int(Int64(request.fetchOffset))]) }
+    let from = query.fromClause
+    let order = " ORDER BY " + query.orderBy.joined(separator: ", ")
+    let identifier = self.identifier
+    return try read(generation: generation) { connection -> FetchResult in
+      switch request.resultType {
+      case .count:
+        let sql =
+          paging.sql.isEmpty
+          ? Fragment("SELECT COUNT(*) ") + from
+          : Fragment("SELECT COUNT(*) FROM (SELECT t0.\"_pk\" ") + from + paging + Fragment(") AS page")
+        return .count(Int(try connection.query(sql.numbered(), sql.bindings).int64(0, 0)))
+      case .objectIDs:
+        let sql = Fragment("SELECT t0.\"_pk\" ") + from + Fragment(order) + paging
+        let rows = try connection.query(sql.numbered(), sql.bindings)
+        return .objectIDs(
+          (0..<rows.count).map { ObjectID(entityName: table.name, storeIdentifier: identifier, primaryKey: rows.int64($0, 0)) })
+      case .snapshots, .dictionaries:
+        let sql = Fragment("SELECT \(table.selectList(alias: "t0")) ") + from + Fragment(order) + paging
+        return .snapshots(try connection.query(sql.numbered(), sql.bindings).snapshots(table, storeIdentifier: identifier))
+      }
+    }
+  }
+
+  /// The snapshots of the objects that exist among `ids`, read with `_pk = ANY(…)` per entity.
+  ///
+  /// ```swift
+  /// let faults = try store.snapshots(for: [heatID, roninID], generation: nil)
+  /// ```
+  public func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
+    var keysByEntity: [String: [Int64]] = [:]
+    var order: [String] = []
+    for id in ids where id.storeIdentifier == identifier {
+      guard let pk = id.primaryKey else { continue }
+      if keysByEntity[id.entityName] == nil { order.append(id.entityName) }
+      keysByEntity[id.entityName, default: []].append(pk)
+    }
+    let work = try order.map { (try schema.table($0), keysByEntity[$0] ?? []) }
+    let identifier = self.identifier
+    return try read(generation: generation) { connection -> [Snapshot] in
+      var result: [Snapshot] = []
+      for (table, keys) in work {
+        let list = "{" + keys.map(String.init).joined(separator: ",") + "}"
+        let sql = "SELECT \(table.selectList(alias: "t0")) FROM \(table.qualified) AS t0 WHERE t0.\"_pk\" = ANY($1::bigint[])"
+        result += try connection.query(sql, [.text(list)]).snapshots(table, storeIdentifier: identifier)
+      }
+      return result
+    }
+  }
+
+  /// The targets of a relationship of one object, in primary-key order.
+  ///
+  /// ```swift
+  /// let movies = try store.relatedObjectIDs(of: directorID, relationship: "movies", generation: nil)
+  /// ```
+  ///
+  /// - Throws: `.notFound` for an unknown entity or relationship; `.misuse` when the store is closed.
+  public func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID] {
+    guard let table = schema.tables[id.entityName] else {
+      throw StoreError(.notFound, "\(id) names unknown entity '\(id.entityName)'", entity: id.entityName)
+    }
+    guard let rel = table.entity.relationship(named: relationship) else {
+      throw StoreError(
+        .notFound, "\(id.entityName) has no relationship '\(relationship)'", entity: id.entityName, key: relationship)
+    }
+    guard id.storeIdentifier == identifier, let pk = id.primaryKey else { return [] }
+    let sql = schema.relatedKeysSQL(table.name, rel)
+    let identifier = self.identifier
+    return try read(generation: generation) { connection -> [ObjectID] in
+      let rows = try connection.query(sql, [.int(pk)])
+      return (0..<rows.count).map {
+        ObjectID(entityName: rel.destination, storeIdentifier: identifier, primaryKey: rows.int64($0, 0))
+      }
+    }
+  }
+
+  // MARK: Query generations
+
+  /// Pins the store's current state: reads given the returned generation run on a connection of their
+  /// own holding a `REPEATABLE READ` transaction, so they see the store as it was when it was pinned.
+  ///
+  /// ```swift
+  /// let generation = try store.pinGeneration()
+  /// defer { store.unpin(generation) }
+  /// let before = try store.fetch(request, generation: generation)
+  /// ```
+  public func pinGeneration() throws -> QueryGeneration {
+    try checkOpen()
+    let slot = PostgresPool.Slot()
+    try slot.use(pool) { connection in
+      try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+      // The snapshot is taken by the transaction's first query.
+      try connection.execute("SELECT 1 FROM \(schema.qualify(PostgresSchema.metadataTable)) LIMIT 1")
+    }
+    let id = nextGeneration.add(1, ordering: .relaxed).newValue
+    pinned.withLock { $0[id] = slot }
+    return QueryGeneration(storeIdentifier: identifier, id: id)
+  }
+
+  /// Ends the transaction of a pinned generation. Unknown generations are ignored.
+  public func unpin(_ generation: QueryGeneration) {
+    guard generation.storeIdentifier == identifier else { return }
+    pinned.withLock { $0.removeValue(forKey: generation.id) }?.close()
+  }
+}

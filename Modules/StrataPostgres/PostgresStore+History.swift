@@ -1,0 +1,207 @@
+import Foundation
+import StrataStoreKit
+
+/// Persistent history in two tables of the store's schema:
+///
+/// ```sql
+/// strata_history_transaction(seq bigint identity PRIMARY KEY, "timestamp" double precision (seconds since 2001), author text,
+///                            context_name text, pid integer)
+/// strata_history_change(transaction_seq bigint REFERENCES …, position integer, entity text, pk bigint,
+///                       change_type text, updated_properties text[], tombstone jsonb)
+/// ```
+///
+/// Appends take a transaction-level advisory lock, so sequences commit in order and a reader continuing
+/// after a token never skips a transaction that committed later with a smaller number.
+/// `_strata_metadata.history_purged_through` is the last sequence a deletion removed.
+enum PostgresHistory {
+  static let transactionTable = "strata_history_transaction"
+  static let changeTable = "strata_history_change"
+  static let purgedKey = "history_purged_through"
+
+  static func createStatements(_ schema: PostgresSchema) -> [String] {
+    [
+      "CREATE TABLE IF NOT EXISTS \(schema.qualify(transactionTable)) (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+        + "\"timestamp\" double precision NOT NULL, author text, context_name text, pid integer NOT NULL)",
+      "CREATE TABLE IF NOT EXISTS \(schema.qualify(changeTable)) (transaction_seq bigint NOT NULL "
+        + "REFERENCES \(schema.qualify(transactionTable)) (seq) ON DELETE CASCADE, position integer NOT NULL, "
+        + "entity text NOT NULL, pk bigint NOT NULL, change_type text NOT NULL, updated_properties text[], "
+        + "tombstone jsonb, PRIMARY KEY (transaction_seq, position))",
+    ]
+  }
+
+  static func lock(_ connection: PostgresConnection, _ schema: PostgresSchema) throws {
+    try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.string("strata-history:" + schema.name)])
+  }
+
+  /// Creates the tables when history is on; when it is off and history was recorded before, deletes it
+  /// and marks every token issued so far expired.
+  static func prepare(_ connection: PostgresConnection, _ schema: PostgresSchema, tracksHistory: Bool) throws {
+    try connection.transaction {
+      try lock(connection, schema)
+      let exists = try connection.query("SELECT to_regclass($1)::text", [.string(schema.qualify(transactionTable))])
+      if tracksHistory {
+        if exists.isNull(0, 0) { for statement in createStatements(schema) { try connection.execute(statement) } }
+        return
+      }
+      guard !exists.isNull(0, 0) else { return }
+      let last = try lastSequence(connection, schema)
+      guard last > 0, try purgedThrough(connection, schema) <= last else { return }
+      try connection.run("DELETE FROM \(schema.qualify(transactionTable))")
+      // Reserve one sequence never given out: every token issued so far is older than it.
+      let reserved = try connection.query(
+        "SELECT nextval(pg_get_serial_sequence($1, 'seq'))", [.string(schema.qualify(transactionTable))]
+      ).int64(0, 0)
+      try setPurgedThrough(connection, schema, reserved)
+    }
+  }
+
+  static func purgedThrough(_ connection: PostgresConnection, _ schema: PostgresSchema) throws -> Int64 {
+    let rows = try connection.query(
+      "SELECT \"value\" FROM \(schema.qualify(PostgresSchema.metadataTable)) WHERE \"key\" = $1", [.string(purgedKey)])
+    return rows.count > 0 ? Int64(rows.text(0, 0)) ?? 0 : 0
+  }
+
+  static func setPurgedThrough(_ connection: PostgresConnection, _ schema: PostgresSchema, _ sequence: Int64) throws {
+    try connection.run(
+      "INSERT INTO \(schema.qualify(PostgresSchema.metadataTable)) (\"key\", \"value\") VALUES ($1, $2) "
+        + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = EXCLUDED.\"value\"", [.string(purgedKey), .string(String(sequence))])
+  }
+
+  /// The newest sequence recorded or purged, 0 when none.
+  static func lastSequence(_ connection: PostgresConnection, _ schema: PostgresSchema) throws -> Int64 {
+    let rows = try connection.query("SELECT coalesce(max(seq), 0) FROM \(schema.qualify(transactionTable))")
+    return max(rows.int64(0, 0), try purgedThrough(connection, schema))
+  }
+
+  /// Appends one transaction inside the caller's transaction and returns its token.
+  static func record(
+    _ changes: [HistoryChange], on connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String,
+    author: String?, contextName: String?
+  ) throws -> HistoryToken {
+    try lock(connection, schema)
+    let sequence = try connection.query(
+      "INSERT INTO \(schema.qualify(transactionTable)) (\"timestamp\", author, context_name, pid) VALUES ($1, $2, $3, $4) RETURNING seq",
+      [
+        PostgresSchema.encode(.date(Date())), author.map(PGParameter.string) ?? .null,
+        contextName.map(PGParameter.string) ?? .null, .int(Int64(HistoryLog.processID)),
+      ]
+    ).int64(0, 0)
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    let sql =
+      "INSERT INTO \(schema.qualify(changeTable)) (transaction_seq, position, entity, pk, change_type, updated_properties, tombstone) "
+      + "VALUES ($1, $2, $3, $4, $5, $6::text[], $7::jsonb)"
+    for (position, change) in changes.enumerated() {
+      guard let pk = change.objectID.primaryKey else { continue }
+      let tombstone: PGParameter =
+        change.tombstone.isEmpty ? .null : .text(String(decoding: try encoder.encode(change.tombstone), as: UTF8.self))
+      let properties: PGParameter =
+        change.updatedProperties.isEmpty
+        ? .null : .text("{" + change.updatedProperties.map { "\"\($0)\"" }.joined(separator: ",") + "}")
+      try connection.run(
+        sql,
+        [
+          .int(sequence), .int(Int64(position)), .string(change.objectID.entityName), .int(pk),
+          .string(change.changeType.rawValue), properties, tombstone,
+        ])
+    }
+    return HistoryToken(storeIdentifier: storeIdentifier, sequence: sequence)
+  }
+}
+
+extension PostgresStore {
+  /// Reads persistent history (see ``PersistentStore/fetchHistory(_:)``).
+  ///
+  /// ```swift
+  /// if case .transactions(let recent) = try store.fetchHistory(HistoryRequest(after: .token(last))) { … }
+  /// ```
+  public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
+    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, location) }
+    try HistoryLog.check(request)
+    let identifier = self.identifier
+    let schema = self.schema
+    let transactions = try read(generation: nil) { connection -> [HistoryTransaction] in
+      try connection.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ") {
+        let start = try HistoryLog.startSequence(
+          of: request, storeIdentifier: identifier, purgedThrough: try PostgresHistory.purgedThrough(connection, schema))
+        let rows = try connection.query(
+          "SELECT seq, \"timestamp\", author, context_name, pid FROM \(schema.qualify(PostgresHistory.transactionTable)) "
+            + "WHERE seq > $1 ORDER BY seq", [.int(start)])
+        var transactions: [HistoryTransaction] = []
+        var position: [Int64: Int] = [:]
+        for row in 0..<rows.count {
+          let sequence = rows.int64(row, 0)
+          position[sequence] = transactions.count
+          transactions.append(
+            HistoryTransaction(
+              token: HistoryToken(storeIdentifier: identifier, sequence: sequence),
+              timestamp: Date(timeIntervalSinceReferenceDate: rows.double(row, 1)),
+              author: rows.isNull(row, 2) ? nil : rows.text(row, 2),
+              contextName: rows.isNull(row, 3) ? nil : rows.text(row, 3),
+              processID: Int32(truncatingIfNeeded: rows.int64(row, 4)), changes: []))
+        }
+        guard request.resultType == .transactionsAndChanges, !transactions.isEmpty else { return transactions }
+        let decoder = JSONDecoder()
+        let changes = try connection.query(
+          "SELECT transaction_seq, entity, pk, change_type, array_to_string(updated_properties, ','), tombstone::text "
+            + "FROM \(schema.qualify(PostgresHistory.changeTable)) WHERE transaction_seq > $1 ORDER BY transaction_seq, position",
+          [.int(start)])
+        for row in 0..<changes.count {
+          let type = HistoryChangeType(rawValue: changes.text(row, 3)) ?? .update
+          let properties =
+            changes.isNull(row, 4) ? [] : changes.text(row, 4).split(separator: ",").map(String.init)
+          let tombstone =
+            changes.isNull(row, 5)
+            ? [:] : (try? decoder.decode([String: Value].self, from: Data(changes.text(row, 5).utf8))) ?? [:]
+          let id = ObjectID(entityName: changes.text(row, 1), storeIdentifier: identifier, primaryKey: changes.int64(row, 2))
+          if let index = position[changes.int64(row, 0)] {
+            transactions[index].changes.append(
+              HistoryChange(objectID: id, changeType: type, updatedProperties: properties, tombstone: tombstone))
+          }
+        }
+        return transactions
+      }
+    }
+    return try HistoryLog.answer(request, transactions: transactions)
+  }
+
+  /// Deletes history before a token or date in one transaction (see ``PersistentStore/deleteHistory(before:)``).
+  ///
+  /// ```swift
+  /// let removed = try store.deleteHistory(before: .date(Date().addingTimeInterval(-86_400)))
+  /// ```
+  public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
+    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, location) }
+    try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
+    let schema = self.schema
+    return try write { connection -> Int in
+      try PostgresHistory.lock(connection, schema)
+      let condition: (String, PGParameter) =
+        switch cutoff {
+        case .token(let token): ("seq < $1", .int(token.sequence))
+        case .date(let date): ("\"timestamp\" < $1", PostgresSchema.encode(.date(date)))
+        }
+      let rows = try connection.query(
+        "DELETE FROM \(schema.qualify(PostgresHistory.transactionTable)) WHERE \(condition.0) RETURNING seq", [condition.1])
+      var newest: Int64 = 0
+      for row in 0..<rows.count { newest = max(newest, rows.int64(row, 0)) }
+      if newest > (try PostgresHistory.purgedThrough(connection, schema)) {
+        try PostgresHistory.setPurgedThrough(connection, schema, newest)
+      }
+      return Int(rows.count)
+    }
+  }
+
+  /// The token of the newest history transaction (whichever process wrote it); `nil` before the first
+  /// one or without history tracking.
+  ///
+  /// ```swift
+  /// let token = try store.currentHistoryToken()
+  /// ```
+  public func currentHistoryToken() throws -> HistoryToken? {
+    guard options.tracksHistory else { return nil }
+    let schema = self.schema
+    let last = try read(generation: nil) { try PostgresHistory.lastSequence($0, schema) }
+    return last > 0 ? HistoryToken(storeIdentifier: identifier, sequence: last) : nil
+  }
+}

@@ -1,0 +1,338 @@
+import Foundation
+import StrataStoreKit
+
+extension PostgresStore {
+  /// Applies a change set in one transaction, all or nothing.
+  ///
+  /// ```swift
+  /// let movie = ObjectID.makeTemporary(entityName: "Movie")
+  /// let result = try store.save(ChangeSet(inserted: [
+  ///   ObjectChange(objectID: movie, attributes: ["Heat", .int(1995)], toOne: [nil])
+  /// ]))
+  /// let saved = result.permanentIDs[movie]   // strata://…/Movie/p1
+  /// ```
+  ///
+  /// Inserts get version 1 and a key from the table's identity sequence, in change-set order; updates
+  /// increment `_version` only when it still holds the expected version (optimistic locking). Unique
+  /// constraints and foreign keys are deferred to the end of the save, so uniqueness is judged on the
+  /// state the whole save produces. Derived attributes are computed last, inside the transaction.
+  ///
+  /// - Throws: `.optimisticLockConflict` listing every stale update or delete; `.constraintConflict`
+  ///   listing every uniqueness clash with both objects; `.validation`; `.misuse`; `.readOnly`; `.io`
+  ///   (the connection was lost: the transaction was not committed).
+  public func save(_ changes: ChangeSet) throws -> SaveResult {
+    try checkOpen()
+    if changes.isEmpty { return SaveResult() }
+    if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
+    let schema = self.schema
+    let identifier = self.identifier
+    let history = options.tracksHistory
+    let (result, change) = try write { connection -> (SaveResult, StoreChange) in
+      var operation = SaveOperation(
+        connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, tracksHistory: history)
+      let outcome = try operation.apply()
+      try notify(connection)
+      return outcome
+    }
+    broadcaster.yield(change)
+    return result
+  }
+
+  /// Tells other stores on the schema that a transaction committed (delivered at commit).
+  func notify(_ connection: PostgresConnection) throws {
+    try connection.query("SELECT pg_notify($1, $2)", [.string(channel), .string(instanceID)])
+  }
+}
+
+/// The work of one save, inside its transaction.
+struct SaveOperation {
+  let connection: PostgresConnection
+  let schema: PostgresSchema
+  let storeIdentifier: String
+  let changes: ChangeSet
+  let tracksHistory: Bool
+
+  var permanentIDs: [ObjectID: ObjectID] = [:]
+  var versions: [ObjectID: Int64] = [:]
+  var converted = Set<ObjectID>()
+  var patches: [(change: ObjectChange, table: PostgresSchema.Table, pk: Int64, column: String, target: ObjectID)] = []
+  var tombstones: [ObjectID: [String: Value]] = [:]
+  var position: [ObjectID: Int] {
+    Dictionary(
+      (changes.inserted + changes.updated).enumerated().map { ($1.objectID, $0) }, uniquingKeysWith: { a, _ in a })
+  }
+
+  init(
+    connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String, changes: ChangeSet,
+    tracksHistory: Bool
+  ) {
+    self.connection = connection
+    self.schema = schema
+    self.storeIdentifier = storeIdentifier
+    self.changes = changes
+    self.tracksHistory = tracksHistory
+  }
+
+  mutating func apply() throws -> (SaveResult, StoreChange) {
+    try connection.execute("SET CONSTRAINTS ALL DEFERRED")
+    try check()
+    try checkVersions()
+    var derived = DerivedRecomputation(model: schema.model, changes: changes)
+    try derived.noteRelatedObjects(before: transactionSource)
+    let deleted = try deleteRows()
+    let deletedIDs = Set(
+      deleted.flatMap { entity, keys in
+        keys.map { ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: $0) }
+      })
+    for change in changes.updated where !deletedIDs.contains(change.objectID) { try update(change) }
+    for change in changes.inserted { try insert(change) }
+    try applyPatches()
+    for link in changes.linkChanges { try apply(link) }
+    let cleared = try clearReferences(to: deleted)
+    let recomputed = try writeDerivedAttributes(&derived)
+    try checkConstraints(recomputed: recomputed)
+    var (result, change) = try results(deleted: deletedIDs, cleared: cleared, recomputed: recomputed)
+    derived.report(recomputed, into: &result, change: &change)
+    if tracksHistory {
+      let token = try PostgresHistory.record(
+        HistoryLog.changes(
+          of: change, changeSet: changes, tombstones: tombstones, recomputed: recomputed, model: schema.model),
+        on: connection, schema: schema, storeIdentifier: storeIdentifier, author: changes.author,
+        contextName: changes.contextName)
+      result.historyToken = token
+      change.historyToken = token
+    }
+    return (result, change)
+  }
+
+  // MARK: Checks
+
+  private func check() throws {
+    var inserted = Set<ObjectID>(minimumCapacity: changes.inserted.count)
+    for change in changes.inserted {
+      guard inserted.insert(change.objectID).inserted else {
+        throw StoreError(.misuse, "\(change.objectID) is inserted twice in one change set", entity: change.objectID.entityName)
+      }
+      if !change.objectID.isTemporary, change.objectID.storeIdentifier != storeIdentifier {
+        throw StoreError(
+          .misuse, "cannot insert \(change.objectID): it belongs to another store", entity: change.objectID.entityName)
+      }
+    }
+    for change in [changes.inserted, changes.updated].joined() {
+      let entity = try schema.table(change.objectID.entityName).entity
+      try change.requireShape(of: entity)
+      for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
+        try checkReference(target, entity.name, rel.name, inserted)
+      }
+    }
+    for change in changes.updated where change.objectID.isTemporary || change.objectID.storeIdentifier != storeIdentifier {
+      throw StoreError(
+        .misuse, "cannot update \(change.objectID): it is not a saved object of this store", entity: change.objectID.entityName)
+    }
+    for link in changes.linkChanges {
+      try checkReference(link.source, link.entityName, link.relationship, inserted)
+      try checkReference(link.target, link.entityName, link.relationship, inserted)
+    }
+  }
+
+  private func checkReference(_ target: ObjectID?, _ entity: String, _ key: String, _ inserted: Set<ObjectID>) throws {
+    guard let target, target.isTemporary, !inserted.contains(target) else { return }
+    throw StoreError(
+      .misuse, "\(entity).\(key) points at \(target), which is neither saved nor inserted by this save",
+      entity: entity, key: key, value: .objectID(target))
+  }
+
+  private func checkVersions() throws {
+    try OptimisticLocking.check(changes, model: schema.model) { id in
+      try storedSnapshot(try schema.table(id.entityName), id)
+    }
+  }
+
+  func storedSnapshot(_ table: PostgresSchema.Table, _ id: ObjectID) throws -> Snapshot? {
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }
+    let rows = try connection.query(table.selectByKeySQL, [.int(pk)])
+    return rows.count > 0 ? try rows.snapshot(0, table, storeIdentifier: storeIdentifier) : nil
+  }
+
+  /// Checks the deferred constraints now, in a savepoint: a uniqueness clash becomes `.constraintConflict`
+  /// listing every clash of the final state, a dangling reference `.validation`.
+  private func checkConstraints(recomputed: [Snapshot]) throws {
+    do {
+      try connection.savepoint { try connection.execute("SET CONSTRAINTS ALL IMMEDIATE") }
+    } catch let error as PostgresError where error.isUniqueViolation {
+      var written = changes.inserted + changes.updated
+      for snapshot in recomputed {
+        let known = permanentIDs.first { $0.value == snapshot.objectID && $0.key.isTemporary }?.key ?? snapshot.objectID
+        written.append(ObjectChange(objectID: known, attributes: snapshot.attributes, toOne: snapshot.toOne))
+      }
+      throw try constraintConflict(
+        written.filter { change in
+          !(schema.model.entity(named: change.objectID.entityName)?.uniquenessConstraints.isEmpty ?? true)
+        })
+    } catch let error as PostgresError where error.sqlState == "23503" {
+      throw StoreError(.validation, "a to-one relationship points at an object that is not stored (\(error.message))")
+    }
+  }
+
+  // MARK: Rows
+
+  private func encodeTarget(_ target: ObjectID?, _ rel: RelationshipDescription, of entity: String) throws -> PGParameter? {
+    guard let target else { return .null }
+    guard target.entityName == rel.destination else {
+      throw StoreError(
+        .validation, "\(entity).\(rel.name) must point at a \(rel.destination), not at \(target)",
+        entity: entity, key: rel.name, value: .objectID(target))
+    }
+    if let permanent = permanentIDs[target] { return permanent.primaryKey.map(PGParameter.int) }
+    if target.isTemporary { return nil }
+    guard target.storeIdentifier == storeIdentifier, let pk = target.primaryKey else {
+      throw StoreError(
+        .validation, "\(entity).\(rel.name) points at \(target), which belongs to another store",
+        entity: entity, key: rel.name, value: .objectID(target))
+    }
+    return .int(pk)
+  }
+
+  /// The column values of `change`, and the to-one targets to fill in once they have keys.
+  private func row(
+    _ change: ObjectChange, _ table: PostgresSchema.Table, noting converted: inout Set<ObjectID>
+  ) throws -> ([PGParameter], [(String, ObjectID)]) {
+    let entity = table.entity
+    var values: [PGParameter] = []
+    values.reserveCapacity(table.dataColumns.count)
+    for index in table.storedAttributes {
+      let value = change.attributes[index]
+      let attribute = entity.attributes[index]
+      if !attribute.type.isCanonical(value) { converted.insert(change.objectID) }
+      if value.isNull && !attribute.isOptional {
+        throw StoreError(
+          .validation, "\(entity.name).\(attribute.name) is required but the value is nil", entity: entity.name,
+          key: attribute.name, value: .null)
+      }
+      values.append(try PostgresSchema.encode(value, as: attribute.type, entity: entity.name, key: attribute.name))
+    }
+    var later: [(String, ObjectID)] = []
+    for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
+      if let encoded = try encodeTarget(target, rel, of: entity.name) {
+        values.append(encoded)
+      } else {
+        values.append(.null)
+        if let target { later.append((rel.name, target)) }
+      }
+    }
+    return (values, later)
+  }
+
+  private mutating func deleteRows() throws -> [String: [Int64]] {
+    var deleted: [String: [Int64]] = [:]
+    for deletion in changes.deleted {
+      let id = deletion.objectID
+      let table = try schema.table(id.entityName)
+      guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { continue }
+      if tracksHistory, HistoryLog.recordsTombstone(table.name, model: schema.model), let stored = try storedSnapshot(table, id) {
+        tombstones[id] = HistoryLog.tombstone(of: stored, model: schema.model)
+      }
+      if try connection.run(table.deleteSQL, [.int(pk)]) > 0 {
+        deleted[table.name, default: []].append(pk)
+      }
+    }
+    return deleted
+  }
+
+  private mutating func update(_ change: ObjectChange) throws {
+    let table = try schema.table(change.objectID.entityName)
+    guard let pk = change.objectID.primaryKey else { return }
+    let (values, later) = try row(change, table, noting: &converted)
+    var bindings = values + [.int(pk)]
+    if let expected = change.expectedVersion { bindings.append(.int(expected)) }
+    let rows = try connection.query(change.expectedVersion == nil ? table.updateSQL : table.checkedUpdateSQL, bindings)
+    guard rows.count == 1 else {
+      throw StoreError(
+        .optimisticLockConflict, "optimistic locking failure: \(change.objectID) changed during the save",
+        entity: table.name,
+        conflicts: [StoreError.Conflict(objectID: change.objectID, entity: table.name, keys: change.changedKeys)])
+    }
+    versions[change.objectID] = rows.int64(0, 0)
+    for (column, target) in later { patches.append((change, table, pk, column, target)) }
+  }
+
+  private mutating func insert(_ change: ObjectChange) throws {
+    let table = try schema.table(change.objectID.entityName)
+    let (values, later) = try row(change, table, noting: &converted)
+    let pk: Int64
+    if let given = change.objectID.primaryKey {
+      guard try storedSnapshot(table, change.objectID) == nil else {
+        throw StoreError(.misuse, "cannot insert \(change.objectID): it is already saved", entity: table.name)
+      }
+      try connection.run(table.insertWithKeySQL, [.int(given), .int(1)] + values)
+      pk = given
+    } else {
+      pk = try connection.query(table.insertSQL, values).int64(0, 0)
+    }
+    let permanent = ObjectID(entityName: table.name, storeIdentifier: storeIdentifier, primaryKey: pk)
+    permanentIDs[change.objectID] = permanent
+    versions[permanent] = 1
+    for (column, target) in later { patches.append((change, table, pk, column, target)) }
+  }
+
+  private mutating func applyPatches() throws {
+    for patch in patches {
+      guard let target = permanentIDs[patch.target]?.primaryKey else { continue }
+      try connection.run(
+        "UPDATE \(patch.table.qualified) SET \(quoteIdentifier(patch.column)) = $1 WHERE \"_pk\" = $2",
+        [.int(target), .int(patch.pk)])
+    }
+  }
+
+  // MARK: Links and deletes
+
+  private mutating func apply(_ link: LinkChange) throws {
+    let entity = try schema.table(link.entityName).entity
+    guard let rel = entity.relationship(named: link.relationship), rel.isToMany else {
+      throw StoreError(
+        .misuse, "\(link.entityName).\(link.relationship) is not a to-many relationship of the model",
+        entity: link.entityName, key: link.relationship)
+    }
+    guard case .joinTable(let table, let ownerColumn, _, let destination) = schema.toManyStorage(entity.name, rel) else {
+      return
+    }
+    for (id, expected) in [(link.source, entity.name), (link.target, destination)] where id.entityName != expected {
+      throw StoreError(
+        .validation, "\(entity.name).\(rel.name) links a \(entity.name) to a \(destination), not \(id)",
+        entity: entity.name, key: rel.name, value: .objectID(id))
+    }
+    func key(_ id: ObjectID) -> Int64? {
+      permanentIDs[id]?.primaryKey ?? (id.storeIdentifier == storeIdentifier ? id.primaryKey : nil)
+    }
+    guard let source = key(link.source), let target = key(link.target) else { return }
+    let (first, second) = ownerColumn == "source" ? (source, target) : (target, source)
+    if link.isInsertion {
+      try connection.run(
+        "INSERT INTO \(schema.qualify(table)) (\"source\", \"target\") SELECT $1, $2 "
+          + "WHERE EXISTS (SELECT 1 FROM \(schema.qualify(entity.name)) WHERE \"_pk\" = $3) "
+          + "AND EXISTS (SELECT 1 FROM \(schema.qualify(destination)) WHERE \"_pk\" = $4) ON CONFLICT DO NOTHING",
+        [.int(first), .int(second), .int(source), .int(target)])
+    } else {
+      try connection.run(
+        "DELETE FROM \(schema.qualify(table)) WHERE \"source\" = $1 AND \"target\" = $2", [.int(first), .int(second)])
+    }
+  }
+
+  /// Sets every to-one reference to a deleted object to NULL (join-table rows go by `ON DELETE CASCADE`).
+  /// Returns the `entity/pk/relationship` of each cleared reference.
+  private func clearReferences(to deleted: [String: [Int64]]) throws -> Set<String> {
+    guard !deleted.isEmpty else { return [] }
+    var cleared = Set<String>()
+    for entity in schema.model.entities {
+      for rel in entity.toOneRelationships {
+        guard let keys = deleted[rel.destination], !keys.isEmpty else { continue }
+        let list = "{" + keys.map(String.init).joined(separator: ",") + "}"
+        let rows = try connection.query(
+          "UPDATE \(schema.qualify(entity.name)) SET \(quoteIdentifier(rel.name)) = NULL "
+            + "WHERE \(quoteIdentifier(rel.name)) = ANY($1::bigint[]) RETURNING \"_pk\"", [.text(list)])
+        for row in 0..<rows.count { cleared.insert("\(entity.name)/\(rows.int64(row, 0))/\(rel.name)") }
+      }
+    }
+    return cleared
+  }
+}

@@ -1,0 +1,489 @@
+import CLibPQ
+import Foundation
+import StrataStoreKit
+import Synchronization
+
+extension StoreType {
+  /// A schema in a PostgreSQL database, shared by processes on many machines (`StrataPostgres`).
+  public static let postgres = StoreType("postgres")
+}
+
+/// The PostgreSQL backend: one schema of a database on a server, a table per entity.
+///
+/// A DBA reads it with `psql`: a table per entity named like the entity (`_pk`, `_version`, a column of
+/// a real type per stored attribute, a foreign-key column per to-one relationship), join tables
+/// `Owner_relationship`, deferrable unique constraints for uniqueness, and `_strata_metadata` holding
+/// the model and the store identifier.
+///
+/// ```swift
+/// guard let url = URL(string: "postgresql:///strata/movies?host=/run/postgresql") else { return }
+/// let store = try PostgresStore(url: url, model: model)
+/// let movies = try store.fetch(FetchDescription(entityName: "Movie"), generation: nil)
+/// store.close()
+/// ```
+///
+/// A store is `Sendable`: reads and writes borrow a connection of a small pool.
+public final class PostgresStore: PersistentStore {
+  /// Always ``StoreType/postgres``.
+  public let storeType = StoreType.postgres
+  /// The `store_id` written into `_strata_metadata` when the store was created.
+  public let identifier: String
+  /// The location the store was opened at (a libpq URI, with the schema as its `schema` query item).
+  public let url: URL?
+  public let model: ObjectModel
+  public let options: StoreOptions
+  public let configuration: PostgresStoreConfiguration
+  /// The URI as messages name it (no password).
+  let location: String
+  let schema: PostgresSchema
+  let pool: PostgresPool
+  /// Serializes this store's writes, so change notifications go out in commit order.
+  let writeLock = Mutex<Void>(())
+  let pinned = Locked<[UInt64: PostgresPool.Slot]>([:])
+  let nextGeneration = Atomic<UInt64>(0)
+  let closed = Atomic<Bool>(false)
+  let broadcaster = ChangeBroadcaster()
+  let remoteWatcher = RemoteCommitWatcher(name: "strata-postgres-listen")
+  /// The connection listening for other stores' commits, while a change stream is open.
+  let listener = Locked<PostgresConnection?>(nil)
+  /// Tells this store's own notifications from others'.
+  let instanceID = UUID().uuidString
+  /// The `NOTIFY` channel of the store's schema.
+  var channel: String { "strata_" + String(identifier.lowercased().filter { $0.isHexDigit }.prefix(32)) }
+
+  /// Opens the store in the schema named by `url`'s `schema` query item (else `configuration.schema`),
+  /// creating the schema's tables when it holds none and a model is given.
+  ///
+  /// ```swift
+  /// let store = try PostgresStore(url: URL(string: "postgresql://app@db.example.com/catalogue") ?? fallback, model: model)
+  /// ```
+  ///
+  /// - Throws: `.io` for a malformed URI, a server that does not answer ("is the server running?") or
+  ///   refused credentials; `.notFound` for a missing database, or a missing store when `model` is `nil`
+  ///   or the store is read-only; `.corrupted` when the schema holds tables that are not a Strata store;
+  ///   `.schemaMismatch` when the stored model differs. Nothing is created or changed on any error.
+  public init(
+    url: URL, model: ObjectModel?, options: StoreOptions = StoreOptions(),
+    configuration: PostgresStoreConfiguration = PostgresStoreConfiguration()
+  ) throws {
+    let target = try PostgresLocation(url: url, defaultSchema: configuration.schema)
+    let first = try target.connect(configuration: configuration)
+    let opened: (identifier: String, model: ObjectModel)
+    let layout: PostgresSchema
+    do {
+      opened = try Self.openOrCreate(first, target: target, model: model, options: options)
+      layout = try PostgresSchema(model: opened.model, schema: target.schema)
+      if !options.isReadOnly { try PostgresHistory.prepare(first, layout, tracksHistory: options.tracksHistory) }
+    } catch let error as PostgresError {
+      first.close()
+      throw error.storeError(location: target.display)
+    } catch {
+      first.close()
+      throw error
+    }
+    self.url = url
+    self.options = options
+    self.configuration = configuration
+    self.location = target.display
+    self.identifier = opened.identifier
+    self.model = opened.model
+    self.schema = layout
+    self.pool = PostgresPool(target: target, configuration: configuration, first: first)
+  }
+
+  deinit {
+    broadcaster.finish()
+  }
+
+  // MARK: Opening
+
+  private static func openOrCreate(
+    _ connection: PostgresConnection, target: PostgresLocation, model: ObjectModel?, options: StoreOptions
+  ) throws -> (identifier: String, model: ObjectModel) {
+    let where_ = "\(target.display) (schema \(target.schema))"
+    // One statement reads both, so a store another process commits in between is never half seen.
+    let (hasMetadata, tables) = try contents(connection, target.schema)
+    if !hasMetadata {
+      if tables > 0 {
+        throw StoreError(
+          .corrupted, "\(where_) is not a Strata store: the schema holds \(tables) tables but no \(PostgresSchema.metadataTable)")
+      }
+      guard let model, !options.isReadOnly else {
+        throw StoreError(.notFound, "there is no store at \(where_) (open it with a model to create one)")
+      }
+      try create(connection, target: target, model: model)
+    }
+    let metadata = try readMetadata(connection, target.schema, where_)
+    guard let identifier = metadata["store_id"], !identifier.isEmpty else {
+      throw StoreError(.corrupted, "\(where_) is not a Strata store (its metadata has no store_id)")
+    }
+    guard let json = metadata["model"] else {
+      throw StoreError(.corrupted, "\(where_) is a damaged Strata store (its metadata holds no model)")
+    }
+    let stored: ObjectModel
+    do {
+      stored = try ObjectModel.decode(jsonData: Data(json.utf8))
+    } catch let error as StoreError {
+      throw StoreError(.corrupted, "\(where_): \(error.message)")
+    }
+    let storedFingerprint = metadata["model_fingerprint"] ?? stored.fingerprint
+    if let model, model.fingerprint != storedFingerprint {
+      throw mismatch(where_, stored: stored, storedFingerprint: storedFingerprint, given: model)
+    }
+    return (identifier, model ?? stored)
+  }
+
+  private static func hasMetadata(_ connection: PostgresConnection, _ schema: String) throws -> Bool {
+    let rows = try connection.query(
+      "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
+      [.string(schema), .string(PostgresSchema.metadataTable)])
+    return rows.count > 0
+  }
+
+  /// Whether the schema has the metadata table, and how many tables and views it holds.
+  private static func contents(_ connection: PostgresConnection, _ schema: String) throws -> (Bool, Int64) {
+    let rows = try connection.query(
+      "SELECT count(*) FILTER (WHERE c.relname = $2), count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+      [.string(schema), .string(PostgresSchema.metadataTable)])
+    return (rows.int64(0, 0) > 0, rows.int64(0, 1))
+  }
+
+  private static func tableCount(_ connection: PostgresConnection, _ schema: String) throws -> Int64 {
+    let rows = try connection.query(
+      "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')", [.string(schema)])
+    return rows.int64(0, 0)
+  }
+
+  /// Creates the schema, tables and metadata in one transaction, holding an advisory lock on the schema's
+  /// name so that concurrent first opens create it once (the others find it made).
+  private static func create(_ connection: PostgresConnection, target: PostgresLocation, model: ObjectModel) throws {
+    let layout = try PostgresSchema(model: model, schema: target.schema)
+    let json = String(decoding: try model.jsonData(), as: UTF8.self)
+    try connection.transaction {
+      try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.string("strata:" + target.schema)])
+      if try contents(connection, target.schema).1 > 0 { return }
+      try connection.execute("CREATE SCHEMA IF NOT EXISTS \(quoteIdentifier(target.schema))")
+      for statement in layout.createStatements() { try connection.execute(statement) }
+      let metadata: [(String, String)] = [
+        ("format", PostgresSchema.format), ("store_id", UUID().uuidString), ("model", json),
+        ("model_fingerprint", model.fingerprint), ("created_at", ISO8601DateFormatter().string(from: Date())),
+      ]
+      for (key, value) in metadata {
+        try connection.run(
+          "INSERT INTO \(layout.qualify(PostgresSchema.metadataTable)) (\"key\", \"value\") VALUES ($1, $2)",
+          [.string(key), .string(value)])
+      }
+    }
+  }
+
+  private static func readMetadata(
+    _ connection: PostgresConnection, _ schema: String, _ where_: String
+  ) throws -> [String: String] {
+    let table = quoteIdentifier(schema) + "." + quoteIdentifier(PostgresSchema.metadataTable)
+    let rows = try connection.query("SELECT \"key\", \"value\" FROM \(table)")
+    var metadata: [String: String] = [:]
+    for row in 0..<rows.count { metadata[rows.text(row, 0)] = rows.text(row, 1) }
+    guard metadata["format"] == PostgresSchema.format else {
+      let found = metadata["format"].map { "format '\($0)'" } ?? "no format"
+      throw StoreError(
+        .corrupted, "\(where_) is not a Strata PostgreSQL store (its metadata has \(found), expected '\(PostgresSchema.format)')")
+    }
+    return metadata
+  }
+
+  private static func mismatch(
+    _ where_: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel
+  ) -> StoreError {
+    var differences: [String] = []
+    for entity in given.entities {
+      if let old = stored.entity(named: entity.name) {
+        if old != entity { differences.append("\(entity.name) (changed)") }
+      } else {
+        differences.append("\(entity.name) (only in the new model)")
+      }
+    }
+    for entity in stored.entities where given.entity(named: entity.name) == nil {
+      differences.append("\(entity.name) (only in the stored model)")
+    }
+    let detail =
+      differences.isEmpty ? "fetch request templates differ" : "entities that differ: \(differences.joined(separator: ", "))"
+    return StoreError(
+      .schemaMismatch,
+      "the store \(where_) was created with model \(storedFingerprint) but is opened with model \(given.fingerprint); \(detail)",
+      entity: differences.first.flatMap { $0.split(separator: " ").first.map(String.init) })
+  }
+
+  // MARK: Using connections
+
+  func checkOpen() throws {
+    if closed.load(ordering: .acquiring) { throw StoreError(.misuse, "the store \(location) is closed") }
+  }
+
+  /// Runs `body` in one transaction on a pooled connection, holding this store's write lock.
+  func write<R: Sendable>(_ body: (PostgresConnection) throws -> R) throws -> R {
+    try checkOpen()
+    if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
+    return try writeLock.withLock { _ in
+      try pool.withConnection { connection in try connection.transaction { try body(connection) } }
+    }
+  }
+
+  /// Runs `body` on a pooled connection, or on the pinned connection of `generation`.
+  func read<R: Sendable>(generation: QueryGeneration?, _ body: (PostgresConnection) throws -> R) throws -> R {
+    try checkOpen()
+    if let generation {
+      guard generation.storeIdentifier == identifier, let slot = pinned.withLock({ $0[generation.id] }) else {
+        throw StoreError(
+          .misuse,
+          "query generation \(generation.id) is not pinned on the store \(location) (it was unpinned or belongs to another store)"
+        )
+      }
+      return try slot.use(pool) { try body($0) }
+    }
+    return try pool.withConnection(body)
+  }
+
+  /// Releases the store's connections; pending streams from ``changes()`` finish. Further calls throw `.misuse`.
+  public func close() {
+    guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    for slot in pinned.withLock({ pinned in
+      let all = Array(pinned.values)
+      pinned.removeAll()
+      return all
+    }) {
+      slot.close()
+    }
+    listener.withLock { connection in
+      connection?.close()
+      connection = nil
+    }
+    pool.close()
+    broadcaster.finish()
+  }
+}
+
+/// Where a store lives: the libpq connection string and the schema, parsed from a location URL.
+struct PostgresLocation: Sendable {
+  /// What libpq is given (the URI without the `schema` query item).
+  let conninfo: String
+  /// The URI for messages, without a password.
+  let display: String
+  let schema: String
+
+  init(url: URL, defaultSchema: String) throws {
+    let text = url.absoluteString
+    guard var components = URLComponents(string: text),
+      let scheme = components.scheme, scheme == "postgresql" || scheme == "postgres"
+    else {
+      throw StoreError(
+        .io,
+        "malformed PostgreSQL URI '\(text)': expected postgresql://user@host:port/database or postgresql:///database?host=/socket/dir"
+      )
+    }
+    var schema = defaultSchema
+    // `postgresql://host/database/schema`: a second path component names the schema.
+    let parts = components.path.split(separator: "/", omittingEmptySubsequences: true)
+    if parts.count == 2 {
+      schema = String(parts[1])
+      components.path = "/" + parts[0]
+    } else if parts.count > 2 {
+      throw StoreError(.io, "malformed PostgreSQL URI '\(text)': the path is /database or /database/schema")
+    }
+    var items = components.queryItems ?? []
+    if let index = items.firstIndex(where: { $0.name == "schema" }) {
+      schema = items[index].value ?? defaultSchema
+      items.remove(at: index)
+    }
+    components.queryItems = items.isEmpty ? nil : items
+    guard !schema.isEmpty, schema.utf8.count <= 63 else {
+      throw StoreError(.io, "malformed PostgreSQL URI '\(text)': the schema name must have 1 to 63 bytes")
+    }
+    let conninfo = components.string ?? text
+    var errorMessage: UnsafeMutablePointer<CChar>?
+    if let options = PQconninfoParse(conninfo, &errorMessage) {
+      PQconninfoFree(options)
+    } else {
+      let reason = errorMessage.map { String(cString: $0) } ?? "unreadable"
+      if let errorMessage { PQfreemem(errorMessage) }
+      throw StoreError(
+        .io, "malformed PostgreSQL URI '\(text)': \(reason.trimmingCharacters(in: .whitespacesAndNewlines))")
+    }
+    var shown = components
+    if shown.password != nil { shown.password = "***" }
+    self.conninfo = conninfo
+    self.display = shown.string ?? text
+    self.schema = schema
+  }
+
+  func connect(configuration: PostgresStoreConfiguration) throws -> PostgresConnection {
+    do {
+      return try PostgresConnection(
+        conninfo: conninfo, location: display, schema: schema, settings: configuration.sessionSettings)
+    } catch let error as PostgresError {
+      throw error.connectionError(location: display)
+    }
+  }
+}
+
+/// A fixed number of connections, each behind a mutex, opened on first use and reopened when lost.
+final class PostgresPool: Sendable {
+  /// One connection behind a mutex.
+  final class Slot: Sendable {
+    let state: Locked<PostgresConnection?>
+
+    init(_ connection: PostgresConnection? = nil) { state = Locked(connection) }
+
+    func use<R: Sendable>(_ pool: PostgresPool, _ body: (PostgresConnection) throws -> R) throws -> R {
+      try state.withLock { connection in try pool.run(&connection, body) }
+    }
+
+    func close() {
+      state.withLock { connection in
+        connection?.close()
+        connection = nil
+      }
+    }
+  }
+
+  let target: PostgresLocation
+  let configuration: PostgresStoreConfiguration
+  let slots: [Slot]
+  let next = Atomic<Int>(0)
+  let closed = Atomic<Bool>(false)
+
+  init(target: PostgresLocation, configuration: PostgresStoreConfiguration, first: PostgresConnection) {
+    self.target = target
+    self.configuration = configuration
+    let count = max(1, configuration.poolSize)
+    slots = (0..<count).map { $0 == 0 ? Slot(first) : Slot() }
+  }
+
+  /// Runs `body` on a free connection (or waits for one).
+  func withConnection<R: Sendable>(_ body: (PostgresConnection) throws -> R) throws -> R {
+    let start = Int(next.add(1, ordering: .relaxed).oldValue.magnitude % UInt(slots.count))
+    for offset in 0..<slots.count {
+      let slot = slots[(start + offset) % slots.count]
+      if let result = try slot.state.withLockIfAvailable({ connection in try self.run(&connection, body) }) {
+        return result
+      }
+    }
+    return try slots[start].use(self, body)
+  }
+
+  /// Opens the slot's connection when it has none (or lost it), then runs `body`; maps libpq failures.
+  func run<R: Sendable>(_ connection: inout PostgresConnection?, _ body: (PostgresConnection) throws -> R) throws -> R {
+    if closed.load(ordering: .acquiring) { throw StoreError(.misuse, "the store \(target.display) is closed") }
+    if let existing = connection, !existing.isOpen {
+      existing.close()
+      connection = nil
+    }
+    let current: PostgresConnection
+    if let connection {
+      current = connection
+    } else {
+      current = try target.connect(configuration: configuration)
+      connection = current
+    }
+    do {
+      return try body(current)
+    } catch let error as PostgresError {
+      throw error.storeError(location: target.display)
+    }
+  }
+
+  func close() {
+    closed.store(true, ordering: .releasing)
+    for slot in slots { slot.close() }
+  }
+}
+
+/// How a PostgreSQL store connects, beyond the backend-independent ``StoreOptions``.
+///
+/// ```swift
+/// let configuration = PostgresStoreConfiguration(schema: "catalogue", poolSize: 8, statementTimeout: .seconds(30))
+/// ```
+public struct PostgresStoreConfiguration: Sendable, Hashable {
+  /// The schema used when the location names none (`?schema=` in the URI).
+  public var schema: String
+  /// How many connections a store keeps, so contexts on several queues do not wait for one another.
+  public var poolSize: Int
+  /// The longest a statement may run before the server cancels it (`statement_timeout`); `nil`: no limit.
+  public var statementTimeout: Duration?
+  /// The longest a statement waits for a lock (`lock_timeout`); `nil`: no limit.
+  public var lockTimeout: Duration?
+  /// The `application_name` the server shows for the store's connections.
+  public var applicationName: String
+
+  public init(
+    schema: String = "strata", poolSize: Int = 4, statementTimeout: Duration? = nil, lockTimeout: Duration? = nil,
+    applicationName: String = "strata"
+  ) {
+    self.schema = schema
+    self.poolSize = poolSize
+    self.statementTimeout = statementTimeout
+    self.lockTimeout = lockTimeout
+    self.applicationName = applicationName
+  }
+
+  var sessionSettings: [String: String] {
+    func milliseconds(_ duration: Duration) -> String {
+      let (seconds, attoseconds) = duration.components
+      return String(max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+    }
+    var settings = ["application_name": applicationName]
+    if let statementTimeout { settings["statement_timeout"] = milliseconds(statementTimeout) }
+    if let lockTimeout { settings["lock_timeout"] = milliseconds(lockTimeout) }
+    return settings
+  }
+}
+
+/// Makes ``PostgresStore``s; put it in the ``StoreRegistry`` of containers and CLIs that may pick the
+/// ``StoreType/postgres`` store type. The location is a libpq URI.
+///
+/// ```swift
+/// let registry = StoreRegistry([PostgresStoreFactory(schema: "movies")])
+/// let store = try registry.openStore(.postgres, at: URL(string: "postgresql:///strata"), model: model, options: .init())
+/// ```
+public struct PostgresStoreFactory: PersistentStoreFactory {
+  /// ``StoreType/postgres``.
+  public var storeType: StoreType { .postgres }
+  /// Always `true`: a store lives at a server location.
+  public var requiresLocation: Bool { true }
+  public var configuration: PostgresStoreConfiguration
+
+  /// A factory whose stores use `schema` unless their URI names one, with `poolSize` connections each.
+  public init(schema: String = "strata", poolSize: Int = 4) {
+    configuration = PostgresStoreConfiguration(schema: schema, poolSize: poolSize)
+  }
+
+  public init(configuration: PostgresStoreConfiguration) {
+    self.configuration = configuration
+  }
+
+  /// Opens (or creates) the store at the URI `url`; see ``PostgresStore/init(url:model:options:configuration:)``.
+  /// - Throws: `.misuse` when `url` is `nil`, and everything the store's initializer throws.
+  public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
+    guard let url else { throw StoreError(.misuse, "the postgres store needs a location (a postgresql:// URI)") }
+    return try PostgresStore(url: url, model: model, options: options, configuration: configuration)
+  }
+
+  /// Whether `url` is a `postgresql://` or `postgres://` URI.
+  public func recognizesStore(at url: URL) -> Bool {
+    url.scheme == "postgresql" || url.scheme == "postgres"
+  }
+
+  /// Drops the store's schema (every table of the store) from the database.
+  /// - Throws: `.io` when the server cannot be reached or refuses.
+  public func destroyStore(at url: URL) throws {
+    let target = try PostgresLocation(url: url, defaultSchema: configuration.schema)
+    let connection = try target.connect(configuration: configuration)
+    defer { connection.close() }
+    do {
+      try connection.execute("DROP SCHEMA IF EXISTS \(quoteIdentifier(target.schema)) CASCADE")
+    } catch let error as PostgresError {
+      throw error.storeError(location: target.display)
+    }
+  }
+}

@@ -1,0 +1,15 @@
+import Foundation
+import StrataConformance
+import StrataPostgres
+import Testing
+
+/// Each store of the suite in a schema of its own, named after the suite's fresh directory.
+let postgresBackend = ConformanceBackend(
+  factory: PostgresStoreFactory(), capabilities: [.sharedLocation, .multiProcess], worker: "postgres-worker"
+) { directory in PostgresTestServer.freshLocation(directory.lastPathComponent) }
+
+@Test("PostgreSQL conformance", arguments: Conformance.Area.allCases)
+func postgresConformance(_ area: Conformance.Area) async throws {
+  _ = try PostgresTestServer.uri()
+  try await Conformance.run(area, on: postgresBackend)
+}
