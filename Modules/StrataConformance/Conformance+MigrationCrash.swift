@@ -6,7 +6,7 @@ import Testing
 extension Conformance {
   /// A migration is all or nothing also when its process dies: the backend's worker migrates a store of
   /// 3,000 items (a renamed and widened attribute, an added one, and a stage that rewrites every item)
-  /// and is killed at 12 moments spread over the time a whole migration takes. Every time, the store
+  /// and is killed at 12 moments spread over 1.4 times what a whole migration takes. Every time, the store
   /// opens afterwards either with the old model and every old value, or with the new model and every
   /// migrated value — and a store left old migrates when opened again. Needs ``Capabilities/multiProcess``
   /// and ``Capabilities/migration``.
@@ -62,7 +62,7 @@ extension Conformance {
     for moment in 0..<12 {
       let url = try oldStore()
       let process = try WorkerProcess(worker, ["migrate", type, url.path])
-      let delay = duration * Double(moment) / 10
+      let delay = duration * Double(moment) / 8
       let (seconds, attoseconds) = delay.components
       usleep(UInt32(clamping: seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
       kill(process.process.processIdentifier, SIGKILL)

@@ -155,7 +155,9 @@ enum LMDBDataFile {
         let needed = UInt64(lockFileSize + 16 * 4096)
         guard free >= needed else {
           throw StoreError(
-            .io, "cannot create the LMDB store \(path): no space left on device (\(free) bytes free, needs \(needed))")
+            .io,
+            "cannot create the LMDB store \(path): the disk is full (no space left on the device: \(free) bytes free, needs \(needed))"
+          )
         }
       }
     }
@@ -169,7 +171,12 @@ enum LMDBDataFile {
     let rc = posix_fallocate(descriptor, 0, off_t(current > 0 ? current : lockFileSize))
     guard rc == 0 || rc == EOPNOTSUPP || rc == EINVAL else {
       if current == 0 { unlink(lock) }
-      throw StoreError(.io, "cannot create the LMDB store \(path): \(String(cString: strerror(rc))) (allocating lock.mdb)")
+      let verb = isNew ? "create" : "open"
+      if rc == ENOSPC {
+        throw StoreError(
+          .io, "cannot \(verb) the LMDB store \(path): the disk is full (no space left on the device for lock.mdb)")
+      }
+      throw StoreError(.io, "cannot \(verb) the LMDB store \(path): \(String(cString: strerror(rc))) (allocating lock.mdb)")
     }
   }
 }

@@ -35,12 +35,24 @@ struct LMDBError: Error, CustomStringConvertible {
     case EACCES, EROFS, EPERM:
       return StoreError(.io, "cannot access the LMDB store \(path) (\(operation): \(message))")
     case ENOSPC:
-      return StoreError(.io, "the LMDB store \(path) failed: no space left on device (\(operation))")
+      return StoreError(.io, "the disk holding the LMDB store \(path) is full (no space left on the device; \(operation))")
+    case EIO where Self.hasNoFreeSpace(at: path):
+      // liblmdb reports a short write as EIO; on a filesystem left with no room, that is the full disk.
+      return StoreError(.io, "the disk holding the LMDB store \(path) is full (no space left on the device; \(operation))")
     case EAGAIN:
       return StoreError(.io, "the LMDB store \(path) is locked by another process (\(operation): \(message))")
     default:
       return StoreError(.io, "the LMDB store \(path) failed (\(operation): \(message))")
     }
+  }
+}
+
+extension LMDBError {
+  /// Whether the filesystem holding `path` has less than one page (4 KiB) left for the process.
+  static func hasNoFreeSpace(at path: String) -> Bool {
+    var stats = statvfs()
+    guard statvfs(path, &stats) == 0 else { return false }
+    return UInt64(stats.f_bavail) * UInt64(stats.f_frsize) < 4096
   }
 }
 

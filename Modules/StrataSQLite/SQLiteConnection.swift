@@ -16,6 +16,8 @@ struct SQLiteError: Error, Sendable, CustomStringConvertible {
   var extendedCode: Int32
   var message: String
   var sql: String?
+  /// The operating system's error number behind an I/O failure (`ENOSPC` for a full disk), 0 when none.
+  var systemErrno: Int32 = 0
 
   /// The primary result code (`SQLITE_CONSTRAINT`, `SQLITE_BUSY`, …).
   var primaryCode: Int32 { code & 0xff }
@@ -52,8 +54,9 @@ final class SQLiteConnection: @unchecked Sendable {
     let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
     guard rc == SQLITE_OK, let db else {
       let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+      let systemErrno = db.map { sqlite3_system_errno($0) } ?? 0
       sqlite3_close_v2(db)
-      throw SQLiteError(code: rc & 0xff, extendedCode: rc, message: message, sql: nil)
+      throw SQLiteError(code: rc & 0xff, extendedCode: rc, message: message, sql: nil, systemErrno: systemErrno)
     }
     handle = db
     sqlite3_extended_result_codes(db, 1)
@@ -90,7 +93,9 @@ final class SQLiteConnection: @unchecked Sendable {
   func error(_ rc: Int32, sql: String?) -> SQLiteError {
     let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
     let extended = handle.map { sqlite3_extended_errcode($0) } ?? rc
-    return SQLiteError(code: rc & 0xff, extendedCode: extended == 0 ? rc : extended, message: message, sql: sql)
+    return SQLiteError(
+      code: rc & 0xff, extendedCode: extended == 0 ? rc : extended, message: message, sql: sql,
+      systemErrno: handle.map { sqlite3_system_errno($0) } ?? 0)
   }
 
   /// Runs one or more SQL statements without parameters or results (DDL, pragmas, transactions).
@@ -101,7 +106,9 @@ final class SQLiteConnection: @unchecked Sendable {
     if rc != SQLITE_OK {
       let message = errorMessage.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
       sqlite3_free(errorMessage)
-      throw SQLiteError(code: rc & 0xff, extendedCode: sqlite3_extended_errcode(db), message: message, sql: sql)
+      throw SQLiteError(
+        code: rc & 0xff, extendedCode: sqlite3_extended_errcode(db), message: message, sql: sql,
+        systemErrno: sqlite3_system_errno(db))
     }
   }
 

@@ -26,7 +26,15 @@ extension SQLiteError {
   }
 
   /// The ``StoreError`` this SQLite failure means, with `path` named in I/O and corruption messages.
+  /// Whether the failure is a full disk: SQLite's `SQLITE_FULL`, or an I/O error whose system error
+  /// is `ENOSPC` (a WAL index or journal that could not grow).
+  var isDiskFull: Bool { primaryCode == SQLITE_FULL || systemErrno == ENOSPC }
+
   func storeError(path: String, entity: String? = nil) -> StoreError {
+    if isDiskFull {
+      return StoreError(
+        .io, "the disk holding \(path) is full (no space left on the device); nothing was written", entity: entity)
+    }
     switch primaryCode {
     case SQLITE_BUSY, SQLITE_LOCKED:
       return StoreError(.io, "\(path) is locked by another connection or process: \(message)", entity: entity)

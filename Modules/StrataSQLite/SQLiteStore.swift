@@ -182,6 +182,7 @@ public final class SQLiteStore: PersistentStore {
     do {
       connection = try SQLiteConnection(path: path, flags: flags, busyTimeout: configuration.busyTimeout)
     } catch let error as SQLiteError {
+      if error.isDiskFull { throw error.storeError(path: path) }
       throw StoreError(.io, "cannot open \(path): \(error.message)")
     }
     do {
@@ -239,6 +240,8 @@ public final class SQLiteStore: PersistentStore {
       switch error.primaryCode {
       case SQLITE_NOTADB, SQLITE_CORRUPT:
         throw StoreError(.corrupted, "\(path) is not a Strata SQLite store (it is not an SQLite database)")
+      case _ where error.isDiskFull:
+        throw error.storeError(path: path)
       default:
         throw StoreError(.io, "cannot create the store \(path): \(error.message)")
       }
