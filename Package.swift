@@ -31,14 +31,19 @@ let package = Package(
     .executable(name: "strata", targets: ["strata"]),
   ],
   dependencies: [
-    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    // Statement and fetch logging (STRATA_SQL_DEBUG) through the server ecosystem's logging API, so an app's
+    // own log handler receives it; replaces a logging layer of our own.
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
   ],
   targets: [
     // MARK: Core
     .target(name: "StrataCore", path: "Modules/StrataCore", swiftSettings: swiftSettings),
     // What backend authors touch: the store contract, snapshots, change sets, the shared evaluator and
     // the batch, history, uniqueness and locking helpers.
-    .target(name: "StrataStoreKit", dependencies: ["StrataCore"], path: "Modules/StrataStoreKit", swiftSettings: swiftSettings),
+    .target(
+      name: "StrataStoreKit", dependencies: ["StrataCore", .product(name: "Logging", package: "swift-log")],
+      path: "Modules/StrataStoreKit", swiftSettings: swiftSettings),
     .target(
       name: "Strata", dependencies: ["StrataCore", "StrataStoreKit", "CStrataSlots"], path: "Modules/Strata",
       swiftSettings: swiftSettings),

@@ -466,6 +466,7 @@ extension ManagedObject {
       loadValuesOfSnapshot()
       awakeFromFetch()
     } else if let snapshot = managedObjectContext?.fetchSnapshot(for: objectID) {
+      if StrataLog.level >= 2 { contextLog.debug("fault fired: \(objectID)") }
       load(snapshot)
       awakeFromFetch()
     } else if let info {

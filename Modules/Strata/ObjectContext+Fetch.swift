@@ -21,7 +21,9 @@ extension ObjectContext {
   ///   path names an unknown or transient key or compares incompatible types; `.misuse` when no store is
   ///   loaded.
   public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [T] {
+    let started = StrataLog.level > 0 ? ContinuousClock.now : nil
     let objects = try fetchObjects(request)
+    if let started { logFetch(request.entityName, objects.count, started: started) }
     // Every object of an entity is made from the entity's class: when that is `T`, the array is one of
     // `T` already, and is reinterpreted as such rather than copied element by element.
     if let info = coordinator.info(forEntity: request.entityName), info.objectClass == T.self {
@@ -329,5 +331,17 @@ extension ObjectContext {
       of: id, relationship: relationship, generation: generation ?? readGeneration)
     takePermanentIDsFromParent()
     return related.filter { !isPendingDeletion($0) }
+  }
+}
+
+/// Where contexts log their fetches and faults (``StrataLog``).
+let contextLog = StrataLog.logger("strata.context")
+
+extension ObjectContext {
+  /// Logs a fetch: the entity, the object count and, from level 2, its duration.
+  func logFetch(_ entityName: String, _ count: Int, started: ContinuousClock.Instant) {
+    let context = name.map { " (\($0))" } ?? ""
+    let duration = StrataLog.level >= 2 ? " in \(StrataLog.milliseconds(since: started))" : ""
+    contextLog.debug("context\(context) fetched \(count) \(entityName) object\(count == 1 ? "" : "s")\(duration)")
   }
 }

@@ -23,7 +23,25 @@ extension LMDBStore {
   ///   the store is closed or the generation is not pinned.
   public func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
     let fetch = try LMDBFetch(request, scope: scope)
-    return try read(generation: generation) { txn in try fetch.run(txn) }
+    guard StrataLog.level > 0 else { return try read(generation: generation) { txn in try fetch.run(txn) } }
+    let started = ContinuousClock.now
+    let result = try read(generation: generation) { txn in try fetch.run(txn) }
+    let plan = fetch.explanation
+    var line = "\(plan.query): \(plan.steps.joined(separator: "; "))"
+    if StrataLog.level >= 2 { line += " — \(result.count) results, \(StrataLog.milliseconds(since: started))" }
+    lmdbLog.debug("\(line)")
+    return result
+  }
+
+  /// What a fetch reads — the index range it uses, or a scan of the entity's records — and what it does in
+  /// memory, without running it.
+  ///
+  /// ```swift
+  /// let plan = try store.explain(FetchDescription(entityName: "Movie", predicate: try QueryPredicate(format: "year == 1995")))
+  /// // plan.steps == ["index Movie.year.index: 1 key range", "each candidate read and re-checked by the evaluator"]
+  /// ```
+  public func explain(_ request: FetchDescription) throws -> QueryPlan {
+    try LMDBFetch(request, scope: scope).explanation
   }
 
   /// Streams an unsorted fetch: each record is decoded, checked against the predicate and handed to
@@ -119,6 +137,9 @@ extension LMDBStore {
   }
 }
 
+/// Where the LMDB store logs its fetches (``StrataLog``).
+let lmdbLog = StrataLog.logger("strata.lmdb")
+
 /// One fetch, checked against the model before any transaction begins and run in one: candidates from an
 /// index range when the predicate allows it (see ``IndexPlan``), else every object of the entity; then
 /// filter, sort, offset and limit.
@@ -142,6 +163,33 @@ struct LMDBFetch {
     plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: scope.maxKeySize)
     sorter = try SnapshotSorter(request.sortDescriptors, entity: table.entity, model: model)
     dictionaries = request.resultType == .dictionaries ? try DictionaryFetch(request, model: model) : nil
+  }
+
+  /// The query and plan ``LMDBStore/explain(_:)`` reports.
+  var explanation: QueryPlan {
+    var query = "fetch \(table.name)"
+    if let predicate = request.predicate { query += " where \(predicate)" }
+    if !request.sortDescriptors.isEmpty {
+      query +=
+        " sorted by " + request.sortDescriptors.map { "\($0.keyPath)\($0.ascending ? "" : " desc")" }.joined(separator: ", ")
+    }
+    var steps: [String] = []
+    if let plan {
+      let ranges = plan.ranges.count == 1 ? "1 key range" : "\(plan.ranges.count) key ranges"
+      steps.append("index \(plan.index.name): \(ranges)")
+      steps.append(
+        plan.answersWholePredicate && request.resultType == .count
+          ? "counted from the index keys alone" : "each candidate read and re-checked by the evaluator")
+    } else if request.predicate == nil && request.resultType == .count {
+      steps.append("entry count of \(table.name)'s records (mdb_stat)")
+    } else {
+      steps.append("scan of every \(table.name) record" + (request.predicate == nil ? "" : ", each checked by the evaluator"))
+    }
+    if !request.sortDescriptors.isEmpty { steps.append("sort in memory") }
+    if request.fetchOffset > 0 || request.effectiveLimit != nil {
+      steps.append("offset \(request.fetchOffset), limit \(request.effectiveLimit.map(String.init) ?? "none")")
+    }
+    return QueryPlan(query: query, steps: steps)
   }
 
   /// The fetch's result, read in `txn`.

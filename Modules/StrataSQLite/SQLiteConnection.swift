@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataStoreKit
 
 /// A value as SQLite stores it: what the store binds to statements and reads from rows.
 enum SQLValue: Sendable, Hashable {
@@ -8,6 +9,22 @@ enum SQLValue: Sendable, Hashable {
   case real(Double)
   case text(String)
   case blob(Data)
+}
+
+/// Where the connections log their statements (``StrataLog``).
+let sqlLog = StrataLog.logger("strata.sqlite")
+
+extension SQLValue {
+  /// The value as a statement log shows it: text quoted and cut at 80 characters, blobs by size.
+  var logDescription: String {
+    switch self {
+    case .null: "NULL"
+    case .integer(let value): "\(value)"
+    case .real(let value): "\(value)"
+    case .text(let value): "'\(value.count > 80 ? String(value.prefix(80)) + "…" : value)'"
+    case .blob(let data): "<\(data.count) bytes>"
+    }
+  }
 }
 
 /// A failed SQLite call: the (extended) result code, SQLite's message and the statement involved.
@@ -101,6 +118,7 @@ final class SQLiteConnection: @unchecked Sendable {
   /// Runs one or more SQL statements without parameters or results (DDL, pragmas, transactions).
   func execute(_ sql: String) throws {
     let db = try requireHandle()
+    if StrataLog.level > 0 { sqlLog.debug("\(sql)") }
     var errorMessage: UnsafeMutablePointer<CChar>?
     let rc = sqlite3_exec(db, sql, nil, nil, &errorMessage)
     if rc != SQLITE_OK {
@@ -142,7 +160,26 @@ final class SQLiteConnection: @unchecked Sendable {
     }
     let statement = Statement(pointer: pointer, connection: self, sql: sql)
     try statement.bind(bindings)
-    return try body(statement)
+    guard StrataLog.level > 0 else { return try body(statement) }
+    let started = ContinuousClock.now
+    do {
+      let result = try body(statement)
+      logStatement(sql, bindings, started: started, outcome: nil)
+      return result
+    } catch {
+      logStatement(sql, bindings, started: started, outcome: "failed: \(error)")
+      throw error
+    }
+  }
+
+  /// Logs a statement run (``StrataLog``): its SQL, and from level 2 its bound values and duration.
+  private func logStatement(_ sql: String, _ bindings: [SQLValue], started: ContinuousClock.Instant, outcome: String?) {
+    guard StrataLog.level >= 2 else {
+      sqlLog.debug("\(sql)\(outcome.map { " — \($0)" } ?? "")")
+      return
+    }
+    let values = bindings.isEmpty ? "" : " [\(bindings.map(\.logDescription).joined(separator: ", "))]"
+    sqlLog.debug("\(sql)\(values) — \(StrataLog.milliseconds(since: started))\(outcome.map { ", \($0)" } ?? "")")
   }
 
   /// Runs a statement that returns no rows; returns the number of rows it changed.
@@ -159,6 +196,7 @@ final class SQLiteConnection: @unchecked Sendable {
     try withStatement(sql, bindings) { statement in
       var rows: [R] = []
       while try statement.step() { rows.append(try row(statement)) }
+      if StrataLog.level >= 3 { sqlLog.debug("→ \(rows.count) rows") }
       return rows
     }
   }

@@ -20,6 +20,34 @@ extension SQLiteStore {
   /// - Throws: `.invalidQuery` / `.unsupported` from the validator, `.misuse` when the store is closed.
   public func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
     if request.resultType == .dictionaries { return try fetchDictionaries(request, generation: generation) }
+    let statement = try selectStatement(for: request)
+    let table = statement.table
+    let identifier = self.identifier
+    return try read(generation: generation) { connection -> FetchResult in
+      switch request.resultType {
+      case .count:
+        guard case .integer(let n) = try connection.scalar(statement.sql, statement.bindings) else { return .count(0) }
+        return .count(Int(n))
+      case .objectIDs:
+        return .objectIDs(
+          try connection.query(statement.sql, statement.bindings) {
+            ObjectID(entityName: table.name, storeIdentifier: identifier, primaryKey: $0.int64(0))
+          })
+      case .snapshots, .dictionaries:
+        return .snapshots(
+          try connection.query(statement.sql, statement.bindings) {
+            try $0.snapshot(table, storeIdentifier: identifier)
+          })
+      }
+    }
+  }
+
+  /// The one `SELECT` a snapshot, object-ID or count fetch runs, with its bindings.
+  private func selectStatement(
+    for request: FetchDescription
+  ) throws -> (
+    sql: String, bindings: [SQLValue], table: SQLiteSchema.Table
+  ) {
     let query = try SQLiteQueryCompiler.compile(request, schema: schema, storeIdentifier: identifier)
     let table = query.table
     var paging = ""
@@ -30,30 +58,45 @@ extension SQLiteStore {
     }
     let from = query.fromClause
     let order = " ORDER BY " + query.orderBy.joined(separator: ", ")
-    let identifier = self.identifier
-    return try read(generation: generation) { connection -> FetchResult in
-      switch request.resultType {
-      case .count:
-        let sql =
-          paging.isEmpty
-          ? "SELECT COUNT(*) \(from.sql)" : "SELECT COUNT(*) FROM (SELECT t0.\"_pk\" \(from.sql)\(paging))"
-        let count = try connection.scalar(sql, from.bindings + pagingBindings)
-        guard case .integer(let n) = count else { return .count(0) }
-        return .count(Int(n))
-      case .objectIDs:
-        let sql = "SELECT t0.\"_pk\" \(from.sql)\(order)\(paging)"
-        return .objectIDs(
-          try connection.query(sql, from.bindings + pagingBindings) {
-            ObjectID(entityName: table.name, storeIdentifier: identifier, primaryKey: $0.int64(0))
-          })
-      case .snapshots, .dictionaries:
-        let sql = "SELECT \(table.selectList(alias: "t0")) \(from.sql)\(order)\(paging)"
-        return .snapshots(
-          try connection.query(sql, from.bindings + pagingBindings) {
-            try $0.snapshot(table, storeIdentifier: identifier)
-          })
+    let sql: String
+    switch request.resultType {
+    case .count:
+      sql =
+        paging.isEmpty
+        ? "SELECT COUNT(*) \(from.sql)" : "SELECT COUNT(*) FROM (SELECT t0.\"_pk\" \(from.sql)\(paging))"
+    case .objectIDs:
+      sql = "SELECT t0.\"_pk\" \(from.sql)\(order)\(paging)"
+    case .snapshots, .dictionaries:
+      sql = "SELECT \(table.selectList(alias: "t0")) \(from.sql)\(order)\(paging)"
+    }
+    return (sql, from.bindings + pagingBindings, table)
+  }
+
+  /// The `SELECT` a fetch compiles to, with its bound values, and SQLite's `EXPLAIN QUERY PLAN` for it,
+  /// without running the fetch (a dictionary fetch shows the rows it reads).
+  ///
+  /// ```swift
+  /// let plan = try store.explain(FetchDescription(entityName: "Movie", predicate: try QueryPredicate(format: "year > 1990")))
+  /// // plan.steps == ["SCAN t0"]
+  /// ```
+  public func explain(_ request: FetchDescription) throws -> QueryPlan {
+    var rows = request
+    if rows.resultType == .dictionaries { rows.resultType = .snapshots }
+    let statement = try selectStatement(for: rows)
+    let plan = try read(generation: nil) { connection in
+      try connection.query("EXPLAIN QUERY PLAN " + statement.sql, statement.bindings) { row in
+        (id: row.int64(0), parent: row.int64(1), detail: row.text(3))
       }
     }
+    var depth: [Int64: Int] = [0: -1]
+    let steps = plan.map { step -> String in
+      let level = (depth[step.parent] ?? -1) + 1
+      depth[step.id] = level
+      return String(repeating: "  ", count: level) + step.detail
+    }
+    let values =
+      statement.bindings.isEmpty ? "" : "\n  bound: " + statement.bindings.map(\.logDescription).joined(separator: ", ")
+    return QueryPlan(query: statement.sql + values, steps: steps)
   }
 
   /// The snapshots of the objects that exist among `ids`, read with `WHERE _pk IN (…)` per entity.

@@ -145,6 +145,10 @@ public protocol PersistentStore: AnyObject, Sendable {
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore
 
+  /// What `request` compiles to and how the backend would run it, without running it. The default says
+  /// the shared evaluator reads and filters every object of the entity.
+  func explain(_ request: FetchDescription) throws -> QueryPlan
+
   /// What migrating along `migration` would do to the storage of each entity of its destination model,
   /// keyed by entity name, without changing anything (for a dry run). The default says nothing.
   func storageChanges(for migration: ModelMigration) throws -> [String: StorageChange]
@@ -196,6 +200,13 @@ extension PersistentStore {
   }
 
   public func storageChanges(for migration: ModelMigration) throws -> [String: StorageChange] { [:] }
+
+  public func explain(_ request: FetchDescription) throws -> QueryPlan {
+    var steps = ["read every \(request.entityName) object"]
+    if let predicate = request.predicate { steps.append("keep those matching \(predicate) (the shared evaluator)") }
+    if !request.sortDescriptors.isEmpty { steps.append("sort them in memory") }
+    return QueryPlan(query: "fetch \(request.entityName)\(request.predicate.map { " where \($0)" } ?? "")", steps: steps)
+  }
 
   public func pinGeneration() throws -> QueryGeneration {
     throw StoreError(.unsupported, "the \(storeType) store does not support query generations yet")

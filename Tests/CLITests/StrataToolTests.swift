@@ -260,4 +260,36 @@ struct StrataToolTests {
     let unknown = try strata("copy", store, store + ".y", "--to", "paper")
     #expect(unknown.status == 64, "\(unknown.stderr)")
   }
+
+  @Test func explainShowsTheQueryAndThePlanWithoutRunningIt() throws {
+    let store = try movieStore()
+    let plan = try strata("fetch", store, "--entity", "Movie", "--where", "title BEGINSWITH 'He'", "--sort", "title", "--explain")
+    #expect(plan.status == 0, "\(plan.stderr)")
+    let lines = plan.stdout.split(separator: "\n").map(String.init)
+    #expect(lines.first == "Query:" && lines.contains("Plan:"), "\(plan.stdout)")
+    #expect(lines.contains { $0.hasPrefix("  SELECT ") && $0.contains("FROM \"Movie\"") }, "\(plan.stdout)")
+    #expect(lines.contains("  bound: 'He'"), "\(plan.stdout)")
+    #expect(lines.contains { $0.contains("SCAN t0") }, "SQLite's own EXPLAIN QUERY PLAN: \(plan.stdout)")
+    #expect(!plan.stdout.contains("Heat"), "nothing is fetched")
+
+    let lmdb = store + ".lmdb"
+    #expect(try strata("copy", store, lmdb, "--to", "lmdb").status == 0)
+    let counted = try strata("fetch", lmdb, "--entity", "Movie", "--count", "--explain", "--json")
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(counted.stdout.utf8)) as? [String: Any])
+    #expect(object["steps"] as? [String] == ["entry count of Movie's records (mdb_stat)"], "\(counted.stdout)")
+  }
+
+  @Test func sqlDebugLogsStatementsOnStandardErrorOnly() throws {
+    let store = try movieStore()
+    let quiet = try faveFlicks("list", "--path", store, "--json")
+    let logged = try faveFlicks("list", "--path", store, "--json", environment: ["STRATA_SQL_DEBUG": "2"])
+    #expect(logged.status == 0 && logged.stdout == quiet.stdout, "the output is the same with logging on")
+    #expect(quiet.stderr.isEmpty)
+    let lines = logged.stderr.split(separator: "\n")
+    #expect(
+      lines.contains { $0.contains("strata.sqlite") && $0.contains("FROM \"Movie\"") && $0.contains(" ms") }, "\(logged.stderr)")
+    #expect(lines.contains { $0.contains("strata.context") && $0.contains("fetched 4 Movie objects") }, "\(logged.stderr)")
+    let levelOne = try faveFlicks("list", "--path", store, "--json", environment: ["STRATA_SQL_DEBUG": "1"])
+    #expect(!levelOne.stderr.contains(" ms"), "durations and bound values start at level 2: \(levelOne.stderr)")
+  }
 }

@@ -37,11 +37,26 @@ struct FetchCommand: ParsableCommand {
   @Flag(help: "Print a JSON array of objects: objectID, every attribute, and each to-one relationship's target ID.")
   var json = false
 
+  @Flag(
+    help:
+      "Print the query the fetch compiles to and the backend's plan for it (SQLite: EXPLAIN QUERY PLAN; LMDB: the index or scan), without running it."
+  )
+  var explain = false
+
   func run() throws {
     try runReportingErrors(tool: "strata") {
       try location.withStore { store in
         let entityDescription = try store.model.requireEntity(entity)
-        let request = try makeRequest(entity: entityDescription, model: store.model)
+        var request = try makeRequest(entity: entityDescription, model: store.model)
+        if explain {
+          if count { request.resultType = .count }
+          let plan = try store.explain(request)
+          print(
+            json
+              ? try jsonString(plan)
+              : (["Query:", "  " + plan.query, "Plan:"] + plan.steps.map { "  " + $0 }).joined(separator: "\n"))
+          return
+        }
         if count {
           print(try store.count(request))
           return
