@@ -19,9 +19,10 @@ struct BubbleTeaFinderCommand: ParsableCommand {
 extension PriceCategory: ExpressibleByArgument {}
 extension VenueSort: ExpressibleByArgument {}
 
-func openFinder(_ options: StoreFlags) throws -> VenueFinder {
+func openFinder(_ options: StoreFlags, readingOnly: Bool = false) throws -> VenueFinder {
   if options.startsFromPreview { return try VenueFinder.preview(registry: options.registry) }
-  let description = try options.storeDescription(app: "bubble-tea-finder", fileName: "BubbleTeaFinder.sqlite")
+  let description = try options.storeDescription(
+    app: "bubble-tea-finder", fileName: "BubbleTeaFinder.sqlite", forReadingOnly: readingOnly)
   return VenueFinder(container: try VenueFinder.makeContainer(store: description, registry: options.registry))
 }
 
@@ -66,7 +67,7 @@ extension BubbleTeaFinderCommand {
     func run() throws {
       try runReportingErrors(tool: "bubble-tea-finder") {
         let filter = VenueFilter(price: price, deals: deals, walking: walking, tips: tips)
-        let finder = try openFinder(storeOptions)
+        let finder = try openFinder(storeOptions, readingOnly: true)
         let venues =
           async
           ? try waitFor { [sort] in try await finder.venuesAsynchronously(filter: filter, sort: sort) }
@@ -102,7 +103,7 @@ extension BubbleTeaFinderCommand {
 
     func run() throws {
       try runReportingErrors(tool: "bubble-tea-finder") {
-        let stats = try openFinder(storeOptions).stats()
+        let stats = try openFinder(storeOptions, readingOnly: true).stats()
         if json {
           print(try jsonString(stats))
         } else {

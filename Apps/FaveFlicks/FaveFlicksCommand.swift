@@ -35,9 +35,10 @@ struct JSONMovie: Encodable {
   }
 }
 
-func openLibrary(_ options: StoreFlags) throws -> MovieLibrary {
+func openLibrary(_ options: StoreFlags, readingOnly: Bool = false) throws -> MovieLibrary {
   if options.startsFromPreview { return try MovieLibrary.preview(registry: options.registry) }
-  let description = try options.storeDescription(app: "fave-flicks", fileName: "FaveFlicks.sqlite")
+  let description = try options.storeDescription(
+    app: "fave-flicks", fileName: "FaveFlicks.sqlite", forReadingOnly: readingOnly)
   return MovieLibrary(
     container: try MovieLibrary.makeContainer(
       store: description, registry: options.registry, migrationProgress: terminalMigrationProgress()))
@@ -72,7 +73,7 @@ extension FaveFlicksCommand {
 
     func run() throws {
       try runReportingErrors(tool: "fave-flicks") {
-        let movies = try openLibrary(storeOptions).list(genreContaining: genreContains, titleMatching: search)
+        let movies = try openLibrary(storeOptions, readingOnly: true).list(genreContaining: genreContains, titleMatching: search)
         if json {
           print(try jsonString(movies.map(JSONMovie.init)))
         } else if movies.isEmpty {

@@ -64,7 +64,7 @@ extension FireballWatchCommand {
 
     func run() throws {
       try runReportingErrors(tool: "fireball-watch") {
-        let fireballs = try openWatch(storeOptions).fireballs(
+        let fireballs = try openWatch(storeOptions, readingOnly: true).fireballs(
           FireballQuery(sort: sort, minimumImpactEnergy: minImpact, limit: limit))
         if json {
           print(try jsonString(fireballs.map(JSONFireball.init)))
@@ -100,7 +100,7 @@ extension FireballWatchCommand {
 
     func run() throws {
       try runReportingErrors(tool: "fireball-watch") {
-        let groups = try openWatch(storeOptions).groups()
+        let groups = try openWatch(storeOptions, readingOnly: true).groups()
         if json {
           print(try jsonString(groups))
         } else if groups.isEmpty {

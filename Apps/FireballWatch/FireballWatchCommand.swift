@@ -44,9 +44,10 @@ struct JSONFireball: Encodable {
   }
 }
 
-func openWatch(_ options: StoreFlags) throws -> FireballWatch {
+func openWatch(_ options: StoreFlags, readingOnly: Bool = false) throws -> FireballWatch {
   if options.startsFromPreview { return try FireballWatch.preview(registry: options.registry) }
-  let description = try options.storeDescription(app: "fireball-watch", fileName: "FireballWatch.sqlite")
+  let description = try options.storeDescription(
+    app: "fireball-watch", fileName: "FireballWatch.sqlite", forReadingOnly: readingOnly)
   return FireballWatch(container: try FireballWatch.makeContainer(store: description, registry: options.registry))
 }
 

@@ -33,6 +33,7 @@ public struct StoreFlags: ParsableArguments, Sendable {
 
   /// Refuses a store type no backend is registered under, as a usage error.
   public func validate() throws {
+    if let path, path.isEmpty { throw ValidationError("--path must not be empty (leave it out for the default store)") }
     do {
       _ = try registry.backend(for: store)
     } catch let error as StoreError {
@@ -40,10 +41,12 @@ public struct StoreFlags: ParsableArguments, Sendable {
     }
   }
 
-  /// The store description the flags select for `app`.
+  /// The store description the flags select for `app`. For a command that only reads
+  /// (`forReadingOnly`), a location where no store exists yet gives an empty memory store instead, so
+  /// that reading creates nothing.
   ///
   /// - Throws: `.unknownStoreType` listing the valid names.
-  public func storeDescription(app: String, fileName: String) throws -> StoreDescription {
+  public func storeDescription(app: String, fileName: String, forReadingOnly: Bool = false) throws -> StoreDescription {
     let backend = try registry.backend(for: store)
     guard backend.requiresLocation else { return StoreDescription(type: store) }
     let url: URL
@@ -55,6 +58,7 @@ public struct StoreFlags: ParsableArguments, Sendable {
       url = PersistentContainer.defaultDirectoryURL().appending(path: app, directoryHint: .isDirectory)
         .appending(path: name)
     }
+    if forReadingOnly && !FileManager.default.fileExists(atPath: url.path) { return StoreDescription(type: .memory) }
     return StoreDescription(type: store, url: url)
   }
 
@@ -100,6 +104,7 @@ public func jsonString<T: Encodable>(_ value: T) throws -> String {
 
 /// Formats rows as a left-aligned text table with a header line.
 public func textTable(headers: [String], rows: [[String]]) -> String {
+  let rows = rows.map { $0.map(escapingControlCharacters) }
   var widths = headers.map(\.count)
   for row in rows {
     for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
@@ -110,6 +115,26 @@ public func textTable(headers: [String], rows: [[String]]) -> String {
     }.joined(separator: "  ")
   }
   return ([line(headers), line(widths.map { String(repeating: "-", count: $0) })] + rows.map(line)).joined(separator: "\n")
+}
+
+/// `text` with every control character (a tab, an escape, a bell, a newline) written as `\t`, `\u{1B}`…,
+/// so that a value cannot break a table's layout or drive the terminal.
+public func escapingControlCharacters(_ text: String) -> String {
+  guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+  var escaped = ""
+  for scalar in text.unicodeScalars {
+    guard scalar.properties.generalCategory == .control else {
+      escaped.unicodeScalars.append(scalar)
+      continue
+    }
+    switch scalar {
+    case "\t": escaped += "\\t"
+    case "\n": escaped += "\\n"
+    case "\r": escaped += "\\r"
+    default: escaped += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+    }
+  }
+  return escaped
 }
 
 /// The version every Strata command-line tool reports with `--version`.

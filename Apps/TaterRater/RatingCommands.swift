@@ -47,7 +47,7 @@ extension TaterRaterCommand {
 
     func run() throws {
       try runReportingErrors(tool: "tater-rater") {
-        let potato = try openRater(storeOptions).potato(variety)
+        let potato = try openRater(storeOptions, readingOnly: true).potato(variety)
         if json {
           print(try jsonString(JSONPotato(potato: potato)))
         } else {

@@ -40,9 +40,10 @@ struct JSONSection: Encodable {
   }
 }
 
-func openRater(_ options: StoreFlags, watching: Bool = false) throws -> PotatoRater {
+func openRater(_ options: StoreFlags, watching: Bool = false, readingOnly: Bool = false) throws -> PotatoRater {
   if options.startsFromPreview { return try PotatoRater.preview(registry: options.registry) }
-  var description = try options.storeDescription(app: "tater-rater", fileName: "TaterRater.sqlite")
+  var description = try options.storeDescription(
+    app: "tater-rater", fileName: "TaterRater.sqlite", forReadingOnly: readingOnly)
   description.options.postsRemoteChangeNotifications = watching
   return PotatoRater(
     container: try PotatoRater.makeContainer(
@@ -115,7 +116,7 @@ extension TaterRaterCommand {
 
     func run() throws {
       try runReportingErrors(tool: "tater-rater") {
-        let rater = try openRater(storeOptions)
+        let rater = try openRater(storeOptions, readingOnly: true)
         if sections {
           let sections = try rater.sections()
           if json {

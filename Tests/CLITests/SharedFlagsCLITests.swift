@@ -35,4 +35,40 @@ struct SharedFlagsCLITests {
     let completion = try Executables.run(tool, ["--generate-completion-script", "bash"])
     #expect(completion.status == 0 && completion.stdout.hasPrefix("#!/bin/bash"), "\(completion.stderr)")
   }
+
+  @Test func readingCreatesNothingAndAnEmptyPathIsAUsageError() throws {
+    let directory = FileManager.default.temporaryDirectory.appending(path: "stray-\(UUID().uuidString)").path
+    let reads: [(String, [String])] = [
+      ("fave-flicks", ["list", "--path", directory + "/a.sqlite"]),
+      ("fave-flicks", ["list", "--store", "lmdb", "--path", directory + "/a.lmdb"]),
+      ("bubble-tea-finder", ["stats", "--path", directory + "/b.sqlite"]),
+      ("bubble-tea-finder", ["list", "--path", directory + "/b.sqlite"]),
+      ("tater-rater", ["list", "--path", directory + "/t.sqlite"]),
+      ("tater-rater", ["show", "--path", directory + "/t.sqlite", "Agria"]),
+      ("fireball-watch", ["list", "--path", directory + "/f.sqlite"]),
+      ("fireball-watch", ["group", "list", "--path", directory + "/f.sqlite"]),
+    ]
+    for (tool, arguments) in reads {
+      let result = try Executables.run(tool, arguments)
+      #expect(result.status == 0 || result.stderr.hasPrefix("\(tool): error: "), "\(tool) \(arguments): \(result.stderr)")
+    }
+    #expect(!FileManager.default.fileExists(atPath: directory), "a command that only reads creates nothing")
+
+    for tool in ["fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch"] {
+      let empty = try Executables.run(tool, ["list", "--path", ""])
+      #expect(empty.status == 64 && empty.stderr.contains("--path must not be empty"), "\(tool): \(empty.stderr)")
+    }
+  }
+
+  @Test func tablesShowControlCharactersEscaped() throws {
+    let store = temporaryStore()
+    let add = try faveFlicks(
+      "add", "--title", "Bell\u{7}Ring", "--genre", "Red\u{1B}[31m", "--release-date", "2020-01-01", "--path", store)
+    #expect(add.status == 0, "\(add.stderr)")
+    let list = try faveFlicks("list", "--path", store)
+    #expect(list.stdout.contains("Bell\\u{7}Ring") && list.stdout.contains("Red\\u{1B}[31m"), "\(list.stdout)")
+    #expect(!list.stdout.unicodeScalars.contains { $0.properties.generalCategory == .control && $0 != "\n" })
+    let json = try faveFlicks("list", "--path", store, "--json")
+    #expect(json.stdout.contains("Bell\\u0007Ring"), "JSON keeps its own escaping: \(json.stdout)")
+  }
 }
