@@ -107,6 +107,31 @@ enum PostgresHistory {
     }
     return HistoryToken(storeIdentifier: storeIdentifier, sequence: sequence)
   }
+
+  /// Where the history of one write goes (``PostgresStore/historyRecorder``).
+  enum Recorder: Sendable {
+    /// Appended to the history tables as a transaction of its own.
+    case tables
+    /// Collected for the one transaction a migration records at its end.
+    case migration(Locked<MigrationChangeLog>, model: ObjectModel)
+
+    /// Records the `changes` of a write inside its transaction; the token of the transaction appended,
+    /// `nil` when collected.
+    func record(
+      _ changes: [HistoryChange], on connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String,
+      author: String?, contextName: String?
+    ) throws -> HistoryToken? {
+      switch self {
+      case .tables:
+        return try PostgresHistory.record(
+          changes, on: connection, schema: schema, storeIdentifier: storeIdentifier, author: author,
+          contextName: contextName)
+      case .migration(let log, let model):
+        log.withLock { $0.record(changes, model: model) }
+        return nil
+      }
+    }
+  }
 }
 
 extension PostgresStore {
@@ -116,6 +141,7 @@ extension PostgresStore {
   /// if case .transactions(let recent) = try store.fetchHistory(HistoryRequest(after: .token(last))) { … }
   /// ```
   public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
+    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
     guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, location) }
     try HistoryLog.check(request)
     let identifier = self.identifier
@@ -171,6 +197,7 @@ extension PostgresStore {
   /// let removed = try store.deleteHistory(before: .date(Date().addingTimeInterval(-86_400)))
   /// ```
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
+    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
     guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, location) }
     try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
     let schema = self.schema
@@ -199,6 +226,7 @@ extension PostgresStore {
   /// let token = try store.currentHistoryToken()
   /// ```
   public func currentHistoryToken() throws -> HistoryToken? {
+    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
     guard options.tracksHistory else { return nil }
     let schema = self.schema
     let last = try read(generation: nil) { try PostgresHistory.lastSequence($0, schema) }
