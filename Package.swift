@@ -152,7 +152,8 @@ let package = Package(
     .testTarget(
       name: "StrataPostgresTests",
       dependencies: [
-        "StrataConformance", "StrataConformanceWorker", "StrataPostgres", "Strata", "StrataStoreKit", "postgres-worker",
+        "StrataConformance", "StrataConformanceWorker", "StrataPostgres", "StrataMemory", "Strata", "StrataStoreKit",
+        "postgres-worker",
       ],
       swiftSettings: swiftSettings),
     // The conformance worker of the PostgreSQL backend (a second process for the multi-process areas).
