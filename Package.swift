@@ -86,7 +86,7 @@ let package = Package(
     .target(
       name: "StrataCLI",
       dependencies: [
-        "Strata", "StrataCore", "StrataSQLite", "StrataMemory", "StrataLMDB",
+        "Strata", "StrataCore", "StrataSQLite", "StrataMemory", "StrataLMDB", "StrataPostgres",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Apps/StrataCLI", swiftSettings: swiftSettings),

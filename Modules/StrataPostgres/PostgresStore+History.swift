@@ -29,6 +29,11 @@ enum PostgresHistory {
     ]
   }
 
+  /// Whether the history tables exist (a store opened read-only that never tracked history has none).
+  static func exists(_ connection: PostgresConnection, _ schema: PostgresSchema) throws -> Bool {
+    !(try connection.query("SELECT to_regclass($1)::text", [.string(schema.qualify(transactionTable))]).isNull(0, 0))
+  }
+
   static func lock(_ connection: PostgresConnection, _ schema: PostgresSchema) throws {
     try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.string("strata-history:" + schema.name)])
   }
@@ -148,6 +153,11 @@ extension PostgresStore {
     let schema = self.schema
     let transactions = try read(generation: nil) { connection -> [HistoryTransaction] in
       try connection.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ") {
+        // A store opened read-only that never recorded history has no tables to read.
+        guard try PostgresHistory.exists(connection, schema) else {
+          throw StoreError(
+            .notFound, "the store \(self.location) has no history: it was never opened with history tracking on")
+        }
         let start = try HistoryLog.startSequence(
           of: request, storeIdentifier: identifier, purgedThrough: try PostgresHistory.purgedThrough(connection, schema))
         let rows = try connection.query(
@@ -229,7 +239,10 @@ extension PostgresStore {
     if isBoundToMigration { throw unsupportedInMigration("persistent history") }
     guard options.tracksHistory else { return nil }
     let schema = self.schema
-    let last = try read(generation: nil) { try PostgresHistory.lastSequence($0, schema) }
+    let last = try read(generation: nil) { connection -> Int64 in
+      guard try PostgresHistory.exists(connection, schema) else { return 0 }
+      return try PostgresHistory.lastSequence(connection, schema)
+    }
     return last > 0 ? HistoryToken(storeIdentifier: identifier, sequence: last) : nil
   }
 }
