@@ -37,8 +37,10 @@ extension PostgresStore {
     do {
       outcome = try write { connection -> ([ObjectID], HistoryToken?)? in
         let rows = try connection.query(update.numbered(), update.bindings)
-        let ids = (0..<rows.count).map { ObjectID(entityName: entityName, storeIdentifier: identifier, primaryKey: rows.int64($0, 0)) }
-          .sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
+        let ids = (0..<rows.count).map {
+          ObjectID(entityName: entityName, storeIdentifier: identifier, primaryKey: rows.int64($0, 0))
+        }
+        .sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
         guard !ids.isEmpty else { return (ids, nil) }
         let token = try history?.record(
           HistoryLog.changes(inserted: [], updated: ids, keys: keys), on: connection, schema: schema,
