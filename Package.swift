@@ -91,7 +91,7 @@ let package = Package(
     .target(
       name: "StrataCLI",
       dependencies: [
-        "Strata", "StrataCore", "StrataSQLite", "StrataMemory", "StrataLMDB",
+        "Strata", "StrataCore", "StrataSQLite", "StrataMemory", "StrataLMDB", "StrataPostgres",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Apps/StrataCLI", swiftSettings: swiftSettings),
@@ -157,7 +157,8 @@ let package = Package(
     .testTarget(
       name: "StrataPostgresTests",
       dependencies: [
-        "StrataConformance", "StrataConformanceWorker", "StrataPostgres", "Strata", "StrataStoreKit", "postgres-worker",
+        "StrataConformance", "StrataConformanceWorker", "StrataPostgres", "StrataMemory", "Strata", "StrataStoreKit",
+        "postgres-worker",
       ],
       swiftSettings: swiftSettings),
     // The conformance worker of the PostgreSQL backend (a second process for the multi-process areas).

@@ -56,7 +56,7 @@ extension FaveFlicksCommand {
           return
         }
         let description = try storeOptions.storeDescription(app: "fave-flicks", fileName: "FaveFlicks.sqlite")
-        let location = description.url?.path ?? ""
+        let location = StoreFlags.displayLocation(of: description)
         guard let preview = try MovieLibrary.pendingMigration(store: description, registry: storeOptions.registry) else {
           print("\(location) has this version's model: nothing to migrate.")
           return

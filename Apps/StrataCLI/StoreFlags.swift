@@ -4,25 +4,31 @@ import Strata
 import StrataCore
 import StrataLMDB
 import StrataMemory
+import StrataPostgres
 import StrataSQLite
 
 /// The flags every app CLI shares: which backend and where its store lives.
 public struct StoreFlags: ParsableArguments, Sendable {
   /// Every backend this build of the CLIs offers. The registry is made here, in the apps' composition
   /// root, and handed to containers and previews: the libraries keep no registry of their own.
-  public static let backends = StoreRegistry([SQLiteStoreFactory(), LMDBStoreFactory(), MemoryStoreFactory()])
+  public static let backends = StoreRegistry([
+    SQLiteStoreFactory(), LMDBStoreFactory(), MemoryStoreFactory(), PostgresStoreFactory(),
+  ])
+
+  /// Where a postgres store lives when `--path` is not given: the database `strata` on the local socket.
+  public static let defaultPostgresURI = "postgresql:///strata"
 
   @Option(
     name: .long,
     help: ArgumentHelp(
-      "The store backend: sqlite (default), lmdb (a directory), or memory (starts from the preview data and keeps nothing).",
+      "The store backend: sqlite (default), lmdb (a directory), postgres (a schema on a PostgreSQL server), or memory (starts from the preview data and keeps nothing).",
       valueName: "type"))
   public var store: StoreType = .sqlite
 
   @Option(
     name: .long,
     help: ArgumentHelp(
-      "The store file (a directory for lmdb). Default: a file under $XDG_DATA_HOME/<app>/, else ~/.local/share/<app>/.",
+      "The store file (a directory for lmdb; a libpq URI such as postgresql://user@host/db?schema=app for postgres). Default: a file under $XDG_DATA_HOME/<app>/, else ~/.local/share/<app>/; for postgres postgresql:///strata (the local socket).",
       valueName: "path"))
   public var path: String?
 
@@ -49,6 +55,14 @@ public struct StoreFlags: ParsableArguments, Sendable {
   public func storeDescription(app: String, fileName: String, forReadingOnly: Bool = false) throws -> StoreDescription {
     let backend = try registry.backend(for: store)
     guard backend.requiresLocation else { return StoreDescription(type: store) }
+    if store == .postgres {
+      let uri = path.flatMap { $0.isEmpty ? nil : $0 } ?? Self.defaultPostgresURI
+      guard let url = URL(string: uri), url.scheme == "postgresql" || url.scheme == "postgres" else {
+        throw StoreError(
+          .io, "malformed PostgreSQL URI '\(uri)': expected postgresql://user@host:port/database or postgresql:///database")
+      }
+      return StoreDescription(type: store, url: url)
+    }
     let url: URL
     if let path, !path.isEmpty {
       url = URL(fileURLWithPath: (path as NSString).expandingTildeInPath)
@@ -60,6 +74,30 @@ public struct StoreFlags: ParsableArguments, Sendable {
     }
     if forReadingOnly && !FileManager.default.fileExists(atPath: url.path) { return StoreDescription(type: .memory) }
     return StoreDescription(type: store, url: url)
+  }
+
+  /// How messages name the store of `description`: its file's path, or its URI (without a password).
+  ///
+  /// ```swift
+  /// print("Migrating \(StoreFlags.displayLocation(of: description)):")
+  /// ```
+  public static func displayLocation(of description: StoreDescription) -> String {
+    guard let url = description.url else { return description.type.rawValue }
+    return displayLocation(of: url)
+  }
+
+  /// How messages name a store location: a file's path, or a URI without its password.
+  ///
+  /// ```swift
+  /// if let url = URL(string: "postgresql://app:secret@db/strata") {
+  ///   print(StoreFlags.displayLocation(of: url))   // postgresql://app:***@db/strata
+  /// }
+  /// ```
+  public static func displayLocation(of url: URL) -> String {
+    if url.isFileURL { return url.path }
+    guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.absoluteString }
+    if components.password != nil { components.password = "***" }
+    return components.string ?? url.absoluteString
   }
 
   /// The shared flags that take a value, which may stand before the subcommand.

@@ -117,10 +117,15 @@ extension PersistentContainer {
       throw StoreError(.misuse, "the container \(name) has no store description")
     }
     let factory = try registry.storeFactory(for: description.type)
-    guard factory.requiresLocation, let url = description.url, FileManager.default.fileExists(atPath: url.path) else {
+    guard factory.requiresLocation, let url = description.url else { return nil }
+    if url.isFileURL && !FileManager.default.fileExists(atPath: url.path) { return nil }
+    let store: any PersistentStore
+    do {
+      store = try factory.openStore(at: url, model: nil, options: StoreOptions(isReadOnly: true))
+    } catch let error as StoreError where error.code == .notFound && !url.isFileURL {
+      // A server location with no store there yet.
       return nil
     }
-    let store = try factory.openStore(at: url, model: nil, options: StoreOptions(isReadOnly: true))
     defer { store.close() }
     guard store.model != model else { return nil }
     let steps: [MigrationPreview.Step]

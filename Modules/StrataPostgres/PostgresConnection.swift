@@ -149,6 +149,12 @@ final class PostgresConnection: @unchecked Sendable {
     return PQtransactionStatus(handle) != PQTRANS_IDLE
   }
 
+  /// Whether the open transaction failed (a statement errored outside a savepoint): it can only roll back.
+  var isTransactionFailed: Bool {
+    guard let handle else { return true }
+    return PQtransactionStatus(handle) == PQTRANS_INERROR
+  }
+
   static func message(_ pointer: UnsafePointer<CChar>?) -> String {
     guard let pointer else { return "unknown error" }
     return String(cString: pointer).trimmingCharacters(in: .whitespacesAndNewlines)

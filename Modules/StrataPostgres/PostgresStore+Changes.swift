@@ -14,7 +14,7 @@ extension PostgresStore {
   /// ```
   public func changes() -> AsyncStream<StoreChange> {
     let stream = broadcaster.stream()
-    if closed.load(ordering: .acquiring) {
+    if closed.load(ordering: .acquiring) || isBoundToMigration {
       broadcaster.finish()
       return stream
     }

@@ -107,6 +107,7 @@ extension PostgresStore {
   /// ```
   public func pinGeneration() throws -> QueryGeneration {
     try checkOpen()
+    if isBoundToMigration { throw unsupportedInMigration("query generations") }
     let slot = PostgresPool.Slot()
     try slot.use(pool) { connection in
       try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")

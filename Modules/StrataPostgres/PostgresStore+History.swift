@@ -29,6 +29,11 @@ enum PostgresHistory {
     ]
   }
 
+  /// Whether the history tables exist (a store opened read-only that never tracked history has none).
+  static func exists(_ connection: PostgresConnection, _ schema: PostgresSchema) throws -> Bool {
+    !(try connection.query("SELECT to_regclass($1)::text", [.string(schema.qualify(transactionTable))]).isNull(0, 0))
+  }
+
   static func lock(_ connection: PostgresConnection, _ schema: PostgresSchema) throws {
     try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.string("strata-history:" + schema.name)])
   }
@@ -107,6 +112,31 @@ enum PostgresHistory {
     }
     return HistoryToken(storeIdentifier: storeIdentifier, sequence: sequence)
   }
+
+  /// Where the history of one write goes (``PostgresStore/historyRecorder``).
+  enum Recorder: Sendable {
+    /// Appended to the history tables as a transaction of its own.
+    case tables
+    /// Collected for the one transaction a migration records at its end.
+    case migration(Locked<MigrationChangeLog>, model: ObjectModel)
+
+    /// Records the `changes` of a write inside its transaction; the token of the transaction appended,
+    /// `nil` when collected.
+    func record(
+      _ changes: [HistoryChange], on connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String,
+      author: String?, contextName: String?
+    ) throws -> HistoryToken? {
+      switch self {
+      case .tables:
+        return try PostgresHistory.record(
+          changes, on: connection, schema: schema, storeIdentifier: storeIdentifier, author: author,
+          contextName: contextName)
+      case .migration(let log, let model):
+        log.withLock { $0.record(changes, model: model) }
+        return nil
+      }
+    }
+  }
 }
 
 extension PostgresStore {
@@ -116,12 +146,18 @@ extension PostgresStore {
   /// if case .transactions(let recent) = try store.fetchHistory(HistoryRequest(after: .token(last))) { … }
   /// ```
   public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
+    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
     guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, location) }
     try HistoryLog.check(request)
     let identifier = self.identifier
     let schema = self.schema
     let transactions = try read(generation: nil) { connection -> [HistoryTransaction] in
       try connection.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ") {
+        // A store opened read-only that never recorded history has no tables to read.
+        guard try PostgresHistory.exists(connection, schema) else {
+          throw StoreError(
+            .notFound, "the store \(self.location) has no history: it was never opened with history tracking on")
+        }
         let start = try HistoryLog.startSequence(
           of: request, storeIdentifier: identifier, purgedThrough: try PostgresHistory.purgedThrough(connection, schema))
         let rows = try connection.query(
@@ -171,6 +207,7 @@ extension PostgresStore {
   /// let removed = try store.deleteHistory(before: .date(Date().addingTimeInterval(-86_400)))
   /// ```
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
+    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
     guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, location) }
     try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
     let schema = self.schema
@@ -199,9 +236,13 @@ extension PostgresStore {
   /// let token = try store.currentHistoryToken()
   /// ```
   public func currentHistoryToken() throws -> HistoryToken? {
+    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
     guard options.tracksHistory else { return nil }
     let schema = self.schema
-    let last = try read(generation: nil) { try PostgresHistory.lastSequence($0, schema) }
+    let last = try read(generation: nil) { connection -> Int64 in
+      guard try PostgresHistory.exists(connection, schema) else { return 0 }
+      return try PostgresHistory.lastSequence(connection, schema)
+    }
     return last > 0 ? HistoryToken(storeIdentifier: identifier, sequence: last) : nil
   }
 }

@@ -26,12 +26,13 @@ extension PostgresStore {
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
     let schema = self.schema
     let identifier = self.identifier
-    let history = options.tracksHistory
+    let history = historyRecorder
+    let bound = isBoundToMigration
     let (result, change) = try write { connection -> (SaveResult, StoreChange) in
       var operation = SaveOperation(
-        connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, tracksHistory: history)
+        connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, history: history)
       let outcome = try operation.apply()
-      try notify(connection)
+      if !bound { try notify(connection) }
       return outcome
     }
     broadcaster.yield(change)
@@ -50,7 +51,9 @@ struct SaveOperation {
   let schema: PostgresSchema
   let storeIdentifier: String
   let changes: ChangeSet
-  let tracksHistory: Bool
+  /// Where the save records its history; `nil` when it records none.
+  let history: PostgresHistory.Recorder?
+  var tracksHistory: Bool { history != nil }
 
   var permanentIDs: [ObjectID: ObjectID] = [:]
   var versions: [ObjectID: Int64] = [:]
@@ -64,13 +67,13 @@ struct SaveOperation {
 
   init(
     connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String, changes: ChangeSet,
-    tracksHistory: Bool
+    history: PostgresHistory.Recorder?
   ) {
     self.connection = connection
     self.schema = schema
     self.storeIdentifier = storeIdentifier
     self.changes = changes
-    self.tracksHistory = tracksHistory
+    self.history = history
   }
 
   mutating func apply() throws -> (SaveResult, StoreChange) {
@@ -93,8 +96,8 @@ struct SaveOperation {
     try checkConstraints(recomputed: recomputed)
     var (result, change) = try results(deleted: deletedIDs, cleared: cleared, recomputed: recomputed)
     derived.report(recomputed, into: &result, change: &change)
-    if tracksHistory {
-      let token = try PostgresHistory.record(
+    if let history {
+      let token = try history.record(
         HistoryLog.changes(
           of: change, changeSet: changes, tombstones: tombstones, recomputed: recomputed, model: schema.model),
         on: connection, schema: schema, storeIdentifier: storeIdentifier, author: changes.author,

@@ -48,6 +48,16 @@ public final class PostgresStore: PersistentStore {
   let listener = Locked<PostgresConnection?>(nil)
   /// Tells this store's own notifications from others'.
   let instanceID = UUID().uuidString
+  /// The thread running a migration of this store (holding its write lock), while it runs.
+  let migratingThread = Locked<pthread_t?>(nil)
+  /// The connection of the migration whose custom stage this store is handed
+  /// (``init(boundTo:of:model:schema:log:)``); `nil` for every other store.
+  let bound: Locked<PostgresConnection?>?
+  /// Where a store bound to a migration collects the history of its writes; `nil` for other stores and
+  /// when the migrated store does not track history.
+  let migrationLog: Locked<MigrationChangeLog>?
+  /// Whether this is the store a migration hands its custom stages.
+  var isBoundToMigration: Bool { bound != nil }
   /// The `NOTIFY` channel of the store's schema.
   var channel: String { "strata_" + String(identifier.lowercased().filter { $0.isHexDigit }.prefix(32)) }
 
@@ -89,6 +99,30 @@ public final class PostgresStore: PersistentStore {
     self.model = opened.model
     self.schema = layout
     self.pool = PostgresPool(target: target, configuration: configuration, first: first)
+    self.bound = nil
+    self.migrationLog = nil
+  }
+
+  /// The store a migration of `store` hands a custom stage (``MigrationStep``): `model` (the step's source
+  /// or destination, laid out as `schema`) over the migration's `connection`, inside its open
+  /// transaction. It runs the same fetch, save and batch code as any store through that one connection:
+  /// reads see the migration's writes, each save runs in a savepoint, and the history of its writes goes
+  /// to `log`. It has no pool, query generations, history or change streams; ``close()`` gives the
+  /// connection back open.
+  init(
+    boundTo connection: PostgresConnection, of store: PostgresStore, model: ObjectModel, schema: PostgresSchema,
+    log: Locked<MigrationChangeLog>?
+  ) {
+    url = store.url
+    options = store.options
+    configuration = store.configuration
+    location = store.location
+    identifier = store.identifier
+    self.model = model
+    self.schema = schema
+    pool = PostgresPool(target: store.pool.target, configuration: store.configuration)
+    bound = Locked(connection)
+    migrationLog = log
   }
 
   deinit {
@@ -221,10 +255,19 @@ public final class PostgresStore: PersistentStore {
     if closed.load(ordering: .acquiring) { throw StoreError(.misuse, "the store \(location) is closed") }
   }
 
-  /// Runs `body` in one transaction on a pooled connection, holding this store's write lock.
+  /// Runs `body` in one transaction on a pooled connection, holding this store's write lock (a store
+  /// bound to a migration: in a savepoint of the migration's transaction).
+  ///
+  /// - Throws: `.misuse` on the thread migrating the store, which holds the lock already (a custom stage
+  ///   writing through the store being migrated instead of the one it is handed).
   func write<R: Sendable>(_ body: (PostgresConnection) throws -> R) throws -> R {
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
+    if bound != nil { return try onBoundConnection { connection in try connection.transaction { try body(connection) } } }
+    if migratingThread.withLock({ thread in thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }) {
+      throw StoreError(
+        .misuse, "the store \(location) is being migrated: a migration stage writes through the store it is handed")
+    }
     return try writeLock.withLock { _ in
       try pool.withConnection { connection in try connection.transaction { try body(connection) } }
     }
@@ -233,6 +276,10 @@ public final class PostgresStore: PersistentStore {
   /// Runs `body` on a pooled connection, or on the pinned connection of `generation`.
   func read<R: Sendable>(generation: QueryGeneration?, _ body: (PostgresConnection) throws -> R) throws -> R {
     try checkOpen()
+    if bound != nil {
+      guard generation == nil else { throw unsupportedInMigration("query generations") }
+      return try onBoundConnection(body)
+    }
     if let generation {
       guard generation.storeIdentifier == identifier, let slot = pinned.withLock({ $0[generation.id] }) else {
         throw StoreError(
@@ -243,6 +290,33 @@ public final class PostgresStore: PersistentStore {
       return try slot.use(pool) { try body($0) }
     }
     return try pool.withConnection(body)
+  }
+
+  /// Runs `body` on the connection of the migration this store is bound to.
+  private func onBoundConnection<R: Sendable>(_ body: (PostgresConnection) throws -> R) throws -> R {
+    guard let bound else { throw StoreError(.misuse, "the store \(location) is not bound to a migration") }
+    return try bound.withLock { connection in
+      guard let connection else { throw StoreError(.misuse, "the store \(location) is closed") }
+      do {
+        return try body(connection)
+      } catch let error as PostgresError {
+        throw error.storeError(location: location)
+      }
+    }
+  }
+
+  /// The error for what a store bound to a migration's transaction does not do.
+  func unsupportedInMigration(_ what: String) -> StoreError {
+    StoreError(
+      .unsupported,
+      "the store a migration stage is handed (on \(location)) has no \(what); use the store the migration returns")
+  }
+
+  /// Where the history of a write goes: the history tables, the log of the migration a bound store writes
+  /// in, or nowhere (`nil`).
+  var historyRecorder: PostgresHistory.Recorder? {
+    if isBoundToMigration { return migrationLog.map { .migration($0, model: model) } }
+    return options.tracksHistory ? .tables : nil
   }
 
   /// Releases the store's connections; pending streams from ``changes()`` finish. Further calls throw `.misuse`.
@@ -259,6 +333,8 @@ public final class PostgresStore: PersistentStore {
       connection?.close()
       connection = nil
     }
+    // A bound store gives the migration's connection back open.
+    bound?.withLock { $0 = nil }
     pool.close()
     broadcaster.finish()
   }
@@ -360,8 +436,16 @@ final class PostgresPool: Sendable {
     slots = (0..<count).map { $0 == 0 ? Slot(first) : Slot() }
   }
 
+  /// A pool without connections (for a store bound to a migration, which uses the migration's).
+  init(target: PostgresLocation, configuration: PostgresStoreConfiguration) {
+    self.target = target
+    self.configuration = configuration
+    slots = []
+  }
+
   /// Runs `body` on a free connection (or waits for one).
   func withConnection<R: Sendable>(_ body: (PostgresConnection) throws -> R) throws -> R {
+    guard !slots.isEmpty else { throw StoreError(.misuse, "the store \(target.display) has no connections") }
     let start = Int(next.add(1, ordering: .relaxed).oldValue.magnitude % UInt(slots.count))
     for offset in 0..<slots.count {
       let slot = slots[(start + offset) % slots.count]

@@ -21,7 +21,8 @@ struct SharedFlagsCLITests {
     #expect(unknown.status == 64)
     #expect(
       unknown.stderr
-        == "fave-flicks: error: unknown store type 'bogus' (available: lmdb, memory, sqlite) (see 'fave-flicks --help')\n")
+        == "fave-flicks: error: unknown store type 'bogus' (available: lmdb, memory, postgres, sqlite) (see 'fave-flicks --help')\n"
+    )
   }
 
   @Test(arguments: ["fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch", "strata"])

@@ -20,26 +20,45 @@ extension StoreLocation {
     if let store, !(try registry.backend(for: store)).requiresLocation {
       throw ToolError("the \(store) store keeps nothing in a file, so there is no store to open at \(path)")
     }
+    let options = StoreOptions(isReadOnly: true, tracksHistory: tracksHistory)
+    if let uri = serverURL {
+      // A store on a server: opening read-only without a model never creates one.
+      return try registry.storeFactory(for: store ?? backend(of: uri, in: registry)).openStore(
+        at: uri, model: nil, options: options)
+    }
     let expanded = (path as NSString).expandingTildeInPath
     guard FileManager.default.fileExists(atPath: expanded) else {
       throw ToolError("there is no store at \(expanded) (no such file)")
     }
     let url = URL(fileURLWithPath: expanded)
     return try registry.storeFactory(for: store ?? backend(of: url, in: registry)).openStore(
-      at: url, model: nil, options: StoreOptions(isReadOnly: true, tracksHistory: tracksHistory))
+      at: url, model: nil, options: options)
+  }
+
+  /// The location as a URI with a scheme other than `file` (`postgresql://…`), or `nil` for a path.
+  var serverURL: URL? {
+    guard let scheme = path.split(separator: ":", maxSplits: 1).first, path.contains("://"),
+      scheme.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }), scheme != "file",
+      let url = URL(string: path)
+    else { return nil }
+    return url
   }
 
   /// The one backend whose store is at `url`.
   /// - Throws: ``ToolError`` when no backend, or more than one, recognizes it.
   private func backend(of url: URL, in registry: StoreRegistry) throws -> StoreType {
     let candidates = registry.storeTypes(recognizing: url)
+    let shown = url.isFileURL ? url.path : url.absoluteString
     guard let only = candidates.first else {
+      if !url.isFileURL {
+        throw ToolError("no backend of this build opens \(shown) (pass --store to choose a backend)")
+      }
       throw ToolError(
-        "\(url.path) is not a Strata store: neither an SQLite file nor an LMDB environment (pass --store to choose a backend)")
+        "\(shown) is not a Strata store: neither an SQLite file nor an LMDB environment (pass --store to choose a backend)")
     }
     guard candidates.count == 1 else {
       throw ToolError(
-        "\(url.path) could be a store of \(candidates.map(\.rawValue).joined(separator: " or ")); pass --store to choose")
+        "\(shown) could be a store of \(candidates.map(\.rawValue).joined(separator: " or ")); pass --store to choose")
     }
     return only
   }

@@ -52,7 +52,7 @@ struct StoreReport: Encodable {
   init(store: any PersistentStore) throws {
     storeType = store.storeType.rawValue
     identifier = store.identifier
-    path = store.url?.path
+    path = store.url.map(StoreFlags.displayLocation(of:))
     modelFingerprint = store.model.fingerprint
     modelVersion = store.model.versionName
     entities = try store.model.entities.map { entity in

@@ -17,13 +17,14 @@ struct StrataCommand: ParsableCommand {
 struct StoreLocation: ParsableArguments {
   @Argument(
     help: ArgumentHelp(
-      "The store file (a directory for lmdb) to open. It must exist: strata never creates a store.", valueName: "path"))
+      "The store file (a directory for lmdb; a postgresql:// URI for postgres) to open. It must exist: strata never creates a store.",
+      valueName: "path"))
   var path: String
 
   @Option(
     name: .long,
     help: ArgumentHelp(
-      "The store backend that reads the path: sqlite or lmdb. Default: the one whose store the path holds (an SQLite file by its header, an LMDB environment by its data.mdb).",
+      "The store backend that reads the path: sqlite, lmdb or postgres. Default: the one whose store the path holds (an SQLite file by its header, an LMDB environment by its data.mdb, postgres for a postgresql:// or postgres:// URI).",
       valueName: "type"))
   var store: StoreType?
 

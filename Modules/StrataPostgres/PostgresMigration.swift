@@ -1,0 +1,568 @@
+import Foundation
+import StrataStoreKit
+
+/// One migration of a PostgreSQL schema: planned from the two layouts (``plan()``), then run inside the
+/// caller's transaction (``execute(progress:)``) or described (``storageChanges()``).
+///
+/// The order reads each old storage before it changes and avoids every name clash: indexes, unique
+/// constraints and foreign keys that do not carry over are dropped; join tables are renamed or filled
+/// (from old join tables, foreign keys or to-one columns) under temporary names and the old ones
+/// dropped; removed entities' tables dropped; each carried entity's table altered in place, renamed ones
+/// moved to temporary names; then every temporary name becomes its final one, added tables are created,
+/// and the new foreign keys, indexes and unique constraints made, clashes collected.
+final class PostgresMigration {
+  let migration: ModelMigration
+  let old: PostgresSchema
+  let new: PostgresSchema
+  let storeIdentifier: String
+  /// `nil` when the migration is only described.
+  let connection: PostgresConnection?
+
+  /// How one carried attribute's column changes.
+  private enum Conversion {
+    /// The stored values stay as they are (same type, or a widening that keeps every value).
+    case none
+    /// `ALTER COLUMN TYPE <type> USING "column"::<type>`: every value kept exactly.
+    case retype(String)
+    /// Every value read, converted by ``AttributeMapping/convert(_:)`` and written back.
+    case computed
+  }
+
+  /// What altering a carried entity's table in place does, worked out before anything runs.
+  private struct Alteration {
+    /// Old columns no attribute or relationship of the new entity takes.
+    var drops: [String] = []
+    /// Columns renamed, old name to new.
+    var renames: [(from: String, to: String)] = []
+    /// Attributes whose column changes type, by their new names.
+    var conversions: [(mapping: AttributeMapping, oldType: AttributeType, conversion: Conversion)] = []
+    /// Attributes made required: their nils take `fill`, then the column is `NOT NULL`.
+    var required: [(mapping: AttributeMapping, fill: Value)] = []
+    /// Attributes made optional.
+    var optional: [String] = []
+    /// Attributes added, each filled with its mapping's fill.
+    var additions: [AttributeMapping] = []
+    /// To-one relationships added (columns starting nil).
+    var addedToOne: [String] = []
+    /// Whether the table takes another name.
+    var isRenamed = false
+
+    var isEmpty: Bool {
+      drops.isEmpty && renames.isEmpty && conversions.isEmpty && required.isEmpty && optional.isEmpty
+        && additions.isEmpty && addedToOne.isEmpty && !isRenamed
+    }
+
+    /// Whether every row is written again (a column changes type).
+    var rewritesRows: Bool {
+      conversions.contains { if case .none = $0.conversion { false } else { true } }
+    }
+
+    /// Columns whose values are computed into a new column (their indexes go with the old one).
+    var recreatedColumns: Set<String> {
+      Set(conversions.compactMap { if case .computed = $0.conversion { $0.mapping.attribute.name } else { nil } })
+    }
+  }
+
+  private struct EntityPlan {
+    let mapping: EntityMapping
+    let source: EntityDescription
+    let alteration: Alteration
+  }
+
+  /// Where a join table of the new model comes from.
+  private enum JoinSource {
+    case empty
+    /// The old join table of that name, already oriented the same way.
+    case renamed(String)
+    /// Copied with `SELECT owner, target …` from the old storage.
+    case copied(String)
+  }
+
+  /// A to-one relationship's foreign key.
+  private struct ForeignKey: Hashable {
+    let table: String
+    let column: String
+    let destination: String
+    var name: String { "\(table)_\(column)_fkey" }
+  }
+
+  private var entities: [EntityPlan] = []
+  private var joins: [(name: String, source: JoinSource)] = []
+  private var keptIndexes: Set<PostgresSchema.Index> = []
+  private var keptForeignKeys: Set<ForeignKey> = []
+  private var temporaryCount = 0
+
+  init(
+    migration: ModelMigration, old: PostgresSchema, new: PostgresSchema, storeIdentifier: String,
+    connection: PostgresConnection?
+  ) {
+    self.migration = migration
+    self.old = old
+    self.new = new
+    self.storeIdentifier = storeIdentifier
+    self.connection = connection
+  }
+
+  /// The units of work ``execute(progress:)`` reports: one per carried or created table, one for the
+  /// constraints and indexes.
+  var unitCount: Int { entities.count + migration.entities.filter { $0.source == nil }.count + 1 }
+
+  // MARK: Planning
+
+  func plan() throws {
+    for mapping in migration.entities {
+      guard let sourceName = mapping.source, let source = migration.source.entity(named: sourceName) else { continue }
+      entities.append(EntityPlan(mapping: mapping, source: source, alteration: alteration(mapping, source)))
+    }
+    var claimed = Set<String>()
+    let migrator = SnapshotMigrator(migration, storeIdentifier: storeIdentifier)
+    for (mapping, relationship, source) in migrator.joinTableRelationships {
+      let name = "\(mapping.entity.name)_\(relationship.name)"
+      guard let source, let oldEntity = mapping.source else {
+        joins.append((name, .empty))
+        continue
+      }
+      guard source.isToMany else {
+        let column = quoteIdentifier(source.name)
+        joins.append(
+          (name, .copied("SELECT \"_pk\", \(column) FROM \(old.qualify(oldEntity)) WHERE \(column) IS NOT NULL")))
+        continue
+      }
+      switch old.toManyStorage(oldEntity, source) {
+      case .joinTable(let table, let ownerColumn, let targetColumn, _):
+        if ownerColumn == "source" && claimed.insert(table).inserted {
+          joins.append((name, .renamed(table)))
+        } else {
+          joins.append(
+            (
+              name,
+              .copied(
+                "SELECT \(quoteIdentifier(ownerColumn)), \(quoteIdentifier(targetColumn)) FROM \(old.qualify(table))")
+            ))
+        }
+      case .foreignKey(let destination, let column):
+        let column = quoteIdentifier(column)
+        joins.append(
+          (name, .copied("SELECT \(column), \"_pk\" FROM \(old.qualify(destination)) WHERE \(column) IS NOT NULL")))
+      }
+    }
+    planKeptStructures()
+  }
+
+  /// How `mapping`'s table changes in place.
+  private func alteration(_ mapping: EntityMapping, _ source: EntityDescription) -> Alteration {
+    var alteration = Alteration()
+    var used = Set<String>()
+    for attribute in mapping.attributes {
+      guard let sourceName = attribute.source, let oldAttribute = source.attribute(named: sourceName),
+        oldAttribute.isPersistent, used.insert(sourceName).inserted
+      else {
+        alteration.additions.append(attribute)
+        continue
+      }
+      if sourceName != attribute.attribute.name { alteration.renames.append((sourceName, attribute.attribute.name)) }
+      let conversion = Self.conversion(from: oldAttribute.type, to: attribute.attribute.type)
+      switch conversion {
+      case .none: break
+      case .retype: alteration.conversions.append((attribute, oldAttribute.type, conversion))
+      case .computed:
+        // Nils are converted with every other value.
+        alteration.conversions.append((attribute, oldAttribute.type, conversion))
+        continue
+      }
+      if oldAttribute.isOptional && !attribute.attribute.isOptional {
+        alteration.required.append((attribute, attribute.convert(.null)))
+      } else if !oldAttribute.isOptional && attribute.attribute.isOptional {
+        alteration.optional.append(attribute.attribute.name)
+      }
+    }
+    for relationship in mapping.entity.toOneRelationships {
+      guard let sourceName = mapping.relationshipSources[relationship.name],
+        source.relationship(named: sourceName)?.isToMany == false, used.insert(sourceName).inserted
+      else {
+        alteration.addedToOne.append(relationship.name)
+        continue
+      }
+      if sourceName != relationship.name { alteration.renames.append((sourceName, relationship.name)) }
+    }
+    let oldColumns = source.attributes.filter(\.isPersistent).map(\.name) + source.toOneRelationships.map(\.name)
+    alteration.drops = oldColumns.filter { !used.contains($0) }
+    alteration.isRenamed = source.name != mapping.entity.name
+    return alteration
+  }
+
+  /// How a column of `old` becomes one of `new`: in place when every value stays what it was (integer
+  /// widenings, integers to doubles or decimals, which PostgreSQL converts exactly as
+  /// ``AttributeMapping/convert(_:)`` does), else computed in Swift.
+  private static func conversion(from old: AttributeType, to new: AttributeType) -> Conversion {
+    let oldColumn = PostgresSchema.columnType(old)
+    let newColumn = PostgresSchema.columnType(new)
+    switch (old, new) {
+    case _ where old == new: return .none
+    case (.int16, .int32), (.int16, .int64), (.int32, .int64), (.int16, .double), (.int32, .double), (.int64, .double),
+      (.int16, .decimal), (.int32, .decimal), (.int64, .decimal):
+      return .retype(newColumn)
+    case (.float, .double): return oldColumn == newColumn ? .none : .retype(newColumn)
+    default: return .computed
+    }
+  }
+
+  /// Which indexes, unique constraints and foreign keys stay: those the new layout has exactly, on a
+  /// table and columns that keep their names and values.
+  private func planKeptStructures() {
+    var unchangedColumns: [String: Set<String>] = [:]
+    for plan in entities where !plan.alteration.isRenamed {
+      var columns = Set<String>()
+      let recreated = plan.alteration.recreatedColumns
+      for attribute in plan.mapping.attributes where attribute.source == attribute.attribute.name {
+        if !recreated.contains(attribute.attribute.name) { columns.insert(attribute.attribute.name) }
+      }
+      for relationship in plan.mapping.entity.toOneRelationships
+      where plan.mapping.relationshipSources[relationship.name] == relationship.name
+        && plan.source.relationship(named: relationship.name)?.isToMany == false
+      {
+        columns.insert(relationship.name)
+      }
+      unchangedColumns[plan.source.name] = columns
+    }
+    for (name, source) in joins {
+      if case .renamed(let oldName) = source, oldName == name { unchangedColumns[name] = ["source", "target"] }
+    }
+    let wanted = Set(new.indexes())
+    keptIndexes = Set(
+      old.indexes().filter { index in
+        wanted.contains(index) && index.columns.allSatisfy { unchangedColumns[index.table]?.contains($0) == true }
+      })
+    let newKeys = Set(Self.foreignKeys(new.model))
+    keptForeignKeys = Set(
+      Self.foreignKeys(old.model).filter { key in
+        newKeys.contains(key) && unchangedColumns[key.table]?.contains(key.column) == true
+          && unchangedColumns[key.destination] != nil
+      })
+  }
+
+  private static func foreignKeys(_ model: ObjectModel) -> [ForeignKey] {
+    model.entities.flatMap { entity in
+      entity.toOneRelationships.map { ForeignKey(table: entity.name, column: $0.name, destination: $0.destination) }
+    }
+  }
+
+  // MARK: Describing
+
+  /// What the plan does to each entity's storage (see ``PostgresStore/storageChanges(for:)``).
+  func storageChanges() -> [String: StorageChange] {
+    var changes: [String: StorageChange] = [:]
+    for mapping in migration.entities where mapping.source == nil { changes[mapping.entity.name] = .created }
+    let keptNames = Set(keptIndexes.map(\.name))
+    let renamedJoins = Set(
+      joins.compactMap { join -> String? in
+        if case .renamed(let oldName) = join.source { oldName } else { nil }
+      })
+    for plan in entities {
+      let name = plan.mapping.entity.name
+      if plan.alteration.rewritesRows {
+        changes[name] = .rewritten
+        continue
+      }
+      let indexesChange =
+        old.indexes().contains { $0.table == plan.source.name && !keptIndexes.contains($0) }
+        || new.indexes().contains { $0.table == name && !keptNames.contains($0.name) }
+      let keysChange =
+        Self.foreignKeys(old.model).contains { $0.table == plan.source.name && !keptForeignKeys.contains($0) }
+        || Self.foreignKeys(new.model).contains { $0.table == name && !keptForeignKeys.contains($0) }
+      let ownJoins = Set(new.joinTables.filter { $0.sourceEntity == name }.map(\.name))
+      let joinsChange =
+        joins.contains { join in
+          guard ownJoins.contains(join.name) else { return false }
+          if case .renamed(let oldName) = join.source { return oldName != join.name }
+          return true
+        }
+        || old.joinTables.contains { $0.sourceEntity == plan.source.name && !renamedJoins.contains($0.name) }
+      changes[name] =
+        plan.alteration.isEmpty && !indexesChange && !keysChange && !joinsChange ? .unchanged : .alteredInPlace
+    }
+    return changes
+  }
+
+  // MARK: Running
+
+  private func requireConnection() throws -> PostgresConnection {
+    guard let connection else { throw StoreError(.misuse, "a migration that is only described cannot run") }
+    return connection
+  }
+
+  private func temporaryName() -> String {
+    temporaryCount += 1
+    return "_strata_migrating_\(temporaryCount)"
+  }
+
+  /// Runs the plan inside the caller's transaction; `progress` hears of each table and of the indexes.
+  func execute(progress: (String) -> Void = { _ in }) throws {
+    let connection = try requireConnection()
+    let removed = Set(migration.removedEntities)
+    for index in old.indexes() where !keptIndexes.contains(index) && !removed.contains(index.table) {
+      if index.isUnique {
+        try connection.execute(
+          "ALTER TABLE \(old.qualify(index.table)) DROP CONSTRAINT IF EXISTS \(quoteIdentifier(index.name))")
+      } else {
+        try connection.execute("DROP INDEX IF EXISTS \(old.qualify(index.name))")
+      }
+    }
+    for key in Self.foreignKeys(old.model) where !keptForeignKeys.contains(key) && !removed.contains(key.table) {
+      try connection.execute(
+        "ALTER TABLE \(old.qualify(key.table)) DROP CONSTRAINT IF EXISTS \(quoteIdentifier(key.name))")
+    }
+    var finalNames: [(temporary: String, name: String)] = []
+    var renamedJoins = Set<String>()
+    var joinsNeedingKeys: Set<String> = []
+    var emptyJoins: Set<String> = []
+    for (name, source) in joins {
+      switch source {
+      case .empty: emptyJoins.insert(name)
+      case .renamed(let oldName):
+        renamedJoins.insert(oldName)
+        if oldName != name {
+          let temporary = temporaryName()
+          try connection.execute("ALTER TABLE \(old.qualify(oldName)) RENAME TO \(quoteIdentifier(temporary))")
+          finalNames.append((temporary, name))
+        }
+      case .copied(let select):
+        let temporary = temporaryName()
+        try connection.execute(
+          "CREATE TABLE \(old.qualify(temporary)) (\"source\" bigint NOT NULL, \"target\" bigint NOT NULL, "
+            + "PRIMARY KEY (\"source\", \"target\"))")
+        try connection.execute(
+          "INSERT INTO \(old.qualify(temporary)) (\"source\", \"target\") \(select) ON CONFLICT DO NOTHING")
+        finalNames.append((temporary, name))
+        joinsNeedingKeys.insert(name)
+      }
+    }
+    for join in old.joinTables where !renamedJoins.contains(join.name) {
+      try connection.execute("DROP TABLE IF EXISTS \(old.qualify(join.name))")
+    }
+    for entity in migration.removedEntities {
+      try connection.execute("DROP TABLE IF EXISTS \(old.qualify(entity)) CASCADE")
+    }
+    for plan in entities {
+      if let renamed = try alter(plan, on: connection) { finalNames.append(renamed) }
+      let name = plan.mapping.entity.name
+      progress(plan.alteration.isEmpty ? "kept the table of \(name)" : "altered the table of \(name)")
+    }
+    for (temporary, name) in finalNames {
+      try connection.execute("ALTER TABLE \(old.qualify(temporary)) RENAME TO \(quoteIdentifier(name))")
+    }
+    for mapping in migration.entities where mapping.source == nil {
+      try connection.execute(new.createTableSQL(mapping.entity))
+      progress("created the table of \(mapping.entity.name)")
+    }
+    for join in new.joinTables {
+      if joinsNeedingKeys.contains(join.name) {
+        try connection.execute(
+          "ALTER TABLE \(new.qualify(join.name)) "
+            + "ADD FOREIGN KEY (\"source\") REFERENCES \(new.qualify(join.sourceEntity)) (\"_pk\") ON DELETE CASCADE, "
+            + "ADD FOREIGN KEY (\"target\") REFERENCES \(new.qualify(join.targetEntity)) (\"_pk\") ON DELETE CASCADE")
+      } else if emptyJoins.contains(join.name) {
+        try connection.execute(new.createJoinTableSQL(join))
+      }
+    }
+    for entity in new.model.entities {
+      let keys = new.foreignKeySQL(entity)
+      for (relationship, sql) in zip(entity.toOneRelationships, keys)
+      where !keptForeignKeys.contains(
+        ForeignKey(table: entity.name, column: relationship.name, destination: relationship.destination))
+      {
+        try connection.execute(sql)
+      }
+    }
+    try createIndexes(on: connection)
+    progress("built the indexes and constraints")
+  }
+
+  /// Alters `plan`'s table in place. Returns the temporary name to rename when the entity is renamed.
+  private func alter(_ plan: EntityPlan, on connection: PostgresConnection) throws -> (String, String)? {
+    let alteration = plan.alteration
+    let table = old.qualify(plan.source.name)
+    for column in alteration.drops {
+      try connection.execute("ALTER TABLE \(table) DROP COLUMN \(quoteIdentifier(column))")
+    }
+    let dropped = Set(alteration.drops)
+    let remaining = Set(
+      (plan.source.attributes.filter(\.isPersistent).map(\.name) + plan.source.toOneRelationships.map(\.name))
+        .filter { !dropped.contains($0) })
+    var renames = alteration.renames
+    if renames.contains(where: { remaining.contains($0.to) }) {
+      // A target name is still taken (names swapped): go through temporary names.
+      var staged: [(from: String, to: String)] = []
+      for (n, rename) in renames.enumerated() {
+        let temporary = "_strata_migrating_column_\(n + 1)"
+        try connection.execute(
+          "ALTER TABLE \(table) RENAME COLUMN \(quoteIdentifier(rename.from)) TO \(quoteIdentifier(temporary))")
+        staged.append((temporary, rename.to))
+      }
+      renames = staged
+    }
+    for rename in renames {
+      try connection.execute(
+        "ALTER TABLE \(table) RENAME COLUMN \(quoteIdentifier(rename.from)) TO \(quoteIdentifier(rename.to))")
+    }
+    for (mapping, oldType, conversion) in alteration.conversions {
+      let column = quoteIdentifier(mapping.attribute.name)
+      switch conversion {
+      case .none: break
+      case .retype(let type):
+        try connection.execute("ALTER TABLE \(table) ALTER COLUMN \(column) TYPE \(type) USING \(column)::\(type)")
+      case .computed:
+        try convert(mapping, from: oldType, in: table, entity: plan.source.name, on: connection)
+      }
+    }
+    for (mapping, fill) in alteration.required {
+      let column = quoteIdentifier(mapping.attribute.name)
+      if !fill.isNull {
+        let value = try PostgresSchema.encode(
+          fill, as: mapping.attribute.type, entity: plan.mapping.entity.name, key: mapping.attribute.name)
+        try connection.run("UPDATE \(table) SET \(column) = $1 WHERE \(column) IS NULL", [value])
+      }
+      try connection.execute("ALTER TABLE \(table) ALTER COLUMN \(column) SET NOT NULL")
+    }
+    for name in alteration.optional {
+      try connection.execute("ALTER TABLE \(table) ALTER COLUMN \(quoteIdentifier(name)) DROP NOT NULL")
+    }
+    for mapping in alteration.additions {
+      let attribute = mapping.attribute
+      let column = quoteIdentifier(attribute.name)
+      let type = PostgresSchema.columnType(attribute.type)
+      let fill = try PostgresSchema.storedForm(
+        mapping.fill, as: attribute.type, entity: plan.mapping.entity.name, key: attribute.name)
+      if let literal = Self.textLiteral(fill) {
+        // A constant default fills every row without rewriting the table; the layout then matches a new store's.
+        try connection.execute(
+          "ALTER TABLE \(table) ADD COLUMN \(column) \(type)\(attribute.isOptional ? "" : " NOT NULL") "
+            + "DEFAULT \(quoteLiteral(literal))::\(Self.castType(attribute.type))")
+        try connection.execute("ALTER TABLE \(table) ALTER COLUMN \(column) DROP DEFAULT")
+      } else {
+        try connection.execute(
+          "ALTER TABLE \(table) ADD COLUMN \(column) \(type)\(attribute.isOptional ? "" : " NOT NULL")")
+      }
+    }
+    for relationship in alteration.addedToOne {
+      try connection.execute("ALTER TABLE \(table) ADD COLUMN \(quoteIdentifier(relationship)) bigint")
+    }
+    guard alteration.isRenamed else { return nil }
+    let temporary = temporaryName()
+    try connection.execute("ALTER TABLE \(table) RENAME TO \(quoteIdentifier(temporary))")
+    return (temporary, plan.mapping.entity.name)
+  }
+
+  /// Rewrites the column of `mapping` (already under its new name) with every value converted by
+  /// ``AttributeMapping/convert(_:)``: into a new column of the new type, filled in batches of keys, that
+  /// then takes the old one's place.
+  private func convert(
+    _ mapping: AttributeMapping, from oldType: AttributeType, in table: String, entity: String,
+    on connection: PostgresConnection
+  ) throws {
+    let attribute = mapping.attribute
+    let column = quoteIdentifier(attribute.name)
+    let scratch = quoteIdentifier("_strata_converting")
+    try connection.execute(
+      "ALTER TABLE \(table) ADD COLUMN \(scratch) \(PostgresSchema.columnType(attribute.type))")
+    let update =
+      "UPDATE \(table) AS t SET \(scratch) = v.value::\(Self.castType(attribute.type)) "
+      + "FROM unnest($1::bigint[], $2::text[]) AS v(pk, value) WHERE t.\"_pk\" = v.pk"
+    var after: Int64 = Int64.min
+    while true {
+      let rows = try connection.query(
+        "SELECT \"_pk\", \(column) FROM \(table) WHERE \"_pk\" > $1 ORDER BY \"_pk\" LIMIT 5000", [.int(after)])
+      guard rows.count > 0 else { break }
+      var keys: [String] = []
+      var values: [String] = []
+      keys.reserveCapacity(Int(rows.count))
+      values.reserveCapacity(Int(rows.count))
+      for row in 0..<rows.count {
+        let key = rows.int64(row, 0)
+        after = key
+        let stored = try rows.value(row, 1, as: oldType, entity: entity, key: attribute.name)
+        let converted = try PostgresSchema.storedForm(
+          mapping.convert(stored), as: attribute.type, entity: entity, key: attribute.name)
+        keys.append(String(key))
+        values.append(Self.textLiteral(converted).map(Self.arrayElement) ?? "NULL")
+      }
+      try connection.run(
+        update, [.text("{" + keys.joined(separator: ",") + "}"), .text("{" + values.joined(separator: ",") + "}")])
+    }
+    try connection.execute("ALTER TABLE \(table) DROP COLUMN \(column)")
+    try connection.execute("ALTER TABLE \(table) RENAME COLUMN \(scratch) TO \(column)")
+    if !attribute.isOptional { try connection.execute("ALTER TABLE \(table) ALTER COLUMN \(column) SET NOT NULL") }
+  }
+
+  /// The type a text value is cast to for a column of `type`.
+  private static func castType(_ type: AttributeType) -> String {
+    switch type {
+    case .string, .url: "text"
+    default: PostgresSchema.columnType(type)
+    }
+  }
+
+  /// A value (already of its attribute's type) in PostgreSQL's text input syntax for its column; `nil`
+  /// for nil.
+  static func textLiteral(_ value: Value) -> String? {
+    switch value {
+    case .null, .array, .objectID: return nil
+    case .int(let i): return String(i)
+    case .double(let d): return doubleText(d)
+    case .date(let date): return doubleText(date.timeIntervalSinceReferenceDate)
+    case .decimal(let d): return "\(d)"
+    case .string(let s): return s
+    case .bool(let b): return b ? "t" : "f"
+    case .data(let data): return "\\x" + data.map { String(format: "%02x", $0) }.joined()
+    case .uuid(let uuid): return uuid.uuidString
+    case .url(let url): return url.absoluteString
+    }
+  }
+
+  private static func doubleText(_ d: Double) -> String {
+    if d.isNaN { return "NaN" }
+    if d.isInfinite { return d < 0 ? "-Infinity" : "Infinity" }
+    return "\(d)"
+  }
+
+  /// `text` as a quoted element of an array literal.
+  private static func arrayElement(_ text: String) -> String {
+    "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+  }
+
+  /// Creates every index and unique constraint of the new layout that did not carry over. A unique
+  /// constraint the rows violate is tried in a savepoint: the clashes of every such constraint are
+  /// collected and thrown together as `.constraintConflict`.
+  private func createIndexes(on connection: PostgresConnection) throws {
+    let kept = Set(keptIndexes.map(\.name))
+    var conflicts: [StoreError.Conflict] = []
+    for index in new.indexes() where !kept.contains(index.name) {
+      guard index.isUnique else {
+        try connection.execute(new.createSQL(index))
+        continue
+      }
+      do {
+        try connection.savepoint { try connection.execute(new.createSQL(index)) }
+      } catch let error as PostgresError where error.isUniqueViolation {
+        conflicts += try clashes(of: index, on: connection)
+      }
+    }
+    if let error = StoreError.uniquenessViolation(conflicts) { throw error }
+  }
+
+  /// The objects that share values of the unique constraint `index`'s columns, as the memory store names them.
+  private func clashes(of index: PostgresSchema.Index, on connection: PostgresConnection) throws -> [StoreError.Conflict] {
+    let table = try new.table(index.table)
+    let keys = index.columns.map(quoteIdentifier)
+    let list = keys.joined(separator: ", ")
+    let notNull = keys.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
+    let sql =
+      "SELECT \(table.selectList(alias: "t0")) FROM \(table.qualified) AS t0 WHERE (\(keys.map { "t0.\($0)" }.joined(separator: ", "))) "
+      + "IN (SELECT \(list) FROM \(table.qualified) WHERE \(notNull) GROUP BY \(list) HAVING count(*) > 1) "
+      + "ORDER BY t0.\"_pk\""
+    let rows = try connection.query(sql).snapshots(table, storeIdentifier: storeIdentifier)
+    let conflicts = SnapshotMigrator.uniquenessClashes(of: index.columns, in: table.entity, rows: rows)
+    return conflicts.isEmpty
+      ? [StoreError.Conflict(objectID: nil, entity: table.name, keys: index.columns)] : conflicts
+  }
+}

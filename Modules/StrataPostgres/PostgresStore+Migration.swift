@@ -1,0 +1,231 @@
+import Foundation
+import StrataStoreKit
+
+extension PostgresStore {
+  /// Migrates the schema along `steps` (see ``PersistentStore/migrated(along:reporting:)``) in one
+  /// transaction — PostgreSQL's DDL is transactional — then closes this store and returns the store
+  /// reopened with the last step's destination model.
+  ///
+  /// The transaction first takes the schema's advisory lock, so two processes migrating the same store
+  /// serialize: the second finds the store migrated (and returns it opened with the destination model)
+  /// or, when it holds another model than this store's, fails with `.schemaMismatch` and changes
+  /// nothing. Each step runs its `willMigrate` stage with a store on its source model, its structural
+  /// change, then its `didMigrate` stage with a store on its destination model. The stages' stores run
+  /// this store's fetch, save and batch code over the migration's connection (each save in a savepoint)
+  /// and answer history, query generations and change streams with `.unsupported` or nothing.
+  ///
+  /// Tables change in place: `ADD`/`RENAME`/`DROP COLUMN`, `ALTER COLUMN TYPE … USING` for integer
+  /// widenings and integers becoming doubles or decimals, `RENAME TO`; any other conversion (to text,
+  /// for one) is computed by ``AttributeMapping/convert(_:)`` in Swift and written back in batches.
+  /// Indexes, unique constraints and foreign keys that carry over unchanged are kept, the others dropped
+  /// and created anew; a unique constraint the rows violate fails the migration with
+  /// `.constraintConflict` listing every clash. With `tracksHistory` the migration appends one history
+  /// transaction by ``MigrationStep/historyAuthor`` listing what the stages wrote, under the final
+  /// model's names. `progress` hears of each step's start and end, each stage and each table.
+  ///
+  /// ```swift
+  /// let split = MigrationStep(try ModelMigration(from: store.model, to: v2), didMigrate: { stage in
+  ///   let people = try stage.fetch(FetchDescription(entityName: "Person"), generation: nil)
+  ///   // … _ = try stage.save(changes)
+  /// })
+  /// let migrated = try store.migrated(along: [split], reporting: { print($0.fractionCompleted) })
+  /// ```
+  ///
+  /// - Throws: `.misuse` when `steps` is empty, does not start from this store's model or does not chain,
+  ///   and when the store is closed or is itself a stage's store; `.readOnly`; `.schemaMismatch` when
+  ///   another process changed the stored model to one this migration does not lead to; what a stage
+  ///   throws. On any error the schema is as it was and this store stays open.
+  public func migrated(
+    along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
+  ) throws -> any PersistentStore {
+    if isBoundToMigration { throw StoreError(.misuse, "a migration stage cannot migrate the store it is handed") }
+    guard let last = steps.last else { throw StoreError(.misuse, "a migration needs at least one step") }
+    guard steps[0].migration.source == model else {
+      throw StoreError(.misuse, "the migration starts from another model than the PostgreSQL store \(location) holds")
+    }
+    for (index, step) in steps.enumerated().dropFirst() where step.migration.source != steps[index - 1].migration.destination {
+      throw StoreError(
+        .misuse, "migration step \(index + 1) does not start from the model step \(index) ends with")
+    }
+    try checkOpen()
+    if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
+    guard let url else { throw StoreError(.misuse, "the store \(location) has no location to reopen") }
+    let destination = last.migration.destination
+    let schemas = try steps.map { try PostgresSchema(model: $0.migration.destination, schema: schema.name) }
+    let json = String(decoding: try destination.jsonData(), as: UTF8.self)
+    let log = options.tracksHistory ? Locked(MigrationChangeLog()) : nil
+    try writeLock.withLock { _ in
+      try pool.withConnection { connection in
+        migratingThread.withLock { $0 = pthread_self() }
+        defer { migratingThread.withLock { $0 = nil } }
+        var reporter = PostgresMigrationReporter(report: progress, stepCount: steps.count)
+        let done = try connection.transaction { () -> Bool in
+          try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.string("strata:" + schema.name)])
+          let stored = try storedFingerprint(connection)
+          if stored != model.fingerprint {
+            if stored == destination.fingerprint { return true }
+            throw StoreError(
+              .schemaMismatch,
+              "the store \(location) (schema \(schema.name)) now holds model \(stored ?? "?"), written by another process; "
+                + "this migration leads from \(model.fingerprint) to \(destination.fingerprint), so nothing was changed")
+          }
+          // Every constraint checked statement by statement: no deferred trigger event may stand in the
+          // way of an ALTER TABLE.
+          try connection.execute("SET CONSTRAINTS ALL IMMEDIATE")
+          var current = self.schema
+          for (index, step) in steps.enumerated() {
+            let run = PostgresMigration(
+              migration: step.migration, old: current, new: schemas[index], storeIdentifier: identifier,
+              connection: connection)
+            try run.plan()
+            let stages = (step.willMigrate == nil ? 0 : 1) + (step.didMigrate == nil ? 0 : 1)
+            reporter.start(
+              step: index, total: stages + run.unitCount, phase: "migrating step \(index + 1) of \(steps.count)")
+            if let stage = step.willMigrate {
+              try runStage(stage, on: connection, model: step.migration.source, schema: current, log: log)
+              reporter.advance("ran the custom stage before step \(index + 1)")
+            }
+            try run.execute { reporter.advance($0) }
+            log?.withLock { $0.carry(through: step.migration) }
+            current = schemas[index]
+            if let stage = step.didMigrate {
+              try runStage(stage, on: connection, model: step.migration.destination, schema: current, log: log)
+              reporter.advance("ran the custom stage after step \(index + 1)")
+            }
+            reporter.finish("finished step \(index + 1) of \(steps.count)")
+          }
+          let metadata = current.qualify(PostgresSchema.metadataTable)
+          for (key, value) in [("model", json), ("model_fingerprint", destination.fingerprint)] {
+            try connection.run(
+              "INSERT INTO \(metadata) (\"key\", \"value\") VALUES ($1, $2) "
+                + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = EXCLUDED.\"value\"", [.string(key), .string(value)])
+          }
+          if let log {
+            // One transaction, even an empty one: history readers learn that the schema changed.
+            _ = try PostgresHistory.record(
+              log.withLock { $0.changes }, on: connection, schema: current, storeIdentifier: identifier,
+              author: MigrationStep.historyAuthor, contextName: nil)
+          }
+          try notify(connection)
+          return false
+        }
+        if done { reporter.finishAll() }
+        // No call may use the old layout once the new one is committed.
+        closed.store(true, ordering: .releasing)
+      }
+    }
+    releaseConnections()
+    return try PostgresStore(url: url, model: destination, options: options, configuration: configuration)
+  }
+
+  /// The stored model's fingerprint, read inside the migration's transaction.
+  private func storedFingerprint(_ connection: PostgresConnection) throws -> String? {
+    let rows = try connection.query(
+      "SELECT \"key\", \"value\" FROM \(schema.qualify(PostgresSchema.metadataTable)) WHERE \"key\" IN ('model', 'model_fingerprint')"
+    )
+    var values: [String: String] = [:]
+    for row in 0..<rows.count { values[rows.text(row, 0)] = rows.text(row, 1) }
+    if let fingerprint = values["model_fingerprint"] { return fingerprint }
+    return try values["model"].map { try ObjectModel.decode(jsonData: Data($0.utf8)).fingerprint }
+  }
+
+  /// Closes the pool, the listening connection and the change streams of a store that was migrated.
+  private func releaseConnections() {
+    for slot in pinned.withLock({ pinned in
+      let all = Array(pinned.values)
+      pinned.removeAll()
+      return all
+    }) {
+      slot.close()
+    }
+    stopListening()
+    pool.close()
+    broadcaster.finish()
+  }
+
+  /// Runs a custom stage with a store on `model` bound to the migration's transaction on `connection`,
+  /// then takes the store back: closing it waits for a call another thread may still be making, and
+  /// every later call throws `.misuse`.
+  private func runStage(
+    _ stage: @Sendable (any PersistentStore) throws -> Void, on connection: PostgresConnection, model: ObjectModel,
+    schema: PostgresSchema, log: Locked<MigrationChangeLog>?
+  ) throws {
+    let bound = PostgresStore(boundTo: connection, of: self, model: model, schema: schema, log: log)
+    do {
+      try stage(bound)
+    } catch {
+      bound.close()
+      throw error
+    }
+    bound.close()
+    if connection.isTransactionFailed {
+      throw StoreError(
+        .io, "the migration of \(location) failed inside a custom stage: a statement failed and PostgreSQL rolled it back")
+    }
+    try connection.execute("SET CONSTRAINTS ALL IMMEDIATE")
+  }
+
+  /// What migrating along `migration` does to each entity's table, from the plan alone (nothing is read
+  /// or written): `.created` for a new entity, `.rewritten` when every row's values are converted (a
+  /// column's type changes), `.alteredInPlace` when only columns, names, indexes, constraints or join
+  /// tables change, `.unchanged` otherwise.
+  ///
+  /// ```swift
+  /// let changes = try store.storageChanges(for: try ModelMigration(from: store.model, to: v2))   // ["Movie": .alteredInPlace]
+  /// ```
+  ///
+  /// - Throws: `.misuse` when `migration.source` is not this store's model or the store is closed.
+  public func storageChanges(for migration: ModelMigration) throws -> [String: StorageChange] {
+    try checkOpen()
+    guard migration.source == model else {
+      throw StoreError(.misuse, "the migration starts from another model than the PostgreSQL store \(location) holds")
+    }
+    let target = try PostgresSchema(model: migration.destination, schema: schema.name)
+    let run = PostgresMigration(
+      migration: migration, old: schema, new: target, storeIdentifier: identifier, connection: nil)
+    try run.plan()
+    return run.storageChanges()
+  }
+}
+
+/// Turns a migration's advance into ``MigrationProgress`` reports: each step is `total` units (stages and
+/// tables), reported at its start, after each unit and at its end.
+private struct PostgresMigrationReporter {
+  let report: (@Sendable (MigrationProgress) -> Void)?
+  let stepCount: Int
+  var step = 0
+  var completed = 0
+  var total = 1
+
+  init(report: (@Sendable (MigrationProgress) -> Void)?, stepCount: Int) {
+    self.report = report
+    self.stepCount = stepCount
+  }
+
+  mutating func start(step: Int, total: Int, phase: String) {
+    self.step = step
+    self.total = max(total, 1)
+    completed = 0
+    send(phase)
+  }
+
+  mutating func advance(_ phase: String) {
+    completed = min(completed + 1, total)
+    send(phase)
+  }
+
+  mutating func finish(_ phase: String) {
+    completed = total
+    send(phase)
+  }
+
+  /// The whole migration done (another process had migrated the store).
+  mutating func finishAll() {
+    step = max(stepCount - 1, 0)
+    finish("the store was migrated by another process")
+  }
+
+  private func send(_ phase: String) {
+    report?(MigrationProgress(step: step, stepCount: stepCount, completed: completed, total: total, phase: phase))
+  }
+}
