@@ -40,7 +40,8 @@ for directory in CommandLine.arguments.dropFirst() {
       if !text.isEmpty { continue }
       let uri = (location["uri"] as? String).flatMap { URL(string: $0)?.path } ?? "?"
       let line = ((location["position"] as? [String: Any])?["line"] as? Int).map { $0 + 1 } ?? 0
-      let relative = uri.hasPrefix(FileManager.default.currentDirectoryPath + "/")
+      let relative =
+        uri.hasPrefix(FileManager.default.currentDirectoryPath + "/")
         ? String(uri.dropFirst(FileManager.default.currentDirectoryPath.count + 1)) : uri
       let shortKind = kind.replacingOccurrences(of: "swift.", with: "")
       missing.append("\(relative):\(line): undocumented \(shortKind) \(path.joined(separator: "."))")
