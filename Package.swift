@@ -35,6 +35,8 @@ let package = Package(
     // Statement and fetch logging (STRATA_SQL_DEBUG) through the server ecosystem's logging API, so an app's
     // own log handler receives it; replaces a logging layer of our own.
     .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    // API reference (scripts/docs): DocC catalogs built with the toolchain's docc.
+    .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
   ],
   targets: [
     // MARK: Core

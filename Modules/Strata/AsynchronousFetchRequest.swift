@@ -18,12 +18,14 @@ internal import StrataStoreKit
 /// let venues = try await context.fetch(AsynchronousFetchRequest(fetchRequest: FetchRequest<Venue>()))
 /// ```
 public struct AsynchronousFetchRequest<T: ManagedObject>: Sendable {
+  /// The fetch to run.
   public var fetchRequest: FetchRequest<T>
   /// Called on the context's queue when the fetch finishes, fails or is cancelled.
   public var completion: (@Sendable (AsynchronousFetchResult<T>) -> Void)?
   /// How many objects are read per step: the granularity of progress and of cancellation.
   public var chunkSize: Int
 
+  /// A fetch of `fetchRequest`, read `chunkSize` objects at a time, calling `completion` when it ends.
   public init(
     fetchRequest: FetchRequest<T>, chunkSize: Int = 1_000,
     completion: (@Sendable (AsynchronousFetchResult<T>) -> Void)? = nil
@@ -38,6 +40,7 @@ public struct AsynchronousFetchRequest<T: ManagedObject>: Sendable {
 ///
 /// `progress` and `cancel()` may be used from any thread; `finalResult` belongs to the context's queue.
 public final class AsynchronousFetchResult<T: ManagedObject>: @unchecked Sendable {
+  /// The fetch that runs.
   public let fetchRequest: FetchRequest<T>
   /// Counts the objects read: `totalUnitCount` is set once the matching IDs are known.
   public let progress: Progress
@@ -80,7 +83,7 @@ private struct ContextBound<Value>: @unchecked Sendable {
 extension ObjectContext {
   /// Starts `request` and returns at once; the completion runs on the context's queue.
   ///
-  /// Unsaved changes are reflected as in ``fetch(_:)``, as they stand when the fetch finishes.
+  /// Unsaved changes are reflected as in ``fetch(_:)-(FetchRequest<T>)``, as they stand when the fetch finishes.
   @discardableResult
   public func execute<T: ManagedObject>(_ request: AsynchronousFetchRequest<T>) -> AsynchronousFetchResult<T> {
     let result = AsynchronousFetchResult(fetchRequest: request.fetchRequest, context: self)

@@ -1,8 +1,8 @@
 import Foundation
 internal import StrataStoreKit
 
-/// A Swift type that an `@Attribute` can hold: it names its ``AttributeType`` and converts to and
-/// from ``Value``.
+/// A Swift type that an `@Attribute` can hold: it names its `AttributeType` and converts to and
+/// from `Value`.
 ///
 /// The conversions are inlinable, so that reading and writing an attribute compiles to a plain switch in
 /// the app's code rather than a call through generic metadata.

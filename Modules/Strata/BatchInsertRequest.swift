@@ -26,7 +26,7 @@ public struct BatchInsertRequest<T: ManagedObject> {
   }
 
   let source: Source
-  /// What the result reports (``BatchResultType/statusOnly`` unless set).
+  /// What the result reports (`BatchResultType.statusOnly` unless set).
   public var resultType: BatchResultType
 
   /// Inserts `objects`, one dictionary per row.
@@ -55,7 +55,7 @@ public struct BatchInsertRequest<T: ManagedObject> {
 
 extension ObjectContext {
   /// Runs a batch insert in the store (see ``BatchInsertRequest``). Merge the result into live contexts
-  /// with ``mergeChanges(fromRemoteContextSave:into:)`` (result type ``BatchResultType/objectIDs``).
+  /// with ``mergeChanges(fromRemoteContextSave:into:)`` (result type `BatchResultType.objectIDs`).
   ///
   /// ```swift
   /// let request = BatchInsertRequest<Studio>(objects: [["name": "Ghibli"]], resultType: .objectIDs)

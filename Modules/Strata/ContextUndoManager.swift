@@ -36,6 +36,7 @@ public final class ContextUndoManager {
   private var automaticLevel = 0
   private var mode = Mode.normal
 
+  /// An undo manager with empty stacks: `context.undoManager = ContextUndoManager()`.
   public init() {}
 
   /// Whether there is a step to undo.

@@ -7,7 +7,7 @@ internal import StrataStoreKit
 /// The property is read-only: assigning to it does not compile, and `setValue(_:forKey:)` throws. Until
 /// the object is first saved it holds its type's zero value (`nil` when optional); afterwards, what the
 /// store computed at the last save. A context's unsaved changes do not update it. Derived attributes
-/// are stored, so predicates and sorts can use them. See ``DerivedAttributes`` for the supported forms.
+/// are stored, so predicates and sorts can use them. See `DerivedAttributes` for the supported forms.
 ///
 /// ```swift
 /// final class TodoList: ManagedObject {
@@ -28,8 +28,10 @@ public struct Derived<Value: AttributeValue> {
   @usableFromInline let slot: Int32
 
   /// A derived attribute computed by `derivation`.
-  /// - Parameter options: `.indexed`, `.unique` and `.preserveValueOnDeletion` apply; `.transient` makes
-  ///   the model invalid (a derived attribute is stored).
+  /// - Parameters:
+  ///   - derivation: the expression the store computes, such as `"canonical:(title)"` or `"items.@count"`.
+  ///   - options: `.indexed`, `.unique` and `.preserveValueOnDeletion` apply; `.transient` makes
+  ///     the model invalid (a derived attribute is stored).
   @inlinable
   public init(_ derivation: String, _ options: AttributeOptions = []) {
     slot = SlotState.takeSlot()

@@ -31,7 +31,7 @@ public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
   public var havingPredicate: QueryPredicate?
   /// For dictionary rows: drop repeated rows.
   public var returnsDistinctResults = false
-  /// With a value above 0, ``ObjectContext/fetch(_:)`` returns faults whose values load this many at a
+  /// With a value above 0, ``ObjectContext/fetch(_:)-(FetchRequest<T>)`` returns faults whose values load this many at a
   /// time, in one store call per batch, when the first of them is read; and
   /// ``ObjectContext/fetch(_:batchSize:)`` walks the results holding only one batch of objects.
   public var fetchBatchSize = 0
@@ -47,6 +47,8 @@ public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
   /// Dictionary results always read the store as it is, as in Core Data.
   public var includesPendingChanges = true
 
+  /// A request for every object of `Result`'s entity that matches `predicate` (all when `nil`), in the order
+  /// of `sortDescriptors`.
   public init(
     entityName: String? = nil, predicate: QueryPredicate? = nil, sortDescriptors: [QuerySort] = [],
     fetchLimit: Int? = nil, fetchOffset: Int = 0
@@ -104,18 +106,22 @@ public struct Where<Root: ManagedObject>: Sendable, Hashable {
   /// The predicate as every backend receives it.
   public let predicate: QueryPredicate
 
+  /// A condition given as a predicate value.
   public init(_ predicate: QueryPredicate) { self.predicate = predicate }
 
   // A chain `a && b && c` stays one flat list (as the format `a AND b AND c` parses), so a long chain is
   // one level deep under QueryLimits.maxDepth.
+  /// Both conditions hold: `\.genre == "Crime" && \.year > 1990`.
   public static func && (a: Where, b: Where) -> Where {
     if case .and(let parts) = a.predicate { return Where(.and(parts + [b.predicate])) }
     return Where(.and([a.predicate, b.predicate]))
   }
+  /// At least one condition holds.
   public static func || (a: Where, b: Where) -> Where {
     if case .or(let parts) = a.predicate { return Where(.or(parts + [b.predicate])) }
     return Where(.or([a.predicate, b.predicate]))
   }
+  /// The condition does not hold.
   public static prefix func ! (a: Where) -> Where { Where(.not(a.predicate)) }
 }
 
@@ -125,21 +131,27 @@ private func compare<Root: ManagedObject, V: AttributeValue>(
   Where(.comparison(Comparison(.keyPath(KeyPathNames.name(of: keyPath)), op, .constant(value.storedValue), options: options)))
 }
 
+/// The attribute at `lhs` equals `rhs`: `FetchRequest<Movie>(where: \.title == "Heat")`.
 public func == <Root: ManagedObject, V: AttributeValue & Equatable>(lhs: KeyPath<Root, V>, rhs: V) -> Where<Root> {
   compare(lhs, .equalTo, rhs)
 }
+/// The attribute at `lhs` differs from `rhs`.
 public func != <Root: ManagedObject, V: AttributeValue & Equatable>(lhs: KeyPath<Root, V>, rhs: V) -> Where<Root> {
   compare(lhs, .notEqualTo, rhs)
 }
+/// The attribute at `lhs` is less than `rhs`.
 public func < <Root: ManagedObject, V: AttributeValue & Comparable>(lhs: KeyPath<Root, V>, rhs: V) -> Where<Root> {
   compare(lhs, .lessThan, rhs)
 }
+/// The attribute at `lhs` is less than or equal to `rhs`.
 public func <= <Root: ManagedObject, V: AttributeValue & Comparable>(lhs: KeyPath<Root, V>, rhs: V) -> Where<Root> {
   compare(lhs, .lessThanOrEqualTo, rhs)
 }
+/// The attribute at `lhs` is greater than `rhs`.
 public func > <Root: ManagedObject, V: AttributeValue & Comparable>(lhs: KeyPath<Root, V>, rhs: V) -> Where<Root> {
   compare(lhs, .greaterThan, rhs)
 }
+/// The attribute at `lhs` is greater than or equal to `rhs`.
 public func >= <Root: ManagedObject, V: AttributeValue & Comparable>(lhs: KeyPath<Root, V>, rhs: V) -> Where<Root> {
   compare(lhs, .greaterThanOrEqualTo, rhs)
 }

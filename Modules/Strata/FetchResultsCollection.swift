@@ -74,7 +74,7 @@ extension ObjectContext {
   /// print(all.count, all.first?.impactEnergy ?? 0)
   /// ```
   ///
-  /// - Throws: what ``fetch(_:)`` throws; `.misuse` when `T` is not the class of the request's entity.
+  /// - Throws: what ``fetch(_:)-(FetchRequest<T>)`` throws; `.misuse` when `T` is not the class of the request's entity.
   public func fetch<T: ManagedObject>(_ request: FetchRequest<T>, batchSize: Int) throws -> FetchResultsCollection<T> {
     guard let info = coordinator.info(forEntity: request.entityName) else {
       throw StoreError(.invalidQuery, "the model has no entity '\(request.entityName)'", entity: request.entityName)

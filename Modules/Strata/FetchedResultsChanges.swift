@@ -3,14 +3,19 @@ internal import StrataStoreKit
 
 /// What happened to an object or a section between two states of a ``FetchedResultsController``.
 public enum FetchedResultsChangeType: Sendable, Hashable {
+  /// An object or section that appeared.
   case insert
+  /// An object or section that is gone.
   case delete
+  /// An object that changed place (its values may have changed too).
   case move
+  /// An object that stayed in place with changed values.
   case update
 }
 
 /// One object change between two states of a controller's sections.
 public struct FetchedResultsObjectChange: Sendable, Hashable {
+  /// What happened to the object.
   public var type: FetchedResultsChangeType
   /// The object's ID in the new state (its old ID too, unless a save made it permanent meanwhile).
   public var objectID: ObjectID
@@ -22,7 +27,9 @@ public struct FetchedResultsObjectChange: Sendable, Hashable {
 
 /// One section change between two states of a controller's sections.
 public struct FetchedResultsSectionChange: Sendable, Hashable {
+  /// What happened to the section.
   public var type: FetchedResultsChangeType
+  /// The section's name.
   public var name: String
   /// The old index for a delete, the new index for an insert.
   public var index: Int
@@ -33,9 +40,12 @@ public struct FetchedResultsSectionChange: Sendable, Hashable {
 /// remove deleted sections, insert new sections, insert inserted and moved objects at their new index
 /// paths (from the first forwards); updates change no position. ``apply(to:)`` does exactly that.
 public struct FetchedResultsDifference: Sendable, Hashable {
+  /// The section changes, in the order they are to be applied.
   public var sectionChanges: [FetchedResultsSectionChange] = []
+  /// The object changes, in the order they are to be applied.
   public var objectChanges: [FetchedResultsObjectChange] = []
 
+  /// Whether nothing changed.
   public var isEmpty: Bool { sectionChanges.isEmpty && objectChanges.isEmpty }
 
   /// `sections` (section names and the items of each) with the changes applied; `identify` maps an old

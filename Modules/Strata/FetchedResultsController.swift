@@ -6,32 +6,43 @@ internal import StrataStoreKit
 /// Between `controllerWillChangeContent` and `controllerDidChangeContent` come the section changes, then
 /// the object changes, to be applied as ``FetchedResultsDifference`` describes.
 public protocol FetchedResultsControllerDelegate: AnyObject {
+  /// Called before the controller reports a batch of changes.
   func controllerWillChangeContent(_ controller: any FetchedResultsControlling)
+  /// Called for each section inserted or deleted.
   func controller(
     _ controller: any FetchedResultsControlling, didChange sectionInfo: FetchedResultsSectionInfo,
     atSectionIndex sectionIndex: Int, for type: FetchedResultsChangeType)
+  /// Called for each object inserted, deleted, moved or updated; `indexPath` is the old position,
+  /// `newIndexPath` the new one.
   func controller(
     _ controller: any FetchedResultsControlling, didChange object: ManagedObject, at indexPath: IndexPath?,
     for type: FetchedResultsChangeType, newIndexPath: IndexPath?)
+  /// Called after the controller reported a batch of changes.
   func controllerDidChangeContent(_ controller: any FetchedResultsControlling)
 }
 
 extension FetchedResultsControllerDelegate {
+  /// Does nothing.
   public func controllerWillChangeContent(_ controller: any FetchedResultsControlling) {}
+  /// Does nothing.
   public func controller(
     _ controller: any FetchedResultsControlling, didChange sectionInfo: FetchedResultsSectionInfo,
     atSectionIndex sectionIndex: Int, for type: FetchedResultsChangeType
   ) {}
+  /// Does nothing.
   public func controller(
     _ controller: any FetchedResultsControlling, didChange object: ManagedObject, at indexPath: IndexPath?,
     for type: FetchedResultsChangeType, newIndexPath: IndexPath?
   ) {}
+  /// Does nothing.
   public func controllerDidChangeContent(_ controller: any FetchedResultsControlling) {}
 }
 
 /// What a delegate can ask of any fetched results controller, whatever its result type.
 public protocol FetchedResultsControlling: AnyObject {
+  /// The sections as they stand.
   var sectionInfos: [FetchedResultsSectionInfo] { get }
+  /// The object at `indexPath` (section, item), or `nil` when there is none.
   func managedObject(at indexPath: IndexPath) -> ManagedObject?
 }
 
@@ -41,14 +52,19 @@ public struct FetchedResultsSectionInfo: Sendable, Hashable {
   public var name: String
   /// The name's first character, uppercased: a title for a section index.
   public var indexTitle: String?
+  /// How many objects the section holds.
   public var numberOfObjects: Int
 }
 
 /// A section of a controller's results with its objects.
 public struct FetchedResultsSection<Result: ManagedObject> {
+  /// The section's name: the section key's value as text (empty without sections).
   public var name: String
+  /// The name's first character, uppercased.
   public var indexTitle: String?
+  /// The section's objects, in the request's order.
   public var objects: [Result]
+  /// How many objects the section holds.
   public var numberOfObjects: Int { objects.count }
 
   var info: FetchedResultsSectionInfo {
@@ -58,11 +74,15 @@ public struct FetchedResultsSection<Result: ManagedObject> {
 
 /// A `Sendable` picture of a controller's sections, for Swift-concurrency code.
 public struct FetchedResultsSnapshot: Sendable, Hashable {
+  /// One section: its name and its objects' IDs, in order.
   public struct Section: Sendable, Hashable {
+    /// The section's name.
     public var name: String
+    /// The IDs of the section's objects, in order.
     public var objectIDs: [ObjectID]
   }
 
+  /// The sections, in order.
   public var sections: [Section]
   /// How the previous snapshot became this one (empty for the first).
   public var difference: FetchedResultsDifference
@@ -88,10 +108,13 @@ public struct FetchedResultsSnapshot: Sendable, Hashable {
 /// Use it on its context's queue. Sections must follow the sort: objects of a section are contiguous in
 /// the sort order (sort by the section key first). The fetch limit and offset apply to the first fetch only.
 public final class FetchedResultsController<Result: ManagedObject>: FetchedResultsControlling {
+  /// The request whose results the controller keeps.
   public let fetchRequest: FetchRequest<Result>
+  /// The context the controller fetches from and watches.
   public let managedObjectContext: ObjectContext
   /// The model key path whose value names an object's section, if sections come from a key path.
   public let sectionNameKeyPath: String?
+  /// Told of each change of the results after ``performFetch()`` (held weakly).
   public weak var delegate: (any FetchedResultsControllerDelegate)?
 
   private let sectionName: ((Result) -> String)?
@@ -128,7 +151,7 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
   }
 
   /// Fetches the results and starts following changes.
-  /// - Throws: what ``ObjectContext/fetch(_:)`` throws; `.invalidQuery` for an unknown section key path.
+  /// - Throws: what ``ObjectContext/fetch(_:)-(FetchRequest<T>)`` throws; `.invalidQuery` for an unknown section key path.
   public func performFetch() throws {
     let context = managedObjectContext
     let model = context.coordinator.model
@@ -154,6 +177,7 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
   /// The sections, `nil` before ``performFetch()``; one unnamed section without a section key.
   public var sections: [FetchedResultsSection<Result>]? { state }
 
+  /// The sections as the delegate sees them (empty before ``performFetch()``).
   public var sectionInfos: [FetchedResultsSectionInfo] { (state ?? []).map(\.info) }
 
   /// The index titles of the sections, in order, without repeats.
@@ -171,6 +195,7 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     return object
   }
 
+  /// The object at `indexPath`, or `nil` when there is none.
   public func managedObject(at indexPath: IndexPath) -> ManagedObject? { optionalObject(at: indexPath) }
 
   /// Where `object` is, or `nil` when it is not among the results.

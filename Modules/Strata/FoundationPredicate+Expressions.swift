@@ -163,16 +163,21 @@ extension PredicateExpressions.SequenceContains: StrataPredicateTranslatable {
 public struct StrataLocalizedStandardContains<Root: PredicateExpression, Other: PredicateExpression>:
   PredicateExpression
 where Root.Output: StringProtocol, Other.Output: StringProtocol {
+  /// The expression yields a `Bool`.
   public typealias Output = Bool
 
+  /// The string searched.
   public let root: Root
+  /// The string searched for.
   public let other: Other
 
+  /// The expression `root.localizedStandardContains(other)`.
   public init(root: Root, other: Other) {
     self.root = root
     self.other = other
   }
 
+  /// Evaluates the expression in memory, as Foundation's `localizedStandardContains` does.
   public func evaluate(_ bindings: PredicateBindings) throws -> Bool {
     let text = String(try root.evaluate(bindings))
     let search = String(try other.evaluate(bindings))

@@ -12,13 +12,13 @@ extension QueryPredicate {
   ///
   /// Supported: `==`, `!=`, `<`, `<=`, `>`, `>=`, `&&`, `||`, `!`; key paths through `@Attribute` and
   /// `@Relationship` properties, including optional chaining (`$0.director?.name` → `director.name`) and
-  /// forced unwrapping; constants of any ``PredicateArgument`` or ``AttributeValue`` type, `nil`, object
+  /// forced unwrapping; constants of any `PredicateArgument` or ``AttributeValue`` type, `nil`, object
   /// IDs and managed objects; `==`/`!=` against `nil`; `string.contains(s)` (`CONTAINS`),
   /// `string.starts(with: s)` (`BEGINSWITH`), `string.localizedStandardContains(s)` (`CONTAINS[cd]`);
   /// `array.contains(value)` (`value IN array`); arithmetic `+`, `-`, `*` and floating-point `/`; a Boolean
   /// key path on its own (`$0.isFavorite` → `isFavorite == YES`).
   ///
-  /// - Throws: ``StoreError`` `.unsupported` naming the construct (for example
+  /// - Throws: `StoreError` `.unsupported` naming the construct (for example
   ///   `PredicateExpressions.NilCoalesce`, `PredicateExpressions.Conditional`, or a key path that is not an
   ///   `@Attribute`/`@Relationship` property) when the predicate uses something Strata cannot express.
   public init<Root: ManagedObject>(_ predicate: Foundation.Predicate<Root>) throws {
@@ -36,8 +36,8 @@ extension FetchRequest {
   ///   sortDescriptors: [QuerySort(\Movie.title)])
   /// let movies = try context.fetch(request)
   /// ```
-  /// - Throws: ``StoreError`` `.unsupported` naming the construct the predicate uses that Strata cannot
-  ///   translate; see ``QueryPredicate/init(_:)``.
+  /// - Throws: `StoreError` `.unsupported` naming the construct the predicate uses that Strata cannot
+  ///   translate; see `QueryPredicate.init(_:)`.
   public init(_ predicate: Foundation.Predicate<Result>, sortDescriptors: [QuerySort] = []) throws {
     self.init(predicate: try QueryPredicate(predicate), sortDescriptors: sortDescriptors)
   }

@@ -400,11 +400,17 @@ public struct SnapshotEvents: OptionSet, Sendable, Hashable {
   public let rawValue: UInt8
   public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+  /// An insert was undone.
   public static let undoInsertion = SnapshotEvents(rawValue: 1)
+  /// A delete was undone.
   public static let undoDeletion = SnapshotEvents(rawValue: 2)
+  /// A change was undone.
   public static let undoUpdate = SnapshotEvents(rawValue: 4)
+  /// The context rolled back.
   public static let rollback = SnapshotEvents(rawValue: 8)
+  /// The object was refreshed from the store.
   public static let refresh = SnapshotEvents(rawValue: 16)
+  /// A merge policy settled a conflict with the stored values.
   public static let mergePolicy = SnapshotEvents(rawValue: 32)
 }
 

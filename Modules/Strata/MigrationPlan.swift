@@ -1,19 +1,21 @@
 import Foundation
 
 /// One version of an app's model: a name the app gives it and the model. Its checksum is the model's
-/// ``ObjectModel/fingerprint``, which describes the structure alone.
+/// `ObjectModel.fingerprint`, which describes the structure alone.
 ///
 /// ```swift
 /// let v2 = ModelVersion("2", try ObjectModel(Movie.self, Watch.self))
 /// ```
 public struct ModelVersion: Sendable, Hashable {
+  /// The version's name, as the app calls it ("1", "2025-03", …).
   public let name: String
-  /// The model, carrying ``name`` as its ``ObjectModel/versionName`` (so stores keep it).
+  /// The model, carrying ``name`` as its `ObjectModel.versionName` (so stores keep it).
   public let model: ObjectModel
   /// The classes of the version's entities, for the contexts of custom stages that work on this version
   /// (entities without a class there are plain ``ManagedObject``s, read with `value(forKey:)`).
   public let types: [ManagedObject.Type]
 
+  /// A version named `name` of `model`, whose custom stages use the classes `types`.
   public init(_ name: String, _ model: ObjectModel, types: [ManagedObject.Type] = []) {
     var named = model
     named.versionName = name
@@ -59,7 +61,9 @@ public struct ModelVersion: Sendable, Hashable {
 /// composed into one. A store written with a version strictly inside a stage's span runs only the
 /// stage's `didMigrate`, since its data never had the `from` version's shape.
 public struct MigrationStage: Sendable {
+  /// The version the stage starts from.
   public let from: ModelVersion
+  /// The version the stage ends at.
   public let to: ModelVersion
   let willMigrate: (@Sendable (ObjectContext) throws -> Void)?
   let didMigrate: (@Sendable (ObjectContext) throws -> Void)?
@@ -87,7 +91,9 @@ public struct MigrationStage: Sendable {
 /// differs from the version of its name — is never guessed at: opening it fails with `.schemaMismatch`
 /// naming both versions, and the store is not touched.
 public struct MigrationPlan: Sendable {
+  /// The versions, oldest first; the last is the current one.
   public let versions: [ModelVersion]
+  /// The custom stages, as given.
   public let stages: [MigrationStage]
   /// The migration between each version and the next.
   let steps: [ModelMigration]

@@ -49,7 +49,7 @@ extension ObjectContext {
   /// Rows of values instead of objects, computed by the store (SQL `GROUP BY`, `SUM`, … in SQLite):
   /// the request's `propertiesToFetch` (attributes, key paths through to-one relationships, named
   /// expressions), grouped by `propertiesToGroupBy`, filtered by `havingPredicate`. Nil values are left
-  /// out of a row. See ``DictionaryFetch`` for the rules. As in Core Data, rows reflect the store only,
+  /// out of a row. See `DictionaryFetch` for the rules. As in Core Data, rows reflect the store only,
   /// not the context's unsaved changes.
   ///
   /// ```swift

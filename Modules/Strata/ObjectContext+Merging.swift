@@ -97,13 +97,18 @@ extension ObjectContext {
 
 /// What one context save changed, as object IDs (`Sendable`, for merging into other contexts).
 public struct ContextDidSave: Sendable, Hashable {
+  /// The name of the context that saved.
   public var contextName: String?
+  /// The objects the save inserted.
   public var insertedObjectIDs: Set<ObjectID>
+  /// The objects the save updated.
   public var updatedObjectIDs: Set<ObjectID>
+  /// The objects the save deleted.
   public var deletedObjectIDs: Set<ObjectID>
   /// The history token of the save, when the store tracks history.
   public var historyToken: HistoryToken?
 
+  /// A description of a save, for merging changes made elsewhere (another process, say).
   public init(
     contextName: String? = nil, insertedObjectIDs: Set<ObjectID> = [], updatedObjectIDs: Set<ObjectID> = [],
     deletedObjectIDs: Set<ObjectID> = [], historyToken: HistoryToken? = nil
@@ -119,7 +124,7 @@ public struct ContextDidSave: Sendable, Hashable {
 extension BatchResult {
   /// The result as a save notification: its objects inserted, updated or deleted, as `request` did (a
   /// batch insert's upserted objects as updated), and the objects whose derived attributes it changed as
-  /// updated. It names objects only when the request's result type is ``BatchResultType/objectIDs``.
+  /// updated. It names objects only when the request's result type is `BatchResultType.objectIDs`.
   public func changes(of request: BatchRequest) -> ContextDidSave {
     switch request {
     case .update:

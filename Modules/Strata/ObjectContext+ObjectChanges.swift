@@ -15,6 +15,7 @@ public struct ObjectsDidChange: Sendable, Hashable {
   /// Whether the context was reset: every object it held is gone.
   public var invalidatedAll = false
 
+  /// An empty set of changes.
   public init() {}
 }
 

@@ -8,7 +8,7 @@ extension ObjectContext {
   /// attributes, value bounds, required to-one relationships, to-many counts, and `deny` delete rules.
   /// On success inserted objects get permanent IDs and `didSave()` is called.
   ///
-  /// - Throws: one ``StoreError`` describing every problem found: `.validation` (all failures listed in
+  /// - Throws: one `StoreError` describing every problem found: `.validation` (all failures listed in
   ///   `conflicts`), `.deleteDenied`, `.constraintConflict`, `.optimisticLockConflict`, or a store error.
   ///   After an error the store is unchanged and the context keeps its changes, so the app can fix them
   ///   or ``rollback()``.

@@ -5,11 +5,11 @@ import Synchronization
 /// A scratchpad of managed objects: fetch them, change them, then ``save()`` the changes to the store
 /// in one transaction — or ``rollback()`` them.
 ///
-/// A context holds at most one object per ``ObjectID``, tracks inserted, updated and deleted objects,
+/// A context holds at most one object per `ObjectID`, tracks inserted, updated and deleted objects,
 /// keeps both sides of relationships in step, and applies delete rules. It does its work on its own
 /// serial queue: call it from that queue (``perform(_:)``, ``performAndWait(_:)``), or, for the
 /// ``PersistentContainer/viewContext``, from the main thread. Objects are not `Sendable`; pass their
-/// ``ObjectID``s between contexts.
+/// `ObjectID`s between contexts.
 ///
 /// ```swift
 /// let context = container.viewContext
@@ -28,6 +28,7 @@ public final class ObjectContext: @unchecked Sendable {
     case privateQueue
   }
 
+  /// Where the context does its work: the main queue or a private one.
   public let concurrencyType: ConcurrencyType
   /// A name recorded in persistent history and shown in debugging output.
   public var name: String?

@@ -13,8 +13,11 @@ internal import StrataStoreKit
 public struct MigrationPreview: Sendable {
   /// One step of the migration: between two versions of the plan (names `nil` without a plan).
   public struct Step: Sendable {
+    /// The version the step starts from.
     public let fromVersion: String?
+    /// The version the step ends at.
     public let toVersion: String?
+    /// What the step changes.
     public let migration: ModelMigration
     /// Whether the step runs a custom stage of the app's around its structural change.
     public let isCustom: Bool
@@ -23,6 +26,7 @@ public struct MigrationPreview: Sendable {
     public let storage: [String: StorageChange]
   }
 
+  /// The steps, in the order they would run.
   public let steps: [Step]
   /// The number of objects of each entity of the stored model.
   public let objectCounts: [String: Int]
@@ -105,7 +109,7 @@ extension PersistentContainer {
     }
   }
 
-  /// What ``loadPersistentStores()`` would migrate, found without opening the store for writing: `nil`
+  /// What ``loadPersistentStores()-1ehcw`` would migrate, found without opening the store for writing: `nil`
   /// when no store exists yet at the description's location, when it has the container's model, or when
   /// its backend keeps nothing between opens.
   ///

@@ -8,15 +8,17 @@ package import StrataStoreKit
 /// let memory = StoreDescription(type: .memory)
 /// ```
 public struct StoreDescription: Sendable, Hashable {
-  /// The store type, looked up in the container's ``StoreRegistry``.
+  /// The store type, looked up in the container's `StoreRegistry`.
   public var type: StoreType
   /// The store's file or directory; `nil` for stores without one.
   public var url: URL?
+  /// The options the store is opened with (read-only, history, remote notifications, migration).
   public var options: StoreOptions
   /// Whether ``PersistentContainer/loadPersistentStores(completionHandler:)`` opens the store on a
   /// background queue and returns at once (opening a large or remote file can take a while).
   public var shouldAddStoreAsynchronously: Bool
 
+  /// A store of `type` at `url`.
   public init(
     type: StoreType, url: URL? = nil, options: StoreOptions = StoreOptions(), shouldAddStoreAsynchronously: Bool = false
   ) {
@@ -38,6 +40,7 @@ public struct StoreDescription: Sendable, Hashable {
 /// let movies = try container.viewContext.fetch(FetchRequest<Movie>())
 /// ```
 public final class PersistentContainer: @unchecked Sendable {
+  /// The container's name: the default store file is named after it (`NAME.sqlite`).
   public let name: String
   /// The model every context of the container uses.
   public let model: ObjectModel
@@ -48,7 +51,7 @@ public final class PersistentContainer: @unchecked Sendable {
   public let registry: StoreRegistry
   /// The app's model versions, when it declared them: a store of an older one migrates along them.
   public let migrationPlan: MigrationPlan?
-  /// Called as a migration on ``loadPersistentStores()`` advances, on the thread that loads the store:
+  /// Called as a migration on ``loadPersistentStores()-1ehcw`` advances, on the thread that loads the store:
   /// what a tool needs to draw a progress bar over a large store.
   public var migrationProgressHandler: (@Sendable (MigrationProgress) -> Void)?
 
@@ -98,7 +101,7 @@ public final class PersistentContainer: @unchecked Sendable {
   ///   name: "FaveFlicks", model: try ObjectModel(Movie.self), types: [Movie.self],
   ///   store: StoreDescription(type: .sqlite, url: url), registry: registry)
   /// ```
-  /// - Throws: the errors of ``loadPersistentStores()``.
+  /// - Throws: the errors of ``loadPersistentStores()-1ehcw``.
   public static func loaded(
     name: String, model: ObjectModel, types: [ManagedObject.Type], store: StoreDescription, registry: StoreRegistry
   ) throws -> PersistentContainer {
@@ -120,12 +123,12 @@ public final class PersistentContainer: @unchecked Sendable {
   /// this package; apps use the container's and contexts' API).
   package var persistentStore: (any PersistentStore)? { coordinator.store }
 
-  /// The loaded store's file or directory; `nil` before ``loadPersistentStores()`` and for stores
+  /// The loaded store's file or directory; `nil` before ``loadPersistentStores()-1ehcw`` and for stores
   /// without one.
   public var storeURL: URL? { coordinator.store?.url }
 
   /// The loaded store's identifier, fixed when the store was created (part of every permanent
-  /// ``ObjectID``); `nil` before ``loadPersistentStores()``.
+  /// `ObjectID`); `nil` before ``loadPersistentStores()-1ehcw``.
   public var storeIdentifier: String? { coordinator.store?.identifier }
 
   /// The token of the newest transaction in the store's persistent history, as Core Data's
@@ -143,8 +146,8 @@ public final class PersistentContainer: @unchecked Sendable {
 
   /// Opens the store the description names, creating it when it does not exist. A store written with
   /// another model is migrated to the container's model when its description's options allow it
-  /// (``StoreOptions/migratesAutomatically``, the default) and a migration can be inferred (see
-  /// ``ModelMigration``), in one transaction.
+  /// (`StoreOptions.migratesAutomatically`, the default) and a migration can be inferred (see
+  /// `ModelMigration`), in one transaction.
   ///
   /// - Throws: `.unknownStoreType`, `.corrupted` (not a Strata store), `.schemaMismatch` (naming what
   ///   cannot be migrated), `.constraintConflict` (a uniqueness constraint added over clashing values),

@@ -110,7 +110,7 @@ public struct PersistentHistoryRequest: Sendable, Hashable {
 public enum PersistentHistoryResult: Sendable, Hashable {
   /// The fetched transactions, in token order.
   case transactions([HistoryTransaction])
-  /// How many transactions a fetch with result type ``HistoryRequest/ResultType/count`` matched.
+  /// How many transactions a fetch with result type `HistoryRequest.ResultType.count` matched.
   case count(Int)
   /// How many transactions a delete removed.
   case deleted(Int)

@@ -16,7 +16,7 @@ extension Conformance {
     /// process's remote-change notifications and history. Needs a ``ConformanceBackend/worker``.
     public static let multiProcess = Capabilities(rawValue: 1 << 1)
 
-    /// The store migrates its data to another model (``PersistentStore/migrated(by:)``) — every backend
+    /// The store migrates its data to another model (`PersistentStore.migrated(by:)`) — every backend
     /// is to; one that does not yet leaves the migration area skipped.
     public static let migration = Capabilities(rawValue: 1 << 2)
 
@@ -31,11 +31,22 @@ extension Conformance {
 
   /// One area of the suite. `allCases` is every area, so a new area runs on every backend at once.
   public enum Area: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    /// Objects, relationships, delete rules, uniqueness constraints, fetches, concurrent contexts, errors,
+    /// expression functions and predicates.
     case crud, relationships, deleteRules, uniqueness, fetching, concurrency, errors, expressions, predicates
+    /// Dictionary results, batch requests, faulting, walking large results in bounded memory, one object per
+    /// ID, fetches with unsaved changes, asynchronous fetches.
     case dictionaries, batch, faulting, boundedWalk, identityMap, pendingChanges, asynchronousFetch
+    /// Merge policies, transient attributes, lifecycle hooks and validation, undo, derived attributes, fetched
+    /// results controllers.
     case mergePolicies, transientAttributes, lifecycle, undo, derivedAttributes, fetchedResults
+    /// Fetched results controllers under concurrent saves, changes from another store, persistent history, its
+    /// notifications, and history seen by a second store at the same location.
     case fetchedResultsUnderLoad, remoteChanges, history, historyNotifications, historyBetweenStores
+    /// History written by another process, child contexts, batch inserts, query generations, migration,
+    /// query size limits, creation of one store by several processes at once, copying a store.
     case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, migration, queryLimits, creation, copy
+    /// A migration interrupted by killing the worker process at many moments: the store always opens whole.
     case migrationCrash
 
     /// The capabilities a backend needs for this area to apply.

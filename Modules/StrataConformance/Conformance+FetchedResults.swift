@@ -5,8 +5,11 @@ import Testing
 
 /// The fetched-results areas' model: potatoes with a variety (the sort and section key) and a rating.
 public final class Tater: ManagedObject {
+  /// The variety: the sort and section key.
   @Attribute public var variety: String
+  /// A rating from 0 to 5.
   @Attribute public var rating: Int16
+  /// The concurrent writer that inserted the potato, in the load area.
   @Attribute public var writer: Int16
 }
 

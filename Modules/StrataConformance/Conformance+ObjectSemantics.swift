@@ -201,11 +201,17 @@ extension Conformance {
 
 /// The lifecycle area's model: a journal whose hooks record themselves and stamp dates with primitives.
 public final class Journal: ManagedObject, ValueValidating {
+  /// The title; a blank one fails `validateValue(_:forKey:)`.
   @Attribute public var title: String
+  /// Stamped once, on insert.
   @Attribute public var created: Date?
+  /// Stamped on every save.
   @Attribute public var lastModified: Date?
+  /// A rating of at most 5.
   @Attribute(maximum: 5) public var rating: Int16
+  /// A locked journal cannot be deleted.
   @Attribute public var locked: Bool
+  /// The journal's entries, deleted with it.
   @Relationship(inverse: "journal", deleteRule: .cascade) public var entries: Set<JournalEntry>
 
   static let creation = Date(timeIntervalSinceReferenceDate: 700_000_000)
@@ -239,8 +245,11 @@ public final class Journal: ManagedObject, ValueValidating {
   }
 }
 
+/// An entry of a ``Journal``.
 public final class JournalEntry: ManagedObject {
+  /// The entry's text, at least one character.
   @Attribute(minimumLength: 1) public var text: String
+  /// The journal the entry belongs to (required).
   @Relationship(inverse: "entries", isOptional: false) public var journal: Journal?
 
   var events: [String] = []

@@ -15,12 +15,13 @@ import StrataStoreKit
 /// func conformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: backend) }
 /// ```
 public struct ConformanceBackend: Sendable {
+  /// The factory that opens the backend's stores.
   public let factory: any PersistentStoreFactory
   /// What the backend can do beyond what every backend must; areas that need more are skipped, with
   /// the reason, never passed.
   public let capabilities: Conformance.Capabilities
   /// The name of the executable the multi-process areas start as a second process (see
-  /// ``ConformanceWorker``), built beside the tests; `nil` when the backend has none.
+  /// `ConformanceWorker`), built beside the tests; `nil` when the backend has none.
   public let worker: String?
   let location: (@Sendable (URL) -> URL)?
 

@@ -7,6 +7,7 @@ import StrataStoreKit
 public final class StoreCallCounts: Sendable {
   private let counts = Locked<[String: Int]>([:])
 
+  /// Counts starting at zero.
   public init() {}
 
   func record(_ call: String) { counts.withLock { $0[call, default: 0] += 1 } }
@@ -14,11 +15,14 @@ public final class StoreCallCounts: Sendable {
   /// Calls of `fetch(_:generation:)` or `fetchSnapshots(_:generation:_:)`, `snapshots(for:generation:)` and
   /// `relatedObjectIDs(of:relationship:generation:)` since the last ``reset()``.
   public var fetches: Int { counts.withLock { $0["fetch", default: 0] } }
+  /// Calls of `snapshots(for:generation:)` since the last ``reset()``.
   public var snapshotReads: Int { counts.withLock { $0["snapshots", default: 0] } }
+  /// Calls of `relatedObjectIDs(of:relationship:generation:)` since the last ``reset()``.
   public var relationshipReads: Int { counts.withLock { $0["related", default: 0] } }
   /// Every read call.
   public var reads: Int { fetches + snapshotReads + relationshipReads }
 
+  /// Sets every count back to zero.
   public func reset() { counts.withLock { $0 = [:] } }
 }
 

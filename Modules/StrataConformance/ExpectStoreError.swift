@@ -1,7 +1,7 @@
 import StrataStoreKit
 import Testing
 
-/// Expects `body` to throw a ``StoreError`` with `code`, and returns it. Any other error, or a
+/// Expects `body` to throw a `StoreError` with `code`, and returns it. Any other error, or a
 /// `StoreError` of another code, is recorded as an issue that names what was thrown: a test never
 /// passes because something unrelated failed first.
 ///

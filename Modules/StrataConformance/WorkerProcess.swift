@@ -8,6 +8,7 @@ import Foundation
 /// let (status, output, errors) = worker.finish()
 /// ```
 public struct WorkerProcess {
+  /// The running process.
   public let process: Process
   private let output = Pipe()
   private let errors = Pipe()

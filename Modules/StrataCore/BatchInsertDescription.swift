@@ -25,13 +25,16 @@ public struct BatchInsertDescription: Sendable, Hashable {
     /// Fills the row; returns `true` when there are no more rows.
     public let body: @Sendable (inout [String: Value]) -> Bool
 
+    /// A handler that calls `body` once per row.
     public init(_ body: @escaping @Sendable (inout [String: Value]) -> Bool) { self.body = body }
 
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.id == rhs.id }
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
   }
 
+  /// The entity whose objects the rows become.
   public var entityName: String
+  /// The rows: given up front, or produced by a handler.
   public var rows: Rows
   /// What the result reports: only success (the default, as in Core Data), the number of rows written,
   /// or the IDs of the objects written.

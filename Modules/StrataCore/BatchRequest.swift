@@ -38,6 +38,7 @@ public enum BatchRequest: Sendable, Hashable {
 
 /// What a batch request reports: only whether it ran, also how many objects it wrote, or also their IDs.
 public enum BatchResultType: String, Sendable, Hashable {
+  /// `statusOnly`: only whether it ran; `count`: also how many objects; `objectIDs`: also which.
   case statusOnly, count, objectIDs
 }
 
@@ -56,6 +57,7 @@ public struct BatchResult: Sendable, Hashable {
   /// Other objects whose derived attributes the request changed (the list of an updated item, say).
   public var recomputedObjectIDs: [ObjectID]
 
+  /// A result; stores build it, apps read it.
   public init(
     succeeded: Bool = true, count: Int, objectIDs: [ObjectID] = [], historyToken: HistoryToken? = nil,
     recomputedObjectIDs: [ObjectID] = [], updatedObjectIDs: [ObjectID] = []

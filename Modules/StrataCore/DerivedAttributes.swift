@@ -15,7 +15,7 @@ import Foundation
 /// an optional attribute and as the type's zero value otherwise.
 ///
 /// The model checks its derivations when it is built and keeps the result in
-/// ``ObjectModel/derivedAttributes``; stores compute the values with ``DerivedRecomputation``.
+/// ``ObjectModel/derivedAttributes``; stores compute the values with `DerivedRecomputation` (StrataStoreKit).
 ///
 /// ```swift
 /// let list = EntityDescription(name: "TodoList", attributes: [
@@ -32,6 +32,7 @@ public struct DerivedAttributes: Sendable {
     public let entity: EntityDescription
     /// The attribute's position in ``EntityDescription/attributes``.
     public let index: Int
+    /// The derived attribute itself (its ``AttributeDescription/derivation`` is the expression's source).
     public let attribute: AttributeDescription
     /// The derivation as parsed (`now()` not yet replaced by a date).
     package let expression: QueryExpression

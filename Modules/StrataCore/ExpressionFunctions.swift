@@ -124,13 +124,21 @@ public enum ExpressionFunctions {
 /// CollectionFunction.stddev.fold([.int(2), .int(4)])                // .double(1)
 /// ```
 public enum CollectionFunction: String, Sendable, Hashable, CaseIterable {
+  /// `sum:`: the total of the numbers (0 over no elements).
   case sum = "sum:"
+  /// `count:`: how many elements are not nil.
   case count = "count:"
+  /// `min:`: the smallest element.
   case min = "min:"
+  /// `max:`: the largest element.
   case max = "max:"
+  /// `average:`: the arithmetic mean.
   case average = "average:"
+  /// `median:`: the middle element once sorted (the mean of the two middle ones for an even count).
   case median = "median:"
+  /// `mode:`: the most frequent element.
   case mode = "mode:"
+  /// `stddev:`: the population standard deviation.
   case stddev = "stddev:"
 
   /// Whether the function only takes numbers (`min:`, `max:`, `mode:` and `count:` also take strings and dates).

@@ -43,6 +43,7 @@ extension PropertySelection {
 /// request.fetchLimit = 10
 /// ```
 public struct FetchDescription: Sendable, Hashable, Codable {
+  /// The entity whose objects are fetched.
   public var entityName: String
   /// The condition objects must meet; `nil` matches every object.
   public var predicate: QueryPredicate?
@@ -52,6 +53,7 @@ public struct FetchDescription: Sendable, Hashable, Codable {
   public var fetchLimit: Int?
   /// How many leading results to skip.
   public var fetchOffset: Int
+  /// What the store returns: snapshots, object IDs, a count or dictionaries.
   public var resultType: FetchResultType
   /// For dictionary results: what each dictionary holds. `nil` means every attribute.
   public var propertiesToFetch: [PropertySelection]?
@@ -66,6 +68,7 @@ public struct FetchDescription: Sendable, Hashable, Codable {
   /// To-one relationship key paths whose targets the fetch loads along with the objects.
   public var relationshipKeyPathsForPrefetching: [String]
 
+  /// A request for the objects of `entityName` that match `predicate`, in the order of `sortDescriptors`.
   public init(
     entityName: String, predicate: QueryPredicate? = nil, sortDescriptors: [QuerySort] = [],
     fetchLimit: Int? = nil, fetchOffset: Int = 0, resultType: FetchResultType = .snapshots

@@ -16,6 +16,7 @@ public struct HistoryToken: Sendable, Hashable, Codable, Comparable, CustomStrin
   /// The transaction's place in that store's history: 1, 2, 3, … (never reused).
   public let sequence: Int64
 
+  /// The token of transaction `sequence` of the store `storeIdentifier`.
   public init(storeIdentifier: String, sequence: Int64) {
     self.storeIdentifier = storeIdentifier
     self.sequence = sequence
@@ -37,6 +38,8 @@ public struct HistoryToken: Sendable, Hashable, Codable, Comparable, CustomStrin
 
 /// The kind of one change in a history transaction.
 public enum HistoryChangeType: String, Sendable, Hashable, Codable {
+  /// The object was inserted (`insert`), had attributes or relationships changed (`update`), or was deleted
+  /// (`delete`).
   case insert, update, delete
 }
 
@@ -57,6 +60,7 @@ public struct HistoryChange: Sendable, Hashable, Codable {
   /// For deletes: the values of attributes marked `preservesValueInHistoryOnDeletion`.
   public var tombstone: [String: Value]
 
+  /// A change; stores build it from a save, apps read it.
   public init(
     objectID: ObjectID, changeType: HistoryChangeType, updatedProperties: [String] = [],
     tombstone: [String: Value] = [:]
@@ -89,6 +93,7 @@ public struct HistoryTransaction: Sendable, Hashable, Codable {
   /// The objects inserted, updated and deleted; empty for ``HistoryRequest/ResultType/transactionsOnly``.
   public var changes: [HistoryChange]
 
+  /// A transaction; stores build it when they record a save, apps read it.
   public init(
     token: HistoryToken, timestamp: Date, author: String?, contextName: String?, processID: Int32,
     changes: [HistoryChange]
@@ -145,8 +150,10 @@ public struct HistoryRequest: Sendable, Hashable {
   public var after: HistoryCutoff?
   /// A predicate over transaction fields (`author`, `contextName`, `timestamp`, `processID`).
   public var predicate: QueryPredicate?
+  /// What the answer holds: transactions with changes (the default), transactions only, or a count.
   public var resultType: ResultType
 
+  /// A request for the transactions after `after` (all retained history when `nil`) that match `predicate`.
   public init(after: HistoryCutoff? = nil, predicate: QueryPredicate? = nil, resultType: ResultType = .transactionsAndChanges) {
     self.after = after
     self.predicate = predicate

@@ -11,12 +11,18 @@ import Foundation
 /// }
 /// ```
 public struct MigrationProgress: Sendable, Hashable {
+  /// The step running, from 0.
   public var step: Int
+  /// How many steps the migration has.
   public var stepCount: Int
+  /// The units of the current step done so far.
   public var completed: Int
+  /// The units the current step has in all.
   public var total: Int
+  /// What is being done, in a few words.
   public var phase: String
 
+  /// A report of `completed` of `total` units in step `step` of `stepCount`.
   public init(step: Int, stepCount: Int, completed: Int, total: Int, phase: String) {
     self.step = step
     self.stepCount = stepCount

@@ -9,37 +9,54 @@ import Foundation
 public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
   /// What changed.
   public enum Kind: Sendable, Hashable {
+    /// A new entity; it starts empty.
     case entityAdded
+    /// An entity that is gone; its objects are deleted.
     case entityRemoved
+    /// An entity renamed from `from`; its objects keep their keys.
     case entityRenamed(from: String)
     /// A new attribute; existing objects get `filledWith`.
     case attributeAdded(filledWith: Value)
+    /// An attribute that is gone; its values are dropped.
     case attributeRemoved
+    /// An attribute renamed from `from`; its values move over.
     case attributeRenamed(from: String)
     /// Stored values are converted to the wider type (see ``AttributeMapping/convert(_:)``).
     case typeWidened(from: AttributeType, to: AttributeType)
     /// A required attribute that was optional: stored nils become `default`.
     case madeRequired(default: Value)
+    /// A required attribute that became optional: stored values stay.
     case madeOptional
     /// A transient attribute became stored (filled with its initial value) or the reverse (dropped).
     case madeStored(filledWith: Value)
+    /// A stored attribute that became transient: its values are dropped.
     case madeTransient
     /// A derived attribute added: every object's value is computed in the migration.
     case derivedAttributeAdded(derivation: String)
     /// An attribute's derivation changed (or was added to, or removed from, a stored attribute); with a new
     /// derivation every object's value is computed in the migration, without one the values stay.
     case derivationChanged(from: String?, to: String?)
+    /// The attribute is now indexed.
     case indexAdded
+    /// The attribute is no longer indexed.
     case indexRemoved
+    /// A new relationship; it starts empty.
     case relationshipAdded
+    /// A relationship that is gone; its links are dropped.
     case relationshipRemoved
+    /// A relationship renamed from `from`; its links move over.
     case relationshipRenamed(from: String)
     /// A to-one relationship became to-many: each object keeps its one target.
     case madeToMany
+    /// The relationship's delete rule changed: nothing stored changes.
     case deleteRuleChanged(from: DeleteRule, to: DeleteRule)
+    /// A uniqueness constraint over these attributes was added; the migration fails if stored values clash.
     case uniquenessConstraintAdded([String])
+    /// A uniqueness constraint over these attributes was removed.
     case uniquenessConstraintRemoved([String])
+    /// A compound index over these attributes was added.
     case compoundIndexAdded([String])
+    /// A compound index over these attributes was removed.
     case compoundIndexRemoved([String])
     /// Rules checked on save only (validation, default value, counts, history options): nothing stored
     /// changes.
@@ -51,8 +68,10 @@ public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
   /// The attribute or relationship, by its name in the new model (the old one when removed); `nil` for
   /// changes of the entity itself.
   public let key: String?
+  /// What changed.
   public let kind: Kind
 
+  /// A change of `entity` (and of `key` within it, when given).
   public init(entity: String, key: String? = nil, _ kind: Kind) {
     self.entity = entity
     self.key = key
@@ -225,7 +244,9 @@ public struct EntityMapping: Sendable, Hashable {
 /// migration.changes.map(\.description)   // ["Movie.rating: added, filled with 0", …]
 /// ```
 public struct ModelMigration: Sendable {
+  /// The model the stored data has.
   public let source: ObjectModel
+  /// The model the data is migrated to.
   public let destination: ObjectModel
   /// Every difference, entity by entity in the new model's order, removed entities last.
   public let changes: [SchemaChange]

@@ -57,7 +57,9 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
 
   /// A store-assigned primary key or a temporary number.
   public enum Key: Sendable, Hashable, Codable {
+    /// A primary key the store assigned; the object is saved.
     case permanent(Int64)
+    /// A number a context gave an object it has not saved yet.
     case temporary(UInt64)
   }
 

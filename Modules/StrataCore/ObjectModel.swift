@@ -25,6 +25,7 @@ public struct AttributeValidation: Sendable, Hashable, Codable {
   /// A regular expression the whole string must match (string attributes).
   public var pattern: String?
 
+  /// Rules; each `nil` rule is not checked.
   public init(
     minimum: Double? = nil, maximum: Double? = nil, minimumLength: Int? = nil, maximumLength: Int? = nil,
     pattern: String? = nil
@@ -50,7 +51,9 @@ public struct AttributeValidation: Sendable, Hashable, Codable {
 ///                      validation: .init(minimum: 0, maximum: 5))
 /// ```
 public struct AttributeDescription: Sendable, Hashable, Codable {
+  /// The attribute's name, unique among the entity's attributes and relationships.
   public var name: String
+  /// The type of the attribute's values.
   public var type: AttributeType
   /// Whether the attribute may hold `nil`.
   public var isOptional: Bool
@@ -67,11 +70,13 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
   public var isIndexed: Bool
   /// Whether persistent history keeps this attribute's value in the tombstone of a deleted object.
   public var preservesValueInHistoryOnDeletion: Bool
+  /// The rules the value must satisfy when its object is saved.
   public var validation: AttributeValidation
   /// The name this attribute had in the previous model version, when it was renamed (Core Data's
   /// `renamingIdentifier`, SwiftData's `originalName`): migration moves the stored values over.
   public var renamingIdentifier: String?
 
+  /// An attribute; only `name` and `type` are required.
   public init(
     name: String, type: AttributeType, isOptional: Bool = false, defaultValue: Value? = nil,
     isTransient: Bool = false, derivation: String? = nil, isIndexed: Bool = false,
@@ -108,15 +113,18 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
 ///                         isToMany: true, deleteRule: .cascade)
 /// ```
 public struct RelationshipDescription: Sendable, Hashable, Codable {
+  /// The relationship's name, unique among the entity's attributes and relationships.
   public var name: String
   /// The entity at the other end.
   public var destination: String
   /// The relationship on the destination that points back, if any.
   public var inverse: String?
+  /// Whether the relationship holds a set of targets rather than one.
   public var isToMany: Bool
   /// Whether a to-one relationship may be `nil` (to-many relationships may always be empty unless
   /// `minCount` says otherwise).
   public var isOptional: Bool
+  /// What deleting the source does to the targets.
   public var deleteRule: DeleteRule
   /// Fewest targets a to-many relationship must hold on save (0 = no rule).
   public var minCount: Int
@@ -125,6 +133,7 @@ public struct RelationshipDescription: Sendable, Hashable, Codable {
   /// The name this relationship had in the previous model version, when it was renamed.
   public var renamingIdentifier: String?
 
+  /// A relationship to `destination`; by default an optional to-one with the `nullify` rule.
   public init(
     name: String, destination: String, inverse: String? = nil, isToMany: Bool = false, isOptional: Bool = true,
     deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0, renamingIdentifier: String? = nil
@@ -152,6 +161,7 @@ public struct RelationshipDescription: Sendable, Hashable, Codable {
 /// ], uniquenessConstraints: [["title"]])
 /// ```
 public struct EntityDescription: Sendable, Codable {
+  /// The entity's name, unique in its model.
   public let name: String
   /// Every attribute, in declaration order. Snapshots hold values in this order.
   public let attributes: [AttributeDescription]
@@ -172,6 +182,7 @@ public struct EntityDescription: Sendable, Codable {
   private let toOneIndexByName: [String: Int]
   private let relationshipIndexByName: [String: Int]
 
+  /// An entity. The model it is placed in checks it (names, inverses, constraints).
   public init(
     name: String, attributes: [AttributeDescription] = [], relationships: [RelationshipDescription] = [],
     uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], renamingIdentifier: String? = nil

@@ -68,16 +68,27 @@ public enum ComparisonModifier: String, Sendable, Hashable, Codable {
 
 /// A comparison operator.
 public enum ComparisonOperator: String, Sendable, Hashable, Codable, CaseIterable {
+  /// `==`: equal.
   case equalTo = "=="
+  /// `!=`: not equal.
   case notEqualTo = "!="
+  /// `<`: less than.
   case lessThan = "<"
+  /// `<=`: less than or equal.
   case lessThanOrEqualTo = "<="
+  /// `>`: greater than.
   case greaterThan = ">"
+  /// `>=`: greater than or equal.
   case greaterThanOrEqualTo = ">="
+  /// `CONTAINS`: the left string contains the right one.
   case contains = "CONTAINS"
+  /// `BEGINSWITH`: the left string starts with the right one.
   case beginsWith = "BEGINSWITH"
+  /// `ENDSWITH`: the left string ends with the right one.
   case endsWith = "ENDSWITH"
+  /// `LIKE`: a wildcard pattern over the whole string (`*` any run of characters, `?` one character).
   case like = "LIKE"
+  /// `MATCHES`: an ICU regular expression matching the whole string.
   case matches = "MATCHES"
   /// The left value is an element of the right collection (or a substring of the right string).
   case `in` = "IN"
@@ -117,12 +128,18 @@ public struct StringOptions: OptionSet, Sendable, Hashable, Codable {
 
 /// One comparison: `left op right`, with a modifier for to-many key paths and string options.
 public struct Comparison: Sendable, Hashable, Codable {
+  /// The value compared, usually a key path.
   public var left: QueryExpression
+  /// The operator.
   public var op: ComparisonOperator
+  /// The value compared with, usually a constant.
   public var right: QueryExpression
+  /// `ANY`, `ALL`, `NONE` for a to-many key path on the left; `direct` otherwise.
   public var modifier: ComparisonModifier
+  /// Case, diacritic and normalization options of a string operator.
   public var options: StringOptions
 
+  /// A comparison `left op right`.
   public init(
     _ left: QueryExpression, _ op: ComparisonOperator, _ right: QueryExpression,
     modifier: ComparisonModifier = .direct, options: StringOptions = []
@@ -225,10 +242,14 @@ public enum StringComparator: String, Sendable, Hashable, Codable, CaseIterable 
 /// QuerySort("releaseDate", ascending: false)
 /// ```
 public struct QuerySort: Sendable, Hashable, Codable {
+  /// The key path to sort by (`title`, `director.name`).
   public var keyPath: String
+  /// Whether smaller values come first.
   public var ascending: Bool
+  /// How strings are compared.
   public var comparator: StringComparator
 
+  /// A sort by `keyPath`: `QuerySort("title", comparator: .localizedStandard)`.
   public init(_ keyPath: String, ascending: Bool = true, comparator: StringComparator = .default) {
     self.keyPath = keyPath
     self.ascending = ascending

@@ -6,7 +6,7 @@ import Foundation
 /// After ``check(_:entity:model:)-(QueryPredicate,_,_)`` a predicate holds only:
 /// - `.constant`, `.and`, `.or`, `.not`;
 /// - comparisons whose left side is a `.keyPath` (or `.evaluatedObject`), a checked `.function`
-///   expression (see ``ExpressionChecker``: string functions, arithmetic, `abs:`,
+///   expression (see ``checkExpression(_:entity:model:)``: string functions, arithmetic, `abs:`,
 ///   `count:` of a `SUBQUERY`) — a constant compared with a constant is folded to `.constant`;
 /// - right sides that are `.constant` values already converted to the left side's type (an `IN` or
 ///   `BETWEEN` collection as `.constant(.array)`, `BETWEEN` always with two elements), or a single-valued
@@ -51,7 +51,7 @@ public enum QueryValidator {
   ///   cannot be converted, a `$VARIABLE` left unsubstituted, `ANY`/`ALL`/`NONE` without a to-many key path,
   ///   a to-many relationship compared as a whole, an operator that does not apply to the type, arithmetic
   ///   on a non-number or a string function on a non-string (naming the key);
-  ///   `.unsupported` for functions other than those of ``ExpressionChecker``, decimal arithmetic, a
+  ///   `.unsupported` for functions other than those of ``checkExpression(_:entity:model:)``, decimal arithmetic, a
   ///   `SUBQUERY` not counted with `@count`, nested or reading key paths other than its variable's, the
   ///   union collection operators, and a to-many key path on the right side of a comparison.
   public static func check(

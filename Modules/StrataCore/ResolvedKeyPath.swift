@@ -28,7 +28,7 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     /// The entity the relationship points at.
     public let destination: EntityDescription
     /// For a to-one relationship: its position in `source.toOneRelationships`, that is its index in
-    /// ``Snapshot/toOne``. `nil` for a to-many relationship.
+    /// `Snapshot.toOne` (StrataStoreKit). `nil` for a to-many relationship.
     public let toOneIndex: Int?
 
     /// Whether the hop crosses a to-many relationship (and so makes the key path a collection).
@@ -37,9 +37,9 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
 
   /// What the key path reads from the last entity it reaches (``ResolvedKeyPath/terminalEntity``).
   public enum Terminal: Sendable, Hashable {
-    /// A stored attribute; `index` is its position in ``EntityDescription/attributes`` and ``Snapshot/attributes``.
+    /// A stored attribute; `index` is its position in ``EntityDescription/attributes`` and `Snapshot.attributes`.
     case attribute(AttributeDescription, index: Int)
-    /// A to-one relationship: the target's object ID (nil when unset). `index` is its ``Snapshot/toOne`` position.
+    /// A to-one relationship: the target's object ID (nil when unset). `index` is its `Snapshot.toOne` position.
     case toOne(RelationshipDescription, index: Int)
     /// A to-many relationship: the targets' object IDs, a collection.
     case toMany(RelationshipDescription)
@@ -49,15 +49,19 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     case object
     /// `rel.attribute.@sum` (`@avg`, `@min`, `@max`): the aggregate of `attribute` over the targets of the
     /// to-many `rel`, nil elements skipped. Over no elements `@sum` is 0 and the others are nil.
-    /// `index` is the attribute's position in the target's ``Snapshot/attributes``.
+    /// `index` is the attribute's position in the target's `Snapshot.attributes`.
     case aggregate(AggregateOperator, RelationshipDescription, AttributeDescription, index: Int)
   }
 
   /// A collection operator that folds the values of a to-many key path into one value.
   public enum AggregateOperator: String, Sendable, Hashable, CaseIterable {
+    /// The total.
     case sum = "@sum"
+    /// The arithmetic mean.
     case avg = "@avg"
+    /// The smallest value.
     case min = "@min"
+    /// The largest value.
     case max = "@max"
 
     /// The collection function that computes the same fold.

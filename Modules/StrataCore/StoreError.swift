@@ -64,6 +64,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible, Lo
     /// The values stored for `keys`, when known.
     public var storedValues: [Value]
 
+    /// A clash of `objectID` with `conflictingObjectID` over `keys` of `entity`.
     public init(
       objectID: ObjectID?, conflictingObjectID: ObjectID? = nil, entity: String, keys: [String],
       values: [Value] = [], storedValues: [Value] = []
@@ -84,6 +85,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible, Lo
     }
   }
 
+  /// The kind of error, stable across releases: match on it (`catch StoreError.Code.validation`).
   public var code: Code
   /// A one-line, human-readable explanation.
   public var message: String
@@ -96,6 +98,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible, Lo
   /// Every clash, for constraint and optimistic-lock conflicts; every failure, for validation.
   public var conflicts: [Conflict]
 
+  /// An error of kind `code` with a one-line `message` and what it involves.
   public init(
     _ code: Code, _ message: String, entity: String? = nil, key: String? = nil, value: Value? = nil,
     conflicts: [Conflict] = []

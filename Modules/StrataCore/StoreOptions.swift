@@ -15,6 +15,7 @@ public struct StoreOptions: Sendable, Hashable, Codable {
   /// fails to open with `.schemaMismatch`.
   public var migratesAutomatically: Bool
 
+  /// Options; the defaults open for writing, without history or remote notifications, migrating automatically.
   public init(
     isReadOnly: Bool = false, tracksHistory: Bool = false, postsRemoteChangeNotifications: Bool = false,
     migratesAutomatically: Bool = true
@@ -28,6 +29,7 @@ public struct StoreOptions: Sendable, Hashable, Codable {
 
 /// Announces a committed transaction, from this process or (with remote notifications on) another one.
 public struct StoreChange: Sendable, Hashable {
+  /// The identifier of the store that committed.
   public var storeIdentifier: String
   /// The history token of the transaction, when history tracking is on.
   public var historyToken: HistoryToken?
@@ -35,9 +37,12 @@ public struct StoreChange: Sendable, Hashable {
   public var isRemote: Bool
   /// The objects the transaction inserted, updated and deleted, when the store knows them.
   public var inserted: [ObjectID]
+  /// See ``inserted``.
   public var updated: [ObjectID]
+  /// See ``inserted``.
   public var deleted: [ObjectID]
 
+  /// An announcement of a commit to the store `storeIdentifier`.
   public init(
     storeIdentifier: String, historyToken: HistoryToken? = nil, isRemote: Bool = false, inserted: [ObjectID] = [],
     updated: [ObjectID] = [], deleted: [ObjectID] = []

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The name of a kind of store: what a ``StoreDescription`` asks for and what a backend registers under.
+/// The name of a kind of store: what a `StoreDescription` (Strata) asks for and what a backend registers under.
 ///
 /// The backends of this package have their names here; a backend written elsewhere adds its own:
 ///
@@ -41,7 +41,7 @@ public protocol StoreBackend: Sendable {
   /// The store type this backend provides.
   var storeType: StoreType { get }
   /// Whether stores of this type live at a location (a file, a directory, a server), so that a
-  /// ``StoreDescription`` of this type needs a URL.
+  /// `StoreDescription` of this type needs a URL.
   var requiresLocation: Bool { get }
 
   /// Deletes the store at `url` and its companion files.

@@ -9,15 +9,25 @@ import Foundation
 /// let year: Value = .int(1995)
 /// ```
 public enum Value: Sendable, Hashable, Codable {
+  /// No value (an optional attribute or to-one relationship that is unset).
   case null
+  /// An integer of any width (`Int16`, `Int32`, `Int64` attributes).
   case int(Int64)
+  /// A `Double` or `Float` attribute's value.
   case double(Double)
+  /// An exact decimal number.
   case decimal(Decimal)
+  /// A string.
   case string(String)
+  /// A Boolean.
   case bool(Bool)
+  /// A point in time.
   case date(Date)
+  /// Bytes.
   case data(Data)
+  /// A UUID.
   case uuid(UUID)
+  /// A URL.
   case url(URL)
   /// A reference to another object, as held by a to-one relationship. Boxed (`indirect`) so that
   /// every other value fits in 24 bytes: attribute arrays of every object and snapshot stay half the size.
@@ -114,6 +124,8 @@ extension Value: CustomStringConvertible {
 
 /// The type of an attribute, as declared in the model.
 public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
+  /// One case per Swift type an attribute can have: `Int16`, `Int32`, `Int64`, `Double`, `Float`, `Decimal`,
+  /// `String`, `Bool`, `Date`, `Data`, `UUID` and `URL`.
   case int16, int32, int64, double, float, decimal, string, bool, date, data, uuid, url
 
   /// Whether values of this type are numbers that compare numerically.

@@ -17,7 +17,7 @@ extension PersistentStore {
 ///   (`specialCount + 1`), converted to the attribute's type; nil into a non-optional attribute, a value
 ///   that does not fit, a relationship or transient key are errors. As in Core Data, validation bounds
 ///   are not checked. Derived attributes cannot be set; the store recomputes them, and those of other
-///   objects reading the updated ones (``BatchResult/recomputedObjectIDs``).
+///   objects reading the updated ones (`BatchResult.recomputedObjectIDs`).
 /// - Delete: delete rules are honoured — `cascade` deletes the targets too (recursively), `nullify` and
 ///   `noAction` leave the targets (whose references the store clears), `deny` fails the whole batch with
 ///   `.deleteDenied` when the object still has targets that are not deleted with it. The result lists

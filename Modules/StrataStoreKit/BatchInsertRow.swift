@@ -8,7 +8,7 @@ import Foundation
 /// row.given   // the position of "name" in studio.attributes
 /// ```
 public struct BatchInsertRow: Sendable {
-  /// Every attribute value, aligned with ``EntityDescription/attributes``: the row's value converted to
+  /// Every attribute value, aligned with `EntityDescription.attributes`: the row's value converted to
   /// the attribute's type, else the default, else nil (derived and transient attributes hold their
   /// initial value; the store computes derived ones).
   public var values: [Value]
@@ -37,6 +37,7 @@ public struct BatchInsertRow: Sendable {
       let isSettable: Bool
     }
 
+    /// The rules of `entity`'s attributes.
     public init(_ entity: EntityDescription) {
       self.entity = entity
       required = entity.attributes.indices.filter {

@@ -18,6 +18,7 @@ public final class Broadcaster<Element: Sendable>: Sendable {
 
   private let state = Locked(State())
 
+  /// A broadcaster with no streams yet.
   public init() {}
 
   /// A new stream that receives every value yielded from now on (the newest 1,024 are buffered).
@@ -54,5 +55,5 @@ public final class Broadcaster<Element: Sendable>: Sendable {
   }
 }
 
-/// The broadcaster stores use for ``StoreChange`` announcements.
+/// The broadcaster stores use for `StoreChange` announcements.
 public typealias ChangeBroadcaster = Broadcaster<StoreChange>

@@ -38,6 +38,7 @@ public struct DerivedRecomputation {
   /// Whether the change set can change a derived attribute; when it cannot, every step does nothing.
   public let isNeeded: Bool
 
+  /// The recomputation of one save of `changes` to a store of `model`.
   public init(model: ObjectModel, changes: ChangeSet) {
     self.model = model
     self.derived = model.derivedAttributes
@@ -65,7 +66,9 @@ public struct DerivedRecomputation {
   /// Step 2, after every write: the snapshots (as `source` reads them, versions unchanged) whose derived
   /// attributes now hold different values, with the new values.
   ///
-  /// - Parameter permanentIDs: the permanent ID of each inserted object, by the ID the change set gave it.
+  /// - Parameters:
+  ///   - permanentIDs: the permanent ID of each inserted object, by the ID the change set gave it.
+  ///   - source: the store's state inside the write transaction, after every write.
   /// - Throws: `.validation` naming the entity and key when a value does not fit its attribute (a count
   ///   beyond an `Int16`, say); what `source` throws.
   public mutating func recompute(permanentIDs: [ObjectID: ObjectID], source: some EvaluationSource) throws -> [Snapshot] {

@@ -1,13 +1,13 @@
 import Foundation
 
-/// A dictionary-result fetch (``FetchResultType/dictionaries``), checked against the model: what each
+/// A dictionary-result fetch (`FetchResultType.dictionaries`), checked against the model: what each
 /// row holds, how rows group, which groups stay. Every backend follows it; stores without SQL compute
 /// the rows with ``rows(from:source:)``, the SQLite store compiles the same plan to `GROUP BY`.
 ///
 /// The rules (docs/QUERY-SEMANTICS.md, "Dictionary results"):
 /// - `propertiesToFetch` names attributes or key paths through to-one relationships (the key is the key
 ///   path as written), or named expressions. `nil` fetches every stored attribute.
-/// - An expression `f:(keyPath)` with a ``CollectionFunction`` `f` and a single-valued key path folds
+/// - An expression `f:(keyPath)` with a `CollectionFunction` `f` and a single-valued key path folds
 ///   that key path over the rows (of each group): `sum:(specialCount)`, `count:(name)`, `average:(price)`.
 ///   Any other expression is computed per row (`specialCount + 1`).
 /// - With a fold or `propertiesToGroupBy`, the result has one row per group (one row in all when there is
@@ -47,20 +47,25 @@ public struct DictionaryFetch: Sendable {
     }
   }
 
+  /// The entity fetched.
   public let entity: EntityDescription
+  /// The store's model.
   public let model: ObjectModel
+  /// The keys of every row, in the request's order.
   public let columns: [Column]
   /// The group-by key paths, resolved.
   public let groupBy: [ResolvedKeyPath]
   /// Whether rows are groups (there is a fold or a group-by).
   public let isGrouped: Bool
+  /// The request's `havingPredicate`, over a group's columns.
   public let having: QueryPredicate?
+  /// Whether duplicate rows are dropped (`returnsDistinctResults`).
   public let isDistinct: Bool
   /// Whether the request has sort descriptors (grouped rows are otherwise ordered by their group-by values).
   public let isSorted: Bool
 
   /// Checks the dictionary parts of `request` against `model`.
-  /// - Throws: ``StoreError`` `.invalidQuery` naming the key at fault: an unknown or to-many key path, an
+  /// - Throws: `StoreError` `.invalidQuery` naming the key at fault: an unknown or to-many key path, an
   ///   ungrouped property or sort key beside folds, a having predicate reading a key the rows do not have.
   public init(_ request: FetchDescription, model: ObjectModel) throws {
     let entity = try model.requireEntity(request.entityName)

@@ -1,10 +1,14 @@
 import Foundation
 
-/// The answer to a ``FetchDescription``, shaped by its result type.
+/// The answer to a `FetchDescription`, shaped by its result type.
 public enum FetchResult: Sendable, Hashable {
+  /// For `.snapshots`: the objects' snapshots.
   case snapshots([Snapshot])
+  /// For `.objectIDs`: the objects' IDs.
   case objectIDs([ObjectID])
+  /// For `.count`: how many objects match.
   case count(Int)
+  /// For `.dictionaries`: one dictionary per row.
   case dictionaries([[String: Value]])
 
   /// The number of results, whatever their shape.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What every backend's persistent history shares: what one transaction records, how a
-/// ``HistoryRequest`` is checked and answered, and which transactions a deletion removes. A backend
+/// `HistoryRequest` is checked and answered, and which transactions a deletion removes. A backend
 /// only stores and reads transactions in sequence order; the rules live here, once.
 ///
 /// ```swift

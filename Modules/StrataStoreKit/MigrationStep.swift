@@ -3,8 +3,8 @@ import Foundation
 /// One step of a store's migration: the structural change from one model to the next, and the data work
 /// an app's custom stage does around it, inside the migration's transaction.
 ///
-/// `willMigrate` runs before the structural change with a store on ``ModelMigration/source``;
-/// `didMigrate` after it with a store on ``ModelMigration/destination``. Each is handed a
+/// `willMigrate` runs before the structural change with a store on `ModelMigration.source`;
+/// `didMigrate` after it with a store on `ModelMigration.destination`. Each is handed a
 /// ``PersistentStore`` bound to the migration's transaction: its fetches see everything written so far in
 /// the migration, its saves and batch requests write inside the transaction (nothing is visible to other
 /// connections or processes until the whole migration commits), and an error thrown by the closure rolls
@@ -19,12 +19,15 @@ import Foundation
 /// store = try store.migrated(along: [step], reporting: nil)
 /// ```
 public struct MigrationStep: Sendable {
+  /// The structural change of this step.
   public var migration: ModelMigration
+  /// Data work before the structural change, with a store on the source model.
   public var willMigrate: (@Sendable (any PersistentStore) throws -> Void)?
+  /// Data work after the structural change, with a store on the destination model.
   public var didMigrate: (@Sendable (any PersistentStore) throws -> Void)?
 
   /// A step of `migration` with the given stages. When the migration adds derived attributes or changes
-  /// a derivation (``ModelMigration/entitiesRecomputingDerivedAttributes``), `didMigrate` first saves
+  /// a derivation (`ModelMigration.entitiesRecomputingDerivedAttributes`), `didMigrate` first saves
   /// every object of those entities again, so that the store computes their derived values (a `now()`
   /// derivation takes the migration's time), then runs the given stage.
   public init(
@@ -108,6 +111,7 @@ public struct MigrationChangeLog: Sendable {
   private var listed: Set<ObjectID> = []
   private var kinds: [ObjectID: Kind] = [:]
 
+  /// An empty log.
   public init() {}
 
   /// Folds in the history changes of one write made with `model` (the model of the stage's store).

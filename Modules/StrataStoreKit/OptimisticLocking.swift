@@ -10,7 +10,10 @@ public enum OptimisticLocking {
   /// Checks every update (with or without an expected version: the object must still exist) and every
   /// delete that carries an expected version.
   ///
-  /// - Parameter stored: the stored snapshot of an object, `nil` when it no longer exists.
+  /// - Parameters:
+  ///   - changes: the change set about to be written.
+  ///   - model: the store's model.
+  ///   - stored: the stored snapshot of an object, `nil` when it no longer exists.
   /// - Throws: one `.optimisticLockConflict` listing every object that changed or vanished, with the
   ///   changed keys and both sides' values.
   public static func check(

@@ -3,9 +3,12 @@ import Foundation
 /// A pinned read snapshot of a store (a query generation). Reads given the same generation see the
 /// store as it was when the generation was pinned, whatever commits since.
 public struct QueryGeneration: Sendable, Hashable {
+  /// The identifier of the store that pinned the generation.
   public let storeIdentifier: String
+  /// A number the store chose to tell its pinned generations apart.
   public let id: UInt64
 
+  /// A generation; stores make them in ``PersistentStore/pinGeneration()``.
   public init(storeIdentifier: String, id: UInt64) {
     self.storeIdentifier = storeIdentifier
     self.id = id
@@ -15,21 +18,22 @@ public struct QueryGeneration: Sendable, Hashable {
 /// The contract every backend fulfils, in terms of snapshots and IDs — never managed objects.
 ///
 /// A store is `Sendable` and safe to call from any thread: contexts on different queues share one.
-/// Every method either completes or throws a ``StoreError`` and leaves the store as it was.
+/// Every method either completes or throws a `StoreError` and leaves the store as it was.
 /// The defaults of the optional capabilities (batch requests, history, query generations) throw
 /// `.unsupported`; a backend that passes the conformance suite for an area implements it.
 ///
-/// Backends are created by a ``PersistentStoreFactory`` registered in a ``StoreRegistry``; the
+/// Backends are created by a ``PersistentStoreFactory`` registered in a `StoreRegistry`; the
 /// conformance suite (`StrataConformance`) is the definition of a correct one.
 public protocol PersistentStore: AnyObject, Sendable {
-  /// The type of the store (``StoreType/sqlite``, ``StoreType/memory``, …).
+  /// The type of the store (`StoreType.sqlite`, `StoreType.memory`, …).
   var storeType: StoreType { get }
-  /// A UUID string fixed when the store was created; part of every permanent ``ObjectID``.
+  /// A UUID string fixed when the store was created; part of every permanent `ObjectID`.
   var identifier: String { get }
   /// Where the store lives; `nil` for a store without a file.
   var url: URL? { get }
   /// The model the store was opened with (equal to the stored model).
   var model: ObjectModel { get }
+  /// The options the store was opened with.
   var options: StoreOptions { get }
 
   /// Runs a fetch. Predicates and sorts are checked against the model first: an unknown key, a
@@ -75,7 +79,7 @@ public protocol PersistentStore: AnyObject, Sendable {
   /// ```
   func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult
 
-  /// Fetches persistent history, in token order (see ``HistoryRequest``).
+  /// Fetches persistent history, in token order (see `HistoryRequest`).
   ///
   /// ```swift
   /// if case .transactions(let transactions) = try store.fetchHistory(HistoryRequest(after: .token(last))) { … }
@@ -116,16 +120,16 @@ public protocol PersistentStore: AnyObject, Sendable {
   func close()
 
   /// Migrates the store's data along `steps` — from its model (the first step's
-  /// ``ModelMigration/source``) to the last step's ``ModelMigration/destination`` — in one transaction,
+  /// `ModelMigration.source`) to the last step's `ModelMigration.destination` — in one transaction,
   /// and returns the store to use from then on, open with the destination model; this one is closed.
   ///
   /// For each step in order: its ``MigrationStep/willMigrate`` runs with a store on the step's source
   /// model bound to the transaction, then the structural change, then its ``MigrationStep/didMigrate``
   /// with a store on the step's destination model (see ``MigrationStep``). Every object keeps its primary
   /// key (its entity name follows a rename); each attribute of the new model takes its values through
-  /// ``AttributeMapping/convert(_:)``; links follow their relationships' renames and a to-one relationship
+  /// `AttributeMapping.convert(_:)`; links follow their relationships' renames and a to-one relationship
   /// made to-many keeps its target. Persistent history is kept, so tokens taken before stay valid, and
-  /// with ``StoreOptions/tracksHistory`` the migration is recorded as one transaction by the author
+  /// with `StoreOptions.tracksHistory` the migration is recorded as one transaction by the author
   /// ``MigrationStep/historyAuthor`` listing the objects the stages inserted, updated and deleted (under
   /// the destination model's entity names). `progress`, when given, is called as the work advances.
   ///
@@ -222,7 +226,7 @@ extension PersistentStore {
   }
 }
 
-/// Opens stores of one type: what a backend provides and a composition root puts in a ``StoreRegistry``.
+/// Opens stores of one type: what a backend provides and a composition root puts in a `StoreRegistry`.
 ///
 /// ```swift
 /// let registry = StoreRegistry([SQLiteStoreFactory()])
@@ -251,7 +255,7 @@ extension PersistentStoreFactory {
 extension StoreRegistry {
   /// The factory registered for `storeType`.
   /// - Throws: `.unknownStoreType` listing the registered names; `.misuse` when what was registered
-  ///   under that type is a ``StoreBackend`` that cannot open stores (not a ``PersistentStoreFactory``).
+  ///   under that type is a `StoreBackend` that cannot open stores (not a ``PersistentStoreFactory``).
   public func storeFactory(for storeType: StoreType) throws -> any PersistentStoreFactory {
     let backend = try backend(for: storeType)
     guard let factory = backend as? any PersistentStoreFactory else {

@@ -23,11 +23,11 @@ public protocol EvaluationSource {
 }
 
 /// Evaluates a predicate against snapshots, following docs/QUERY-SEMANTICS.md exactly: nil rules,
-/// two-valued logic, numbers compared by value across types, strings through ``StringSemantics``,
+/// two-valued logic, numbers compared by value across types, strings through `StringSemantics`,
 /// `IN`, `BETWEEN`, `ANY`/`ALL`/`NONE`, `@count`, `@sum`/`@avg`/`@min`/`@max`, to-one key paths of any
-/// depth, object-ID equality, function expressions and `SUBQUERY(…).@count` (see ``ComputedExpression``).
+/// depth, object-ID equality, function expressions and `SUBQUERY(…).@count` (see `ComputedExpression`).
 ///
-/// The predicate is checked and normalized with ``QueryValidator`` and its key paths resolved once, when
+/// The predicate is checked and normalized with `QueryValidator` and its key paths resolved once, when
 /// the evaluator is made; evaluating then does no name lookups.
 ///
 /// ```swift
@@ -35,14 +35,14 @@ public protocol EvaluationSource {
 /// let matching = try evaluator.filter(allMovies, source: source)
 /// ```
 public struct PredicateEvaluator: Sendable {
-  /// The predicate as checked and normalized by ``QueryValidator``.
+  /// The predicate as checked and normalized by `QueryValidator`.
   public let predicate: QueryPredicate
   /// The entity of the snapshots the evaluator accepts.
   public let entity: EntityDescription
   private let root: PredicateNode
 
   /// Checks `predicate` against `entity` and prepares it for evaluation.
-  /// - Throws: what ``QueryValidator/check(_:entity:model:)-(QueryPredicate,_,_)`` throws.
+  /// - Throws: what `QueryValidator.check(_:entity:model:)-(QueryPredicate,_,_)` throws.
   public init(_ predicate: QueryPredicate, entity: EntityDescription, model: ObjectModel) throws {
     let checked = try QueryValidator.check(predicate, entity: entity, model: model)
     self.predicate = checked

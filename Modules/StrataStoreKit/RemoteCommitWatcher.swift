@@ -13,7 +13,9 @@ public final class RemoteCommitWatcher: Sendable {
   private let interval: TimeInterval
   private let isRunning = Atomic<Bool>(false)
 
-  /// - Parameter interval: the time between two looks (50 ms by default).
+  /// - Parameters:
+  ///   - name: the thread's name, as debuggers and `ps` show it.
+  ///   - interval: the time between two looks (50 ms by default).
   public init(name: String, interval: TimeInterval = 0.05) {
     self.name = name
     self.interval = interval

@@ -2,16 +2,20 @@ import Foundation
 
 /// What a store knows of one object at one moment: its ID, row version, attribute values and to-one targets.
 ///
-/// `attributes` is aligned with ``EntityDescription/attributes`` (transient attributes hold `.null`);
-/// `toOne` is aligned with ``EntityDescription/toOneRelationships``. To-many targets are not part of a
+/// `attributes` is aligned with `EntityDescription.attributes` (transient attributes hold `.null`);
+/// `toOne` is aligned with `EntityDescription.toOneRelationships`. To-many targets are not part of a
 /// snapshot: contexts load them on demand with ``PersistentStore/relatedObjectIDs(of:relationship:generation:)``.
 public struct Snapshot: Sendable, Hashable {
+  /// The object's ID (always permanent: snapshots come from a store).
   public var objectID: ObjectID
   /// Incremented by the store on every write of the object; used for optimistic locking.
   public var version: Int64
+  /// Every attribute value, aligned with `EntityDescription.attributes`.
   public var attributes: [Value]
+  /// Every to-one target, aligned with `EntityDescription.toOneRelationships`.
   public var toOne: [ObjectID?]
 
+  /// A snapshot of the object `objectID` at row version `version`.
   public init(objectID: ObjectID, version: Int64, attributes: [Value], toOne: [ObjectID?]) {
     self.objectID = objectID
     self.version = version
@@ -24,9 +28,9 @@ public struct Snapshot: Sendable, Hashable {
 public struct ObjectChange: Sendable, Hashable {
   /// The object's ID: temporary for an insert, permanent for an update.
   public var objectID: ObjectID
-  /// Every attribute value, aligned with ``EntityDescription/attributes``.
+  /// Every attribute value, aligned with `EntityDescription.attributes`.
   public var attributes: [Value]
-  /// Every to-one target, aligned with ``EntityDescription/toOneRelationships``. May name temporary
+  /// Every to-one target, aligned with `EntityDescription.toOneRelationships`. May name temporary
   /// IDs of objects inserted in the same change set.
   public var toOne: [ObjectID?]
   /// For an update: the row version the context read. The store refuses the update (optimistic-lock
@@ -35,6 +39,7 @@ public struct ObjectChange: Sendable, Hashable {
   /// For an update: the names of the attributes and relationships the context changed.
   public var changedKeys: [String]
 
+  /// The new state of `objectID`.
   public init(
     objectID: ObjectID, attributes: [Value], toOne: [ObjectID?], expectedVersion: Int64? = nil,
     changedKeys: [String] = []
@@ -70,10 +75,12 @@ public struct ObjectChange: Sendable, Hashable {
 
 /// One object deleted by a ``ChangeSet``.
 public struct ObjectDeletion: Sendable, Hashable {
+  /// The object to delete (a permanent ID).
   public var objectID: ObjectID
   /// The row version the context read; `nil` skips the optimistic-lock check.
   public var expectedVersion: Int64?
 
+  /// A deletion of `objectID`, checked against `expectedVersion` when given.
   public init(objectID: ObjectID, expectedVersion: Int64? = nil) {
     self.objectID = objectID
     self.expectedVersion = expectedVersion
@@ -84,11 +91,16 @@ public struct ObjectDeletion: Sendable, Hashable {
 public struct LinkChange: Sendable, Hashable {
   /// The entity and relationship as seen from `source`.
   public var entityName: String
+  /// The relationship's name on `entityName`.
   public var relationship: String
+  /// The object that holds the relationship.
   public var source: ObjectID
+  /// The object linked to or unlinked from.
   public var target: ObjectID
+  /// `true` when the link is added, `false` when it is removed.
   public var isInsertion: Bool
 
+  /// A link between `source` and `target` added or removed.
   public init(entityName: String, relationship: String, source: ObjectID, target: ObjectID, isInsertion: Bool) {
     self.entityName = entityName
     self.relationship = relationship
@@ -105,8 +117,11 @@ public struct LinkChange: Sendable, Hashable {
 /// optimistic locking. The values it carries for derived attributes are ignored: the store computes
 /// them (``DerivedRecomputation``).
 public struct ChangeSet: Sendable, Hashable {
+  /// The objects to insert, under temporary IDs.
   public var inserted: [ObjectChange]
+  /// The objects to update, with their changed keys.
   public var updated: [ObjectChange]
+  /// The objects to delete.
   public var deleted: [ObjectDeletion]
   /// Link changes of many-to-many relationships (to-one sides are carried in `toOne`).
   public var linkChanges: [LinkChange]
@@ -115,6 +130,7 @@ public struct ChangeSet: Sendable, Hashable {
   /// The name of the saving context, recorded in persistent history.
   public var contextName: String?
 
+  /// A change set; contexts build it.
   public init(
     inserted: [ObjectChange] = [], updated: [ObjectChange] = [], deleted: [ObjectDeletion] = [],
     linkChanges: [LinkChange] = [], author: String? = nil, contextName: String? = nil
@@ -149,6 +165,7 @@ public struct SaveResult: Sendable, Hashable {
   /// The history token of the transaction, when history tracking is on.
   public var historyToken: HistoryToken?
 
+  /// A result; stores build it.
   public init(
     permanentIDs: [ObjectID: ObjectID] = [:], versions: [ObjectID: Int64] = [:],
     storedSnapshots: [ObjectID: Snapshot] = [:], historyToken: HistoryToken? = nil

@@ -11,7 +11,9 @@ import Foundation
 /// }
 /// ```
 public struct SnapshotMigrator: Sendable {
+  /// The migration applied.
   public let migration: ModelMigration
+  /// The store's identifier, kept in every migrated object ID.
   public let storeIdentifier: String
   /// Per new entity: for each of its attributes, the mapping (nil for a transient one) and the position
   /// of its source in the old entity's attributes.
@@ -20,6 +22,7 @@ public struct SnapshotMigrator: Sendable {
   /// entity's to-one relationships.
   private let toOnePlans: [String: [Int?]]
 
+  /// A migrator for `migration` in the store `storeIdentifier`.
   public init(_ migration: ModelMigration, storeIdentifier: String) {
     self.migration = migration
     self.storeIdentifier = storeIdentifier
@@ -60,7 +63,7 @@ public struct SnapshotMigrator: Sendable {
   }
 
   /// The join-table relationships of the new model, each once from its owning side (see
-  /// ``ObjectModel/joinTableOwner(of:_:)``), with the old relationship whose links it takes: `nil` for a
+  /// `ObjectModel.joinTableOwner(of:_:)`), with the old relationship whose links it takes: `nil` for a
   /// new relationship, which starts empty. A to-one relationship made to-many takes the targets its
   /// objects held.
   public var joinTableRelationships:

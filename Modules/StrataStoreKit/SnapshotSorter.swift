@@ -1,8 +1,8 @@
 import Foundation
 
 /// Orders snapshots by sort descriptors the way every backend must (docs/QUERY-SEMANTICS.md):
-/// nil first ascending and last descending, strings by the descriptor's ``StringComparator`` through
-/// ``StringSemantics/compare(_:_:_:)``, numbers by value, and objects equal under every descriptor in
+/// nil first ascending and last descending, strings by the descriptor's `StringComparator` through
+/// `StringSemantics.compare(_:_:_:)`, numbers by value, and objects equal under every descriptor in
 /// primary-key order (ascending, in both directions).
 ///
 /// ```swift
@@ -14,8 +14,8 @@ public struct SnapshotSorter: Sendable {
   public let sorts: [QuerySort]
   private let keys: [ResolvedKeyPath]
 
-  /// Checks `sorts` with ``QueryValidator/check(_:entity:model:)-([QuerySort],_,_)`` and prepares them.
-  /// - Throws: ``StoreError`` `.invalidQuery` for an unknown, transient or to-many key.
+  /// Checks `sorts` with `QueryValidator.check(_:entity:model:)-([QuerySort],_,_)` and prepares them.
+  /// - Throws: `StoreError` `.invalidQuery` for an unknown, transient or to-many key.
   public init(_ sorts: [QuerySort], entity: EntityDescription, model: ObjectModel) throws {
     self.sorts = sorts
     self.keys = try sorts.map { try QueryValidator.resolveSortKey($0, entity: entity, model: model) }
