@@ -51,6 +51,7 @@ public struct QueryPlan: Sendable, Hashable, Codable {
   /// The engine's plan: `EXPLAIN QUERY PLAN`'s lines on SQLite, the index or scan on LMDB.
   public var steps: [String]
 
+  /// A plan of `query` carried out in `steps`.
   public init(query: String, steps: [String]) {
     self.query = query
     self.steps = steps
