@@ -292,4 +292,49 @@ struct StrataToolTests {
     let levelOne = try faveFlicks("list", "--path", store, "--json", environment: ["STRATA_SQL_DEBUG": "1"])
     #expect(!levelOne.stderr.contains(" ms"), "durations and bound values start at level 2: \(levelOne.stderr)")
   }
+
+  /// Every entity's objects as `strata fetch --json` prints them, with the store identifier inside object
+  /// IDs replaced (a copy is a new store).
+  private func contents(_ store: String) throws -> [String: String] {
+    let info = try strata("info", store, "--json")
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(info.stdout.utf8)) as? [String: Any])
+    let entities = try #require(object["entities"] as? [[String: Any]]).compactMap { $0["name"] as? String }
+    var contents: [String: String] = [:]
+    for entity in entities {
+      let fetched = try strata("fetch", store, "--entity", entity, "--json")
+      #expect(fetched.status == 0, "\(fetched.stderr)")
+      contents[entity] = fetched.stdout.replacingOccurrences(
+        of: "strata://[^/]+/", with: "strata://store/", options: .regularExpression)
+    }
+    return contents
+  }
+
+  @Test func everyAppsStoreCopiedToLMDBAndBackReadsTheSame() throws {
+    let directory = FileManager.default.temporaryDirectory.appending(path: "strata-copy-\(UUID().uuidString)").path
+    let movies = try movieStore()
+    #expect(try faveFlicks("watched", "--title", "Heat", "--on", "2024-05-01", "--path", movies).status == 0)
+    let venues = directory + "/venues.sqlite"
+    #expect(try Executables.run("bubble-tea-finder", ["seed", "--path", venues]).status == 0)
+    #expect(try Executables.run("bubble-tea-finder", ["favorite-all", "--path", venues]).status == 0)
+    let potatoes = directory + "/potatoes.sqlite"
+    #expect(try Executables.run("tater-rater", ["import", "--seed", "3", "--path", potatoes]).status == 0)
+    #expect(try Executables.run("tater-rater", ["note", "--path", potatoes, "Agria", "Floury"]).status == 0)
+    let fireballs = directory + "/fireballs.sqlite"
+    #expect(try Executables.run("fireball-watch", ["import", "--path", fireballs]).status == 0)
+    #expect(try Executables.run("fireball-watch", ["group", "create", "Night", "--path", fireballs]).status == 0)
+
+    for store in [movies, venues, potatoes, fireballs] {
+      let original = try contents(store)
+      #expect(original.values.contains { $0.count > 2 }, "\(store) holds objects")
+      let lmdb = store + ".lmdb"
+      let back = store + ".back.sqlite"
+      let there = try strata("copy", store, lmdb, "--to", "lmdb")
+      let again = try strata("copy", lmdb, back, "--to", "sqlite")
+      #expect(there.status == 0 && again.status == 0, "\(there.stderr) \(again.stderr)")
+      #expect(try contents(lmdb) == original, "\(store) on LMDB")
+      #expect(try contents(back) == original, "\(store) back on SQLite")
+      let siblings = try FileManager.default.contentsOfDirectory(atPath: (store as NSString).deletingLastPathComponent)
+      #expect(!siblings.contains { $0.contains(".partial-") }, "no staging copy is left: \(siblings)")
+    }
+  }
 }

@@ -8,7 +8,7 @@ struct CopyCommand: ParsableCommand {
     commandName: "copy",
     abstract: "Copy every object of a store into a new store of another (or the same) backend.",
     discussion:
-      "The source is opened read-only; the destination must not exist yet. Objects get new IDs in the new store; persistent history is not copied. When the copy fails, nothing is left at the destination."
+      "The source is opened read-only; the destination must not exist yet. The copy is written beside it and renamed into place once whole, so the destination holds a complete store or nothing. Objects get new IDs in the new store; persistent history is not copied."
   )
 
   @OptionGroup var location: StoreLocation
@@ -44,18 +44,37 @@ struct CopyCommand: ParsableCommand {
         throw ToolError("\(path) already exists: strata copies only into a new store")
       }
       let report = try location.withStore { source in
-        let url = URL(fileURLWithPath: path)
-        let created = try factory.openStore(at: url, model: source.model, options: StoreOptions())
+        // The copy is written beside the destination and renamed into place when whole, so the
+        // destination path holds a complete store or nothing.
+        let staging = URL(fileURLWithPath: path).deletingLastPathComponent()
+          .appending(path: ".\(URL(fileURLWithPath: path).lastPathComponent).partial-\(UUID().uuidString)").path
+        func removeStaging() {
+          for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: staging + suffix) }
+        }
         do {
-          let objects = try StoreCopy.copy(from: source, to: created, author: "strata copy", progress: terminalProgress())
+          let created = try factory.openStore(at: URL(fileURLWithPath: staging), model: source.model, options: StoreOptions())
+          let objects: Int
+          do {
+            objects = try StoreCopy.copy(from: source, to: created, author: "strata copy", progress: terminalProgress())
+          } catch {
+            created.close()
+            throw error
+          }
           created.close()
+          // Closing the last connection checkpoints an SQLite copy into its file; a write-ahead log left
+          // behind would not follow the file's rename.
+          let log = (try? FileManager.default.attributesOfItem(atPath: staging + "-wal")[.size] as? Int) ?? nil
+          guard (log ?? 0) == 0 else { throw ToolError("the copy at \(staging) could not be checkpointed into its file") }
+          try? FileManager.default.removeItem(atPath: staging + "-wal")
+          try? FileManager.default.removeItem(atPath: staging + "-shm")
+          guard rename(staging, path) == 0 else {
+            throw ToolError("cannot move the copy into place at \(path): \(String(cString: strerror(errno)))")
+          }
           return Report(
             source: source.url?.path ?? location.path, sourceType: source.storeType.rawValue, destination: path,
             destinationType: destinationType.rawValue, objects: objects)
         } catch {
-          created.close()
-          try? FileManager.default.removeItem(atPath: path)
-          for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+          removeStaging()
           throw error
         }
       }
