@@ -34,6 +34,8 @@ public struct MovieLibrary: Sendable {
 
   public init(container: PersistentContainer) {
     self.container = container
+    // Another process rating or watching the same movie: each keeps the properties it changed.
+    container.viewContext.mergePolicy = .mergeByPropertyObjectTrump
   }
 
   private var context: ObjectContext { container.viewContext }

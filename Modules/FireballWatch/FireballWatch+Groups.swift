@@ -53,17 +53,32 @@ extension FireballWatch {
     try editGroup(name, dates) { group, fireballs in group.fireballs.subtract(fireballs) }
   }
 
+  /// Edits a group and saves. Another process's edit of the same group in between is merged by the
+  /// context's merge policy (links are added and removed, not overwritten); when a conflict remains
+  /// (the group or a fireball deleted meanwhile), the edit runs again on what is stored now, up to
+  /// ``saveAttempts`` times, and then reports it.
   private func editGroup(
     _ name: String, _ dates: [Date], _ edit: (FireballGroup, [Fireball]) -> Void
   ) throws -> FireballGroupRecord {
     try context.performAndWait {
-      let group = try findGroup(name)
-      let fireballs = try dates.map(find)
-      edit(group, fireballs)
-      try save()
-      return FireballGroupRecord(group)
+      var attempt = 1
+      while true {
+        let group = try findGroup(name)
+        let fireballs = try dates.map(find)
+        edit(group, fireballs)
+        do {
+          try save()
+          return FireballGroupRecord(group)
+        } catch let error as StoreError where error.code == .optimisticLockConflict && attempt < Self.saveAttempts {
+          attempt += 1
+          context.reset()
+        }
+      }
     }
   }
+
+  /// How many times an edit of a group is tried when other processes keep changing it.
+  static let saveAttempts = 4
 
   private func findGroup(_ name: String) throws -> FireballGroup {
     guard let group = try context.fetch(FetchRequest<FireballGroup>(where: \.name == name)).first else {

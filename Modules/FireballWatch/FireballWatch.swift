@@ -30,6 +30,8 @@ public struct FireballWatch: Sendable {
     self.container = container
     context = container.newBackgroundContext()
     context.transactionAuthor = Self.editAuthor
+    // Other processes edit the same groups: their changes to other properties and links are kept.
+    context.mergePolicy = .mergeByPropertyObjectTrump
   }
 
   /// How many fireballs the store holds.

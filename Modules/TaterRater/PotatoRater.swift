@@ -29,6 +29,8 @@ public struct PotatoRater: Sendable {
   public init(container: PersistentContainer) {
     self.container = container
     context = container.newBackgroundContext()
+    // Another process rating or noting the same potato: each keeps the properties it changed.
+    context.mergePolicy = .mergeByPropertyObjectTrump
   }
 
   /// The potatoes by variety, in localized standard order ("Agata" before "agria" before "Ajanhuiri").

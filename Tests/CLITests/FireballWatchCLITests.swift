@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 func fireballStore(_ name: String = "FireballWatch.sqlite") -> String {
@@ -271,5 +272,28 @@ struct FireballWatchHistoryCLITests {
     #expect(watched.status == 0)
     #expect(watched.stderr.contains("warning: the token file"), "\(watched.stderr)")
     #expect(try fireballWatch("watch", "--for", "0.3", "--path", store).stderr.isEmpty)
+  }
+}
+
+@Suite("fireball-watch across processes")
+struct FireballWatchConcurrencyTests {
+  @Test(arguments: ["sqlite", "lmdb"])
+  func fourProcessesAddingToOneGroupAllSucceedAndTheCountIsExact(_ backend: String) throws {
+    let store = fireballStore("Fireballs.\(backend)")
+    #expect(try fireballWatch("import", "--store", backend, "--path", store).status == 0)
+    #expect(try fireballWatch("group", "create", "Shared", "--store", backend, "--path", store).status == 0)
+    let dates = try FireballSnapshot.rows().prefix(24).compactMap { $0["date"] as? String }
+    let results = Mutex<[CommandResult]>([])
+    DispatchQueue.concurrentPerform(iterations: 4) { worker in
+      for date in dates[(worker * 6)..<(worker * 6 + 6)] {
+        let result = try? Executables.run(
+          "fireball-watch", ["group", "add", "Shared", date, "--store", backend, "--path", store])
+        if let result { results.withLock { $0.append(result) } }
+      }
+    }
+    let all = results.withLock { $0 }
+    #expect(all.count == 24 && all.allSatisfy { $0.status == 0 }, "\(all.map(\.stderr).filter { !$0.isEmpty })")
+    let groups = try fireballWatch("groups", "--json", "--store", backend, "--path", store)
+    #expect(groups.stdout.contains("\"fireballCount\" : 24"), "the derived count is exact: \(groups.stdout)")
   }
 }
