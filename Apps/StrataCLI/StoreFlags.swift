@@ -73,7 +73,14 @@ public struct StoreFlags: ParsableArguments, Sendable {
         .appending(path: name)
     }
     if forReadingOnly && !FileManager.default.fileExists(atPath: url.path) { return StoreDescription(type: .memory) }
-    return StoreDescription(type: store, url: url)
+    var description = StoreDescription(type: store, url: url)
+    if ReadOnlyMedia.contains(url.path) {
+      guard forReadingOnly else {
+        throw StoreError(.readOnly, "the store \(url.path) is on a read-only file system: it can be read but not changed")
+      }
+      description.options.isReadOnly = true
+    }
+    return description
   }
 
   /// How messages name the store of `description`: its file's path, or its URI (without a password).

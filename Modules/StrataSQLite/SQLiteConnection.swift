@@ -68,7 +68,16 @@ final class SQLiteConnection: @unchecked Sendable {
     self.path = path
     self.isReadOnly = flags & SQLITE_OPEN_READONLY != 0
     var db: OpaquePointer?
-    let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE, nil)
+    // On read-only media no process can write the file, and SQLite could not create the WAL index it
+    // would otherwise need: read it as immutable.
+    var name = path
+    var openFlags = flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+    if flags & SQLITE_OPEN_READONLY != 0 && ReadOnlyMedia.contains(path) {
+      let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
+      name = "file:\(encoded)?immutable=1"
+      openFlags |= SQLITE_OPEN_URI
+    }
+    let rc = sqlite3_open_v2(name, &db, openFlags, nil)
     guard rc == SQLITE_OK, let db else {
       let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
       let systemErrno = db.map { sqlite3_system_errno($0) } ?? 0
