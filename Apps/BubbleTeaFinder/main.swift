@@ -23,6 +23,7 @@ func openFinder(_ options: StoreFlags, readingOnly: Bool = false) throws -> Venu
   if options.startsFromPreview { return try VenueFinder.preview(registry: options.registry) }
   let description = try options.storeDescription(
     app: "bubble-tea-finder", fileName: "BubbleTeaFinder.sqlite", forReadingOnly: readingOnly)
+  StoreFlags.noteOpening(description)
   return VenueFinder(container: try VenueFinder.makeContainer(store: description, registry: options.registry))
 }
 

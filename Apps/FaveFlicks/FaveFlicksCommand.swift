@@ -39,6 +39,7 @@ func openLibrary(_ options: StoreFlags, readingOnly: Bool = false) throws -> Mov
   if options.startsFromPreview { return try MovieLibrary.preview(registry: options.registry) }
   let description = try options.storeDescription(
     app: "fave-flicks", fileName: "FaveFlicks.sqlite", forReadingOnly: readingOnly)
+  StoreFlags.noteOpening(description)
   return MovieLibrary(
     container: try MovieLibrary.makeContainer(
       store: description, registry: options.registry, migrationProgress: terminalMigrationProgress()))

@@ -48,6 +48,7 @@ func openWatch(_ options: StoreFlags, readingOnly: Bool = false) throws -> Fireb
   if options.startsFromPreview { return try FireballWatch.preview(registry: options.registry) }
   let description = try options.storeDescription(
     app: "fireball-watch", fileName: "FireballWatch.sqlite", forReadingOnly: readingOnly)
+  StoreFlags.noteOpening(description)
   return FireballWatch(container: try FireballWatch.makeContainer(store: description, registry: options.registry))
 }
 

@@ -120,15 +120,19 @@ extension StoreType: ExpressibleByArgument {
 }
 
 /// Runs a command body, turning any error into one line on standard error and exit code 1.
+/// A store the failed command created and left empty (``StoreFlags/noteOpening(_:)``) is removed again.
 public func runReportingErrors(tool: String, _ body: () throws -> Void) throws {
   do {
     try body()
   } catch let error as StoreError {
+    StoreFlags.removeEmptyNewStores()
     printError(tool: tool, error.message)
     throw ExitCode.failure
   } catch let exit as ExitCode {
+    StoreFlags.removeEmptyNewStores()
     throw exit
   } catch {
+    StoreFlags.removeEmptyNewStores()
     printError(tool: tool, "\(error)")
     throw ExitCode.failure
   }

@@ -44,6 +44,7 @@ func openRater(_ options: StoreFlags, watching: Bool = false, readingOnly: Bool 
   if options.startsFromPreview { return try PotatoRater.preview(registry: options.registry) }
   var description = try options.storeDescription(
     app: "tater-rater", fileName: "TaterRater.sqlite", forReadingOnly: readingOnly)
+  StoreFlags.noteOpening(description)
   description.options.postsRemoteChangeNotifications = watching
   return PotatoRater(
     container: try PotatoRater.makeContainer(

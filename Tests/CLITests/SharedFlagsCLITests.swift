@@ -55,6 +55,25 @@ struct SharedFlagsCLITests {
     }
     #expect(!FileManager.default.fileExists(atPath: directory), "a command that only reads creates nothing")
 
+    let failedWrites: [(String, [String])] = [
+      ("fave-flicks", ["add", "--title", "", "--genre", "x", "--release-date", "2020-01-01", "--path", directory + "/w.sqlite"]),
+      (
+        "fave-flicks",
+        [
+          "add", "--title", "", "--genre", "x", "--release-date", "2020-01-01", "--store", "lmdb", "--path",
+          directory + "/w.lmdb",
+        ]
+      ),
+      ("tater-rater", ["rate", "Agria", "3", "--path", directory + "/w2.sqlite"]),
+      ("fireball-watch", ["group", "add", "Nope", "2024-01-01 00:00:00", "--path", directory + "/w3.sqlite"]),
+    ]
+    for (tool, arguments) in failedWrites {
+      let result = try Executables.run(tool, arguments)
+      #expect(result.status == 1, "\(tool) \(arguments): \(result.stderr)")
+    }
+    let left = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+    #expect(left.isEmpty, "a failed write leaves no store it created: \(left)")
+
     for tool in ["fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch"] {
       let empty = try Executables.run(tool, ["list", "--path", ""])
       #expect(empty.status == 64 && empty.stderr.contains("--path must not be empty"), "\(tool): \(empty.stderr)")
