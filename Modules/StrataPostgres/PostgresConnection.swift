@@ -278,9 +278,7 @@ final class PostgresConnection: @unchecked Sendable {
 }
 
 /// `"name"`: an SQL identifier, quoted.
-func quoteIdentifier(_ identifier: String) -> String {
-  "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-}
+func quoteIdentifier(_ identifier: String) -> String { SQLLayout.quote(identifier) }
 
 /// `'text'`: an SQL string literal.
 func quoteLiteral(_ text: String) -> String {

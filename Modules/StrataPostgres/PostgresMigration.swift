@@ -69,15 +69,6 @@ final class PostgresMigration {
     let alteration: Alteration
   }
 
-  /// Where a join table of the new model comes from.
-  private enum JoinSource {
-    case empty
-    /// The old join table of that name, already oriented the same way.
-    case renamed(String)
-    /// Copied with `SELECT owner, target …` from the old storage.
-    case copied(String)
-  }
-
   /// A to-one relationship's foreign key.
   private struct ForeignKey: Hashable {
     let table: String
@@ -87,7 +78,7 @@ final class PostgresMigration {
   }
 
   private var entities: [EntityPlan] = []
-  private var joins: [(name: String, source: JoinSource)] = []
+  private var joins: [(name: String, source: SQLJoinSource)] = []
   private var keptIndexes: Set<PostgresSchema.Index> = []
   private var keptForeignKeys: Set<ForeignKey> = []
   private var temporaryCount = 0
@@ -114,38 +105,8 @@ final class PostgresMigration {
       guard let sourceName = mapping.source, let source = migration.source.entity(named: sourceName) else { continue }
       entities.append(EntityPlan(mapping: mapping, source: source, alteration: alteration(mapping, source)))
     }
-    var claimed = Set<String>()
-    let migrator = SnapshotMigrator(migration, storeIdentifier: storeIdentifier)
-    for (mapping, relationship, source) in migrator.joinTableRelationships {
-      let name = "\(mapping.entity.name)_\(relationship.name)"
-      guard let source, let oldEntity = mapping.source else {
-        joins.append((name, .empty))
-        continue
-      }
-      guard source.isToMany else {
-        let column = quoteIdentifier(source.name)
-        joins.append(
-          (name, .copied("SELECT \"_pk\", \(column) FROM \(old.qualify(oldEntity)) WHERE \(column) IS NOT NULL")))
-        continue
-      }
-      switch old.toManyStorage(oldEntity, source) {
-      case .joinTable(let table, let ownerColumn, let targetColumn, _):
-        if ownerColumn == "source" && claimed.insert(table).inserted {
-          joins.append((name, .renamed(table)))
-        } else {
-          joins.append(
-            (
-              name,
-              .copied(
-                "SELECT \(quoteIdentifier(ownerColumn)), \(quoteIdentifier(targetColumn)) FROM \(old.qualify(table))")
-            ))
-        }
-      case .foreignKey(let destination, let column):
-        let column = quoteIdentifier(column)
-        joins.append(
-          (name, .copied("SELECT \(column), \"_pk\" FROM \(old.qualify(destination)) WHERE \(column) IS NOT NULL")))
-      }
-    }
+    joins = SQLLayout.joinSources(
+      of: migration, storeIdentifier: storeIdentifier, oldModel: old.model, tableName: old.qualify)
     planKeptStructures()
   }
 
@@ -553,16 +514,8 @@ final class PostgresMigration {
   /// The objects that share values of the unique constraint `index`'s columns, as the memory store names them.
   private func clashes(of index: PostgresSchema.Index, on connection: PostgresConnection) throws -> [StoreError.Conflict] {
     let table = try new.table(index.table)
-    let keys = index.columns.map(quoteIdentifier)
-    let list = keys.joined(separator: ", ")
-    let notNull = keys.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
-    let sql =
-      "SELECT \(table.selectList(alias: "t0")) FROM \(table.qualified) AS t0 WHERE (\(keys.map { "t0.\($0)" }.joined(separator: ", "))) "
-      + "IN (SELECT \(list) FROM \(table.qualified) WHERE \(notNull) GROUP BY \(list) HAVING count(*) > 1) "
-      + "ORDER BY t0.\"_pk\""
-    let rows = try connection.query(sql).snapshots(table, storeIdentifier: storeIdentifier)
-    let conflicts = SnapshotMigrator.uniquenessClashes(of: index.columns, in: table.entity, rows: rows)
-    return conflicts.isEmpty
-      ? [StoreError.Conflict(objectID: nil, entity: table.name, keys: index.columns)] : conflicts
+    let rows = try connection.query(SQLLayout.clashingRowsSQL(table, columns: index.columns))
+      .snapshots(table, storeIdentifier: storeIdentifier)
+    return SQLLayout.uniquenessClashes(of: index.columns, in: table, rows: rows)
   }
 }

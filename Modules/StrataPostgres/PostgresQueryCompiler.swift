@@ -317,26 +317,10 @@ struct PostgresQueryCompiler {
     }
   }
 
-  private mutating func toManySource(
-    _ rel: RelationshipDescription, owner: String, ownerAlias: String
-  ) -> (from: String, correlation: String, alias: String, joinForm: String) {
-    switch schema.toManyStorage(owner, rel) {
-    case .foreignKey(let destination, let column):
-      let alias = newAlias()
-      let correlation = "\(alias).\(quoteIdentifier(column)) = \(ownerAlias).\"_pk\""
-      let from = "\(schema.qualify(destination)) AS \(alias)"
-      return (from, correlation, alias, "JOIN \(from) ON \(correlation)")
-    case .joinTable(let table, let ownerColumn, let targetColumn, let destination):
-      let link = newAlias()
-      let alias = newAlias()
-      let targetJoin =
-        "JOIN \(schema.qualify(destination)) AS \(alias) ON \(alias).\"_pk\" = \(link).\(quoteIdentifier(targetColumn))"
-      let correlation = "\(link).\(quoteIdentifier(ownerColumn)) = \(ownerAlias).\"_pk\""
-      return (
-        "\(schema.qualify(table)) AS \(link) \(targetJoin)", correlation, alias,
-        "JOIN \(schema.qualify(table)) AS \(link) ON \(correlation) \(targetJoin)"
-      )
-    }
+  private mutating func toManySource(_ rel: RelationshipDescription, owner: String, ownerAlias: String) -> SQLToManySource {
+    let schema = self.schema
+    return SQLLayout.toManySource(
+      schema.toManyStorage(owner, rel), ownerAlias: ownerAlias, newAlias: { newAlias() }, tableName: { schema.qualify($0) })
   }
 
   private mutating func collection(

@@ -8,7 +8,7 @@ struct PostgresSchema: Sendable {
   static let format = "strata-postgres-1"
 
   /// One entity's table and the statements the store runs on it.
-  final class Table: Sendable {
+  final class Table: SQLTableDescription {
     let entity: EntityDescription
     /// The positions (in `entity.attributes`) of the attributes that have a column.
     let storedAttributes: [Int]
@@ -27,12 +27,11 @@ struct PostgresSchema: Sendable {
     /// The table's qualified name, `"schema"."Entity"`.
     let qualified: String
 
-    var name: String { entity.name }
+    var sqlName: String { qualified }
 
     init(entity: EntityDescription, schema: String) {
       self.entity = entity
-      let stored = entity.attributes.indices.filter { entity.attributes[$0].isPersistent }
-      let columns = stored.map { entity.attributes[$0].name } + entity.toOneRelationships.map(\.name)
+      let (stored, columns) = SQLLayout.columns(of: entity)
       storedAttributes = stored
       dataColumns = columns
       let table = quoteIdentifier(schema) + "." + quoteIdentifier(entity.name)
@@ -61,24 +60,11 @@ struct PostgresSchema: Sendable {
       let select = all.map { "t0.\(quoteIdentifier($0))" }.joined(separator: ", ")
       selectByKeySQL = "SELECT \(select) FROM \(table) AS t0 WHERE t0.\"_pk\" = $1"
     }
-
-    /// `"_pk", "_version", …` prefixed with `alias`.
-    func selectList(alias: String) -> String {
-      (["_pk", "_version"] + dataColumns).map { "\(alias).\(quoteIdentifier($0))" }.joined(separator: ", ")
-    }
   }
 
-  /// Where the targets of a to-many relationship live.
-  enum ToManyStorage: Sendable, Hashable {
-    case foreignKey(destination: String, column: String)
-    case joinTable(table: String, ownerColumn: String, targetColumn: String, destination: String)
-  }
-
-  struct JoinTable: Sendable, Hashable {
-    let name: String
-    let sourceEntity: String
-    let targetEntity: String
-  }
+  typealias ToManyStorage = SQLToManyStorage
+  typealias JoinTable = SQLJoinTable
+  typealias Index = SQLIndex
 
   let model: ObjectModel
   /// The PostgreSQL schema (namespace) holding the store's tables.
@@ -89,20 +75,9 @@ struct PostgresSchema: Sendable {
   init(model: ObjectModel, schema: String) throws {
     self.model = model
     self.name = schema
-    var tables: [String: Table] = [:]
-    var joinTables: [String: JoinTable] = [:]
-    for entity in model.entities {
-      tables[entity.name] = Table(entity: entity, schema: schema)
-      for rel in entity.toManyRelationships where model.usesJoinTable(rel) {
-        let owner = model.joinTableOwner(of: entity.name, rel)
-        let ownerEntity = model.entity(named: owner.entity)
-        let target = ownerEntity?.relationship(named: owner.relationship)?.destination ?? rel.destination
-        let name = "\(owner.entity)_\(owner.relationship)"
-        joinTables[name] = JoinTable(name: name, sourceEntity: owner.entity, targetEntity: target)
-      }
-    }
-    self.tables = tables
-    self.joinTables = joinTables.values.sorted { $0.name < $1.name }
+    self.tables = Dictionary(
+      model.entities.map { ($0.name, Table(entity: $0, schema: schema)) }, uniquingKeysWith: { _, last in last })
+    self.joinTables = SQLLayout.joinTables(of: model)
     try checkNames()
   }
 
@@ -117,13 +92,7 @@ struct PostgresSchema: Sendable {
   }
 
   func toManyStorage(_ entity: String, _ relationship: RelationshipDescription) -> ToManyStorage {
-    if model.usesJoinTable(relationship) {
-      let owner = model.joinTableOwner(of: entity, relationship)
-      return .joinTable(
-        table: "\(owner.entity)_\(owner.relationship)", ownerColumn: owner.isFlipped ? "target" : "source",
-        targetColumn: owner.isFlipped ? "source" : "target", destination: relationship.destination)
-    }
-    return .foreignKey(destination: relationship.destination, column: relationship.inverse ?? "")
+    SQLLayout.toManyStorage(model, entity, relationship)
   }
 
   /// The primary keys of the targets of `relationship` of one object (`$1`), in primary-key order.
@@ -173,14 +142,6 @@ struct PostgresSchema: Sendable {
     for index in indexes() { try claim(index.name, "the index \(index.name)") }
   }
 
-  /// One index (or unique constraint) the store keeps.
-  struct Index: Sendable, Hashable {
-    let name: String
-    let table: String
-    let columns: [String]
-    let isUnique: Bool
-  }
-
   func createSQL(_ index: Index) -> String {
     let columns = index.columns.map(quoteIdentifier).joined(separator: ", ")
     if index.isUnique {
@@ -191,28 +152,8 @@ struct PostgresSchema: Sendable {
     return "CREATE INDEX \(quoteIdentifier(index.name)) ON \(qualify(index.table)) (\(columns))"
   }
 
-  func indexes() -> [Index] {
-    var result: [Index] = []
-    for entity in model.entities {
-      for (n, keys) in entity.uniquenessConstraints.enumerated() {
-        result.append(Index(name: "\(entity.name)_unique_\(n + 1)", table: entity.name, columns: keys, isUnique: true))
-      }
-      for attribute in entity.attributes where attribute.isIndexed && attribute.isPersistent {
-        result.append(
-          Index(name: "\(entity.name)_idx_\(attribute.name)", table: entity.name, columns: [attribute.name], isUnique: false))
-      }
-      for (n, keys) in entity.indexes.enumerated() {
-        result.append(Index(name: "\(entity.name)_index_\(n + 1)", table: entity.name, columns: keys, isUnique: false))
-      }
-      for rel in entity.toOneRelationships {
-        result.append(Index(name: "\(entity.name)_fk_\(rel.name)", table: entity.name, columns: [rel.name], isUnique: false))
-      }
-    }
-    for join in joinTables {
-      result.append(Index(name: "\(join.name)_target", table: join.name, columns: ["target"], isUnique: false))
-    }
-    return result
-  }
+  /// Every index and unique constraint of every table.
+  func indexes() -> [Index] { SQLLayout.indexes(model, joinTables: joinTables) }
 
   func createTableSQL(_ entity: EntityDescription) -> String {
     var columns = [

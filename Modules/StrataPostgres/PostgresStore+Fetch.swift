@@ -49,14 +49,7 @@ extension PostgresStore {
   /// let faults = try store.snapshots(for: [heatID, roninID], generation: nil)
   /// ```
   public func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
-    var keysByEntity: [String: [Int64]] = [:]
-    var order: [String] = []
-    for id in ids where id.storeIdentifier == identifier {
-      guard let pk = id.primaryKey else { continue }
-      if keysByEntity[id.entityName] == nil { order.append(id.entityName) }
-      keysByEntity[id.entityName, default: []].append(pk)
-    }
-    let work = try order.map { (try schema.table($0), keysByEntity[$0] ?? []) }
+    let work = try ObjectID.keysByEntity(ids, storeIdentifier: identifier).map { (try schema.table($0.entity), $0.keys) }
     let identifier = self.identifier
     return try read(generation: generation) { connection -> [Snapshot] in
       var result: [Snapshot] = []

@@ -39,14 +39,7 @@ extension PostgresStore {
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
     if isBoundToMigration { throw StoreError(.misuse, "a migration stage cannot migrate the store it is handed") }
-    guard let last = steps.last else { throw StoreError(.misuse, "a migration needs at least one step") }
-    guard steps[0].migration.source == model else {
-      throw StoreError(.misuse, "the migration starts from another model than the PostgreSQL store \(location) holds")
-    }
-    for (index, step) in steps.enumerated().dropFirst() where step.migration.source != steps[index - 1].migration.destination {
-      throw StoreError(
-        .misuse, "migration step \(index + 1) does not start from the model step \(index) ends with")
-    }
+    let last = try MigrationStep.checkChain(steps, from: model, store: "the PostgreSQL store \(location)")
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
     guard let url else { throw StoreError(.misuse, "the store \(location) has no location to reopen") }
@@ -58,7 +51,7 @@ extension PostgresStore {
       try pool.withConnection { connection in
         migratingThread.withLock { $0 = pthread_self() }
         defer { migratingThread.withLock { $0 = nil } }
-        var reporter = PostgresMigrationReporter(report: progress, stepCount: steps.count)
+        var reporter = MigrationReporter(report: progress, stepCount: steps.count)
         let done = try connection.transaction { () -> Bool in
           try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.string("strata:" + schema.name)])
           let stored = try storedFingerprint(connection)
@@ -185,47 +178,5 @@ extension PostgresStore {
       migration: migration, old: schema, new: target, storeIdentifier: identifier, connection: nil)
     try run.plan()
     return run.storageChanges()
-  }
-}
-
-/// Turns a migration's advance into ``MigrationProgress`` reports: each step is `total` units (stages and
-/// tables), reported at its start, after each unit and at its end.
-private struct PostgresMigrationReporter {
-  let report: (@Sendable (MigrationProgress) -> Void)?
-  let stepCount: Int
-  var step = 0
-  var completed = 0
-  var total = 1
-
-  init(report: (@Sendable (MigrationProgress) -> Void)?, stepCount: Int) {
-    self.report = report
-    self.stepCount = stepCount
-  }
-
-  mutating func start(step: Int, total: Int, phase: String) {
-    self.step = step
-    self.total = max(total, 1)
-    completed = 0
-    send(phase)
-  }
-
-  mutating func advance(_ phase: String) {
-    completed = min(completed + 1, total)
-    send(phase)
-  }
-
-  mutating func finish(_ phase: String) {
-    completed = total
-    send(phase)
-  }
-
-  /// The whole migration done (another process had migrated the store).
-  mutating func finishAll() {
-    step = max(stepCount - 1, 0)
-    finish("the store was migrated by another process")
-  }
-
-  private func send(_ phase: String) {
-    report?(MigrationProgress(step: step, stepCount: stepCount, completed: completed, total: total, phase: phase))
   }
 }

@@ -53,17 +53,12 @@ struct SaveOperation {
   let changes: ChangeSet
   /// Where the save records its history; `nil` when it records none.
   let history: PostgresHistory.Recorder?
-  var tracksHistory: Bool { history != nil }
 
   var permanentIDs: [ObjectID: ObjectID] = [:]
   var versions: [ObjectID: Int64] = [:]
   var converted = Set<ObjectID>()
   var patches: [(change: ObjectChange, table: PostgresSchema.Table, pk: Int64, column: String, target: ObjectID)] = []
   var tombstones: [ObjectID: [String: Value]] = [:]
-  var position: [ObjectID: Int] {
-    Dictionary(
-      (changes.inserted + changes.updated).enumerated().map { ($1.objectID, $0) }, uniquingKeysWith: { a, _ in a })
-  }
 
   init(
     connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String, changes: ChangeSet,
@@ -78,7 +73,7 @@ struct SaveOperation {
 
   mutating func apply() throws -> (SaveResult, StoreChange) {
     try connection.execute("SET CONSTRAINTS ALL DEFERRED")
-    try check()
+    try checkChangeSet()
     try checkVersions()
     var derived = DerivedRecomputation(model: schema.model, changes: changes)
     try derived.noteRelatedObjects(before: transactionSource)
@@ -110,47 +105,6 @@ struct SaveOperation {
 
   // MARK: Checks
 
-  private func check() throws {
-    var inserted = Set<ObjectID>(minimumCapacity: changes.inserted.count)
-    for change in changes.inserted {
-      guard inserted.insert(change.objectID).inserted else {
-        throw StoreError(.misuse, "\(change.objectID) is inserted twice in one change set", entity: change.objectID.entityName)
-      }
-      if !change.objectID.isTemporary, change.objectID.storeIdentifier != storeIdentifier {
-        throw StoreError(
-          .misuse, "cannot insert \(change.objectID): it belongs to another store", entity: change.objectID.entityName)
-      }
-    }
-    for change in [changes.inserted, changes.updated].joined() {
-      let entity = try schema.table(change.objectID.entityName).entity
-      try change.requireShape(of: entity)
-      for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
-        try checkReference(target, entity.name, rel.name, inserted)
-      }
-    }
-    for change in changes.updated where change.objectID.isTemporary || change.objectID.storeIdentifier != storeIdentifier {
-      throw StoreError(
-        .misuse, "cannot update \(change.objectID): it is not a saved object of this store", entity: change.objectID.entityName)
-    }
-    for link in changes.linkChanges {
-      try checkReference(link.source, link.entityName, link.relationship, inserted)
-      try checkReference(link.target, link.entityName, link.relationship, inserted)
-    }
-  }
-
-  private func checkReference(_ target: ObjectID?, _ entity: String, _ key: String, _ inserted: Set<ObjectID>) throws {
-    guard let target, target.isTemporary, !inserted.contains(target) else { return }
-    throw StoreError(
-      .misuse, "\(entity).\(key) points at \(target), which is neither saved nor inserted by this save",
-      entity: entity, key: key, value: .objectID(target))
-  }
-
-  private func checkVersions() throws {
-    try OptimisticLocking.check(changes, model: schema.model) { id in
-      try storedSnapshot(try schema.table(id.entityName), id)
-    }
-  }
-
   func storedSnapshot(_ table: PostgresSchema.Table, _ id: ObjectID) throws -> Snapshot? {
     guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }
     let rows = try connection.query(table.selectByKeySQL, [.int(pk)])
@@ -178,23 +132,6 @@ struct SaveOperation {
   }
 
   // MARK: Rows
-
-  private func encodeTarget(_ target: ObjectID?, _ rel: RelationshipDescription, of entity: String) throws -> PGParameter? {
-    guard let target else { return .null }
-    guard target.entityName == rel.destination else {
-      throw StoreError(
-        .validation, "\(entity).\(rel.name) must point at a \(rel.destination), not at \(target)",
-        entity: entity, key: rel.name, value: .objectID(target))
-    }
-    if let permanent = permanentIDs[target] { return permanent.primaryKey.map(PGParameter.int) }
-    if target.isTemporary { return nil }
-    guard target.storeIdentifier == storeIdentifier, let pk = target.primaryKey else {
-      throw StoreError(
-        .validation, "\(entity).\(rel.name) points at \(target), which belongs to another store",
-        entity: entity, key: rel.name, value: .objectID(target))
-    }
-    return .int(pk)
-  }
 
   /// The column values of `change`, and the to-one targets to fill in once they have keys.
   private func row(
@@ -224,22 +161,6 @@ struct SaveOperation {
       }
     }
     return (values, later)
-  }
-
-  private mutating func deleteRows() throws -> [String: [Int64]] {
-    var deleted: [String: [Int64]] = [:]
-    for deletion in changes.deleted {
-      let id = deletion.objectID
-      let table = try schema.table(id.entityName)
-      guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { continue }
-      if tracksHistory, HistoryLog.recordsTombstone(table.name, model: schema.model), let stored = try storedSnapshot(table, id) {
-        tombstones[id] = HistoryLog.tombstone(of: stored, model: schema.model)
-      }
-      if try connection.run(table.deleteSQL, [.int(pk)]) > 0 {
-        deleted[table.name, default: []].append(pk)
-      }
-    }
-    return deleted
   }
 
   private mutating func update(_ change: ObjectChange) throws {
@@ -290,34 +211,17 @@ struct SaveOperation {
   // MARK: Links and deletes
 
   private mutating func apply(_ link: LinkChange) throws {
-    let entity = try schema.table(link.entityName).entity
-    guard let rel = entity.relationship(named: link.relationship), rel.isToMany else {
-      throw StoreError(
-        .misuse, "\(link.entityName).\(link.relationship) is not a to-many relationship of the model",
-        entity: link.entityName, key: link.relationship)
-    }
-    guard case .joinTable(let table, let ownerColumn, _, let destination) = schema.toManyStorage(entity.name, rel) else {
-      return
-    }
-    for (id, expected) in [(link.source, entity.name), (link.target, destination)] where id.entityName != expected {
-      throw StoreError(
-        .validation, "\(entity.name).\(rel.name) links a \(entity.name) to a \(destination), not \(id)",
-        entity: entity.name, key: rel.name, value: .objectID(id))
-    }
-    func key(_ id: ObjectID) -> Int64? {
-      permanentIDs[id]?.primaryKey ?? (id.storeIdentifier == storeIdentifier ? id.primaryKey : nil)
-    }
-    guard let source = key(link.source), let target = key(link.target) else { return }
-    let (first, second) = ownerColumn == "source" ? (source, target) : (target, source)
+    guard let row = try linkRow(link) else { return }
     if link.isInsertion {
       try connection.run(
-        "INSERT INTO \(schema.qualify(table)) (\"source\", \"target\") SELECT $1, $2 "
-          + "WHERE EXISTS (SELECT 1 FROM \(schema.qualify(entity.name)) WHERE \"_pk\" = $3) "
-          + "AND EXISTS (SELECT 1 FROM \(schema.qualify(destination)) WHERE \"_pk\" = $4) ON CONFLICT DO NOTHING",
-        [.int(first), .int(second), .int(source), .int(target)])
+        "INSERT INTO \(schema.qualify(row.table)) (\"source\", \"target\") SELECT $1, $2 "
+          + "WHERE EXISTS (SELECT 1 FROM \(schema.qualify(row.sourceEntity)) WHERE \"_pk\" = $3) "
+          + "AND EXISTS (SELECT 1 FROM \(schema.qualify(row.destination)) WHERE \"_pk\" = $4) ON CONFLICT DO NOTHING",
+        [.int(row.source), .int(row.target), .int(row.sourceKey), .int(row.destinationKey)])
     } else {
       try connection.run(
-        "DELETE FROM \(schema.qualify(table)) WHERE \"source\" = $1 AND \"target\" = $2", [.int(first), .int(second)])
+        "DELETE FROM \(schema.qualify(row.table)) WHERE \"source\" = $1 AND \"target\" = $2",
+        [.int(row.source), .int(row.target)])
     }
   }
 

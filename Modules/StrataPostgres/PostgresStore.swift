@@ -162,7 +162,7 @@ public final class PostgresStore: PersistentStore {
     }
     let storedFingerprint = metadata["model_fingerprint"] ?? stored.fingerprint
     if let model, model.fingerprint != storedFingerprint {
-      throw mismatch(where_, stored: stored, storedFingerprint: storedFingerprint, given: model)
+      throw StoreError.modelMismatch(where_, stored: stored, storedFingerprint: storedFingerprint, given: model)
     }
     return (identifier, model ?? stored)
   }
@@ -225,28 +225,6 @@ public final class PostgresStore: PersistentStore {
         .corrupted, "\(where_) is not a Strata PostgreSQL store (its metadata has \(found), expected '\(PostgresSchema.format)')")
     }
     return metadata
-  }
-
-  private static func mismatch(
-    _ where_: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel
-  ) -> StoreError {
-    var differences: [String] = []
-    for entity in given.entities {
-      if let old = stored.entity(named: entity.name) {
-        if old != entity { differences.append("\(entity.name) (changed)") }
-      } else {
-        differences.append("\(entity.name) (only in the new model)")
-      }
-    }
-    for entity in stored.entities where given.entity(named: entity.name) == nil {
-      differences.append("\(entity.name) (only in the stored model)")
-    }
-    let detail =
-      differences.isEmpty ? "fetch request templates differ" : "entities that differ: \(differences.joined(separator: ", "))"
-    return StoreError(
-      .schemaMismatch,
-      "the store \(where_) was created with model \(storedFingerprint) but is opened with model \(given.fingerprint); \(detail)",
-      entity: differences.first.flatMap { $0.split(separator: " ").first.map(String.init) })
   }
 
   // MARK: Using connections

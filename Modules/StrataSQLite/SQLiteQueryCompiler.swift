@@ -329,27 +329,10 @@ struct SQLiteQueryCompiler {
 
   /// Where the targets of a to-many relationship of the row `ownerAlias` are: the text after `FROM`
   /// (or after `JOIN`, with `correlation` as its `ON`), and the alias of the target rows.
-  private mutating func toManySource(
-    _ rel: RelationshipDescription, owner: String, ownerAlias: String
-  )
-    -> (from: String, correlation: String, alias: String, joinForm: String)
-  {
-    switch schema.toManyStorage(owner, rel) {
-    case .foreignKey(let destination, let column):
-      let alias = newAlias()
-      let correlation = "\(alias).\(quote(column)) = \(ownerAlias).\"_pk\""
-      let from = "\(quote(destination)) AS \(alias)"
-      return (from, correlation, alias, "JOIN \(from) ON \(correlation)")
-    case .joinTable(let table, let ownerColumn, let targetColumn, let destination):
-      let link = newAlias()
-      let alias = newAlias()
-      let targetJoin = "JOIN \(quote(destination)) AS \(alias) ON \(alias).\"_pk\" = \(link).\(quote(targetColumn))"
-      let correlation = "\(link).\(quote(ownerColumn)) = \(ownerAlias).\"_pk\""
-      return (
-        "\(quote(table)) AS \(link) \(targetJoin)", correlation, alias,
-        "JOIN \(quote(table)) AS \(link) ON \(correlation) \(targetJoin)"
-      )
-    }
+  private mutating func toManySource(_ rel: RelationshipDescription, owner: String, ownerAlias: String) -> SQLToManySource {
+    let schema = self.schema
+    return SQLLayout.toManySource(
+      schema.toManyStorage(owner, rel), ownerAlias: ownerAlias, newAlias: { newAlias() }, tableName: { quote($0) })
   }
 
   /// `EXISTS` / `NOT EXISTS` over the elements of a collection key path, with `condition` applied to

@@ -2,9 +2,7 @@ import Foundation
 import StrataStoreKit
 
 /// `"name"`: an SQL identifier, quoted.
-func quote(_ identifier: String) -> String {
-  "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-}
+func quote(_ identifier: String) -> String { SQLLayout.quote(identifier) }
 
 /// How the store lays the model out in tables: names, columns, DDL, and the value encoding of each
 /// attribute type. Built once per store from the model.
@@ -13,7 +11,7 @@ struct SQLiteSchema: Sendable {
   static let format = "strata-sqlite-1"
 
   /// One entity's table and the statements the store runs on it, built once.
-  final class Table: Sendable {
+  final class Table: SQLTableDescription {
     let entity: EntityDescription
     /// The positions (in `entity.attributes`) of the attributes that have a column.
     let storedAttributes: [Int]
@@ -31,12 +29,11 @@ struct SQLiteSchema: Sendable {
     /// The snapshot columns of one row, `WHERE "_pk" = ?`.
     let selectByKeySQL: String
 
-    var name: String { entity.name }
+    var sqlName: String { quote(entity.name) }
 
     init(entity: EntityDescription) {
       self.entity = entity
-      let stored = entity.attributes.indices.filter { entity.attributes[$0].isPersistent }
-      let columns = stored.map { entity.attributes[$0].name } + entity.toOneRelationships.map(\.name)
+      let (stored, columns) = SQLLayout.columns(of: entity)
       storedAttributes = stored
       dataColumns = columns
       let table = quote(entity.name)
@@ -54,27 +51,11 @@ struct SQLiteSchema: Sendable {
       let select = (["_pk", "_version"] + columns).map { "t0.\(quote($0))" }.joined(separator: ", ")
       selectByKeySQL = "SELECT \(select) FROM \(table) AS t0 WHERE t0.\"_pk\" = ?"
     }
-
-    /// `"_pk", "_version", …` prefixed with `alias`.
-    func selectList(alias: String) -> String {
-      (["_pk", "_version"] + dataColumns).map { "\(alias).\(quote($0))" }.joined(separator: ", ")
-    }
   }
 
-  /// Where the targets of a to-many relationship live.
-  enum ToManyStorage: Sendable, Hashable {
-    /// The destination rows whose `column` holds the owner's `_pk` (the inverse is to-one).
-    case foreignKey(destination: String, column: String)
-    /// Rows of a join table: `ownerColumn` holds the object's `_pk`, `targetColumn` the target's.
-    case joinTable(table: String, ownerColumn: String, targetColumn: String, destination: String)
-  }
-
-  /// A join table and the entities on its two sides.
-  struct JoinTable: Sendable, Hashable {
-    let name: String
-    let sourceEntity: String
-    let targetEntity: String
-  }
+  typealias ToManyStorage = SQLToManyStorage
+  typealias JoinTable = SQLJoinTable
+  typealias Index = SQLIndex
 
   let model: ObjectModel
   let tables: [String: Table]
@@ -82,20 +63,8 @@ struct SQLiteSchema: Sendable {
 
   init(model: ObjectModel) throws {
     self.model = model
-    var tables: [String: Table] = [:]
-    var joinTables: [String: JoinTable] = [:]
-    for entity in model.entities {
-      tables[entity.name] = Table(entity: entity)
-      for rel in entity.toManyRelationships where model.usesJoinTable(rel) {
-        let owner = model.joinTableOwner(of: entity.name, rel)
-        let ownerEntity = model.entity(named: owner.entity)
-        let target = ownerEntity?.relationship(named: owner.relationship)?.destination ?? rel.destination
-        let name = "\(owner.entity)_\(owner.relationship)"
-        joinTables[name] = JoinTable(name: name, sourceEntity: owner.entity, targetEntity: target)
-      }
-    }
-    self.tables = tables
-    self.joinTables = joinTables.values.sorted { $0.name < $1.name }
+    self.tables = Dictionary(model.entities.map { ($0.name, Table(entity: $0)) }, uniquingKeysWith: { _, last in last })
+    self.joinTables = SQLLayout.joinTables(of: model)
     try checkNames()
   }
 
@@ -108,13 +77,7 @@ struct SQLiteSchema: Sendable {
 
   /// The storage of the to-many relationship `relationship` of `entity`.
   func toManyStorage(_ entity: String, _ relationship: RelationshipDescription) -> ToManyStorage {
-    if model.usesJoinTable(relationship) {
-      let owner = model.joinTableOwner(of: entity, relationship)
-      return .joinTable(
-        table: "\(owner.entity)_\(owner.relationship)", ownerColumn: owner.isFlipped ? "target" : "source",
-        targetColumn: owner.isFlipped ? "source" : "target", destination: relationship.destination)
-    }
-    return .foreignKey(destination: relationship.destination, column: relationship.inverse ?? "")
+    SQLLayout.toManyStorage(model, entity, relationship)
   }
 
   /// The query for the primary keys of the targets of `relationship` of one object of `entity` (bound
@@ -164,43 +127,8 @@ struct SQLiteSchema: Sendable {
     for index in indexes() { try claim(index.name, "the index \(index.name)") }
   }
 
-  /// One index the store keeps: on an entity table (uniqueness constraints, indexed attributes, compound
-  /// indexes, to-one foreign keys) or a join table (its `target` column).
-  struct Index: Sendable, Hashable {
-    let name: String
-    let table: String
-    let columns: [String]
-    let isUnique: Bool
-
-    var createSQL: String {
-      "CREATE \(isUnique ? "UNIQUE " : "")INDEX \(quote(name)) ON \(quote(table)) "
-        + "(\(columns.map(quote).joined(separator: ", ")))"
-    }
-  }
-
   /// Every index of every table.
-  func indexes() -> [Index] {
-    var result: [Index] = []
-    for entity in model.entities {
-      for (n, keys) in entity.uniquenessConstraints.enumerated() {
-        result.append(Index(name: "\(entity.name)_unique_\(n + 1)", table: entity.name, columns: keys, isUnique: true))
-      }
-      for attribute in entity.attributes where attribute.isIndexed && attribute.isPersistent {
-        result.append(
-          Index(name: "\(entity.name)_idx_\(attribute.name)", table: entity.name, columns: [attribute.name], isUnique: false))
-      }
-      for (n, keys) in entity.indexes.enumerated() {
-        result.append(Index(name: "\(entity.name)_index_\(n + 1)", table: entity.name, columns: keys, isUnique: false))
-      }
-      for rel in entity.toOneRelationships {
-        result.append(Index(name: "\(entity.name)_fk_\(rel.name)", table: entity.name, columns: [rel.name], isUnique: false))
-      }
-    }
-    for join in joinTables {
-      result.append(Index(name: "\(join.name)_target", table: join.name, columns: ["target"], isUnique: false))
-    }
-    return result
-  }
+  func indexes() -> [Index] { SQLLayout.indexes(model, joinTables: joinTables) }
 
   /// The `CREATE TABLE` statement of `entity`'s table, called `name`.
   static func createTableSQL(_ entity: EntityDescription, named name: String) -> String {
@@ -337,6 +265,13 @@ extension SQLiteSchema {
   /// representation, …).
   static func storedForm(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> Value {
     try decode(try encode(value, as: type, entity: entity, key: key), as: type, entity: entity, key: key)
+  }
+}
+
+extension SQLIndex {
+  var createSQL: String {
+    "CREATE \(isUnique ? "UNIQUE " : "")INDEX \(quote(name)) ON \(quote(table)) "
+      + "(\(columns.map(quote).joined(separator: ", ")))"
   }
 }
 

@@ -39,14 +39,7 @@ extension SQLiteStore {
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
     if isBoundToMigration { throw StoreError(.misuse, "a migration stage cannot migrate the store it is handed") }
-    guard let last = steps.last else { throw StoreError(.misuse, "a migration needs at least one step") }
-    guard steps[0].migration.source == model else {
-      throw StoreError(.misuse, "the migration starts from another model than the SQLite store \(path) holds")
-    }
-    for (index, step) in steps.enumerated().dropFirst() where step.migration.source != steps[index - 1].migration.destination {
-      throw StoreError(
-        .misuse, "migration step \(index + 1) does not start from the model step \(index) ends with")
-    }
+    let last = try MigrationStep.checkChain(steps, from: model, store: "the SQLite store \(path)")
     try checkOpen()
     guard writer != nil else { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     let destination = last.migration.destination
@@ -145,42 +138,6 @@ extension SQLiteStore {
   }
 }
 
-/// Turns a migration's advance into ``MigrationProgress`` reports: each step is `total` units (stages and
-/// tables), reported at its start, after each unit and at its end.
-private struct MigrationReporter {
-  let report: (@Sendable (MigrationProgress) -> Void)?
-  let stepCount: Int
-  var step = 0
-  var completed = 0
-  var total = 1
-
-  init(report: (@Sendable (MigrationProgress) -> Void)?, stepCount: Int) {
-    self.report = report
-    self.stepCount = stepCount
-  }
-
-  mutating func start(step: Int, total: Int, phase: String) {
-    self.step = step
-    self.total = max(total, 1)
-    completed = 0
-    send(phase)
-  }
-
-  mutating func advance(_ phase: String) {
-    completed = min(completed + 1, total)
-    send(phase)
-  }
-
-  mutating func finish(_ phase: String) {
-    completed = total
-    send(phase)
-  }
-
-  private func send(_ phase: String) {
-    report?(MigrationProgress(step: step, stepCount: stepCount, completed: completed, total: total, phase: phase))
-  }
-}
-
 /// One migration of an SQLite file: planned from the two schemas (``plan()``), then run inside the
 /// caller's transaction (``execute(progress:)``) or described (``storageChanges()``).
 ///
@@ -206,18 +163,8 @@ final class SQLiteMigration {
     let rebuilds: Bool
   }
 
-  /// Where a join table of the new model comes from.
-  private enum JoinSource {
-    /// Created empty.
-    case empty
-    /// The old join table of that name, already oriented the same way.
-    case renamed(String)
-    /// Copied with `SELECT owner, target …` from the old storage.
-    case copied(String)
-  }
-
   private var entities: [EntityPlan] = []
-  private var joins: [(name: String, source: JoinSource)] = []
+  private var joins: [(name: String, source: SQLJoinSource)] = []
   private var keptIndexes: Set<SQLiteSchema.Index> = []
   private var temporaryCount = 0
 
@@ -245,32 +192,7 @@ final class SQLiteMigration {
         }
       }
     }
-    var claimed = Set<String>()
-    let migrator = SnapshotMigrator(migration, storeIdentifier: storeIdentifier)
-    for (mapping, relationship, source) in migrator.joinTableRelationships {
-      let name = "\(mapping.entity.name)_\(relationship.name)"
-      guard let source, let oldEntity = mapping.source else {
-        joins.append((name, .empty))
-        continue
-      }
-      guard source.isToMany else {
-        let column = quote(source.name)
-        joins.append((name, .copied("SELECT \"_pk\", \(column) FROM \(quote(oldEntity)) WHERE \(column) IS NOT NULL")))
-        continue
-      }
-      switch old.toManyStorage(oldEntity, source) {
-      case .joinTable(let table, let ownerColumn, let targetColumn, _):
-        if ownerColumn == "source" && claimed.insert(table).inserted {
-          joins.append((name, .renamed(table)))
-        } else {
-          joins.append((name, .copied("SELECT \(quote(ownerColumn)), \(quote(targetColumn)) FROM \(quote(table))")))
-        }
-      case .foreignKey(let destination, let column):
-        let column = quote(column)
-        joins.append(
-          (name, .copied("SELECT \(column), \"_pk\" FROM \(quote(destination)) WHERE \(column) IS NOT NULL")))
-      }
-    }
+    joins = SQLLayout.joinSources(of: migration, storeIdentifier: storeIdentifier, oldModel: old.model, tableName: quote)
     planIndexes()
   }
 
@@ -634,16 +556,9 @@ final class SQLiteMigration {
   /// The objects that share values of the unique index `index`'s columns, as the memory store names them.
   private func clashes(of index: SQLiteSchema.Index) throws -> [StoreError.Conflict] {
     let table = try new.table(index.table)
-    let keys = index.columns.map(quote)
-    let list = keys.joined(separator: ", ")
-    let notNull = keys.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
-    let sql =
-      "SELECT \(table.selectList(alias: "t0")) FROM \(quote(table.name)) AS t0 WHERE (\(keys.map { "t0.\($0)" }.joined(separator: ", "))) "
-      + "IN (SELECT \(list) FROM \(quote(table.name)) WHERE \(notNull) GROUP BY \(list) HAVING count(*) > 1) "
-      + "ORDER BY t0.\"_pk\""
-    let rows = try connection.query(sql) { try $0.snapshot(table, storeIdentifier: storeIdentifier) }
-    let conflicts = SnapshotMigrator.uniquenessClashes(of: index.columns, in: table.entity, rows: rows)
-    return conflicts.isEmpty
-      ? [StoreError.Conflict(objectID: nil, entity: table.name, keys: index.columns)] : conflicts
+    let rows = try connection.query(SQLLayout.clashingRowsSQL(table, columns: index.columns)) {
+      try $0.snapshot(table, storeIdentifier: storeIdentifier)
+    }
+    return SQLLayout.uniquenessClashes(of: index.columns, in: table, rows: rows)
   }
 }

@@ -66,12 +66,6 @@ struct SaveOperation {
   var patches: [(change: ObjectChange, table: String, pk: Int64, column: String, target: ObjectID)] = []
   /// The values history keeps of deleted objects, read before their rows go (only with history on).
   var tombstones: [ObjectID: [String: Value]] = [:]
-  /// Position of each inserted and updated object in the change set, for reporting conflicts in order
-  /// (only built when a save has conflicts to report).
-  var position: [ObjectID: Int] {
-    Dictionary(
-      (changes.inserted + changes.updated).enumerated().map { ($1.objectID, $0) }, uniquingKeysWith: { a, _ in a })
-  }
 
   init(
     connection: SQLiteConnection, schema: SQLiteSchema, storeIdentifier: String, changes: ChangeSet,
@@ -87,7 +81,7 @@ struct SaveOperation {
   }
 
   mutating func apply() throws -> (SaveResult, StoreChange) {
-    try check()
+    try checkChangeSet()
     try checkVersions()
     var derived = DerivedRecomputation(model: schema.model, changes: changes)
     try derived.noteRelatedObjects(before: transactionSource)
@@ -121,51 +115,6 @@ struct SaveOperation {
 
   // MARK: Checks
 
-  /// Refuses malformed change sets before anything is written.
-  private func check() throws {
-    var inserted = Set<ObjectID>(minimumCapacity: changes.inserted.count)
-    for change in changes.inserted {
-      guard inserted.insert(change.objectID).inserted else {
-        throw StoreError(.misuse, "\(change.objectID) is inserted twice in one change set", entity: change.objectID.entityName)
-      }
-      if !change.objectID.isTemporary, change.objectID.storeIdentifier != storeIdentifier {
-        throw StoreError(
-          .misuse, "cannot insert \(change.objectID): it belongs to another store", entity: change.objectID.entityName)
-      }
-    }
-    var table: SQLiteSchema.Table?
-    for change in [changes.inserted, changes.updated].joined() {
-      if table?.name != change.objectID.entityName { table = try schema.table(change.objectID.entityName) }
-      guard let entity = table?.entity else { continue }
-      try change.requireShape(of: entity)
-      for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
-        try checkReference(target, entity.name, rel.name, inserted)
-      }
-    }
-    for change in changes.updated where change.objectID.isTemporary || change.objectID.storeIdentifier != storeIdentifier {
-      throw StoreError(
-        .misuse, "cannot update \(change.objectID): it is not a saved object of this store", entity: change.objectID.entityName)
-    }
-    for link in changes.linkChanges {
-      try checkReference(link.source, link.entityName, link.relationship, inserted)
-      try checkReference(link.target, link.entityName, link.relationship, inserted)
-    }
-  }
-
-  private func checkReference(_ target: ObjectID?, _ entity: String, _ key: String, _ inserted: Set<ObjectID>) throws {
-    guard let target, target.isTemporary, !inserted.contains(target) else { return }
-    throw StoreError(
-      .misuse, "\(entity).\(key) points at \(target), which is neither saved nor inserted by this save",
-      entity: entity, key: key, value: .objectID(target))
-  }
-
-  /// Throws `.optimisticLockConflict` for every update or delete whose object changed or vanished.
-  private func checkVersions() throws {
-    try OptimisticLocking.check(changes, model: schema.model) { id in
-      try storedSnapshot(try schema.table(id.entityName), id)
-    }
-  }
-
   func storedSnapshot(_ table: SQLiteSchema.Table, _ id: ObjectID) throws -> Snapshot? {
     guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }
     return try connection.query(table.selectByKeySQL, [.integer(pk)]) {
@@ -174,24 +123,6 @@ struct SaveOperation {
   }
 
   // MARK: Rows
-
-  /// The stored form of a to-one target; `nil` when it is a temporary ID not inserted yet.
-  private func encodeTarget(_ target: ObjectID?, _ rel: RelationshipDescription, of entity: String) throws -> SQLValue? {
-    guard let target else { return .null }
-    guard target.entityName == rel.destination else {
-      throw StoreError(
-        .validation, "\(entity).\(rel.name) must point at a \(rel.destination), not at \(target)",
-        entity: entity, key: rel.name, value: .objectID(target))
-    }
-    if let permanent = permanentIDs[target] { return permanent.primaryKey.map(SQLValue.integer) }
-    if target.isTemporary { return nil }
-    guard target.storeIdentifier == storeIdentifier, let pk = target.primaryKey else {
-      throw StoreError(
-        .validation, "\(entity).\(rel.name) points at \(target), which belongs to another store",
-        entity: entity, key: rel.name, value: .objectID(target))
-    }
-    return .integer(pk)
-  }
 
   /// The data-column values of a change (stored attributes, then to-one targets) and the to-one
   /// targets to fill in later.
@@ -221,25 +152,6 @@ struct SaveOperation {
       }
     }
     return (values, later)
-  }
-
-  /// Deletes the rows of deleted objects (references to them are cleared at the end of the save).
-  private mutating func deleteRows() throws -> [String: [Int64]] {
-    var deleted: [String: [Int64]] = [:]
-    for deletion in changes.deleted {
-      let id = deletion.objectID
-      let table = try schema.table(id.entityName)
-      guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { continue }
-      if history != nil, HistoryLog.recordsTombstone(table.name, model: schema.model),
-        let stored = try storedSnapshot(table, id)
-      {
-        tombstones[id] = HistoryLog.tombstone(of: stored, model: schema.model)
-      }
-      if try connection.run(table.deleteSQL, [.integer(pk)]) > 0 {
-        deleted[table.name, default: []].append(pk)
-      }
-    }
-    return deleted
   }
 
   /// Writes one update; `false` when a uniqueness constraint refused it (for now).
@@ -380,36 +292,18 @@ struct SaveOperation {
   // MARK: Links and deletes
 
   private mutating func apply(_ link: LinkChange) throws {
-    let entity = try schema.table(link.entityName).entity
-    guard let rel = entity.relationship(named: link.relationship), rel.isToMany else {
-      throw StoreError(
-        .misuse, "\(link.entityName).\(link.relationship) is not a to-many relationship of the model",
-        entity: link.entityName, key: link.relationship)
-    }
-    // A to-many whose inverse is to-one is stored in the inverse's column, carried by `toOne`.
-    guard case .joinTable(let table, let ownerColumn, _, let destination) = schema.toManyStorage(entity.name, rel) else {
-      return
-    }
-    for (id, expected) in [(link.source, entity.name), (link.target, destination)] where id.entityName != expected {
-      throw StoreError(
-        .validation, "\(entity.name).\(rel.name) links a \(entity.name) to a \(destination), not \(id)",
-        entity: entity.name, key: rel.name, value: .objectID(id))
-    }
-    func key(_ id: ObjectID) -> Int64? {
-      permanentIDs[id]?.primaryKey ?? (id.storeIdentifier == storeIdentifier ? id.primaryKey : nil)
-    }
-    guard let source = key(link.source), let target = key(link.target) else { return }
-    let (first, second) = ownerColumn == "source" ? (source, target) : (target, source)
+    guard let row = try linkRow(link) else { return }
     if link.isInsertion {
       // A link to an object that is not stored is dropped, as deleting an object drops its links.
       try connection.run(
-        "INSERT OR IGNORE INTO \(quote(table)) (\"source\", \"target\") SELECT ?, ? "
-          + "WHERE EXISTS (SELECT 1 FROM \(quote(entity.name)) WHERE \"_pk\" = ?) "
-          + "AND EXISTS (SELECT 1 FROM \(quote(destination)) WHERE \"_pk\" = ?)",
-        [.integer(first), .integer(second), .integer(source), .integer(target)])
+        "INSERT OR IGNORE INTO \(quote(row.table)) (\"source\", \"target\") SELECT ?, ? "
+          + "WHERE EXISTS (SELECT 1 FROM \(quote(row.sourceEntity)) WHERE \"_pk\" = ?) "
+          + "AND EXISTS (SELECT 1 FROM \(quote(row.destination)) WHERE \"_pk\" = ?)",
+        [.integer(row.source), .integer(row.target), .integer(row.sourceKey), .integer(row.destinationKey)])
     } else {
       try connection.run(
-        "DELETE FROM \(quote(table)) WHERE \"source\" = ? AND \"target\" = ?", [.integer(first), .integer(second)])
+        "DELETE FROM \(quote(row.table)) WHERE \"source\" = ? AND \"target\" = ?",
+        [.integer(row.source), .integer(row.target)])
     }
   }
 

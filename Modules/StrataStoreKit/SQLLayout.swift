@@ -1,0 +1,192 @@
+import Foundation
+
+// The table layout the SQL backends (SQLite, PostgreSQL) share: one table per entity (`_pk`, `_version`,
+// then the stored attributes and the to-one columns), a join table per many-to-many relationship, and
+// the indexes of uniqueness constraints, indexed attributes and foreign keys. Names only: column types,
+// DDL, placeholders and namespaces are each dialect's own.
+
+/// Where the targets of a to-many relationship live in an SQL backend's tables.
+package enum SQLToManyStorage: Sendable, Hashable {
+  /// The destination rows whose `column` holds the owner's `_pk` (the inverse is to-one).
+  case foreignKey(destination: String, column: String)
+  /// Rows of a join table: `ownerColumn` holds the object's `_pk`, `targetColumn` the target's.
+  case joinTable(table: String, ownerColumn: String, targetColumn: String, destination: String)
+}
+
+/// A join table and the entities on its two sides.
+package struct SQLJoinTable: Sendable, Hashable {
+  package let name: String
+  package let sourceEntity: String
+  package let targetEntity: String
+
+  package init(name: String, sourceEntity: String, targetEntity: String) {
+    self.name = name
+    self.sourceEntity = sourceEntity
+    self.targetEntity = targetEntity
+  }
+}
+
+/// One index an SQL backend keeps: on an entity table (uniqueness constraints, indexed attributes,
+/// compound indexes, to-one foreign keys) or a join table (its `target` column).
+package struct SQLIndex: Sendable, Hashable {
+  package let name: String
+  package let table: String
+  package let columns: [String]
+  package let isUnique: Bool
+
+  package init(name: String, table: String, columns: [String], isUnique: Bool) {
+    self.name = name
+    self.table = table
+    self.columns = columns
+    self.isUnique = isUnique
+  }
+}
+
+/// One entity's table as an SQL backend describes it; what the shared save and query helpers read.
+package protocol SQLTableDescription: AnyObject, Sendable {
+  var entity: EntityDescription { get }
+  /// The positions (in `entity.attributes`) of the attributes that have a column.
+  var storedAttributes: [Int] { get }
+  /// The stored attribute and to-one column names, in `SELECT` order after `_pk` and `_version`.
+  var dataColumns: [String] { get }
+  /// The table as statements name it: quoted, and qualified where the dialect has namespaces.
+  var sqlName: String { get }
+}
+
+extension SQLTableDescription {
+  package var name: String { entity.name }
+
+  /// `"_pk", "_version", …` prefixed with `alias`.
+  package func selectList(alias: String) -> String {
+    (["_pk", "_version"] + dataColumns).map { "\(alias).\(SQLLayout.quote($0))" }.joined(separator: ", ")
+  }
+}
+
+/// An SQL backend's layout of a model in tables, and its dialect's value encoding: what the shared save
+/// and migration helpers read.
+package protocol SQLSchemaDescription: Sendable {
+  associatedtype Table: SQLTableDescription
+  /// A value bound to a statement parameter.
+  associatedtype Binding
+
+  var model: ObjectModel { get }
+  /// The table of `entityName`; `.invalidQuery` when the model has no such entity.
+  func table(_ entityName: String) throws -> Table
+  func toManyStorage(_ entity: String, _ relationship: RelationshipDescription) -> SQLToManyStorage
+  /// A value already of its attribute's type, as bound.
+  static func encode(_ value: Value) -> Binding
+  /// The value the store hands back after writing `value` to an attribute of `type`.
+  ///
+  /// - Throws: `.validation` when the value cannot be converted to `type`.
+  static func storedForm(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> Value
+  /// The parameter placeholder at (1-based) `position`: `?` or `$n`.
+  static func placeholder(_ position: Int) -> String
+}
+
+/// The names and shapes of the SQL backends' tables, computed from the model.
+package enum SQLLayout {
+  /// `"name"`: an SQL identifier, quoted (inner quotes doubled).
+  package static func quote(_ identifier: String) -> String {
+    "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+  }
+
+  /// The positions (in `entity.attributes`) of the attributes that have a column, and every data column
+  /// name: those attributes', then the to-one relationships'.
+  package static func columns(of entity: EntityDescription) -> (storedAttributes: [Int], dataColumns: [String]) {
+    let stored = entity.attributes.indices.filter { entity.attributes[$0].isPersistent }
+    return (stored, stored.map { entity.attributes[$0].name } + entity.toOneRelationships.map(\.name))
+  }
+
+  /// Every join table of `model`, by name.
+  package static func joinTables(of model: ObjectModel) -> [SQLJoinTable] {
+    var joinTables: [String: SQLJoinTable] = [:]
+    for entity in model.entities {
+      for rel in entity.toManyRelationships where model.usesJoinTable(rel) {
+        let owner = model.joinTableOwner(of: entity.name, rel)
+        let ownerEntity = model.entity(named: owner.entity)
+        let target = ownerEntity?.relationship(named: owner.relationship)?.destination ?? rel.destination
+        let name = "\(owner.entity)_\(owner.relationship)"
+        joinTables[name] = SQLJoinTable(name: name, sourceEntity: owner.entity, targetEntity: target)
+      }
+    }
+    return joinTables.values.sorted { $0.name < $1.name }
+  }
+
+  /// The storage of the to-many relationship `relationship` of `entity`.
+  package static func toManyStorage(
+    _ model: ObjectModel, _ entity: String, _ relationship: RelationshipDescription
+  ) -> SQLToManyStorage {
+    if model.usesJoinTable(relationship) {
+      let owner = model.joinTableOwner(of: entity, relationship)
+      return .joinTable(
+        table: "\(owner.entity)_\(owner.relationship)", ownerColumn: owner.isFlipped ? "target" : "source",
+        targetColumn: owner.isFlipped ? "source" : "target", destination: relationship.destination)
+    }
+    return .foreignKey(destination: relationship.destination, column: relationship.inverse ?? "")
+  }
+
+  /// Every index of every table of `model` (`joinTables` its join tables).
+  package static func indexes(_ model: ObjectModel, joinTables: [SQLJoinTable]) -> [SQLIndex] {
+    var result: [SQLIndex] = []
+    for entity in model.entities {
+      for (n, keys) in entity.uniquenessConstraints.enumerated() {
+        result.append(SQLIndex(name: "\(entity.name)_unique_\(n + 1)", table: entity.name, columns: keys, isUnique: true))
+      }
+      for attribute in entity.attributes where attribute.isIndexed && attribute.isPersistent {
+        result.append(
+          SQLIndex(name: "\(entity.name)_idx_\(attribute.name)", table: entity.name, columns: [attribute.name], isUnique: false))
+      }
+      for (n, keys) in entity.indexes.enumerated() {
+        result.append(SQLIndex(name: "\(entity.name)_index_\(n + 1)", table: entity.name, columns: keys, isUnique: false))
+      }
+      for rel in entity.toOneRelationships {
+        result.append(SQLIndex(name: "\(entity.name)_fk_\(rel.name)", table: entity.name, columns: [rel.name], isUnique: false))
+      }
+    }
+    for join in joinTables {
+      result.append(SQLIndex(name: "\(join.name)_target", table: join.name, columns: ["target"], isUnique: false))
+    }
+    return result
+  }
+}
+
+extension StoreError {
+  /// The `.schemaMismatch` error for a store at `location` created with `stored` (fingerprint
+  /// `storedFingerprint`) but opened with `given`: names the entities that differ.
+  package static func modelMismatch(
+    _ location: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel
+  ) -> StoreError {
+    var differences: [String] = []
+    for entity in given.entities {
+      if let old = stored.entity(named: entity.name) {
+        if old != entity { differences.append("\(entity.name) (changed)") }
+      } else {
+        differences.append("\(entity.name) (only in the new model)")
+      }
+    }
+    for entity in stored.entities where given.entity(named: entity.name) == nil {
+      differences.append("\(entity.name) (only in the stored model)")
+    }
+    let detail =
+      differences.isEmpty ? "fetch request templates differ" : "entities that differ: \(differences.joined(separator: ", "))"
+    return StoreError(
+      .schemaMismatch,
+      "the store \(location) was created with model \(storedFingerprint) but is opened with model \(given.fingerprint); \(detail)",
+      entity: differences.first.flatMap { $0.split(separator: " ").first.map(String.init) })
+  }
+}
+
+extension ObjectID {
+  /// The primary keys among `ids` of objects saved in the store `storeIdentifier`, by entity, entities
+  /// in order of first appearance (temporary IDs and other stores' IDs skipped).
+  package static func keysByEntity(_ ids: [ObjectID], storeIdentifier: String) -> [(entity: String, keys: [Int64])] {
+    var keysByEntity: [String: [Int64]] = [:]
+    var order: [String] = []
+    for id in ids where id.storeIdentifier == storeIdentifier {
+      guard let pk = id.primaryKey else { continue }
+      if keysByEntity[id.entityName] == nil { order.append(id.entityName) }
+      keysByEntity[id.entityName, default: []].append(pk)
+    }
+    return order.map { ($0, keysByEntity[$0] ?? []) }
+  }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// Where a join table of a migration's destination model comes from, in an SQL backend.
+package enum SQLJoinSource: Sendable {
+  /// Created empty.
+  case empty
+  /// The old join table of that name, already oriented the same way.
+  case renamed(String)
+  /// Copied with this `SELECT owner, target …` from the old storage.
+  case copied(String)
+}
+
+extension SQLLayout {
+  /// Where each join table of `migration`'s destination comes from: an old join table taken over (the
+  /// first one oriented the same way), or a copy of the old join table, foreign keys or to-one column
+  /// that held the relationship. `oldModel` is the model the old tables hold; `tableName` names an old
+  /// table in statements (quoted, and qualified where the dialect has namespaces).
+  package static func joinSources(
+    of migration: ModelMigration, storeIdentifier: String, oldModel: ObjectModel, tableName: (String) -> String
+  ) -> [(name: String, source: SQLJoinSource)] {
+    var joins: [(name: String, source: SQLJoinSource)] = []
+    var claimed = Set<String>()
+    let migrator = SnapshotMigrator(migration, storeIdentifier: storeIdentifier)
+    for (mapping, relationship, source) in migrator.joinTableRelationships {
+      let name = "\(mapping.entity.name)_\(relationship.name)"
+      guard let source, let oldEntity = mapping.source else {
+        joins.append((name, .empty))
+        continue
+      }
+      guard source.isToMany else {
+        let column = quote(source.name)
+        joins.append((name, .copied("SELECT \"_pk\", \(column) FROM \(tableName(oldEntity)) WHERE \(column) IS NOT NULL")))
+        continue
+      }
+      switch toManyStorage(oldModel, oldEntity, source) {
+      case .joinTable(let table, let ownerColumn, let targetColumn, _):
+        if ownerColumn == "source" && claimed.insert(table).inserted {
+          joins.append((name, .renamed(table)))
+        } else {
+          joins.append((name, .copied("SELECT \(quote(ownerColumn)), \(quote(targetColumn)) FROM \(tableName(table))")))
+        }
+      case .foreignKey(let destination, let column):
+        let column = quote(column)
+        joins.append((name, .copied("SELECT \(column), \"_pk\" FROM \(tableName(destination)) WHERE \(column) IS NOT NULL")))
+      }
+    }
+    return joins
+  }
+
+  /// The rows of `table` (``SQLTableDescription/selectList(alias:)``) that share the values of the
+  /// unique `columns`, none nil, with another row, in `_pk` order.
+  package static func clashingRowsSQL(_ table: some SQLTableDescription, columns: [String]) -> String {
+    let keys = columns.map(quote)
+    let list = keys.joined(separator: ", ")
+    let notNull = keys.map { "\($0) IS NOT NULL" }.joined(separator: " AND ")
+    return
+      "SELECT \(table.selectList(alias: "t0")) FROM \(table.sqlName) AS t0 WHERE (\(keys.map { "t0.\($0)" }.joined(separator: ", "))) "
+      + "IN (SELECT \(list) FROM \(table.sqlName) WHERE \(notNull) GROUP BY \(list) HAVING count(*) > 1) "
+      + "ORDER BY t0.\"_pk\""
+  }
+
+  /// The objects among `rows` (read with ``clashingRowsSQL(_:columns:)``) that share values of the unique
+  /// `columns`, as the memory store names them; one conflict naming the constraint when none shows.
+  package static func uniquenessClashes(
+    of columns: [String], in table: some SQLTableDescription, rows: [Snapshot]
+  ) -> [StoreError.Conflict] {
+    let conflicts = SnapshotMigrator.uniquenessClashes(of: columns, in: table.entity, rows: rows)
+    return conflicts.isEmpty ? [StoreError.Conflict(objectID: nil, entity: table.name, keys: columns)] : conflicts
+  }
+}

@@ -1,0 +1,178 @@
+import Foundation
+
+/// The work of one save of an SQL backend, as far as it does not depend on the dialect: checking the
+/// change set, encoding to-one targets, deleting rows, resolving link changes, building the save's
+/// result and change announcement, and reporting uniqueness clashes. A backend's save operation conforms
+/// and supplies its tables, its value encoding and the few statements that differ.
+package protocol SQLSaveOperation {
+  associatedtype Schema: SQLSchemaDescription
+  typealias Table = Schema.Table
+
+  var schema: Schema { get }
+  var storeIdentifier: String { get }
+  var changes: ChangeSet { get }
+  /// The ID the context knows each inserted object by → its permanent ID.
+  var permanentIDs: [ObjectID: ObjectID] { get }
+  /// The new row version of each written object, by permanent ID.
+  var versions: [ObjectID: Int64] { get }
+  /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
+  var converted: Set<ObjectID> { get }
+  /// The values history keeps of deleted objects, read before their rows go (only with history on).
+  var tombstones: [ObjectID: [String: Value]] { get set }
+  /// Whether the save records history (and so keeps tombstones of deleted objects).
+  var recordsHistory: Bool { get }
+
+  /// The stored state of `id`; `nil` when it is not stored.
+  func storedSnapshot(_ table: Table, _ id: ObjectID) throws -> Snapshot?
+  /// Deletes the row `pk` of `table`; `false` when there was none.
+  func deleteRow(_ table: Table, _ pk: Int64) throws -> Bool
+  /// The first row (in `_pk` order) `sql` selects (`table.selectList(alias: "t0")` first).
+  func firstSnapshot(_ sql: String, _ bindings: [Schema.Binding], _ table: Table) throws -> Snapshot?
+  /// Whether a write a uniqueness constraint refused but whose clash no stored row shows is still
+  /// reported (on the entity's first constraint).
+  static var reportsUnmatchedRefusals: Bool { get }
+}
+
+extension SQLSaveOperation {
+  package var model: ObjectModel { schema.model }
+
+  /// Position of each inserted and updated object in the change set, for reporting conflicts in order
+  /// (only built when a save has conflicts to report).
+  package var position: [ObjectID: Int] {
+    Dictionary(
+      (changes.inserted + changes.updated).enumerated().map { ($1.objectID, $0) }, uniquingKeysWith: { a, _ in a })
+  }
+
+  // MARK: Checks
+
+  /// Refuses malformed change sets before anything is written.
+  package func checkChangeSet() throws {
+    var inserted = Set<ObjectID>(minimumCapacity: changes.inserted.count)
+    for change in changes.inserted {
+      guard inserted.insert(change.objectID).inserted else {
+        throw StoreError(.misuse, "\(change.objectID) is inserted twice in one change set", entity: change.objectID.entityName)
+      }
+      if !change.objectID.isTemporary, change.objectID.storeIdentifier != storeIdentifier {
+        throw StoreError(
+          .misuse, "cannot insert \(change.objectID): it belongs to another store", entity: change.objectID.entityName)
+      }
+    }
+    var table: Table?
+    for change in [changes.inserted, changes.updated].joined() {
+      if table?.name != change.objectID.entityName { table = try schema.table(change.objectID.entityName) }
+      guard let entity = table?.entity else { continue }
+      try change.requireShape(of: entity)
+      for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
+        try checkReference(target, entity.name, rel.name, inserted)
+      }
+    }
+    for change in changes.updated where change.objectID.isTemporary || change.objectID.storeIdentifier != storeIdentifier {
+      throw StoreError(
+        .misuse, "cannot update \(change.objectID): it is not a saved object of this store", entity: change.objectID.entityName)
+    }
+    for link in changes.linkChanges {
+      try checkReference(link.source, link.entityName, link.relationship, inserted)
+      try checkReference(link.target, link.entityName, link.relationship, inserted)
+    }
+  }
+
+  private func checkReference(_ target: ObjectID?, _ entity: String, _ key: String, _ inserted: Set<ObjectID>) throws {
+    guard let target, target.isTemporary, !inserted.contains(target) else { return }
+    throw StoreError(
+      .misuse, "\(entity).\(key) points at \(target), which is neither saved nor inserted by this save",
+      entity: entity, key: key, value: .objectID(target))
+  }
+
+  /// Throws `.optimisticLockConflict` for every update or delete whose object changed or vanished.
+  package func checkVersions() throws {
+    try OptimisticLocking.check(changes, model: model) { id in
+      try storedSnapshot(try schema.table(id.entityName), id)
+    }
+  }
+
+  // MARK: Rows
+
+  /// The stored form of a to-one target; `nil` when it is a temporary ID not inserted yet.
+  package func encodeTarget(_ target: ObjectID?, _ rel: RelationshipDescription, of entity: String) throws -> Schema.Binding? {
+    guard let target else { return Schema.encode(.null) }
+    guard target.entityName == rel.destination else {
+      throw StoreError(
+        .validation, "\(entity).\(rel.name) must point at a \(rel.destination), not at \(target)",
+        entity: entity, key: rel.name, value: .objectID(target))
+    }
+    if let permanent = permanentIDs[target] { return permanent.primaryKey.map { Schema.encode(.int($0)) } }
+    if target.isTemporary { return nil }
+    guard target.storeIdentifier == storeIdentifier, let pk = target.primaryKey else {
+      throw StoreError(
+        .validation, "\(entity).\(rel.name) points at \(target), which belongs to another store",
+        entity: entity, key: rel.name, value: .objectID(target))
+    }
+    return Schema.encode(.int(pk))
+  }
+
+  /// Deletes the rows of deleted objects (keeping tombstones when history is recorded); returns the
+  /// primary keys deleted, by entity. References to them are the backend's to clear.
+  package mutating func deleteRows() throws -> [String: [Int64]] {
+    var deleted: [String: [Int64]] = [:]
+    for deletion in changes.deleted {
+      let id = deletion.objectID
+      let table = try schema.table(id.entityName)
+      guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { continue }
+      if recordsHistory, HistoryLog.recordsTombstone(table.name, model: model), let stored = try storedSnapshot(table, id) {
+        tombstones[id] = HistoryLog.tombstone(of: stored, model: model)
+      }
+      if try deleteRow(table, pk) {
+        deleted[table.name, default: []].append(pk)
+      }
+    }
+    return deleted
+  }
+
+  // MARK: Links
+
+  /// The join-table row a link change adds or removes: `nil` when the relationship is stored in a
+  /// foreign key (carried by `toOne`) or an end is not stored.
+  ///
+  /// - Throws: `.misuse` when the relationship is not a to-many of the model, `.validation` when an end
+  ///   is of the wrong entity.
+  package func linkRow(_ link: LinkChange) throws -> SQLLinkRow? {
+    let entity = try schema.table(link.entityName).entity
+    guard let rel = entity.relationship(named: link.relationship), rel.isToMany else {
+      throw StoreError(
+        .misuse, "\(link.entityName).\(link.relationship) is not a to-many relationship of the model",
+        entity: link.entityName, key: link.relationship)
+    }
+    // A to-many whose inverse is to-one is stored in the inverse's column, carried by `toOne`.
+    guard case .joinTable(let table, let ownerColumn, _, let destination) = schema.toManyStorage(entity.name, rel) else {
+      return nil
+    }
+    for (id, expected) in [(link.source, entity.name), (link.target, destination)] where id.entityName != expected {
+      throw StoreError(
+        .validation, "\(entity.name).\(rel.name) links a \(entity.name) to a \(destination), not \(id)",
+        entity: entity.name, key: rel.name, value: .objectID(id))
+    }
+    func key(_ id: ObjectID) -> Int64? {
+      permanentIDs[id]?.primaryKey ?? (id.storeIdentifier == storeIdentifier ? id.primaryKey : nil)
+    }
+    guard let source = key(link.source), let target = key(link.target) else { return nil }
+    let (first, second) = ownerColumn == "source" ? (source, target) : (target, source)
+    return SQLLinkRow(
+      table: table, source: first, target: second, sourceEntity: entity.name, destination: destination,
+      sourceKey: source, destinationKey: target)
+  }
+}
+
+/// One join-table row of a link change (see ``SQLSaveOperation/linkRow(_:)``).
+package struct SQLLinkRow {
+  /// The join table.
+  package let table: String
+  /// The row's `source` and `target` columns.
+  package let source: Int64
+  package let target: Int64
+  /// The entity owning the relationship, and the destination entity.
+  package let sourceEntity: String
+  package let destination: String
+  /// The primary keys of the link's source object (of `sourceEntity`) and target object (of `destination`).
+  package let sourceKey: Int64
+  package let destinationKey: Int64
+}
