@@ -72,6 +72,37 @@ extension Conformance {
       let error = expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Film>(predicate: predicate)) }
       #expect(error?.message.contains("nests deeper than \(QueryLimits.maxDepth) levels") == true)
     }
+    try matchesLimits(backend, context)
+  }
+
+  /// `MATCHES` within ``QueryLimits/maxPatternLength`` and ``QueryLimits/maxMatchSteps``: a pattern that
+  /// backtracks catastrophically stops with the same `.invalidQuery` on every backend that matches with ICU
+  /// (the shared ``StringSemantics``); PostgreSQL matches with its own engine, which does not backtrack so:
+  /// it answers, or refuses the pattern.
+  static func matchesLimits(_ backend: ConformanceBackend, _ context: ObjectContext) throws {
+    let sharesICU = backend.factory.storeType != StoreType("postgres")
+    for format in ["title MATCHES '(.+)+!'", "title MATCHES[c] '(.{0,30}){0,30}!'", "title MATCHES '(.*){1,32000}!'"] {
+      let request = try FetchRequest<Film>(format: format)
+      for run in [{ _ = try context.fetch(request) }, { _ = try context.count(for: request) }] {
+        guard sharesICU else {
+          do { try run() } catch let error as StoreError { #expect(error.code == .invalidQuery, "\(format): \(error)") }
+          continue
+        }
+        let error = expectStoreError(.invalidQuery, "\(format)") { try run() }
+        #expect(
+          error?.message.contains("exceeded its limit of \(QueryLimits.maxMatchSteps) matching steps") == true,
+          "\(error?.message ?? "")")
+      }
+    }
+    let long = String(repeating: "(x)?", count: QueryLimits.maxPatternLength / 4) + "."
+    let error = expectStoreError(.invalidQuery) { try context.fetch(try FetchRequest<Film>(format: "title MATCHES %@", long)) }
+    #expect(error?.message.contains("longer than \(QueryLimits.maxPatternLength)") == true, "\(error?.message ?? "")")
+    // The limit leaves room for ordinary patterns, nested repetition that does not backtrack included.
+    for (format, expected) in [("title MATCHES '(.+)+'", allTitles), ("title MATCHES '(H|Z)(e|a)(a|t)+'", ["Heat"])] {
+      let names = try names(context, .film, format, [])
+      #expect(names.fetched == expected, "\(format)")
+      #expect(names.counted == expected.count, "count of \(format)")
+    }
   }
 
   static let atDepth = QueryLimits.maxDepth - 2

@@ -27,6 +27,15 @@ public enum QueryLimits {
   /// collection. The SQLite store binds each as a parameter and SQLite allows 32,766 in one statement;
   /// this leaves room for a value an expression repeats.
   public static let maxConstants = 10_000
+  /// The longest `MATCHES` pattern accepted, in UTF-16 code units (what ICU compiles): a pattern is a
+  /// query, not data.
+  public static let maxPatternLength = 1_000
+  /// The most work one `MATCHES` evaluation (one pattern against one string) may do, in ICU matcher steps.
+  /// ICU reports its progress every 10,000 steps, so the count is the same on every run, machine and
+  /// backend; a million steps take about 10 ms. A pattern that backtracks catastrophically (`(a+)+$` against
+  /// "aaaa…a!") passes it on a string of about 20 characters, where an ordinary pattern needs a few steps
+  /// per character of the string.
+  public static let maxMatchSteps = 1_000_000
 
   /// Checks `predicate` against ``maxDepth``, ``maxKeyPathComponents`` and ``maxConstants``.
   /// - Throws: ``StoreError`` `.invalidQuery` naming the limit passed.
@@ -53,6 +62,24 @@ public enum QueryLimits {
   /// The error for a tree nesting deeper than ``maxDepth``.
   static func tooDeep() -> StoreError {
     StoreError(.invalidQuery, "the predicate nests deeper than \(maxDepth) levels; flatten it or split the fetch")
+  }
+
+  static func patternTooLong(_ pattern: String) -> StoreError {
+    StoreError(
+      .invalidQuery,
+      "MATCHES pattern '\(shortened(pattern))' is longer than \(maxPatternLength) UTF-16 code units (the longest a "
+        + "pattern may be)", value: .string(pattern))
+  }
+
+  static func matchTooLong(_ pattern: String) -> StoreError {
+    StoreError(
+      .invalidQuery,
+      "MATCHES pattern '\(shortened(pattern))' exceeded its limit of \(maxMatchSteps) matching steps on one string "
+        + "(it backtracks too much: avoid nested repetition such as (a+)+)", value: .string(pattern))
+  }
+
+  static func shortened(_ text: String) -> String {
+    text.count > 80 ? String(text.prefix(80)) + "…" : text
   }
 
   static func keyPathTooLong(_ keyPath: String) -> StoreError {

@@ -197,9 +197,12 @@ public enum StringSemantics {
     a.unicodeScalars.elementsEqual(b.unicodeScalars)
   }
 
-  /// Whether `value` matches the regular expression `pattern` as a whole (ICU syntax, as `MATCHES`).
-  /// - Throws: ``StoreError`` `.invalidQuery` when the pattern is not a valid regular expression.
+  /// Whether `value` matches the regular expression `pattern` as a whole (ICU syntax, as `MATCHES`), within
+  /// ``QueryLimits/maxPatternLength`` and ``QueryLimits/maxMatchSteps``.
+  /// - Throws: ``StoreError`` `.invalidQuery` when the pattern is not a valid regular expression, is too long,
+  ///   or needs more matching steps than the limit (or more backtracking memory than ICU allows).
   public static func matches(_ value: String, _ pattern: String, _ options: StringOptions) throws -> Bool {
+    guard pattern.utf16.count <= QueryLimits.maxPatternLength else { throw QueryLimits.patternTooLong(pattern) }
     let options = options.contains(.normalized) ? [] : options
     var regexOptions: NSRegularExpression.Options = []
     if options.contains(.caseInsensitive) { regexOptions.insert(.caseInsensitive) }
@@ -212,8 +215,40 @@ public enum StringSemantics {
       throw StoreError(.invalidQuery, "MATCHES pattern '\(pattern)' is not a valid regular expression", value: .string(pattern))
     }
     let range = NSRange(subject.startIndex..., in: subject)
-    return regex.firstMatch(in: subject, options: [], range: range) != nil
+    // ICU calls back with `.progress` every `stepsPerReport` steps of its matcher: counting the calls
+    // bounds the work deterministically (a deadline would answer differently on a loaded machine).
+    let stepsPerReport = 10_000
+    let maxReports = QueryLimits.maxMatchSteps / stepsPerReport
+    var reports = 0
+    var outcome = MatchOutcome.noMatch
+    regex.enumerateMatches(in: subject, options: [.anchored, .reportProgress, .reportCompletion], range: range) {
+      match, flags, stop in
+      if match != nil {
+        outcome = .matched
+        stop.pointee = true
+      } else if flags.contains(.internalError), outcome == .noMatch {
+        outcome = .failed
+      } else if flags.contains(.progress) {
+        reports += 1
+        if reports > maxReports {
+          outcome = .exceeded
+          stop.pointee = true
+        }
+      }
+    }
+    switch outcome {
+    case .matched: return true
+    case .noMatch: return false
+    case .exceeded: throw QueryLimits.matchTooLong(pattern)
+    case .failed:
+      throw StoreError(
+        .invalidQuery,
+        "MATCHES pattern '\(QueryLimits.shortened(pattern))' could not be evaluated (the matcher ran out of backtracking "
+          + "memory)", value: .string(pattern))
+    }
   }
+
+  private enum MatchOutcome { case matched, noMatch, exceeded, failed }
 
   /// Evaluates a string operator (`==`, `!=`, `<`…, `CONTAINS`, `BEGINSWITH`, `ENDSWITH`, `LIKE`,
   /// `MATCHES`) on two strings under `options`.
