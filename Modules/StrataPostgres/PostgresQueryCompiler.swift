@@ -48,10 +48,11 @@ struct Fragment: Sendable, ExpressibleByStringLiteral {
 /// `NOT` follows the evaluator's two-valued logic (docs/QUERY-SEMANTICS.md):
 /// - to-one key paths become `LEFT JOIN`s; `ANY`/`ALL`/`NONE` over to-many paths `EXISTS` subqueries;
 /// - `@count`, `@sum`, … correlated subqueries; `SUBQUERY(…).@count` a `COUNT(*)` with the inner predicate;
-/// - `[c]` folds with `lower`, `[d]` with `unaccent`; `LIKE` becomes SQL `LIKE` (the pattern translated
-///   in SQL), `MATCHES` the anchored regular expression `~` (`~*` with `[c]`);
-/// - strings are `COLLATE "C"` (code-point order); `localizedStandard` sorts use an ICU collation with
-///   numeric ordering, ties broken by code point;
+/// - `[c]` folds with `lower`, `[d]` decomposes (NFD) and strips combining marks; a constant `LIKE`
+///   pattern becomes an anchored regular expression (`?` is one visible character, as in the evaluator),
+///   a pattern from a column SQL `LIKE`; `MATCHES` the anchored regular expression `~` (`~*` with `[c]`);
+/// - strings are `COLLATE "C"` (code-point order); `localizedStandard` sorts by the folded text with
+///   zero-padded digit runs, ties broken by code point;
 /// - constants are bound, never written into the SQL.
 struct PostgresQueryCompiler {
   /// The compiled parts of a `SELECT … FROM <entity> AS t0`.

@@ -6,8 +6,10 @@ extension PostgresStore {
   /// statement in the server, `UPDATE … SET col = $1, …, _version = _version + 1 WHERE <predicate>
   /// RETURNING _pk` (`WHERE _pk IN (SELECT …)` when the predicate follows a to-one relationship), with the
   /// predicate compiled as a fetch's is. The constants are converted to their attributes' types first;
-  /// the columns' `NOT NULL` and unique constraints check what is written. Everything else — expressions,
-  /// inserts, deletes, updates that derived attributes depend on — and an update a constraint refuses
+  /// the columns' `NOT NULL` and unique constraints check what is written. A batch delete of an entity
+  /// without cascading or denying relationships, in a model without derived attributes, is one
+  /// `DELETE … RETURNING`. Everything else — expressions, inserts, other deletes, updates that derived
+  /// attributes depend on — and an update a constraint refuses
   /// (rolled back, then reported in full) runs through ``BatchExecution``, with the same answers and
   /// errors.
   ///
