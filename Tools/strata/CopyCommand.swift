@@ -43,6 +43,13 @@ struct CopyCommand: ParsableCommand {
       guard !FileManager.default.fileExists(atPath: path) else {
         throw ToolError("\(path) already exists: strata copies only into a new store")
       }
+      let directory = (path as NSString).deletingLastPathComponent
+      if ReadOnlyMedia.contains(directory) {
+        throw ToolError("cannot copy to \(path): \(directory) is on a read-only file system")
+      }
+      if FileManager.default.fileExists(atPath: directory) && access(directory, W_OK) != 0 {
+        throw ToolError("cannot copy to \(path): \(directory) is not writable")
+      }
       let report = try location.withStore { source in
         // The copy is written beside the destination and renamed into place when whole, so the
         // destination path holds a complete store or nothing.
