@@ -15,6 +15,15 @@ private enum PostgresServer {
   /// A URI naming a fresh schema of the test database; records a failure (never a silent pass) when the
   /// variable is not set.
   static func freshLocation() throws -> String {
+    try freshLocation(from: variable)
+  }
+
+  /// A fresh schema on the test server reached over TCP (`STRATA_POSTGRES_TCP_URI`, set by scripts/test).
+  static func freshTCPLocation() throws -> String {
+    try freshLocation(from: "STRATA_POSTGRES_TCP_URI")
+  }
+
+  private static func freshLocation(from variable: String) throws -> String {
     guard let base = ProcessInfo.processInfo.environment[variable], !base.isEmpty,
       var components = URLComponents(string: base)
     else {
@@ -94,6 +103,22 @@ struct PostgresCLITests {
     let (status, stdout) = watcher.stop { $0.hasPrefix("update \(path) Bintje ★★★") }
     #expect(status == 0)
     #expect(stdout.contains("update \(path) Bintje ★★★\n"), "\(stdout)")
+  }
+
+  /// Two "machines": a watcher and a writer that reach the server over TCP on 127.0.0.1, under different
+  /// application names, as processes on two hosts would; the watcher prints the writer's change.
+  @Test func twoProcessesOverTCPSeeEachOthersChanges() throws {
+    let store = try PostgresServer.freshTCPLocation()
+    func named(_ application: String) -> String { store + (store.contains("?") ? "&" : "?") + "application_name=" + application }
+    #expect(try taterRater("import", "--seed", "5", "--store", "postgres", "--path", named("importer")).status == 0)
+    let watcher = try RunningWatcher(["--for", "120", "--store", "postgres", "--path", named("host-a-watch")])
+    watcher.waitUntilWatching()
+    let path = try PotatoesFile.indexPath(of: "Agria")
+    let rate = try taterRater("rate", "Agria", "2", "--store", "postgres", "--path", named("host-b-rate"))
+    #expect(rate.status == 0, "\(rate.stderr)")
+    let (status, stdout) = watcher.stop { $0.hasPrefix("update \(path) Agria ★★") }
+    #expect(status == 0)
+    #expect(stdout.contains("update \(path) Agria ★★\n"), "\(stdout)")
   }
 
   @Test func aMissingServerOrStoreIsOneLine() throws {
