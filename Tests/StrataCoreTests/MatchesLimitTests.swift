@@ -15,7 +15,6 @@ import Testing
   }
 
   @Test func catastrophicBacktrackingStopsWithAClearError() {
-    let started = ContinuousClock.now
     let subject = String(repeating: "a", count: 30) + "!"
     for (pattern, options) in [("(a+)+$", StringOptions()), ("(a+)+b", []), ("(a|aa)+b", []), ("(A+)+B", .caseInsensitive)] {
       let error = matchError(subject, pattern, options)
@@ -24,8 +23,7 @@ import Testing
         error?.message == "MATCHES pattern '\(pattern)' exceeded its limit of 1000000 matching steps on one string "
           + "(it backtracks too much: avoid nested repetition such as (a+)+)")
     }
-    // Without the limit the first of these alone runs for minutes.
-    #expect(ContinuousClock.now - started < .seconds(5))
+    // Without the limit the first of these alone runs for minutes: the error, not a timer, is the proof.
   }
 
   @Test func ordinaryPatternsOnLongStringsStillMatch() throws {

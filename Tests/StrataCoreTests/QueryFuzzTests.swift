@@ -74,8 +74,8 @@ struct PredicateFuzzReport: Sendable {
       "seed \(seed): \(report.failures.count) failures, first: \(report.failures.prefix(5).joined(separator: "\n"))")
     #expect(report.parsed > report.inputs / 5, "only \(report.parsed) of \(report.inputs) inputs parsed")
     #expect(report.evaluated > report.inputs / 10, "only \(report.evaluated) of \(report.inputs) inputs evaluated")
-    // A single input that takes seconds is a hang in the making (the limits promise bounded work).
-    #expect(report.slowest < .seconds(5), "seed \(seed): \(report.slowestInput.prefix(200).debugDescription)")
+    // Work is bounded by counted limits (depth, steps of MATCHES), not by time: the slowest input is printed
+    // above for a person to read, never asserted (a loaded or sanitized machine runs many times slower).
   }
 
   /// The inputs issue 25 item 4 names, each with its expected fate, so that a regression names itself.
