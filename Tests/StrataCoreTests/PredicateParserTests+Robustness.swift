@@ -99,30 +99,12 @@ extension PredicateParserTests {
   /// Arguments matching the specifiers outside quotes, so that mutated inputs reach the parser.
   static func fuzzArguments(for input: String) -> [any PredicateArgument] {
     var arguments: [any PredicateArgument] = []
-    var quote: Character?
-    var previous: Character = " "
-    var skipNext = false
-    for ch in input {
-      defer { previous = ch }
-      if skipNext {
-        skipNext = false
-        continue
-      }
-      if let q = quote {
-        if ch == "\\" { skipNext = true } else if ch == q { quote = nil }
-        continue
-      }
-      if ch == "'" || ch == "\"" {
-        quote = ch
-        continue
-      }
-      guard previous == "%" else { continue }
-      switch ch {
+    for specifier in formatSpecifiers(in: input) {
+      switch specifier {
       case "@": arguments.append(arguments.count % 3 == 0 ? Value.array([1, 2]) : Value.string("x"))
       case "K": arguments.append("title")
       case "d": arguments.append(7)
       case "f": arguments.append(2.5)
-      case "%": skipNext = false
       default: break
       }
     }

@@ -399,25 +399,8 @@ struct PredicateGenerator {
       .objectID(FuzzGraph.id("Movie", 1)), .objectID(FuzzGraph.id("Tag", 1)), .array([.array([.int(1)])]),
     ]
     var result: [Value] = []
-    var quote: Character?
-    var previous: Character = " "
-    var escaped = false
-    for ch in format {
-      defer { previous = ch }
-      if escaped {
-        escaped = false
-        continue
-      }
-      if let q = quote {
-        if ch == "\\" { escaped = true } else if ch == q { quote = nil }
-        continue
-      }
-      if ch == "'" || ch == "\"" {
-        quote = ch
-        continue
-      }
-      guard previous == "%" else { continue }
-      switch ch {
+    for specifier in formatSpecifiers(in: format) {
+      switch specifier {
       case "@": result.append(pool.randomElement(using: &rng) ?? .null)
       case "K":
         let paths = Self.stringPaths + Self.numberPaths + Self.otherPaths
