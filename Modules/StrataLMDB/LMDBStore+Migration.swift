@@ -41,14 +41,7 @@ extension LMDBStore {
   public func migrated(
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
-    guard let last = steps.last else { throw StoreError(.misuse, "a migration needs at least one step") }
-    guard steps[0].migration.source == model else {
-      throw StoreError(.misuse, "the migration starts from another model than the LMDB store \(path) holds")
-    }
-    for index in steps.indices.dropFirst() where steps[index].migration.source != steps[index - 1].migration.destination {
-      throw StoreError(
-        .misuse, "step \(index + 1) of the migration does not start from the model step \(index) ends with")
-    }
+    let last = try MigrationStep.checkChain(steps, from: model, store: "the LMDB store \(path)")
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     guard environment.users <= 1 else {
@@ -67,7 +60,7 @@ extension LMDBStore {
     }
     let run = LMDBMigrationRun(
       steps: steps, scope: scope, history: options.tracksHistory ? schema.history : nil, url: url, path: path,
-      options: options, reporter: LMDBMigrationReporter(progress, stepCount: steps.count))
+      options: options, reporter: MigrationReporter(report: progress, stepCount: steps.count))
     saveLock.lock()
     migratingThread.store(Self.currentThread, ordering: .releasing)
     do {
@@ -143,7 +136,7 @@ struct LMDBMigrationRun {
   let url: URL?
   let path: String
   let options: StoreOptions
-  let reporter: LMDBMigrationReporter
+  let reporter: MigrationReporter
 
   func run(_ txn: LMDBTransaction) throws {
     let log = history == nil ? nil : Locked(MigrationChangeLog())
@@ -164,16 +157,16 @@ struct LMDBMigrationRun {
       reporter.start(step: index, total: records + stages, phase: "step \(index + 1) of \(steps.count): starting")
       if let stage = step.willMigrate {
         try runStage(stage, schema: schema, txn: txn, log: log)
-        reporter.advance(by: 1, phase: "step \(index + 1) of \(steps.count): ran the stage before it")
+        reporter.advance("step \(index + 1) of \(steps.count): ran the stage before it")
       }
       let phase = "step \(index + 1) of \(steps.count): rewriting records"
-      schema = try structure.run(txn) { reporter.advance(by: $0, phase: phase) }
+      schema = try structure.run(txn) { reporter.advance(by: $0, phase) }
       log?.withLock { $0.carry(through: step.migration) }
       if let stage = step.didMigrate {
         try runStage(stage, schema: schema, txn: txn, log: log)
-        reporter.advance(by: 1, phase: "step \(index + 1) of \(steps.count): ran the stage after it")
+        reporter.advance("step \(index + 1) of \(steps.count): ran the stage after it")
       }
-      reporter.finish(phase: "step \(index + 1) of \(steps.count): done")
+      reporter.finish("step \(index + 1) of \(steps.count): done")
     }
     let destination = schema.model
     let json = String(decoding: try destination.jsonData(), as: UTF8.self)
@@ -199,47 +192,5 @@ struct LMDBMigrationRun {
     // A save that filled the map leaves the migration to run again on a larger one, whatever the stage did.
     if store.end() { throw LMDBError(MDB_MAP_FULL, "a save of a migration stage") }
     try outcome.get()
-  }
-}
-
-/// Reports a migration's progress (``MigrationProgress``) on the migrating thread: fractions never go
-/// back, even when the map grows and the migration runs again.
-final class LMDBMigrationReporter {
-  private let handler: (@Sendable (MigrationProgress) -> Void)?
-  private let stepCount: Int
-  private var step = 0
-  private var total = 0
-  private var completed = 0
-  private var reached = -1.0
-
-  init(_ handler: (@Sendable (MigrationProgress) -> Void)?, stepCount: Int) {
-    self.handler = handler
-    self.stepCount = stepCount
-  }
-
-  func start(step: Int, total: Int, phase: String) {
-    self.step = step
-    self.total = max(total, 1)
-    completed = 0
-    report(phase)
-  }
-
-  /// `units` more are done (never reported beyond the step's total before ``finish(phase:)``).
-  func advance(by units: Int, phase: String) {
-    completed = min(completed + units, total - 1)
-    report(phase)
-  }
-
-  func finish(phase: String) {
-    completed = total
-    report(phase)
-  }
-
-  private func report(_ phase: String) {
-    guard let handler else { return }
-    let progress = MigrationProgress(step: step, stepCount: stepCount, completed: completed, total: total, phase: phase)
-    guard progress.fractionCompleted >= reached else { return }
-    reached = progress.fractionCompleted
-    handler(progress)
   }
 }

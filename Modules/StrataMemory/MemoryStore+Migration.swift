@@ -13,12 +13,7 @@ extension MemoryStore {
   public func migrated(
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
-    guard let first = steps.first, first.migration.source == model else {
-      throw StoreError(.misuse, "the migration starts from another model than the memory store \(identifier) holds")
-    }
-    for (step, next) in zip(steps, steps.dropFirst()) where next.migration.source != step.migration.destination {
-      throw StoreError(.misuse, "a migration step does not start from the model the step before it ends with")
-    }
+    let last = try MigrationStep.checkChain(steps, from: model, store: "the memory store \(identifier)")
     let identifier = self.identifier
     let options = self.options
     return try storage.withLock { storage throws -> MemoryStore in
@@ -39,7 +34,7 @@ extension MemoryStore {
         progress?(
           MigrationProgress(step: index, stepCount: steps.count, completed: objects, total: objects, phase: "migrated"))
       }
-      let destination = steps[steps.count - 1].migration.destination
+      let destination = last.migration.destination
       let migrated = MemoryStore(model: destination, options: options, identifier: identifier)
       var history = storage.history
       if options.tracksHistory {

@@ -51,7 +51,7 @@ extension PostgresStore {
       try pool.withConnection { connection in
         migratingThread.withLock { $0 = pthread_self() }
         defer { migratingThread.withLock { $0 = nil } }
-        var reporter = MigrationReporter(report: progress, stepCount: steps.count)
+        let reporter = MigrationReporter(report: progress, stepCount: steps.count)
         let done = try connection.transaction { () -> Bool in
           try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.string("strata:" + schema.name)])
           let stored = try storedFingerprint(connection)

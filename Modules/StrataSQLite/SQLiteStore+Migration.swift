@@ -49,7 +49,7 @@ extension SQLiteStore {
     try write { connection in
       migratingThread.withLock { $0 = pthread_self() }
       defer { migratingThread.withLock { $0 = nil } }
-      var reporter = MigrationReporter(report: progress, stepCount: steps.count)
+      let reporter = MigrationReporter(report: progress, stepCount: steps.count)
       try connection.transaction {
         var schema = self.schema
         for (index, step) in steps.enumerated() {

@@ -1,44 +1,53 @@
 import Foundation
 
-/// Turns a migration's advance into ``MigrationProgress`` reports: each step is `total` units (stages and
-/// tables), reported at its start, after each unit and at its end.
-package struct MigrationReporter {
-  let report: (@Sendable (MigrationProgress) -> Void)?
-  let stepCount: Int
-  var step = 0
-  var completed = 0
-  var total = 1
+/// Turns a migration's advance into ``MigrationProgress`` reports: each step is `total` units (stages,
+/// tables, records), reported at its start, as units are done and at its end. Reported fractions never go
+/// back, also when a backend runs the migration again (LMDB after its map grew): the reporter is a class,
+/// so one instance follows every attempt. Used on the migrating thread only.
+package final class MigrationReporter {
+  private let report: (@Sendable (MigrationProgress) -> Void)?
+  private let stepCount: Int
+  private var step = 0
+  private var completed = 0
+  private var total = 1
+  /// The largest fraction reported so far.
+  private var reached = -1.0
 
   package init(report: (@Sendable (MigrationProgress) -> Void)?, stepCount: Int) {
     self.report = report
     self.stepCount = stepCount
   }
 
-  package mutating func start(step: Int, total: Int, phase: String) {
+  package func start(step: Int, total: Int, phase: String) {
     self.step = step
     self.total = max(total, 1)
     completed = 0
     send(phase)
   }
 
-  package mutating func advance(_ phase: String) {
-    completed = min(completed + 1, total)
+  /// `units` more of the step are done (never more than its total).
+  package func advance(by units: Int = 1, _ phase: String) {
+    completed = min(completed + units, total)
     send(phase)
   }
 
-  package mutating func finish(_ phase: String) {
+  package func finish(_ phase: String) {
     completed = total
     send(phase)
   }
 
   /// The whole migration done (another process had migrated the store).
-  package mutating func finishAll() {
+  package func finishAll() {
     step = max(stepCount - 1, 0)
     finish("the store was migrated by another process")
   }
 
   private func send(_ phase: String) {
-    report?(MigrationProgress(step: step, stepCount: stepCount, completed: completed, total: total, phase: phase))
+    guard let report else { return }
+    let progress = MigrationProgress(step: step, stepCount: stepCount, completed: completed, total: total, phase: phase)
+    guard progress.fractionCompleted >= reached else { return }
+    reached = progress.fractionCompleted
+    report(progress)
   }
 }
 
