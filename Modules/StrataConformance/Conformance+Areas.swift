@@ -48,12 +48,15 @@ extension Conformance {
     case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, migration, queryLimits, creation, copy
     /// A migration interrupted by killing the worker process at many moments: the store always opens whole.
     case migrationCrash
+    /// Saves and batch inserts interrupted by killing the worker process at random moments: every write is
+    /// whole or absent, and none acknowledged is lost.
+    case writeCrash
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
       switch self {
       case .remoteChanges, .historyBetweenStores: .sharedLocation
-      case .historyFromAnotherProcess, .creation: .multiProcess
+      case .historyFromAnotherProcess, .creation, .writeCrash: .multiProcess
       case .migration: .migration
       case .migrationCrash: [.multiProcess, .migration]
       default: []
@@ -121,6 +124,7 @@ extension Conformance {
     case .creation: try await creation(backend)
     case .copy: try await copy(backend)
     case .migrationCrash: try await migrationCrash(backend)
+    case .writeCrash: try await writeCrash(backend)
     }
   }
 }

@@ -23,6 +23,16 @@ public struct ConformanceBackend: Sendable {
   /// The name of the executable the multi-process areas start as a second process (see
   /// `ConformanceWorker`), built beside the tests; `nil` when the backend has none.
   public let worker: String?
+  /// Checks a store's files with the backend's own means after a process writing them was killed (for
+  /// SQLite, `PRAGMA integrity_check`), throwing an error that names the damage; `nil` when the store
+  /// reading back everything is the only check. The `writeCrash` area calls it after every kill.
+  ///
+  /// ```swift
+  /// ConformanceBackend(
+  ///   factory: SQLiteStoreFactory(), capabilities: [.multiProcess], worker: "strata-worker",
+  ///   location: { $0.appending(path: "store.sqlite") }, integrityCheck: { url in try checkIntegrity(of: url) })
+  /// ```
+  public let integrityCheck: (@Sendable (URL) throws -> Void)?
   let location: (@Sendable (URL) -> URL)?
 
   /// - Parameters:
@@ -32,13 +42,15 @@ public struct ConformanceBackend: Sendable {
   ///     backend's stores in a second process; needed for ``Conformance/Capabilities/multiProcess``.
   ///   - location: for stores with a location, the store URL inside a fresh temporary directory; `nil`
   ///     for stores without one.
+  ///   - integrityCheck: checks a store's files after a writer was killed (see ``integrityCheck``).
   public init(
     factory: any PersistentStoreFactory, capabilities: Conformance.Capabilities = [], worker: String? = nil,
-    location: (@Sendable (URL) -> URL)? = nil
+    location: (@Sendable (URL) -> URL)? = nil, integrityCheck: (@Sendable (URL) throws -> Void)? = nil
   ) {
     self.factory = factory
     self.capabilities = capabilities
     self.worker = worker
+    self.integrityCheck = integrityCheck
     self.location = location
   }
 

@@ -24,6 +24,13 @@ import StrataStoreKit
 ///   migrates it to ``migratedModel()`` in one transaction, with a stage that sets every item's `rating`
 ///   to its `n` modulo 5; prints `migrated`.
 ///
+/// - `write TYPE PATH MODE FIRST SAVES SIZE`: opens the store of type `TYPE` at `PATH` with
+///   ``creationModel()`` and history tracked (creating it when missing), then makes `SAVES` writes, numbered
+///   from `FIRST`: write `k` inserts `SIZE` items named `save-k-0`, `save-k-1`… with `n` = `k`, as one save
+///   (`MODE` `save`) or one batch insert (`MODE` `batch`), and prints `saved k` as soon as it returned, so
+///   a process killed at any moment has printed every write it made. The kill campaign
+///   (``Conformance``'s `writeCrash` area, `scripts/torture kill`) checks the store against those lines.
+///
 /// Exit status 0 on success, 1 with one line on standard error otherwise.
 public enum ConformanceWorker {
   /// Runs the command on the process's command line with `factories`, then exits.
@@ -44,13 +51,20 @@ public enum ConformanceWorker {
     if arguments.count == 3, arguments[0] == "create" {
       return try create(StoreType(arguments[1]), at: URL(fileURLWithPath: arguments[2]), registry: registry)
     }
+    if arguments.count == 7, arguments[0] == "write", let first = Int(arguments[4]), let saves = Int(arguments[5]),
+      let size = Int(arguments[6])
+    {
+      return try write(
+        StoreType(arguments[1]), at: URL(fileURLWithPath: arguments[2]), mode: arguments[3],
+        writes: first..<(first + saves), size: size, registry: registry)
+    }
     if arguments.count == 3, arguments[0] == "migrate" {
       return try migrate(StoreType(arguments[1]), at: URL(fileURLWithPath: arguments[2]), registry: registry)
     }
     guard arguments.count == 6, arguments[0] == "insert" else {
       throw StoreError(
         .misuse,
-        "usage: insert TYPE PATH ENTITY KEY VALUE | create TYPE PATH | migrate TYPE PATH (got \(arguments.joined(separator: " ")))"
+        "usage: insert TYPE PATH ENTITY KEY VALUE | create TYPE PATH | migrate TYPE PATH | write TYPE PATH save|batch FIRST SAVES SIZE (got \(arguments.joined(separator: " ")))"
       )
     }
     let (type, url, entityName, key, value) = (
@@ -92,6 +106,35 @@ public enum ConformanceWorker {
       objectID: .makeTemporary(entityName: "Item"), attributes: [.string("worker-\(pid)"), .int(pid)], toOne: [])
     _ = try store.save(ChangeSet(inserted: [item], author: "worker", contextName: "worker"))
     return store.identifier
+  }
+
+  /// The name the `write` command gives the `index`th item of write `number`.
+  public static func writtenItemName(write number: Int, index: Int) -> String { "save-\(number)-\(index)" }
+
+  private static func write(
+    _ type: StoreType, at url: URL, mode: String, writes: Range<Int>, size: Int, registry: StoreRegistry
+  ) throws -> String {
+    guard mode == "save" || mode == "batch", size > 0 else {
+      throw StoreError(.misuse, "write: the mode is save or batch and the size positive (got \(mode) \(size))")
+    }
+    let store = try registry.openStore(type, at: url, model: try creationModel(), options: StoreOptions(tracksHistory: true))
+    defer { store.close() }
+    for number in writes {
+      let names = (0..<size).map { writtenItemName(write: number, index: $0) }
+      if mode == "save" {
+        let items = names.map { name in
+          ObjectChange(objectID: .makeTemporary(entityName: "Item"), attributes: [.string(name), .int(Int64(number))], toOne: [])
+        }
+        _ = try store.save(ChangeSet(inserted: items, author: "worker", contextName: "worker"))
+      } else {
+        let rows = names.map { name -> [String: Value] in ["name": .string(name), "n": .int(Int64(number))] }
+        _ = try store.execute(
+          .insert(BatchInsertDescription(entityName: "Item", objects: rows)), author: "worker", contextName: "worker")
+      }
+      // Unbuffered: the line is out before the next write starts, whenever the process is killed.
+      FileHandle.standardOutput.write(Data("saved \(number)\n".utf8))
+    }
+    return "done"
   }
 
   /// The model the `migrate` command migrates to: ``creationModel()`` with `n` widened to a double and
