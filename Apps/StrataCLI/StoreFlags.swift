@@ -48,10 +48,11 @@ public struct StoreFlags: ParsableArguments, Sendable {
   }
 
   /// The store description the flags select for `app`. For a command that only reads
-  /// (`forReadingOnly`), a location where no store exists yet gives an empty memory store instead, so
-  /// that reading creates nothing.
+  /// (`forReadingOnly`), a location where no store exists yet (nothing, or an empty directory) gives an
+  /// empty memory store instead, so that reading creates nothing.
   ///
-  /// - Throws: `.unknownStoreType` listing the valid names.
+  /// - Throws: `.unknownStoreType` listing the valid names; `.corrupted` or `.io` (``StorePath``) when
+  ///   the path is a FIFO, a socket, a device or a symbolic-link loop.
   public func storeDescription(app: String, fileName: String, forReadingOnly: Bool = false) throws -> StoreDescription {
     let backend = try registry.backend(for: store)
     guard backend.requiresLocation else { return StoreDescription(type: store) }
@@ -72,7 +73,10 @@ public struct StoreFlags: ParsableArguments, Sendable {
       url = PersistentContainer.defaultDirectoryURL().appending(path: app, directoryHint: .isDirectory)
         .appending(path: name)
     }
-    if forReadingOnly && !FileManager.default.fileExists(atPath: url.path) { return StoreDescription(type: .memory) }
+    // Looked at with stat alone: a FIFO, a socket or a symbolic-link loop is refused before anything opens it.
+    let exists = try StorePath.checkUsable(url.path)
+    let isEmptyDirectory = exists && (try? FileManager.default.contentsOfDirectory(atPath: url.path).isEmpty) == true
+    if forReadingOnly && (!exists || isEmptyDirectory) { return StoreDescription(type: .memory) }
     var description = StoreDescription(type: store, url: url)
     if ReadOnlyMedia.contains(url.path) {
       guard forReadingOnly else {

@@ -68,6 +68,8 @@ public final class LMDBStore: PersistentStore {
     guard url.isFileURL else {
       throw StoreError(.unsupported, "the lmdb store needs a directory URL, not \(url.absoluteString)")
     }
+    // Before anything follows or opens it: a FIFO blocks, a symbolic-link loop never resolves.
+    try StorePath.check(url.standardizedFileURL.path, expecting: .directory, storeName: "a Strata LMDB store")
     let path = url.standardizedFileURL.resolvingSymlinksInPath().path
     try Self.checkMapSize(mapSize)
     let isNew = try Self.prepareDirectory(path, model: model, options: options)
@@ -126,11 +128,10 @@ public final class LMDBStore: PersistentStore {
   /// - Returns: whether the store is new (the directory was missing or empty, or its `data.mdb` empty).
   private static func prepareDirectory(_ path: String, model: ObjectModel?, options: StoreOptions) throws -> Bool {
     let files = FileManager.default
-    var isDirectory: ObjCBool = false
     let notStrata = "\(path) is not a Strata LMDB store"
-    if files.fileExists(atPath: path, isDirectory: &isDirectory) {
-      guard isDirectory.boolValue else {
-        throw StoreError(.corrupted, "\(notStrata) (it is a file; an LMDB store is a directory)")
+    if try StorePath.check(path, expecting: .directory, storeName: "a Strata LMDB store") {
+      for name in ["data.mdb", "lock.mdb"] {
+        try StorePath.check((path as NSString).appendingPathComponent(name), expecting: .file, storeName: "an LMDB file")
       }
       let contents: [String]
       do {
@@ -421,10 +422,9 @@ public struct LMDBStoreFactory: PersistentStoreFactory {
 
   /// Whether `url` is a directory holding an LMDB environment's `data.mdb`.
   public func recognizesStore(at url: URL) -> Bool {
-    var isDirectory: ObjCBool = false
     let path = url.standardizedFileURL.path
-    return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
-      && FileManager.default.fileExists(atPath: (path as NSString).appendingPathComponent("data.mdb"))
+    return StorePath.kind(of: path) == .directory
+      && StorePath.kind(of: (path as NSString).appendingPathComponent("data.mdb")) == .file
   }
 
   /// Deletes the environment's `data.mdb` and `lock.mdb`, then the directory when that leaves it empty.

@@ -154,11 +154,8 @@ public final class SQLiteStore: PersistentStore {
     path: String, model: ObjectModel?, options: StoreOptions, configuration: SQLiteStoreConfiguration
   ) throws -> Opened {
     let files = FileManager.default
-    var isDirectory: ObjCBool = false
-    let exists = files.fileExists(atPath: path, isDirectory: &isDirectory)
-    if exists && isDirectory.boolValue {
-      throw StoreError(.corrupted, "\(path) is not a Strata SQLite store (it is a directory)")
-    }
+    // Before any open: opening a FIFO blocks, and SQLite would create a file through a dangling link.
+    let exists = try StorePath.check(path, expecting: .file, storeName: "a Strata SQLite store")
     let creatingModel = options.isReadOnly ? nil : model
     if !exists {
       guard model != nil else {
@@ -545,9 +542,12 @@ public struct SQLiteStoreFactory: PersistentStoreFactory {
     guard let url else { throw StoreError(.misuse, "the sqlite store needs a file location") }
     return try SQLiteStore(url: url, model: model, options: options, configuration: configuration)
   }
-  /// Whether `url` is a file that starts with SQLite's header (`SQLite format 3`).
+  /// Whether `url` is a file that starts with SQLite's header (`SQLite format 3`). Only a regular file is
+  /// read (a FIFO would block).
   public func recognizesStore(at url: URL) -> Bool {
-    guard let file = FileHandle(forReadingAtPath: url.standardizedFileURL.path) else { return false }
+    guard StorePath.kind(of: url.standardizedFileURL.path) == .file,
+      let file = FileHandle(forReadingAtPath: url.standardizedFileURL.path)
+    else { return false }
     defer { try? file.close() }
     let header = (try? file.read(upToCount: 16)) ?? Data()
     return header == Data("SQLite format 3\0".utf8)

@@ -40,7 +40,7 @@ struct CopyCommand: ParsableCommand {
       }
       let path = URL(fileURLWithPath: (destination as NSString).expandingTildeInPath).standardizedFileURL.path
       guard !path.isEmpty else { throw ToolError("the destination path is empty") }
-      guard !FileManager.default.fileExists(atPath: path) else {
+      guard try !StorePath.checkUsable(path) else {
         throw ToolError("\(path) already exists: strata copies only into a new store")
       }
       let directory = (path as NSString).deletingLastPathComponent

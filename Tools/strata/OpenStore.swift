@@ -27,7 +27,8 @@ extension StoreLocation {
         at: uri, model: nil, options: options)
     }
     let expanded = (path as NSString).expandingTildeInPath
-    guard FileManager.default.fileExists(atPath: expanded) else {
+    // Looked at, never opened, first: a FIFO would block the reads that tell which backend it is.
+    guard try StorePath.checkUsable(expanded) else {
       throw ToolError("there is no store at \(expanded) (no such file)")
     }
     let url = URL(fileURLWithPath: expanded)
