@@ -436,8 +436,31 @@ public struct ObjectModel: Sendable, Hashable, Codable {
       return try JSONDecoder().decode(ObjectModel.self, from: data)
     } catch let error as StoreError {
       throw error
+    } catch let error as DecodingError {
+      throw StoreError(.corrupted, "the stored object model cannot be read: \(describe(error))")
     } catch {
       throw StoreError(.corrupted, "the stored object model cannot be read: \(error)")
+    }
+  }
+
+  /// A decoding error in one short line: what is wrong, and where in the model.
+  private static func describe(_ error: DecodingError) -> String {
+    func place(_ path: [any CodingKey]) -> String {
+      path.isEmpty ? "the top level" : path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    }
+    switch error {
+    case .dataCorrupted(let context) where context.codingPath.isEmpty:
+      return "it is not valid JSON (empty, truncated or damaged)"
+    case .dataCorrupted(let context):
+      return "\(place(context.codingPath)) is damaged"
+    case .keyNotFound(let key, let context):
+      return "\(place(context.codingPath)) has no '\(key.stringValue)' (it is not a model)"
+    case .typeMismatch(let type, let context):
+      return "\(place(context.codingPath)) is not a \(type) (it is not a model)"
+    case .valueNotFound(let type, let context):
+      return "\(place(context.codingPath)) holds no \(type)"
+    @unknown default:
+      return "it is not a model"
     }
   }
 
