@@ -81,7 +81,7 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
   public private(set) var warnings: [String] = []
   public private(set) var token: HistoryToken?
   private let watch: FireballWatch
-  private let tokenFile: URL?
+  private var tokenFile: URL?
   private let lock = NSLock()
 
   /// A watcher starting from the token in `tokenFile` (or, without one, from the newest transaction).
@@ -148,7 +148,15 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
   }
 
   private func loadToken() throws -> HistoryToken? {
-    guard let tokenFile, FileManager.default.fileExists(atPath: tokenFile.path) else { return nil }
+    guard let tokenFile else { return nil }
+    switch StorePath.kind(of: tokenFile.path) {
+    case .missing: return nil
+    case .file: break
+    case let other:
+      warnings.append("the token file \(tokenFile.path) is \(other), not a file; refetching everything without it")
+      self.tokenFile = nil
+      return nil
+    }
     let storeIdentifier = watch.container.storeIdentifier
     guard let data = try? Data(contentsOf: tokenFile), let saved = try? JSONDecoder().decode(HistoryToken.self, from: data)
     else {
@@ -157,6 +165,11 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
     }
     guard saved.storeIdentifier == storeIdentifier else {
       warnings.append("the token file \(tokenFile.path) belongs to another store; refetching everything")
+      return nil
+    }
+    if let newest = try watch.currentHistoryToken(), saved.sequence > newest.sequence {
+      warnings.append(
+        "the token file \(tokenFile.path) is ahead of the store's history (\(saved) after \(newest)); refetching everything")
       return nil
     }
     return saved
