@@ -155,9 +155,14 @@ public func jsonString<T: Encodable>(_ value: T) throws -> String {
   return String(decoding: try encoder.encode(value), as: UTF8.self)
 }
 
-/// Formats rows as a left-aligned text table with a header line.
+/// The most characters a table cell shows; a longer value is cut, saying how long it is (JSON output
+/// gives it whole).
+public let tableCellLimit = 200
+
+/// Formats rows as a left-aligned text table with a header line. Control characters are escaped and a
+/// cell longer than ``tableCellLimit`` is cut (`…` and its length), so one huge value cannot widen every line.
 public func textTable(headers: [String], rows: [[String]]) -> String {
-  let rows = rows.map { $0.map(escapingControlCharacters) }
+  let rows = rows.map { $0.map { truncatedCell(escapingControlCharacters($0)) } }
   var widths = headers.map(\.count)
   for row in rows {
     for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
@@ -168,6 +173,12 @@ public func textTable(headers: [String], rows: [[String]]) -> String {
     }.joined(separator: "  ")
   }
   return ([line(headers), line(widths.map { String(repeating: "-", count: $0) })] + rows.map(line)).joined(separator: "\n")
+}
+
+/// `cell` cut to ``tableCellLimit`` characters, ending `… (N characters)` when it was longer.
+func truncatedCell(_ cell: String) -> String {
+  guard cell.utf8.count > tableCellLimit, cell.count > tableCellLimit else { return cell }
+  return String(cell.prefix(tableCellLimit)) + "… (\(cell.count) characters)"
 }
 
 /// `text` with every control character (a tab, an escape, a bell, a newline) written as `\t`, `\u{1B}`…,
