@@ -36,6 +36,9 @@ struct SeedFile {
       let exists = FileManager.default.fileExists(atPath: url.path)
       throw SeedError(file: file, problem: exists ? "cannot be read" : "no such file")
     }
+    if let invalid = InvalidUTF8.first(in: data) {
+      throw SeedError(file: file, problem: "is not UTF-8 text: \(invalid)")
+    }
     do {
       _ = try JSONSerialization.jsonObject(with: data)
     } catch {

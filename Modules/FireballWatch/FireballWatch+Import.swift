@@ -40,6 +40,9 @@ extension FireballWatch {
     } catch {
       throw FireballDataError(source: source, reason: "cannot be read: \(error.localizedDescription)")
     }
+    if let invalid = InvalidUTF8.first(in: data) {
+      throw FireballDataError(source: source, reason: "not UTF-8 text: \(invalid)")
+    }
     do {
       return try FireballData.decode(data)
     } catch var error as FireballDataError {

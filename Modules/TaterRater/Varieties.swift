@@ -12,8 +12,19 @@ extension PotatoRater {
 
   /// The varieties of a file with one per line, in file order: blank lines skipped, a variety listed
   /// twice kept once (the bundled file lists Sieglinde twice, and varieties are unique).
+  /// - Throws: `.io` naming the file when it cannot be read or is not UTF-8 text (with the offset and
+  ///   line of the first bad byte).
   public static func varieties(in url: URL) throws -> [String] {
-    let text = try String(contentsOf: url, encoding: .utf8)
+    let data: Data
+    do {
+      data = try Data(contentsOf: url)
+    } catch {
+      throw StoreError(.io, "cannot read \(url.path): \(error.localizedDescription)")
+    }
+    if let invalid = InvalidUTF8.first(in: data) {
+      throw StoreError(.io, "\(url.path) is not UTF-8 text: \(invalid)")
+    }
+    let text = String(decoding: data, as: UTF8.self)
     var seen = Set<String>()
     return text.split(whereSeparator: \.isNewline)
       .map { $0.trimmingCharacters(in: .whitespaces) }
