@@ -84,6 +84,7 @@ public enum StorePath {
   /// Checks `path` before a store opens or creates it.
   ///
   /// - Parameters:
+  ///   - path: the store's location.
   ///   - expected: what the store keeps there.
   ///   - storeName: how messages name the store, e.g. "a Strata SQLite store".
   /// - Returns: whether something of the expected kind is there (`false`: nothing is, and a store may
