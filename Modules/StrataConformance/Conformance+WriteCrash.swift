@@ -5,25 +5,25 @@ import Testing
 
 extension Conformance {
   /// What one kill campaign (``writeCrash(_:)``) found.
-  public struct KillCampaignSummary: Sendable, CustomStringConvertible {
+  struct KillCampaignSummary: Sendable, CustomStringConvertible {
     /// Writers killed (runs that finished before their kill are not counted).
-    public var kills = 0
+    var kills = 0
     /// Checks made: one after every run of the writer, killed or not.
-    public var storesChecked = 0
+    var storesChecked = 0
     /// Stores that failed the backend's integrity check, did not open, or held a record that did not read.
-    public var corrupt = 0
+    var corrupt = 0
     /// Writes found partly: a save or batch with some of its items and not others.
-    public var partial = 0
+    var partial = 0
     /// Writes the writer acknowledged (printed) that the store does not hold.
-    public var lost = 0
+    var lost = 0
     /// Saves acknowledged across all runs.
-    public var acknowledged = 0
+    var acknowledged = 0
     /// Seconds the campaign took.
-    public var seconds = 0.0
+    var seconds = 0.0
 
     /// The summary as one line, `kill-summary kills=… checked=… corrupt=… partial=… lost=…`, which
     /// `scripts/torture kill` reads.
-    public var description: String {
+    var description: String {
       "kill-summary kills=\(kills) checked=\(storesChecked) corrupt=\(corrupt) partial=\(partial) lost=\(lost) "
         + "acknowledged=\(acknowledged) seconds=\(String(format: "%.1f", seconds))"
     }
