@@ -244,6 +244,57 @@ final class PostgresConnection: @unchecked Sendable {
     }
   }
 
+  /// Runs `COPY … FROM STDIN` (`sql`) and sends `data`, in PostgreSQL's text COPY format, in chunks of
+  /// a megabyte through `PQputCopyData`. Returns the number of rows copied.
+  @discardableResult
+  func copyIn(_ sql: String, _ data: [UInt8]) throws -> Int {
+    let handle = try requireHandle()
+    guard let start = PQexec(handle, sql) else {
+      throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
+    }
+    guard PQresultStatus(start) == PGRES_COPY_IN else {
+      defer { PQclear(start) }
+      throw Self.failure(start, sql: sql, connectionLost: !isOpen)
+    }
+    PQclear(start)
+    let chunk = 1 << 20
+    var sent = true
+    data.withUnsafeBufferPointer { buffer in
+      buffer.withMemoryRebound(to: CChar.self) { chars in
+        var offset = 0
+        while sent, offset < chars.count, let base = chars.baseAddress {
+          let length = min(chunk, chars.count - offset)
+          sent = PQputCopyData(handle, base + offset, Int32(length)) == 1
+          offset += length
+        }
+      }
+    }
+    let ended = PQputCopyEnd(handle, sent ? nil : "the client failed to send the rows") == 1
+    var failure: PostgresError?
+    var copied = 0
+    while let result = PQgetResult(handle) {
+      if PQresultStatus(result) == PGRES_COMMAND_OK {
+        copied = Int(String(cString: PQcmdTuples(result))) ?? 0
+      } else if failure == nil {
+        failure = Self.failure(result, sql: sql, connectionLost: !isOpen)
+      }
+      PQclear(result)
+    }
+    if let failure { throw failure }
+    guard sent, ended else {
+      throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
+    }
+    return copied
+  }
+
+  /// The error a failed result reports.
+  private static func failure(_ result: OpaquePointer, sql: String, connectionLost: Bool) -> PostgresError {
+    let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+    let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+    return PostgresError(
+      sqlState: state, message: primary ?? message(PQresultErrorMessage(result)), sql: sql, connectionLost: connectionLost)
+  }
+
   /// Runs `body` in a transaction (`BEGIN` … `COMMIT`), or in a savepoint inside one already open;
   /// rolls back when it throws.
   func transaction<R>(_ begin: String = "BEGIN", _ body: () throws -> R) throws -> R {
