@@ -83,7 +83,7 @@ struct SaveOperation {
         keys.map { ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: $0) }
       })
     for change in changes.updated where !deletedIDs.contains(change.objectID) { try update(change) }
-    for change in changes.inserted { try insert(change) }
+    try insertAll(changes.inserted)
     try applyPatches()
     for link in changes.linkChanges { try apply(link) }
     let cleared = try clearReferences(to: deleted)
@@ -180,7 +180,7 @@ struct SaveOperation {
     for (column, target) in later { patches.append((change, table, pk, column, target)) }
   }
 
-  private mutating func insert(_ change: ObjectChange) throws {
+  mutating func insert(_ change: ObjectChange) throws {
     let table = try schema.table(change.objectID.entityName)
     let (values, later) = try row(change, table, noting: &converted)
     let pk: Int64
