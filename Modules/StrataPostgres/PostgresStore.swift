@@ -39,7 +39,7 @@ public final class PostgresStore: PersistentStore {
   let pool: PostgresPool
   /// Serializes this store's writes, so change notifications go out in commit order.
   let writeLock = Mutex<Void>(())
-  let pinned = Locked<[UInt64: PostgresPool.Slot]>([:])
+  let pinned = Locked<[UInt64: PinnedGeneration]>([:])
   let nextGeneration = Atomic<UInt64>(0)
   let closed = Atomic<Bool>(false)
   let broadcaster = ChangeBroadcaster()
@@ -259,13 +259,13 @@ public final class PostgresStore: PersistentStore {
       return try onBoundConnection(body)
     }
     if let generation {
-      guard generation.storeIdentifier == identifier, let slot = pinned.withLock({ $0[generation.id] }) else {
+      guard generation.storeIdentifier == identifier, let pinnedGeneration = pinned.withLock({ $0[generation.id] }) else {
         throw StoreError(
           .misuse,
           "query generation \(generation.id) is not pinned on the store \(location) (it was unpinned or belongs to another store)"
         )
       }
-      return try slot.use(pool) { try body($0) }
+      return try pinnedGeneration.use(pool) { try body($0) }
     }
     return try pool.withConnection(body)
   }
@@ -300,12 +300,12 @@ public final class PostgresStore: PersistentStore {
   /// Releases the store's connections; pending streams from ``changes()`` finish. Further calls throw `.misuse`.
   public func close() {
     guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    for slot in pinned.withLock({ pinned in
+    for generation in pinned.withLock({ pinned in
       let all = Array(pinned.values)
       pinned.removeAll()
       return all
     }) {
-      slot.close()
+      generation.close()
     }
     listener.withLock { connection in
       connection?.close()
