@@ -244,6 +244,21 @@ final class PostgresConnection: @unchecked Sendable {
     }
   }
 
+  /// Runs one or more statements without parameters (simple query protocol) and returns the first
+  /// value of the last one's result as text (`""` when it returned no rows).
+  func textQuery(_ sql: String) throws -> String {
+    let handle = try requireHandle()
+    guard let result = PQexec(handle, sql) else {
+      throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
+    }
+    defer { PQclear(result) }
+    guard PQresultStatus(result) == PGRES_TUPLES_OK else {
+      throw Self.failure(result, sql: sql, connectionLost: !isOpen)
+    }
+    guard PQntuples(result) > 0, let value = PQgetvalue(result, 0, 0) else { return "" }
+    return String(cString: value)
+  }
+
   /// Runs `COPY … FROM STDIN` (`sql`) and sends `data`, in PostgreSQL's text COPY format, in chunks of
   /// a megabyte through `PQputCopyData`. Returns the number of rows copied.
   @discardableResult

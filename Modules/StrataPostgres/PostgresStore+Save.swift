@@ -19,7 +19,9 @@ extension PostgresStore {
   ///
   /// - Throws: `.optimisticLockConflict` listing every stale update or delete; `.constraintConflict`
   ///   listing every uniqueness clash with both objects; `.validation`; `.misuse`; `.readOnly`; `.io`
-  ///   (the connection was lost: the transaction was not committed).
+  ///   when the connection was lost during the save (the message says whether it was committed, which
+  ///   the store asks the server on a new connection) or when serialization failures or deadlocks
+  ///   outlasted ``PostgresStoreConfiguration/retryLimit``.
   public func save(_ changes: ChangeSet) throws -> SaveResult {
     try checkOpen()
     if changes.isEmpty { return SaveResult() }

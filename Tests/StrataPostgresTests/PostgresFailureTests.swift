@@ -1,0 +1,92 @@
+import Foundation
+import StrataStoreKit
+import Testing
+
+@testable import StrataPostgres
+
+@Suite("PostgreSQL failures")
+struct PostgresFailureTests {
+  private func store(_ name: String = "strata-failures-\(UUID().uuidString.prefix(8))") throws -> PostgresStore {
+    _ = try PostgresTestServer.uri()
+    let model = try ObjectModel(entities: [
+      EntityDescription(name: "Note", attributes: [AttributeDescription(name: "text", type: .string)])
+    ])
+    return try PostgresStore(
+      url: PostgresTestServer.freshLocation(), model: model,
+      configuration: PostgresStoreConfiguration(applicationName: name, retryLimit: 3))
+  }
+
+  private func note(_ text: String) -> ChangeSet {
+    ChangeSet(inserted: [ObjectChange(objectID: .makeTemporary(entityName: "Note"), attributes: [.string(text)], toOne: [])])
+  }
+
+  private func raise(_ condition: String) -> String {
+    "DO $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = '\(condition)'; END $$"
+  }
+
+  @Test func serializationFailuresAndDeadlocksAreRetriedThenReported() throws {
+    let store = try store()
+    defer { store.close() }
+    store.faults.withLock { $0.beforeCommit = [raise("serialization_failure"), raise("deadlock_detected")] }
+    _ = try store.save(note("retried twice"))
+    #expect(try store.count(FetchDescription(entityName: "Note")) == 1)
+    store.faults.withLock { $0.beforeCommit = Array(repeating: raise("serialization_failure"), count: 4) }
+    do {
+      _ = try store.save(note("never"))
+      Issue.record("expected the fourth failure to be reported")
+    } catch let error as StoreError {
+      #expect(
+        error.code == .io && error.message.contains("4 times") && error.message.contains("serialization failure"),
+        "\(error.message)")
+    }
+    #expect(store.faults.withLock { $0.beforeCommit.isEmpty })
+    #expect(try store.count(FetchDescription(entityName: "Note")) == 1)
+  }
+
+  @Test func droppedConnectionsAreReopenedByTheNextOperation() throws {
+    let name = "strata-dropped-\(UUID().uuidString.prefix(8))"
+    let store = try store(name)
+    defer { store.close() }
+    _ = try store.save(note("before"))
+    let admin = try store.pool.target.connect(configuration: PostgresStoreConfiguration(applicationName: "strata-admin"))
+    defer { admin.close() }
+    let terminated = try admin.textQuery(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = \(quoteLiteral(name))")
+    #expect(Int(terminated) ?? 0 >= 1)
+    #expect(try store.count(FetchDescription(entityName: "Note")) == 1)
+    _ = try admin.textQuery(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = \(quoteLiteral(name))")
+    _ = try store.save(note("after"))
+    #expect(try store.count(FetchDescription(entityName: "Note")) == 2)
+  }
+
+  @Test func aSaveWhoseConnectionDropsBeforeCommitSaysItWasNotCommitted() throws {
+    let store = try store()
+    defer { store.close() }
+    store.faults.withLock { $0.terminateBeforeCommit = true }
+    do {
+      _ = try store.save(note("lost"))
+      Issue.record("expected .io")
+    } catch let error as StoreError {
+      #expect(error.code == .io && error.message.contains("not committed"), "\(error.message)")
+    }
+    #expect(try store.count(FetchDescription(entityName: "Note")) == 0)
+    _ = try store.save(note("next"))
+    #expect(try store.count(FetchDescription(entityName: "Note")) == 1)
+  }
+
+  @Test func aSaveWhoseCommitReplyIsLostSaysItWasCommitted() throws {
+    let store = try store()
+    defer { store.close() }
+    store.faults.withLock { $0.loseCommitReply = true }
+    do {
+      _ = try store.save(note("committed"))
+      Issue.record("expected .io")
+    } catch let error as StoreError {
+      #expect(
+        error.code == .io && error.message.contains("was committed") && !error.message.contains("not committed"),
+        "\(error.message)")
+    }
+    #expect(try store.count(FetchDescription(entityName: "Note")) == 1)
+  }
+}
