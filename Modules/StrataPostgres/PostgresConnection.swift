@@ -166,9 +166,49 @@ final class PostgresConnection: @unchecked Sendable {
     return handle
   }
 
-  /// Runs `sql` with `parameters` (`$1`, `$2`, …) and returns its rows in binary format.
+  /// The statements prepared on this connection, by their SQL: the name each was prepared under.
+  private var prepared: [String: String] = [:]
+
+  /// Runs `sql` as ``query(_:_:)`` does, through a statement prepared on this connection the first time
+  /// (parsed and planned once: for the statements a store runs very often, such as a fault's select by
+  /// key). A prepared statement whose result no longer fits the table (SQLSTATE 0A000, after a
+  /// migration) is dropped and the statement run unprepared.
   @discardableResult
-  func query(_ sql: String, _ parameters: [PGParameter] = []) throws -> PGRows {
+  func queryPrepared(_ sql: String, _ parameters: [PGParameter]) throws -> PGRows {
+    let handle = try requireHandle()
+    let name: String
+    if let known = prepared[sql] {
+      name = known
+    } else {
+      name = "strata_\(prepared.count + 1)"
+      let types = parameters.map { parameter -> UInt32 in
+        switch parameter {
+        case .null: 0
+        case .text(_, let oid), .binary(_, let oid): oid
+        }
+      }
+      guard let result = PQprepare(handle, name, sql, Int32(types.count), types) else {
+        throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
+      }
+      defer { PQclear(result) }
+      guard PQresultStatus(result) == PGRES_COMMAND_OK else {
+        throw Self.failure(result, sql: sql, connectionLost: !isOpen)
+      }
+      prepared[sql] = name
+    }
+    do {
+      return try query(sql, parameters, preparedAs: name)
+    } catch let error as PostgresError where error.sqlState == "0A000" && !isTransactionFailed {
+      prepared[sql] = nil
+      try? execute("DEALLOCATE \(name)")
+      return try query(sql, parameters)
+    }
+  }
+
+  /// Runs `sql` with `parameters` (`$1`, `$2`, …) and returns its rows in binary format; through the
+  /// prepared statement `preparedAs` when given.
+  @discardableResult
+  func query(_ sql: String, _ parameters: [PGParameter] = [], preparedAs: String? = nil) throws -> PGRows {
     let handle = try requireHandle()
     let count = parameters.count
     var types = [UInt32](repeating: 0, count: count)
@@ -202,7 +242,11 @@ final class PostgresConnection: @unchecked Sendable {
     }
     let result = buffers.withUnsafeBufferPointer { values in
       values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
-        PQexecParams(handle, sql, Int32(count), types, values.baseAddress, lengths, formats, 1)
+        if let preparedAs {
+          PQexecPrepared(handle, preparedAs, Int32(count), values.baseAddress, lengths, formats, 1)
+        } else {
+          PQexecParams(handle, sql, Int32(count), types, values.baseAddress, lengths, formats, 1)
+        }
       }
     }
     guard let result else {

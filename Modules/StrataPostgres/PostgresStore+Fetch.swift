@@ -54,6 +54,11 @@ extension PostgresStore {
     return try read(generation: generation) { connection -> [Snapshot] in
       var result: [Snapshot] = []
       for (table, keys) in work {
+        // One key (a fault) is the commonest read: a statement prepared once per connection.
+        if keys.count == 1, let key = keys.first {
+          result += try connection.queryPrepared(table.selectByKeySQL, [.int(key)]).snapshots(table, storeIdentifier: identifier)
+          continue
+        }
         let list = "{" + keys.map(String.init).joined(separator: ",") + "}"
         let sql = "SELECT \(table.selectList(alias: "t0")) FROM \(table.qualified) AS t0 WHERE t0.\"_pk\" = ANY($1::bigint[])"
         result += try connection.query(sql, [.text(list)]).snapshots(table, storeIdentifier: identifier)

@@ -89,4 +89,22 @@ struct PostgresFailureTests {
     }
     #expect(try store.count(FetchDescription(entityName: "Note")) == 1)
   }
+
+  @Test func aPreparedFaultWhoseTableChangedTypeRunsUnprepared() throws {
+    _ = try PostgresTestServer.uri()
+    let model = try ObjectModel(entities: [
+      EntityDescription(name: "Note", attributes: [AttributeDescription(name: "size", type: .int32)])
+    ])
+    let store = try PostgresStore(
+      url: PostgresTestServer.freshLocation(), model: model, configuration: PostgresStoreConfiguration(poolSize: 1))
+    defer { store.close() }
+    let temporary = ObjectID.makeTemporary(entityName: "Note")
+    let saved = try store.save(ChangeSet(inserted: [ObjectChange(objectID: temporary, attributes: [.int(7)], toOne: [])]))
+    let id = try #require(saved.permanentIDs[temporary])
+    #expect(try store.snapshots(for: [id], generation: nil).map(\.attributes) == [[.int(7)]])
+    let table = store.schema.qualify("Note")
+    try store.read(generation: nil) { try $0.execute("ALTER TABLE \(table) ALTER COLUMN \"size\" TYPE bigint") }
+    #expect(try store.snapshots(for: [id], generation: nil).map(\.attributes) == [[.int(7)]])
+    #expect(try store.snapshots(for: [id], generation: nil).map(\.attributes) == [[.int(7)]])
+  }
 }

@@ -143,8 +143,10 @@ func rawPostgresUpsert(_ rows: [Row], _ connection: RawPG, schema: String) throw
     var data: [UInt8] = []
     data.reserveCapacity(rows.count * 96)
     for row in rows {
-      let fields = rawPGTexts(row).map { $0.map(copyEscaped) ?? "\\N" }
-      data.append(contentsOf: fields.joined(separator: "\t").utf8)
+      for (index, field) in rawPGTexts(row).enumerated() {
+        if index > 0 { data.append(UInt8(ascii: "\t")) }
+        if let field { data.append(contentsOf: copyEscaped(field).utf8) } else { data.append(contentsOf: [92, 78]) }
+      }
       data.append(UInt8(ascii: "\n"))
     }
     try connection.exec("BEGIN")
@@ -162,7 +164,8 @@ func rawPostgresUpsert(_ rows: [Row], _ connection: RawPG, schema: String) throw
 }
 
 func copyEscaped(_ text: String) -> String {
-  text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")
+  guard text.utf8.contains(where: { $0 == 92 || $0 == 9 || $0 == 10 || $0 == 13 }) else { return text }
+  return text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")
     .replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\r", with: "\\r")
 }
 
