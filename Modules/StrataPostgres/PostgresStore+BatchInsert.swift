@@ -60,10 +60,10 @@ extension PostgresStore {
 
 /// The rows of a batch insert, checked and merged by key, and the statements that write them.
 struct BatchInsertPlan: Sendable {
-  /// One object to write: every attribute value, and which attributes its rows gave.
+  /// One object to write: every attribute value, and which attributes its rows gave (ascending).
   struct Write: Sendable {
     var values: [Value]
-    var given: [Bool]
+    var given: [Int]
   }
 
   /// What the statements wrote.
@@ -88,22 +88,33 @@ struct BatchInsertPlan: Sendable {
     self.table = table
     key = entity.uniquenessConstraints.first.map { $0.compactMap { entity.attributeIndex(named: $0) } } ?? []
     let rules = BatchInsertRow.Rules(entity)
+    // Rows naming a key seen before merge into its write: by the value itself for a one-attribute key.
+    var bySingleKey: [Value: Int] = [:]
     var byKey: [[Value]: Int] = [:]
-    let count = entity.attributes.count
+    let key = self.key
+    var row = BatchInsertRow(rules: rules)
     try request.forEachRow { index, dictionary in
-      let row = try BatchInsertRow(dictionary, index: index, rules: rules)
-      let rowKey = key.map { row.values[$0] }
-      if !key.isEmpty, !rowKey.contains(where: \.isNull), let earlier = byKey[rowKey] {
-        for position in row.given {
-          writes[earlier].values[position] = row.values[position]
-          writes[earlier].given[position] = true
+      try row.reload(dictionary, index: index, rules: rules)
+      var earlier: Int?
+      if key.count == 1 {
+        let value = row.values[key[0]]
+        if !value.isNull {
+          earlier = bySingleKey[value]
+          if earlier == nil { bySingleKey[value] = writes.count }
         }
+      } else if !key.isEmpty {
+        let rowKey = key.map { row.values[$0] }
+        if !rowKey.contains(where: \.isNull) {
+          earlier = byKey[rowKey]
+          if earlier == nil { byKey[rowKey] = writes.count }
+        }
+      }
+      guard let earlier else {
+        writes.append(Write(values: row.values, given: row.given))
         return
       }
-      var given = [Bool](repeating: false, count: count)
-      for position in row.given { given[position] = true }
-      if !key.isEmpty, !rowKey.contains(where: \.isNull) { byKey[rowKey] = writes.count }
-      writes.append(Write(values: row.values, given: given))
+      for position in row.given { writes[earlier].values[position] = row.values[position] }
+      writes[earlier].given = Array(Set(writes[earlier].given).union(row.given)).sorted()
     }
   }
 
@@ -115,7 +126,10 @@ struct BatchInsertPlan: Sendable {
     var outcome = Outcome()
     if key.isEmpty {
       let keys = try newKeys(writes.count, connection)
-      let data = try copyData(prefix: { ordinal in [String(keys[ordinal])] })
+      let data = try copyData { ordinal, data in
+        CopyText.appendInteger(keys[ordinal], to: &data)
+        data.append(UInt8(ascii: "\t"))
+      }
       try connection.copyIn(
         "COPY \(table.qualified) (\"_pk\", \(columns.joined(separator: ", "))) FROM STDIN", data)
       outcome.ids = keys.map(scope.withPrimaryKey)
@@ -128,11 +142,18 @@ struct BatchInsertPlan: Sendable {
       "\(quoteIdentifier(entity.attributes[$0].name)) \(PostgresSchema.columnType(entity.attributes[$0].type))"
     }
     try connection.execute(
-      "CREATE TEMPORARY TABLE strata_batch (\"_ord\" integer PRIMARY KEY, \"_given\" text NOT NULL, "
+      "CREATE TEMPORARY TABLE strata_batch (\"_ord\" integer NOT NULL, \"_given\" text NOT NULL, "
         + "\(definitions.joined(separator: ", "))) ON COMMIT DROP")
-    let data = try copyData(prefix: { ordinal in
-      [String(ordinal), String(writes[ordinal].given.lazy.map { $0 ? "1" : "0" })]
-    })
+    let width = entity.attributes.count
+    let data = try copyData { ordinal, data in
+      CopyText.appendInteger(Int64(ordinal), to: &data)
+      data.append(UInt8(ascii: "\t"))
+      // One character per attribute: '1' where the row gave it.
+      let start = data.count
+      data.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width))
+      for position in writes[ordinal].given { data[start + position] = UInt8(ascii: "1") }
+      data.append(UInt8(ascii: "\t"))
+    }
     try connection.copyIn("COPY \(staging) (\"_ord\", \"_given\", \(columns.joined(separator: ", "))) FROM STDIN", data)
     let matches = key.map {
       let column = quoteIdentifier(entity.attributes[$0].name)
@@ -150,7 +171,7 @@ struct BatchInsertPlan: Sendable {
     for row in 0..<updated.count {
       let ordinal = Int(updated.int64(row, 0))
       pks[ordinal] = updated.int64(row, 1)
-      for (position, isGiven) in writes[ordinal].given.enumerated() where isGiven { given.insert(position) }
+      given.formUnion(writes[ordinal].given)
     }
     let fresh = pks.indices.filter { pks[$0] == nil }
     if !fresh.isEmpty {
@@ -189,21 +210,23 @@ struct BatchInsertPlan: Sendable {
     return (0..<rows.count).map { rows.int64($0, 0) }.sorted()
   }
 
-  /// Every write as a line of text COPY: the `prefix` columns, then each stored attribute.
-  private func copyData(prefix: (Int) -> [String]) throws -> [UInt8] {
+  /// Every write as a line of text COPY: what `prefix` appends (its columns, each ended by a tab), then
+  /// each stored attribute.
+  private func copyData(prefix: (Int, inout [UInt8]) -> Void) throws -> [UInt8] {
     var data: [UInt8] = []
     data.reserveCapacity(writes.count * (16 + 12 * table.storedAttributes.count))
     for (ordinal, write) in writes.enumerated() {
-      for field in prefix(ordinal) {
-        data.append(contentsOf: field.utf8)
-        data.append(UInt8(ascii: "\t"))
-      }
+      prefix(ordinal, &data)
       for (column, position) in table.storedAttributes.enumerated() {
         if column > 0 { data.append(UInt8(ascii: "\t")) }
         let attribute = entity.attributes[position]
-        let value = try PostgresSchema.storedForm(
-          write.values[position], as: attribute.type, entity: entity.name, key: attribute.name)
-        CopyText.append(value, to: &data)
+        let value = write.values[position]
+        if attribute.type.isCanonical(value) {
+          CopyText.append(value, to: &data)
+        } else {
+          CopyText.append(
+            try PostgresSchema.storedForm(value, as: attribute.type, entity: entity.name, key: attribute.name), to: &data)
+        }
       }
       data.append(UInt8(ascii: "\n"))
     }
@@ -217,7 +240,7 @@ enum CopyText {
   static func append(_ value: Value, to data: inout [UInt8]) {
     switch value {
     case .null, .array: data.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "N")])
-    case .int(let i): data.append(contentsOf: String(i).utf8)
+    case .int(let i): appendInteger(i, to: &data)
     case .double(let d): data.append(contentsOf: double(d).utf8)
     case .date(let d): data.append(contentsOf: double(d.timeIntervalSinceReferenceDate).utf8)
     case .decimal(let d): data.append(contentsOf: "\(d)".utf8)
@@ -239,6 +262,22 @@ enum CopyText {
         data.append(digits[Int(byte >> 4)])
         data.append(digits[Int(byte & 0x0F)])
       }
+    }
+  }
+
+  /// The decimal digits of `value`, without making a string.
+  static func appendInteger(_ value: Int64, to data: inout [UInt8]) {
+    if value < 0 { data.append(UInt8(ascii: "-")) }
+    var magnitude = value.magnitude
+    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+    var count = 0
+    withUnsafeMutableBytes(of: &digits) { buffer in
+      repeat {
+        buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+        magnitude /= 10
+        count += 1
+      } while magnitude > 0
+      for index in stride(from: count - 1, through: 0, by: -1) { data.append(buffer[index]) }
     }
   }
 

@@ -54,7 +54,7 @@ extension SaveOperation {
   private mutating func appendCopyRow(_ change: ObjectChange, _ table: PostgresSchema.Table, to data: inout [UInt8]) throws {
     let entity = table.entity
     guard let key = permanentIDs[change.objectID]?.primaryKey else { return }
-    data.append(contentsOf: String(key).utf8)
+    CopyText.appendInteger(key, to: &data)
     for index in table.storedAttributes {
       let value = change.attributes[index]
       let attribute = entity.attributes[index]
@@ -73,7 +73,7 @@ extension SaveOperation {
       // Checked as a single insert checks it; a temporary target this save does not insert stays unset.
       _ = try encodeTarget(target, rel, of: entity.name)
       if let target, let pk = permanentIDs[target]?.primaryKey ?? (target.isTemporary ? nil : target.primaryKey) {
-        data.append(contentsOf: String(pk).utf8)
+        CopyText.appendInteger(pk, to: &data)
       } else {
         CopyText.append(.null, to: &data)
       }

@@ -37,7 +37,7 @@ private let upsertRows: [[String: Value]] = [
   ["name": "Ghibli", "founded": .int(1985)],
   ["name": .string(awkward), "score": .double(0.1), "logo": .data(Data([0, 9, 10, 13, 92, 255]))],
   ["name": "A24", "score": .double(-1e-300), "opened": .date(Date(timeIntervalSinceReferenceDate: 123.456789))],
-  ["name": .string(awkward), "founded": .int(2012), "tag": .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!)],
+  ["name": .string(awkward), "founded": .int(-2012), "tag": .uuid(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F")!)],
   ["name": "Toei", "budget": .decimal(Decimal(string: "1234567.891")!), "active": .bool(true), "score": .double(.infinity)],
 ]
 
