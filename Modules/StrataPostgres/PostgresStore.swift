@@ -48,6 +48,8 @@ public final class PostgresStore: PersistentStore {
   let remoteWatcher = RemoteCommitWatcher(name: "strata-postgres-listen")
   /// The connection listening for other stores' commits, while a change stream is open.
   let listener = Locked<PostgresConnection?>(nil)
+  /// Whether the listening connection was lost and not yet reopened.
+  let listenerLost = Atomic<Bool>(false)
   /// Tells this store's own notifications from others'.
   let instanceID = UUID().uuidString
   /// The thread running a migration of this store (holding its write lock), while it runs.

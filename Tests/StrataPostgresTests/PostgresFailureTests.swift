@@ -107,4 +107,46 @@ struct PostgresFailureTests {
     #expect(try store.snapshots(for: [id], generation: nil).map(\.attributes) == [[.int(7)]])
     #expect(try store.snapshots(for: [id], generation: nil).map(\.attributes) == [[.int(7)]])
   }
+
+  @Test func aListenerTheServerDroppedIsReopenedAndHearsLaterCommits() async throws {
+    _ = try PostgresTestServer.uri()
+    let name = "strata-listener-\(UUID().uuidString.prefix(8))"
+    let location = PostgresTestServer.freshLocation()
+    let model = try ObjectModel(entities: [
+      EntityDescription(name: "Note", attributes: [AttributeDescription(name: "text", type: .string)])
+    ])
+    let watcher = try PostgresStore(
+      url: location, model: model, options: StoreOptions(postsRemoteChangeNotifications: true),
+      configuration: PostgresStoreConfiguration(applicationName: name))
+    defer { watcher.close() }
+    let writer = try PostgresStore(url: location, model: model)
+    defer { writer.close() }
+    let heard = Locked(0)
+    let stream = watcher.changes()
+    let listening = Task {
+      for await change in stream where change.isRemote { heard.withLock { $0 += 1 } }
+    }
+    defer { listening.cancel() }
+    /// Waits until `count` remote changes were heard; false when they do not come within 20 s (a bound on
+    /// liveness, not a timing check).
+    func waitFor(_ count: Int) async -> Bool {
+      for _ in 0..<400 {
+        if heard.withLock({ $0 }) >= count { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+      }
+      return false
+    }
+    _ = try writer.save(note("heard"))
+    #expect(await waitFor(1))
+    let admin = try writer.pool.target.connect(configuration: PostgresStoreConfiguration(applicationName: "strata-admin"))
+    defer { admin.close() }
+    let terminated = try admin.textQuery(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = \(quoteLiteral(name)) "
+        + "AND query ILIKE 'LISTEN%'")
+    #expect(terminated == "1")
+    // The reopened listener announces a change (commits may have gone unheard), then hears new ones.
+    #expect(await waitFor(2))
+    _ = try writer.save(note("after"))
+    #expect(await waitFor(3))
+  }
 }
