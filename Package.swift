@@ -129,7 +129,7 @@ let package = Package(
     // MARK: Tools
     .executableTarget(
       name: "strata-bench",
-      dependencies: ["Strata", "StrataSQLite", "StrataMemory", "StrataLMDB", "CSQLite", "CLMDB"],
+      dependencies: ["Strata", "StrataSQLite", "StrataMemory", "StrataLMDB", "StrataPostgres", "CSQLite", "CLMDB", "CLibPQ"],
       path: "Tools/strata-bench", swiftSettings: swiftSettings),
     .executableTarget(
       name: "strata",

@@ -36,10 +36,12 @@ extension Conformance {
   /// (`PersistentStore.migrated(by:)`) and, for backends whose stores have a location, when a container
   /// with the new model opens a store written with the old one: attributes added, removed, renamed,
   /// widened, made required or optional; entities added, removed, renamed; relationships renamed and made
-  /// to-many; primary keys and history tokens kept; a clashing uniqueness constraint, a narrowing change
+  /// to-many; one old entity feeding two new ones (renamed, and a new entity taking its old name);
+  /// primary keys and history tokens kept; a clashing uniqueness constraint, a narrowing change
   /// and automatic migration turned off each leave the store as it was; a chain of three versions.
   public static func migration(_ backend: ConformanceBackend) async throws {
     try attributesAndEntitiesMigrate(backend)
+    try oneEntityFeedsTwo(backend)
     try relationshipsMigrate(backend)
     try aClashingConstraintChangesNothing(backend)
     try threeVersionsInOrder(backend)
@@ -154,6 +156,46 @@ extension Conformance {
       ]))
     let newKey = try #require(saved.permanentIDs.values.first?.primaryKey)
     #expect(newKey > (films.values.compactMap(\.objectID.primaryKey).max() ?? 0))
+  }
+
+  /// Movie renamed to Film, and a new entity named Movie: both are fed from the old Movie (a new entity
+  /// matches the old one of its name, as Core Data's inferred mapping matches by name or renaming
+  /// identifier). Film keeps the keys and relationships; Movie holds a copy of the attributes it keeps.
+  private static func oneEntityFeedsTwo(_ backend: ConformanceBackend) throws {
+    let (store, _, ids) = try migrationStore(backend)
+    let v2 = try MigrationModels.model(
+      movieName: "Film", movieRenamedFrom: "Movie",
+      movieRelationships: [RelationshipDescription(name: "director", destination: "Director", inverse: "movies")],
+      directorRelationships: [RelationshipDescription(name: "movies", destination: "Film", inverse: "director", isToMany: true)],
+      extra: [
+        EntityDescription(name: "Genre", attributes: [MigrationModels.name]),
+        EntityDescription(name: "Movie", attributes: [MigrationModels.title, MigrationModels.year]),
+      ])
+    let migrated = try store.migrated(by: try ModelMigration(from: store.model, to: v2))
+    defer { migrated.close() }
+    #expect(migrated.model == v2)
+    let films = try rows(migrated, "Film")
+    #expect(films.keys.sorted() == ["Heat", "Ronin", "Thief"])
+    let heat = try #require(films["Heat"])
+    #expect(heat.objectID.primaryKey == ids["Heat"]?.primaryKey)
+    let mann = try #require(ids["Michael Mann"])
+    #expect(try migrated.relatedObjectIDs(of: mann, relationship: "movies", generation: nil) == [heat.objectID])
+    let movies = try rows(migrated, "Movie")
+    #expect(
+      movies.mapValues(\.attributes) == [
+        "Heat": [.string("Heat"), .int(1995)], "Ronin": [.string("Ronin"), .int(1998)], "Thief": [.string("Thief"), .int(1981)],
+      ])
+    #expect(try migrated.count(FetchDescription(entityName: "Movie", predicate: try QueryPredicate(format: "year < 1990"))) == 1)
+    // Both tables go on: new objects of each are saved.
+    _ = try migrated.save(
+      ChangeSet(inserted: [
+        ObjectChange(objectID: .makeTemporary(entityName: "Movie"), attributes: [.string("Alien"), .int(1979)], toOne: []),
+        ObjectChange(
+          objectID: .makeTemporary(entityName: "Film"),
+          attributes: [.string("Collateral"), .int(2004), .null, .bool(true), .null, .null], toOne: [mann]),
+      ]))
+    #expect(try migrated.count(FetchDescription(entityName: "Movie")) == 4)
+    #expect(try migrated.relatedObjectIDs(of: mann, relationship: "movies", generation: nil).count == 2)
   }
 
   private static func relationshipsMigrate(_ backend: ConformanceBackend) throws {

@@ -359,8 +359,9 @@ private struct Inference {
   var refusals: [String] = []
   var mappings: [EntityMapping] = []
   var removedEntities: [String] = []
-  /// Old entity name → new entity name, for entities that carry over.
-  var entityNames: [String: String] = [:]
+  /// Old entity name → the new entities it feeds (more than one when a renamed entity's old name is
+  /// taken by a new entity, which is matched by name too).
+  var entityNames: [String: Set<String>] = [:]
 
   init(source: ObjectModel, destination: ObjectModel) {
     self.source = source
@@ -373,7 +374,7 @@ private struct Inference {
       let old = match(entity.name, entity.renamingIdentifier, in: source.entities, named: \.name, renamed: \.renamingIdentifier)
       switch old {
       case .found(let old):
-        entityNames[old.name] = entity.name
+        entityNames[old.name, default: []].insert(entity.name)
         matched.append((old, entity))
       case .none:
         matched.append((nil, entity))
@@ -538,7 +539,7 @@ private struct Inference {
       if oldRelationship.name != relationship.name {
         changes.append(change(.relationshipRenamed(from: oldRelationship.name)))
       }
-      if entityNames[oldRelationship.destination] != relationship.destination {
+      if !(entityNames[oldRelationship.destination]?.contains(relationship.destination) ?? false) {
         refusals.append(refuse("points to \(relationship.destination) instead of \(oldRelationship.destination)"))
         continue
       }

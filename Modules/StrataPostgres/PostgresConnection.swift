@@ -166,9 +166,49 @@ final class PostgresConnection: @unchecked Sendable {
     return handle
   }
 
-  /// Runs `sql` with `parameters` (`$1`, `$2`, …) and returns its rows in binary format.
+  /// The statements prepared on this connection, by their SQL: the name each was prepared under.
+  private var prepared: [String: String] = [:]
+
+  /// Runs `sql` as ``query(_:_:)`` does, through a statement prepared on this connection the first time
+  /// (parsed and planned once: for the statements a store runs very often, such as a fault's select by
+  /// key). A prepared statement whose result no longer fits the table (SQLSTATE 0A000, after a
+  /// migration) is dropped and the statement run unprepared.
   @discardableResult
-  func query(_ sql: String, _ parameters: [PGParameter] = []) throws -> PGRows {
+  func queryPrepared(_ sql: String, _ parameters: [PGParameter]) throws -> PGRows {
+    let handle = try requireHandle()
+    let name: String
+    if let known = prepared[sql] {
+      name = known
+    } else {
+      name = "strata_\(prepared.count + 1)"
+      let types = parameters.map { parameter -> UInt32 in
+        switch parameter {
+        case .null: 0
+        case .text(_, let oid), .binary(_, let oid): oid
+        }
+      }
+      guard let result = PQprepare(handle, name, sql, Int32(types.count), types) else {
+        throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
+      }
+      defer { PQclear(result) }
+      guard PQresultStatus(result) == PGRES_COMMAND_OK else {
+        throw Self.failure(result, sql: sql, connectionLost: !isOpen)
+      }
+      prepared[sql] = name
+    }
+    do {
+      return try query(sql, parameters, preparedAs: name)
+    } catch let error as PostgresError where error.sqlState == "0A000" && !isTransactionFailed {
+      prepared[sql] = nil
+      try? execute("DEALLOCATE \(name)")
+      return try query(sql, parameters)
+    }
+  }
+
+  /// Runs `sql` with `parameters` (`$1`, `$2`, …) and returns its rows in binary format; through the
+  /// prepared statement `preparedAs` when given.
+  @discardableResult
+  func query(_ sql: String, _ parameters: [PGParameter] = [], preparedAs: String? = nil) throws -> PGRows {
     let handle = try requireHandle()
     let count = parameters.count
     var types = [UInt32](repeating: 0, count: count)
@@ -202,7 +242,11 @@ final class PostgresConnection: @unchecked Sendable {
     }
     let result = buffers.withUnsafeBufferPointer { values in
       values.withMemoryRebound(to: UnsafePointer<CChar>?.self) { values in
-        PQexecParams(handle, sql, Int32(count), types, values.baseAddress, lengths, formats, 1)
+        if let preparedAs {
+          PQexecPrepared(handle, preparedAs, Int32(count), values.baseAddress, lengths, formats, 1)
+        } else {
+          PQexecParams(handle, sql, Int32(count), types, values.baseAddress, lengths, formats, 1)
+        }
       }
     }
     guard let result else {
@@ -242,6 +286,72 @@ final class PostgresConnection: @unchecked Sendable {
       throw PostgresError(
         sqlState: state, message: primary ?? Self.message(PQresultErrorMessage(result)), sql: sql, connectionLost: !isOpen)
     }
+  }
+
+  /// Runs one or more statements without parameters (simple query protocol) and returns the first
+  /// value of the last one's result as text (`""` when it returned no rows).
+  func textQuery(_ sql: String) throws -> String {
+    let handle = try requireHandle()
+    guard let result = PQexec(handle, sql) else {
+      throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
+    }
+    defer { PQclear(result) }
+    guard PQresultStatus(result) == PGRES_TUPLES_OK else {
+      throw Self.failure(result, sql: sql, connectionLost: !isOpen)
+    }
+    guard PQntuples(result) > 0, let value = PQgetvalue(result, 0, 0) else { return "" }
+    return String(cString: value)
+  }
+
+  /// Runs `COPY … FROM STDIN` (`sql`) and sends `data`, in PostgreSQL's text COPY format, in chunks of
+  /// a megabyte through `PQputCopyData`. Returns the number of rows copied.
+  @discardableResult
+  func copyIn(_ sql: String, _ data: [UInt8]) throws -> Int {
+    let handle = try requireHandle()
+    guard let start = PQexec(handle, sql) else {
+      throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
+    }
+    guard PQresultStatus(start) == PGRES_COPY_IN else {
+      defer { PQclear(start) }
+      throw Self.failure(start, sql: sql, connectionLost: !isOpen)
+    }
+    PQclear(start)
+    let chunk = 1 << 20
+    var sent = true
+    data.withUnsafeBufferPointer { buffer in
+      buffer.withMemoryRebound(to: CChar.self) { chars in
+        var offset = 0
+        while sent, offset < chars.count, let base = chars.baseAddress {
+          let length = min(chunk, chars.count - offset)
+          sent = PQputCopyData(handle, base + offset, Int32(length)) == 1
+          offset += length
+        }
+      }
+    }
+    let ended = PQputCopyEnd(handle, sent ? nil : "the client failed to send the rows") == 1
+    var failure: PostgresError?
+    var copied = 0
+    while let result = PQgetResult(handle) {
+      if PQresultStatus(result) == PGRES_COMMAND_OK {
+        copied = Int(String(cString: PQcmdTuples(result))) ?? 0
+      } else if failure == nil {
+        failure = Self.failure(result, sql: sql, connectionLost: !isOpen)
+      }
+      PQclear(result)
+    }
+    if let failure { throw failure }
+    guard sent, ended else {
+      throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
+    }
+    return copied
+  }
+
+  /// The error a failed result reports.
+  private static func failure(_ result: OpaquePointer, sql: String, connectionLost: Bool) -> PostgresError {
+    let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+    let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
+    return PostgresError(
+      sqlState: state, message: primary ?? message(PQresultErrorMessage(result)), sql: sql, connectionLost: connectionLost)
   }
 
   /// Runs `body` in a transaction (`BEGIN` … `COMMIT`), or in a savepoint inside one already open;

@@ -67,6 +67,10 @@ final class PostgresMigration {
     let mapping: EntityMapping
     let source: EntityDescription
     let alteration: Alteration
+    /// The table altered: the source's own, or for a second entity fed by the same source (a renamed
+    /// entity whose old name a new entity takes), a copy of it made before any table changes.
+    let table: String
+    var isCopy: Bool { table != source.name }
   }
 
   /// A to-one relationship's foreign key.
@@ -101,9 +105,18 @@ final class PostgresMigration {
   // MARK: Planning
 
   func plan() throws {
+    var fed = Set<String>()
     for mapping in migration.entities {
       guard let sourceName = mapping.source, let source = migration.source.entity(named: sourceName) else { continue }
-      entities.append(EntityPlan(mapping: mapping, source: source, alteration: alteration(mapping, source)))
+      var alteration = alteration(mapping, source)
+      var table = source.name
+      if !fed.insert(sourceName).inserted {
+        table = temporaryName()
+        // The copy ends under the entity's name like a renamed table, and keeps none of the source's
+        // indexes or keys.
+        alteration.isRenamed = true
+      }
+      entities.append(EntityPlan(mapping: mapping, source: source, alteration: alteration, table: table))
     }
     joins = SQLLayout.joinSources(
       of: migration, storeIdentifier: storeIdentifier, oldModel: old.model, tableName: old.qualify)
@@ -221,7 +234,7 @@ final class PostgresMigration {
       })
     for plan in entities {
       let name = plan.mapping.entity.name
-      if plan.alteration.rewritesRows {
+      if plan.alteration.rewritesRows || plan.isCopy {
         changes[name] = .rewritten
         continue
       }
@@ -260,6 +273,16 @@ final class PostgresMigration {
   /// Runs the plan inside the caller's transaction; `progress` hears of each table and of the indexes.
   func execute(progress: (String) -> Void = { _ in }) throws {
     let connection = try requireConnection()
+    for plan in entities where plan.isCopy {
+      // Rows, keys and the identity sequence's position; no constraints but NOT NULL.
+      let copy = old.qualify(plan.table)
+      try connection.execute(
+        "CREATE TABLE \(copy) (LIKE \(old.qualify(plan.source.name)) INCLUDING DEFAULTS INCLUDING IDENTITY)")
+      try connection.execute("INSERT INTO \(copy) SELECT * FROM \(old.qualify(plan.source.name))")
+      try connection.execute(
+        "SELECT setval(pg_get_serial_sequence(\(quoteLiteral(copy)), '_pk'), coalesce(max(\"_pk\"), 1), max(\"_pk\") IS NOT NULL) "
+          + "FROM \(copy)")
+    }
     let removed = Set(migration.removedEntities)
     for index in old.indexes() where !keptIndexes.contains(index) && !removed.contains(index.table) {
       if index.isUnique {
@@ -342,7 +365,7 @@ final class PostgresMigration {
   /// Alters `plan`'s table in place. Returns the temporary name to rename when the entity is renamed.
   private func alter(_ plan: EntityPlan, on connection: PostgresConnection) throws -> (String, String)? {
     let alteration = plan.alteration
-    let table = old.qualify(plan.source.name)
+    let table = old.qualify(plan.table)
     for column in alteration.drops {
       try connection.execute("ALTER TABLE \(table) DROP COLUMN \(quoteIdentifier(column))")
     }

@@ -8,7 +8,9 @@ extension PostgresStore {
   /// predicate compiled as a fetch's is. The constants are converted to their attributes' types first;
   /// the columns' `NOT NULL` and unique constraints check what is written. A batch delete of an entity
   /// without cascading or denying relationships, in a model without derived attributes, is one
-  /// `DELETE … RETURNING`. Everything else — expressions, inserts, other deletes, updates that derived
+  /// `DELETE … RETURNING`. A batch insert runs natively as described at `nativeInsert`: `COPY` into the
+  /// table, or with a uniqueness constraint `COPY` into a temporary table then one `UPDATE … FROM` and
+  /// one `INSERT … SELECT` under a table lock. Everything else — expressions, inserts, other deletes, updates that derived
   /// attributes depend on — and an update a constraint refuses
   /// (rolled back, then reported in full) runs through ``BatchExecution``, with the same answers and
   /// errors.
@@ -20,6 +22,12 @@ extension PostgresStore {
   /// ```
   public func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult {
     let general = BatchExecution(store: self, author: author, contextName: contextName)
+    if case .insert(let description) = request {
+      // Handler rows are produced once: kept, so the general path can run them when the native one declines.
+      let rows = description.materialized()
+      if let result = try nativeInsert(rows, author: author, contextName: contextName) { return result }
+      return try general.execute(.insert(rows))
+    }
     if case .delete(let entityName, let predicate, let resultType) = request,
       let result = try nativeDelete(entityName, predicate, author: author, contextName: contextName)
     {

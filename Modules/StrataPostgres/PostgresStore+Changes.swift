@@ -53,19 +53,28 @@ extension PostgresStore {
     }
   }
 
-  /// Yields one remote change when another store's commit was notified since the last look.
+  /// Yields one remote change when another store's commit was notified since the last look. A listening
+  /// connection the server dropped (a restart, `pg_terminate_backend`) is reopened at a later look, which
+  /// then yields a remote change: commits notified while nobody listened are lost, so watchers refetch.
   func announceRemoteCommits() {
-    if listener.withLock({ $0 == nil }) { startListening() }
+    var reopened = false
+    if listener.withLock({ $0 == nil }) {
+      startListening()
+      reopened = listener.withLock { $0 != nil } && listenerLost.exchange(false, ordering: .acquiringAndReleasing)
+    }
     let instanceID = self.instanceID
     let heard = listener.withLock { connection -> Bool in
-      guard let connection else { return false }
-      if !connection.isOpen {
-        connection.close()
+      guard let current = connection else { return false }
+      let payloads = current.drainNotifications()
+      if !current.isOpen {
+        current.close()
+        connection = nil
+        listenerLost.store(true, ordering: .releasing)
         return false
       }
-      return connection.drainNotifications().contains { $0 != instanceID }
+      return payloads.contains { $0 != instanceID }
     }
-    guard heard else { return }
+    guard heard || reopened else { return }
     let token = options.tracksHistory ? try? currentHistoryToken() : nil
     broadcaster.yield(StoreChange(storeIdentifier: identifier, historyToken: token, isRemote: true))
   }

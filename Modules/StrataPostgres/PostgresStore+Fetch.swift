@@ -54,6 +54,11 @@ extension PostgresStore {
     return try read(generation: generation) { connection -> [Snapshot] in
       var result: [Snapshot] = []
       for (table, keys) in work {
+        // One key (a fault) is the commonest read: a statement prepared once per connection.
+        if keys.count == 1, let key = keys.first {
+          result += try connection.queryPrepared(table.selectByKeySQL, [.int(key)]).snapshots(table, storeIdentifier: identifier)
+          continue
+        }
         let list = "{" + keys.map(String.init).joined(separator: ",") + "}"
         let sql = "SELECT \(table.selectList(alias: "t0")) FROM \(table.qualified) AS t0 WHERE t0.\"_pk\" = ANY($1::bigint[])"
         result += try connection.query(sql, [.text(list)]).snapshots(table, storeIdentifier: identifier)
@@ -90,8 +95,10 @@ extension PostgresStore {
 
   // MARK: Query generations
 
-  /// Pins the store's current state: reads given the returned generation run on a connection of their
-  /// own holding a `REPEATABLE READ` transaction, so they see the store as it was when it was pinned.
+  /// Pins the store's current state: a `REPEATABLE READ` transaction exports its snapshot
+  /// (`pg_export_snapshot()`), and reads given the returned generation run on its connection or, when
+  /// that one is busy, on further connections that join the same snapshot (`SET TRANSACTION SNAPSHOT`),
+  /// so contexts sharing the generation read one state of the store side by side.
   ///
   /// ```swift
   /// let generation = try store.pinGeneration()
@@ -101,18 +108,13 @@ extension PostgresStore {
   public func pinGeneration() throws -> QueryGeneration {
     try checkOpen()
     if isBoundToMigration { throw unsupportedInMigration("query generations") }
-    let slot = PostgresPool.Slot()
-    try slot.use(pool) { connection in
-      try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-      // The snapshot is taken by the transaction's first query.
-      try connection.execute("SELECT 1 FROM \(schema.qualify(PostgresSchema.metadataTable)) LIMIT 1")
-    }
+    let generation = try PinnedGeneration(pool: pool)
     let id = nextGeneration.add(1, ordering: .relaxed).newValue
-    pinned.withLock { $0[id] = slot }
+    pinned.withLock { $0[id] = generation }
     return QueryGeneration(storeIdentifier: identifier, id: id)
   }
 
-  /// Ends the transaction of a pinned generation. Unknown generations are ignored.
+  /// Ends the transactions of a pinned generation. Unknown generations are ignored.
   public func unpin(_ generation: QueryGeneration) {
     guard generation.storeIdentifier == identifier else { return }
     pinned.withLock { $0.removeValue(forKey: generation.id) }?.close()

@@ -19,7 +19,9 @@ extension PostgresStore {
   ///
   /// - Throws: `.optimisticLockConflict` listing every stale update or delete; `.constraintConflict`
   ///   listing every uniqueness clash with both objects; `.validation`; `.misuse`; `.readOnly`; `.io`
-  ///   (the connection was lost: the transaction was not committed).
+  ///   when the connection was lost during the save (the message says whether it was committed, which
+  ///   the store asks the server on a new connection) or when serialization failures or deadlocks
+  ///   outlasted ``PostgresStoreConfiguration/retryLimit``.
   public func save(_ changes: ChangeSet) throws -> SaveResult {
     try checkOpen()
     if changes.isEmpty { return SaveResult() }
@@ -83,7 +85,7 @@ struct SaveOperation {
         keys.map { ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: $0) }
       })
     for change in changes.updated where !deletedIDs.contains(change.objectID) { try update(change) }
-    for change in changes.inserted { try insert(change) }
+    try insertAll(changes.inserted)
     try applyPatches()
     for link in changes.linkChanges { try apply(link) }
     let cleared = try clearReferences(to: deleted)
@@ -180,7 +182,7 @@ struct SaveOperation {
     for (column, target) in later { patches.append((change, table, pk, column, target)) }
   }
 
-  private mutating func insert(_ change: ObjectChange) throws {
+  mutating func insert(_ change: ObjectChange) throws {
     let table = try schema.table(change.objectID.entityName)
     let (values, later) = try row(change, table, noting: &converted)
     let pk: Int64

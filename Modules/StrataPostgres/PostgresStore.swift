@@ -39,13 +39,17 @@ public final class PostgresStore: PersistentStore {
   let pool: PostgresPool
   /// Serializes this store's writes, so change notifications go out in commit order.
   let writeLock = Mutex<Void>(())
-  let pinned = Locked<[UInt64: PostgresPool.Slot]>([:])
+  let pinned = Locked<[UInt64: PinnedGeneration]>([:])
   let nextGeneration = Atomic<UInt64>(0)
   let closed = Atomic<Bool>(false)
   let broadcaster = ChangeBroadcaster()
+  /// What a test makes the next writes do wrong.
+  let faults = Locked(PostgresFaults())
   let remoteWatcher = RemoteCommitWatcher(name: "strata-postgres-listen")
   /// The connection listening for other stores' commits, while a change stream is open.
   let listener = Locked<PostgresConnection?>(nil)
+  /// Whether the listening connection was lost and not yet reopened.
+  let listenerLost = Atomic<Bool>(false)
   /// Tells this store's own notifications from others'.
   let instanceID = UUID().uuidString
   /// The thread running a migration of this store (holding its write lock), while it runs.
@@ -247,7 +251,7 @@ public final class PostgresStore: PersistentStore {
         .misuse, "the store \(location) is being migrated: a migration stage writes through the store it is handed")
     }
     return try writeLock.withLock { _ in
-      try pool.withConnection { connection in try connection.transaction { try body(connection) } }
+      try pool.withConnection { connection in try writeTransaction(connection, body) }
     }
   }
 
@@ -259,13 +263,13 @@ public final class PostgresStore: PersistentStore {
       return try onBoundConnection(body)
     }
     if let generation {
-      guard generation.storeIdentifier == identifier, let slot = pinned.withLock({ $0[generation.id] }) else {
+      guard generation.storeIdentifier == identifier, let pinnedGeneration = pinned.withLock({ $0[generation.id] }) else {
         throw StoreError(
           .misuse,
           "query generation \(generation.id) is not pinned on the store \(location) (it was unpinned or belongs to another store)"
         )
       }
-      return try slot.use(pool) { try body($0) }
+      return try pinnedGeneration.use(pool) { try body($0) }
     }
     return try pool.withConnection(body)
   }
@@ -300,12 +304,12 @@ public final class PostgresStore: PersistentStore {
   /// Releases the store's connections; pending streams from ``changes()`` finish. Further calls throw `.misuse`.
   public func close() {
     guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    for slot in pinned.withLock({ pinned in
+    for generation in pinned.withLock({ pinned in
       let all = Array(pinned.values)
       pinned.removeAll()
       return all
     }) {
-      slot.close()
+      generation.close()
     }
     listener.withLock { connection in
       connection?.close()
@@ -441,17 +445,28 @@ final class PostgresPool: Sendable {
       existing.close()
       connection = nil
     }
-    let current: PostgresConnection
-    if let connection {
-      current = connection
-    } else {
-      current = try target.connect(configuration: configuration)
-      connection = current
-    }
-    do {
-      return try body(current)
-    } catch let error as PostgresError {
-      throw error.storeError(location: target.display)
+    var reconnected = false
+    while true {
+      let current: PostgresConnection
+      if let connection {
+        current = connection
+      } else {
+        current = try target.connect(configuration: configuration)
+        connection = current
+      }
+      do {
+        return try body(current)
+      } catch let error as PostgresError {
+        // A connection the server dropped (a restart, pg_terminate_backend) is found out by its next
+        // statement; the body, which failed before changing anything, runs once more on a new one.
+        if error.connectionLost, !reconnected {
+          current.close()
+          connection = nil
+          reconnected = true
+          continue
+        }
+        throw error.storeError(location: target.display)
+      }
     }
   }
 
@@ -477,11 +492,15 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
   public var lockTimeout: Duration?
   /// The `application_name` the server shows for the store's connections.
   public var applicationName: String
+  /// How many times a write is run again after the server reports a serialization failure (SQLSTATE
+  /// 40001) or a deadlock (40P01) before the error is reported.
+  public var retryLimit: Int
 
   public init(
     schema: String = "strata", poolSize: Int = 4, statementTimeout: Duration? = nil, lockTimeout: Duration? = nil,
-    applicationName: String = "strata"
+    applicationName: String = "strata", retryLimit: Int = 3
   ) {
+    self.retryLimit = max(0, retryLimit)
     self.schema = schema
     self.poolSize = poolSize
     self.statementTimeout = statementTimeout

@@ -161,6 +161,9 @@ final class SQLiteMigration {
     let mapping: EntityMapping
     let source: EntityDescription
     let rebuilds: Bool
+    /// Whether the source table feeds an entity before this one (a renamed entity whose old name a new
+    /// entity takes): this one is rebuilt from it first, and the source table stays for the other.
+    var isCopy = false
   }
 
   private var entities: [EntityPlan] = []
@@ -181,9 +184,12 @@ final class SQLiteMigration {
   // MARK: Planning
 
   func plan() throws {
+    var fed = Set<String>()
     for mapping in migration.entities {
       guard let sourceName = mapping.source, let source = migration.source.entity(named: sourceName) else { continue }
-      entities.append(EntityPlan(mapping: mapping, source: source, rebuilds: try rebuilds(mapping, source)))
+      let isCopy = !fed.insert(sourceName).inserted
+      entities.append(
+        EntityPlan(mapping: mapping, source: source, rebuilds: try isCopy || rebuilds(mapping, source), isCopy: isCopy))
       // Every conversion a statement may call, known before `strata_migrate` is registered.
       for attribute in mapping.attributes {
         guard let sourceName = attribute.source, let oldAttribute = source.attribute(named: sourceName) else { continue }
@@ -281,7 +287,8 @@ final class SQLiteMigration {
     for entity in migration.removedEntities {
       try connection.execute("DROP TABLE IF EXISTS \(quote(entity))")
     }
-    for plan in entities {
+    // Copies first, while their source table is as it was.
+    for plan in entities.filter(\.isCopy) + entities.filter({ !$0.isCopy }) {
       let name = plan.mapping.entity.name
       if plan.rebuilds {
         let (renamed, rows) = try rebuild(plan)
@@ -389,7 +396,7 @@ final class SQLiteMigration {
     let rows = try connection.run(
       "INSERT INTO \(quote(temporary)) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
         + "FROM \(oldTable)", bindings)
-    try connection.execute("DROP TABLE \(oldTable)")
+    if !plan.isCopy { try connection.execute("DROP TABLE \(oldTable)") }
     return ((temporary, entity.name, sequence), rows)
   }
 

@@ -142,4 +142,36 @@ struct PostgresCLITests {
     let again = try Executables.run("strata", ["info", store])
     #expect(again.stderr.contains("there is no store at"), "\(again.stderr)")
   }
+
+  @Test func strataCopiesAFileStoreIntoANewSchemaOnTheServer() throws {
+    let file = temporaryStore()
+    for (title, date) in [("Heat", "1995-12-15"), ("Amélie", "2001-04-25"), ("Zodiac", "2007-03-02")] {
+      let add = try faveFlicks("add", "--title", title, "--genre", "Drama", "--release-date", date, "--path", file)
+      #expect(add.status == 0, "\(add.stderr)")
+    }
+    let server = try PostgresServer.freshLocation()
+    let copy = try Executables.run("strata", ["copy", file, server, "--to", "postgres", "--json"])
+    #expect(copy.status == 0, "\(copy.stderr)")
+    let report = try #require(try JSONSerialization.jsonObject(with: Data(copy.stdout.utf8)) as? [String: Any])
+    #expect(report["objects"] as? Int == 3 && report["destinationType"] as? String == "postgres", "\(copy.stdout)")
+    func titles(_ location: String) throws -> [String] {
+      let fetched = try Executables.run("strata", ["fetch", location, "--entity", "Movie", "--sort", "title", "--json"])
+      #expect(fetched.status == 0, "\(fetched.stderr)")
+      let rows = try #require(try JSONSerialization.jsonObject(with: Data(fetched.stdout.utf8)) as? [[String: Any]])
+      return rows.map { row in
+        row.filter { $0.key != "objectID" }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+      }
+    }
+    #expect(try titles(server) == titles(file))
+    let list = try faveFlicks("--store", "postgres", "--path", server, "list", "--json")
+    #expect(list.status == 0 && list.stdout.contains("Zodiac"), "\(list.stderr)")
+
+    let again = try Executables.run("strata", ["copy", file, server, "--to", "postgres"])
+    #expect(again.status == 1 && again.stderr.contains("already holds a store"), "\(again.stderr)")
+    let fresh = try PostgresServer.freshLocation()
+    let missing = try Executables.run("strata", ["copy", file + ".none", fresh, "--to", "postgres"])
+    #expect(missing.status == 1 && missing.stderr.contains("there is no store at"), "\(missing.stderr)")
+    let nothing = try Executables.run("strata", ["info", fresh])
+    #expect(nothing.status != 0, "nothing was created at \(fresh): \(nothing.stdout)")
+  }
 }

@@ -4,6 +4,7 @@ import Foundation
 import Strata
 import StrataLMDB
 import StrataMemory
+import StrataPostgres
 import StrataSQLite
 
 final class BenchItem: ManagedObject {
@@ -77,7 +78,7 @@ func freshDirectory() throws -> URL {
 }
 
 func benchContainer(_ store: StoreDescription) throws -> PersistentContainer {
-  let registry = StoreRegistry([SQLiteStoreFactory(), LMDBStoreFactory(), MemoryStoreFactory()])
+  let registry = StoreRegistry([SQLiteStoreFactory(), LMDBStoreFactory(), MemoryStoreFactory(), PostgresStoreFactory()])
   let container = PersistentContainer(
     name: "Bench", model: try ObjectModel(types: [BenchItem.self, BenchUnique.self]),
     types: [BenchItem.self, BenchUnique.self], registry: registry)
@@ -353,11 +354,13 @@ struct Options {
       case "--rows": rows = Int(iterator.next() ?? "") ?? rows
       case "--runs": runs = max(1, Int(iterator.next() ?? "") ?? runs)
       case "--only": only = iterator.next()
+      case "--postgres-uri": _ = iterator.next()  // read by postgresBenchURI (PostgresBench.swift)
       case "--help", "-h":
         print(
           """
           strata-bench: measures Strata against raw SQLite and LMDB loops in one run (use a release build).
           usage: strata-bench [--rows N] [--runs N] [--only sqlite|lmdb|history|migration|lmdb-migration]
+                 strata-bench --only postgres|postgres-concurrent [--postgres-uri URI] (or STRATA_POSTGRES_URI)
             --rows N   rows per scenario (default 100000)
             --runs N   runs per scenario; medians are printed (default 3)
             --only B   run only the scenarios of one backend, the history comparison, the SQLite migration
@@ -634,6 +637,12 @@ do {
   }
   if !migration.strata.isEmpty {
     report("migrate_add_rename_\(options.rows)", "sqlite", strata: migration.strata, raw: migration.raw)
+  }
+  switch options.only {
+  case "postgres": try runPostgresBench(rows, rowDictionaries, runs: options.runs, uri: postgresBenchURI(CommandLine.arguments))
+  case "postgres-concurrent": try runPostgresConcurrent(uri: postgresBenchURI(CommandLine.arguments))
+  case "postgres-saver": try runPostgresSaver(uri: postgresBenchURI(CommandLine.arguments))
+  default: break
   }
 } catch {
   FileHandle.standardError.write(Data("strata-bench: error: \(error)\n".utf8))

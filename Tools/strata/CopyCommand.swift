@@ -8,15 +8,17 @@ struct CopyCommand: ParsableCommand {
     commandName: "copy",
     abstract: "Copy every object of a store into a new store of another (or the same) backend.",
     discussion:
-      "The source is opened read-only; the destination must not exist yet. The copy is written beside it and renamed into place once whole, so the destination holds a complete store or nothing. Objects get new IDs in the new store; persistent history is not copied."
+      "The source is opened read-only; the destination must not exist yet. The copy is written beside it and renamed into place once whole, so the destination holds a complete store or nothing. Objects get new IDs in the new store; persistent history is not copied.\n\nFor --to postgres the destination is a URI (postgresql://user@host/database/schema): its schema must hold no store; the store is created there, and dropped again when the copy fails."
   )
 
   @OptionGroup var location: StoreLocation
 
-  @Argument(help: ArgumentHelp("Where to create the new store (a directory for lmdb).", valueName: "destination"))
+  @Argument(
+    help: ArgumentHelp(
+      "Where to create the new store (a directory for lmdb, a postgresql:// URI for postgres).", valueName: "destination"))
   var destination: String
 
-  @Option(name: .customLong("to"), help: ArgumentHelp("The new store's backend: sqlite or lmdb.", valueName: "type"))
+  @Option(name: .customLong("to"), help: ArgumentHelp("The new store's backend: sqlite, lmdb or postgres.", valueName: "type"))
   var destinationType: StoreType
 
   @Flag(help: "Print one JSON object instead of text.")
@@ -37,6 +39,15 @@ struct CopyCommand: ParsableCommand {
       let factory = try StoreFlags.backends.storeFactory(for: destinationType)
       guard factory.requiresLocation else {
         throw ToolError("the \(destinationType) store keeps nothing in a file: there is nothing to copy into")
+      }
+      if let server = URL(string: destination), let scheme = server.scheme, scheme != "file" {
+        let report = try copyToServer(server, factory: factory)
+        print(
+          json
+            ? try jsonString(report)
+            : "Copied \(report.objects) objects from \(report.source) (\(report.sourceType)) to \(report.destination) (\(report.destinationType))."
+        )
+        return
       }
       let path = URL(fileURLWithPath: (destination as NSString).expandingTildeInPath).standardizedFileURL.path
       guard !path.isEmpty else { throw ToolError("the destination path is empty") }
@@ -90,6 +101,35 @@ struct CopyCommand: ParsableCommand {
           ? try jsonString(report)
           : "Copied \(report.objects) objects from \(report.source) (\(report.sourceType)) to \(report.destination) (\(report.destinationType))."
       )
+    }
+  }
+
+  /// Copies into a store at a server location (a PostgreSQL schema), which must hold no store yet; a
+  /// store the copy created is destroyed again when the copy fails.
+  private func copyToServer(_ url: URL, factory: any PersistentStoreFactory) throws -> Report {
+    guard factory.recognizesStore(at: url) else {
+      throw ToolError("\(destination) is not a location of the \(destinationType) store")
+    }
+    do {
+      let existing = try factory.openStore(at: url, model: nil, options: StoreOptions(isReadOnly: true))
+      existing.close()
+      throw ToolError("\(destination) already holds a store: strata copies only into a new store")
+    } catch let error as StoreError where error.code == .notFound {
+      // No store there yet (nothing was created by looking).
+    }
+    return try location.withStore { source in
+      let created = try factory.openStore(at: url, model: source.model, options: StoreOptions())
+      do {
+        let objects = try StoreCopy.copy(from: source, to: created, author: "strata copy", progress: terminalProgress())
+        created.close()
+        return Report(
+          source: source.url?.path ?? location.path, sourceType: source.storeType.rawValue, destination: destination,
+          destinationType: destinationType.rawValue, objects: objects)
+      } catch {
+        created.close()
+        try? factory.destroyStore(at: url)
+        throw error
+      }
     }
   }
 }
