@@ -48,6 +48,9 @@ extension Conformance {
     case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, migration, queryLimits, creation, copy
     /// A migration interrupted by killing the worker process at many moments: the store always opens whole.
     case migrationCrash
+    /// Codable attributes (arrays, sets, dictionaries, structs) and enum attributes: storage, predicates,
+    /// values that no longer decode.
+    case compositeAttributes
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
@@ -121,6 +124,7 @@ extension Conformance {
     case .creation: try await creation(backend)
     case .copy: try await copy(backend)
     case .migrationCrash: try await migrationCrash(backend)
+    case .compositeAttributes: try await compositeAttributes(backend)
     }
   }
 }

@@ -186,6 +186,14 @@ struct SQLiteQueryCompiler {
     default:
       throw StoreError(.unsupported, "this expression is not supported in a fetch of \(root.name)", entity: root.name)
     }
+    if let leftPath, leftPath.isJSON, case .attribute(let attribute, _) = leftPath.terminal,
+      case .constant(let rhs) = comparison.right
+    {
+      // A Codable attribute: strata_json runs JSONComparison, the evaluator's own rules.
+      let alias = joinToOne(leftPath.hops[...], from: rootAlias, scope: 0, prefix: "")
+      let test = SQLiteFunctions.jsonTest(leftPath, comparison, rhs)
+      return Fragment("\(SQLiteFunctions.jsonFunction)(\(alias).\(quote(attribute.name)), ?)", [.text(test)])
+    }
     let right = try operand(comparison.right, against: leftPath?.valueKind)
     let op = comparison.op
     let options = comparison.options
