@@ -23,13 +23,13 @@ public struct DishAddress: CodableAttribute, Hashable, Sendable {
 }
 
 /// A `String` enum attribute of ``Dish``.
-public enum DishCourse: String, EnumAttribute, CaseIterable, Sendable {
+public enum DishCourse: String, EnumAttribute, CaseIterable, Codable, Sendable {
   /// The courses.
   case starter, main, dessert
 }
 
 /// An `Int` enum attribute of ``Dish``, with a fallback for raw values it does not know.
-public enum DishSpice: Int, EnumAttribute, CaseIterable, Sendable {
+public enum DishSpice: Int, EnumAttribute, CaseIterable, Codable, Sendable {
   /// The spice levels.
   case unknown = 0, mild = 1, medium = 2, hot = 3
   /// A level a newer version wrote reads as `.unknown`.
@@ -57,7 +57,7 @@ public final class Dish: ManagedObject {
 }
 
 extension Conformance {
-  struct DishSeed {
+  struct DishSeed: Encodable {
     var name: String
     var tags: [String]
     var scores: [Int]
@@ -217,6 +217,61 @@ extension Conformance {
 
     try await undecodableValues(backend, container, url)
     if backend.capabilities.contains(.migration) { try scalarsBecomeCodable(backend) }
+    try plainValues()
+  }
+
+  /// NSPredicate's cases over plain values (GNUstep's tests among them), answers written out by hand.
+  static let plainValueCases: [(format: String, arguments: [any PredicateArgument & Sendable], value: Value, expected: Bool)] = [
+    ("SELF == 'Do'", [], "Do", true),
+    ("SELF == 'Do'", [], "do", false),
+    ("SELF ==[c] 'do'", [], "Do", true),
+    ("SELF BETWEEN {1, 3}", [], 2, true),
+    ("SELF BETWEEN {1, 3}", [], 4, false),
+    ("self IN %@", [["a", "b"]], "b", true),
+    ("self IN %@", [["a", "b"]], "c", false),
+    ("SELF BEGINSWITH 'aaa'", [], "aaab", true),
+    ("SELF LIKE[c] 'A?C*'", [], "abcd", true),
+    ("SELF MATCHES '[0-9]+'", [], "1234", true),
+    ("SELF MATCHES '[0-9]+'", [], "12a", false),
+    ("SELF.@count == 3", [], [1, 2, 3], true),
+    ("SELF.@sum == 6", [], [1, 2, 3], true),
+    ("SELF.@avg == 2", [], [1, 2, 3], true),
+    ("SELF.@max == 'c'", [], ["a", "c", "b"], true),
+    ("SELF CONTAINS 2", [], [1, 2, 3], true),
+    ("ANY SELF > 2", [], [1, 2, 3], true),
+    ("ALL SELF > 2", [], [1, 2, 3], false),
+    ("SELF == nil", [], nil, true),
+    ("SELF > %@", [SampleData.date("2001-01-02")], .date(SampleData.date("2001-01-03")), true),
+  ]
+
+  /// Predicates over plain values agree with the store: every composite case over the seeds as Codable
+  /// values, NSPredicate's plain-value cases, dictionaries with missing keys.
+  static func plainValues() throws {
+    for testCase in compositeCases {
+      let predicate = try QueryPredicate(format: testCase.format, argumentArray: testCase.arguments)
+      #expect(Set(try dishes.filter(predicate).map(\.name)) == testCase.expected, "plain \(testCase.format)")
+    }
+    for testCase in plainValueCases {
+      let predicate = try QueryPredicate(format: testCase.format, argumentArray: testCase.arguments)
+      #expect(try predicate.evaluate(with: testCase.value) == testCase.expected, "\(testCase.format) with \(testCase.value)")
+    }
+    let strings = ["aaa1", "b", "aaa2", "ba"]
+    #expect(try strings.filter(QueryPredicate(format: "self BEGINSWITH 'aaa'")) == ["aaa1", "aaa2"])
+    let record: [String: Value] = ["name": "Heat", "year": 1995, "list": ["a", "b"]]
+    #expect(try QueryPredicate(format: "list CONTAINS 'a'").evaluate(with: record))
+    #expect(try QueryPredicate(format: "'a' IN list").evaluate(with: record))
+    #expect(try QueryPredicate(format: "ANY %K == %@", "list", "b").evaluate(with: record))
+    #expect(try QueryPredicate(format: "name ==[c] 'heat' AND year > 1990").evaluate(with: record))
+    #expect(try QueryPredicate(format: "missing == nil").evaluate(with: record))
+    #expect(try !QueryPredicate(format: "missing == 'x'").evaluate(with: record))
+    #expect(try QueryPredicate(format: "missing != 'x'").evaluate(with: record))
+    _ = expectStoreError(.invalidQuery, "a string operator with a number") {
+      try QueryPredicate(format: "SELF BEGINSWITH 3").evaluate(with: "3")
+    }
+    let error = expectStoreError(.unsupported, "two key paths") {
+      try QueryPredicate(format: "name == year").evaluate(with: record)
+    }
+    #expect(error?.message.contains("value.v") == false, "\(error?.message ?? "")")
   }
 
   /// A migration that changes scalar attributes to Codable ones: each value becomes a one-element array
