@@ -252,6 +252,8 @@ final class KeyPathRecorder {
   func isDirectRead(of result: Any) -> Bool {
     guard let sentinel else { return true }
     guard let value = result as? any AttributeValue else { return false }
+    // An enum or Codable value cannot hold the sentinel: one attribute read is taken as the key path.
+    if type(of: value).checksStoredValues { return true }
     return value.storedValue == sentinel
   }
 
