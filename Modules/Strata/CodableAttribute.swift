@@ -1,7 +1,7 @@
 import Foundation
 internal import StrataStoreKit
 
-/// A `Codable` value type an `@Attribute` can hold, stored as canonical JSON (``AttributeType/json``).
+/// A `Codable` value type an `@Attribute` can hold, stored as canonical JSON (`AttributeType.json`).
 ///
 /// Arrays, sets and string-keyed dictionaries of `Codable` elements conform already; a struct (or any
 /// other `Codable` type) adopts the protocol and names the value a non-optional attribute starts with:

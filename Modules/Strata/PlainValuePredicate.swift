@@ -42,7 +42,7 @@ extension QueryPredicate {
 
 extension Sequence where Element: Encodable {
   /// The elements that match `predicate`, with `SELF` bound to each, in order (see
-  /// ``QueryPredicate/evaluate(with:)-(Encodable)``).
+  /// `QueryPredicate.evaluate(with:)`).
   ///
   /// ```swift
   /// struct Film: Codable { var title: String; var tags: [String] }

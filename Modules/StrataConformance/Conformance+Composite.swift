@@ -211,6 +211,14 @@ extension Conformance {
     _ = expectStoreError(.unsupported, "a Codable key path compared with a key path") {
       try fresh.fetch(FetchRequest<Dish>(format: "address.city == name"))
     }
+    _ = expectStoreError(.unsupported, "an expression reading inside a Codable attribute") {
+      try fresh.fetch(FetchRequest<Dish>(format: "lowercase:(address.city) == 'paris'"))
+    }
+    var inside = FetchRequest<Dish>()
+    inside.propertiesToFetch = [.keyPath("address.city")]
+    _ = expectStoreError(.unsupported, "a dictionary result reading inside a Codable attribute") {
+      try fresh.fetchDictionaries(inside)
+    }
     _ = expectStoreError(.invalidQuery, "sorting by a Codable attribute") {
       try fresh.fetch(FetchRequest<Dish>(sortDescriptors: [QuerySort("tags")]))
     }
