@@ -7,7 +7,8 @@ import Foundation
 /// - The stored text is read as a ``JSONText/Node``; each member of the key path (`address.city`) reads
 ///   that key of an object (`null` when missing or when the value is not an object).
 /// - A trailing `@count` counts an array's elements or an object's keys (nil for anything else);
-///   `@sum`/`@avg`/`@min`/`@max` fold an array's scalar elements as ``CollectionFunction/fold(_:)`` does.
+///   `@sum`/`@avg` fold an array's numbers (Booleans as 1/0, other elements skipped); `@min`/`@max` the
+///   smallest or largest of an array's non-nil elements when they are all numbers or all strings, else nil.
 /// - `ANY`/`ALL`/`NONE` range over ``JSONText/Node/elements``; an array or object element matches nothing.
 /// - Without a modifier, `CONTAINS` is membership for an array (an element equal under the options),
 ///   substring for a string; every other operator compares a scalar by the value rules; an array or object
@@ -68,9 +69,14 @@ package enum JSONComparison {
       case .object(let members): return .int(Int64(members.count))
       case .scalar: return .null
       }
-    case .sum, .avg, .min, .max:
+    case .sum, .avg:
       guard case .array(let items) = node else { return .null }
-      return fold.function.fold(items.compactMap(\.scalar))
+      return fold.function.fold(items.compactMap(\.scalar).filter(\.isJSONNumber))
+    case .min, .max:
+      guard case .array(let items) = node else { return .null }
+      let values = items.compactMap(\.scalar).filter { !$0.isNull }
+      let alike = values.allSatisfy(\.isJSONNumber) || values.allSatisfy { $0.stringValue != nil }
+      return alike ? fold.function.fold(values) : .null
     }
   }
 
@@ -100,6 +106,16 @@ package enum JSONComparison {
         return items.contains { $0.scalar.map { ValueComparison.equal($0, test.rhs, test.options) } ?? false }
       }
       return try matches(node)
+    }
+  }
+}
+
+extension Value {
+  /// Whether a JSON scalar is a number (JSON `true`/`false` count as 1/0).
+  fileprivate var isJSONNumber: Bool {
+    switch self {
+    case .int, .double, .bool: true
+    default: false
     }
   }
 }

@@ -17,6 +17,13 @@ enum JSONComparisonRules {
       throw refuse(
         "\(modifier.rawValue.uppercased()) needs a collection, but '\(path.keyPath)' of \(entity.name) is a single value")
     }
+    if let fold = path.memberFold, fold == .count || fold == .sum || fold == .avg {
+      let items: [Value]
+      if case .array(let elements) = constant { items = elements } else { items = [constant] }
+      if let bad = items.first(where: { !$0.isNull && $0.numericValue == nil }) {
+        throw refuse("'\(path.keyPath)' of \(entity.name) is a number and cannot be compared with \(bad) (\(bad.kindName))")
+      }
+    }
     if path.isWholeJSON && modifier == .direct {
       let isNilTest = (op == .equalTo || op == .notEqualTo) && constant.isNull
       guard isNilTest || op == .contains else {

@@ -40,7 +40,7 @@ extension PostgresQueryCompiler {
 
   /// What `ANY`/`ALL`/`NONE` range over: an array's elements, none for null, the value itself otherwise.
   private static func elements(_ node: String) -> String {
-    "CASE jsonb_typeof(\(node)) WHEN 'array' THEN \(node) WHEN 'null' THEN '[]'::jsonb ELSE jsonb_build_array(\(node)) END"
+    "CASE COALESCE(jsonb_typeof(\(node)), 'null') WHEN 'array' THEN \(node) WHEN 'null' THEN '[]'::jsonb ELSE jsonb_build_array(\(node)) END"
   }
 
   /// One JSON value `e` compared with `rhs`: an array or object is only `!= nil`, a scalar compares by the
@@ -99,11 +99,19 @@ extension PostgresQueryCompiler {
     case .sum: value = "COALESCE(SUM(\(number("j.e"))), 0)"
     case .avg: value = "AVG(\(number("j.e")))"
     case .min, .max:
+      // Defined when the non-null elements are all strings or all numbers (Booleans as 1/0).
       let function = fold == .min ? "MIN" : "MAX"
-      if rhs.stringValue != nil {
-        value = "\(function)((CASE WHEN jsonb_typeof(j.e) = 'string' THEN j.e #>> '{}' END) COLLATE \"C\")"
-      } else {
-        value = "\(function)(\(number("j.e")))"
+      let present = "count(*) FILTER (WHERE jsonb_typeof(j.e) NOT IN ('null', 'array', 'object'))"
+      let strings = "count(*) FILTER (WHERE jsonb_typeof(j.e) = 'string')"
+      let numbers = "count(*) FILTER (WHERE jsonb_typeof(j.e) IN ('number', 'boolean'))"
+      switch rhs {
+      case .string:
+        value =
+          "CASE WHEN \(present) = \(strings) THEN \(function)((CASE WHEN jsonb_typeof(j.e) = 'string' THEN j.e #>> '{}' END) COLLATE \"C\") END"
+      case .null:
+        value = "CASE WHEN \(present) > 0 AND (\(present) = \(strings) OR \(present) = \(numbers)) THEN 1 END"
+      default:
+        value = "CASE WHEN \(present) = \(numbers) THEN \(function)(\(number("j.e"))) END"
       }
     }
     return "(CASE WHEN jsonb_typeof(\(node)) = 'array' THEN (SELECT \(value) FROM \(rows)) END)"
