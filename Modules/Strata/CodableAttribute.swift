@@ -41,12 +41,14 @@ extension CodableAttribute {
 
 /// The JSON coding of Codable attributes, shared by every conformance.
 enum CodableAttributeCoding {
+  /// The canonical JSON of `value`; for a value `JSONEncoder` refuses (a NaN or an infinity), empty text,
+  /// which no store accepts as JSON: the save fails with `.validation` naming the entity and key.
   static func encode(_ value: some Encodable) -> Value {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     guard let data = try? encoder.encode(value), let text = String(data: data, encoding: .utf8),
       let canonical = JSONText.canonical(text)
-    else { return .null }
+    else { return .string("") }
     return .string(canonical)
   }
 
@@ -54,7 +56,7 @@ enum CodableAttributeCoding {
   static func encodeSorted<S: Sequence>(_ elements: S) -> Value where S.Element: Encodable {
     var texts: [String] = []
     for element in elements {
-      guard case .string(let text) = encode(element) else { return .null }
+      guard case .string(let text) = encode(element), !text.isEmpty else { return .string("") }
       texts.append(text)
     }
     texts.sort { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }

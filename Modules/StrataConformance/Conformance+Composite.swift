@@ -56,6 +56,12 @@ public final class Dish: ManagedObject {
   @Attribute public var spice: DishSpice?
 }
 
+/// An entity with a `[Double]` attribute, for a value JSON cannot hold.
+public final class JSONInvalid: ManagedObject {
+  /// Readings (`[Double]`).
+  @Attribute public var readings: [Double]
+}
+
 extension Conformance {
   struct DishSeed: Encodable {
     var name: String
@@ -88,6 +94,7 @@ extension Conformance {
   ]
 
   static let allDishes: Set<String> = Set(dishes.map(\.name))
+  static let dishTypes: [ManagedObject.Type] = [Dish.self, JSONInvalid.self]
 
   /// Predicates over Codable and enum attributes; the expected names worked out by hand from ``dishes``.
   static let compositeCases: [PredicateCase] = [
@@ -151,7 +158,7 @@ extension Conformance {
   /// and enums; errors for unsupported comparisons and sorts; a value that no longer decodes and an unknown
   /// enum raw value are `.corrupted` errors naming the object and key, and the store stays as it was.
   public static func compositeAttributes(_ backend: ConformanceBackend) async throws {
-    let (container, url) = try backend.container(types: [Dish.self])
+    let (container, url) = try backend.container(types: dishTypes)
     let context = container.viewContext
     for seed in dishes {
       let dish = Dish(context: context)
@@ -166,7 +173,7 @@ extension Conformance {
     }
     try context.save()
 
-    let fresh = try backend.freshContext(container, url, types: [Dish.self])
+    let fresh = try backend.freshContext(container, url, types: dishTypes)
     let read = try fresh.fetch(FetchRequest<Dish>(sortDescriptors: [QuerySort("name")]))
     #expect(read.map(\.name) == dishes.map(\.name).sorted())
     for dish in read {
@@ -224,6 +231,23 @@ extension Conformance {
     }
 
     try await undecodableValues(backend, container, url)
+
+    // A value JSON cannot hold (NaN) fails the save with .validation naming the key; nothing is written.
+    let writer = try backend.freshContext(container, url, types: dishTypes)
+    let spoilt = try #require(try writer.fetch(FetchRequest<Dish>(format: "name == 'Chili'")).first)
+    spoilt.labels = ["heat": "high"]
+    let nan = Dish(context: writer)
+    nan.name = "NaN"
+    nan.address = DishAddress(street: "x", city: "y", zip: 1)
+    nan.tags = ["fine"]
+    nan.scores = [1]
+    let invalid = JSONInvalid(context: writer)
+    invalid.readings = [1, .nan]
+    let saveError = expectStoreError(.validation, "a NaN in a Codable attribute") { try writer.save() }
+    #expect(saveError?.key == "readings" || saveError?.message.contains("readings") == true, "\(saveError?.message ?? "")")
+    writer.rollback()
+    let after = try backend.freshContext(container, url, types: dishTypes)
+    #expect(try after.count(for: FetchRequest<Dish>(format: "name == 'NaN' OR labels.heat == 'high'")) == 0)
     if backend.capabilities.contains(.migration) { try scalarsBecomeCodable(backend) }
     try plainValues()
     try randomDocuments(backend)
@@ -437,7 +461,7 @@ extension Conformance {
       entityName: "Dish", predicate: try QueryPredicate(format: "name == 'Ramen'"),
       propertiesToUpdate: ["address": .constant(.string(#"["not","an","address"]"#))])
     _ = try live.execute(breakAddress)
-    let reader = try backend.freshContext(container, url, types: [Dish.self])
+    let reader = try backend.freshContext(container, url, types: dishTypes)
     let error = expectStoreError(.corrupted, "an address that no longer decodes") {
       try reader.fetch(FetchRequest<Dish>())
     }
@@ -452,7 +476,7 @@ extension Conformance {
       entityName: "Dish", predicate: try QueryPredicate(format: "name == 'Salad'"),
       propertiesToUpdate: ["course": .constant("brunch"), "spice": .constant(9)])
     _ = try live.execute(breakCourse)
-    let second = try backend.freshContext(container, url, types: [Dish.self])
+    let second = try backend.freshContext(container, url, types: dishTypes)
     let courseError = expectStoreError(.corrupted, "an unknown enum raw value") {
       try second.fetch(FetchRequest<Dish>(format: "name == 'Salad'"))
     }
