@@ -59,15 +59,16 @@ extension BubbleTeaFinderCommand {
     @Flag(help: "Only venues with special offers.") var deals = false
     @Flag(help: "Only venues less than \(VenueFilter.walkingDistance) m away.") var walking = false
     @Flag(help: "Only venues with tips.") var tips = false
+    @Option(help: "Only venues with a Foursquare category of this name (any case, accents or not).") var category: String?
     @Option(help: "The order: name, name-desc, distance or price.") var sort: VenueSort = .name
     @Flag(help: "Fetch with an asynchronous fetch request, read in chunks on a background context.")
     var async = false
-    @Flag(help: "Print a JSON array of venues (name, priceCategory, specialCount, distance, favorite, …).")
+    @Flag(help: "Print a JSON array of venues (name, priceCategory, categories, specialCount, distance, favorite, …).")
     var json = false
 
     func run() throws {
       try runReportingErrors(tool: "bubble-tea-finder") {
-        let filter = VenueFilter(price: price, deals: deals, walking: walking, tips: tips)
+        let filter = VenueFilter(price: price, deals: deals, walking: walking, tips: tips, category: category)
         let finder = try openFinder(storeOptions, readingOnly: true)
         let venues =
           async

@@ -6,6 +6,7 @@ public final class Venue: ManagedObject {
   @Attribute public var phone: String?
   @Attribute public var specialCount: Int
   @Attribute public var favorite: Bool = false
+  @Attribute public var categories: [String]
   @Relationship(inverse: "venue", deleteRule: .cascade) public var location: Location?
   @Relationship(inverse: "venue", deleteRule: .cascade) public var priceInfo: PriceInfo?
   @Relationship(inverse: "venue", deleteRule: .cascade) public var stats: Stats?
@@ -26,7 +27,7 @@ public final class Location: ManagedObject {
 }
 
 public final class PriceInfo: ManagedObject {
-  @Attribute public var priceCategory: String
+  @Attribute public var priceCategory: PriceCategory
   @Relationship(inverse: "priceInfo") public var venue: Venue?
 }
 

@@ -11,14 +11,20 @@ public struct VenueFinder: Sendable {
 
   public static let venuesByPriceTemplate = "VenuesByPrice"
 
+  /// The current model (version "2" of ``migrationPlan()``).
   public static func makeModel() throws -> ObjectModel {
     let byPrice = FetchDescription(
       entityName: "Venue", predicate: try QueryPredicate(format: "priceInfo.priceCategory == $PRICE"))
     return try ObjectModel(types: types, fetchRequestTemplates: [venuesByPriceTemplate: byPrice])
   }
 
+  /// A container of the current model with `store` loaded; a store written by an earlier version migrates
+  /// when it opens.
   public static func makeContainer(store: StoreDescription, registry: StoreRegistry) throws -> PersistentContainer {
-    try PersistentContainer.loaded(name: name, model: try makeModel(), types: types, store: store, registry: registry)
+    let container = PersistentContainer(name: name, plan: try migrationPlan(), types: types, registry: registry)
+    container.storeDescriptions = [store]
+    try container.loadPersistentStores()
+    return container
   }
 
   public init(container: PersistentContainer) {
@@ -87,7 +93,7 @@ public struct VenueFinder: Sendable {
 
     if let price = seed.price {
       let priceInfo = PriceInfo(context: context)
-      priceInfo.priceCategory = price.currency
+      priceInfo.priceCategory = PriceCategory(rawValue: price.currency) ?? .cheap
       venue.priceInfo = priceInfo
     }
 
@@ -97,6 +103,7 @@ public struct VenueFinder: Sendable {
     stats.tipCount = seed.stats.tipCount
     venue.stats = stats
 
+    venue.categories = seed.categories?.map(\.name) ?? []
     if let first = seed.categories?.first {
       let category = Category(context: context)
       category.name = first.name
@@ -136,9 +143,9 @@ public struct VenueFinder: Sendable {
   /// predicate and of a stored template, and a sum.
   public func stats() throws -> VenueStats {
     let cheap = try context.count(
-      for: FetchRequest<Venue>(format: "priceInfo.priceCategory == %@", PriceCategory.cheap.rawValue))
+      for: FetchRequest<Venue>(format: "priceInfo.priceCategory == %@", PriceCategory.cheap))
     let moderate = try context.count(
-      for: FetchRequest<Venue>(format: "priceInfo.priceCategory == %@", PriceCategory.moderate.rawValue))
+      for: FetchRequest<Venue>(format: "priceInfo.priceCategory == %@", PriceCategory.moderate))
     let expensive = try context.count(
       for: try container.model.fetchRequestFromTemplate(
         named: Self.venuesByPriceTemplate, substitutionVariables: ["PRICE": PriceCategory.expensive.rawValue],

@@ -18,6 +18,8 @@ public struct VenueRecord: Sendable, Hashable, Codable {
   public var lat: Double?
   public var lng: Double?
   public var categoryName: String?
+  /// Every Foursquare category of the venue, the primary one first.
+  public var categories: [String]
   public var checkinsCount: Int?
   public var usersCount: Int?
   public var tipCount: Int?
@@ -27,7 +29,7 @@ public struct VenueRecord: Sendable, Hashable, Codable {
     phone = venue.phone
     specialCount = venue.specialCount
     favorite = venue.favorite
-    priceCategory = venue.priceInfo?.priceCategory
+    priceCategory = venue.priceInfo?.priceCategory.rawValue
     let location = venue.location
     distance = location?.distance
     address = location?.address
@@ -39,6 +41,7 @@ public struct VenueRecord: Sendable, Hashable, Codable {
     lat = location?.lat
     lng = location?.lng
     categoryName = venue.category?.name
+    categories = venue.categories
     let stats = venue.stats
     checkinsCount = stats?.checkinsCount
     usersCount = stats?.usersCount

@@ -73,6 +73,13 @@ public struct Attribute<Value: AttributeValue> {
     slot: Int32, options: AttributeOptions, defaultValue: StrataCore.Value?, minimum: Double?, maximum: Double?,
     minimumLength: Int?, maximumLength: Int?, pattern: String?, originalName: String?
   ) {
+    if Value.checksStoredValues {
+      SlotState.declareValueCheck(slot, Value.self)
+    }
+    var defaultValue = defaultValue
+    if defaultValue == nil, Value.attributeType == .json, !Value.isOptionalAttribute {
+      defaultValue = Value.zero.storedValue
+    }
     SlotState.declare(
       slot,
       .attribute(

@@ -20,10 +20,15 @@ public protocol AttributeValue {
   init?(storedValue: Value)
   /// The value as stored.
   var storedValue: Value { get }
+  /// Whether a stored value can fail to convert (``CodableAttribute``, ``EnumAttribute``): fetches then
+  /// check every such value and throw `.corrupted` naming the entity, object and key rather than hand
+  /// out an object that cannot read it. `false` by default.
+  static var checksStoredValues: Bool { get }
 }
 
 extension AttributeValue {
   public static var isOptionalAttribute: Bool { false }
+  public static var checksStoredValues: Bool { false }
 }
 
 extension Int64: AttributeValue {
@@ -171,6 +176,7 @@ extension URL: AttributeValue {
 extension Optional: AttributeValue where Wrapped: AttributeValue {
   public static var attributeType: AttributeType { Wrapped.attributeType }
   public static var isOptionalAttribute: Bool { true }
+  public static var checksStoredValues: Bool { Wrapped.checksStoredValues }
   @inlinable public static var zero: Wrapped? { nil }
   @inlinable public init?(storedValue: Value) {
     if case .null = storedValue {

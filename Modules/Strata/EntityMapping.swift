@@ -18,6 +18,9 @@ final class ClassLayout: @unchecked Sendable {
   let names: [String]
   /// Declarations by slot.
   let declarations: [PrototypeCollector.Declaration]
+  /// By attribute name: whether a stored value decodes as the property's Swift type (Codable and enum
+  /// attributes only).
+  private(set) var valueChecks: [String: any AttributeValue.Type] = [:]
 
   private init(objectClass: ManagedObject.Type, names: [String], declarations: [PrototypeCollector.Declaration]) {
     self.objectClass = objectClass
@@ -68,6 +71,9 @@ final class ClassLayout: @unchecked Sendable {
       declarations.append(declaration)
     }
     let layout = ClassLayout(objectClass: type, names: names, declarations: declarations)
+    for (slot, check) in collector.valueChecks {
+      if let name = namesBySlot[slot] { layout.valueChecks[name] = check }
+    }
     return cache.withLock { cache in
       if let existing = cache[ObjectIdentifier(type)] { return existing }
       cache[ObjectIdentifier(type)] = layout
@@ -155,6 +161,9 @@ final class EntityInfo: @unchecked Sendable {
   let hasRelationshipRules: Bool
   /// Whether the class checks single values (adopts ``ValueValidating``).
   let validatesValues: Bool
+  /// The attributes whose stored values may fail to decode as their Swift type (Codable and enum
+  /// attributes): a fetch checks them (see `ObjectContext.checkStoredValues`).
+  let valueChecks: [(index: Int, name: String, type: any AttributeValue.Type)]
 
   struct ValidatedAttribute {
     let index: Int
@@ -200,6 +209,12 @@ final class EntityInfo: @unchecked Sendable {
     attributeIndexBySlot = slotTargets.map { target in
       if case .attribute(let index) = target { index } else { -1 }
     }
+    valueChecks = layout.valueChecks.compactMap { name, check in
+      guard case .attribute(let attribute, let index)? = entity.property(named: name), !attribute.isTransient else {
+        return nil
+      }
+      return (index, name, check)
+    }
   }
 }
 
@@ -237,6 +252,8 @@ final class KeyPathRecorder {
   func isDirectRead(of result: Any) -> Bool {
     guard let sentinel else { return true }
     guard let value = result as? any AttributeValue else { return false }
+    // An enum or Codable value cannot hold the sentinel: one attribute read is taken as the key path.
+    if type(of: value).checksStoredValues { return true }
     return value.storedValue == sentinel
   }
 
@@ -247,6 +264,7 @@ final class KeyPathRecorder {
     case .double, .float: return .double(Double(n) + 0.5)
     case .decimal: return .decimal(Decimal(n))
     case .string: return .string("\u{1}strata-sentinel-\(slot)")
+    case .json: return .string("\"\u{1}strata-sentinel-\(slot)\"")
     case .bool: return .bool(true)
     case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(n)))
     case .data: return .data(Data([0x53, 0x54, UInt8(truncatingIfNeeded: slot)]))

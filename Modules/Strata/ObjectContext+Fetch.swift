@@ -133,6 +133,7 @@ extension ObjectContext {
             reserveRegistry(for: remaining + 1)
           }
           guard pending.deleted.isEmpty || !pending.deleted.contains(snapshot.objectID) else { return }
+          try checkStoredValues(snapshot)
           batch.append(snapshot)
           if batch.isFull {
             batch.drain { objects.append(materialize($0, asFault: asFault, deferringAwakeInto: &loaded)) }
@@ -310,7 +311,9 @@ extension ObjectContext {
       }
     }
     if !fromStore.isEmpty {
-      found += try requireStore().snapshots(for: fromStore, generation: generation ?? readGeneration)
+      let stored = try requireStore().snapshots(for: fromStore, generation: generation ?? readGeneration)
+      for snapshot in stored { try checkStoredValues(snapshot) }
+      found += stored
       takePermanentIDsFromParent()
     }
     return found

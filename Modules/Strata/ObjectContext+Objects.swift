@@ -84,6 +84,7 @@ extension ObjectContext {
     guard let snapshot = found.first else {
       throw StoreError(.notFound, "\(id) does not exist in the store", entity: id.entityName)
     }
+    try checkStoredValues(snapshot)
     return materialize(snapshot)
   }
 

@@ -120,6 +120,7 @@ extension ObjectContext {
     let found = try store.snapshots(for: missing, generation: readGeneration)
     takePermanentIDsFromParent()
     for snapshot in found {
+      try checkStoredValues(snapshot)
       keep(snapshot)
       result.append(snapshot)
     }

@@ -49,6 +49,12 @@ enum SlotState {
   static func declare(_ slot: Int32, _ declaration: PrototypeCollector.Declaration) {
     collector?.declarations[slot] = declaration
   }
+
+  /// Records how to tell whether a stored value decodes as the Swift type of the attribute of `slot`.
+  @usableFromInline
+  static func declareValueCheck(_ slot: Int32, _ check: any AttributeValue.Type) {
+    collector?.valueChecks[slot] = check
+  }
 }
 
 /// What the wrappers of a prototype declared, by slot.
@@ -65,4 +71,7 @@ final class PrototypeCollector {
   }
 
   var declarations: [Int32: Declaration] = [:]
+  /// By slot: whether a stored value decodes as the attribute's Swift type, for the types that can fail
+  /// (``CodableAttribute``, ``EnumAttribute``).
+  var valueChecks: [Int32: any AttributeValue.Type] = [:]
 }

@@ -51,6 +51,9 @@ extension Conformance {
     /// Saves and batch inserts interrupted by killing the worker process at random moments: every write is
     /// whole or absent, and none acknowledged is lost.
     case writeCrash
+    /// Codable attributes (arrays, sets, dictionaries, structs) and enum attributes: storage, predicates,
+    /// values that no longer decode.
+    case compositeAttributes
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
@@ -125,6 +128,7 @@ extension Conformance {
     case .copy: try await copy(backend)
     case .migrationCrash: try await migrationCrash(backend)
     case .writeCrash: try await writeCrash(backend)
+    case .compositeAttributes: try await compositeAttributes(backend)
     }
   }
 }

@@ -166,6 +166,10 @@ public struct AttributeMapping: Sendable, Hashable {
   /// - Any scalar but data becomes a string in its canonical text: integers and decimals in decimal
   ///   digits, doubles as Swift prints them (`0.1`, `1e+20`, `inf`), booleans `true`/`false`, dates in
   ///   ISO 8601 with milliseconds in UTC, UUIDs uppercase, URLs absolute.
+  /// - Any scalar but data becomes a Codable (``AttributeType/json``) attribute's one-element array, as
+  ///   `JSONEncoder` writes it (`"x"` → `["x"]`, a date → `[seconds since 2001]`): a `String` that becomes
+  ///   `[String]` keeps its value as the only element. (A struct cannot be inferred from a scalar: its
+  ///   objects then fail to decode, and a custom stage is needed.)
   /// - `nil` stays `nil` in an optional attribute and becomes ``fill`` in a required one.
   ///
   /// Over several versions, a value goes through each version step's conversion in turn.
@@ -186,6 +190,7 @@ public struct AttributeMapping: Sendable, Hashable {
       if case .int(let n) = value { return .double(Double(n)) }
       return value
     case .string: return .string(Self.canonicalText(value))
+    case .json: return .string(JSONText.text(of: .array([JSONText.node(from: value)])))
     default: return value
     }
   }
@@ -231,7 +236,7 @@ public struct EntityMapping: Sendable, Hashable {
 /// attributes added (optional, or with a default value), removed, renamed
 /// (``AttributeDescription/renamingIdentifier``), made required with a default value (stored nils take
 /// it) or optional, widened (integer 16 → 32 → 64, integer → double or decimal, float → double, any
-/// scalar but data → string), made
+/// scalar but data → string, any scalar but data → a Codable attribute's one-element array), made
 /// transient or stored; relationships added (optional to-one, or to-many), removed, renamed,
 /// made to-many, given another delete rule or count rules; indexes and uniqueness constraints added or
 /// removed; rule changes that store nothing; derived attributes added or given another derivation (the
@@ -610,6 +615,7 @@ private struct Inference {
     case (.int16, .decimal), (.int32, .decimal), (.int64, .decimal): return true
     case (.float, .double): return true
     case (_, .string): return old != .data
+    case (_, .json): return old != .data
     default: return false
     }
   }

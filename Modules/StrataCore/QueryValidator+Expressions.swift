@@ -26,6 +26,11 @@ struct ExpressionChecker {
       return (expression, Self.kind(of: value))
     case .keyPath(let keyPath):
       let path = try ResolvedKeyPath(keyPath, entity: entity, model: model)
+      guard path.members.isEmpty && path.memberFold == nil else {
+        throw StoreError(
+          .unsupported, "'\(path.keyPath)' reads inside a Codable attribute and cannot be used inside an expression",
+          entity: entity.name, key: path.keyPath)
+      }
       guard !path.isCollection else {
         throw StoreError(
           .invalidQuery,

@@ -112,6 +112,12 @@ public enum QueryValidator {
         "cannot sort \(entity.name) by '\(path.keyPath)': it crosses the to-many relationship \(toMany.source.name).\(toMany.relationship.name)",
         entity: entity.name, key: sort.keyPath)
     }
+    if path.isJSON {
+      throw StoreError(
+        .invalidQuery,
+        "cannot sort \(entity.name) by '\(path.keyPath)': it reads a Codable attribute, which has no order (sort by a scalar attribute)",
+        entity: entity.name, key: sort.keyPath)
+    }
     switch path.terminal {
     case .attribute: return path
     case .toMany(let rel):
@@ -188,6 +194,16 @@ private struct ComparisonChecker {
     var right = try operand(comparison.right)
     var op = comparison.op
     var modifier = comparison.modifier
+
+    // A Codable attribute compares by rules of its own (QueryValidator+JSON.swift).
+    if case .path(let path, _) = left, path.isJSON {
+      guard case .constant(let value) = right else { throw JSONComparisonRules.notConstant(path, entity: entity) }
+      return try JSONComparisonRules.check(path, op, value, modifier, comparison.options, entity: entity)
+    }
+    if case .path(let path, _) = right, path.isJSON {
+      guard case .constant(let value) = left else { throw JSONComparisonRules.notConstant(path, entity: entity) }
+      return try JSONComparisonRules.checkSwapped(value, op, path, modifier, comparison.options, entity: entity)
+    }
 
     // Put a computed expression on the left.
     if case .constant = left, case .computed = right {

@@ -94,6 +94,48 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// What a key path into a Codable attribute folds its array (or object) into: `tags.@count`,
+  /// `scores.@sum`, `@avg`, `@min`, `@max`.
+  public enum MemberFold: String, Sendable, Hashable, Codable, CaseIterable {
+    /// The number of elements of an array (or keys of an object).
+    case count = "@count"
+    /// The total of an array's numbers.
+    case sum = "@sum"
+    /// The mean of an array's numbers.
+    case avg = "@avg"
+    /// The smallest element of an array.
+    case min = "@min"
+    /// The largest element of an array.
+    case max = "@max"
+
+    /// The collection function that computes the same fold.
+    public var function: CollectionFunction {
+      switch self {
+      case .count: .count
+      case .sum: .sum
+      case .avg: .average
+      case .min: .min
+      case .max: .max
+      }
+    }
+  }
+
+  /// For a key path into a Codable (``AttributeType/json``) attribute: the members read inside its JSON
+  /// after the attribute (`["city"]` for `address.city`), empty otherwise.
+  public private(set) var members: [String] = []
+  /// For a key path into a Codable attribute: the fold that ends it (`tags.@count`), if any.
+  public private(set) var memberFold: MemberFold?
+
+  /// Whether the key path ends in a Codable (``AttributeType/json``) attribute or reads inside one;
+  /// such a key path is compared by the rules of docs/QUERY-SEMANTICS.md, "Codable attributes".
+  public var isJSON: Bool {
+    if case .attribute(let attribute, _) = terminal { return attribute.type == .json }
+    return false
+  }
+
+  /// Whether the key path reads the whole Codable attribute (no member, no fold).
+  public var isWholeJSON: Bool { isJSON && members.isEmpty && memberFold == nil }
+
   /// The key path as written (without a leading `SELF.`).
   public let keyPath: String
   /// The entity the key path starts from.
@@ -115,7 +157,8 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
 
   /// The kind of each value the key path yields.
   public var valueKind: ValueKind {
-    switch terminal {
+    if memberFold == .count { return .count }
+    return switch terminal {
     case .attribute(let a, _): .attribute(a.type)
     case .toOne(let rel, _), .toMany(let rel): .objectID(entity: rel.destination)
     case .count: .count
@@ -185,7 +228,9 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     var current = entity
     var hops: [Hop] = []
     var terminal = Terminal.object
-    for (position, name) in components.enumerated() {
+    var members: [String] = []
+    var memberFold: MemberFold?
+    components: for (position, name) in components.enumerated() {
       let isLast = position == components.count - 1
       if name.hasPrefix("@") {
         guard name == "@count" else {
@@ -213,6 +258,27 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
             .invalidQuery,
             "\(current.name).\(name) is transient; transient attributes are not stored and cannot be used in a fetch",
             entity: current.name, key: name)
+        }
+        if attribute.type == .json, !isLast {
+          terminal = .attribute(attribute, index: index)
+          members = Array(components[(position + 1)...])
+          if let last = members.last, let fold = MemberFold(rawValue: last.lowercased()) {
+            memberFold = fold
+            members.removeLast()
+          }
+          if let bad = members.first(where: { $0.hasPrefix("@") }) {
+            throw StoreError(
+              .invalidQuery,
+              "\(bad) cannot be used inside the Codable attribute \(current.name).\(name); only @count, @sum, @avg, @min or @max may end the key path\(context)",
+              entity: current.name, key: name)
+          }
+          if hops.contains(where: \.isToMany) {
+            throw StoreError(
+              .unsupported,
+              "a key path into the Codable attribute \(current.name).\(name) after a to-many relationship is not supported\(context)",
+              entity: current.name, key: name)
+          }
+          break components
         }
         guard isLast else {
           let next = components[position + 1]
@@ -242,6 +308,8 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
       }
     }
     self.init(keyPath: written, root: entity, hops: hops, terminal: terminal)
+    self.members = members
+    self.memberFold = memberFold
   }
 
   private init(
@@ -249,6 +317,12 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
   ) throws {
     let path = try ResolvedKeyPath(base, entity: entity, model: model)
     let context = " (in key path '\(written)' of \(entity.name))"
+    if path.isJSON, path.memberFold == nil, let fold = MemberFold(rawValue: op.rawValue) {
+      self.init(keyPath: path.keyPath + "." + op.rawValue, root: entity, hops: path.hops, terminal: path.terminal)
+      self.members = path.members
+      self.memberFold = fold
+      return
+    }
     guard case .attribute(let attribute, let index) = path.terminal, let last = path.hops.last, last.isToMany,
       !path.hops.dropLast().contains(where: \.isToMany)
     else {

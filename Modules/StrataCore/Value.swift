@@ -127,6 +127,10 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
   /// One case per Swift type an attribute can have: `Int16`, `Int32`, `Int64`, `Double`, `Float`, `Decimal`,
   /// `String`, `Bool`, `Date`, `Data`, `UUID` and `URL`.
   case int16, int32, int64, double, float, decimal, string, bool, date, data, uuid, url
+  /// A `Codable` value (a struct, `[String]`, `[String: Int]`, a `Set`), stored as canonical JSON text in a
+  /// `.string` value: keys sorted, a set's elements sorted, so equal values store equal bytes (see
+  /// ``JSONText``). Predicates read it as a tree: `tags CONTAINS 'a'`, `address.city ==[c] 'paris'`.
+  case json
 
   /// Whether values of this type are numbers that compare numerically.
   public var isNumeric: Bool {
@@ -146,6 +150,7 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
     case .double, .float: .double(0)
     case .decimal: .decimal(0)
     case .string: .string("")
+    case .json: .string("null")
     case .bool: .bool(false)
     case .date: .date(Date(timeIntervalSince1970: 0))
     case .data: .data(Data())
@@ -237,6 +242,8 @@ public enum AttributeType: String, Sendable, Hashable, Codable, CaseIterable {
     case (.decimal, .double(let d)): return Decimal.converting(d).map(Value.decimal)
     case (.decimal, .string(let s)): return Decimal(string: s).map(Value.decimal)
     case (.string, .string): return value
+    case (.json, .string(let text)): return JSONText.canonical(text).map(Value.string)
+    case (.json, _): return .string(JSONText.text(of: JSONText.node(from: value)))
     case (.bool, .bool): return value
     case (.bool, .int(let i)): return i == 0 || i == 1 ? .bool(i == 1) : Optional.none
     case (.date, .date): return value

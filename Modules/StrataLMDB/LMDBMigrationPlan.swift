@@ -107,6 +107,7 @@ struct LMDBMigrationPlan {
         return false
       }
       return RecordField(oldAttribute.type) == RecordField(attribute.attribute.type)
+        && (oldAttribute.type == .json) == (attribute.attribute.type == .json)
         && (attribute.convert(.null).isNull || !oldAttribute.isOptional)
     }
     return mapping.entity.toOneIndex(named: key) != nil && mapping.relationshipSources[key] == key

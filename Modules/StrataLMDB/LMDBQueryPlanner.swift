@@ -58,7 +58,8 @@ struct IndexPlan {
 
   private static func make(_ c: Comparison, table: LMDBSchema.Table, maxKeySize: Int, isWhole: Bool) -> IndexPlan? {
     guard c.modifier == .direct, c.options.isEmpty, case .keyPath(let name) = c.left, case .constant(let constant) = c.right,
-      let attribute = table.entity.attribute(named: name), !attribute.isTransient, let index = table.index(on: name)
+      let attribute = table.entity.attribute(named: name), !attribute.isTransient, attribute.type != .json,
+      let index = table.index(on: name)
     else { return nil }
     let type = attribute.type
     var exact = true

@@ -280,7 +280,7 @@ enum RecordField: UInt8 {
     case .int16, .int32, .int64: self = .integer
     case .double, .float: self = .double
     case .decimal: self = .decimal
-    case .string: self = .string
+    case .string, .json: self = .string
     case .bool: self = .bool
     case .date: self = .date
     case .data: self = .data

@@ -71,7 +71,8 @@ struct RecordTranscoder {
       // Widening within a kind keeps every value (and its bytes). Nil becomes a default where the attribute
       // was optional and is made required; an attribute required before holds no nil (a store given one
       // against its model keeps it: nothing about the attribute changes).
-      if field == RecordField(attribute.type) {
+      // A string that becomes a Codable attribute is the same kind of field but a new value (`"x"` → `["x"]`).
+      if field == RecordField(attribute.type) && (oldStored[position].type == .json) == (attribute.type == .json) {
         let nilValue = attributeMapping.convert(.null)
         let keepsNil = nilValue.isNull || !oldStored[position].isOptional
         add(keepsNil ? .values(position..<position + 1) : .value(position, nilBytes: Self.encoded(nilValue)))

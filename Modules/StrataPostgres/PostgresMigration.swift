@@ -481,7 +481,7 @@ final class PostgresMigration {
   /// The type a text value is cast to for a column of `type`.
   private static func castType(_ type: AttributeType) -> String {
     switch type {
-    case .string, .url: "text"
+    case .string, .url, .json: "text"
     default: PostgresSchema.columnType(type)
     }
   }

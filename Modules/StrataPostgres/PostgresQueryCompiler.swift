@@ -76,12 +76,12 @@ struct PostgresQueryCompiler {
     var aliasByPath: [String: String] = [:]
   }
 
-  private enum Kind: Equatable {
+  enum Kind: Equatable {
     case string
     case other
   }
 
-  private struct Operand {
+  struct Operand {
     var fragment: Fragment
     var isNullConstant = false
     var kind: Kind
@@ -182,6 +182,12 @@ struct PostgresQueryCompiler {
       return try Self.compare(left, comparison.op, right, comparison.options, entity: root.name)
     default:
       throw StoreError(.unsupported, "this expression is not supported in a fetch of \(root.name)", entity: root.name)
+    }
+    if let leftPath, leftPath.isJSON, case .attribute(let attribute, _) = leftPath.terminal,
+      case .constant(let rhs) = comparison.right
+    {
+      let alias = joinToOne(leftPath.hops[...], from: rootAlias, scope: 0, prefix: "")
+      return try Self.jsonComparison("\(alias).\(quoteIdentifier(attribute.name))", leftPath, comparison, rhs, entity: root.name)
     }
     let right = try operand(comparison.right, against: leftPath?.valueKind)
     let op = comparison.op
@@ -571,7 +577,7 @@ struct PostgresQueryCompiler {
     Fragment(fold(operand.fragment.sql, options), operand.fragment.bindings)
   }
 
-  private static func compare(
+  static func compare(
     _ left: Operand, _ op: ComparisonOperator, _ right: Operand, _ options: StringOptions, entity: String
   ) throws -> Fragment {
     let folds = left.kind == .string && !options.isEmpty && !options.contains(.normalized)

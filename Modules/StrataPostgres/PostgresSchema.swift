@@ -210,7 +210,9 @@ struct PostgresSchema: Sendable {
     // `timestamptz '2001-01-01Z' + "releaseDate" * interval '1 second'`.
     case .double, .float, .date: "double precision"
     case .decimal: "numeric"
-    case .string, .url: "text COLLATE \"C\""
+    // A Codable attribute's canonical JSON as text, not jsonb: jsonb would hand back its own rewriting
+    // (keys by length, spaces after separators), so the bytes would differ from every other backend's.
+    case .string, .url, .json: "text COLLATE \"C\""
     case .uuid: "uuid"
     case .data: "bytea"
     }
@@ -300,7 +302,8 @@ extension PGRows {
     case (.date, PGType.float8): decoded = .date(Date(timeIntervalSinceReferenceDate: double(row, column)))
     case (.date, PGType.timestamptz): decoded = .date(PostgresSchema.date(microseconds: int64(row, column)))
     case (.decimal, PGType.numeric): decoded = numeric(row, column).flatMap { Decimal(string: $0) }.map(Value.decimal)
-    case (.string, PGType.text), (.string, PGType.varchar): decoded = .string(text(row, column))
+    case (.string, PGType.text), (.string, PGType.varchar), (.json, PGType.text), (.json, PGType.varchar):
+      decoded = .string(text(row, column))
     case (.url, PGType.text), (.url, PGType.varchar): decoded = URL(string: text(row, column)).map(Value.url)
     case (.uuid, PGType.uuid): decoded = uuid(row, column).map(Value.uuid)
     case (.data, PGType.bytea): decoded = .data(data(row, column))

@@ -69,6 +69,8 @@ enum SQLiteFunctions {
     guard rc == SQLITE_OK else { throw registrationError(db, rc, refuseFunction) }
     rc = sqlite3_create_function_v2(db, floatFunction, 1, SQLITE_UTF8, nil, floatOperation, nil, nil, nil)
     guard rc == SQLITE_OK else { throw registrationError(db, rc, floatFunction) }
+    rc = sqlite3_create_function_v2(db, jsonFunction, 2, flags, nil, jsonOperation, nil, nil, nil)
+    guard rc == SQLITE_OK else { throw registrationError(db, rc, jsonFunction) }
     let collations:
       [(String, @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeRawPointer?, Int32, UnsafeRawPointer?) -> Int32)] = [
         ("STRATA_CASE", compareCaseInsensitive),

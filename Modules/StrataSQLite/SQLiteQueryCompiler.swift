@@ -81,12 +81,12 @@ struct SQLiteQueryCompiler {
     var aliasByPath: [String: String] = [:]
   }
 
-  private enum Kind: Equatable {
+  enum Kind: Equatable {
     case string
     case other
   }
 
-  private struct Operand {
+  struct Operand {
     var fragment: Fragment
     var nullable: Bool
     var isNullConstant = false
@@ -185,6 +185,17 @@ struct SQLiteQueryCompiler {
       return try Self.compare(left, comparison.op, right, comparison.options, entity: root.name)
     default:
       throw StoreError(.unsupported, "this expression is not supported in a fetch of \(root.name)", entity: root.name)
+    }
+    if let leftPath, leftPath.isJSON, case .attribute(let attribute, _) = leftPath.terminal,
+      case .constant(let rhs) = comparison.right
+    {
+      // A Codable attribute: SQLite's JSON functions, or strata_json (JSONComparison itself) for the folds
+      // they cannot compute as the evaluator does.
+      let alias = joinToOne(leftPath.hops[...], from: rootAlias, scope: 0, prefix: "")
+      let column = "\(alias).\(quote(attribute.name))"
+      if let native = try Self.jsonComparison(column, leftPath, comparison, rhs, entity: root.name) { return native }
+      let test = SQLiteFunctions.jsonTest(leftPath, comparison, rhs)
+      return Fragment("\(SQLiteFunctions.jsonFunction)(\(column), ?)", [.text(test)])
     }
     let right = try operand(comparison.right, against: leftPath?.valueKind)
     let op = comparison.op
@@ -523,7 +534,7 @@ struct SQLiteQueryCompiler {
   // MARK: Comparisons
 
   /// `left op right` as an expression that is always 0 or 1.
-  private static func compare(
+  static func compare(
     _ left: Operand, _ op: ComparisonOperator, _ right: Operand, _ options: StringOptions, entity: String
   ) throws -> Fragment {
     let folds = left.kind == .string && !options.isEmpty && !options.contains(.normalized)

@@ -173,7 +173,7 @@ struct SQLiteSchema: Sendable {
     switch type {
     case .int16, .int32, .int64, .bool: "INTEGER"
     case .double, .float, .date: "REAL"
-    case .decimal, .string, .url, .uuid: "TEXT"
+    case .decimal, .string, .url, .uuid, .json: "TEXT"
     case .data: "BLOB"
     }
   }
@@ -242,7 +242,7 @@ extension SQLiteSchema {
     case (.double, .integer(let i)), (.float, .integer(let i)): decoded = .double(Double(i))
     case (.date, .real(let d)): decoded = .date(Date(timeIntervalSinceReferenceDate: d))
     case (.date, .integer(let i)): decoded = .date(Date(timeIntervalSinceReferenceDate: Double(i)))
-    case (.string, .text(let s)): decoded = .string(s)
+    case (.string, .text(let s)), (.json, .text(let s)): decoded = .string(s)
     case (.string, .integer(let i)): decoded = .string(String(i))
     case (.string, .real(let d)): decoded = .string(String(d))
     case (.data, .blob(let d)): decoded = .data(d)

@@ -135,6 +135,12 @@ public struct DictionaryFetch: Sendable {
         .invalidQuery, "'\(keyPath)' of \(entity.name) is a collection; dictionary results fetch single values",
         entity: entity.name, key: keyPath)
     }
+    guard path.members.isEmpty && path.memberFold == nil else {
+      throw StoreError(
+        .unsupported,
+        "'\(keyPath)' of \(entity.name) reads inside a Codable attribute; dictionary results read a Codable attribute whole",
+        entity: entity.name, key: keyPath)
+    }
     return path
   }
 

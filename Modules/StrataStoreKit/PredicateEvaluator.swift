@@ -133,6 +133,9 @@ struct CompiledComparison: Sendable {
     case .path(let path): rhs = try KeyPathReader.value(of: path, from: snapshot, source)
     case .computed(let expression): rhs = try expression.value(snapshot, source)
     }
+    if case .path(let path) = left, path.isJSON {
+      return try JSONComparison.evaluate(path, op, rhs, modifier, options, snapshot, source)
+    }
     switch left {
     case .constant(let lhs):
       return try ValueComparison.holds(lhs, op, rhs, options)

@@ -29,6 +29,26 @@ enum SeedJSON {
 
 @Suite("bubble-tea-finder CLI")
 struct BubbleTeaFinderCLITests {
+  @Test func categoryListsVenuesOfAnyCategoryInAnyCaseWithOrWithoutAccents() throws {
+    let store = bubbleTeaStore()
+    #expect(try bubbleTeaFinder("seed", "--path", store).status == 0)
+    for query in ["CAFE", "bubble tea shop", "tea room"] {
+      let list = try bubbleTeaFinder("list", "--category", query, "--json", "--path", store)
+      #expect(list.status == 0, "\(list.stderr)")
+      let rows = try jsonRows(list)
+      let expected = try SeedJSON.names { venue in
+        (venue["categories"] as? [[String: Any]] ?? []).contains {
+          ($0["name"] as? String)?.compare(query, options: [.caseInsensitive, .diacriticInsensitive]) == .orderedSame
+        }
+      }
+      #expect(!expected.isEmpty)
+      #expect(rows.compactMap { $0["name"] as? String }.sorted() == expected, "--category \(query)")
+      #expect(rows.allSatisfy { ($0["categories"] as? [String])?.isEmpty == false })
+    }
+    let none = try bubbleTeaFinder("list", "--category", "Steakhouse", "--path", store)
+    #expect(none.stdout == "No venues.\n")
+  }
+
   @Test func whatOneProcessSeedsTheNextLists() throws {
     let store = bubbleTeaStore()
     let before = try bubbleTeaFinder("list", "--path", store)

@@ -121,6 +121,8 @@ struct RecordFuzzer {
     case .decimal:
       let texts = ["0", "-0.000001", "12.50", "1e120", "-9999999999999999999999999999999999999", "3.4028236692093846346e38"]
       return .decimal(Decimal(string: texts.randomElement(using: &rng) ?? "0") ?? 0)
+    case .json:
+      return .string(["[]", "[\"a\",\"b\"]", "{\"city\":\"Paris\"}", "null", "3"].randomElement(using: &rng) ?? "[]")
     case .string:
       let scalars = (0..<Int.random(in: 0...40, using: &rng)).compactMap { _ in
         Unicode.Scalar(UInt32.random(in: 0...0x2FFFF, using: &rng))
