@@ -48,6 +48,9 @@ extension Conformance {
     case historyFromAnotherProcess, childContexts, batchInsert, queryGenerations, migration, queryLimits, creation, copy
     /// A migration interrupted by killing the worker process at many moments: the store always opens whole.
     case migrationCrash
+    /// Entity inheritance: abstract entities, sub-entities fetched through their parents as their own
+    /// classes, relationships to a parent, constraints across a hierarchy.
+    case inheritance
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
@@ -121,6 +124,7 @@ extension Conformance {
     case .creation: try await creation(backend)
     case .copy: try await copy(backend)
     case .migrationCrash: try await migrationCrash(backend)
+    case .inheritance: try await inheritance(backend)
     }
   }
 }
