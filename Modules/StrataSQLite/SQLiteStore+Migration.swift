@@ -43,6 +43,10 @@ extension SQLiteStore {
     try checkOpen()
     guard writer != nil else { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     let destination = last.migration.destination
+    if steps.contains(where: { !$0.migration.source.inheritance.isEmpty || !$0.migration.destination.inheritance.isEmpty }) {
+      throw StoreError(
+        .unsupported, "the SQLite store \(path) cannot migrate a model with entity hierarchies yet")
+    }
     let schemas = try steps.map { try SQLiteSchema(model: $0.migration.destination) }
     let json = String(decoding: try destination.jsonData(), as: UTF8.self)
     let log = options.tracksHistory ? Locked(MigrationChangeLog()) : nil
