@@ -20,8 +20,14 @@ extension Conformance {
     /// is to; one that does not yet leaves the migration area skipped.
     public static let migration = Capabilities(rawValue: 1 << 2)
 
+    /// The store holds models with entity hierarchies (sub-entities, abstract entities). Every backend is
+    /// to; one that does not yet refuses such a model with `.unsupported` and leaves the inheritance area
+    /// skipped.
+    public static let inheritance = Capabilities(rawValue: 1 << 3)
+
     static let names: [(Capabilities, String)] = [
       (.sharedLocation, "sharedLocation"), (.multiProcess, "multiProcess"), (.migration, "migration"),
+      (.inheritance, "inheritance"),
     ]
 
     public var description: String {
@@ -58,6 +64,7 @@ extension Conformance {
       case .remoteChanges, .historyBetweenStores: .sharedLocation
       case .historyFromAnotherProcess, .creation: .multiProcess
       case .migration: .migration
+      case .inheritance: .inheritance
       case .migrationCrash: [.multiProcess, .migration]
       default: []
       }

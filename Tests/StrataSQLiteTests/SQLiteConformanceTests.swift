@@ -3,7 +3,7 @@ import StrataSQLite
 import Testing
 
 let sqliteBackend = ConformanceBackend(
-  factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration], worker: "strata-worker"
+  factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance], worker: "strata-worker"
 ) { $0.appending(path: "conformance.sqlite") }
 
 @Test("SQLite conformance", arguments: Conformance.Area.allCases)
