@@ -76,11 +76,6 @@ public final class PostgresStore: PersistentStore {
     url: URL, model: ObjectModel?, options: StoreOptions = StoreOptions(),
     configuration: PostgresStoreConfiguration = PostgresStoreConfiguration()
   ) throws {
-    if let model, !model.inheritance.isEmpty {
-      throw StoreError(
-        .unsupported, "the postgres store does not hold entity hierarchies yet (a parent or abstract entity); use SQLite",
-        entity: model.entities.first { $0.parentEntity != nil || $0.isAbstract }?.name)
-    }
     let target = try PostgresLocation(url: url, defaultSchema: configuration.schema)
     let first = try target.connect(configuration: configuration)
     let opened: (identifier: String, model: ObjectModel)
