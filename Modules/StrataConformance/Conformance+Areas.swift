@@ -21,8 +21,8 @@ extension Conformance {
     public static let migration = Capabilities(rawValue: 1 << 2)
 
     /// The store holds models with entity hierarchies (sub-entities, abstract entities). Every backend is
-    /// to; one that does not yet refuses such a model with `.unsupported` and leaves the inheritance area
-    /// skipped.
+    /// to (this package's four do); one that does not yet refuses such a model with `.unsupported` and
+    /// leaves the inheritance area skipped.
     public static let inheritance = Capabilities(rawValue: 1 << 3)
 
     static let names: [(Capabilities, String)] = [

@@ -65,11 +65,6 @@ public final class LMDBStore: PersistentStore {
   public init(
     url: URL, model: ObjectModel?, options: StoreOptions = StoreOptions(), mapSize: Int = LMDBStore.defaultMapSize
   ) throws {
-    if let model, !model.inheritance.isEmpty {
-      throw StoreError(
-        .unsupported, "the lmdb store does not hold entity hierarchies yet (a parent or abstract entity); use SQLite",
-        entity: model.entities.first { $0.parentEntity != nil || $0.isAbstract }?.name)
-    }
     guard url.isFileURL else {
       throw StoreError(.unsupported, "the lmdb store needs a directory URL, not \(url.absoluteString)")
     }

@@ -3,7 +3,7 @@ import StrataLMDB
 import Testing
 
 let lmdbBackend = ConformanceBackend(
-  factory: LMDBStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration], worker: "strata-worker"
+  factory: LMDBStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance], worker: "strata-worker"
 ) { $0.appending(path: "conformance.lmdb") }
 
 @Test("LMDB conformance", arguments: Conformance.Area.allCases)
