@@ -191,5 +191,7 @@ extension Conformance {
     let shelfLast = try #require(try last.fetch(FetchRequest<Shelf>(format: "name == 'A'")).first)
     #expect(shelfLast.pick == nil)
     #expect(shelfLast.items.isEmpty)
+
+    if backend.capabilities.contains(.migration) { try addingASubentityMigrates(backend) }
   }
 }

@@ -42,9 +42,7 @@ extension LMDBStore {
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
     let last = try MigrationStep.checkChain(steps, from: model, store: "the LMDB store \(path)")
-    if steps.contains(where: { !$0.migration.source.inheritance.isEmpty || !$0.migration.destination.inheritance.isEmpty }) {
-      throw StoreError(.unsupported, "the LMDB store \(path) cannot migrate a model with entity hierarchies yet")
-    }
+    for step in steps { _ = try HierarchyMigration(step.migration, store: "the LMDB store \(path)") }
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     guard environment.users <= 1 else {

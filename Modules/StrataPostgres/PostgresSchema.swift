@@ -181,13 +181,19 @@ struct PostgresSchema: Sendable {
 
   /// Foreign keys are added once every table exists; checked at commit, so a save may write a row
   /// before the row it points at and clear references to the objects it deletes.
-  func foreignKeySQL(_ entity: EntityDescription) -> [String] {
+  func foreignKeySQL(_ entity: EntityDescription) -> [String] { foreignKeys(entity).map(\.sql) }
+
+  /// ``foreignKeySQL(_:)`` with the relationship of each key.
+  func foreignKeys(_ entity: EntityDescription) -> [(relationship: RelationshipDescription, sql: String)] {
     // In a hierarchy, each entity adds the keys of the relationships it declares, to the hierarchy's table;
     // a key pointing into a hierarchy points at its table.
     entity.toOneRelationships.filter { model.declaringEntity(of: $0.name, in: entity.name) == entity.name }.map { rel in
-      "ALTER TABLE \(qualify(storageName(entity.name))) ADD CONSTRAINT \(quoteIdentifier("\(entity.name)_\(rel.name)_fkey")) "
-        + "FOREIGN KEY (\(quoteIdentifier(rel.name))) REFERENCES \(qualify(storageName(rel.destination))) (\"_pk\") "
-        + "DEFERRABLE INITIALLY DEFERRED"
+      (
+        rel,
+        "ALTER TABLE \(qualify(storageName(entity.name))) ADD CONSTRAINT \(quoteIdentifier("\(entity.name)_\(rel.name)_fkey")) "
+          + "FOREIGN KEY (\(quoteIdentifier(rel.name))) REFERENCES \(qualify(storageName(rel.destination))) (\"_pk\") "
+          + "DEFERRABLE INITIALLY DEFERRED"
+      )
     }
   }
 
