@@ -187,7 +187,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   ///
   /// The override declares the class that makes it abstract, not its subclasses: a subclass that
   /// inherits `true` from its superclass is concrete. (An abstract entity below another abstract entity
-  /// is described with ``EntityDescription`` instead.)
+  /// is described with `EntityDescription` instead.)
   ///
   /// ```swift
   /// class Media: ManagedObject {
