@@ -29,6 +29,7 @@ final class Shelf: ManagedObject {
   @Relationship(inverse: "shelf") var items: Set<Media>
   @Relationship(inverse: "fans") var favorites: Set<Media>
   @Relationship var pick: Media?
+  @Derived("items.@count") var itemCount: Int64
 }
 
 enum InheritanceModel {
@@ -131,6 +132,7 @@ extension Conformance {
     let shelves = try fresh.fetch(FetchRequest<Shelf>(sortDescriptors: [QuerySort("name")]))
     #expect(shelves.map(\.name) == ["A", "B"])
     let shelfA = shelves[0]
+    #expect(shelves.map(\.itemCount) == [2, 2])
     #expect(Set(shelfA.items.map(\.title)) == ["Heat", "The Wire"])
     #expect(shelfA.items.contains { $0 is Series })
     #expect(shelfA.pick is Series)
@@ -182,6 +184,8 @@ extension Conformance {
       try left.fetch(FetchRequest<Media>(sortDescriptors: [QuerySort("title")])).map(\.title) == [
         "The Office", "The Wire", "Zidane",
       ])
+    // A derived count over a relationship to the parent follows its sub-entities' objects.
+    #expect(try left.fetch(FetchRequest<Shelf>(sortDescriptors: [QuerySort("name")])).map(\.itemCount) == [1, 1])
 
     // Deleting a picked object clears the reference to it.
     let wireLeft = try #require(try left.fetch(FetchRequest<Series>(format: "title == 'The Wire'")).first)
@@ -191,6 +195,7 @@ extension Conformance {
     let shelfLast = try #require(try last.fetch(FetchRequest<Shelf>(format: "name == 'A'")).first)
     #expect(shelfLast.pick == nil)
     #expect(shelfLast.items.isEmpty)
+    #expect(shelfLast.itemCount == 0)
 
     if backend.capabilities.contains(.migration) { try addingASubentityMigrates(backend) }
   }
