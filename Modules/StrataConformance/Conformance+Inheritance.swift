@@ -197,6 +197,17 @@ extension Conformance {
     #expect(shelfLast.items.isEmpty)
     #expect(shelfLast.itemCount == 0)
 
+    // A copy holds each object once, as its own entity, with its relationships.
+    let copy = StoreDescription(type: backend.factory.storeType, url: try backend.makeLocation())
+    #expect(try container.migratePersistentStore(to: copy) == 4)
+    let copied = container.newBackgroundContext()
+    let copiedMedia = try copied.performAndWait {
+      try copied.fetch(FetchRequest<Media>(sortDescriptors: [QuerySort("title")])).map {
+        "\($0.title) \(String(describing: type(of: $0))) \($0.shelf?.name ?? "-") \($0.fans.count)"
+      }
+    }
+    #expect(copiedMedia == ["The Office Series - 1", "Zidane ShortFeature B 1"])
+
     if backend.capabilities.contains(.migration) { try addingASubentityMigrates(backend) }
   }
 }
