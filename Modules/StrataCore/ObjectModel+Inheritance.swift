@@ -187,7 +187,43 @@ extension ObjectModel {
       resolved[entity.name] = result
       return result
     }
-    return try entities.map { try resolve($0, []) }
+    let result = try entities.map { try resolve($0, []) }
+    try checkSharedNames(result)
+    return result
+  }
+
+  /// Refuses two entities of one hierarchy, neither inheriting from the other, that declare a property of
+  /// the same name differently: the SQL stores keep a hierarchy in one table, where they would share a
+  /// column.
+  private static func checkSharedNames(_ entities: [EntityDescription]) throws {
+    let byName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    func root(_ entity: EntityDescription) -> String {
+      var current = entity
+      var steps = 0
+      while let parent = current.parentEntity.flatMap({ byName[$0] }), steps <= entities.count {
+        current = parent
+        steps += 1
+      }
+      return current.name
+    }
+    var declared: [String: [String: (entity: String, property: String)]] = [:]
+    for entity in entities where entity.parentEntity != nil || entities.contains(where: { $0.parentEntity == entity.name }) {
+      let parent = entity.parentEntity.flatMap { byName[$0] }
+      let own =
+        entity.attributes.filter { parent?.attribute(named: $0.name) == nil }.map { ($0.name, "\($0)") }
+        + entity.relationships.filter { parent?.relationship(named: $0.name) == nil }.map { ($0.name, "\($0)") }
+      let hierarchy = root(entity)
+      for (name, description) in own {
+        if let other = declared[hierarchy]?[name], other.property != description {
+          throw StoreError(
+            .invalidModel,
+            "invalid model: \(other.entity).\(name) and \(entity.name).\(name) are declared differently in the hierarchy of "
+              + "\(hierarchy), whose objects share one table; give them different names or declare the property on a "
+              + "common parent", entity: entity.name, key: name)
+        }
+        declared[hierarchy, default: [:]][name] = (entity.name, description)
+      }
+    }
   }
 }
 

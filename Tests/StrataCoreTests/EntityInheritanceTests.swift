@@ -80,6 +80,26 @@ struct EntityInheritanceTests {
     #expect(redeclared?.key == "title")
   }
 
+  @Test func siblingsCannotDeclareOneNameDifferently() throws {
+    let media = EntityDescription(name: "Media", attributes: [Self.title], isAbstract: true)
+    let code = AttributeDescription(name: "code", type: .string, isOptional: true)
+    let same = try ObjectModel(entities: [
+      media, EntityDescription(name: "Film", attributes: [code], parentEntity: "Media"),
+      EntityDescription(name: "Series", attributes: [code], parentEntity: "Media"),
+    ])
+    #expect(same.entity(named: "Series")?.attribute(named: "code") == code)
+    let error = #expect(throws: StoreError.self) {
+      try ObjectModel(entities: [
+        media, EntityDescription(name: "Film", attributes: [code], parentEntity: "Media"),
+        EntityDescription(
+          name: "Series", attributes: [AttributeDescription(name: "code", type: .int64)], parentEntity: "Media"),
+      ])
+    }
+    #expect(error?.code == .invalidModel)
+    #expect(error?.key == "code")
+    #expect(error?.message.contains("Film.code and Series.code") == true)
+  }
+
   @Test func abstractEntitiesCannotBeInserted() throws {
     let model = try ObjectModel(entities: Self.entities())
     let error = #expect(throws: StoreError.self) { try model.requireInsertable("Media") }
