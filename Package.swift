@@ -180,7 +180,7 @@ let package = Package(
       dependencies: [
         "StrataConformance", "FaveFlicks", "Strata", "StrataStoreKit", "StrataSQLite", "StrataLMDB", "StrataMemory",
       ],
-      resources: [.copy("Resources/v1")], swiftSettings: swiftSettings),
+      resources: [.copy("Resources/v1"), .copy("Resources/v2")], swiftSettings: swiftSettings),
     .testTarget(
       name: "BubbleTeaFinderTests",
       dependencies: ["StrataConformance", "BubbleTeaFinder", "Strata", "StrataStoreKit", "StrataSQLite", "StrataMemory"],

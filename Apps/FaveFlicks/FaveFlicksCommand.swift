@@ -24,8 +24,10 @@ struct JSONMovie: Encodable {
   var updatedAt: String?
   var rating: Int
   var watches: Int
+  var seasons: Int?
 
   init(_ movie: MovieRecord) {
+    seasons = movie.seasons
     title = movie.title
     genre = movie.genre
     releaseDate = ReleaseDate.format(movie.releaseDate)
@@ -53,12 +55,14 @@ extension FaveFlicksCommand {
     @Option(help: "The movie's title.") var title: String
     @Option(help: "The movie's genre, e.g. \"Action, Comedy\".") var genre: String
     @Option(help: ArgumentHelp("The release date.", valueName: "YYYY-MM-DD")) var releaseDate: String
+    @Option(help: "Add a series of this many seasons rather than a film.") var seasons: Int?
 
     func run() throws {
       try runReportingErrors(tool: "fave-flicks") {
         let date = try ReleaseDate.parse(releaseDate)
-        let movie = try openLibrary(storeOptions).add(title: title, genre: genre, releaseDate: date)
-        print("Added \(movie.title) (\(movie.genre), \(ReleaseDate.format(movie.releaseDate)))")
+        let movie = try openLibrary(storeOptions).add(title: title, genre: genre, releaseDate: date, seasons: seasons)
+        let kind = movie.seasons.map { ", a series of \($0) season\($0 == 1 ? "" : "s")" } ?? ""
+        print("Added \(movie.title) (\(movie.genre), \(ReleaseDate.format(movie.releaseDate))\(kind))")
       }
     }
   }
@@ -70,7 +74,8 @@ extension FaveFlicksCommand {
     @Option(help: "Only movies whose genre contains this text (case and accents ignored).") var genreContains: String?
     @Option(help: "Only movies whose title contains this text (case and accents ignored: \"amelie\" finds \"Amélie\").")
     var search: String?
-    @Flag(help: "Print a JSON array of {title, genre, releaseDate, updatedAt, rating, watches}.") var json = false
+    @Flag(help: "Print a JSON array of {title, genre, releaseDate, updatedAt, rating, watches, seasons (series only)}.")
+    var json = false
 
     func run() throws {
       try runReportingErrors(tool: "fave-flicks") {

@@ -20,7 +20,11 @@ extension MovieLibrary {
   ///
   /// - "1": movies with a title, genre, release date and `lastModified`.
   /// - "2": a rating (0 to 5), `lastModified` renamed `updatedAt`, and the times a movie was watched.
+  /// - "3": series, a sub-entity of movies with a number of seasons (every movie stored before stays a movie).
   public static func migrationPlan() throws -> MigrationPlan {
-    try MigrationPlan([ModelVersion("1", try firstModel()), ModelVersion("2", try ObjectModel(Movie.self, Watch.self))])
+    try MigrationPlan([
+      ModelVersion("1", try firstModel()), ModelVersion("2", try ObjectModel(Movie.self, Watch.self)),
+      ModelVersion("3", try ObjectModel(Movie.self, Series.self, Watch.self)),
+    ])
   }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Strata
 
-public final class Movie: ManagedObject, ValueValidating {
+public class Movie: ManagedObject, ValueValidating {
   @Attribute public var title: String
   @Attribute public var genre: String
   @Attribute public var releaseDate: Date
@@ -22,6 +22,11 @@ public final class Movie: ManagedObject, ValueValidating {
   }
 }
 
+/// A series: a movie of several seasons (model version "3", a sub-entity of `Movie`).
+public final class Series: Movie {
+  @Attribute(minimum: 1) public var seasons: Int16 = 1
+}
+
 /// One time a movie was watched.
 public final class Watch: ManagedObject {
   @Attribute public var date: Date
@@ -39,10 +44,14 @@ public struct MovieRecord: Sendable, Hashable, Codable {
   public var rating: Int
   /// How many times it was watched.
   public var watchCount: Int
+  /// For a series, its number of seasons; `nil` for a film.
+  public var seasons: Int?
 
   public init(
-    title: String, genre: String, releaseDate: Date, updatedAt: Date? = nil, rating: Int = 0, watchCount: Int = 0
+    title: String, genre: String, releaseDate: Date, updatedAt: Date? = nil, rating: Int = 0, watchCount: Int = 0,
+    seasons: Int? = nil
   ) {
+    self.seasons = seasons
     self.title = title
     self.genre = genre
     self.releaseDate = releaseDate
@@ -54,6 +63,6 @@ public struct MovieRecord: Sendable, Hashable, Codable {
   init(_ movie: Movie) {
     self.init(
       title: movie.title, genre: movie.genre, releaseDate: movie.releaseDate, updatedAt: movie.updatedAt,
-      rating: Int(movie.rating), watchCount: movie.watches.count)
+      rating: Int(movie.rating), watchCount: movie.watches.count, seasons: (movie as? Series).map { Int($0.seasons) })
   }
 }

@@ -7,7 +7,7 @@ public struct MovieLibrary: Sendable {
 
   public static let name = "FaveFlicks"
 
-  /// The current model (version "2" of ``migrationPlan()``): movies and the times they were watched.
+  /// The current model (version "3" of ``migrationPlan()``): movies, series and the times they were watched.
   public static func makeModel() throws -> ObjectModel { try migrationPlan().current.model }
 
   /// A container of the current model with `store` loaded; a store written by an earlier version
@@ -16,7 +16,7 @@ public struct MovieLibrary: Sendable {
     store: StoreDescription, registry: StoreRegistry, migrationProgress: (@Sendable (MigrationProgress) -> Void)? = nil
   ) throws -> PersistentContainer {
     let container = PersistentContainer(
-      name: name, plan: try migrationPlan(), types: [Movie.self, Watch.self], registry: registry)
+      name: name, plan: try migrationPlan(), types: [Movie.self, Series.self, Watch.self], registry: registry)
     container.storeDescriptions = [store]
     container.migrationProgressHandler = migrationProgress
     try container.loadPersistentStores()
@@ -27,7 +27,7 @@ public struct MovieLibrary: Sendable {
   /// has this version's model or does not exist yet.
   public static func pendingMigration(store: StoreDescription, registry: StoreRegistry) throws -> MigrationPreview? {
     let container = PersistentContainer(
-      name: name, plan: try migrationPlan(), types: [Movie.self, Watch.self], registry: registry)
+      name: name, plan: try migrationPlan(), types: [Movie.self, Series.self, Watch.self], registry: registry)
     container.storeDescriptions = [store]
     return try container.previewMigration()
   }
@@ -40,9 +40,22 @@ public struct MovieLibrary: Sendable {
 
   private var context: ObjectContext { container.viewContext }
 
+  /// Adds a movie, or with `seasons` a series.
   @discardableResult
-  public func add(title: String, genre: String, releaseDate: Date) throws -> MovieRecord {
-    let movie = Movie(context: context)
+  public func add(title: String, genre: String, releaseDate: Date, seasons: Int? = nil) throws -> MovieRecord {
+    let movie: Movie
+    if let seasons {
+      guard let count = Int16(exactly: seasons), count >= 1 else {
+        throw StoreError(
+          .validation, "a series has at least 1 season, not \(seasons)", entity: "Series", key: "seasons",
+          value: .int(Int64(seasons)))
+      }
+      let series = Series(context: context)
+      series.seasons = count
+      movie = series
+    } else {
+      movie = Movie(context: context)
+    }
     movie.title = title.trimmingCharacters(in: .whitespacesAndNewlines)
     movie.genre = genre.trimmingCharacters(in: .whitespacesAndNewlines)
     movie.releaseDate = releaseDate

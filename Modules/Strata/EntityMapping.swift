@@ -91,12 +91,24 @@ final class ClassLayout: @unchecked Sendable {
     return prototype
   }
 
-  /// The entity this class declares.
+  /// The managed-object superclass of this class, when it is a subclass of a subclass of
+  /// ``ManagedObject``: its entity is this entity's parent.
+  var parentClass: ManagedObject.Type? {
+    guard let superclass = class_getSuperclassOf(objectClass), superclass != ManagedObject.self else { return nil }
+    return superclass
+  }
+
+  /// The entity this class declares: its own properties, its superclass's entity as parent (the model
+  /// adds what it inherits).
   func entityDescription() -> EntityDescription {
     var attributes: [AttributeDescription] = []
     var relationships: [RelationshipDescription] = []
     var unique: [[String]] = []
-    for (name, declaration) in zip(names, declarations) {
+    let parent = parentClass
+    let inherited = Set(parent.map { ClassLayout.of($0).names } ?? [])
+    let parentConstraints = parent.map { $0.uniquenessConstraints } ?? []
+    let parentIndexes = parent.map { $0.indexes } ?? []
+    for (name, declaration) in zip(names, declarations) where !inherited.contains(name) {
       switch declaration {
       case .attribute(let type, let isOptional, let options, let defaultValue, let derivation, let validation, let originalName):
         attributes.append(
@@ -117,14 +129,21 @@ final class ClassLayout: @unchecked Sendable {
     }
     return EntityDescription(
       name: objectClass.entityName, attributes: attributes, relationships: relationships,
-      uniquenessConstraints: unique + objectClass.uniquenessConstraints, indexes: objectClass.indexes,
-      renamingIdentifier: objectClass.originalEntityName)
+      uniquenessConstraints: unique + objectClass.uniquenessConstraints.filter { !parentConstraints.contains($0) },
+      indexes: objectClass.indexes.filter { !parentIndexes.contains($0) },
+      renamingIdentifier: objectClass.originalEntityName, parentEntity: parent?.entityName,
+      isAbstract: objectClass.isAbstract && parent?.isAbstract != true)
   }
 }
 
 /// Implemented by the property wrappers so a prototype's mirror can find their slots.
 protocol SlotCarrying {
   var slot: Int32 { get }
+}
+
+/// The superclass of a managed-object class, as a managed-object class.
+private func class_getSuperclassOf(_ type: ManagedObject.Type) -> ManagedObject.Type? {
+  _getSuperclass(type) as? ManagedObject.Type
 }
 
 extension Attribute: SlotCarrying {}

@@ -46,6 +46,15 @@ public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
   /// are included, deleted ones left out, and changed objects matched and sorted by their current values.
   /// Dictionary results always read the store as it is, as in Core Data.
   public var includesPendingChanges = true
+  /// Whether objects of the entity's sub-entities are fetched too (the default, as in Core Data): a fetch
+  /// of `Media` returns its `Film`s and `Series`, each as its own class. `false` fetches only objects
+  /// whose entity is ``entityName`` itself.
+  ///
+  /// ```swift
+  /// var request = FetchRequest<Media>()
+  /// request.includesSubentities = false
+  /// ```
+  public var includesSubentities = true
 
   /// A request for every object of `Result`'s entity that matches `predicate` (all when `nil`), in the order
   /// of `sortDescriptors`.
@@ -87,6 +96,7 @@ public struct FetchRequest<Result: ManagedObject>: Sendable, Hashable {
     description.returnsDistinctResults = returnsDistinctResults
     description.fetchBatchSize = fetchBatchSize
     description.relationshipKeyPathsForPrefetching = relationshipKeyPathsForPrefetching
+    description.includesSubentities = includesSubentities
     return description
   }
 }

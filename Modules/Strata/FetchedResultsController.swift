@@ -236,7 +236,10 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
       try? refetch(from: old)
       return
     }
-    let relevant = changes.all.filter { $0.info?.entity.name == fetchRequest.entityName }
+    let entities = Set(
+      managedObjectContext.coordinator.model.inheritance.fetchedEntities(
+        fetchRequest.entityName, includesSubentities: fetchRequest.includesSubentities))
+    let relevant = changes.all.filter { object in object.info.map { entities.contains($0.entity.name) } ?? false }
     guard !relevant.isEmpty else {
       if changes.identitiesChanged { emitSnapshot(FetchedResultsDifference()) }
       return

@@ -182,6 +182,25 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// ```
   open class var originalEntityName: String? { nil }
 
+  /// Whether the entity is abstract: it has no objects of its own, only those of its sub-entities (the
+  /// subclasses of this class in the model). Inserting an object of an abstract entity is an error.
+  ///
+  /// The override declares the class that makes it abstract, not its subclasses: a subclass that
+  /// inherits `true` from its superclass is concrete. (An abstract entity below another abstract entity
+  /// is described with `EntityDescription` instead.)
+  ///
+  /// ```swift
+  /// class Media: ManagedObject {
+  ///   override class var isAbstract: Bool { true }
+  ///   @Attribute var title: String
+  /// }
+  /// final class Film: Media {
+  ///   @Attribute var runtime: Int
+  /// }
+  /// let model = try ObjectModel(Media.self, Film.self)   // Film's parent entity is Media
+  /// ```
+  open class var isAbstract: Bool { false }
+
   /// Extra uniqueness constraints (sets of attribute names) beyond attributes declared `.unique`.
   open class var uniquenessConstraints: [[String]] { [] }
 

@@ -202,12 +202,14 @@ extension ObjectContext {
   /// `includesPendingChanges`).
   func pendingChanges<T: ManagedObject>(for request: FetchRequest<T>) -> PendingChanges {
     guard request.includesPendingChanges else { return PendingChanges() }
-    let entityName = request.entityName
+    let entities = Set(
+      coordinator.model.inheritance.fetchedEntities(request.entityName, includesSubentities: request.includesSubentities))
+    func fetched(_ object: ManagedObject) -> Bool { object.info.map { entities.contains($0.entity.name) } ?? false }
     let changes = allChanges()
     var pending = PendingChanges()
-    pending.inserted = changes.inserted.filter { !$0.isDeletedStorage && $0.info?.entity.name == entityName }
-    pending.changed = changes.updated.filter { $0.isUpdated && $0.info?.entity.name == entityName }
-    for object in changes.deleted where object.info?.entity.name == entityName { pending.deleted.insert(object.objectID) }
+    pending.inserted = changes.inserted.filter { !$0.isDeletedStorage && fetched($0) }
+    pending.changed = changes.updated.filter { $0.isUpdated && fetched($0) }
+    for object in changes.deleted where fetched(object) { pending.deleted.insert(object.objectID) }
     return pending
   }
 

@@ -104,6 +104,7 @@ extension ObjectContext {
     guard let info = coordinator.info(forEntity: entityName) else {
       throw StoreError(.invalidQuery, "the model has no entity '\(entityName)'", entity: entityName)
     }
+    try coordinator.model.requireInsertable(entityName)
     return makeInserted(info)
   }
 

@@ -46,7 +46,10 @@ extension ObjectContext {
     _ object: ManagedObject, _ rel: RelationshipDescription, targets: [ManagedObject], markingSource: Bool = true
   ) {
     guard let info = object.info else { return }
-    for target in targets where target.managedObjectContext !== self || target.entity.name != rel.destination {
+    for target in targets
+    where target.managedObjectContext !== self
+      || (target.entity.name != rel.destination && !coordinator.model.isEntity(target.entity.name, kindOf: rel.destination))
+    {
       recordError(
         StoreError(
           .validation,

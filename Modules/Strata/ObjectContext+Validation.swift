@@ -6,6 +6,11 @@ extension ObjectContext {
   /// inserted and changed object, `validateForDelete()` of deleted ones (every failure in one `.validation`
   /// error), then the `deny` delete rules.
   func validateSave(_ changes: (inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject])) throws {
+    if !coordinator.model.inheritance.isEmpty {
+      for object in changes.inserted where !object.isDeletedStorage {
+        if let info = object.info { try coordinator.model.requireInsertable(info.entity.name) }
+      }
+    }
     var failures: [ValidationFailure] = []
     for object in changes.inserted { validate(object, isInsert: true, into: &failures) }
     for object in changes.updated where object.hasPersistentChangedValues { validate(object, isInsert: false, into: &failures) }

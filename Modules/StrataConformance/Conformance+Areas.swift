@@ -20,8 +20,14 @@ extension Conformance {
     /// is to; one that does not yet leaves the migration area skipped.
     public static let migration = Capabilities(rawValue: 1 << 2)
 
+    /// The store holds models with entity hierarchies (sub-entities, abstract entities). Every backend is
+    /// to (this package's four do); one that does not yet refuses such a model with `.unsupported` and
+    /// leaves the inheritance area skipped.
+    public static let inheritance = Capabilities(rawValue: 1 << 3)
+
     static let names: [(Capabilities, String)] = [
       (.sharedLocation, "sharedLocation"), (.multiProcess, "multiProcess"), (.migration, "migration"),
+      (.inheritance, "inheritance"),
     ]
 
     public var description: String {
@@ -54,6 +60,9 @@ extension Conformance {
     /// Codable attributes (arrays, sets, dictionaries, structs) and enum attributes: storage, predicates,
     /// values that no longer decode.
     case compositeAttributes
+    /// Entity inheritance: abstract entities, sub-entities fetched through their parents as their own
+    /// classes, relationships to a parent, constraints across a hierarchy.
+    case inheritance
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
@@ -61,6 +70,7 @@ extension Conformance {
       case .remoteChanges, .historyBetweenStores: .sharedLocation
       case .historyFromAnotherProcess, .creation, .writeCrash: .multiProcess
       case .migration: .migration
+      case .inheritance: .inheritance
       case .migrationCrash: [.multiProcess, .migration]
       default: []
       }
@@ -129,6 +139,7 @@ extension Conformance {
     case .migrationCrash: try await migrationCrash(backend)
     case .writeCrash: try await writeCrash(backend)
     case .compositeAttributes: try await compositeAttributes(backend)
+    case .inheritance: try await inheritance(backend)
     }
   }
 }

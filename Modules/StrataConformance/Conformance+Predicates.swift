@@ -261,7 +261,7 @@ extension Conformance {
 
   /// The whole predicate table of this area, with the fetching and expressions areas' tables.
   public static var predicateCaseCount: Int {
-    stringCases.count + typeCases.count + toManyCases.count + functionCases.count + filmCases.count
+    stringCases.count + typeCases.count + toManyCases.count + functionCases.count + subscriptCases.count + filmCases.count
       + filmExpressionCases.count + directorExpressionCases.count
   }
 
@@ -272,7 +272,7 @@ extension Conformance {
     let (container, url) = try backend.sampleContainer()
     let context = try backend.freshContext(container, url)
 
-    for testCase in stringCases + typeCases + toManyCases + functionCases {
+    for testCase in stringCases + typeCases + toManyCases + functionCases + subscriptCases {
       let names = try names(context, testCase.entity, testCase.format, testCase.arguments)
       #expect(names.fetched == testCase.expected, "\(testCase.entity) \(testCase.format)")
       #expect(names.counted == testCase.expected.count, "count of \(testCase.entity) \(testCase.format)")
@@ -286,6 +286,7 @@ extension Conformance {
       #expect(error.code == .unsupported, "\(error.message)")
     }
 
+    try subscriptErrors(context)
     try unicodeSorting(context)
     try typedForms(context)
   }

@@ -87,8 +87,11 @@ public struct DerivedAttributes: Sendable {
         let derivation = try Self.derivation(text, of: attribute, index: index, in: entity, model: model)
         byEntity[entity.name, default: []].append(derivation)
         if case .related(let rel, let inverse, let keys) = derivation.reach {
-          watches[rel.destination, default: []].append(
-            Watch(entity: entity.name, relationship: rel, inverse: inverse, keys: keys))
+          // A relationship to a parent entity holds objects of its sub-entities: each of them is watched.
+          for destination in model.inheritance.entityAndDescendants(rel.destination) {
+            watches[destination, default: []].append(
+              Watch(entity: entity.name, relationship: rel, inverse: inverse, keys: keys))
+          }
         }
       }
     }

@@ -41,10 +41,17 @@ public enum ExpressionFunctions {
   /// - `raise:toPower:`, `sqrt:`, `log:` (base 10), `ln:`, `exp:`, `floor:`, `ceiling:`, `trunc:` compute
   ///   in `Double`; a result that is not a number (`sqrt:` of -1) is nil;
   /// - the string functions as ``applyString(_:_:)``; a collection function on `.array` as
-  ///   ``CollectionFunction/fold(_:)``; anything else is nil.
+  ///   ``CollectionFunction/fold(_:)``; a subscript (`objectFrom:withIndex:`, `FIRST`, `LAST`, `SIZE`) as
+  ///   ``QuerySubscript/element(of:at:index:)``; anything else is nil.
   public static func apply(_ name: String, _ values: [Value]) -> Value {
     if values.count == 1, case .array(let items) = values[0], let function = CollectionFunction(rawValue: name) {
       return function.fold(items)
+    }
+    if name == QuerySubscript.indexFunction, values.count == 2 {
+      return QuerySubscript.element(of: values[0], at: .index(.constant(values[1])), index: values[1])
+    }
+    if values.count == 1, let symbolic = QuerySubscript.symbolicFunctions[name] {
+      return QuerySubscript.element(of: values[0], at: symbolic)
     }
     switch (name, values.count) {
     case (_, 1) where stringFunctions.contains(name):

@@ -67,6 +67,14 @@ public struct FetchDescription: Sendable, Hashable, Codable {
   public var fetchBatchSize: Int
   /// To-one relationship key paths whose targets the fetch loads along with the objects.
   public var relationshipKeyPathsForPrefetching: [String]
+  /// Whether the objects of the entity's sub-entities are fetched too (the default, as in Core Data's
+  /// `NSFetchRequest.includesSubentities`); `false` fetches only objects whose entity is `entityName`.
+  ///
+  /// ```swift
+  /// var films = FetchDescription(entityName: "Media")
+  /// films.includesSubentities = false   // only objects of Media itself (none when it is abstract)
+  /// ```
+  public var includesSubentities = true
 
   /// A request for the objects of `entityName` that match `predicate`, in the order of `sortDescriptors`.
   public init(
@@ -91,5 +99,50 @@ public struct FetchDescription: Sendable, Hashable, Codable {
   public var effectiveLimit: Int? {
     guard let fetchLimit, fetchLimit > 0 else { return nil }
     return fetchLimit
+  }
+}
+
+extension FetchDescription {
+  private enum CodingKeys: String, CodingKey {
+    case entityName, predicate, sortDescriptors, fetchLimit, fetchOffset, resultType, propertiesToFetch
+    case propertiesToGroupBy, havingPredicate, returnsDistinctResults, fetchBatchSize
+    case relationshipKeyPathsForPrefetching, includesSubentities
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let c = try decoder.container(keyedBy: CodingKeys.self)
+    self.init(
+      entityName: try c.decode(String.self, forKey: .entityName),
+      predicate: try c.decodeIfPresent(QueryPredicate.self, forKey: .predicate),
+      sortDescriptors: try c.decode([QuerySort].self, forKey: .sortDescriptors),
+      fetchLimit: try c.decodeIfPresent(Int.self, forKey: .fetchLimit),
+      fetchOffset: try c.decode(Int.self, forKey: .fetchOffset),
+      resultType: try c.decode(FetchResultType.self, forKey: .resultType))
+    propertiesToFetch = try c.decodeIfPresent([PropertySelection].self, forKey: .propertiesToFetch)
+    propertiesToGroupBy = try c.decodeIfPresent([String].self, forKey: .propertiesToGroupBy)
+    havingPredicate = try c.decodeIfPresent(QueryPredicate.self, forKey: .havingPredicate)
+    returnsDistinctResults = try c.decode(Bool.self, forKey: .returnsDistinctResults)
+    fetchBatchSize = try c.decode(Int.self, forKey: .fetchBatchSize)
+    relationshipKeyPathsForPrefetching = try c.decode([String].self, forKey: .relationshipKeyPathsForPrefetching)
+    includesSubentities = try c.decodeIfPresent(Bool.self, forKey: .includesSubentities) ?? true
+  }
+
+  /// Encodes the request; `includesSubentities` only when `false`, so a stored model's fingerprint does not
+  /// change for templates written before it existed.
+  public func encode(to encoder: any Encoder) throws {
+    var c = encoder.container(keyedBy: CodingKeys.self)
+    try c.encode(entityName, forKey: .entityName)
+    try c.encodeIfPresent(predicate, forKey: .predicate)
+    try c.encode(sortDescriptors, forKey: .sortDescriptors)
+    try c.encodeIfPresent(fetchLimit, forKey: .fetchLimit)
+    try c.encode(fetchOffset, forKey: .fetchOffset)
+    try c.encode(resultType, forKey: .resultType)
+    try c.encodeIfPresent(propertiesToFetch, forKey: .propertiesToFetch)
+    try c.encodeIfPresent(propertiesToGroupBy, forKey: .propertiesToGroupBy)
+    try c.encodeIfPresent(havingPredicate, forKey: .havingPredicate)
+    try c.encode(returnsDistinctResults, forKey: .returnsDistinctResults)
+    try c.encode(fetchBatchSize, forKey: .fetchBatchSize)
+    try c.encode(relationshipKeyPathsForPrefetching, forKey: .relationshipKeyPathsForPrefetching)
+    if !includesSubentities { try c.encode(includesSubentities, forKey: .includesSubentities) }
   }
 }

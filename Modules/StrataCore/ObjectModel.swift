@@ -173,6 +173,13 @@ public struct EntityDescription: Sendable, Codable {
   public let indexes: [[String]]
   /// The name this entity had in the previous model version, when it was renamed.
   public let renamingIdentifier: String?
+  /// The entity this one inherits from (Core Data's `superentity`), or `nil` for a root entity. In a
+  /// model, an entity's inherited attributes and relationships come first in ``attributes`` and
+  /// ``relationships``, in the parent's order, so a sub-entity's snapshot extends its parent's.
+  public let parentEntity: String?
+  /// Whether the entity has no objects of its own: only its sub-entities can be inserted (Core Data's
+  /// `isAbstract`).
+  public let isAbstract: Bool
 
   /// The to-one relationships in declaration order. Snapshots hold their targets in this order.
   public let toOneRelationships: [RelationshipDescription]
@@ -182,13 +189,22 @@ public struct EntityDescription: Sendable, Codable {
   private let toOneIndexByName: [String: Int]
   private let relationshipIndexByName: [String: Int]
 
-  /// An entity. The model it is placed in checks it (names, inverses, constraints).
+  /// An entity. The model it is placed in checks it (names, inverses, constraints) and adds the
+  /// properties, constraints and indexes a sub-entity inherits from `parentEntity`.
+  ///
+  /// ```swift
+  /// let media = EntityDescription(name: "Media", attributes: [title], isAbstract: true)
+  /// let film = EntityDescription(name: "Film", attributes: [runtime], parentEntity: "Media")
+  /// ```
   public init(
     name: String, attributes: [AttributeDescription] = [], relationships: [RelationshipDescription] = [],
-    uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], renamingIdentifier: String? = nil
+    uniquenessConstraints: [[String]] = [], indexes: [[String]] = [], renamingIdentifier: String? = nil,
+    parentEntity: String? = nil, isAbstract: Bool = false
   ) {
     self.name = name
     self.renamingIdentifier = renamingIdentifier
+    self.parentEntity = parentEntity
+    self.isAbstract = isAbstract
     self.attributes = attributes
     self.relationships = relationships
     self.uniquenessConstraints = uniquenessConstraints
@@ -244,7 +260,7 @@ public struct EntityDescription: Sendable, Codable {
   public var propertyNames: [String] { attributes.map(\.name) + relationships.map(\.name) }
 
   private enum CodingKeys: String, CodingKey {
-    case name, attributes, relationships, uniquenessConstraints, indexes, renamingIdentifier
+    case name, attributes, relationships, uniquenessConstraints, indexes, renamingIdentifier, parentEntity, isAbstract
   }
 
   public init(from decoder: any Decoder) throws {
@@ -255,7 +271,9 @@ public struct EntityDescription: Sendable, Codable {
       relationships: try c.decodeIfPresent([RelationshipDescription].self, forKey: .relationships) ?? [],
       uniquenessConstraints: try c.decodeIfPresent([[String]].self, forKey: .uniquenessConstraints) ?? [],
       indexes: try c.decodeIfPresent([[String]].self, forKey: .indexes) ?? [],
-      renamingIdentifier: try c.decodeIfPresent(String.self, forKey: .renamingIdentifier))
+      renamingIdentifier: try c.decodeIfPresent(String.self, forKey: .renamingIdentifier),
+      parentEntity: try c.decodeIfPresent(String.self, forKey: .parentEntity),
+      isAbstract: try c.decodeIfPresent(Bool.self, forKey: .isAbstract) ?? false)
   }
 
   public func encode(to encoder: any Encoder) throws {
@@ -266,6 +284,8 @@ public struct EntityDescription: Sendable, Codable {
     try c.encode(uniquenessConstraints, forKey: .uniquenessConstraints)
     try c.encode(indexes, forKey: .indexes)
     try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
+    try c.encodeIfPresent(parentEntity, forKey: .parentEntity)
+    if isAbstract { try c.encode(isAbstract, forKey: .isAbstract) }
   }
 }
 
@@ -273,7 +293,8 @@ extension EntityDescription: Hashable {
   public static func == (a: EntityDescription, b: EntityDescription) -> Bool {
     a.name == b.name && a.attributes == b.attributes && a.relationships == b.relationships
       && a.uniquenessConstraints == b.uniquenessConstraints && a.indexes == b.indexes
-      && a.renamingIdentifier == b.renamingIdentifier
+      && a.renamingIdentifier == b.renamingIdentifier && a.parentEntity == b.parentEntity
+      && a.isAbstract == b.isAbstract
   }
 
   public func hash(into hasher: inout Hasher) {
@@ -283,6 +304,8 @@ extension EntityDescription: Hashable {
     hasher.combine(uniquenessConstraints)
     hasher.combine(indexes)
     hasher.combine(renamingIdentifier)
+    hasher.combine(parentEntity)
+    hasher.combine(isAbstract)
   }
 }
 
@@ -303,6 +326,9 @@ public struct ObjectModel: Sendable, Hashable, Codable {
   /// The derived attributes of every entity, checked when the model was built (not encoded: it follows
   /// from `entities`).
   public private(set) var derivedAttributes = DerivedAttributes()
+  /// The entity hierarchies: parents, sub-entities, abstract entities (not encoded: it follows from
+  /// `entities`).
+  public private(set) var inheritance = EntityInheritance()
 
   /// Creates a model and checks it: names unique and well formed, relationships pointing at existing
   /// entities with inverses that point back, constraints and indexes naming stored attributes,
@@ -311,8 +337,9 @@ public struct ObjectModel: Sendable, Hashable, Codable {
   ///
   /// - Throws: ``StoreError`` with code `.invalidModel` naming the entity and key at fault.
   public init(entities: [EntityDescription], fetchRequestTemplates: [String: FetchDescription] = [:]) throws {
-    self.entities = entities
+    self.entities = try Self.resolvingInheritance(entities)
     self.fetchRequestTemplates = fetchRequestTemplates
+    inheritance = EntityInheritance(entities: self.entities)
     try validate()
     derivedAttributes = try DerivedAttributes(model: self)
   }
@@ -398,6 +425,7 @@ public struct ObjectModel: Sendable, Hashable, Codable {
   )
     -> (entity: String, relationship: String, isFlipped: Bool)
   {
+    let entityName = declaringEntity(of: relationship.name, in: entityName)
     if let inverse = inverse(of: relationship), inverse.isToMany,
       "\(relationship.destination).\(inverse.name)" < "\(entityName).\(relationship.name)"
     {
@@ -527,7 +555,7 @@ public struct ObjectModel: Sendable, Hashable, Codable {
               "the inverse of \(entity.name).\(rel.name) is '\(inverseName)', which \(destination.name) does not have",
               entity.name, rel.name)
           }
-          guard inverse.destination == entity.name, inverse.inverse == rel.name else {
+          guard isEntity(entity.name, kindOf: inverse.destination), inverse.inverse == rel.name else {
             throw invalid(
               "\(destination.name).\(inverseName) must point back at \(entity.name).\(rel.name)",
               entity.name, rel.name)

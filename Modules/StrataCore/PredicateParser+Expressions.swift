@@ -161,12 +161,46 @@ extension PredicateParser {
 
   // MARK: Key paths
 
-  /// `.key` and `.@operator` suffixes; then the finished expression.
+  /// `.key` and `.@operator` suffixes and subscripts (`[n]`, `[FIRST]`, `[LAST]`, `[SIZE]`, then keys of
+  /// the element); then the finished expression.
   private mutating func parseSuffixes(_ start: Primary) throws -> QueryExpression {
     let base = depth
     defer { depth = base }
     var primary = start
-    while isSymbol(.dot) {
+    var subscripted: (collection: QueryExpression, position: QuerySubscript, keys: [String])?
+    func finishSubscript(_ s: (collection: QueryExpression, position: QuerySubscript, keys: [String])) -> QueryExpression {
+      .subscripted(s.collection, by: s.position, keyPath: s.keys.isEmpty ? nil : s.keys.joined(separator: "."))
+    }
+    while isSymbol(.dot) || isSymbol(.openBracket) {
+      if isSymbol(.openBracket) {
+        let collection = try subscripted.map(finishSubscript) ?? finish(primary)
+        try enter()
+        advance()
+        let index = try parseSubscriptIndex()
+        guard isSymbol(.closeBracket) else {
+          throw failure("expected ']' to close the subscript", at: current.start, found: describe(current))
+        }
+        advance()
+        subscripted = (collection, index, [])
+        continue
+      }
+      if var element = subscripted {
+        advance()
+        let token = current
+        guard case .word(let name) = token.kind, element.position != .size else {
+          throw failure(
+            element.position == .size
+              ? "a key cannot follow [SIZE], which is a number" : "only a key can follow a subscript's element",
+            at: token.start, found: describe(token))
+        }
+        advance()
+        element.keys.append(name)
+        if element.keys.count >= QueryLimits.maxKeyPathComponents {
+          throw failure("a key path has more than \(QueryLimits.maxKeyPathComponents) components", at: token.start)
+        }
+        subscripted = element
+        continue
+      }
       advance()
       let token = current
       let component: KeyComponent
@@ -201,10 +235,19 @@ extension PredicateParser {
         throw failure("a key path has more than \(QueryLimits.maxKeyPathComponents) components", at: token.start)
       }
     }
-    if isSymbol(.openBracket) {
-      throw failure("subscripts ([FIRST], [LAST], [SIZE], [n]) are not supported", at: current.start)
-    }
+    if let element = subscripted { return finishSubscript(element) }
     return try finish(primary)
+  }
+
+  /// What stands between a subscript's brackets: `FIRST`, `LAST`, `SIZE` (any case) or an index expression.
+  private mutating func parseSubscriptIndex() throws -> QuerySubscript {
+    if case .word(let name) = current.kind, let symbolic = QuerySubscript.symbolicFunctions[name.uppercased()],
+      case .symbol(.closeBracket) = peekKind(1)
+    {
+      advance()
+      return symbolic
+    }
+    return .index(try parseExpression())
   }
 
   private func collectionOperator(_ name: String, at position: Int) throws -> String {

@@ -33,8 +33,9 @@ extension QueryPredicate {
   ///   Specifiers inside quotes are literal text. `%%` is a literal percent sign, which is only
   ///   meaningful inside a string, where it is kept as written.
   ///
-  /// Keywords are case-insensitive. `FIRST`, `LAST` and `SIZE` are ordinary keys; subscripts (`[n]`,
-  /// `[FIRST]`…), `FUNCTION(…)`, and other functions are rejected. Nesting (parentheses, braces,
+  /// Keywords are case-insensitive. Subscripts follow a collection: `items[0]`, `SELF[FIRST]`,
+  /// `SELF[LAST]`, `tags[SIZE]`, `items[FIRST].name` (see ``QuerySubscript``); elsewhere `FIRST`, `LAST`
+  /// and `SIZE` are ordinary keys. `FUNCTION(…)` and other functions are rejected. Nesting (parentheses, braces,
   /// calls, `NOT`s, unary minuses, operators in one arithmetic chain) is limited to 100 levels.
   ///
   /// How the pieces are stored: arguments become constants; `{…}` of constants becomes
@@ -170,6 +171,19 @@ extension QueryExpression: CustomStringConvertible {
       }
       if name == "count:", args.count == 1, case .subquery = args[0] {
         return ("\(args[0]).@count", 4)
+      }
+      if let parts = subscriptParts {
+        let collection = parts.collection.formatted
+        let base = collection.precedence < 4 ? "(\(collection.text))" : collection.text
+        let index: String
+        switch parts.position {
+        case .index(let expression): index = expression.description
+        case .first: index = "FIRST"
+        case .last: index = "LAST"
+        case .size: index = "SIZE"
+        }
+        let key = parts.keyPath.map { "." + Self.formatKeyPath($0) } ?? ""
+        return ("\(base)[\(index)]\(key)", 4)
       }
       return ("\(name)(" + args.map(\.description).joined(separator: ", ") + ")", 4)
     }

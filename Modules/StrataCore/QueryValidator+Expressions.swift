@@ -63,6 +63,9 @@ struct ExpressionChecker {
     -> (QueryExpression, ResolvedKeyPath.ValueKind?)
   {
     if name == "now", arguments.isEmpty { return (.constant(.date(Date())), .attribute(.date)) }
+    if let parts = QueryExpression.function(name, arguments).subscriptParts {
+      return try subscripted(parts.collection, parts.position, parts.keyPath)
+    }
     if name == "count:", arguments.count == 1, case .subquery(let collection, let variable, let predicate) = arguments[0] {
       return (try subquery(collection, variable, predicate), .count)
     }
@@ -91,6 +94,62 @@ struct ExpressionChecker {
     throw StoreError(
       .unsupported, "the function \(name) is not supported in fetches (with \(arguments.count) argument(s))",
       entity: entity.name)
+  }
+
+  /// A subscript (see ``QuerySubscript``): of a constant collection, folded now; of a to-many relationship,
+  /// an attribute or `SELF`, `.invalidQuery` (a relationship's targets are a set: only an ordered collection
+  /// has a first element); an index that is not an integer constant, `.invalidQuery`.
+  private func subscripted(
+    _ collection: QueryExpression, _ position: QuerySubscript, _ keyPath: String?
+  ) throws -> (QueryExpression, ResolvedKeyPath.ValueKind?) {
+    var index: Value?
+    if case .index(let expression) = position {
+      let (checked, _) = try check(expression)
+      guard case .constant(let value) = checked, let n = QuerySubscript.integerIndex(value) else {
+        throw StoreError(
+          .invalidQuery, "the index of a subscript must be an integer constant, not \(expression)", entity: entity.name)
+      }
+      guard n >= 0 else {
+        throw StoreError(.invalidQuery, "the index of a subscript cannot be negative (\(n))", entity: entity.name)
+      }
+      index = value
+    }
+    switch collection {
+    case .constant(let value):
+      guard case .array = value else {
+        throw StoreError(
+          .invalidQuery, "\(value.formatLiteral) is not a collection and cannot be subscripted", entity: entity.name)
+      }
+      let element = QuerySubscript.element(of: value, at: position, index: index)
+      if let keyPath {
+        throw StoreError(
+          .invalidQuery, "the elements of \(value.formatLiteral) are values: the key '\(keyPath)' cannot follow the subscript",
+          entity: entity.name, key: keyPath)
+      }
+      return (.constant(element), Self.kind(of: element))
+    case .keyPath(let keyPath):
+      let path = try ResolvedKeyPath(keyPath, entity: entity, model: model)
+      let what = path.isCollection ? "a to-many relationship, whose targets are a set (not ordered)" : "not a collection"
+      throw StoreError(
+        .invalidQuery, "\(keyPath) is \(what), so it cannot be subscripted with [\(Self.text(of: position))]",
+        entity: entity.name, key: keyPath)
+    case .evaluatedObject:
+      throw StoreError(
+        .invalidQuery, "SELF is a \(entity.name) object, not a collection, so it cannot be subscripted", entity: entity.name)
+    default:
+      throw StoreError(
+        .unsupported, "only a constant collection can be subscripted in a fetch of \(entity.name), not \(collection)",
+        entity: entity.name)
+    }
+  }
+
+  private static func text(of position: QuerySubscript) -> String {
+    switch position {
+    case .index(let expression): expression.description
+    case .first: "FIRST"
+    case .last: "LAST"
+    case .size: "SIZE"
+    }
   }
 
   /// A collection function over constants (folded now), a to-many key path (`sum:(films.rating)` becomes

@@ -19,8 +19,9 @@ final class LMDBReader: EvaluationSource {
 
   /// The stored snapshot of `id`; `nil` for temporary IDs, other stores' IDs and missing objects.
   func snapshot(for id: ObjectID) throws -> Snapshot? {
-    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey, let table = schema.tables[id.entityName]
-    else { return nil }
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey, schema.tables[id.entityName] != nil else { return nil }
+    let id = try concrete(id)
+    guard let table = schema.tables[id.entityName] else { return nil }
     if let cached = cache[id] { return cached }
     let snapshot = try record(table, pk)
     cache[id] = snapshot
@@ -29,11 +30,50 @@ final class LMDBReader: EvaluationSource {
 
   /// Reads and decodes the record `pk` of `table` (uncached).
   func record(_ table: LMDBSchema.Table, _ pk: Int64) throws -> Snapshot? {
-    try txn.get(table.records, primaryKey: pk) { bytes in
+    let snapshot = try txn.get(table.records, primaryKey: pk) { bytes in
       try bytes.map {
         try RecordCodec.decode($0, primaryKey: pk, entity: table.entity, storeIdentifier: storeIdentifier)
       }
     }
+    guard let snapshot, !schema.model.inheritance.isEmpty else { return snapshot }
+    return try resolvingReferences(snapshot)
+  }
+
+  /// `snapshot` with each to-one target whose destination has sub-entities named by the entity it was
+  /// inserted as (records store the key alone; keys are unique across a hierarchy).
+  func resolvingReferences(_ snapshot: Snapshot) throws -> Snapshot {
+    let inheritance = schema.model.inheritance
+    guard let entity = schema.tables[snapshot.objectID.entityName]?.entity else { return snapshot }
+    var snapshot = snapshot
+    for (index, rel) in entity.toOneRelationships.enumerated()
+    where index < snapshot.toOne.count && inheritance.hasSubentities(rel.destination) {
+      if let target = snapshot.toOne[index] { snapshot.toOne[index] = try concrete(target) }
+    }
+    return snapshot
+  }
+
+  /// The record `pk` of `table`'s entity, or, in a hierarchy, of any entity of it (a uniqueness
+  /// constraint's index holds the keys of every sub-entity of the entity that declares it).
+  func recordInHierarchy(_ table: LMDBSchema.Table, _ pk: Int64) throws -> Snapshot? {
+    if let found = try record(table, pk) { return found }
+    let inheritance = schema.model.inheritance
+    guard inheritance.isInHierarchy(table.name) else { return nil }
+    for name in inheritance.entityAndDescendants(inheritance.root(of: table.name)) where name != table.name {
+      if let other = schema.tables[name], let found = try record(other, pk) { return found }
+    }
+    return nil
+  }
+
+  /// `id` named by the entity its object was inserted as, when its entity has sub-entities.
+  func concrete(_ id: ObjectID) throws -> ObjectID {
+    guard let pk = id.primaryKey, schema.model.inheritance.hasSubentities(id.entityName) else { return id }
+    for name in schema.model.inheritance.entityAndDescendants(id.entityName) {
+      guard let table = schema.tables[name] else { continue }
+      if try txn.get(table.records, primaryKey: pk, { $0 != nil }) {
+        return ObjectID(entityName: name, storeIdentifier: storeIdentifier, primaryKey: pk)
+      }
+    }
+    return id
   }
 
   /// Decodes the objects of `table` in primary-key order into `body` until it returns false;
@@ -41,12 +81,16 @@ final class LMDBReader: EvaluationSource {
   func forEachRecord(_ table: LMDBSchema.Table, _ body: (consuming Snapshot, _ remaining: Int) throws -> Bool) throws {
     var remaining = try txn.entries(table.records)
     let decoder = RecordDecoder(entity: table.entity, storeIdentifier: storeIdentifier)
+    let inheritance = schema.model.inheritance
+    let resolves = table.entity.toOneRelationships.contains { inheritance.hasSubentities($0.destination) }
     try txn.withCursor(table.records) { cursor in
       var entry = try cursor.next(.first)
       while let (key, value) = entry {
         let pk = try KeyCoding.primaryKey(key)
         remaining = max(remaining - 1, 0)
-        guard try body(try decoder.decode(value, primaryKey: pk), remaining) else { return }
+        var snapshot = try decoder.decode(value, primaryKey: pk)
+        if resolves { snapshot = try resolvingReferences(snapshot) }
+        guard try body(snapshot, remaining) else { return }
         entry = try cursor.next(.next)
       }
     }
@@ -67,7 +111,7 @@ final class LMDBReader: EvaluationSource {
     case .links(let links): dbi = links
     }
     return try txn.primaryKeys(dbi, KeyCoding.primaryKeyBytes(pk)).map {
-      ObjectID(entityName: relationship.destination, storeIdentifier: storeIdentifier, primaryKey: $0)
+      try concrete(ObjectID(entityName: relationship.destination, storeIdentifier: storeIdentifier, primaryKey: $0))
     }
   }
 }

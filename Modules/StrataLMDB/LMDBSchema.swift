@@ -124,10 +124,18 @@ struct LMDBSchema: Sendable {
     var names: [(String, Bool)] = [(metaName, false), (countersName, false)]
     for entity in model.entities {
       names.append((entity.name, false))
-      for keys in entity.uniquenessConstraints { names.append(("\(entity.name).\(keys.joined(separator: "+")).unique", true)) }
+      // In a hierarchy, a uniqueness constraint's index is kept by the entity that declares it and a
+      // to-one's references and a join table's links by the entity that declares the relationship: one
+      // database for the objects of every sub-entity.
+      for keys in entity.uniquenessConstraints where model.constraintScope(of: keys, in: entity.name) == entity.name {
+        names.append(("\(entity.name).\(keys.joined(separator: "+")).unique", true))
+      }
       for keys in indexedKeys(entity) { names.append(("\(entity.name).\(keys.joined(separator: "+")).index", true)) }
-      for rel in entity.toOneRelationships { names.append(("\(entity.name).\(rel.name).ref", true)) }
-      for rel in entity.toManyRelationships where model.usesJoinTable(rel) {
+      for rel in entity.toOneRelationships where model.declaringEntity(of: rel.name, in: entity.name) == entity.name {
+        names.append(("\(entity.name).\(rel.name).ref", true))
+      }
+      for rel in entity.toManyRelationships
+      where model.usesJoinTable(rel) && model.declaringEntity(of: rel.name, in: entity.name) == entity.name {
         let owner = model.joinTableOwner(of: entity.name, rel)
         guard !owner.isFlipped else { continue }
         names.append(("\(entity.name).\(rel.name).links", true))
@@ -160,17 +168,20 @@ struct LMDBSchema: Sendable {
     var links: [String: Links] = [:]
     for entity in model.entities {
       let uniques = try entity.uniquenessConstraints.map { keys in
-        let name = "\(entity.name).\(keys.joined(separator: "+")).unique"
+        let name = "\(model.constraintScope(of: keys, in: entity.name)).\(keys.joined(separator: "+")).unique"
         return Index(name: name, dbi: try handle(name), keys: keys, includesNil: false, isUnique: true, entity: entity)
       }
       let indexes = try Self.indexedKeys(entity).map { keys in
         let name = "\(entity.name).\(keys.joined(separator: "+")).index"
         return Index(name: name, dbi: try handle(name), keys: keys, includesNil: true, isUnique: false, entity: entity)
       }
-      let references = try entity.toOneRelationships.map { try handle("\(entity.name).\($0.name).ref") }
+      let references = try entity.toOneRelationships.map {
+        try handle("\(model.declaringEntity(of: $0.name, in: entity.name)).\($0.name).ref")
+      }
       tables[entity.name] = Table(
         entity: entity, records: try handle(entity.name), uniques: uniques, indexes: indexes, references: references)
-      for rel in entity.toManyRelationships where model.usesJoinTable(rel) {
+      for rel in entity.toManyRelationships
+      where model.usesJoinTable(rel) && model.declaringEntity(of: rel.name, in: entity.name) == entity.name {
         let owner = model.joinTableOwner(of: entity.name, rel)
         guard !owner.isFlipped else { continue }
         links["\(entity.name).\(rel.name)"] = Links(

@@ -10,7 +10,9 @@ extension LMDBStore {
   /// let result = try store.execute(.insert(BatchInsertDescription(entityName: "Studio", objects: [["name": "A24"]])))
   /// ```
   public func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult {
-    if case .insert(let insert) = request, let result = try directInsert(insert, author: author, contextName: contextName) {
+    if case .insert(let insert) = request, !model.inheritance.isInHierarchy(insert.entityName),
+      let result = try directInsert(insert, author: author, contextName: contextName)
+    {
       return result
     }
     return try BatchExecution(store: self, author: author, contextName: contextName).execute(request)

@@ -151,6 +151,9 @@ struct LMDBFetch {
   let plan: IndexPlan?
   let sorter: SnapshotSorter
   let dictionaries: DictionaryFetch?
+  /// For a fetch of an entity with sub-entities: the tables of every entity it reads (their keys are
+  /// unique across the hierarchy, so their records merge in key order); empty otherwise.
+  let hierarchy: [LMDBSchema.Table]
 
   /// - Throws: `.invalidQuery` / `.unsupported` from the validator and ``DictionaryFetch``.
   init(_ request: FetchDescription, scope: LMDBScope) throws {
@@ -160,7 +163,13 @@ struct LMDBFetch {
     self.scope = scope
     evaluator = try request.predicate.map { try PredicateEvaluator($0, entity: entity, model: model) }
     table = try scope.schema.table(entity.name)
-    plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: scope.maxKeySize)
+    if request.includesSubentities && model.inheritance.hasSubentities(entity.name) {
+      hierarchy = try model.inheritance.fetchedEntities(entity.name).map { try scope.schema.table($0) }
+      plan = nil
+    } else {
+      hierarchy = []
+      plan = IndexPlan.make(evaluator?.predicate, table: table, maxKeySize: scope.maxKeySize)
+    }
     sorter = try SnapshotSorter(request.sortDescriptors, entity: table.entity, model: model)
     dictionaries = request.resultType == .dictionaries ? try DictionaryFetch(request, model: model) : nil
   }
@@ -182,6 +191,10 @@ struct LMDBFetch {
           ? "counted from the index keys alone" : "each candidate read and re-checked by the evaluator")
     } else if request.predicate == nil && request.resultType == .count {
       steps.append("entry count of \(table.name)'s records (mdb_stat)")
+    } else if !hierarchy.isEmpty {
+      steps.append(
+        "scan of every record of " + hierarchy.map(\.name).joined(separator: ", ")
+          + (request.predicate == nil ? "" : ", each checked by the evaluator"))
     } else {
       steps.append("scan of every \(table.name) record" + (request.predicate == nil ? "" : ", each checked by the evaluator"))
     }
@@ -195,6 +208,11 @@ struct LMDBFetch {
   /// The fetch's result, read in `txn`.
   func run(_ txn: LMDBTransaction) throws -> FetchResult {
     let reader = scope.reader(txn)
+    if !hierarchy.isEmpty {
+      var rows = try hierarchyMatches(reader)
+      if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
+      return try request.result(from: rows, dictionaries: dictionaries, source: reader)
+    }
     if request.resultType == .count {
       if evaluator == nil {
         return .count(Self.page(count: try txn.entries(table.records), request))
@@ -222,6 +240,14 @@ struct LMDBFetch {
   /// offset and limit.
   func stream(_ txn: LMDBTransaction, _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void) throws {
     var page = Page(skipping: request.fetchOffset, limit: request.effectiveLimit)
+    if !hierarchy.isEmpty {
+      let rows = try hierarchyMatches(scope.reader(txn))
+      for (i, row) in rows.enumerated() where page.admit() {
+        try body(row, page.bound(rows.count - i - 1))
+        if page.isFull { return }
+      }
+      return
+    }
     try forEachMatch(txn, scope.reader(txn)) { snapshot, remaining in
       guard page.admit() else { return true }
       try body(snapshot, page.bound(remaining))
@@ -248,6 +274,19 @@ struct LMDBFetch {
       guard let snapshot = try reader.record(table, pk), try matches(snapshot) else { continue }
       guard try body(snapshot, candidates.count - i - 1) else { return }
     }
+  }
+
+  /// The matching objects of every entity of `hierarchy`, in primary-key order.
+  private func hierarchyMatches(_ reader: LMDBReader) throws -> [Snapshot] {
+    var rows: [Snapshot] = []
+    for table in hierarchy {
+      try reader.forEachRecord(table) { snapshot, _ in
+        if try evaluator.map({ try $0.evaluate(snapshot, source: reader) }) ?? true { rows.append(snapshot) }
+        return true
+      }
+    }
+    if hierarchy.count > 1 { rows.sort { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) } }
+    return rows
   }
 
   /// How many of `count` results remain after the request's offset and limit.

@@ -42,6 +42,7 @@ extension LMDBStore {
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
     let last = try MigrationStep.checkChain(steps, from: model, store: "the LMDB store \(path)")
+    for step in steps { _ = try HierarchyMigration(step.migration, store: "the LMDB store \(path)") }
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     guard environment.users <= 1 else {

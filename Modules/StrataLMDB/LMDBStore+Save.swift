@@ -208,7 +208,8 @@ struct LMDBSaveOperation {
     for change in changes.inserted {
       let id = change.objectID
       if run?.first.hasSameEntityAndStore(as: id) != true {
-        if let run { counters[run.first.entityName] = run.last }
+        try schema.model.requireInsertable(id.entityName)
+        if let run { counters[schema.model.inheritance.root(of: run.first.entityName)] = run.last }
         run = (
           id, ObjectID(entityName: id.entityName, storeIdentifier: storeIdentifier, primaryKey: 0),
           try lastPrimaryKey(id.entityName)
@@ -235,7 +236,7 @@ struct LMDBSaveOperation {
       }
       insertedIDs.append(permanent)
     }
-    if let run { counters[run.first.entityName] = run.last }
+    if let run { counters[schema.model.inheritance.root(of: run.first.entityName)] = run.last }
     try storeCounters()
   }
 
@@ -246,14 +247,16 @@ struct LMDBSaveOperation {
 
   /// Records that keys up to `last` of `entityName` are handed out (stored by ``storeCounters()``).
   mutating func noteLastPrimaryKey(_ last: Int64, of entityName: String) {
-    counters[entityName] = last
+    counters[schema.model.inheritance.root(of: entityName)] = last
   }
 
   /// The last primary key handed out for `entityName`, read from `strata.counters` once per save.
+  /// Keys are handed out per hierarchy (by its root entity's counter), so a key names one object of it.
   mutating func lastPrimaryKey(_ entityName: String) throws -> Int64 {
-    if let last = counters[entityName] { return last }
-    let last = try schema.lastPrimaryKey(entityName, in: txn) ?? 0
-    counters[entityName] = last
+    let counter = schema.model.inheritance.root(of: entityName)
+    if let last = counters[counter] { return last }
+    let last = try schema.lastPrimaryKey(counter, in: txn) ?? 0
+    counters[counter] = last
     return last
   }
 
@@ -308,7 +311,7 @@ struct LMDBSaveOperation {
     let entity = table.entity
     for (index, rel) in entity.toOneRelationships.enumerated() {
       guard let target = toOne[index] else { continue }
-      guard target.entityName == rel.destination else {
+      guard target.entityName == rel.destination || schema.model.isEntity(target.entityName, kindOf: rel.destination) else {
         throw StoreError(
           .validation, "\(entity.name).\(rel.name) must point at a \(rel.destination), not at \(target)",
           entity: entity.name, key: rel.name, value: .objectID(target))
@@ -434,7 +437,8 @@ struct LMDBSaveOperation {
     }
     // A to-many whose inverse is to-one is stored in the inverse's reference, carried by `toOne`.
     guard schema.model.usesJoinTable(rel) else { return }
-    for (id, expected) in [(link.source, entity.name), (link.target, rel.destination)] where id.entityName != expected {
+    for (id, expected) in [(link.source, entity.name), (link.target, rel.destination)]
+    where id.entityName != expected && !schema.model.isEntity(id.entityName, kindOf: expected) {
       throw StoreError(
         .validation, "\(entity.name).\(rel.name) links a \(entity.name) to a \(rel.destination), not \(id)",
         entity: entity.name, key: rel.name, value: .objectID(id))
@@ -464,7 +468,15 @@ struct LMDBSaveOperation {
   private mutating func clearReferences(to deleted: Set<ObjectID>) throws {
     guard !deleted.isEmpty else { return }
     var deletedKeys: [String: [Int64]] = [:]
-    for id in deleted { if let pk = id.primaryKey { deletedKeys[id.entityName, default: []].append(pk) } }
+    for id in deleted {
+      guard let pk = id.primaryKey else { continue }
+      // A reference to a parent entity may name an object of any of its sub-entities.
+      var entity: String? = id.entityName
+      while let name = entity {
+        deletedKeys[name, default: []].append(pk)
+        entity = schema.model.inheritance.parent(of: name)
+      }
+    }
     for key in deletedKeys.keys { deletedKeys[key]?.sort() }
     for entity in schema.model.entities {
       let table = try schema.table(entity.name)
@@ -478,6 +490,11 @@ struct LMDBSaveOperation {
         guard let row = try reader.record(table, pk) else { continue }
         var toOne = row.toOne
         for (index, target) in toOne.enumerated() where target.map(deleted.contains) == true { toOne[index] = nil }
+        // A reference to a parent entity whose target was just deleted no longer resolves to its entity.
+        for (index, rel) in entity.toOneRelationships.enumerated()
+        where index < toOne.count && schema.model.inheritance.hasSubentities(rel.destination) {
+          if let pk = toOne[index]?.primaryKey, deletedKeys[rel.destination]?.contains(pk) == true { toOne[index] = nil }
+        }
         RecordCodec.encode(version: row.version, attributes: row.attributes, toOne: toOne, table: table, into: buffer)
         try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
           try buffer.withUnsafeBytes { value in _ = try txn.put(table.records, key, value) }

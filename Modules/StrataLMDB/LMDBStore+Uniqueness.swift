@@ -40,11 +40,11 @@ extension LMDBSaveOperation {
           if !key.isExact {
             let full = fullKey(index, table, row)
             others = try others.filter { other in
-              try reader.record(table, other).map { fullKey(index, table, $0) } == full
+              try reader.recordInHierarchy(table, other).map { fullKey(index, table, $0) } == full
             }
           }
           guard let other = others.first(where: { !changedSet.contains($0) }) ?? others.first,
-            let otherRow = try reader.record(table, other)
+            let otherRow = try reader.recordInHierarchy(table, other)
           else { continue }
           if changedSet.contains(other), !reportedPairs.insert([min(pk, other), max(pk, other)]).inserted { continue }
           conflicts.append(

@@ -59,6 +59,28 @@ struct MemoryState: Sendable {
     return table.keys.sorted().compactMap { table[$0] }
   }
 
+  /// Every row of the entities `entityNames` (an entity and its sub-entities, whose keys are unique across
+  /// their hierarchy) in primary-key order.
+  func orderedRows(of entityNames: [String]) -> [Snapshot] {
+    guard entityNames.count > 1 else { return entityNames.first.map { orderedRows(of: $0) } ?? [] }
+    return entityNames.flatMap { (rows[$0] ?? [:]).values }.sorted {
+      ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0)
+    }
+  }
+
+  /// The ID of the object with primary key `key` among `entityName` and its sub-entities (the entity it
+  /// was inserted as), or an ID of `entityName` when there is no such row.
+  func objectID(
+    _ key: Int64, kindOf entityName: String, model: ObjectModel, storeIdentifier: String
+  ) -> ObjectID {
+    if model.inheritance.hasSubentities(entityName) {
+      for entity in model.inheritance.entityAndDescendants(entityName) where rows[entity]?[key] != nil {
+        return ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: key)
+      }
+    }
+    return ObjectID(entityName: entityName, storeIdentifier: storeIdentifier, primaryKey: key)
+  }
+
   static func linkKey(_ owner: (entity: String, relationship: String, isFlipped: Bool)) -> String {
     "\(owner.entity).\(owner.relationship)"
   }
@@ -72,7 +94,7 @@ struct MemoryState: Sendable {
     else { return [] }
     let destination = relationship.destination
     func makeID(_ key: Int64) -> ObjectID {
-      ObjectID(entityName: destination, storeIdentifier: storeIdentifier, primaryKey: key)
+      objectID(key, kindOf: destination, model: model, storeIdentifier: storeIdentifier)
     }
     if !relationship.isToMany {
       guard let entity = model.entity(named: id.entityName), let index = entity.toOneIndex(named: relationship.name),
@@ -88,7 +110,7 @@ struct MemoryState: Sendable {
     guard let inverse = model.inverse(of: relationship),
       let inverseIndex = model.entity(named: destination)?.toOneIndex(named: inverse.name)
     else { return [] }
-    return orderedRows(of: destination).filter { row in
+    return orderedRows(of: model.inheritance.entityAndDescendants(destination)).filter { row in
       inverseIndex < row.toOne.count && row.toOne[inverseIndex] == id
     }.map(\.objectID)
   }
@@ -121,7 +143,8 @@ final class MemoryEvaluationSource: EvaluationSource {
     let key = "\(relationship.destination).\(inverse.name)"
     if let groups = inverseGroups[key] { return groups[id] ?? [] }
     var groups: [ObjectID: [ObjectID]] = [:]
-    for row in state.orderedRows(of: relationship.destination) where inverseIndex < row.toOne.count {
+    for row in state.orderedRows(of: model.inheritance.entityAndDescendants(relationship.destination))
+    where inverseIndex < row.toOne.count {
       if let owner = row.toOne[inverseIndex] { groups[owner, default: []].append(row.objectID) }
     }
     inverseGroups[key] = groups

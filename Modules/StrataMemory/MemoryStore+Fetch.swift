@@ -15,7 +15,8 @@ extension MemoryStore {
     let sorter = try SnapshotSorter(request.sortDescriptors, entity: entity, model: model)
     let dictionaries = request.resultType == .dictionaries ? try DictionaryFetch(request, model: model) : nil
     let source = MemoryEvaluationSource(state: state, model: model, storeIdentifier: identifier)
-    var rows = state.orderedRows(of: entity.name)
+    var rows = state.orderedRows(
+      of: model.inheritance.fetchedEntities(entity.name, includesSubentities: request.includesSubentities))
     if let evaluator { rows = try evaluator.filter(rows, source: source) }
     if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: source) }
     return try request.result(from: rows, dictionaries: dictionaries, source: source)

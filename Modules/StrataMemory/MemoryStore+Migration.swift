@@ -14,6 +14,7 @@ extension MemoryStore {
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
     let last = try MigrationStep.checkChain(steps, from: model, store: "the memory store \(identifier)")
+    for step in steps { _ = try HierarchyMigration(step.migration, store: "the memory store \(identifier)") }
     let identifier = self.identifier
     let options = self.options
     return try storage.withLock { storage throws -> MemoryStore in

@@ -121,19 +121,24 @@ struct MemorySaveTransaction {
     for insert in inserts {
       let id = insert.objectID
       _ = try entity(for: id)
+      try model.requireInsertable(id.entityName)
       guard permanentIDs[id] == nil else {
         throw StoreError(.misuse, "\(id) is inserted twice in one change set", entity: id.entityName)
       }
+      // Keys are unique across a hierarchy (as in the SQL stores' one table per hierarchy), so a reference
+      // to a parent entity names one object.
+      let root = model.inheritance.root(of: id.entityName)
       let primaryKey: Int64
       if let pk = id.primaryKey {
-        guard id.storeIdentifier == storeIdentifier, state.rows[id.entityName]?[pk] == nil else {
+        let taken = model.inheritance.entityAndDescendants(root).contains { state.rows[$0]?[pk] != nil }
+        guard id.storeIdentifier == storeIdentifier, !taken else {
           throw StoreError(.misuse, "cannot insert \(id): it is already saved or belongs to another store", entity: id.entityName)
         }
         primaryKey = pk
       } else {
-        primaryKey = (state.lastPrimaryKey[id.entityName] ?? 0) + 1
+        primaryKey = (state.lastPrimaryKey[root] ?? 0) + 1
       }
-      state.lastPrimaryKey[id.entityName] = max(state.lastPrimaryKey[id.entityName] ?? 0, primaryKey)
+      state.lastPrimaryKey[root] = max(state.lastPrimaryKey[root] ?? 0, primaryKey)
       let permanent = ObjectID(entityName: id.entityName, storeIdentifier: storeIdentifier, primaryKey: primaryKey)
       permanentIDs[id] = permanent
       contextIDs[permanent] = id
@@ -188,7 +193,7 @@ struct MemorySaveTransaction {
     -> ObjectID?
   {
     guard let target else { return nil }
-    guard target.entityName == destination else {
+    guard model.isEntity(target.entityName, kindOf: destination) else {
       throw StoreError(
         .validation, "\(entityName).\(relationship) must point at a \(destination), not at \(target)",
         entity: entityName, key: relationship, value: .objectID(target))
@@ -264,6 +269,14 @@ struct MemorySaveTransaction {
       deletedKeys[id.entityName, default: []].insert(pk)
     }
     guard !deleted.isEmpty else { return (deleted, []) }
+    // A reference to a parent entity may name an object of any of its sub-entities.
+    for (entityName, keys) in deletedKeys {
+      var ancestor = model.inheritance.parent(of: entityName)
+      while let parent = ancestor {
+        deletedKeys[parent, default: []].formUnion(keys)
+        ancestor = model.inheritance.parent(of: parent)
+      }
+    }
     var cleared: [ObjectID] = []
     for entity in model.entities {
       for (index, rel) in entity.toOneRelationships.enumerated() where deletedKeys[rel.destination] != nil {
@@ -304,9 +317,14 @@ struct MemorySaveTransaction {
     var conflicts: [StoreError.Conflict] = []
     for entityName in entityOrder {
       guard let entity = model.entity(named: entityName), let changed = written[entityName] else { continue }
-      let table = state.rows[entityName] ?? [:]
       let changedSet = Set(changed)
       for keys in entity.uniquenessConstraints {
+        // A constraint holds among the objects of the entity that declares it and of its sub-entities.
+        let scope = model.inheritance.entityAndDescendants(model.constraintScope(of: keys, in: entityName))
+        var table = state.rows[entityName] ?? [:]
+        for other in scope where other != entityName {
+          table.merge(state.rows[other] ?? [:], uniquingKeysWith: { first, _ in first })
+        }
         var owners: [[Value]: [Int64]] = [:]
         for (pk, row) in table {
           if let key = constraintKey(row, keys, entity) { owners[key, default: []].append(pk) }

@@ -117,7 +117,11 @@ struct PostgresQueryCompiler {
   private mutating func compileQuery(_ request: FetchDescription, _ table: PostgresSchema.Table) throws -> Query {
     let predicate = try request.predicate.map { try QueryValidator.check($0, entity: root, model: schema.model) }
     try QueryValidator.check(request.sortDescriptors, entity: root, model: schema.model)
-    let condition = try predicate.map { try compile($0) }
+    var condition = try predicate.map { try compile($0) }
+    if !request.includesSubentities && schema.model.inheritance.hasSubentities(table.name) {
+      let own = Fragment("t0.\(quoteIdentifier(PostgresSchema.entityColumn)) = ?", [.text(table.name)])
+      condition = condition.map { own + Fragment(" AND (") + $0 + Fragment(")") } ?? own
+    }
     var orderBy: [String] = []
     for sort in request.sortDescriptors { orderBy += try orderTerms(sort) }
     orderBy.append("t0.\"_pk\" ASC")

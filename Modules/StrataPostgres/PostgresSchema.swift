@@ -72,6 +72,9 @@ struct PostgresSchema: Sendable {
   let tables: [String: Table]
   let joinTables: [JoinTable]
 
+  /// The column naming each row's entity in the table of a hierarchy.
+  static let entityColumn = "_entity"
+
   init(model: ObjectModel, schema: String) throws {
     self.model = model
     self.name = schema
@@ -144,6 +147,13 @@ struct PostgresSchema: Sendable {
 
   func createSQL(_ index: Index) -> String {
     let columns = index.columns.map(quoteIdentifier).joined(separator: ", ")
+    if let entities = index.entities {
+      // A sub-entity's index covers its rows of the hierarchy's table: a partial index (which cannot be
+      // deferred, so a save swapping such unique values between two objects is refused).
+      let names = entities.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(separator: ", ")
+      return "CREATE \(index.isUnique ? "UNIQUE " : "")INDEX \(quoteIdentifier(index.name)) ON \(qualify(index.table)) "
+        + "(\(columns)) WHERE \(quoteIdentifier(Self.entityColumn)) IN (\(names))"
+    }
     if index.isUnique {
       // Deferrable, so a save is judged on the state it produces (objects may swap unique values).
       return "ALTER TABLE \(qualify(index.table)) ADD CONSTRAINT \(quoteIdentifier(index.name)) UNIQUE (\(columns)) "
@@ -171,19 +181,64 @@ struct PostgresSchema: Sendable {
 
   /// Foreign keys are added once every table exists; checked at commit, so a save may write a row
   /// before the row it points at and clear references to the objects it deletes.
-  func foreignKeySQL(_ entity: EntityDescription) -> [String] {
-    entity.toOneRelationships.map { rel in
-      "ALTER TABLE \(qualify(entity.name)) ADD CONSTRAINT \(quoteIdentifier("\(entity.name)_\(rel.name)_fkey")) "
-        + "FOREIGN KEY (\(quoteIdentifier(rel.name))) REFERENCES \(qualify(rel.destination)) (\"_pk\") "
-        + "DEFERRABLE INITIALLY DEFERRED"
+  func foreignKeySQL(_ entity: EntityDescription) -> [String] { foreignKeys(entity).map(\.sql) }
+
+  /// ``foreignKeySQL(_:)`` with the relationship of each key.
+  func foreignKeys(_ entity: EntityDescription) -> [(relationship: RelationshipDescription, sql: String)] {
+    // In a hierarchy, each entity adds the keys of the relationships it declares, to the hierarchy's table;
+    // a key pointing into a hierarchy points at its table.
+    entity.toOneRelationships.filter { model.declaringEntity(of: $0.name, in: entity.name) == entity.name }.map { rel in
+      (
+        rel,
+        "ALTER TABLE \(qualify(storageName(entity.name))) ADD CONSTRAINT \(quoteIdentifier("\(entity.name)_\(rel.name)_fkey")) "
+          + "FOREIGN KEY (\(quoteIdentifier(rel.name))) REFERENCES \(qualify(storageName(rel.destination))) (\"_pk\") "
+          + "DEFERRABLE INITIALLY DEFERRED"
+      )
     }
+  }
+
+  /// The table holding `entity`'s rows: its own, or its hierarchy's (named after the root entity).
+  func storageName(_ entity: String) -> String {
+    model.inheritance.isInHierarchy(entity) ? model.inheritance.root(of: entity) : entity
   }
 
   func createJoinTableSQL(_ join: JoinTable) -> String {
     "CREATE TABLE \(qualify(join.name)) ("
-      + "\"source\" bigint NOT NULL REFERENCES \(qualify(join.sourceEntity)) (\"_pk\") ON DELETE CASCADE, "
-      + "\"target\" bigint NOT NULL REFERENCES \(qualify(join.targetEntity)) (\"_pk\") ON DELETE CASCADE, "
+      + "\"source\" bigint NOT NULL REFERENCES \(qualify(storageName(join.sourceEntity))) (\"_pk\") ON DELETE CASCADE, "
+      + "\"target\" bigint NOT NULL REFERENCES \(qualify(storageName(join.targetEntity))) (\"_pk\") ON DELETE CASCADE, "
       + "PRIMARY KEY (\"source\", \"target\"))"
+  }
+
+  /// The statements that create `entity`'s table: its own; for the root of a hierarchy, the table of the
+  /// whole hierarchy (every entity's columns, sub-entities' nullable, and `_entity`); for a sub-entity, an
+  /// (automatically updatable) view of its rows and its sub-entities' under its name, whose `_entity`
+  /// defaults to the entity, so rows inserted through it are tagged.
+  func createTableStatements(_ entity: EntityDescription) -> [String] {
+    let inheritance = model.inheritance
+    guard inheritance.isInHierarchy(entity.name) else { return [createTableSQL(entity)] }
+    let root = inheritance.root(of: entity.name)
+    let tag = "'" + entity.name.replacingOccurrences(of: "'", with: "''") + "'"
+    let entityColumn = quoteIdentifier(Self.entityColumn)
+    guard root == entity.name else {
+      let names = inheritance.entityAndDescendants(entity.name).map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }
+      return [
+        "CREATE VIEW \(qualify(entity.name)) AS SELECT * FROM \(qualify(root)) WHERE \(entityColumn) IN (\(names.joined(separator: ", ")))",
+        "ALTER VIEW \(qualify(entity.name)) ALTER COLUMN \(entityColumn) SET DEFAULT \(tag)",
+      ]
+    }
+    var attributes: [AttributeDescription] = []
+    var relationships: [RelationshipDescription] = []
+    var seen = Set<String>()
+    for name in inheritance.entityAndDescendants(root) {
+      guard let member = model.entity(named: name) else { continue }
+      for var attribute in member.attributes where seen.insert(attribute.name).inserted {
+        if name != root { attribute.isOptional = true }
+        attributes.append(attribute)
+      }
+      for rel in member.relationships where seen.insert(rel.name).inserted { relationships.append(rel) }
+    }
+    let create = createTableSQL(EntityDescription(name: root, attributes: attributes, relationships: relationships))
+    return [String(create.dropLast()) + ", \(entityColumn) text NOT NULL DEFAULT \(tag))"]
   }
 
   /// Every statement that creates the store's tables, constraints and indexes (metadata included).
@@ -191,7 +246,10 @@ struct PostgresSchema: Sendable {
     var statements = [
       "CREATE TABLE \(qualify(Self.metadataTable)) (\"key\" text PRIMARY KEY, \"value\" text NOT NULL)"
     ]
-    for entity in model.entities { statements.append(createTableSQL(entity)) }
+    // Tables before the views of sub-entities that read them.
+    let creates = model.entities.map(createTableStatements).joined()
+    let isView = { (statement: String) in statement.hasPrefix("CREATE VIEW") || statement.hasPrefix("ALTER VIEW") }
+    statements += creates.filter { !isView($0) } + creates.filter(isView)
     for entity in model.entities { statements += foreignKeySQL(entity) }
     for join in joinTables { statements.append(createJoinTableSQL(join)) }
     statements += indexes().map(createSQL)

@@ -79,7 +79,7 @@ extension PostgresStore {
     _ entityName: String, _ predicate: QueryPredicate?, author: String?, contextName: String?
   ) throws -> BatchResult? {
     let table = try schema.table(entityName)
-    guard model.derivedAttributes.isEmpty,
+    guard model.derivedAttributes.isEmpty, !model.inheritance.isInHierarchy(entityName),
       !table.entity.relationships.contains(where: { $0.deleteRule == .cascade || $0.deleteRule == .deny })
     else { return nil }
     let query = try PostgresQueryCompiler.compile(
@@ -152,6 +152,9 @@ extension PostgresStore {
   ) throws -> Fragment {
     guard !model.derivedAttributes.isAffected(byUpdating: properties.keys, of: entityName) else {
       throw StoreError(.unsupported, "derived attributes must be recomputed (the general path does)")
+    }
+    guard !model.inheritance.isInHierarchy(entityName) else {
+      throw StoreError(.unsupported, "the rows of a hierarchy are of several entities (the general path names them)")
     }
     let table = try schema.table(entityName)
     let entity = table.entity

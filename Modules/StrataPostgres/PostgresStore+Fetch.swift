@@ -16,6 +16,9 @@ extension PostgresStore {
   public func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
     if request.resultType == .dictionaries { return try fetchDictionaries(request, generation: generation) }
     let query = try PostgresQueryCompiler.compile(request, schema: schema, storeIdentifier: identifier)
+    if request.resultType != .count && schema.model.inheritance.hasSubentities(request.entityName) {
+      return try read(generation: generation) { try fetchHierarchy(request, query, connection: $0) }
+    }
     let table = query.table
     var paging = Fragment("")
     if let limit = request.effectiveLimit { paging = paging + Fragment(" LIMIT ?", [.int(Int64(limit))]) }
@@ -38,7 +41,8 @@ extension PostgresStore {
           (0..<rows.count).map { ObjectID(entityName: table.name, storeIdentifier: identifier, primaryKey: rows.int64($0, 0)) })
       case .snapshots, .dictionaries:
         let sql = Fragment("SELECT \(table.selectList(alias: "t0")) ") + from + Fragment(order) + paging
-        return .snapshots(try connection.query(sql.numbered(), sql.bindings).snapshots(table, storeIdentifier: identifier))
+        let snapshots = try connection.query(sql.numbered(), sql.bindings).snapshots(table, storeIdentifier: identifier)
+        return .snapshots(try resolvingReferences(snapshots, connection: connection))
       }
     }
   }
@@ -49,22 +53,8 @@ extension PostgresStore {
   /// let faults = try store.snapshots(for: [heatID, roninID], generation: nil)
   /// ```
   public func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
-    let work = try ObjectID.keysByEntity(ids, storeIdentifier: identifier).map { (try schema.table($0.entity), $0.keys) }
-    let identifier = self.identifier
-    return try read(generation: generation) { connection -> [Snapshot] in
-      var result: [Snapshot] = []
-      for (table, keys) in work {
-        // One key (a fault) is the commonest read: a statement prepared once per connection.
-        if keys.count == 1, let key = keys.first {
-          result += try connection.queryPrepared(table.selectByKeySQL, [.int(key)]).snapshots(table, storeIdentifier: identifier)
-          continue
-        }
-        let list = "{" + keys.map(String.init).joined(separator: ",") + "}"
-        let sql = "SELECT \(table.selectList(alias: "t0")) FROM \(table.qualified) AS t0 WHERE t0.\"_pk\" = ANY($1::bigint[])"
-        result += try connection.query(sql, [.text(list)]).snapshots(table, storeIdentifier: identifier)
-      }
-      return result
-    }
+    _ = try ObjectID.keysByEntity(ids, storeIdentifier: identifier).map { try schema.table($0.entity) }
+    return try read(generation: generation) { try readSnapshots(ids, connection: $0) }
   }
 
   /// The targets of a relationship of one object, in primary-key order.
@@ -85,11 +75,15 @@ extension PostgresStore {
     guard id.storeIdentifier == identifier, let pk = id.primaryKey else { return [] }
     let sql = schema.relatedKeysSQL(table.name, rel)
     let identifier = self.identifier
+    let resolves = schema.model.inheritance.hasSubentities(rel.destination)
     return try read(generation: generation) { connection -> [ObjectID] in
       let rows = try connection.query(sql, [.int(pk)])
-      return (0..<rows.count).map {
+      let ids = (0..<rows.count).map {
         ObjectID(entityName: rel.destination, storeIdentifier: identifier, primaryKey: rows.int64($0, 0))
       }
+      guard resolves else { return ids }
+      let concrete = try concreteIDs(ids, connection: connection)
+      return ids.map { concrete[$0] ?? $0 }
     }
   }
 

@@ -232,14 +232,30 @@ struct SaveOperation {
   private func clearReferences(to deleted: [String: [Int64]]) throws -> Set<String> {
     guard !deleted.isEmpty else { return [] }
     var cleared = Set<String>()
-    for entity in schema.model.entities {
-      for rel in entity.toOneRelationships {
+    let model = schema.model
+    // A reference to a parent entity may name an object of any of its sub-entities.
+    var deleted = deleted
+    for (entityName, keys) in deleted {
+      var ancestor = model.inheritance.parent(of: entityName)
+      while let parent = ancestor {
+        deleted[parent, default: []] += keys
+        ancestor = model.inheritance.parent(of: parent)
+      }
+    }
+    for entity in model.entities {
+      let inHierarchy = model.inheritance.isInHierarchy(entity.name)
+      // An inherited relationship's column is cleared once, by the entity that declares it.
+      for rel in entity.toOneRelationships where model.declaringEntity(of: rel.name, in: entity.name) == entity.name {
         guard let keys = deleted[rel.destination], !keys.isEmpty else { continue }
         let list = "{" + keys.map(String.init).joined(separator: ",") + "}"
+        let returning = inHierarchy ? "\"_pk\", \(quoteIdentifier(PostgresSchema.entityColumn))" : "\"_pk\""
         let rows = try connection.query(
           "UPDATE \(schema.qualify(entity.name)) SET \(quoteIdentifier(rel.name)) = NULL "
-            + "WHERE \(quoteIdentifier(rel.name)) = ANY($1::bigint[]) RETURNING \"_pk\"", [.text(list)])
-        for row in 0..<rows.count { cleared.insert("\(entity.name)/\(rows.int64(row, 0))/\(rel.name)") }
+            + "WHERE \(quoteIdentifier(rel.name)) = ANY($1::bigint[]) RETURNING \(returning)", [.text(list)])
+        for row in 0..<rows.count {
+          let owner = inHierarchy ? rows.text(row, 1) : entity.name
+          cleared.insert("\(owner)/\(rows.int64(row, 0))/\(rel.name)")
+        }
       }
     }
     return cleared

@@ -131,7 +131,11 @@ struct SQLiteQueryCompiler {
   private mutating func compileQuery(_ request: FetchDescription, _ table: SQLiteSchema.Table) throws -> Query {
     let predicate = try request.predicate.map { try QueryValidator.check($0, entity: root, model: schema.model) }
     try QueryValidator.check(request.sortDescriptors, entity: root, model: schema.model)
-    let condition = try predicate.map { try compile($0) }
+    var condition = try predicate.map { try compile($0) }
+    if !request.includesSubentities && schema.model.inheritance.hasSubentities(table.name) {
+      let own = Fragment("t0.\(quote(SQLiteSchema.entityColumn)) = ?", [.text(table.name)])
+      condition = condition.map { own + Fragment(" AND (") + $0 + Fragment(")") } ?? own
+    }
     var orderBy: [String] = []
     for sort in request.sortDescriptors {
       orderBy.append(try orderTerm(sort))

@@ -30,17 +30,30 @@ struct SQLiteSchema: Sendable {
     let selectByKeySQL: String
 
     var sqlName: String { quote(entity.name) }
+    /// The table the rows are written to: the entity's own, or its hierarchy's (named after the root
+    /// entity; the entity's name is then a view of its rows).
+    let storageName: String
+    /// Whether the entity belongs to a hierarchy: its rows carry an `_entity` column.
+    let isInHierarchy: Bool
 
-    init(entity: EntityDescription) {
+    init(entity: EntityDescription, storageName: String? = nil) {
       self.entity = entity
+      self.storageName = storageName ?? entity.name
+      self.isInHierarchy = storageName != nil
       let (stored, columns) = SQLLayout.columns(of: entity)
       storedAttributes = stored
       dataColumns = columns
-      let table = quote(entity.name)
+      let table = quote(self.storageName)
+      let tag = storageName == nil ? nil : "'" + entity.name.replacingOccurrences(of: "'", with: "''") + "'"
       func insert(_ names: [String]) -> String {
+        let placeholders = Array(repeating: "?", count: names.count)
+        if let tag {
+          return "INSERT INTO \(table) (\((names.map(quote) + [quote(SQLiteSchema.entityColumn)]).joined(separator: ", "))) "
+            + "VALUES (\((placeholders + [tag]).joined(separator: ", ")))"
+        }
         if names.isEmpty { return "INSERT INTO \(table) DEFAULT VALUES" }
-        let placeholders = Array(repeating: "?", count: names.count).joined(separator: ", ")
-        return "INSERT INTO \(table) (\(names.map(quote).joined(separator: ", "))) VALUES (\(placeholders))"
+        return
+          "INSERT INTO \(table) (\(names.map(quote).joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
       }
       insertSQL = insert(columns)
       insertWithKeySQL = insert(["_pk", "_version"] + columns)
@@ -61,9 +74,17 @@ struct SQLiteSchema: Sendable {
   let tables: [String: Table]
   let joinTables: [JoinTable]
 
+  /// The column naming each row's entity in the table of a hierarchy.
+  static let entityColumn = "_entity"
+
   init(model: ObjectModel) throws {
     self.model = model
-    self.tables = Dictionary(model.entities.map { ($0.name, Table(entity: $0)) }, uniquingKeysWith: { _, last in last })
+    let inheritance = model.inheritance
+    self.tables = Dictionary(
+      model.entities.map { entity in
+        let storage = inheritance.isInHierarchy(entity.name) ? inheritance.root(of: entity.name) : nil
+        return (entity.name, Table(entity: entity, storageName: storage))
+      }, uniquingKeysWith: { _, last in last })
     self.joinTables = SQLLayout.joinTables(of: model)
     try checkNames()
   }
@@ -130,6 +151,35 @@ struct SQLiteSchema: Sendable {
   /// Every index of every table.
   func indexes() -> [Index] { SQLLayout.indexes(model, joinTables: joinTables) }
 
+  /// The statements that create `entity`'s table: its own; for the root of a hierarchy, the table of the
+  /// whole hierarchy (every column of every entity in it, those of sub-entities nullable, and
+  /// `_entity`); for a sub-entity, a view of its rows and its sub-entities' under its name.
+  func createTableStatements(_ entity: EntityDescription) -> [String] {
+    let inheritance = model.inheritance
+    guard inheritance.isInHierarchy(entity.name) else { return [Self.createTableSQL(entity, named: entity.name)] }
+    let root = inheritance.root(of: entity.name)
+    guard root == entity.name else {
+      let names = inheritance.entityAndDescendants(entity.name).map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }
+      return [
+        "CREATE VIEW \(quote(entity.name)) AS SELECT * FROM \(quote(root)) WHERE \(quote(Self.entityColumn)) IN (\(names.joined(separator: ", ")))"
+      ]
+    }
+    var attributes: [AttributeDescription] = []
+    var relationships: [RelationshipDescription] = []
+    var seen = Set<String>()
+    for name in inheritance.entityAndDescendants(root) {
+      guard let member = model.entity(named: name) else { continue }
+      for var attribute in member.attributes where seen.insert(attribute.name).inserted {
+        if name != root { attribute.isOptional = true }
+        attributes.append(attribute)
+      }
+      for rel in member.relationships where seen.insert(rel.name).inserted { relationships.append(rel) }
+    }
+    let storage = EntityDescription(name: root, attributes: attributes, relationships: relationships)
+    let create = Self.createTableSQL(storage, named: root)
+    return [String(create.dropLast()) + ", \(quote(Self.entityColumn)) TEXT NOT NULL)"]
+  }
+
   /// The `CREATE TABLE` statement of `entity`'s table, called `name`.
   static func createTableSQL(_ entity: EntityDescription, named name: String) -> String {
     var columns = ["\"_pk\" INTEGER PRIMARY KEY AUTOINCREMENT", "\"_version\" INTEGER NOT NULL DEFAULT 1"]
@@ -158,9 +208,9 @@ struct SQLiteSchema: Sendable {
     var statements = [
       "CREATE TABLE \(quote(Self.metadataTable)) (\"key\" TEXT PRIMARY KEY, \"value\" TEXT NOT NULL)"
     ]
-    for entity in model.entities {
-      statements.append(Self.createTableSQL(entity, named: entity.name))
-    }
+    // Tables before the views of sub-entities that read them.
+    let creates = model.entities.map(createTableStatements).joined()
+    statements += creates.filter { !$0.hasPrefix("CREATE VIEW") } + creates.filter { $0.hasPrefix("CREATE VIEW") }
     for join in joinTables {
       statements.append(Self.createJoinTableSQL(named: join.name))
     }
@@ -270,8 +320,12 @@ extension SQLiteSchema {
 
 extension SQLIndex {
   var createSQL: String {
-    "CREATE \(isUnique ? "UNIQUE " : "")INDEX \(quote(name)) ON \(quote(table)) "
-      + "(\(columns.map(quote).joined(separator: ", ")))"
+    let partial =
+      entities.map { names in
+        " WHERE \(quote(SQLiteSchema.entityColumn)) IN (\(names.map { "'" + $0.replacingOccurrences(of: "'", with: "''") + "'" }.joined(separator: ", ")))"
+      } ?? ""
+    return "CREATE \(isUnique ? "UNIQUE " : "")INDEX \(quote(name)) ON \(quote(table)) "
+      + "(\(columns.map(quote).joined(separator: ", ")))\(partial)"
   }
 }
 

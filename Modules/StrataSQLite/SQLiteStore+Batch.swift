@@ -73,6 +73,9 @@ extension SQLiteStore {
     guard !model.derivedAttributes.isAffected(byUpdating: properties.keys, of: entityName) else {
       throw StoreError(.unsupported, "derived attributes must be recomputed (the general path does)")
     }
+    guard !model.inheritance.isInHierarchy(entityName) else {
+      throw StoreError(.unsupported, "the rows of a hierarchy are of several entities (the general path names them)")
+    }
     let table = try schema.table(entityName)
     let entity = table.entity
     let query = try SQLiteQueryCompiler.compile(

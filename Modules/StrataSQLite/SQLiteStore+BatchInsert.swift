@@ -14,7 +14,7 @@ extension SQLiteStore {
   func nativeInsert(_ request: BatchInsertDescription, author: String?, contextName: String?) throws -> BatchResult? {
     let entity = try model.requireEntity(request.entityName)
     let settable = entity.attributes.filter { $0.isPersistent && $0.derivation == nil }.map(\.name)
-    guard entity.uniquenessConstraints.count <= 1,
+    guard entity.uniquenessConstraints.count <= 1, !model.inheritance.isInHierarchy(entity.name),
       !model.derivedAttributes.isAffected(byUpdating: settable, of: entity.name)
     else { return nil }
     try checkOpen()

@@ -45,6 +45,6 @@ extension SaveOperation {
   private static func derivedUpdate(_ table: SQLiteSchema.Table) -> (sql: String, indices: [Int]) {
     let indices = table.storedAttributes.filter { table.entity.attributes[$0].derivation != nil }
     let sets = indices.map { "\(quote(table.entity.attributes[$0].name)) = ?" }.joined(separator: ", ")
-    return ("UPDATE \(quote(table.name)) SET \(sets) WHERE \"_pk\" = ?", indices)
+    return ("UPDATE \(quote(table.storageName)) SET \(sets) WHERE \"_pk\" = ?", indices)
   }
 }

@@ -20,6 +20,9 @@ extension SQLiteStore {
   /// - Throws: `.invalidQuery` / `.unsupported` from the validator, `.misuse` when the store is closed.
   public func fetch(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
     if request.resultType == .dictionaries { return try fetchDictionaries(request, generation: generation) }
+    if request.resultType != .count && schema.model.inheritance.hasSubentities(request.entityName) {
+      return try read(generation: generation) { try fetchHierarchy(request, connection: $0) }
+    }
     let statement = try selectStatement(for: request)
     let table = statement.table
     let identifier = self.identifier
@@ -34,10 +37,10 @@ extension SQLiteStore {
             ObjectID(entityName: table.name, storeIdentifier: identifier, primaryKey: $0.int64(0))
           })
       case .snapshots, .dictionaries:
-        return .snapshots(
-          try connection.query(statement.sql, statement.bindings) {
-            try $0.snapshot(table, storeIdentifier: identifier)
-          })
+        let snapshots = try connection.query(statement.sql, statement.bindings) {
+          try $0.snapshot(table, storeIdentifier: identifier)
+        }
+        return .snapshots(try resolvingReferences(snapshots, connection: connection))
       }
     }
   }
@@ -106,25 +109,8 @@ extension SQLiteStore {
   /// let faults = try store.snapshots(for: [heatID, roninID], generation: nil)
   /// ```
   public func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
-    let work = try ObjectID.keysByEntity(ids, storeIdentifier: identifier).map { (try schema.table($0.entity), $0.keys) }
-    let identifier = self.identifier
-    return try read(generation: generation) { connection -> [Snapshot] in
-      var result: [Snapshot] = []
-      for (table, keys) in work {
-        var start = 0
-        while start < keys.count {
-          let chunk = Array(keys[start..<min(start + 500, keys.count)])
-          start += chunk.count
-          let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
-          let sql =
-            "SELECT \(table.selectList(alias: "t0")) FROM \(quote(table.name)) AS t0 WHERE t0.\"_pk\" IN (\(placeholders))"
-          result += try connection.query(sql, chunk.map(SQLValue.integer)) {
-            try $0.snapshot(table, storeIdentifier: identifier)
-          }
-        }
-      }
-      return result
-    }
+    _ = try ObjectID.keysByEntity(ids, storeIdentifier: identifier).map { try schema.table($0.entity) }
+    return try read(generation: generation) { try readSnapshots(ids, connection: $0) }
   }
 
   /// The targets of a relationship of one object, in primary-key order (for a to-one relationship, its
@@ -150,10 +136,14 @@ extension SQLiteStore {
     guard id.storeIdentifier == identifier, let pk = id.primaryKey else { return [] }
     let sql = schema.relatedKeysSQL(table.name, rel)
     let identifier = self.identifier
+    let resolves = schema.model.inheritance.hasSubentities(rel.destination)
     return try read(generation: generation) { connection -> [ObjectID] in
-      try connection.query(sql, [.integer(pk)]) {
+      let ids = try connection.query(sql, [.integer(pk)]) {
         ObjectID(entityName: rel.destination, storeIdentifier: identifier, primaryKey: $0.int64(0))
       }
+      guard resolves else { return ids }
+      let concrete = try concreteIDs(ids, connection: connection)
+      return ids.map { concrete[$0] ?? $0 }
     }
   }
 

@@ -43,6 +43,7 @@ extension SQLiteStore {
     try checkOpen()
     guard writer != nil else { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     let destination = last.migration.destination
+    for step in steps { _ = try HierarchyMigration(step.migration, store: "the SQLite store \(path)") }
     let schemas = try steps.map { try SQLiteSchema(model: $0.migration.destination) }
     let json = String(decoding: try destination.jsonData(), as: UTF8.self)
     let log = options.tracksHistory ? Locked(MigrationChangeLog()) : nil
@@ -307,15 +308,44 @@ final class SQLiteMigration {
         try connection.run("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", [.text(name), sequence])
       }
     }
-    for mapping in migration.entities where mapping.source == nil {
+    let hierarchy = try HierarchyMigration(migration, store: "the SQLite store")
+    let addedSubentities = Set(hierarchy.addedSubentities.values.joined())
+    for mapping in migration.entities where mapping.source == nil && !addedSubentities.contains(mapping.entity.name) {
       try connection.execute(SQLiteSchema.createTableSQL(mapping.entity, named: mapping.entity.name))
       progress("created the table of \(mapping.entity.name)")
     }
+    try addSubentities(hierarchy, progress: progress)
     for (name, source) in joins {
       if case .empty = source { try connection.execute(SQLiteSchema.createJoinTableSQL(named: name)) }
     }
     try createIndexes()
     progress("built the indexes")
+  }
+
+  /// Makes each root that gains sub-entities the table of its hierarchy: `_entity` (its rows keep the
+  /// root's name), a nullable column per property a new sub-entity adds, and a view per new sub-entity.
+  private func addSubentities(_ hierarchy: HierarchyMigration, progress: (String) -> Void) throws {
+    for (root, added) in hierarchy.addedSubentities.sorted(by: { $0.key < $1.key }) {
+      let tag = "'" + root.replacingOccurrences(of: "'", with: "''") + "'"
+      try connection.execute(
+        "ALTER TABLE \(quote(root)) ADD COLUMN \(quote(SQLiteSchema.entityColumn)) TEXT NOT NULL DEFAULT \(tag)")
+      var columns = Set(new.tables[root]?.dataColumns ?? [])
+      for name in added {
+        guard let entity = new.model.entity(named: name) else { continue }
+        for var attribute in entity.attributes where attribute.isPersistent && columns.insert(attribute.name).inserted {
+          attribute.isOptional = true
+          try connection.execute("ALTER TABLE \(quote(root)) ADD COLUMN \(SQLiteSchema.columnDefinition(attribute))")
+        }
+        for rel in entity.toOneRelationships where columns.insert(rel.name).inserted {
+          try connection.execute("ALTER TABLE \(quote(root)) ADD COLUMN \(quote(rel.name)) INTEGER")
+        }
+      }
+      for name in added {
+        guard let entity = new.model.entity(named: name) else { continue }
+        for statement in new.createTableStatements(entity) { try connection.execute(statement) }
+        progress("created the view of \(name) in the table of \(root)")
+      }
+    }
   }
 
   /// What the plan does to each entity's storage (see ``SQLiteStore/storageChanges(for:)``).

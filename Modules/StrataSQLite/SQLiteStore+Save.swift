@@ -175,7 +175,7 @@ struct SaveOperation {
         conflicts: [StoreError.Conflict(objectID: change.objectID, entity: table.name, keys: change.changedKeys)])
     }
     versions[change.objectID] = version
-    for (column, target) in later { patches.append((change, table.name, pk, column, target)) }
+    for (column, target) in later { patches.append((change, table.storageName, pk, column, target)) }
     return true
   }
 
@@ -201,7 +201,7 @@ struct SaveOperation {
     let permanent = ObjectID(entityName: table.name, storeIdentifier: storeIdentifier, primaryKey: pk)
     permanentIDs[change.objectID] = permanent
     versions[permanent] = 1
-    for (column, target) in later { patches.append((change, table.name, pk, column, target)) }
+    for (column, target) in later { patches.append((change, table.storageName, pk, column, target)) }
     return true
   }
 
@@ -226,7 +226,7 @@ struct SaveOperation {
       do {
         try connection.run(table.insertWithKeySQL, [.integer(pk), .integer(version + 1)] + values)
         versions[change.objectID] = version + 1
-        for (column, target) in later { patches.append((change, table.name, pk, column, target)) }
+        for (column, target) in later { patches.append((change, table.storageName, pk, column, target)) }
       } catch let error as SQLiteError where error.isUniqueViolation {
         failed.append(change)
       }
@@ -312,14 +312,27 @@ struct SaveOperation {
   private func clearReferences(to deleted: [String: [Int64]]) throws -> Set<String> {
     guard !deleted.isEmpty else { return [] }
     var cleared = Set<String>()
-    for entity in schema.model.entities {
-      for rel in entity.toOneRelationships {
+    let model = schema.model
+    // A reference to a parent entity may name an object of any of its sub-entities.
+    var deleted = deleted
+    for (entityName, keys) in deleted {
+      var ancestor = model.inheritance.parent(of: entityName)
+      while let parent = ancestor {
+        deleted[parent, default: []] += keys
+        ancestor = model.inheritance.parent(of: parent)
+      }
+    }
+    for entity in model.entities {
+      guard let table = schema.tables[entity.name] else { continue }
+      // An inherited relationship's column is cleared once, by the entity that declares it.
+      for rel in entity.toOneRelationships where model.declaringEntity(of: rel.name, in: entity.name) == entity.name {
         for pk in deleted[rel.destination] ?? [] {
+          let returning = table.isInHierarchy ? "\"_pk\", \(quote(SQLiteSchema.entityColumn))" : "\"_pk\""
           let rows = try connection.query(
-            "UPDATE \(quote(entity.name)) SET \(quote(rel.name)) = NULL WHERE \(quote(rel.name)) = ? RETURNING \"_pk\"",
+            "UPDATE \(quote(table.storageName)) SET \(quote(rel.name)) = NULL WHERE \(quote(rel.name)) = ? RETURNING \(returning)",
             [.integer(pk)]
-          ) { $0.int64(0) }
-          for row in rows { cleared.insert("\(entity.name)/\(row)/\(rel.name)") }
+          ) { ($0.int64(0), table.isInHierarchy ? $0.text(1) : entity.name) }
+          for (row, owner) in rows { cleared.insert("\(owner)/\(row)/\(rel.name)") }
         }
       }
     }

@@ -51,8 +51,9 @@ public struct MigrationStep: Sendable {
   /// derived attributes.
   static func recomputeDerivedAttributes(of entities: [String], in store: any PersistentStore) throws {
     for name in entities {
-      guard let entity = store.model.entity(named: name),
-        case .snapshots(let rows) = try store.fetch(FetchDescription(entityName: name), generation: nil)
+      var own = FetchDescription(entityName: name)
+      own.includesSubentities = false
+      guard let entity = store.model.entity(named: name), case .snapshots(let rows) = try store.fetch(own, generation: nil)
       else { continue }
       let derived = entity.attributes.filter { $0.derivation != nil }.map(\.name)
       var start = 0

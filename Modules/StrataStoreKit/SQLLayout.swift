@@ -33,12 +33,16 @@ package struct SQLIndex: Sendable, Hashable {
   package let table: String
   package let columns: [String]
   package let isUnique: Bool
+  /// For an index of a sub-entity in its hierarchy's table: the entities whose rows it covers (a partial
+  /// index on `_entity`); `nil` for every row.
+  package let entities: [String]?
 
-  package init(name: String, table: String, columns: [String], isUnique: Bool) {
+  package init(name: String, table: String, columns: [String], isUnique: Bool, entities: [String]? = nil) {
     self.name = name
     self.table = table
     self.columns = columns
     self.isUnique = isUnique
+    self.entities = entities
   }
 }
 
@@ -128,19 +132,31 @@ package enum SQLLayout {
   /// Every index of every table of `model` (`joinTables` its join tables).
   package static func indexes(_ model: ObjectModel, joinTables: [SQLJoinTable]) -> [SQLIndex] {
     var result: [SQLIndex] = []
+    let inheritance = model.inheritance
     for entity in model.entities {
-      for (n, keys) in entity.uniquenessConstraints.enumerated() {
-        result.append(SQLIndex(name: "\(entity.name)_unique_\(n + 1)", table: entity.name, columns: keys, isUnique: true))
-      }
-      for attribute in entity.attributes where attribute.isIndexed && attribute.isPersistent {
+      // In a hierarchy, every entity's rows live in the root's table: each entity indexes what it declares
+      // (not what it inherits), over its own rows and its sub-entities' (all rows for the root).
+      let parent = inheritance.parent(of: entity.name).flatMap { model.entity(named: $0) }
+      let table = inheritance.isInHierarchy(entity.name) ? inheritance.root(of: entity.name) : entity.name
+      let covered = parent == nil ? nil : inheritance.entityAndDescendants(entity.name)
+      for (n, keys) in entity.uniquenessConstraints.enumerated() where parent?.uniquenessConstraints.contains(keys) != true {
         result.append(
-          SQLIndex(name: "\(entity.name)_idx_\(attribute.name)", table: entity.name, columns: [attribute.name], isUnique: false))
+          SQLIndex(name: "\(entity.name)_unique_\(n + 1)", table: table, columns: keys, isUnique: true, entities: covered))
       }
-      for (n, keys) in entity.indexes.enumerated() {
-        result.append(SQLIndex(name: "\(entity.name)_index_\(n + 1)", table: entity.name, columns: keys, isUnique: false))
+      for attribute in entity.attributes
+      where attribute.isIndexed && attribute.isPersistent && parent?.attribute(named: attribute.name) == nil {
+        result.append(
+          SQLIndex(
+            name: "\(entity.name)_idx_\(attribute.name)", table: table, columns: [attribute.name], isUnique: false,
+            entities: covered))
       }
-      for rel in entity.toOneRelationships {
-        result.append(SQLIndex(name: "\(entity.name)_fk_\(rel.name)", table: entity.name, columns: [rel.name], isUnique: false))
+      for (n, keys) in entity.indexes.enumerated() where parent?.indexes.contains(keys) != true {
+        result.append(
+          SQLIndex(name: "\(entity.name)_index_\(n + 1)", table: table, columns: keys, isUnique: false, entities: covered))
+      }
+      for rel in entity.toOneRelationships where parent?.relationship(named: rel.name) == nil {
+        result.append(
+          SQLIndex(name: "\(entity.name)_fk_\(rel.name)", table: table, columns: [rel.name], isUnique: false, entities: covered))
       }
     }
     for join in joinTables {

@@ -52,6 +52,7 @@ extension SQLSaveOperation {
       guard inserted.insert(change.objectID).inserted else {
         throw StoreError(.misuse, "\(change.objectID) is inserted twice in one change set", entity: change.objectID.entityName)
       }
+      try model.requireInsertable(change.objectID.entityName)
       if !change.objectID.isTemporary, change.objectID.storeIdentifier != storeIdentifier {
         throw StoreError(
           .misuse, "cannot insert \(change.objectID): it belongs to another store", entity: change.objectID.entityName)
@@ -95,7 +96,7 @@ extension SQLSaveOperation {
   /// The stored form of a to-one target; `nil` when it is a temporary ID not inserted yet.
   package func encodeTarget(_ target: ObjectID?, _ rel: RelationshipDescription, of entity: String) throws -> Schema.Binding? {
     guard let target else { return Schema.encode(.null) }
-    guard target.entityName == rel.destination else {
+    guard target.entityName == rel.destination || model.isEntity(target.entityName, kindOf: rel.destination) else {
       throw StoreError(
         .validation, "\(entity).\(rel.name) must point at a \(rel.destination), not at \(target)",
         entity: entity, key: rel.name, value: .objectID(target))
@@ -146,7 +147,8 @@ extension SQLSaveOperation {
     guard case .joinTable(let table, let ownerColumn, _, let destination) = schema.toManyStorage(entity.name, rel) else {
       return nil
     }
-    for (id, expected) in [(link.source, entity.name), (link.target, destination)] where id.entityName != expected {
+    for (id, expected) in [(link.source, entity.name), (link.target, destination)]
+    where id.entityName != expected && !model.isEntity(id.entityName, kindOf: expected) {
       throw StoreError(
         .validation, "\(entity.name).\(rel.name) links a \(entity.name) to a \(destination), not \(id)",
         entity: entity.name, key: rel.name, value: .objectID(id))

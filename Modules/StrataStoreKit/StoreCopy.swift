@@ -22,13 +22,18 @@ package enum StoreCopy {
     guard destination.model == model else {
       throw StoreError(.misuse, "a store can be copied only into a store of the same model")
     }
-    for entity in model.entities where try destination.count(FetchDescription(entityName: entity.name)) > 0 {
+    // Each entity's own objects: a fetch of a parent entity would bring its sub-entities' again.
+    func own(_ entity: EntityDescription) -> FetchDescription {
+      var request = FetchDescription(entityName: entity.name)
+      request.includesSubentities = false
+      return request
+    }
+    for entity in model.entities where try destination.count(own(entity)) > 0 {
       throw StoreError(.misuse, "the destination store already holds \(entity.name) objects: copy into an empty store")
     }
     var rows: [(entity: EntityDescription, snapshots: [Snapshot])] = []
-    for entity in model.entities {
-      guard case .snapshots(let snapshots) = try source.fetch(FetchDescription(entityName: entity.name), generation: nil)
-      else { continue }
+    for entity in model.entities where !model.inheritance.isAbstract(entity.name) {
+      guard case .snapshots(let snapshots) = try source.fetch(own(entity), generation: nil) else { continue }
       rows.append((entity, snapshots))
     }
     let total = rows.reduce(0) { $0 + $1.snapshots.count }

@@ -169,3 +169,33 @@ struct FaveFlicksCLITests {
       current.status == 0 && current.stdout == "\(store) has this version's model: nothing to migrate.\n", "\(current.stdout)")
   }
 }
+
+@Suite("fave-flicks series")
+struct FaveFlicksSeriesCLITests {
+  @Test func aSeriesIsAddedListedAndShownByStrata() throws {
+    let directory = FileManager.default.temporaryDirectory.appending(path: "faveflicks-series-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let store = directory.appending(path: "Movies.sqlite").path
+    let film = try Executables.run(
+      "fave-flicks", ["add", "--path", store, "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15"])
+    #expect(film.status == 0, "\(film.stderr)")
+    let series = try Executables.run(
+      "fave-flicks",
+      ["add", "--path", store, "--title", "The Wire", "--genre", "Crime", "--release-date", "2002-06-02", "--seasons", "5"])
+    #expect(series.status == 0, "\(series.stderr)")
+    #expect(series.stdout == "Added The Wire (Crime, 2002-06-02, a series of 5 seasons)\n")
+    let listed = try Executables.run("fave-flicks", ["list", "--path", store, "--json"])
+    let rows = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+    #expect(rows.map { $0["title"] as? String } == ["Heat", "The Wire"])
+    #expect(rows.map { $0["seasons"] as? Int } == [nil, 5])
+    let fetched = try Executables.run("strata", ["fetch", store, "--entity", "Series", "--json"])
+    #expect(fetched.status == 0, "\(fetched.stderr)")
+    #expect(fetched.stdout.contains("The Wire") && !fetched.stdout.contains("Heat"), "\(fetched.stdout)")
+    let bad = try Executables.run(
+      "fave-flicks",
+      ["add", "--path", store, "--title", "Nothing", "--genre", "None", "--release-date", "2000-01-01", "--seasons", "0"])
+    #expect(bad.status != 0)
+    #expect(bad.stderr.split(separator: "\n").count == 1, "\(bad.stderr)")
+  }
+}

@@ -58,7 +58,7 @@ struct StrataToolTests {
     let text = try strata("info", store)
     #expect(text.status == 0, "\(text.stderr)")
     #expect(text.stdout.contains("Store type:         sqlite"))
-    #expect(text.stdout.contains("Model version:      '2' (checksum "), "\(text.stdout)")
+    #expect(text.stdout.contains("Model version:      '3' (checksum "), "\(text.stdout)")
     #expect(text.stdout.contains("Movie — 4 rows"))
     for line in [
       "title        string  no", "genre        string  no", "releaseDate  date    no", "updatedAt    date    yes",
@@ -74,9 +74,9 @@ struct StrataToolTests {
     let identifier = try #require(info["identifier"] as? String)
     #expect(UUID(uuidString: identifier) != nil)
     #expect((info["modelFingerprint"] as? String)?.count == 16)
-    #expect(info["modelVersion"] as? String == "2")
+    #expect(info["modelVersion"] as? String == "3")
     let entities = try #require(info["entities"] as? [[String: Any]])
-    #expect(entities.map { $0["name"] as? String } == ["Movie", "Watch"])
+    #expect(entities.map { $0["name"] as? String } == ["Movie", "Series", "Watch"])
     let movie = try #require(entities.first)
     #expect(movie["name"] as? String == "Movie")
     #expect(movie["count"] as? Int == 4)
@@ -163,7 +163,7 @@ struct StrataToolTests {
       (["fetch", missing, "--entity", "Movie"], "there is no store at \(missing)"),
       (["info", text], "\(text) is not a Strata store: neither an SQLite file nor an LMDB environment"),
       (["info", text, "--store", "sqlite"], "is not a Strata SQLite store"),
-      (["fetch", store, "--entity", "Film"], "unknown entity 'Film' (the model has: Movie, Watch)"),
+      (["fetch", store, "--entity", "Film"], "unknown entity 'Film' (the model has: Movie, Series, Watch)"),
       (["fetch", store, "--entity", "Movie", "--where", "title =="], "expected an expression at position 8"),
       (["fetch", store, "--entity", "Movie", "--where", "year > 3"], "Movie has no attribute or relationship 'year'"),
       (["fetch", store, "--entity", "Movie", "--where", "title > 3"], "Movie.title is a string"),

@@ -266,8 +266,8 @@ private func expr(_ format: String, _ arguments: any PredicateArgument...) throw
 
   @Test func rejectedConstructsNameThePosition() throws {
     let table: [(String, Int, String)] = [
-      ("items[FIRST] == 1", 5, "subscripts"),
-      ("items[0] == 1", 5, "subscripts"),
+      ("items[FIRST == 1", 12, "expected ']'"),
+      ("items[SIZE].name == 1", 12, "a key cannot follow [SIZE]"),
       ("FUNCTION(SELF, 'foo') == 1", 0, "FUNCTION"),
       ("frobnicate:(x) == 1", 0, "unknown function 'frobnicate:'"),
       ("foo() == 1", 0, "unknown function 'foo'"),

@@ -6,7 +6,7 @@ import StrataStoreKit
 import Testing
 
 let lmdbBackend = ConformanceBackend(
-  factory: LMDBStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration], worker: "strata-worker",
+  factory: LMDBStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance], worker: "strata-worker",
   location: { $0.appending(path: "conformance.lmdb") }, integrityCheck: checkLMDBIntegrity)
 
 @Test("LMDB conformance", arguments: Conformance.Area.allCases)

@@ -2,7 +2,7 @@ import StrataConformance
 import StrataMemory
 import Testing
 
-let memoryBackend = ConformanceBackend(factory: MemoryStoreFactory(), capabilities: [.migration])
+let memoryBackend = ConformanceBackend(factory: MemoryStoreFactory(), capabilities: [.migration, .inheritance])
 
 @Test("Memory conformance", arguments: Conformance.Area.allCases)
 func memoryConformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: memoryBackend) }

@@ -5,7 +5,8 @@ import Testing
 
 /// Each store of the suite in a schema of its own, named after the suite's fresh directory.
 let postgresBackend = ConformanceBackend(
-  factory: PostgresStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration], worker: "postgres-worker"
+  factory: PostgresStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance],
+  worker: "postgres-worker"
 ) { directory in PostgresTestServer.freshLocation(directory.lastPathComponent) }
 
 @Test("PostgreSQL conformance", arguments: Conformance.Area.allCases)

@@ -6,7 +6,7 @@ import StrataStoreKit
 import Testing
 
 let sqliteBackend = ConformanceBackend(
-  factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration], worker: "strata-worker",
+  factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance], worker: "strata-worker",
   location: { $0.appending(path: "conformance.sqlite") }, integrityCheck: checkSQLiteIntegrity)
 
 @Test("SQLite conformance", arguments: Conformance.Area.allCases)

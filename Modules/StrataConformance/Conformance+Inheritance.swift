@@ -1,0 +1,213 @@
+import Foundation
+import Strata
+import StrataStoreKit
+import Testing
+
+/// An abstract entity: only its sub-entities have objects. Titles are unique across the whole hierarchy.
+class Media: ManagedObject {
+  override class var isAbstract: Bool { true }
+  @Attribute(.unique) var title: String
+  @Attribute var year: Int
+  @Relationship(inverse: "items") var shelf: Shelf?
+  @Relationship(inverse: "favorites") var fans: Set<Shelf>
+}
+
+class Feature: Media {
+  @Attribute var runtime: Int
+}
+
+final class ShortFeature: Feature {
+  @Attribute var festival: String?
+}
+
+final class Series: Media {
+  @Attribute var seasons: Int
+}
+
+final class Shelf: ManagedObject {
+  @Attribute var name: String
+  @Relationship(inverse: "shelf") var items: Set<Media>
+  @Relationship(inverse: "fans") var favorites: Set<Media>
+  @Relationship var pick: Media?
+  @Derived("items.@count") var itemCount: Int64
+}
+
+enum InheritanceModel {
+  static let types: [ManagedObject.Type] = [Media.self, Feature.self, ShortFeature.self, Series.self, Shelf.self]
+}
+
+extension Conformance {
+  /// Entity inheritance: sub-entities inherit their parent's properties and constraints; a fetch of a
+  /// parent returns the objects of every sub-entity as their own classes (`includesSubentities = false`
+  /// opts out); predicates, sorts, counts, aggregates and batches work over a hierarchy; relationships to a
+  /// parent hold objects of its sub-entities; an abstract entity cannot be inserted.
+  public static func inheritance(_ backend: ConformanceBackend) async throws {
+    let model = try ObjectModel(types: InheritanceModel.types)
+    let feature = try #require(model.entity(named: "Feature"))
+    let short = try #require(model.entity(named: "ShortFeature"))
+    #expect(feature.parentEntity == "Media")
+    #expect(short.parentEntity == "Feature")
+    #expect(model.entity(named: "Media")?.isAbstract == true)
+    #expect(short.attributes.map(\.name) == ["title", "year", "runtime", "festival"])
+    #expect(short.relationships.map(\.name) == ["shelf", "fans"])
+    #expect(try ObjectModel.decode(jsonData: model.jsonData()) == model)
+    #expect(model.inheritance.fetchedEntities("Media") == ["Feature", "Series", "ShortFeature"])
+
+    let (container, url) = try backend.container(types: InheritanceModel.types)
+    #expect(container.persistentStore?.model.entity(named: "Series")?.parentEntity == "Media")
+    let context = container.viewContext
+
+    // An abstract entity cannot be inserted: the save fails naming it, nothing is written.
+    _ = Media(context: context)
+    let lone = Series(context: context)
+    lone.title = "Lone"
+    #expect(expectStoreError(.validation) { try context.save() }?.entity == "Media")
+    context.rollback()
+    #expect(try context.count(for: FetchRequest<Media>()) == 0)
+    #expect(expectStoreError(.validation) { try context.insertObject(entityName: "Media") }?.entity == "Media")
+    context.rollback()
+
+    func add<T: Media>(_ item: T, _ title: String, _ year: Int, on shelf: Shelf?) -> T {
+      item.title = title
+      item.year = year
+      item.shelf = shelf
+      return item
+    }
+    let a = Shelf(context: context)
+    a.name = "A"
+    let b = Shelf(context: context)
+    b.name = "B"
+    let heat = add(Feature(context: context), "Heat", 1995, on: a)
+    heat.runtime = 170
+    let wire = add(Series(context: context), "The Wire", 2002, on: a)
+    wire.seasons = 5
+    let zidane = add(ShortFeature(context: context), "Zidane", 2006, on: b)
+    zidane.runtime = 90
+    zidane.festival = "Cannes"
+    let amelie = add(Feature(context: context), "Amélie", 2001, on: b)
+    amelie.runtime = 122
+    let office = add(Series(context: context), "The Office", 2005, on: nil)
+    office.seasons = 9
+    a.pick = wire
+    b.pick = zidane
+    a.favorites = [zidane, office]
+    try context.save()
+    #expect(Set([heat, wire, zidane, amelie, office].map(\.objectID.primaryKey)).count == 5)
+
+    let fresh = try backend.freshContext(container, url, types: InheritanceModel.types)
+    // A fetch of the parent returns every sub-entity's objects, each as its own class, sorted by an
+    // inherited attribute.
+    let all = try fresh.fetch(FetchRequest<Media>(sortDescriptors: [QuerySort("title")]))
+    #expect(all.map(\.title) == ["Amélie", "Heat", "The Office", "The Wire", "Zidane"])
+    #expect(all.map { String(describing: type(of: $0)) } == ["Feature", "Feature", "Series", "Series", "ShortFeature"])
+    #expect(all.map(\.objectID.entityName) == ["Feature", "Feature", "Series", "Series", "ShortFeature"])
+    #expect((all.last as? ShortFeature)?.festival == "Cannes")
+    #expect((all.first as? Feature)?.runtime == 122)
+    #expect(try fresh.count(for: FetchRequest<Media>()) == 5)
+
+    // Predicates on inherited and own attributes; a sub-entity's fetch includes its own sub-entities.
+    let recent = try fresh.fetch(
+      FetchRequest<Media>(format: "year >= 2002", sortDescriptors: [QuerySort("year", ascending: false)]))
+    #expect(recent.map(\.title) == ["Zidane", "The Office", "The Wire"])
+    let long = try fresh.fetch(FetchRequest<Feature>(format: "runtime > 100", sortDescriptors: [QuerySort("title")]))
+    #expect(long.map(\.title) == ["Amélie", "Heat"])
+    let features = try fresh.fetch(FetchRequest<Feature>(sortDescriptors: [QuerySort("runtime")]))
+    #expect(features.map(\.title) == ["Zidane", "Amélie", "Heat"])
+    var onlyFeatures = FetchRequest<Feature>(sortDescriptors: [QuerySort("title")])
+    onlyFeatures.includesSubentities = false
+    #expect(try fresh.fetch(onlyFeatures).map(\.title) == ["Amélie", "Heat"])
+    #expect(try fresh.count(for: onlyFeatures) == 2)
+    var onlyMedia = FetchRequest<Media>()
+    onlyMedia.includesSubentities = false
+    #expect(try fresh.fetch(onlyMedia).isEmpty)
+    var paged = FetchRequest<Media>(sortDescriptors: [QuerySort("year")])
+    paged.fetchOffset = 1
+    paged.fetchLimit = 2
+    #expect(try fresh.fetch(paged).map(\.title) == ["Amélie", "The Wire"])
+    // A key only a sub-entity has is unknown to the parent.
+    let unknown = expectStoreError(.invalidQuery) { try fresh.fetch(FetchRequest<Media>(format: "runtime > 100")) }
+    #expect(unknown?.key == "runtime")
+
+    // Relationships to the parent hold objects of its sub-entities, both ways.
+    let shelves = try fresh.fetch(FetchRequest<Shelf>(sortDescriptors: [QuerySort("name")]))
+    #expect(shelves.map(\.name) == ["A", "B"])
+    let shelfA = shelves[0]
+    #expect(shelves.map(\.itemCount) == [2, 2])
+    #expect(Set(shelfA.items.map(\.title)) == ["Heat", "The Wire"])
+    #expect(shelfA.items.contains { $0 is Series })
+    #expect(shelfA.pick is Series)
+    #expect(shelfA.pick?.title == "The Wire")
+    #expect(shelves[1].pick is ShortFeature)
+    #expect(Set(shelfA.favorites.map(\.title)) == ["Zidane", "The Office"])
+    let zidaneHere = try #require(try fresh.fetch(FetchRequest<ShortFeature>()).first)
+    #expect(zidaneHere.shelf?.name == "B")
+    #expect(zidaneHere.fans.map(\.name) == ["A"])
+    // Predicates through those relationships.
+    let withSeries = try fresh.fetch(FetchRequest<Shelf>(format: "ANY items.year > 2001"))
+    #expect(Set(withSeries.map(\.name)) == ["A", "B"])
+    let onA = try fresh.fetch(FetchRequest<Media>(format: "shelf.name == 'A'", sortDescriptors: [QuerySort("title")]))
+    #expect(onA.map(\.title) == ["Heat", "The Wire"])
+    let picked = try fresh.fetch(FetchRequest<Shelf>(format: "pick.title == 'Zidane'"))
+    #expect(picked.map(\.name) == ["B"])
+    let seriesFans = try fresh.fetch(FetchRequest<Series>(format: "ANY fans.name == 'A'"))
+    #expect(seriesFans.map(\.title) == ["The Office"])
+
+    // Aggregates over the hierarchy.
+    var sum = FetchRequest<Media>()
+    sum.propertiesToFetch = [
+      .expression(name: "total", expression: try QueryExpression(format: "sum:(year)"), resultType: .int64)
+    ]
+    let rows = try fresh.fetchDictionaries(sum)
+    #expect(rows.first?["total"] == .int(1995 + 2002 + 2006 + 2001 + 2005))
+
+    // A uniqueness constraint declared on the parent holds across its sub-entities.
+    let clash = Feature(context: fresh)
+    clash.title = "The Wire"
+    clash.year = 2020
+    expectStoreError(.constraintConflict) { try fresh.save() }
+    fresh.rollback()
+    #expect(try fresh.count(for: FetchRequest<Media>()) == 5)
+
+    // Batch update and delete over the hierarchy.
+    let updated = try fresh.execute(
+      .update(
+        entityName: "Media", predicate: try QueryPredicate(format: "year < 2002"),
+        propertiesToUpdate: ["year": try QueryExpression(format: "year + 100")]))
+    #expect(updated.count == 2)
+    let check = try backend.freshContext(container, url, types: InheritanceModel.types)
+    let years = try check.fetch(FetchRequest<Media>(sortDescriptors: [QuerySort("title")])).map(\.year)
+    #expect(years == [2101, 2095, 2005, 2002, 2006])
+    let deleted = try check.execute(.delete(entityName: "Feature", predicate: try QueryPredicate(format: "year > 2050")))
+    #expect(deleted.count == 2)
+    let left = try backend.freshContext(container, url, types: InheritanceModel.types)
+    #expect(
+      try left.fetch(FetchRequest<Media>(sortDescriptors: [QuerySort("title")])).map(\.title) == [
+        "The Office", "The Wire", "Zidane",
+      ])
+    // A derived count over a relationship to the parent follows its sub-entities' objects.
+    #expect(try left.fetch(FetchRequest<Shelf>(sortDescriptors: [QuerySort("name")])).map(\.itemCount) == [1, 1])
+
+    // Deleting a picked object clears the reference to it.
+    let wireLeft = try #require(try left.fetch(FetchRequest<Series>(format: "title == 'The Wire'")).first)
+    left.delete(wireLeft)
+    try left.save()
+    let last = try backend.freshContext(container, url, types: InheritanceModel.types)
+    let shelfLast = try #require(try last.fetch(FetchRequest<Shelf>(format: "name == 'A'")).first)
+    #expect(shelfLast.pick == nil)
+    #expect(shelfLast.items.isEmpty)
+    #expect(shelfLast.itemCount == 0)
+
+    // A copy holds each object once, as its own entity, with its relationships.
+    let copy = StoreDescription(type: backend.factory.storeType, url: try backend.makeLocation())
+    #expect(try container.migratePersistentStore(to: copy) == 4)
+    let copied = container.newBackgroundContext()
+    let copiedMedia = try copied.performAndWait {
+      try copied.fetch(FetchRequest<Media>(sortDescriptors: [QuerySort("title")])).map {
+        "\($0.title) \(String(describing: type(of: $0))) \($0.shelf?.name ?? "-") \($0.fans.count)"
+      }
+    }
+    #expect(copiedMedia == ["The Office Series - 1", "Zidane ShortFeature B 1"])
+
+    if backend.capabilities.contains(.migration) { try addingASubentityMigrates(backend) }
+  }
+}
