@@ -6,7 +6,8 @@ import StrataStoreKit
 import Testing
 
 let sqliteBackend = ConformanceBackend(
-  factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance], worker: "strata-worker",
+  factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance],
+  worker: "strata-worker",
   location: { $0.appending(path: "conformance.sqlite") }, integrityCheck: checkSQLiteIntegrity)
 
 @Test("SQLite conformance", arguments: Conformance.Area.allCases)
