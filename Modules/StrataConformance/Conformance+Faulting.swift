@@ -7,8 +7,9 @@ extension Conformance {
   /// Faults and what reading them costs: fetched objects are faults that already hold their values;
   /// `fetchBatchSize` loads one batch per store call; prefetching loads to-one, to-many (through the
   /// inverse and through join tables) and nested relationship targets with the objects, so that reading
-  /// them costs no store call; a bad prefetch key path is an error naming it; a batched collection
-  /// walks the same objects in the same order.
+  /// them costs no store call; `IN` a long list of object IDs (what a prefetch asks) matches as ID by ID
+  /// does; a bad prefetch key path is an error naming it; a batched collection walks the same objects in
+  /// the same order.
   public static func faulting(_ backend: ConformanceBackend) async throws {
     let (container, counts) = try backend.countedSampleContainer()
     let context = container.newBackgroundContext()
@@ -95,6 +96,26 @@ extension Conformance {
         ["Memories of Murder", "Parasite"], ["Amélie", "Delicatessen"], ["Collateral", "Heat"], [],
       ])
     #expect(counts.reads == 0)
+
+    // `IN` a long list of object IDs, as a prefetch of many objects asks its store (stores may hash such
+    // a list, or hand it to SQL as one value): the films a film-by-film check finds, and under NOT the
+    // rest, films without a director included.
+    let adder = container.newBackgroundContext()
+    try adder.performAndWait {
+      for n in 0..<80 { Director(context: adder).name = "Extra \(n)" }
+      try adder.save()
+    }
+    let reader = container.newBackgroundContext()
+    let everyFilm = try reader.fetch(FetchRequest<Film>(sortDescriptors: byTitle))
+    let chosen = try reader.fetchObjectIDs(FetchRequest<Director>(sortDescriptors: [QuerySort("name")])).dropFirst()
+    #expect(chosen.count > 64)
+    let inList = everyFilm.filter { film in film.director.map { chosen.contains($0.objectID) } ?? false }.map(\.title)
+    #expect(!inList.isEmpty && inList.count < everyFilm.count)
+    let found = try reader.fetch(FetchRequest<Film>(format: "director IN %@", Array(chosen), sortDescriptors: byTitle))
+    #expect(found.map(\.title) == inList)
+    let rest = try reader.fetch(FetchRequest<Film>(format: "NOT (director IN %@)", Array(chosen), sortDescriptors: byTitle))
+    #expect(rest.map(\.title) == everyFilm.map(\.title).filter { !inList.contains($0) })
+    #expect(rest.contains { $0.director == nil })
 
     // Bad key paths name the key.
     for bad in ["directr", "title", "director.nme"] {
