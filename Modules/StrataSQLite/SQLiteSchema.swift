@@ -28,6 +28,8 @@ struct SQLiteSchema: Sendable {
     let deleteSQL: String
     /// The snapshot columns of one row, `WHERE "_pk" = ?`.
     let selectByKeySQL: String
+    /// `SELECT` the snapshot columns `FROM` the table `AS t0`, for a `WHERE` to follow.
+    let selectSQL: String
 
     var sqlName: String { quote(entity.name) }
 
@@ -49,7 +51,8 @@ struct SQLiteSchema: Sendable {
       checkedUpdateSQL = "UPDATE \(table) SET \(sets) WHERE \"_pk\" = ? AND \"_version\" = ? RETURNING \"_version\""
       deleteSQL = "DELETE FROM \(table) WHERE \"_pk\" = ?"
       let select = (["_pk", "_version"] + columns).map { "t0.\(quote($0))" }.joined(separator: ", ")
-      selectByKeySQL = "SELECT \(select) FROM \(table) AS t0 WHERE t0.\"_pk\" = ?"
+      selectSQL = "SELECT \(select) FROM \(table) AS t0"
+      selectByKeySQL = selectSQL + " WHERE t0.\"_pk\" = ?"
     }
   }
 
