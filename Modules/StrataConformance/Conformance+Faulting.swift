@@ -117,6 +117,25 @@ extension Conformance {
     #expect(rest.map(\.title) == everyFilm.map(\.title).filter { !inList.contains($0) })
     #expect(rest.contains { $0.director == nil })
 
+    // Prefetching a to-many for more objects than a predicate may name: the same films, no store call
+    // to read them.
+    try adder.performAndWait {
+      for n in 0..<QueryLimits.maxConstants { Director(context: adder).name = "Crowd \(n)" }
+      try adder.save()
+    }
+    let crowd = container.newBackgroundContext()
+    var everyDirector = FetchRequest<Director>(sortDescriptors: [QuerySort("name")])
+    everyDirector.relationshipKeyPathsForPrefetching = ["films"]
+    let prefetchedDirectors = try crowd.fetch(everyDirector)
+    #expect(prefetchedDirectors.count > QueryLimits.maxConstants)
+    counts.reset()
+    let filmsByDirector = Dictionary(
+      prefetchedDirectors.filter { !$0.films.isEmpty }.map { ($0.name, $0.films.map(\.title).sorted()) },
+      uniquingKeysWith: { a, _ in a })
+    #expect(counts.reads == 0)
+    #expect(filmsByDirector["Michael Mann"] == ["Collateral", "Heat"])
+    #expect(filmsByDirector.values.reduce(0) { $0 + $1.count } == everyFilm.filter { $0.director != nil }.count)
+
     // Bad key paths name the key.
     for bad in ["directr", "title", "director.nme"] {
       var wrong = FetchRequest<Film>()
