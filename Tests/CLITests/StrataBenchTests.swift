@@ -36,6 +36,9 @@ struct StrataBenchTests {
       let raw = try #require(result["raw_ms"] as? Double, "\(name) has no raw time")
       let ratio = try #require(result["ratio"] as? Double, "\(name) has no ratio")
       #expect(strata >= 0 && raw >= 0)
+      let strataRuns = try #require(result["strata_runs_ms"] as? [Double], "\(name) has no runs")
+      let rawRuns = try #require(result["raw_runs_ms"] as? [Double], "\(name) has no raw runs")
+      #expect(strataRuns.count == 1 && rawRuns.count == 1, "\(name): one run each")
       if raw > 0.01 {
         #expect(abs(ratio - strata / raw) <= 0.01 * max(1, ratio), "\(name): ratio \(ratio) is not \(strata) ÷ \(raw)")
       }

@@ -29,8 +29,8 @@ struct Options {
       --seconds N     how long the concurrent-saves scenario runs (default 20)
       --processes N   how many processes save concurrently (default 4)
       --json FILE     also write every figure to FILE: scenario, backend, rows, strata_ms, raw_ms, ratio, each
-                      side's peak resident memory (absolute and above its start, MiB), extra figures, and
-                      the commit (STRATA_BENCH_COMMIT or `git rev-parse HEAD`) and load average
+                      run's times, each side's peak resident memory (absolute and above its start, MiB),
+                      extra figures, and the commit (STRATA_BENCH_COMMIT or `git rev-parse HEAD`) and load
     Scenarios (each against a raw loop over the same library in the same process): insert, fetch, faults
     (one object(with:) per ID in random order), batched_fetch (fetch(_:batchSize: 500), nothing kept),
     frc_initial and frc_diffs (a fetched results controller's first fetch and the diff of rows/100 saved
@@ -39,6 +39,7 @@ struct Options {
     migrate_add_rename (SQLite), migrate (lmdb-migration), concurrent_saves (processes saving one row
     per transaction for --seconds: times are ms per save, "raw" is raw loops in as many processes; run
     once per invocation, not per --runs or level).
+    Times are medians of the runs; a ratio is the median of each run's Strata ÷ raw.
     Prints one line per scenario: SCENARIO_ROWS BACKEND strata_ms=X raw_ms=Y ratio=R
     peak_above_start_mib=S/R [extra=V …]. STRATA_BENCH_PHASES=1 adds phases (and the LMDB migration's
     peak memory) on standard error.

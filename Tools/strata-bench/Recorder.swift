@@ -14,8 +14,18 @@ struct Measurement {
   var rawPeakMiB: Double?
   var rawPeakAboveStartMiB: Double?
   var extra: [(String, Double)] = []
+  /// Each run's times, paired by run.
+  var strataRuns: [Double] = []
+  var rawRuns: [Double] = []
 
-  var ratio: Double { rawMilliseconds > 0 ? strataMilliseconds / rawMilliseconds : 0 }
+  /// The median of each run's Strata ÷ raw (both sides of one run ran back to back, so a run's ratio
+  /// cancels most of the machine's drift); the ratio of the medians when the runs do not pair up.
+  var ratio: Double {
+    guard strataRuns.count == rawRuns.count, !strataRuns.isEmpty, rawRuns.allSatisfy({ $0 > 0 }) else {
+      return rawMilliseconds > 0 ? strataMilliseconds / rawMilliseconds : 0
+    }
+    return median(zip(strataRuns, rawRuns).map { $0 / $1 })
+  }
 
   /// `SCENARIO_ROWS BACKEND strata_ms=X raw_ms=Y ratio=R …`, as strata-bench has always printed.
   var line: String {
@@ -124,7 +134,7 @@ final class Recorder {
         scenario: key.scenario, backend: key.backend, rows: rows, strataMilliseconds: median(r.strata),
         rawMilliseconds: median(r.raw), strataPeakMiB: r.strataPeak?.peak, strataPeakAboveStartMiB: r.strataPeak?.above,
         rawPeakMiB: r.rawPeak?.peak, rawPeakAboveStartMiB: r.rawPeak?.above,
-        extra: r.extraOrder.map { ($0, median(r.extra[$0] ?? [])) })
+        extra: r.extraOrder.map { ($0, median(r.extra[$0] ?? [])) }, strataRuns: r.strata, rawRuns: r.raw)
     }
   }
 }
@@ -147,7 +157,8 @@ func currentCommit() -> String? {
 }
 
 /// Writes every measurement as JSON: `{"commit", "runs", "load_average", "results": [{scenario, backend, rows,
-/// strata_ms, raw_ms, ratio, strata_peak_rss_mib, …}]}`.
+/// strata_ms, raw_ms (medians), ratio (median of the runs' ratios), strata_runs_ms, raw_runs_ms,
+/// strata_peak_rss_mib, …}]}`.
 func writeJSON(_ measurements: [Measurement], runs: Int, to path: String) throws {
   func number(_ value: Double?) -> Any { value.map { ($0 * 1_000_000).rounded() / 1_000_000 } ?? NSNull() }
   let results: [[String: Any]] = measurements.map { m in
@@ -155,7 +166,8 @@ func writeJSON(_ measurements: [Measurement], runs: Int, to path: String) throws
       "scenario": m.scenario, "backend": m.backend, "rows": m.rows, "strata_ms": number(m.strataMilliseconds),
       "raw_ms": number(m.rawMilliseconds), "ratio": number(m.ratio), "strata_peak_rss_mib": number(m.strataPeakMiB),
       "strata_peak_above_start_mib": number(m.strataPeakAboveStartMiB), "raw_peak_rss_mib": number(m.rawPeakMiB),
-      "raw_peak_above_start_mib": number(m.rawPeakAboveStartMiB),
+      "raw_peak_above_start_mib": number(m.rawPeakAboveStartMiB), "strata_runs_ms": m.strataRuns.map { number($0) },
+      "raw_runs_ms": m.rawRuns.map { number($0) },
     ]
     for (key, value) in m.extra { entry[key] = number(value) }
     return entry
