@@ -168,6 +168,18 @@ extension Conformance {
         writer.reset()
       }
     }
+    // The context's own sweeps let go of the batches walked past (registeredObjects sweeps before it
+    // answers, so it cannot tell).
+    let walker = container.newBackgroundContext()
+    try walker.performAndWait {
+      let all = try walker.fetch(FetchRequest<Actor>(format: "name BEGINSWITH 'Walker'"), batchSize: batchSize)
+      weak var first: Actor?
+      for (i, actor) in all.prefix(20 * batchSize).enumerated() {
+        if i == 0 { first = actor }
+        _ = actor.name
+      }
+      #expect(first == nil, "an object of the first batch outlived 20 batches")
+    }
     let reader = container.newBackgroundContext()
     try reader.performAndWait {
       let all = try reader.fetch(FetchRequest<Actor>(format: "name BEGINSWITH 'Walker'"), batchSize: batchSize)
