@@ -7,7 +7,7 @@ extension Conformance {
   /// Faults and what reading them costs: fetched objects are faults that already hold their values;
   /// `fetchBatchSize` loads one batch per store call; prefetching loads to-one, to-many (through the
   /// inverse and through join tables) and nested relationship targets with the objects, so that reading
-  /// them costs no store call; `IN` a long list of object IDs (what a prefetch asks) matches as ID by ID
+  /// them costs no store call; a to-many's targets load in one store call when one of them is read; `IN` a long list of object IDs (what a prefetch asks) matches as ID by ID
   /// does; a bad prefetch key path is an error naming it; a batched collection walks the same objects in
   /// the same order.
   public static func faulting(_ backend: ConformanceBackend) async throws {
@@ -96,6 +96,13 @@ extension Conformance {
         ["Memories of Murder", "Parasite"], ["Amélie", "Delicatessen"], ["Collateral", "Heat"], [],
       ])
     #expect(counts.reads == 0)
+
+    // A to-many's targets load together when one is read: one store read for the set, not one per target.
+    let lazy = container.newBackgroundContext()
+    let mann = try lazy.fetch(FetchRequest<Director>(format: "name == 'Michael Mann'")).first
+    counts.reset()
+    #expect(mann?.films.map(\.title).sorted() == ["Collateral", "Heat"])
+    #expect(counts.relationshipReads == 1 && counts.snapshotReads == 1)
 
     // `IN` a long list of object IDs, as a prefetch of many objects asks its store (stores may hash such
     // a list, or hand it to SQL as one value): the films a film-by-film check finds, and under NOT the
