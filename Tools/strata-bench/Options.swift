@@ -42,7 +42,8 @@ struct Options {
     Times are medians of the runs; a ratio is the median of each run's Strata ÷ raw.
     Prints one line per scenario: SCENARIO_ROWS BACKEND strata_ms=X raw_ms=Y ratio=R
     peak_above_start_mib=S/R [extra=V …]. STRATA_BENCH_PHASES=1 adds phases (and the LMDB migration's
-    peak memory) on standard error.
+    peak memory) on standard error; STRATA_BENCH_NO_TRIM=1 skips the malloc_trim before each side (faster,
+    but peak memory is then under-reported).
     """
 
   init(_ arguments: [String]) throws {

@@ -55,11 +55,11 @@ func residentMemory() -> (current: Double, peak: Double)? {
 }
 
 /// Hands the allocator's free memory back to the system (so that what an earlier scenario freed does not
-/// hide what the next one allocates), then resets the peak `residentMemory()` reports to the current size
+/// hide what the next one allocates; not with `STRATA_BENCH_NO_TRIM`), then resets the peak `residentMemory()` reports to the current size
 /// (Linux: 5 into /proc/self/clear_refs).
 func resetPeakMemory() {
   // glibc's malloc_trim, looked up at run time (the Glibc module does not declare it).
-  if let trim = dlsym(nil, "malloc_trim") {
+  if ProcessInfo.processInfo.environment["STRATA_BENCH_NO_TRIM"] == nil, let trim = dlsym(nil, "malloc_trim") {
     _ = unsafeBitCast(trim, to: (@convention(c) (Int) -> Int32).self)(0)
   }
   try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
