@@ -194,7 +194,8 @@ let package = Package(
       dependencies: ["FireballWatch", "Strata", "StrataStoreKit", "StrataSQLite", "StrataMemory"],
       resources: [.copy("Resources/fireballs-api-v1.2-2026-05.json")], swiftSettings: swiftSettings),
     .testTarget(
-      name: "CLITests", dependencies: ["fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch", "strata"],
+      name: "CLITests",
+      dependencies: ["fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch", "strata", "strata-bench"],
       swiftSettings: swiftSettings),
   ]
 )

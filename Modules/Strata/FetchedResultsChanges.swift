@@ -116,44 +116,51 @@ enum SectionDiff {
       }
     }
 
-    var oldPaths: [Key: IndexPath] = [:]
+    // Positions as (section, item) pairs: an IndexPath allocates, so only reported changes get one.
+    var oldPaths: [Key: (section: Int, item: Int)] = [:]
+    oldPaths.reserveCapacity(old.reduce(0) { $0 + $1.items.count })
     var oldOrder: [Key] = []
+    oldOrder.reserveCapacity(oldPaths.capacity)
     for (s, section) in old.enumerated() {
       for (i, key) in section.items.enumerated() {
-        oldPaths[key] = IndexPath(indexes: [s, i])
+        oldPaths[key] = (s, i)
         oldOrder.append(key)
       }
     }
-    var newPaths: [Key: IndexPath] = [:]
-    var newFlat: [Key: Int] = [:]
+    var newPaths: [Key: (section: Int, item: Int, flat: Int)] = [:]
+    newPaths.reserveCapacity(new.reduce(0) { $0 + $1.items.count })
     for (s, section) in new.enumerated() {
       for (i, key) in section.items.enumerated() {
-        newPaths[key] = IndexPath(indexes: [s, i])
-        newFlat[key] = newFlat.count
+        newPaths[key] = (s, i, newPaths.count)
       }
     }
+    func path(_ p: (section: Int, item: Int)) -> IndexPath { IndexPath(indexes: [p.section, p.item]) }
     // Candidates to stay: in both states, in a kept section of the same name.
     var candidates: [Key] = []
+    var candidateFlats: [Int] = []
     for key in oldOrder {
       guard let from = oldPaths[key], let to = newPaths[key] else { continue }
-      if keptSections.contains(from[0]) && old[from[0]].name == new[to[0]].name { candidates.append(key) }
+      if keptSections.contains(from.section) && old[from.section].name == new[to.section].name {
+        candidates.append(key)
+        candidateFlats.append(to.flat)
+      }
     }
-    let staying = Set(longestIncreasingRun(candidates.compactMap { newFlat[$0] }).map { candidates[$0] })
+    let staying = Set(longestIncreasingRun(candidateFlats).map { candidates[$0] })
     for key in oldOrder {
       guard let from = oldPaths[key] else { continue }
       guard let to = newPaths[key] else {
-        result.deleted.append((key, from))
+        result.deleted.append((key, path(from)))
         continue
       }
       if !staying.contains(key) {
-        result.moved.append((key, from, to))
+        result.moved.append((key, path(from), path((to.section, to.item))))
       } else if changed.contains(key) {
-        result.updated.append((key, from, to))
+        result.updated.append((key, path(from), path((to.section, to.item))))
       }
     }
     for section in new {
       for key in section.items where oldPaths[key] == nil {
-        if let to = newPaths[key] { result.inserted.append((key, to)) }
+        if let to = newPaths[key] { result.inserted.append((key, path((to.section, to.item)))) }
       }
     }
     return result

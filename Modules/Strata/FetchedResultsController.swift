@@ -256,10 +256,12 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
       if matches, let typed = object as? Result { returning.append(typed) }
     }
     ordered.removeAll { changedKeys.contains(ObjectIdentifier($0.object)) }
+    var arriving: [(index: Int, entry: Entry)] = []
     for object in returning {
       guard let entry = try? self.entry(for: object, source) else { continue }
-      ordered.insert(entry, at: insertionIndex(of: entry))
+      arriving.append((arriving.count, entry))
     }
+    insert(arriving)
     report(from: old, to: sections(of: ordered), changed: changedKeys)
   }
 
@@ -285,6 +287,34 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
   private func precedes(_ a: Entry, _ b: Entry) -> Bool {
     guard let sorter else { return SnapshotSorter.primaryKeyOrder(a.object.objectID, b.object.objectID) < 0 }
     return sorter.precedes((a.sortValues, a.object.objectID), (b.sortValues, b.object.objectID))
+  }
+
+  /// Puts `arriving` into ``ordered`` where ``insertionIndex(of:)`` would put each, inserted one after
+  /// another in their order, in one pass over ``ordered`` (one insertion each cost a pass per change):
+  /// sorted, with an entry that ties with an earlier arriving one before it, as the later insertion at
+  /// the lower bound would go.
+  private func insert(_ arriving: [(index: Int, entry: Entry)]) {
+    guard arriving.count > 1 else {
+      if let entry = arriving.first?.entry { ordered.insert(entry, at: insertionIndex(of: entry)) }
+      return
+    }
+    let sorted = arriving.sorted { a, b in
+      if precedes(a.entry, b.entry) { return true }
+      if precedes(b.entry, a.entry) { return false }
+      return a.index > b.index
+    }
+    var merged: [Entry] = []
+    merged.reserveCapacity(ordered.count + sorted.count)
+    var next = 0
+    for entry in ordered {
+      while next < sorted.count, !precedes(entry, sorted[next].entry) {
+        merged.append(sorted[next].entry)
+        next += 1
+      }
+      merged.append(entry)
+    }
+    for rest in sorted[next...] { merged.append(rest.entry) }
+    ordered = merged
   }
 
   private func insertionIndex(of entry: Entry) -> Int {

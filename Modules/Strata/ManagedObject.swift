@@ -639,7 +639,10 @@ extension ManagedObject {
   func relatedObjects(toManyIndex index: Int) -> [ManagedObject] {
     guard let context = managedObjectContext else { return [] }
     let ids = context.loadToMany(self, index: index)
-    return ids.map { context.object(with: $0) }
+    // One fault batch: reading any target loads those still unloaded in one store call, instead of
+    // one call per target (a director's ten movies: ten calls).
+    guard ids.count > 1 else { return ids.map { context.object(with: $0) } }
+    return context.faults(for: Array(ids), batchSize: ids.count)
   }
 
   @usableFromInline

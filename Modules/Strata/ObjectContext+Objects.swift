@@ -24,13 +24,17 @@ extension ObjectContext {
   /// swept (when due) and grown once before, not while, since the caller holds every object it makes
   /// until `body` returns and a sweep in between would find nothing to drop.
   func registeringBatch<R>(of count: Int, _ body: () throws -> R) rethrows -> R {
-    if registry.count + count >= registrySweepThreshold { sweepRegistry() }
+    let sweeps = registry.count + count >= registrySweepThreshold
+    if sweeps { sweepRegistry() }
     reserveRegistry(for: count)
     let paused = sweepsPaused
     sweepsPaused = true
     defer {
       sweepsPaused = paused
-      registrySweepThreshold = max(registrySweepThreshold, 4096, registry.count * 2)
+      // Only after a sweep does the registry hold live objects only (and this batch's): the next sweep
+      // is due at twice that. Raised without one, the threshold stayed ahead of a batched walk's
+      // registry, which then kept every object walked past.
+      if sweeps { registrySweepThreshold = max(4096, registry.count * 2) }
     }
     return try body()
   }

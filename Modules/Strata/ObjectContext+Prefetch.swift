@@ -65,11 +65,20 @@ extension ObjectContext {
       let destination = model.entity(named: rel.destination), let inverseIndex = destination.toOneIndex(named: inverse.name)
     {
       var request = FetchDescription(entityName: rel.destination)
+      // Past the constants a predicate may hold, every target that has an owner, kept when the owner is
+      // a source: one store call still, where chunks of IDs would each scan a store without such an index.
+      let isWide = sourceIDs.count > QueryLimits.maxConstants
       request.predicate = .comparison(
-        Comparison(.keyPath(inverse.name), .in, .constant(.array(sourceIDs.map(Value.objectID)))))
+        isWide
+          ? Comparison(.keyPath(inverse.name), .notEqualTo, .constant(.null))
+          : Comparison(.keyPath(inverse.name), .in, .constant(.array(sourceIDs.map(Value.objectID)))))
       let answer = try store.fetch(request, generation: readGeneration)
       takePermanentIDsFromParent()
-      guard case .snapshots(let found) = answer else { return [] }
+      guard case .snapshots(var found) = answer else { return [] }
+      if isWide {
+        let sources = Set(sourceIDs)
+        found.removeAll { snapshot in snapshot.toOne[inverseIndex].map { !sources.contains($0) } ?? true }
+      }
       for snapshot in found {
         if let owner = snapshot.toOne[inverseIndex] { targetsBySource[owner, default: []].append(snapshot.objectID) }
       }

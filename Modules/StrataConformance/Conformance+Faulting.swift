@@ -7,8 +7,9 @@ extension Conformance {
   /// Faults and what reading them costs: fetched objects are faults that already hold their values;
   /// `fetchBatchSize` loads one batch per store call; prefetching loads to-one, to-many (through the
   /// inverse and through join tables) and nested relationship targets with the objects, so that reading
-  /// them costs no store call; a bad prefetch key path is an error naming it; a batched collection
-  /// walks the same objects in the same order.
+  /// them costs no store call; a to-many's targets load in one store call when one of them is read; `IN` a long list of object IDs (what a prefetch asks) matches as ID by ID
+  /// does; a bad prefetch key path is an error naming it; a batched collection walks the same objects in
+  /// the same order.
   public static func faulting(_ backend: ConformanceBackend) async throws {
     let (container, counts) = try backend.countedSampleContainer()
     let context = container.newBackgroundContext()
@@ -96,6 +97,52 @@ extension Conformance {
       ])
     #expect(counts.reads == 0)
 
+    // A to-many's targets load together when one is read: one store read for the set, not one per target.
+    let lazy = container.newBackgroundContext()
+    let mann = try lazy.fetch(FetchRequest<Director>(format: "name == 'Michael Mann'")).first
+    counts.reset()
+    #expect(mann?.films.map(\.title).sorted() == ["Collateral", "Heat"])
+    #expect(counts.relationshipReads == 1 && counts.snapshotReads == 1)
+
+    // `IN` a long list of object IDs, as a prefetch of many objects asks its store (stores may hash such
+    // a list, or hand it to SQL as one value): the films a film-by-film check finds, and under NOT the
+    // rest, films without a director included.
+    let adder = container.newBackgroundContext()
+    try adder.performAndWait {
+      for n in 0..<80 { Director(context: adder).name = "Extra \(n)" }
+      try adder.save()
+    }
+    let reader = container.newBackgroundContext()
+    let everyFilm = try reader.fetch(FetchRequest<Film>(sortDescriptors: byTitle))
+    let chosen = try reader.fetchObjectIDs(FetchRequest<Director>(sortDescriptors: [QuerySort("name")])).dropFirst()
+    #expect(chosen.count > 64)
+    let inList = everyFilm.filter { film in film.director.map { chosen.contains($0.objectID) } ?? false }.map(\.title)
+    #expect(!inList.isEmpty && inList.count < everyFilm.count)
+    let found = try reader.fetch(FetchRequest<Film>(format: "director IN %@", Array(chosen), sortDescriptors: byTitle))
+    #expect(found.map(\.title) == inList)
+    let rest = try reader.fetch(FetchRequest<Film>(format: "NOT (director IN %@)", Array(chosen), sortDescriptors: byTitle))
+    #expect(rest.map(\.title) == everyFilm.map(\.title).filter { !inList.contains($0) })
+    #expect(rest.contains { $0.director == nil })
+
+    // Prefetching a to-many for more objects than a predicate may name: the same films, no store call
+    // to read them.
+    try adder.performAndWait {
+      for n in 0..<QueryLimits.maxConstants { Director(context: adder).name = "Crowd \(n)" }
+      try adder.save()
+    }
+    let crowd = container.newBackgroundContext()
+    var everyDirector = FetchRequest<Director>(sortDescriptors: [QuerySort("name")])
+    everyDirector.relationshipKeyPathsForPrefetching = ["films"]
+    let prefetchedDirectors = try crowd.fetch(everyDirector)
+    #expect(prefetchedDirectors.count > QueryLimits.maxConstants)
+    counts.reset()
+    let filmsByDirector = Dictionary(
+      prefetchedDirectors.filter { !$0.films.isEmpty }.map { ($0.name, $0.films.map(\.title).sorted()) },
+      uniquingKeysWith: { a, _ in a })
+    #expect(counts.reads == 0)
+    #expect(filmsByDirector["Michael Mann"] == ["Collateral", "Heat"])
+    #expect(filmsByDirector.values.reduce(0) { $0 + $1.count } == everyFilm.filter { $0.director != nil }.count)
+
     // Bad key paths name the key.
     for bad in ["directr", "title", "director.nme"] {
       var wrong = FetchRequest<Film>()
@@ -127,6 +174,18 @@ extension Conformance {
         try writer.save()
         writer.reset()
       }
+    }
+    // The context's own sweeps let go of the batches walked past (registeredObjects sweeps before it
+    // answers, so it cannot tell).
+    let walker = container.newBackgroundContext()
+    try walker.performAndWait {
+      let all = try walker.fetch(FetchRequest<Actor>(format: "name BEGINSWITH 'Walker'"), batchSize: batchSize)
+      weak var first: Actor?
+      for (i, actor) in all.prefix(20 * batchSize).enumerated() {
+        if i == 0 { first = actor }
+        _ = actor.name
+      }
+      #expect(first == nil, "an object of the first batch outlived 20 batches")
     }
     let reader = container.newBackgroundContext()
     try reader.performAndWait {

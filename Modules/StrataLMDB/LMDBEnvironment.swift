@@ -22,6 +22,11 @@ final class LMDBEnvironment: @unchecked Sendable {
   private let writeLock = NSLock()
   /// Set under the exclusive gate, read under the shared gate: no transaction starts after `close()`.
   private var isClosed = false
+  /// Read transactions ended with `mdb_txn_reset`, renewed by the next reads instead of beginning new
+  /// ones: `mdb_txn_begin` allocates and clears a transaction (sized by the named databases) each time,
+  /// a third of firing one fault. A reset transaction pins no pages; `NOTLS` lets any thread renew it.
+  private let idleReaders = Mutex<[UInt]>([])
+  private static let idleReaderLimit = 4
 
   /// The environments open in this process, by directory, with how many stores use each. liblmdb
   /// forbids opening one environment twice in a process (its POSIX locks are per process: a second
@@ -114,6 +119,11 @@ final class LMDBEnvironment: @unchecked Sendable {
     gate.exclusive {
       guard !isClosed else { return }
       isClosed = true
+      for txn in idleReaders.withLock({ readers in
+        defer { readers.removeAll() }; return readers
+      }) {
+        mdb_txn_abort(OpaquePointer(bitPattern: txn))
+      }
       mdb_env_close(env)
     }
   }
@@ -189,12 +199,35 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
   }
 
-  /// Runs `body` in a new read transaction on the latest committed state.
+  /// Runs `body` in a read transaction on the latest committed state: an idle one renewed, or a new one.
   func read<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
-    try withNewTransaction(MDB_RDONLY) { txn in
-      defer { mdb_txn_abort(txn) }
+    let renewed: R? = try gate.concurrently { () throws -> R? in
+      try checkOpen()
+      guard let idle = idleReaders.withLock({ $0.popLast() }), let txn = OpaquePointer(bitPattern: idle) else { return nil }
+      guard mdb_txn_renew(txn) == MDB_SUCCESS else {
+        // Another process grew the map, or the slot is gone: begin anew, which handles either.
+        mdb_txn_abort(txn)
+        return nil
+      }
+      defer { endRead(txn) }
       return try body(LMDBTransaction(txn: txn))
     }
+    if let renewed { return renewed }
+    return try withNewTransaction(MDB_RDONLY) { txn in
+      defer { endRead(txn) }
+      return try body(LMDBTransaction(txn: txn))
+    }
+  }
+
+  /// Ends a read transaction of ``read(_:)``: reset and kept for the next read, or aborted past the limit.
+  private func endRead(_ txn: OpaquePointer) {
+    mdb_txn_reset(txn)
+    let kept = idleReaders.withLock { readers -> Bool in
+      guard readers.count < Self.idleReaderLimit else { return false }
+      readers.append(UInt(bitPattern: txn))
+      return true
+    }
+    if !kept { mdb_txn_abort(txn) }
   }
 
   /// Begins a read transaction kept open for a pinned query generation; end it with ``endPinned(_:)``.

@@ -42,6 +42,10 @@ extension LMDBStore {
     defer { saveLock.unlock() }
     let outcome: (written: LMDBBatchInsert.Written, transactionID: Int)
     do {
+      if case .objects(let rows) = request.rows, rows.count >= LMDBWriteEstimate.threshold {
+        let sample = LMDBWriteEstimate.samplePositions(rows.count).map { Array(rows[$0].values) }
+        try environment.reserve(extraBytes: LMDBWriteEstimate.bytes(count: rows.count, sample: sample))
+      }
       outcome = try environment.write { txn in
         var (written, changes) = try scope.directInsert(
           request, of: entity, in: txn, namesObjects: namesObjects, recordsHistory: history != nil)

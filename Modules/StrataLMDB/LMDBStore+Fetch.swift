@@ -225,6 +225,16 @@ struct LMDBFetch {
         return .count(Self.page(count: total, request))
       }
     }
+    if request.resultType == .objectIDs && request.sortDescriptors.isEmpty && dictionaries == nil {
+      // IDs as they are read: keeping every snapshot until the end held a million decoded records at
+      // once for the IDs of a batched walk.
+      var ids: [ObjectID] = []
+      try stream(txn) { snapshot, remaining in
+        if ids.isEmpty && evaluator == nil { ids.reserveCapacity(remaining + 1) }
+        ids.append(snapshot.objectID)
+      }
+      return .objectIDs(ids)
+    }
     var rows: [Snapshot] = []
     try forEachMatch(txn, reader) { snapshot, remaining in
       // Room for every candidate only when every candidate matches.

@@ -35,6 +35,12 @@ extension LMDBStore {
     defer { saveLock.unlock() }
     let outcome: (result: SaveResult, change: StoreChange, transactionID: Int)
     do {
+      let written = changes.inserted.count + changes.updated.count
+      if written >= LMDBWriteEstimate.threshold {
+        let objects = changes.inserted.count >= changes.updated.count ? changes.inserted : changes.updated
+        let sample = LMDBWriteEstimate.samplePositions(objects.count).map { objects[$0].attributes }
+        try environment.reserve(extraBytes: LMDBWriteEstimate.bytes(count: written, sample: sample))
+      }
       outcome = try environment.write { txn in
         var saved = try scope.save(changes, in: txn, recordsHistory: history != nil)
         if let history {

@@ -18,7 +18,8 @@ import Synchronization
 /// Reads run in LMDB read transactions (MVCC snapshots: a read never waits for a write, and a pinned
 /// query generation is simply a read transaction kept open). Saves run in one write transaction.
 /// Several processes may open the same environment at once. The map starts at 64 MiB (or the
-/// `mapSize` given, in bytes) and doubles whenever a write fills it.
+/// `mapSize` given, in bytes) and doubles whenever a write fills it; a save or batch insert of many
+/// objects grows it beforehand to an estimate of what it writes.
 public final class LMDBStore: PersistentStore {
   /// Always ``StoreType/lmdb``.
   public let storeType = StoreType.lmdb

@@ -57,8 +57,14 @@ final class SQLiteConnection: @unchecked Sendable {
   private var handle: OpaquePointer?
   let path: String
   let isReadOnly: Bool
-  private var cache: [String: OpaquePointer] = [:]
-  private var inUse: Set<String> = []
+  /// A cached prepared statement, `inUse` while a call runs it (a nested call of the same SQL prepares
+  /// its own): one hash of the SQL per call, where a set of the texts in use cost three more.
+  private final class CachedStatement {
+    let pointer: OpaquePointer
+    var inUse = false
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+  }
+  private var cache: [String: CachedStatement] = [:]
   /// How many savepoints ``transaction(immediate:_:)`` holds open inside the connection's transaction.
   private var savepointDepth = 0
   private static let cacheLimit = 128
@@ -98,7 +104,7 @@ final class SQLiteConnection: @unchecked Sendable {
 
   /// Finalizes cached statements and closes the database.
   func close() {
-    for statement in cache.values { sqlite3_finalize(statement) }
+    for statement in cache.values { sqlite3_finalize(statement.pointer) }
     cache.removeAll()
     if let handle { sqlite3_close_v2(handle) }
     handle = nil
@@ -143,29 +149,33 @@ final class SQLiteConnection: @unchecked Sendable {
   func withStatement<R>(_ sql: String, _ bindings: [SQLValue] = [], _ body: (Statement) throws -> R) throws -> R {
     let db = try requireHandle()
     let pointer: OpaquePointer
-    let cached: Bool
-    if !inUse.contains(sql), let existing = cache[sql] {
-      pointer = existing
-      cached = true
+    let entry: CachedStatement?
+    let existing = cache[sql]
+    if let existing, !existing.inUse {
+      pointer = existing.pointer
+      entry = existing
     } else {
       var stmt: OpaquePointer?
       let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
       guard rc == SQLITE_OK, let stmt else { throw error(rc, sql: sql) }
       pointer = stmt
-      cached = !inUse.contains(sql)
-      if cached {
-        if cache.count >= Self.cacheLimit, let victim = cache.first(where: { !inUse.contains($0.key) }) {
-          sqlite3_finalize(victim.value)
+      if existing == nil {
+        if cache.count >= Self.cacheLimit, let victim = cache.first(where: { !$0.value.inUse }) {
+          sqlite3_finalize(victim.value.pointer)
           cache.removeValue(forKey: victim.key)
         }
-        cache[sql] = stmt
+        let added = CachedStatement(stmt)
+        cache[sql] = added
+        entry = added
+      } else {
+        entry = nil
       }
     }
-    if cached { inUse.insert(sql) }
+    entry?.inUse = true
     defer {
       sqlite3_reset(pointer)
       sqlite3_clear_bindings(pointer)
-      if cached { inUse.remove(sql) } else { sqlite3_finalize(pointer) }
+      if let entry { entry.inUse = false } else { sqlite3_finalize(pointer) }
     }
     let statement = Statement(pointer: pointer, connection: self, sql: sql)
     try statement.bind(bindings)

@@ -560,12 +560,40 @@ struct SQLiteQueryCompiler {
         ], "AND", empty: "1")
     case .in:
       if let items = right.elements {
+        if items.count > 1, let list = inList(left, items, folds: folds) { return list }
         return Fragment.joined(items.map { equal(left, $0, options, folds: folds) }, "OR", empty: "0")
       }
       return stringOperation(left, op, right, options)
     case .contains, .beginsWith, .endsWith, .like, .matches:
       return stringOperation(left, op, right, options)
     }
+  }
+
+  /// `IN` a list of plain constants (none nil, NaN or compared as real) as one SQL `IN`, which SQLite
+  /// answers with a lookup per row (or through an index) where the `OR` of `IS` comparisons costs one
+  /// comparison per element: `COALESCE(left IN (…), 0)` is what that `OR` gives, nil included. Past 64
+  /// integers (object IDs, in a prefetch), the list is one JSON text read by `json_each`, so a list of
+  /// any length needs one parameter. `nil` when some element needs more than `left IS ?`.
+  private static func inList(_ left: Operand, _ items: [Operand], folds: Bool) -> Fragment? {
+    guard !folds, !left.isUnordered, !left.isNullConstant else { return nil }
+    var values: [SQLValue] = []
+    values.reserveCapacity(items.count)
+    var integers: [Int64] = []
+    for item in items {
+      guard item.fragment.sql == "?", item.fragment.bindings.count == 1, !item.isNullConstant, !item.isUnordered,
+        !item.comparesAsReal
+      else { return nil }
+      let value = item.fragment.bindings[0]
+      if case .integer(let n) = value { integers.append(n) }
+      values.append(value)
+    }
+    let head = Fragment("COALESCE(") + left.fragment
+    if integers.count == values.count, integers.count > 64, left.kind == .other {
+      let json = "[" + integers.map(String.init).joined(separator: ",") + "]"
+      return head + Fragment(" IN (SELECT value FROM json_each(?)), 0)", [.text(json)])
+    }
+    let placeholders = Array(repeating: "?", count: values.count).joined(separator: ", ")
+    return head + Fragment(" IN (\(placeholders)), 0)", values)
   }
 
   private static func equal(_ left: Operand, _ right: Operand, _ options: StringOptions, folds: Bool) -> Fragment {

@@ -28,6 +28,8 @@ struct SQLiteSchema: Sendable {
     let deleteSQL: String
     /// The snapshot columns of one row, `WHERE "_pk" = ?`.
     let selectByKeySQL: String
+    /// `SELECT` the snapshot columns `FROM` the table `AS t0`, for a `WHERE` to follow.
+    let selectSQL: String
 
     var sqlName: String { quote(entity.name) }
     /// The table the rows are written to: the entity's own, or its hierarchy's (named after the root
@@ -62,7 +64,8 @@ struct SQLiteSchema: Sendable {
       checkedUpdateSQL = "UPDATE \(table) SET \(sets) WHERE \"_pk\" = ? AND \"_version\" = ? RETURNING \"_version\""
       deleteSQL = "DELETE FROM \(table) WHERE \"_pk\" = ?"
       let select = (["_pk", "_version"] + columns).map { "t0.\(quote($0))" }.joined(separator: ", ")
-      selectByKeySQL = "SELECT \(select) FROM \(table) AS t0 WHERE t0.\"_pk\" = ?"
+      selectSQL = "SELECT \(select) FROM \(table) AS t0"
+      selectByKeySQL = selectSQL + " WHERE t0.\"_pk\" = ?"
     }
   }
 

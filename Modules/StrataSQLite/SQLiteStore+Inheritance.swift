@@ -44,9 +44,11 @@ extension SQLiteStore {
       while start < keys.count {
         let chunk = Array(keys[start..<min(start + 500, keys.count)])
         start += chunk.count
-        let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+        // One key (a fault firing) reuses one cached statement text; a batch builds its IN list.
         let sql =
-          "SELECT \(table.selectList(alias: "t0")) FROM \(quote(table.name)) AS t0 WHERE t0.\"_pk\" IN (\(placeholders))"
+          chunk.count == 1
+          ? table.selectByKeySQL
+          : table.selectSQL + " WHERE t0.\"_pk\" IN (" + Array(repeating: "?", count: chunk.count).joined(separator: ", ") + ")"
         let identifier = self.identifier
         result += try connection.query(sql, chunk.map(SQLValue.integer)) {
           try $0.snapshot(table, storeIdentifier: identifier)

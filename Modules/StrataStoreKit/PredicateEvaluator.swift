@@ -79,10 +79,11 @@ indirect enum PredicateNode: Sendable {
     case .or(let parts): self = .or(try parts.map { try PredicateNode($0, entity: entity, model: model) })
     case .not(let inner): self = .not(try PredicateNode(inner, entity: entity, model: model))
     case .comparison(let c):
+      let right = try EvaluationOperand(c.right, entity: entity, model: model)
       self = .comparison(
         CompiledComparison(
-          left: try EvaluationOperand(c.left, entity: entity, model: model), op: c.op,
-          right: try EvaluationOperand(c.right, entity: entity, model: model), modifier: c.modifier, options: c.options))
+          left: try EvaluationOperand(c.left, entity: entity, model: model), op: c.op, right: right, modifier: c.modifier,
+          options: c.options, idMembership: c.op == .in ? CompiledComparison.idMembership(right) : nil))
     }
   }
 
@@ -125,6 +126,30 @@ struct CompiledComparison: Sendable {
   let right: EvaluationOperand
   let modifier: ComparisonModifier
   let options: StringOptions
+  /// For `IN` a constant list of object IDs only: the IDs hashed, so that a prefetch's `inverse IN {…}`
+  /// over n objects costs one lookup per object instead of n comparisons. Only an equal ID is in such a
+  /// list (`ValueComparison.equal` matches an ID with nothing else), so the answer is the same.
+  let idMembership: Set<ObjectID>?
+
+  /// The IDs of `right` when it is a constant list of at least 8 object IDs and nothing else.
+  static func idMembership(_ right: EvaluationOperand) -> Set<ObjectID>? {
+    guard case .constant(.array(let items)) = right, items.count >= 8 else { return nil }
+    var ids = Set<ObjectID>(minimumCapacity: items.count)
+    for item in items {
+      guard case .objectID(let id) = item else { return nil }
+      ids.insert(id)
+    }
+    return ids
+  }
+
+  /// `lhs op rhs`, through ``idMembership`` when there is one.
+  private func holds(_ lhs: Value, _ rhs: Value) throws -> Bool {
+    if let idMembership {
+      guard case .objectID(let id) = lhs else { return false }
+      return idMembership.contains(id)
+    }
+    return try ValueComparison.holds(lhs, op, rhs, options)
+  }
 
   func evaluate(_ snapshot: Snapshot, _ source: some EvaluationSource) throws -> Bool {
     let rhs: Value
@@ -138,24 +163,24 @@ struct CompiledComparison: Sendable {
     }
     switch left {
     case .constant(let lhs):
-      return try ValueComparison.holds(lhs, op, rhs, options)
+      return try holds(lhs, rhs)
     case .computed(let expression):
-      return try ValueComparison.holds(try expression.value(snapshot, source), op, rhs, options)
+      return try holds(try expression.value(snapshot, source), rhs)
     case .path(let path) where !path.isCollection:
-      return try ValueComparison.holds(try KeyPathReader.value(of: path, from: snapshot, source), op, rhs, options)
+      return try holds(try KeyPathReader.value(of: path, from: snapshot, source), rhs)
     case .path(let path):
       // ANY, ALL and NONE only ask whether some element matches, so each object reached counts once:
       // a chain of to-many hops then walks each object at most once per hop instead of every path to it.
       let elements = try KeyPathReader.values(of: path, from: snapshot, source, distinct: true)
       switch modifier {
       case .all:
-        for element in elements where !(try ValueComparison.holds(element, op, rhs, options)) { return false }
+        for element in elements where !(try holds(element, rhs)) { return false }
         return true
       case .none:
-        for element in elements where try ValueComparison.holds(element, op, rhs, options) { return false }
+        for element in elements where try holds(element, rhs) { return false }
         return true
       case .any, .direct:
-        for element in elements where try ValueComparison.holds(element, op, rhs, options) { return true }
+        for element in elements where try holds(element, rhs) { return true }
         return false
       }
     }

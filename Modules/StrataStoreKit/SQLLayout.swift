@@ -91,7 +91,9 @@ package protocol SQLSchemaDescription: Sendable {
 package enum SQLLayout {
   /// `"name"`: an SQL identifier, quoted (inner quotes doubled).
   package static func quote(_ identifier: String) -> String {
-    "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    // Most names hold no quote: Foundation's search and copy cost ~100,000 instructions per fired fault.
+    guard identifier.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + identifier + "\"" }
+    return "\"" + identifier.replacingOccurrences(of: "\"", with: "\"\"") + "\""
   }
 
   /// The positions (in `entity.attributes`) of the attributes that have a column, and every data column

@@ -205,7 +205,11 @@ struct LMDBMigrationTests {
     defer { dir.remove() }
     let store = try LMDBStore(url: dir.store, model: try noteModel(), mapSize: 65_536)
     let payload = Data(repeating: 0x5A, count: 200)
-    _ = try store.save(ChangeSet(inserted: (0..<3_000).map { note("note-\($0)", $0, payload: payload) }))
+    // Saves below LMDBWriteEstimate.threshold, so that the map only doubles as they fill it (a larger
+    // save reserves room for itself beforehand, which could leave the migration room enough).
+    for start in stride(from: 0, to: 3_000, by: 500) {
+      _ = try store.save(ChangeSet(inserted: (start..<start + 500).map { note("note-\($0)", $0, payload: payload) }))
+    }
     let before = try mapSize(dir)
     let renamed = try ObjectModel(entities: [
       EntityDescription(

@@ -284,6 +284,13 @@ func seededSample<T>(_ items: [T], count: Int) -> [T] {
   return picked
 }
 
+/// Prints one scenario's medians and their ratio: SCENARIO BACKEND strata_ms=X raw_ms=Y ratio=R.
+func report(_ scenario: String, _ backend: String, strata: [Double], raw: [Double]) {
+  let s = median(strata)
+  let r = median(raw)
+  print(String(format: "%@ %@ strata_ms=%.1f raw_ms=%.1f ratio=%.2f", scenario, backend, s, r, r > 0 ? s / r : 0))
+}
+
 func runPostgresBench(_ rows: [Row], _ dictionaries: [[String: Strata.Value]], runs: Int, uri: String?) throws {
   guard let uri, !uri.isEmpty else {
     throw BenchError.store(

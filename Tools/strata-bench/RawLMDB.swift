@@ -134,9 +134,33 @@ private struct RawReader {
   }
 }
 
-func rawLMDBScan(expecting count: Int, at url: URL) throws -> Double {
+/// A record written by ``rawLMDBInsert(_:at:)`` decoded back into a row.
+func decodeRawRecord(_ bytes: UnsafeRawBufferPointer) -> Row {
+  var reader = RawReader(bytes: bytes)
+  let name = reader.string()
+  let category = reader.string()
+  let count = Int64(bitPattern: reader.fixed())
+  let amount = Double(bitPattern: reader.fixed())
+  let flag = reader.byte() != 0
+  let created = Date(timeIntervalSinceReferenceDate: Double(bitPattern: reader.fixed()))
+  let code = Int32(bitPattern: UInt32(truncatingIfNeeded: reader.fixed()))
+  let score = Float(Double(bitPattern: reader.fixed()))
+  let note = reader.byte() == 1 ? reader.string() : nil
+  return Row(
+    name: name, category: category, count: count, amount: amount, flag: flag, created: created, code: code, score: score,
+    note: note)
+}
+
+/// A row as ``rawLMDBInsert(_:at:)`` stores it.
+func encodeRawRecord(_ row: Row, into buffer: inout [UInt8]) { encode(row, into: &buffer) }
+
+/// Reads every record of the raw environment with one cursor, decoding every field into rows; keeps the
+/// rows past the timing with `keeps` (as a fetch does), else only sums them (as a batched walk does).
+func rawLMDBScan(expecting count: Int, at url: URL, keeps: Bool = true) throws -> Double {
   let raw = try RawLMDB(path: url)
   var rows: [Row] = []
+  var scanned = 0
+  var checksum = 0
   let time = try milliseconds {
     try raw.transaction(readOnly: true) { txn in
       var dbi: MDB_dbi = 0
@@ -149,24 +173,39 @@ func rawLMDBScan(expecting count: Int, at url: URL) throws -> Double {
       var op = MDB_FIRST
       while mdb_cursor_get(cursor, &key, &value, op) == MDB_SUCCESS {
         op = MDB_NEXT
-        var reader = RawReader(bytes: UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
-        let name = reader.string()
-        let category = reader.string()
-        let count = Int64(bitPattern: reader.fixed())
-        let amount = Double(bitPattern: reader.fixed())
-        let flag = reader.byte() != 0
-        let created = Date(timeIntervalSinceReferenceDate: Double(bitPattern: reader.fixed()))
-        let code = Int32(bitPattern: UInt32(truncatingIfNeeded: reader.fixed()))
-        let score = Float(Double(bitPattern: reader.fixed()))
-        let note = reader.byte() == 1 ? reader.string() : nil
-        rows.append(
-          Row(
-            name: name, category: category, count: count, amount: amount, flag: flag, created: created, code: code,
-            score: score, note: note))
+        let row = decodeRawRecord(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
+        if keeps { rows.append(row) } else { checksum &+= row.checksum }
+        scanned += 1
       }
     }
   }
-  guard rows.count == count else { throw BenchError.lmdb("scanned \(rows.count) rows, expected \(count)") }
+  guard scanned == count else { throw BenchError.lmdb("scanned \(scanned) rows, expected \(count)") }
+  guard keeps || checksum != 0 else { throw BenchError.lmdb("read nothing") }
+  return time
+}
+
+/// Reads the records at `keys` (1-based, as ``rawLMDBInsert(_:at:)`` numbers them) one `mdb_get` each in
+/// one read transaction, decoding every field; keeps the rows.
+func rawLMDBGets(_ keys: [Int], at url: URL) throws -> Double {
+  let raw = try RawLMDB(path: url)
+  var rows: [Row] = []
+  rows.reserveCapacity(keys.count)
+  let time = try milliseconds {
+    try raw.transaction(readOnly: true) { txn in
+      var dbi: MDB_dbi = 0
+      try RawLMDB.check(mdb_dbi_open(txn, "BenchItem", 0, &dbi), "mdb_dbi_open")
+      for key in keys {
+        var k = UInt64(key).bigEndian
+        try withUnsafeMutableBytes(of: &k) { bytes in
+          var kv = MDB_val(mv_size: bytes.count, mv_data: bytes.baseAddress)
+          var value = MDB_val()
+          try RawLMDB.check(mdb_get(txn, dbi, &kv, &value), "mdb_get")
+          rows.append(decodeRawRecord(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)))
+        }
+      }
+    }
+  }
+  guard rows.count == keys.count else { throw BenchError.lmdb("read \(rows.count) rows, expected \(keys.count)") }
   return time
 }
 
