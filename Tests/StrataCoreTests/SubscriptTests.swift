@@ -114,6 +114,10 @@ struct SubscriptTests {
     #expect(path.members == [.index(0), .last, .key("city")])
     #expect(path.keyPath == "stops[0][LAST].city")
     #expect(try ResolvedKeyPath("tags[first]", entity: entity, model: model).members == [.index(0)])
+    let folded = try ResolvedKeyPath("stops[LAST].@sum", entity: entity, model: model)
+    #expect(folded.members == [.last] && folded.memberFold == .sum)
+    // A key path argument cannot hold brackets: subscripts come from the parser only.
+    #expect(throws: StoreError.self) { try checked("%K > 1", "stops[0].zip") }
     // A bracket that is not a subscript stays part of the key.
     #expect(try ResolvedKeyPath("stops.a[-1]", entity: entity, model: model).members == [.key("a[-1]")])
     for format in ["tags[-1] == 'a'", "tags.@count[0] == 1", "title[0] == 'a'", "tags[0].x[SIZE].y == 1"] {
