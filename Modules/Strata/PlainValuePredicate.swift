@@ -7,7 +7,7 @@ internal import StrataStoreKit
 /// and `SELF` is bound to it; key paths read dictionary keys and Codable properties (a missing key is nil);
 /// the comparison rules are the store evaluator's for Codable attributes (docs/QUERY-SEMANTICS.md, "Plain
 /// values"): string options, `LIKE`, `MATCHES`, `BETWEEN`, `IN`, `ANY`/`ALL`/`NONE`, `@count`, `@sum`,
-/// `@avg`, `@min`, `@max`.
+/// `@avg`, `@min`, `@max`, subscripts (`SELF[FIRST]`, `SELF[SIZE]`, `list[0]`, `stops[LAST].city`).
 ///
 /// ```swift
 /// try QueryPredicate(format: "SELF == 'Do'").evaluate(with: "Do")                     // true

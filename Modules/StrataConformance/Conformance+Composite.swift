@@ -50,6 +50,8 @@ public final class Dish: ManagedObject {
   @Attribute public var allergens: Set<String>
   /// An address (a struct), optional.
   @Attribute public var address: DishAddress?
+  /// Where it is served, in order (an array of structs).
+  @Attribute public var stops: [DishAddress]
   /// The course (a `String` enum).
   @Attribute public var course: DishCourse
   /// The spice level (an `Int` enum), optional.
@@ -70,6 +72,7 @@ extension Conformance {
     var labels: [String: String]
     var allergens: Set<String>
     var address: DishAddress?
+    var stops: [DishAddress]
     var course: DishCourse
     var spice: DishSpice?
   }
@@ -78,19 +81,24 @@ extension Conformance {
     DishSeed(
       name: "Crêpe", tags: ["Sweet", "French", "breakfast"], scores: [4, 5, 3], labels: ["lang": "fr"],
       allergens: ["gluten", "milk", "egg"], address: DishAddress(street: "Rue A", city: "Paris", zip: 75001),
+      stops: [DishAddress(street: "Rue A", city: "Paris", zip: 75001), DishAddress(street: "Quai", city: "Lyon", zip: 69001)],
       course: .dessert, spice: nil),
     DishSeed(
       name: "Ramen", tags: ["savory", "Japanese", "noodles", "soup"], scores: [5, 5],
       labels: ["lang": "ja", "region": "Tokyo"], allergens: ["gluten", "soy"],
-      address: DishAddress(street: "Main", city: "TOKYO", zip: 100), course: .main, spice: .hot),
+      address: DishAddress(street: "Main", city: "TOKYO", zip: 100),
+      stops: [DishAddress(street: "Main", city: "TOKYO", zip: 100)], course: .main, spice: .hot),
     DishSeed(
-      name: "Salad", tags: [], scores: [], labels: [:], allergens: [], address: nil, course: .starter, spice: .mild),
+      name: "Salad", tags: [], scores: [], labels: [:], allergens: [], address: nil, stops: [], course: .starter, spice: .mild),
     DishSeed(
       name: "Café au lait", tags: ["drink", "French"], scores: [2], labels: ["lang": "fr"], allergens: ["milk"],
-      address: DishAddress(street: "Quai", city: "paris", zip: 75004), course: .starter, spice: .medium),
+      address: DishAddress(street: "Quai", city: "paris", zip: 75004),
+      stops: [DishAddress(street: "Quai", city: "Lyon", zip: 69001), DishAddress(street: "Quai", city: "paris", zip: 75004)],
+      course: .starter, spice: .medium),
     DishSeed(
       name: "Chili", tags: ["savory", "Hot", "Mexican"], scores: [1, 10, 3], labels: [:], allergens: [],
-      address: DishAddress(street: "Elm", city: "Austin", zip: 73301), course: .main, spice: .hot),
+      address: DishAddress(street: "Elm", city: "Austin", zip: 73301),
+      stops: [DishAddress(street: "Elm", city: "Austin", zip: 73301)], course: .main, spice: .hot),
   ]
 
   static let allDishes: Set<String> = Set(dishes.map(\.name))
@@ -143,6 +151,32 @@ extension Conformance {
     PredicateCase("labels.lang == 'fr'", [], ["Crêpe", "Café au lait"]),
     PredicateCase("labels.region BEGINSWITH 'To'", [], ["Ramen"]),
     PredicateCase("address.city ==[c] 'paris' AND tags.@count < 3", [], ["Café au lait"]),
+    // Subscripts of arrays (a set is stored sorted), and of an array of structs then a member; past the
+    // end, FIRST/LAST of an empty array and any subscript of a non-array are nil; SIZE is @count.
+    PredicateCase("tags[FIRST] == 'savory'", [], ["Ramen", "Chili"]),
+    PredicateCase("tags[LAST] BEGINSWITH[c] 'f'", [], ["Café au lait"]),
+    PredicateCase("tags[SIZE] > 2", [], ["Crêpe", "Ramen", "Chili"]),
+    PredicateCase("tags[1] == 'French'", [], ["Crêpe", "Café au lait"]),
+    PredicateCase("tags[%d] ==[c] %@", [3, "SOUP"], ["Ramen"]),
+    PredicateCase("tags[4] == nil", [], allDishes),
+    PredicateCase("tags[FIRST] == nil", [], ["Salad"]),
+    PredicateCase("tags[LAST] != nil", [], allDishes.subtracting(["Salad"])),
+    PredicateCase("'drink' == tags[0]", [], ["Café au lait"]),
+    PredicateCase("tags[0] IN {'Sweet', 'drink'}", [], ["Crêpe", "Café au lait"]),
+    PredicateCase("scores[LAST] == 3", [], ["Crêpe", "Chili"]),
+    PredicateCase("scores[0] > 4", [], ["Ramen"]),
+    PredicateCase("scores[1] BETWEEN {5, 10}", [], ["Crêpe", "Ramen", "Chili"]),
+    PredicateCase("allergens[FIRST] == 'egg'", [], ["Crêpe"]),
+    PredicateCase("labels[SIZE] == 0", [], ["Salad", "Chili"]),
+    PredicateCase("labels[0] == nil", [], allDishes),
+    PredicateCase("address[SIZE] == 3", [], allDishes.subtracting(["Salad"])),
+    PredicateCase("address.city[SIZE] == nil", [], allDishes),
+    PredicateCase("stops[0].city ==[c] 'paris'", [], ["Crêpe"]),
+    PredicateCase("stops[LAST].city ==[c] 'paris'", [], ["Café au lait"]),
+    PredicateCase("stops[FIRST].zip < 70000", [], ["Ramen", "Café au lait"]),
+    PredicateCase("stops[1].city == 'Lyon'", [], ["Crêpe"]),
+    PredicateCase("stops[FIRST].city == nil", [], ["Salad"]),
+    PredicateCase("stops[SIZE] == 2", [], ["Crêpe", "Café au lait"]),
     // Enums: a case as an argument, its raw value, collections of cases.
     PredicateCase("course == %@", [DishCourse.main], ["Ramen", "Chili"]),
     PredicateCase("course == 'starter'", [], ["Salad", "Café au lait"]),
@@ -168,6 +202,7 @@ extension Conformance {
       dish.labels = seed.labels
       dish.allergens = seed.allergens
       dish.address = seed.address
+      dish.stops = seed.stops
       dish.course = seed.course
       dish.spice = seed.spice
     }
@@ -183,6 +218,7 @@ extension Conformance {
       #expect(dish.labels == seed.labels, "\(dish.name)")
       #expect(dish.allergens == seed.allergens, "\(dish.name)")
       #expect(dish.address == seed.address, "\(dish.name)")
+      #expect(dish.stops == seed.stops, "\(dish.name)")
       #expect(dish.course == seed.course, "\(dish.name)")
       #expect(dish.spice == seed.spice, "\(dish.name)")
     }
@@ -220,6 +256,19 @@ extension Conformance {
     }
     _ = expectStoreError(.unsupported, "an expression reading inside a Codable attribute") {
       try fresh.fetch(FetchRequest<Dish>(format: "lowercase:(address.city) == 'paris'"))
+    }
+    // Subscripts: an index that is negative or not an integer constant, a subscript of a fold, of a
+    // scalar attribute, of a to-many relationship (a set) or inside an expression.
+    for (format, arguments) in [
+      ("tags[%@] == 'a'", ["1"]), ("tags[%d] == 'a'", [-1]), ("tags[1.5] == 'a'", []), ("tags.@count[0] == 1", []),
+      ("name[0] == 'C'", []), ("name[SIZE] == 4", []),
+    ] as [(String, [any PredicateArgument & Sendable])] {
+      _ = expectStoreError(.invalidQuery, "Dish \(format)") {
+        try fresh.fetch(FetchRequest<Dish>(format: format, argumentArray: arguments))
+      }
+    }
+    _ = expectStoreError(.unsupported, "a subscript of a Codable attribute inside an expression") {
+      try fresh.fetch(FetchRequest<Dish>(format: "lowercase:(tags[0]) == 'sweet'"))
     }
     var inside = FetchRequest<Dish>()
     inside.propertiesToFetch = [.keyPath("address.city")]
@@ -294,7 +343,7 @@ extension Conformance {
     }
     let entity = try model.requireEntity("Doc")
     let constants: [Value] = ["a", "b", "é", "ab", "", 0, 1, 2.5, -3, true, false]
-    let paths = ["doc", "doc.a", "doc.b", "doc.a.c"]
+    let paths = ["doc", "doc.a", "doc.b", "doc.a.c", "doc[0]", "doc[LAST]", "doc[1].a", "doc.a[FIRST]", "doc[2][0]"]
     let operators = ["==", "!=", "<", ">=", "BEGINSWITH", "CONTAINS", "LIKE", "==[c]", "==[cd]", "CONTAINS[c]"]
     var checked = 0
     for _ in 0..<500 {
@@ -313,7 +362,9 @@ extension Conformance {
       case 1: format = "ANY \(path) \(pick(operators)) %@"
       case 2: format = "ALL \(path) \(pick(operators)) %@"
       case 3: format = "NONE \(path) \(pick(operators)) %@"
-      case 4: format = "\(path).@count \(pick(["==", ">", "<=", "!="])) %@"
+      case 4:
+        let size = rng.next() % 2 == 0 ? "\(path).@count" : "\(path)[SIZE]"
+        format = "\(size) \(pick(["==", ">", "<=", "!="])) %@"
       case 5:
         format = "ANY \(path) IN %@"
         constant = [pick(constants), pick(constants)]
@@ -370,12 +421,26 @@ extension Conformance {
     ("ALL SELF > 2", [], [1, 2, 3], false),
     ("SELF == nil", [], nil, true),
     ("SELF > %@", [SampleData.date("2001-01-02")], .date(SampleData.date("2001-01-03")), true),
+    ("SELF[FIRST] == 'a'", [], ["a", "b", "c"], true),
+    ("SELF[FIRST] == 'b'", [], ["a", "b", "c"], false),
+    ("SELF[LAST] == 'c'", [], ["a", "b", "c"], true),
+    ("SELF[SIZE] == 3", [], ["a", "b", "c"], true),
+    ("SELF[LAST] == 3", [], [1, 2, 3], true),
+    ("SELF[1] == 2", [], [1, 2, 3], true),
+    ("SELF[3] == nil", [], [1, 2, 3], true),
+    ("SELF[FIRST] == nil", [], [], true),
+    ("SELF[LAST] == 1", [], [], false),
+    ("SELF[SIZE] == 0", [], [], true),
+    ("SELF[SIZE] == nil", [], "abc", true),
+    ("SELF[0][1] == 2", [], [[1, 2], [3]], true),
+    ("SELF[0] == nil", [], "abc", true),
   ]
 
   /// Predicates over plain values agree with the store: every composite case over the seeds as Codable
   /// values, NSPredicate's plain-value cases, dictionaries with missing keys.
   static func plainValues() throws {
-    for testCase in compositeCases {
+    // A plain `Set` is encoded in no particular order (a store sorts it), so its subscripts differ.
+    for testCase in compositeCases where !testCase.format.hasPrefix("allergens[") {
       let predicate = try QueryPredicate(format: testCase.format, argumentArray: testCase.arguments)
       #expect(Set(try dishes.filter(predicate).map(\.name)) == testCase.expected, "plain \(testCase.format)")
     }
@@ -390,6 +455,25 @@ extension Conformance {
     #expect(try QueryPredicate(format: "'a' IN list").evaluate(with: record))
     #expect(try QueryPredicate(format: "ANY %K == %@", "list", "b").evaluate(with: record))
     #expect(try QueryPredicate(format: "name ==[c] 'heat' AND year > 1990").evaluate(with: record))
+    #expect(try QueryPredicate(format: "list[0] == 'a'").evaluate(with: record))
+    #expect(try QueryPredicate(format: "list[LAST] == 'b' AND list[SIZE] == 2").evaluate(with: record))
+    #expect(try !QueryPredicate(format: "list[2] != nil").evaluate(with: record))
+    #expect(try QueryPredicate(format: "SELF[SIZE] == 3").evaluate(with: record))
+    struct Trip: Encodable {
+      var name: String
+      var stops: [DishAddress]
+    }
+    let trips = [
+      Trip(name: "a", stops: [DishAddress(street: "", city: "Paris", zip: 1)]),
+      Trip(name: "b", stops: []),
+      Trip(name: "c", stops: [DishAddress(street: "", city: "Rome", zip: 2), DishAddress(street: "", city: "PARIS", zip: 3)]),
+    ]
+    #expect(try trips.filter(QueryPredicate(format: "stops[0].city ==[c] 'paris'")).map(\.name) == ["a"])
+    #expect(try trips.filter(QueryPredicate(format: "stops[LAST].city ==[c] 'paris'")).map(\.name) == ["a", "c"])
+    #expect(try trips.filter(QueryPredicate(format: "stops[FIRST] == nil")).map(\.name) == ["b"])
+    _ = expectStoreError(.invalidQuery, "a negative subscript of a plain value") {
+      try QueryPredicate(format: "SELF[%d] == 1", -1).evaluate(with: [1] as Value)
+    }
     #expect(try QueryPredicate(format: "missing == nil").evaluate(with: record))
     #expect(try !QueryPredicate(format: "missing == 'x'").evaluate(with: record))
     #expect(try QueryPredicate(format: "missing != 'x'").evaluate(with: record))
@@ -495,9 +579,10 @@ extension Conformance {
 
   private static func allDishRows() -> FetchRequest<Dish> {
     var request = FetchRequest<Dish>(sortDescriptors: [QuerySort("name")])
-    request.propertiesToFetch = ["name", "tags", "scores", "labels", "allergens", "address", "course", "spice"].map {
-      .keyPath($0)
-    }
+    request.propertiesToFetch = ["name", "tags", "scores", "labels", "allergens", "address", "stops", "course", "spice"]
+      .map {
+        .keyPath($0)
+      }
     return request
   }
 }

@@ -5,7 +5,8 @@ import Foundation
 /// same rules in SQL (docs/QUERY-SEMANTICS.md, "Codable attributes").
 ///
 /// - The stored text is read as a ``JSONText/Node``; each member of the key path (`address.city`) reads
-///   that key of an object (`null` when missing or when the value is not an object).
+///   that key of an object (`null` when missing or when the value is not an object), each subscript
+///   (`stops[0]`, `tags[LAST]`) that element of an array (`null` past the end or when not an array).
 /// - A trailing `@count` counts an array's elements or an object's keys (nil for anything else);
 ///   `@sum`/`@avg` fold an array's numbers (Booleans as 1/0, other elements skipped); `@min`/`@max` the
 ///   smallest or largest of an array's non-nil elements when they are all numbers or all strings, else nil.
@@ -16,10 +17,10 @@ import Foundation
 package enum JSONComparison {
   /// What a ``ResolvedKeyPath`` into a Codable attribute asks of the stored text.
   package struct Access: Sendable, Hashable, Codable {
-    package var members: [String]
+    package var members: [ResolvedKeyPath.Member]
     package var fold: ResolvedKeyPath.MemberFold?
 
-    package init(members: [String], fold: ResolvedKeyPath.MemberFold?) {
+    package init(members: [ResolvedKeyPath.Member], fold: ResolvedKeyPath.MemberFold?) {
       self.members = members
       self.fold = fold
     }
@@ -54,8 +55,18 @@ package enum JSONComparison {
     default:
       throw StoreError(.corrupted, "the stored value is not JSON text but a \(stored.kindName)", value: stored)
     }
-    for member in access.members { node = node.member(member) }
+    for member in access.members { node = step(node, member) }
     return node
+  }
+
+  /// The node `member` reads from `node`: a key of an object, an element of an array (`null` when missing).
+  package static func step(_ node: JSONText.Node, _ member: ResolvedKeyPath.Member) -> JSONText.Node {
+    switch (member, node) {
+    case (.key(let key), _): return node.member(key)
+    case (.index(let n), .array(let items)): return n >= 0 && n < items.count ? items[n] : .scalar(.null)
+    case (.last, .array(let items)): return items.last ?? .scalar(.null)
+    default: return .scalar(.null)
+    }
   }
 
   /// The single value a key path with a fold yields, or the scalar it reaches (nil for an array or object).

@@ -123,7 +123,10 @@ public enum QueryLimits {
         case .constant(let value): pending.append((.value(value), depth))
         case .keyPath(let keyPath):
           try checkKeyPath(keyPath)
-          let operators = keyPath.split(separator: ".").filter { $0.hasPrefix("@") }.count
+          // Each collection operator and each subscript written into the key path (`tags[0]`) is a level.
+          let operators =
+            keyPath.split(separator: ".").filter { $0.hasPrefix("@") }.count
+            + keyPath.utf8.filter { $0 == UInt8(ascii: "[") }.count
           guard depth + operators <= maxDepth else { throw tooDeep() }
         case .variable, .evaluatedObject: break
         case .aggregate(let items): pending += items.map { (.expression($0), next) }

@@ -11,9 +11,10 @@ import Foundation
 /// Semantics (docs/QUERY-SEMANTICS.md, "Subscripts"): the collection is an array value (an ordered
 /// collection); `[n]` is its element at `n` counted from 0, `[FIRST]` and `[LAST]` its first and last,
 /// `[SIZE]` its count. Where NSPredicate raises (an index past the end, `[FIRST]` of an empty collection)
-/// the element is nil, so the comparison follows the rules of nil; a nil collection gives nil. A
-/// subscript of an unordered to-many relationship, of an attribute or of `SELF` in a fetch is
-/// `.invalidQuery` when the request is checked.
+/// the element is nil, so the comparison follows the rules of nil; a nil collection gives nil. In a
+/// fetch, a subscript of a Codable attribute (or a key path into one) becomes a step of that key path
+/// (`tags[0]`, ``ResolvedKeyPath/Member``); a subscript of an unordered to-many relationship, of another
+/// attribute or of `SELF` is `.invalidQuery` when the request is checked.
 ///
 /// ```swift
 /// let p = try QueryPredicate(format: "{3, 1, 2}[LAST] == 2")

@@ -96,24 +96,15 @@ struct ExpressionChecker {
       entity: entity.name)
   }
 
-  /// A subscript (see ``QuerySubscript``): of a constant collection, folded now; of a to-many relationship,
-  /// an attribute or `SELF`, `.invalidQuery` (a relationship's targets are a set: only an ordered collection
+  /// A subscript (see ``QuerySubscript``) inside an expression: of a constant collection, folded now; of
+  /// a Codable key path, `.unsupported` (a comparison reads it through ``jsonSubscriptKeyPath(_:)``); of a
+  /// to-many relationship, another attribute or `SELF`, `.invalidQuery` (a relationship's targets are a set: only an ordered collection
   /// has a first element); an index that is not an integer constant, `.invalidQuery`.
   private func subscripted(
     _ collection: QueryExpression, _ position: QuerySubscript, _ keyPath: String?
   ) throws -> (QueryExpression, ResolvedKeyPath.ValueKind?) {
     var index: Value?
-    if case .index(let expression) = position {
-      let (checked, _) = try check(expression)
-      guard case .constant(let value) = checked, let n = QuerySubscript.integerIndex(value) else {
-        throw StoreError(
-          .invalidQuery, "the index of a subscript must be an integer constant, not \(expression)", entity: entity.name)
-      }
-      guard n >= 0 else {
-        throw StoreError(.invalidQuery, "the index of a subscript cannot be negative (\(n))", entity: entity.name)
-      }
-      index = value
-    }
+    if case .index(let expression) = position { index = .int(Int64(try subscriptIndex(expression))) }
     switch collection {
     case .constant(let value):
       guard case .array = value else {
@@ -129,6 +120,12 @@ struct ExpressionChecker {
       return (.constant(element), Self.kind(of: element))
     case .keyPath(let keyPath):
       let path = try ResolvedKeyPath(keyPath, entity: entity, model: model)
+      if path.isJSON {
+        throw StoreError(
+          .unsupported,
+          "'\(path.keyPath)' reads inside a Codable attribute, so its subscript can only be compared with a constant, not used inside an expression",
+          entity: entity.name, key: path.keyPath)
+      }
       let what = path.isCollection ? "a to-many relationship, whose targets are a set (not ordered)" : "not a collection"
       throw StoreError(
         .invalidQuery, "\(keyPath) is \(what), so it cannot be subscripted with [\(Self.text(of: position))]",
@@ -141,6 +138,57 @@ struct ExpressionChecker {
         .unsupported, "only a constant collection can be subscripted in a fetch of \(entity.name), not \(collection)",
         entity: entity.name)
     }
+  }
+
+  /// The index of `[n]`: an integer constant, not negative.
+  private func subscriptIndex(_ expression: QueryExpression) throws -> Int {
+    let (checked, _) = try check(expression)
+    guard case .constant(let value) = checked, let n = QuerySubscript.integerIndex(value) else {
+      throw StoreError(
+        .invalidQuery, "the index of a subscript must be an integer constant, not \(expression)", entity: entity.name)
+    }
+    guard n >= 0 else {
+      throw StoreError(.invalidQuery, "the index of a subscript cannot be negative (\(n))", entity: entity.name)
+    }
+    return n
+  }
+
+  /// The key path a subscript of a key path into a Codable attribute reads, with the subscript as a member:
+  /// `tags[FIRST]` → `tags[0]`, `stops[0].city`, `tags[LAST]`, and `tags[SIZE]` → `tags.@count` (the same
+  /// count, nil for a scalar); `nil` when `expression` is not such a subscript.
+  /// - Throws: `.invalidQuery` for an index that is not an integer constant or is negative, a subscript of
+  ///   a fold (`tags.@count[0]`), or a key after `[SIZE]`.
+  func jsonSubscriptKeyPath(_ expression: QueryExpression) throws -> String? {
+    guard let parts = expression.subscriptParts else { return nil }
+    let base: String
+    switch parts.collection {
+    case .keyPath(let keyPath): base = keyPath
+    case .function:
+      guard let inner = try jsonSubscriptKeyPath(parts.collection) else { return nil }
+      base = inner
+    default: return nil
+    }
+    let path = try ResolvedKeyPath(base, entity: entity, model: model)
+    guard path.isJSON else { return nil }
+    if let fold = path.memberFold {
+      throw StoreError(
+        .invalidQuery, "'\(path.keyPath)' is a single value (\(fold.rawValue)), not a collection, so it cannot be subscripted",
+        entity: entity.name, key: path.keyPath)
+    }
+    let suffix: String
+    switch parts.position {
+    case .index(let expression): suffix = "[\(try subscriptIndex(expression))]"
+    case .first: suffix = "[0]"
+    case .last: suffix = "[LAST]"
+    case .size:
+      if let key = parts.keyPath {
+        throw StoreError(
+          .invalidQuery, "a key cannot follow [SIZE], which is a number ('\(key)' after '\(path.keyPath)')",
+          entity: entity.name, key: key)
+      }
+      return path.keyPath + ".@count"
+    }
+    return path.keyPath + suffix + (parts.keyPath.map { "." + $0 } ?? "")
   }
 
   private static func text(of position: QuerySubscript) -> String {

@@ -315,7 +315,10 @@ private struct ComparisonChecker {
       }
       return .constant(.array(values))
     case .function, .subquery:
-      let (checked, kind) = try ExpressionChecker(entity: entity, model: model).check(expression)
+      let checker = ExpressionChecker(entity: entity, model: model)
+      // A subscript of a Codable key path is a key path into it (`tags[0]`, `stops[LAST].city`).
+      if let keyPath = try checker.jsonSubscriptKeyPath(expression) { return try operand(.keyPath(keyPath)) }
+      let (checked, kind) = try checker.check(expression)
       guard let kind, !checked.isConstant else {
         if case .constant(let value) = checked { return .constant(value) }
         return .constant(.null)

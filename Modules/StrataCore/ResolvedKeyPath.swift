@@ -120,9 +120,58 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// One step inside a Codable attribute's JSON: a key of an object, or an element of an array (a
+  /// subscript: `stops[0]`, `tags[LAST]`; `[FIRST]` is `[0]`).
+  ///
+  /// ```swift
+  /// try ResolvedKeyPath("stops[0].city", entity: trip, model: model).members   // [.index(0), .key("city")]
+  /// ```
+  public enum Member: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The value of this key of an object (nil when missing or when the value is not an object).
+    case key(String)
+    /// The element at this position of an array, counted from 0 (nil past the end or when not an array).
+    case index(Int)
+    /// The last element of an array (nil when it is empty or not an array).
+    case last
+
+    /// The member as a key path writes it: `city`, `[0]`, `[LAST]`.
+    public var description: String {
+      switch self {
+      case .key(let key): key
+      case .index(let n): "[\(n)]"
+      case .last: "[LAST]"
+      }
+    }
+
+    /// The subscripts a key path component ends with (`tags[0][LAST]` → `("tags", [.index(0), .last])`);
+    /// the component unchanged when it does not end with well-formed ones (`[n]` with `n` a non-negative
+    /// integer, `[FIRST]`, `[LAST]`, any case).
+    static func splitSubscripts(_ component: String) -> (name: String, subscripts: [Member]) {
+      var name = Substring(component)
+      var subscripts: [Member] = []
+      while name.hasSuffix("]"), let open = name.lastIndex(of: "["), open != name.startIndex {
+        let inside = name[name.index(after: open)..<name.index(before: name.endIndex)]
+        let member: Member
+        switch inside.uppercased() {
+        case "FIRST": member = .index(0)
+        case "LAST": member = .last
+        default:
+          guard !inside.isEmpty, inside.allSatisfy(\.isASCII), inside.allSatisfy(\.isNumber),
+            let n = Int(inside)
+          else { return (component, []) }
+          member = .index(n)
+        }
+        subscripts.insert(member, at: 0)
+        name = name[..<open]
+      }
+      return (String(name), subscripts)
+    }
+  }
+
   /// For a key path into a Codable (``AttributeType/json``) attribute: the members read inside its JSON
-  /// after the attribute (`["city"]` for `address.city`), empty otherwise.
-  public private(set) var members: [String] = []
+  /// after the attribute (`[.key("city")]` for `address.city`, `[.index(0), .key("city")]` for
+  /// `stops[0].city`), empty otherwise.
+  public private(set) var members: [Member] = []
   /// For a key path into a Codable attribute: the fold that ends it (`tags.@count`), if any.
   public private(set) var memberFold: MemberFold?
 
@@ -228,10 +277,11 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     var current = entity
     var hops: [Hop] = []
     var terminal = Terminal.object
-    var members: [String] = []
+    var members: [Member] = []
     var memberFold: MemberFold?
-    components: for (position, name) in components.enumerated() {
+    components: for (position, component) in components.enumerated() {
       let isLast = position == components.count - 1
+      let (name, subscripts) = Member.splitSubscripts(component)
       if name.hasPrefix("@") {
         guard name == "@count" else {
           throw StoreError(.invalidQuery, "unknown collection operator \(name)\(context)", entity: entity.name, key: written)
@@ -259,14 +309,20 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
             "\(current.name).\(name) is transient; transient attributes are not stored and cannot be used in a fetch",
             entity: current.name, key: name)
         }
-        if attribute.type == .json, !isLast {
+        if attribute.type == .json, !isLast || !subscripts.isEmpty {
           terminal = .attribute(attribute, index: index)
-          members = Array(components[(position + 1)...])
-          if let last = members.last, let fold = MemberFold(rawValue: last.lowercased()) {
+          var rest = Array(components[(position + 1)...])
+          if let last = rest.last, let fold = MemberFold(rawValue: last.lowercased()) {
             memberFold = fold
-            members.removeLast()
+            rest.removeLast()
           }
-          if let bad = members.first(where: { $0.hasPrefix("@") }) {
+          members = subscripts
+          for member in rest {
+            let (key, subscripts) = Member.splitSubscripts(member)
+            members.append(.key(key))
+            members += subscripts
+          }
+          if case .key(let bad)? = members.first(where: { if case .key(let k) = $0 { k.hasPrefix("@") } else { false } }) {
             throw StoreError(
               .invalidQuery,
               "\(bad) cannot be used inside the Codable attribute \(current.name).\(name); only @count, @sum, @avg, @min or @max may end the key path\(context)",
@@ -280,6 +336,7 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
           }
           break components
         }
+        guard subscripts.isEmpty else { throw Self.notSubscriptable(current, name, context) }
         guard isLast else {
           let next = components[position + 1]
           let message =
@@ -290,6 +347,7 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
         }
         terminal = .attribute(attribute, index: index)
       case .toOne(let rel, let index):
+        guard subscripts.isEmpty else { throw Self.notSubscriptable(current, name, context) }
         let destination = try Self.destination(of: rel, in: current, model: model)
         if isLast {
           terminal = .toOne(rel, index: index)
@@ -298,6 +356,7 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
           current = destination
         }
       case .toMany(let rel):
+        guard subscripts.isEmpty else { throw Self.notSubscriptable(current, name, context) }
         let destination = try Self.destination(of: rel, in: current, model: model)
         if isLast {
           terminal = .toMany(rel)
@@ -351,6 +410,18 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     self.init(
       keyPath: path.keyPath + "." + op.rawValue, root: entity, hops: Array(path.hops.dropLast()),
       terminal: .aggregate(op, last.relationship, attribute, index: index))
+  }
+
+  /// The error for a subscript of a property that is not a Codable attribute.
+  private static func notSubscriptable(_ entity: EntityDescription, _ name: String, _ context: String) -> StoreError {
+    let what: String
+    switch entity.property(named: name) {
+    case .toMany?: what = "a to-many relationship, whose targets are a set (not ordered)"
+    default: what = "not a collection"
+    }
+    return StoreError(
+      .invalidQuery, "\(entity.name).\(name) is \(what), so it cannot be subscripted\(context)", entity: entity.name,
+      key: name)
   }
 
   private static func destination(

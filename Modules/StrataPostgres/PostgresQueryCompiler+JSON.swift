@@ -9,7 +9,16 @@ extension PostgresQueryCompiler {
     _ column: String, _ path: ResolvedKeyPath, _ comparison: Comparison, _ rhs: Value, entity: String
   ) throws -> Fragment {
     var node = "(\(column))::jsonb"
-    for member in path.members { node = "(\(node) -> \(literal(member)))" }
+    for member in path.members {
+      switch member {
+      case .key(let key): node = "(\(node) -> \(literal(key)))"
+      // `->` would read a scalar as a one-element array; a strict JSON path subscripts only an array, and
+      // `silent` makes a missing element (past the end, of an empty array, of a non-array) NULL. The index
+      // is an int4 (no array is longer, so a larger one reads nil either way).
+      case .index(let n): node = "jsonb_path_query_first(\(node), 'strict $[\(min(n, Int(Int32.max)))]', '{}', true)"
+      case .last: node = "jsonb_path_query_first(\(node), 'strict $[last]', '{}', true)"
+      }
+    }
     let op = comparison.op
     let options = comparison.options
     if let fold = path.memberFold {

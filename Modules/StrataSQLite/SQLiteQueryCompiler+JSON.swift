@@ -3,18 +3,26 @@ import StrataStoreKit
 
 /// Comparisons of Codable attributes with SQLite's JSON functions (`json_each`, `json_type`,
 /// `json_extract`, `json_array_length`), by the rules of `JSONComparison` (docs/QUERY-SEMANTICS.md, "Codable
-/// attributes"). `@sum`, `@avg`, `@min`, `@max` and member names SQLite's JSON paths cannot quote go through
-/// `strata_json` instead.
+/// attributes"). Subscripts are path steps (`'$.stops[0].city'`, `'$[#-1]'` for `[LAST]`). `@sum`, `@avg`,
+/// `@min`, `@max` and member names SQLite's JSON paths cannot quote go through `strata_json` instead.
 extension SQLiteQueryCompiler {
   /// `column` (a Codable attribute's text) compared as `comparison` says, `rhs` its checked constant; `nil`
   /// when `strata_json` must answer.
   static func jsonComparison(
     _ column: String, _ path: ResolvedKeyPath, _ comparison: Comparison, _ rhs: Value, entity: String
   ) throws -> Fragment? {
-    guard path.members.allSatisfy({ !$0.contains("\"") && !$0.contains("\\") && !$0.contains("\u{0}") }) else {
-      return nil
+    var jsonPath = "'$"
+    for member in path.members {
+      switch member {
+      case .key(let key):
+        guard !key.contains("\"") && !key.contains("\\") && !key.contains("\u{0}") else { return nil }
+        jsonPath += ".\"" + key.replacingOccurrences(of: "'", with: "''") + "\""
+      // No array is longer than Int32.max elements; a larger index reads nil either way.
+      case .index(let n): jsonPath += "[\(min(n, Int(Int32.max)))]"
+      case .last: jsonPath += "[#-1]"
+      }
     }
-    let jsonPath = "'$" + path.members.map { ".\"" + $0.replacingOccurrences(of: "'", with: "''") + "\"" }.joined() + "'"
+    jsonPath += "'"
     let node = JSONNode(
       type: "COALESCE(json_type(\(column), \(jsonPath)), 'null')", value: "json_extract(\(column), \(jsonPath))")
     let each = "json_each(\(column), \(jsonPath)) AS je"

@@ -89,4 +89,42 @@ struct SubscriptTests {
       if let key { #expect(error?.key == key, "\(format)") }
     }
   }
+
+  @Test func aSubscriptOfACodableAttributeBecomesAMemberOfItsKeyPath() throws {
+    let entity = EntityDescription(
+      name: "Trip",
+      attributes: [
+        AttributeDescription(name: "tags", type: .json), AttributeDescription(name: "stops", type: .json),
+        AttributeDescription(name: "title", type: .string),
+      ])
+    let model = try ObjectModel(entities: [entity])
+    func checked(_ format: String, _ arguments: any PredicateArgument & Sendable...) throws -> QueryPredicate {
+      try QueryValidator.check(try QueryPredicate(format: format, argumentArray: arguments), entity: entity, model: model)
+    }
+    #expect(try checked("tags[FIRST] == 'a'") == .comparison(.init(.keyPath("tags[0]"), .equalTo, .constant("a"))))
+    #expect(try checked("tags[%d] == 'a'", 2) == .comparison(.init(.keyPath("tags[2]"), .equalTo, .constant("a"))))
+    #expect(try checked("tags[SIZE] > 2") == .comparison(.init(.keyPath("tags.@count"), .greaterThan, .constant(2))))
+    #expect(
+      try checked("'x' == stops[LAST].city")
+        == .comparison(.init(.keyPath("stops[LAST].city"), .equalTo, .constant("x"))))
+    #expect(
+      try checked("stops[0][last].city == 'x'")
+        == .comparison(.init(.keyPath("stops[0][LAST].city"), .equalTo, .constant("x"))))
+    let path = try ResolvedKeyPath("stops[0][LAST].city", entity: entity, model: model)
+    #expect(path.members == [.index(0), .last, .key("city")])
+    #expect(path.keyPath == "stops[0][LAST].city")
+    #expect(try ResolvedKeyPath("tags[first]", entity: entity, model: model).members == [.index(0)])
+    let folded = try ResolvedKeyPath("stops[LAST].@sum", entity: entity, model: model)
+    #expect(folded.members == [.last] && folded.memberFold == .sum)
+    // A key path argument cannot hold brackets: subscripts come from the parser only.
+    #expect(throws: StoreError.self) { try checked("%K > 1", "stops[0].zip") }
+    // A bracket that is not a subscript stays part of the key.
+    #expect(try ResolvedKeyPath("stops.a[-1]", entity: entity, model: model).members == [.key("a[-1]")])
+    for format in ["tags[-1] == 'a'", "tags.@count[0] == 1", "title[0] == 'a'", "tags[0].x[SIZE].y == 1"] {
+      let error = #expect(throws: StoreError.self, "\(format)") { try checked(format) }
+      #expect(error?.code == .invalidQuery, "\(format): \(error?.message ?? "")")
+    }
+    let inside = #expect(throws: StoreError.self) { try checked("uppercase:(tags[0]) == 'A'") }
+    #expect(inside?.code == .unsupported)
+  }
 }
