@@ -87,6 +87,7 @@ public final class LMDBStore: PersistentStore {
       throw error.storeError(path: path)
     }
     do {
+      if !isNew { try Self.checkPages(environment, path: path) }
       opened = try Self.openSchema(environment, path: path, model: model, options: options)
     } catch {
       // Leave a directory that is not ours as it was: remove the lock file liblmdb just made.
@@ -165,6 +166,20 @@ public final class LMDBStore: PersistentStore {
       throw StoreError(.io, "cannot create the directory \(path) for the store: \(error.localizedDescription)")
     }
     return true
+  }
+
+  /// Walks every B-tree page of the current state before liblmdb reads any of them
+  /// (``LMDBDataFile/checkPages(directory:transactionID:)``), inside a read transaction so that no writer
+  /// reuses the pages meanwhile. When writers of other processes commit so fast that the transaction's
+  /// meta page is overwritten before it is read, eight times in a row, the store opens unchecked.
+  private static func checkPages(_ environment: LMDBEnvironment, path: String) throws {
+    for _ in 0..<8 {
+      let checked = try environment.read { txn in
+        // A transaction ID is a 64-bit unsigned number; liblmdb hands it back as a signed `size_t`.
+        try LMDBDataFile.checkPages(directory: path, transactionID: UInt64(truncatingIfNeeded: mdb_txn_id(txn.txn)))
+      }
+      if checked != nil { return }
+    }
   }
 
   private static func openSchema(

@@ -8,6 +8,8 @@ import StrataStoreKit
 //   lmdb-worker grow DIR BYTES                    saves notes with BYTES of payload in all, 64 KiB each
 //   lmdb-worker hold-write DIR                    opens a raw write transaction, says "ready", waits to be killed
 //   lmdb-worker hold-read DIR                     opens a raw read transaction, says "ready", waits to be killed
+//   lmdb-worker read DIR                          opens the store read-only and prints every note, by text
+//                                                 and through the index on n: "text n payload-bytes payload-sum"
 // Exit 0 on success, 1 with one line on standard error otherwise.
 
 func fail(_ message: String) -> Never {
@@ -56,6 +58,24 @@ do {
     let chunk = Data(repeating: 0xAB, count: 64 << 10)
     for i in 0..<max(1, bytes / chunk.count) {
       _ = try store.save(ChangeSet(inserted: [note("grow-\(i)", i, payload: chunk)]))
+    }
+  case "read":
+    let store = try LMDBStore(url: URL(fileURLWithPath: path), model: nil, options: StoreOptions(isReadOnly: true))
+    defer { store.close() }
+    var byIndex = FetchDescription(entityName: "Note", sortDescriptors: [QuerySort("n")])
+    byIndex.predicate = try QueryPredicate(format: "n >= 0")
+    for request in [
+      FetchDescription(entityName: "Note", sortDescriptors: [QuerySort("text")]),
+      byIndex,
+    ] {
+      guard case .snapshots(let rows) = try store.fetch(request, generation: nil) else { fail("no snapshots") }
+      for row in rows {
+        var payload = Data()
+        if case .data(let data) = row.attributes[2] { payload = data }
+        var n: Int64 = -1
+        if case .int(let value) = row.attributes[1] { n = value }
+        print(row.attributes[0].stringValue ?? "-", n, payload.count, payload.reduce(0) { $0 &+ Int($1) })
+      }
     }
   case "hold-write": holdRawTransaction(path, readOnly: false)
   case "hold-read": holdRawTransaction(path, readOnly: true)
