@@ -105,47 +105,59 @@ struct LMDBPageWalk {
   }
 
   /// Marks `page` visited; a page reached twice is a cycle or two trees sharing it.
-  private mutating func visit(_ page: UInt64, from: String) throws {
+  private mutating func visit(_ page: UInt64, from: @autoclosure () -> String) throws {
     guard page >= 2, page <= lastPage else {
-      throw Damage(message: "\(from) points to page \(page), past the end of the file (its last page is \(lastPage))")
+      throw Damage(message: "\(from()) points to page \(page), past the end of the file (its last page is \(lastPage))")
     }
     let (word, bit) = (Int(page / 64), page % 64)
     guard visited[word] & (1 << bit) == 0 else {
-      throw Damage(message: "\(from) points to page \(page), which another page already uses (a cycle or a shared page)")
+      throw Damage(message: "\(from()) points to page \(page), which another page already uses (a cycle or a shared page)")
     }
     visited[word] |= 1 << bit
   }
 
   // MARK: Trees
 
-  private mutating func walkTree(root: UInt64, depth: Int, tree: Tree, level: Int, what: String) throws {
+  private mutating func walkTree(root: UInt64, depth: Int, tree: Tree, level: Int, what: @autoclosure () -> String) throws {
     if root == LMDBDataFile.noPage { return }
     guard depth >= 1, depth <= Self.maximumDepth else {
-      throw Damage(message: "the record of \(what) gives an impossible depth \(depth)")
+      throw Damage(message: "the record of \(what()) gives an impossible depth \(depth)")
     }
-    guard level < 3 * Self.maximumDepth else { throw Damage(message: "\(what) nests too deeply") }
-    try walkPage(root, remaining: depth, tree: tree, level: level, from: "the record of \(what)")
+    guard level < 3 * Self.maximumDepth else { throw Damage(message: "\(what()) nests too deeply") }
+    try walkPage(root, remaining: depth, tree: tree, level: level, from: "the record of \(what())")
   }
 
-  private mutating func walkPage(_ page: UInt64, remaining: Int, tree: Tree, level: Int, from: String) throws {
-    try visit(page, from: from)
+  /// What a leaf node leads to, collected before the page's buffer is reused.
+  private enum FollowUp {
+    /// A database record (`F_SUBDATA`): a named database in the main one, or a key's duplicate tree.
+    case tree(flags: UInt16, depth: Int, root: UInt64, keySize: Int)
+    /// A big value: its first overflow page and its size.
+    case overflow(UInt64, size: Int)
+  }
+
+  private mutating func walkPage(
+    _ page: UInt64, remaining: Int, tree: Tree, level: Int, from: @autoclosure () -> String
+  ) throws {
+    try visit(page, from: from())
     let bytes = buffer(level)
     try read(bytes, count: pageSize, at: page * UInt64(pageSize))
     pagesRead += 1
     let raw = UnsafeRawBufferPointer(bytes)
-    guard load(raw, 0, as: UInt64.self) == page else {
-      throw Damage(message: "page \(page) records another page number (\(load(raw, 0, as: UInt64.self)))")
+    guard load64(raw, 0) == page else {
+      throw Damage(message: "page \(page) records another page number (\(load64(raw, 0)))")
     }
-    let flags = load(raw, 10, as: UInt16.self) & ~UInt16(0xC010)  // P_DIRTY, P_LOOSE, P_KEEP are in-memory marks
+    let flags = load16(raw, 10) & ~UInt16(0xC010)  // P_DIRTY, P_LOOSE, P_KEEP are in-memory marks
     let isBranch = remaining > 1
-    let expected: Set<UInt16> =
-      isBranch ? [Self.branchFlag] : (fixedSize(tree) != nil ? [Self.leafFlag, Self.leafFlag | Self.leaf2Flag] : [Self.leafFlag])
-    guard expected.contains(flags) else {
+    let fixed = fixedSize(tree)
+    let fits =
+      isBranch
+      ? flags == Self.branchFlag : flags == Self.leafFlag || (fixed != nil && flags == Self.leafFlag | Self.leaf2Flag)
+    guard fits else {
       throw Damage(message: "page \(page) has the flags \(flags) where a \(isBranch ? "branch" : "leaf") page belongs")
     }
-    let count = try nodeCount(raw, size: pageSize, what: "page \(page)")
+    let count = try nodeCount(raw, base: 0, size: pageSize, what: "page \(page)")
     if flags & Self.leaf2Flag != 0 {
-      guard let size = fixedSize(tree), size > 0, Self.header + count * size <= pageSize else {
+      guard let size = fixed, size > 0, Self.header + count * size <= pageSize else {
         throw Damage(message: "page \(page) holds more fixed-size keys than fit in it")
       }
       return
@@ -155,60 +167,76 @@ struct LMDBPageWalk {
       var children: [UInt64] = []
       children.reserveCapacity(count)
       for index in 0..<count {
-        let node = try nodeOffset(raw, size: pageSize, index: index, count: count, what: "page \(page)")
-        let keySize = Int(load(raw, node + 6, as: UInt16.self))
-        guard node + Self.nodeHeader + keySize <= pageSize else {
+        let node = try nodeOffset(raw, base: 0, size: pageSize, index: index, count: count, what: "page \(page)")
+        guard node + Self.nodeHeader + Int(load16(raw, node + 6)) <= pageSize else {
           throw Damage(message: "node \(index) of page \(page) ends past the end of the page")
         }
-        let child =
-          UInt64(load(raw, node, as: UInt16.self)) | UInt64(load(raw, node + 2, as: UInt16.self)) << 16
-          | UInt64(load(raw, node + 4, as: UInt16.self)) << 32
-        children.append(child)
+        children.append(
+          UInt64(load16(raw, node)) | UInt64(load16(raw, node + 2)) << 16
+            | UInt64(load16(raw, node + 4)) << 32)
       }
-      // The page's buffer is this level's: copy the children out before walking them.
+      // The page's buffer is this level's: the children were copied out before walking them.
       for child in children {
         try walkPage(child, remaining: remaining - 1, tree: tree, level: level, from: "branch page \(page)")
       }
       return
     }
-    // A leaf: collect what its nodes lead to before the buffer is reused.
-    var followUps: [(node: Int, flags: UInt16, data: [UInt8], overflow: UInt64?, size: Int)] = []
+    var followUps: [(node: Int, FollowUp)] = []
     for index in 0..<count {
-      let node = try nodeOffset(raw, size: pageSize, index: index, count: count, what: "page \(page)")
-      let nodeFlags = load(raw, node + 4, as: UInt16.self)
-      let keySize = Int(load(raw, node + 6, as: UInt16.self))
-      let dataSize = Int(load(raw, node, as: UInt16.self)) | Int(load(raw, node + 2, as: UInt16.self)) << 16
-      let where_ = "node \(index) of page \(page)"
-      guard nodeFlags & ~(Self.bigData | Self.subData | Self.dupData) == 0 else {
-        throw Damage(message: "\(where_) has unknown flags \(nodeFlags)")
-      }
-      let start = node + Self.nodeHeader + keySize
-      if nodeFlags & Self.bigData != 0 {
-        guard nodeFlags == Self.bigData, start + 8 <= pageSize else {
-          throw Damage(message: "\(where_) ends past the end of the page")
-        }
-        followUps.append((index, nodeFlags, [], load(raw, start, as: UInt64.self), dataSize))
+      let node = try nodeOffset(raw, base: 0, size: pageSize, index: index, count: count, what: "page \(page)")
+      let nodeFlags = load16(raw, node + 4)
+      let start = node + Self.nodeHeader + Int(load16(raw, node + 6))
+      let dataSize = Int(load16(raw, node)) | Int(load16(raw, node + 2)) << 16
+      if nodeFlags == Self.bigData {
+        guard start + 8 <= pageSize else { throw Damage(message: "node \(index) of page \(page) ends past the end of the page") }
+        followUps.append((index, .overflow(load64(raw, start), size: dataSize)))
         continue
       }
-      guard start + dataSize <= pageSize else { throw Damage(message: "\(where_) ends past the end of the page") }
-      try checkLeafFlags(nodeFlags, tree: tree, where_: where_)
-      if nodeFlags != 0 || isFreeList(tree) {
-        followUps.append((index, nodeFlags, Array(raw[start..<start + dataSize]), nil, dataSize))
+      guard start + dataSize <= pageSize else {
+        throw Damage(message: "node \(index) of page \(page) ends past the end of the page")
+      }
+      guard allows(nodeFlags, in: tree) else {
+        throw Damage(message: "node \(index) of page \(page) has the unexpected flags \(nodeFlags)")
+      }
+      if nodeFlags & Self.subData != 0 {
+        guard dataSize == Self.databaseRecord else {
+          throw Damage(message: "node \(index) of page \(page) holds a damaged database record")
+        }
+        followUps.append(
+          (
+            index,
+            .tree(
+              flags: load16(raw, start + 4), depth: Int(load16(raw, start + 6)),
+              root: load64(raw, start + 40), keySize: Int(load32(raw, start)))
+          ))
+      } else if nodeFlags == Self.dupData, case .named(let parent) = tree {
+        try checkSubPage(raw, base: start, size: dataSize, fixed: parent & Self.dupFixed != 0) {
+          "the duplicate page in node \(index) of page \(page)"
+        }
+      } else if case .free = tree {
+        try checkFreeList(raw, base: start, size: dataSize) { "node \(index) of page \(page)" }
       }
     }
-    for entry in followUps {
-      let where_ = "node \(entry.node) of page \(page)"
-      var data = entry.data
-      if let overflow = entry.overflow {
-        data = try walkOverflow(overflow, size: entry.size, level: level, from: where_, keep: isFreeList(tree))
+    for (index, followUp) in followUps {
+      switch followUp {
+      case .overflow(let first, let size):
+        try walkOverflow(first, size: size, tree: tree, level: level, from: "node \(index) of page \(page)")
+      case .tree(let databaseFlags, let depth, let root, let keySize):
+        if case .named(let parent) = tree {
+          let fixed = parent & Self.dupFixed != 0 ? keySize : nil
+          try walkTree(
+            root: root, depth: depth, tree: .duplicates(fixedSize: fixed), level: level + 1,
+            what: "node \(index) of page \(page)")
+        } else {
+          guard databaseFlags & ~Self.knownDatabaseFlags == 0 else {
+            throw Damage(message: "node \(index) of page \(page) holds a database record with unknown flags \(databaseFlags)")
+          }
+          try walkTree(
+            root: root, depth: depth, tree: .named(flags: databaseFlags), level: level + 1,
+            what: "node \(index) of page \(page)")
+        }
       }
-      try checkLeafData(data, flags: entry.flags, tree: tree, level: level, where_: where_)
     }
-  }
-
-  private func isFreeList(_ tree: Tree) -> Bool {
-    if case .free = tree { return true }
-    return false
   }
 
   private func fixedSize(_ tree: Tree) -> Int? {
@@ -216,135 +244,116 @@ struct LMDBPageWalk {
     return nil
   }
 
-  private func checkLeafFlags(_ flags: UInt16, tree: Tree, where_: String) throws {
+  /// The leaf node flags liblmdb expects in `tree` (`F_BIGDATA` is handled before).
+  private func allows(_ flags: UInt16, in tree: Tree) -> Bool {
     switch tree {
-    case .free, .duplicates:
-      guard flags == 0 else { throw Damage(message: "\(where_) has the flags \(flags) where plain data belongs") }
-    case .main:
-      guard flags == 0 || flags == Self.subData else { throw Damage(message: "\(where_) has the unexpected flags \(flags)") }
+    case .free, .duplicates: flags == 0
+    case .main: flags == 0 || flags == Self.subData
     case .named(let databaseFlags):
-      let allowed: [UInt16] = databaseFlags & Self.dupSort != 0 ? [0, Self.dupData, Self.dupData | Self.subData] : [0]
-      guard allowed.contains(flags) else { throw Damage(message: "\(where_) has the unexpected flags \(flags)") }
+      flags == 0 || (databaseFlags & Self.dupSort != 0 && (flags == Self.dupData || flags == Self.dupData | Self.subData))
     }
   }
 
-  /// Checks the overflow run a big value starts at; returns the value when `keep` (the free list's).
-  private mutating func walkOverflow(_ first: UInt64, size: Int, level: Int, from: String, keep: Bool) throws -> [UInt8] {
-    try visit(first, from: from)
+  /// Checks the overflow run a big value starts at, and the value itself for a free-page list.
+  private mutating func walkOverflow(_ first: UInt64, size: Int, tree: Tree, level: Int, from: @autoclosure () -> String) throws {
+    try visit(first, from: from())
     let bytes = buffer(level + 1)
     try read(bytes, count: Self.header, at: first * UInt64(pageSize))
     pagesRead += 1
     let raw = UnsafeRawBufferPointer(bytes)
-    guard load(raw, 0, as: UInt64.self) == first,
-      load(raw, 10, as: UInt16.self) & ~UInt16(0xC010) == Self.overflowFlag
-    else { throw Damage(message: "\(from) points to page \(first), which is not an overflow page") }
-    let pages = UInt64(load(raw, 12, as: UInt32.self))
+    guard load64(raw, 0) == first,
+      load16(raw, 10) & ~UInt16(0xC010) == Self.overflowFlag
+    else { throw Damage(message: "\(from()) points to page \(first), which is not an overflow page") }
+    let pages = UInt64(load32(raw, 12))
     guard pages >= 1, first + pages - 1 <= lastPage else {
       throw Damage(message: "overflow page \(first) runs \(pages) pages, past the end of the file")
     }
     guard UInt64(size) <= pages * UInt64(pageSize) - UInt64(Self.header) else {
-      throw Damage(message: "\(from) holds \(size) bytes, more than its overflow pages \(first)… hold")
+      throw Damage(message: "\(from()) holds \(size) bytes, more than its overflow pages from \(first) hold")
     }
     for page in first + 1..<first + pages { try visit(page, from: "overflow page \(first)") }
-    guard keep else { return [] }
+    guard case .free = tree else { return }
     let value = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1), alignment: 8)
     defer { value.deallocate() }
     try read(value, count: size, at: first * UInt64(pageSize) + UInt64(Self.header))
-    return Array(UnsafeRawBufferPointer(value)[0..<size])
+    try checkFreeList(UnsafeRawBufferPointer(value), base: 0, size: size, what: from)
   }
 
-  private mutating func checkLeafData(_ data: [UInt8], flags: UInt16, tree: Tree, level: Int, where_: String) throws {
-    if case .free = tree {
-      // An IDL: a count, then that many page numbers, each one liblmdb may hand out again.
-      guard data.count >= 8 else { throw Damage(message: "\(where_) holds a damaged free-page list") }
-      let count = data.withUnsafeBytes { load($0, 0, as: UInt64.self) }
-      guard count <= UInt64(data.count / 8 - 1) else { throw Damage(message: "\(where_) holds a damaged free-page list") }
-      try data.withUnsafeBytes { raw in
-        for index in 0..<Int(count) {
-          let page = load(raw, 8 + index * 8, as: UInt64.self)
-          guard page >= 2, page <= lastPage else {
-            throw Damage(message: "\(where_) lists the free page \(page), past the end of the file")
-          }
-        }
-      }
-      return
+  /// An IDL: a count, then that many page numbers, each one liblmdb may hand out again.
+  private func checkFreeList(_ raw: UnsafeRawBufferPointer, base: Int, size: Int, what: () -> String) throws {
+    guard size >= 8, load64(raw, base) <= UInt64(size / 8 - 1) else {
+      throw Damage(message: "\(what()) holds a damaged free-page list")
     }
-    if flags & Self.subData != 0 {
-      guard data.count == Self.databaseRecord else { throw Damage(message: "\(where_) holds a damaged database record") }
-      let (databaseFlags, depth, root, pad) = data.withUnsafeBytes { raw in
-        (
-          load(raw, 4, as: UInt16.self), Int(load(raw, 6, as: UInt16.self)), load(raw, 40, as: UInt64.self),
-          Int(load(raw, 0, as: UInt32.self))
-        )
+    for index in 0..<Int(load64(raw, base)) {
+      let page = load64(raw, base + 8 + index * 8)
+      guard page >= 2, page <= lastPage else {
+        throw Damage(message: "\(what()) lists the free page \(page), past the end of the file")
       }
-      if case .main = tree {
-        guard databaseFlags & ~Self.knownDatabaseFlags == 0 else {
-          throw Damage(message: "\(where_) holds a database record with unknown flags \(databaseFlags)")
-        }
-        try walkTree(root: root, depth: depth, tree: .named(flags: databaseFlags), level: level + 1, what: where_)
-      } else if case .named(let parent) = tree {
-        let fixed = parent & Self.dupFixed != 0 ? pad : nil
-        try walkTree(root: root, depth: depth, tree: .duplicates(fixedSize: fixed), level: level + 1, what: where_)
-      }
-      return
-    }
-    if flags & Self.dupData != 0, case .named(let parent) = tree {
-      try checkSubPage(data, fixed: parent & Self.dupFixed != 0, where_: where_)
     }
   }
 
-  /// A key's few duplicates, kept inline as a small page (`P_SUBP`) in the node's data.
-  private func checkSubPage(_ data: [UInt8], fixed: Bool, where_: String) throws {
-    guard data.count >= Self.header else { throw Damage(message: "\(where_) holds a damaged duplicate page") }
-    try data.withUnsafeBytes { raw in
-      let flags = load(raw, 10, as: UInt16.self) & ~UInt16(0xC010)
-      let size = data.count
-      let count = try nodeCount(raw, size: size, what: "the duplicate page in \(where_)")
-      if flags == Self.leafFlag | Self.subPageFlag | Self.leaf2Flag, fixed {
-        let keySize = Int(load(raw, 8, as: UInt16.self))
-        guard keySize > 0, Self.header + count * keySize <= size else {
-          throw Damage(message: "the duplicate page in \(where_) holds more keys than fit in it")
-        }
-        return
+  /// A key's few duplicates, kept inline as a small page (`P_SUBP`) of `size` bytes at `base`.
+  private func checkSubPage(_ raw: UnsafeRawBufferPointer, base: Int, size: Int, fixed: Bool, what: () -> String) throws {
+    guard size >= Self.header else { throw Damage(message: "\(what()) is too small") }
+    let flags = load16(raw, base + 10) & ~UInt16(0xC010)
+    let count = try nodeCount(raw, base: base, size: size, what: what())
+    if fixed, flags == Self.leafFlag | Self.subPageFlag | Self.leaf2Flag {
+      let keySize = Int(load16(raw, base + 8))
+      guard keySize > 0, Self.header + count * keySize <= size else {
+        throw Damage(message: "\(what()) holds more keys than fit in it")
       }
-      guard flags == Self.leafFlag | Self.subPageFlag else {
-        throw Damage(message: "the duplicate page in \(where_) has the flags \(flags)")
-      }
-      for index in 0..<count {
-        let node = try nodeOffset(raw, size: size, index: index, count: count, what: "the duplicate page in \(where_)")
-        let keySize = Int(load(raw, node + 6, as: UInt16.self))
-        let dataSize = Int(load(raw, node, as: UInt16.self)) | Int(load(raw, node + 2, as: UInt16.self)) << 16
-        guard load(raw, node + 4, as: UInt16.self) == 0, node + Self.nodeHeader + keySize + dataSize <= size else {
-          throw Damage(message: "node \(index) of the duplicate page in \(where_) ends past its end")
-        }
+      return
+    }
+    guard flags == Self.leafFlag | Self.subPageFlag else { throw Damage(message: "\(what()) has the flags \(flags)") }
+    for index in 0..<count {
+      let node = try nodeOffset(raw, base: base, size: size, index: index, count: count, what: what())
+      let end =
+        node + Self.nodeHeader + Int(load16(raw, base + node + 6)) + Int(load16(raw, base + node))
+        + Int(load16(raw, base + node + 2)) << 16
+      guard load16(raw, base + node + 4) == 0, end <= size else {
+        throw Damage(message: "node \(index) of \(what()) ends past its end")
       }
     }
   }
 
   // MARK: Page fields
 
-  /// `NUMKEYS`: from `mp_lower`, after checking `mp_lower` and `mp_upper` lie inside the page.
-  private func nodeCount(_ raw: UnsafeRawBufferPointer, size: Int, what: String) throws -> Int {
-    let lower = Int(load(raw, 12, as: UInt16.self))
-    let upper = Int(load(raw, 14, as: UInt16.self))
-    guard lower >= Self.header, lower <= upper, upper <= size, (lower - Self.header) % 2 == 0 else {
-      throw Damage(message: "\(what) has impossible bounds (lower \(lower), upper \(upper))")
+  /// `NUMKEYS` of the page of `size` bytes at `base`, after checking `mp_lower` and `mp_upper` lie in it.
+  private func nodeCount(_ raw: UnsafeRawBufferPointer, base: Int, size: Int, what: @autoclosure () -> String) throws -> Int {
+    let lower = Int(load16(raw, base + 12))
+    let upper = Int(load16(raw, base + 14))
+    guard lower >= Self.header, lower <= upper, upper <= size, lower & 1 == 0 else {
+      throw Damage(message: "\(what()) has impossible bounds (lower \(lower), upper \(upper))")
     }
     return (lower - Self.header) / 2
   }
 
-  /// The offset of node `index` (`mp_ptrs[index]`), after checking its header lies inside the page.
-  private func nodeOffset(_ raw: UnsafeRawBufferPointer, size: Int, index: Int, count: Int, what: String) throws -> Int {
-    let node = Int(load(raw, Self.header + 2 * index, as: UInt16.self))
+  /// The offset of node `index` (`mp_ptrs[index]`) in the page at `base`, after checking its header lies
+  /// inside the page.
+  private func nodeOffset(
+    _ raw: UnsafeRawBufferPointer, base: Int, size: Int, index: Int, count: Int, what: @autoclosure () -> String
+  ) throws -> Int {
+    let node = Int(load16(raw, base + Self.header + 2 * index))
     guard node >= Self.header + 2 * count, node + Self.nodeHeader <= size else {
-      throw Damage(message: "node \(index) of \(what) points outside the page (offset \(node))")
+      throw Damage(message: "node \(index) of \(what()) points outside the page (offset \(node))")
     }
     return node
   }
 }
 
-/// A little-endian integer at `offset` of `raw` (the caller checked the bounds).
+// Little-endian integers at `offset` of `raw` (the caller checked the bounds); not generic, so that a
+// debug build walks a large file quickly too.
 @inline(__always)
-private func load<T: FixedWidthInteger>(_ raw: UnsafeRawBufferPointer, _ offset: Int, as type: T.Type) -> T {
-  T(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: T.self))
+private func load16(_ raw: UnsafeRawBufferPointer, _ offset: Int) -> UInt16 {
+  UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+}
+
+@inline(__always)
+private func load32(_ raw: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
+  UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+}
+
+@inline(__always)
+private func load64(_ raw: UnsafeRawBufferPointer, _ offset: Int) -> UInt64 {
+  UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
 }

@@ -19,6 +19,10 @@ import Synchronization
 /// query generation is simply a read transaction kept open). Saves run in one write transaction.
 /// Several processes may open the same environment at once. The map starts at 64 MiB (or the
 /// `mapSize` given, in bytes) and doubles whenever a write fills it.
+///
+/// Opening an existing store checks `data.mdb` before liblmdb follows anything in it: the meta pages
+/// and the file's length, then every page reachable from the current state (``LMDBPageWalk``, one `pread`
+/// per page), so a damaged or truncated file is `.corrupted` naming the page, never a crash.
 public final class LMDBStore: PersistentStore {
   /// Always ``StoreType/lmdb``.
   public let storeType = StoreType.lmdb
@@ -58,7 +62,7 @@ public final class LMDBStore: PersistentStore {
   /// - Parameter model: the app's model; an existing store must have been created with an equal one.
   ///   `nil` opens an existing store with the model stored inside it.
   /// - Throws: `.corrupted` when `url` is a file, or a directory that is not a Strata LMDB environment
-  ///   (nothing in it is changed); `.schemaMismatch` when the stored model differs; `.notFound` when
+  ///   or whose `data.mdb` is damaged (a meta page, its length, or a B-tree page; nothing in it is changed); `.schemaMismatch` when the stored model differs; `.notFound` when
   ///   there is no store and none can be created (`model` is `nil` or the store is read-only); `.io` when
   ///   the directory cannot be read or created or liblmdb refuses it; `.misuse` for a `mapSize` under
   ///   64 KiB.
