@@ -72,6 +72,7 @@ import Testing
     let cases = Int(ProcessInfo.processInfo.environment["STRATA_CORRUPT_CASES"] ?? "") ?? 160
     var random = Random(state: seed)
     var outcomes = (read: 0, readDifferent: 0, refused: 0)
+    var differing: [String: Int] = [:]
     for index in 0..<cases {
       var data = original
       let damage = Damage.allCases[index % Damage.allCases.count]
@@ -134,7 +135,12 @@ import Testing
       #expect(started.0.terminationReason == .exit, "seed \(seed) case \(index): \(description): signal \(status)")
       switch status {
       case 0:
-        if output == expected { outcomes.read += 1 } else { outcomes.readDifferent += 1 }
+        if output == expected {
+          outcomes.read += 1
+        } else {
+          outcomes.readDifferent += 1
+          differing["\(damage)", default: 0] += 1
+        }
       case 1:
         outcomes.refused += 1
         #expect(stderr.split(separator: "\n").count == 1, "seed \(seed) case \(index): \(description): \(stderr)")
@@ -144,7 +150,7 @@ import Testing
       try? FileManager.default.removeItem(at: url)
     }
     print(
-      "page-corruption seed=\(seed) cases=\(cases) read=\(outcomes.read) readDifferent=\(outcomes.readDifferent) refused=\(outcomes.refused)"
+      "page-corruption seed=\(seed) cases=\(cases) read=\(outcomes.read) readDifferent=\(outcomes.readDifferent) refused=\(outcomes.refused) differentBy=\(differing.sorted { $0.key < $1.key })"
     )
     // The undamaged store reads back exactly what was saved.
     let clean = dir.url.appending(path: "clean")
