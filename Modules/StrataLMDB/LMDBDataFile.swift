@@ -15,6 +15,15 @@ enum LMDBDataFile {
     var transactionID: UInt64
     /// Both databases are empty: a meta page as liblmdb writes it into a new environment.
     var isFresh: Bool
+    /// The roots and depths of the free-list database and the main database (`mm_dbs`).
+    var freeDatabase = Database(root: noPage, depth: 0)
+    var mainDatabase = Database(root: noPage, depth: 0)
+  }
+
+  /// What a meta page says of one of its two databases (`md_root`, `md_depth`).
+  struct Database: Equatable {
+    var root: UInt64
+    var depth: Int
   }
 
   /// What `data.mdb` holds, as far as creation is concerned.
@@ -111,6 +120,31 @@ enum LMDBDataFile {
     return .valid(newer)
   }
 
+  /// Walks every page reachable from the meta page of transaction `transactionID` (``LMDBPageWalk``),
+  /// which the caller keeps from being reused by holding a read transaction on it.
+  /// - Returns: the pages checked, or `nil` when neither meta page is that transaction's any more.
+  /// - Throws: `.corrupted` naming the file and the damaged page; `.io` when the file cannot be read.
+  static func checkPages(directory path: String, transactionID: UInt64) throws -> Int? {
+    let file = (path as NSString).appendingPathComponent("data.mdb")
+    let descriptor = open(file, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { throw StoreError(.io, "cannot read \(file): \(String(cString: strerror(errno)))") }
+    defer { close(descriptor) }
+    guard let first = try readMeta(descriptor, offset: 0),
+      let meta = [first, try readMeta(descriptor, offset: first.pageSize)].compactMap({ $0 }).first(where: {
+        $0.transactionID == transactionID
+      })
+    else { return nil }
+    var status = stat()
+    guard fstat(descriptor, &status) == 0, UInt64(status.st_size) >= (meta.lastPage + 1) * UInt64(meta.pageSize) else {
+      throw StoreError(.corrupted, "\(file) is damaged: it is shorter than its environment says")
+    }
+    do {
+      return try LMDBPageWalk.check(descriptor, meta: meta)
+    } catch let damage as LMDBPageWalk.Damage {
+      throw StoreError(.corrupted, "\(file) is damaged: \(damage.message)")
+    }
+  }
+
   /// The meta page at `offset`, or `nil` when it is missing or not a valid one.
   private static func readMeta(_ descriptor: Int32, offset: Int) throws -> Meta? {
     var bytes = [UInt8](repeating: 0, count: pageHeaderSize + metaSize)
@@ -132,15 +166,19 @@ enum LMDBDataFile {
       let lastPage = load(meta + 120, as: UInt64.self)
       guard lastPage >= 1 else { return nil }
       var isFresh = true
+      var databases: [Database] = []
       for database in 0..<2 {
         let base = meta + 24 + database * 48
         let root = load(base + 40, as: UInt64.self)
         guard root == noPage || (root >= 2 && root <= lastPage) else { return nil }
         if root != noPage { isFresh = false }
+        databases.append(Database(root: root, depth: Int(load(base + 6, as: UInt16.self))))
       }
       // The main database holds named databases only as plain keys: no flags of its own.
       guard load(meta + 24 + 48 + 4, as: UInt16.self) == 0 else { return nil }
-      return Meta(pageSize: pageSize, lastPage: lastPage, transactionID: load(meta + 128, as: UInt64.self), isFresh: isFresh)
+      return Meta(
+        pageSize: pageSize, lastPage: lastPage, transactionID: load(meta + 128, as: UInt64.self), isFresh: isFresh,
+        freeDatabase: databases[0], mainDatabase: databases[1])
     }
   }
 

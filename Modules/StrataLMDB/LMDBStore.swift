@@ -20,6 +20,10 @@ import Synchronization
 /// Several processes may open the same environment at once. The map starts at 64 MiB (or the
 /// `mapSize` given, in bytes) and doubles whenever a write fills it; a save or batch insert of many
 /// objects grows it beforehand to an estimate of what it writes.
+///
+/// Opening an existing store checks `data.mdb` before liblmdb follows anything in it: the meta pages
+/// and the file's length, then every page reachable from the current state (``LMDBPageWalk``, one `pread`
+/// per page), so a damaged or truncated file is `.corrupted` naming the page, never a crash.
 public final class LMDBStore: PersistentStore {
   /// Always ``StoreType/lmdb``.
   public let storeType = StoreType.lmdb
@@ -59,7 +63,7 @@ public final class LMDBStore: PersistentStore {
   /// - Parameter model: the app's model; an existing store must have been created with an equal one.
   ///   `nil` opens an existing store with the model stored inside it.
   /// - Throws: `.corrupted` when `url` is a file, or a directory that is not a Strata LMDB environment
-  ///   (nothing in it is changed); `.schemaMismatch` when the stored model differs; `.notFound` when
+  ///   or whose `data.mdb` is damaged (a meta page, its length, or a B-tree page; nothing in it is changed); `.schemaMismatch` when the stored model differs; `.notFound` when
   ///   there is no store and none can be created (`model` is `nil` or the store is read-only); `.io` when
   ///   the directory cannot be read or created or liblmdb refuses it; `.misuse` for a `mapSize` under
   ///   64 KiB.
@@ -88,6 +92,7 @@ public final class LMDBStore: PersistentStore {
       throw error.storeError(path: path)
     }
     do {
+      if !isNew { try Self.checkPages(environment, path: path) }
       opened = try Self.openSchema(environment, path: path, model: model, options: options)
     } catch {
       // Leave a directory that is not ours as it was: remove the lock file liblmdb just made.
@@ -166,6 +171,20 @@ public final class LMDBStore: PersistentStore {
       throw StoreError(.io, "cannot create the directory \(path) for the store: \(error.localizedDescription)")
     }
     return true
+  }
+
+  /// Walks every B-tree page of the current state before liblmdb reads any of them
+  /// (``LMDBDataFile/checkPages(directory:transactionID:)``), inside a read transaction so that no writer
+  /// reuses the pages meanwhile. When writers of other processes commit so fast that the transaction's
+  /// meta page is overwritten before it is read, eight times in a row, the store opens unchecked.
+  private static func checkPages(_ environment: LMDBEnvironment, path: String) throws {
+    for _ in 0..<8 {
+      let checked = try environment.read { txn in
+        // A transaction ID is a 64-bit unsigned number; liblmdb hands it back as a signed `size_t`.
+        try LMDBDataFile.checkPages(directory: path, transactionID: UInt64(truncatingIfNeeded: mdb_txn_id(txn.txn)))
+      }
+      if checked != nil { return }
+    }
   }
 
   private static func openSchema(

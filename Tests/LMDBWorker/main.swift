@@ -8,6 +8,10 @@ import StrataStoreKit
 //   lmdb-worker grow DIR BYTES                    saves notes with BYTES of payload in all, 64 KiB each
 //   lmdb-worker hold-write DIR                    opens a raw write transaction, says "ready", waits to be killed
 //   lmdb-worker hold-read DIR                     opens a raw read transaction, says "ready", waits to be killed
+//   lmdb-worker read DIR                          opens the store read-only and prints every note, by text
+//                                                 and through the index on n: "text n payload-bytes payload-sum"
+//   lmdb-worker open-time DIR ROWS               creates DIR with ROWS notes when missing, then prints the
+//                                                 median time of 5 read-only opens (with the page walk) in ms
 // Exit 0 on success, 1 with one line on standard error otherwise.
 
 func fail(_ message: String) -> Never {
@@ -57,6 +61,57 @@ do {
     for i in 0..<max(1, bytes / chunk.count) {
       _ = try store.save(ChangeSet(inserted: [note("grow-\(i)", i, payload: chunk)]))
     }
+  case "read":
+    let store = try LMDBStore(url: URL(fileURLWithPath: path), model: nil, options: StoreOptions(isReadOnly: true))
+    defer { store.close() }
+    var byIndex = FetchDescription(entityName: "Note", sortDescriptors: [QuerySort("n")])
+    byIndex.predicate = try QueryPredicate(format: "n >= 0")
+    for request in [
+      FetchDescription(entityName: "Note", sortDescriptors: [QuerySort("text")]),
+      byIndex,
+    ] {
+      guard case .snapshots(let rows) = try store.fetch(request, generation: nil) else { fail("no snapshots") }
+      for row in rows {
+        var payload = Data()
+        if case .data(let data) = row.attributes[2] { payload = data }
+        var n: Int64 = -1
+        if case .int(let value) = row.attributes[1] { n = value }
+        print(row.attributes[0].stringValue ?? "-", n, payload.count, payload.reduce(0) { $0 &+ Int($1) })
+      }
+    }
+  case "open-time":
+    guard arguments.count == 4, let rows = Int(arguments[3]) else { fail("usage: lmdb-worker open-time DIR ROWS") }
+    let url = URL(fileURLWithPath: path)
+    if !FileManager.default.fileExists(atPath: path) {
+      let model = try ObjectModel(entities: [
+        EntityDescription(
+          name: "Note",
+          attributes: [
+            AttributeDescription(name: "text", type: .string),
+            AttributeDescription(name: "n", type: .int64, isIndexed: true),
+            AttributeDescription(name: "payload", type: .data, isOptional: true),
+          ],
+          uniquenessConstraints: [["text"]])
+      ])
+      let store = try LMDBStore(url: url, model: model)
+      var start = 0
+      while start < rows {
+        let end = min(start + 10_000, rows)
+        _ = try store.save(ChangeSet(inserted: (start..<end).map { note("note-\($0)", $0, payload: Data(count: 40)) }))
+        start = end
+      }
+      store.close()
+    }
+    var times: [Double] = []
+    for _ in 0..<5 {
+      let clock = ContinuousClock()
+      let started = clock.now
+      let store = try LMDBStore(url: url, model: nil, options: StoreOptions(isReadOnly: true))
+      store.close()
+      let elapsed = clock.now - started
+      times.append(Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15)
+    }
+    print(String(format: "%.1f", times.sorted()[2]))
   case "hold-write": holdRawTransaction(path, readOnly: false)
   case "hold-read": holdRawTransaction(path, readOnly: true)
   default: fail("unknown command '\(arguments[1])'")
