@@ -283,17 +283,29 @@ struct FireballWatchConcurrencyTests {
     #expect(try fireballWatch("import", "--store", backend, "--path", store).status == 0)
     #expect(try fireballWatch("group", "create", "Shared", "--store", backend, "--path", store).status == 0)
     let dates = try FireballSnapshot.rows().prefix(24).compactMap { $0["date"] as? String }
-    let results = Mutex<[CommandResult]>([])
+    // An NSLock (a pthread mutex) rather than Synchronization.Mutex, whose futex ThreadSanitizer does not
+    // see (docs/SANITIZERS.md).
+    let results = CollectedResults()
     DispatchQueue.concurrentPerform(iterations: 4) { worker in
       for date in dates[(worker * 6)..<(worker * 6 + 6)] {
         let result = try? Executables.run(
           "fireball-watch", ["group", "add", "Shared", date, "--store", backend, "--path", store])
-        if let result { results.withLock { $0.append(result) } }
+        if let result { results.append(result) }
       }
     }
-    let all = results.withLock { $0 }
+    let all = results.all
     #expect(all.count == 24 && all.allSatisfy { $0.status == 0 }, "\(all.map(\.stderr).filter { !$0.isEmpty })")
     let groups = try fireballWatch("groups", "--json", "--store", backend, "--path", store)
     #expect(groups.stdout.contains("\"fireballCount\" : 24"), "the derived count is exact: \(groups.stdout)")
   }
+}
+
+/// Command results gathered from several threads.
+final class CollectedResults: @unchecked Sendable {
+  private let lock = NSLock()
+  private var results: [CommandResult] = []
+
+  func append(_ result: CommandResult) { lock.withLock { results.append(result) } }
+
+  var all: [CommandResult] { lock.withLock { results } }
 }

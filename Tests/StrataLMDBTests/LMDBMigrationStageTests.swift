@@ -350,7 +350,7 @@ struct LMDBMigrationStageTests {
             objectID: .makeTemporary(entityName: "Person"), attributes: [.string("P \(i)"), .int(Int64(i % 100))], toOne: [])
         }))
     let v2 = try People.v2()
-    let reports = Mutex<[MigrationProgress]>([])
+    let reports = Locked<[MigrationProgress]>([])
     let migrated = try store.migrated(
       along: [
         MigrationStep(try ModelMigration(from: store.model, to: v2), didMigrate: splitNames),
@@ -423,7 +423,7 @@ struct LMDBMigrationStageTests {
     let dir = TemporaryDirectory()
     defer { dir.remove() }
     let store = try People.store(dir, options: StoreOptions(tracksHistory: true))
-    let kept = Mutex<(any PersistentStore)?>(nil)
+    let kept = Locked<(any PersistentStore)?>(nil)
     let identifier = store.identifier
     let step = MigrationStep(
       try ModelMigration(from: store.model, to: try People.v1(constraints: [["fullName"]])),
@@ -456,7 +456,7 @@ struct LMDBMigrationStageTests {
         #expect(deleted.count == 1)
         // A context on another thread calls the store while the stage waits for it.
         let done = DispatchSemaphore(value: 0)
-        let counted = Mutex<Int?>(nil)
+        let counted = Locked<Int?>(nil)
         Thread {
           counted.withLock { $0 = try? bound.count(FetchDescription(entityName: "Pet")) }
           done.signal()

@@ -42,7 +42,7 @@ struct VersionOneStoreTests {
     #expect(expected.count > 100 && expected.contains { $0.notes?.contains("\n") == true })
     let url = try Self.copy(store)
     let description = StoreDescription(type: type, url: url, options: StoreOptions(tracksHistory: true))
-    let reports = Mutex<[MigrationProgress]>([])
+    let reports = Locked<[MigrationProgress]>([])
     let container = try PotatoRater.makeContainer(
       store: description, registry: Self.registry, migrationProgress: { report in reports.withLock { $0.append(report) } })
     let rater = PotatoRater(container: container)
