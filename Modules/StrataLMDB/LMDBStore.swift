@@ -232,7 +232,7 @@ public final class LMDBStore: PersistentStore {
     }
     let storedFingerprint = metadata["model_fingerprint"] ?? stored.fingerprint
     if let model, model.fingerprint != storedFingerprint {
-      throw mismatch(path: path, stored: stored, storedFingerprint: storedFingerprint, given: model)
+      throw StoreError.modelMismatch(path, stored: stored, storedFingerprint: storedFingerprint, given: model)
     }
     let effective = model ?? stored
     let names = LMDBSchema.databases(for: effective)
@@ -330,31 +330,6 @@ public final class LMDBStore: PersistentStore {
       for (key, value) in metadata { _ = try txn.put(meta, Array(key.utf8), Array(value.utf8)) }
       return state
     }
-  }
-
-  private static func mismatch(
-    path: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel
-  )
-    -> StoreError
-  {
-    var differences: [String] = []
-    for entity in given.entities {
-      if let old = stored.entity(named: entity.name) {
-        if old != entity { differences.append("\(entity.name) (changed)") }
-      } else {
-        differences.append("\(entity.name) (only in the new model)")
-      }
-    }
-    for entity in stored.entities where given.entity(named: entity.name) == nil {
-      differences.append("\(entity.name) (only in the stored model)")
-    }
-    let detail =
-      differences.isEmpty ? "fetch request templates differ" : "entities that differ: \(differences.joined(separator: ", "))"
-    return StoreError(
-      .schemaMismatch,
-      "the store \(path) was created with model \(storedFingerprint) but is opened with model \(given.fingerprint); "
-        + "\(detail) (migration is not supported yet)",
-      entity: differences.first.flatMap { $0.split(separator: " ").first.map(String.init) })
   }
 
   // MARK: Transactions
