@@ -25,9 +25,20 @@ extension Conformance {
     /// leaves the inheritance area skipped.
     public static let inheritance = Capabilities(rawValue: 1 << 3)
 
+    /// The store migrates models that already have entity hierarchies: attributes and relationships of
+    /// roots and sub-entities added, removed, renamed or converted, sub-entities added or removed, an
+    /// entity moving under a new parent or leaving a hierarchy. A backend without it must refuse such a
+    /// migration with `.unsupported` naming the entity and leave the store unchanged (the inheritance area
+    /// checks that instead).
+    ///
+    /// ```swift
+    /// ConformanceBackend(factory: MyStoreFactory(), capabilities: [.migration, .inheritance, .hierarchyMigration])
+    /// ```
+    public static let hierarchyMigration = Capabilities(rawValue: 1 << 4)
+
     static let names: [(Capabilities, String)] = [
       (.sharedLocation, "sharedLocation"), (.multiProcess, "multiProcess"), (.migration, "migration"),
-      (.inheritance, "inheritance"),
+      (.inheritance, "inheritance"), (.hierarchyMigration, "hierarchyMigration"),
     ]
 
     public var description: String {

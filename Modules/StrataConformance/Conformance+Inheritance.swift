@@ -208,6 +208,9 @@ extension Conformance {
     }
     #expect(copiedMedia == ["The Office Series - 1", "Zidane ShortFeature B 1"])
 
-    if backend.capabilities.contains(.migration) { try addingASubentityMigrates(backend) }
+    if backend.capabilities.contains(.migration) {
+      try addingASubentityMigrates(backend)
+      try existingHierarchiesMigrate(backend)
+    }
   }
 }

@@ -53,12 +53,21 @@ struct LMDBMigrationPlan {
     let new = Set(newNames.map(\.name))
     var kept = Set<String>()
     var entities: [Entity] = []
+    // In a hierarchy a uniqueness index and a to-one's references are shared by several entities (see
+    // `LMDBSchema.databases(for:)`): when a hierarchy changes, they are all built again from the records.
+    let hierarchical = Set(
+      (migration.source.entities.map(\.name).filter(migration.source.inheritance.isInHierarchy)
+        + migration.entities.compactMap { mapping in
+          migration.destination.inheritance.isInHierarchy(mapping.entity.name) ? mapping.source : nil
+        }))
     for mapping in migration.entities {
       let entity = mapping.entity
       let source = mapping.source.flatMap { migration.source.entity(named: $0) }
       let transcoder = source.map { RecordTranscoder(from: $0, to: mapping) }
       let isInPlace = source?.name == entity.name
-      if let source, isInPlace {
+      let inHierarchy =
+        migration.destination.inheritance.isInHierarchy(entity.name) || (source.map { hierarchical.contains($0.name) } ?? false)
+      if let source, isInPlace, !inHierarchy {
         if transcoder?.isIdentity == true { kept.insert(entity.name) }
         for (name, keys) in Self.indexDatabases(of: entity) where old.contains(name) {
           if keys.allSatisfy({ Self.keepsValues(of: $0, mapping, old: source) }) { kept.insert(name) }
@@ -75,9 +84,13 @@ struct LMDBMigrationPlan {
           }
         }
       }
+      let model = migration.destination
       let databases =
-        Self.indexDatabases(of: entity).map(\.name)
-        + entity.toOneRelationships.map { "\(entity.name).\($0.name).ref" }
+        entity.uniquenessConstraints.map {
+          "\(model.constraintScope(of: $0, in: entity.name)).\($0.joined(separator: "+")).unique"
+        }
+        + LMDBSchema.indexedKeys(entity).map { "\(entity.name).\($0.joined(separator: "+")).index" }
+        + entity.toOneRelationships.map { "\(model.declaringEntity(of: $0.name, in: entity.name)).\($0.name).ref" }
       // Another entity writes into the source's database (rewrites it in place, or fills it under its name).
       let sourceIsOverwritten = source.map { !isInPlace && new.contains($0.name) } ?? false
       entities.append(
@@ -153,7 +166,7 @@ struct LMDBMigrationStep {
   private struct Contents {
     /// The records of old entities whose database another entity fills, by old name: keys and bytes.
     var buffered: [String: [(Int64, [UInt8])]] = [:]
-    /// The last primary key handed out, by new entity name.
+    /// The last primary key handed out, by the new counter's name (a hierarchy's root).
     var counters: [(String, Int64)] = []
     /// The source → target primary keys of each refilled join table, by its owner's key.
     var links: [(LMDBSchema.Links, [(Int64, Int64)])] = []
@@ -235,27 +248,40 @@ struct LMDBMigrationStep {
         }
         contents.buffered[source.name] = records
       }
-      if let last = try old.lastPrimaryKey(source.name, in: txn) { contents.counters.append((entity.name, last)) }
+      // Keys come from the counter of the hierarchy's root (the entity itself outside a hierarchy).
+      let counter = plan.migration.destination.inheritance.root(of: entity.name)
+      if let last = try old.lastPrimaryKey(plan.migration.source.inheritance.root(of: source.name), in: txn) {
+        if let index = contents.counters.firstIndex(where: { $0.0 == counter }) {
+          contents.counters[index].1 = max(contents.counters[index].1, last)
+        } else {
+          contents.counters.append((counter, last))
+        }
+      }
     }
     let reader = LMDBReader(txn: txn, schema: old, storeIdentifier: storeIdentifier)
     for (key, mapping, source) in plan.refilledLinks {
       guard let tables = new.links[key] else { continue }
-      guard let source, let oldEntity = mapping.source, let oldTable = old.tables[oldEntity] else {
+      guard let source, let oldEntity = mapping.source, old.tables[oldEntity] != nil else {
         contents.links.append((tables, []))
         continue
       }
       var pairs: [(Int64, Int64)] = []
-      let scope = ObjectID(entityName: oldEntity, storeIdentifier: storeIdentifier, primaryKey: 0)
-      try txn.withCursor(oldTable.records) { cursor in
-        var entry = try cursor.next(.first)
-        while let (key, _) = entry {
-          let pk = try KeyCoding.primaryKey(key)
-          for target in try reader.relatedObjectIDs(of: scope.withPrimaryKey(pk), relationship: source) {
-            if let targetKey = target.primaryKey { pairs.append((pk, targetKey)) }
+      // An inherited relationship's links belong to the objects of the sub-entities too.
+      for member in old.model.inheritance.entityAndDescendants(oldEntity) {
+        guard let oldTable = old.tables[member] else { continue }
+        let scope = ObjectID(entityName: member, storeIdentifier: storeIdentifier, primaryKey: 0)
+        try txn.withCursor(oldTable.records) { cursor in
+          var entry = try cursor.next(.first)
+          while let (key, _) = entry {
+            let pk = try KeyCoding.primaryKey(key)
+            for target in try reader.relatedObjectIDs(of: scope.withPrimaryKey(pk), relationship: source) {
+              if let targetKey = target.primaryKey { pairs.append((pk, targetKey)) }
+            }
+            entry = try cursor.next(.next)
           }
-          entry = try cursor.next(.next)
         }
       }
+      pairs.sort { ($0.0, $0.1) < ($1.0, $1.1) }
       contents.links.append((tables, pairs))
     }
     return contents
@@ -373,7 +399,8 @@ private struct Indexer {
     self.txn = txn
     indexes = table.allIndexes.filter { rebuilt.contains($0.name) }
     references = table.entity.toOneRelationships.enumerated().compactMap { position, relationship in
-      rebuilt.contains("\(table.name).\(relationship.name).ref") && position < table.references.count
+      rebuilt.contains("\(schema.model.declaringEntity(of: relationship.name, in: table.name)).\(relationship.name).ref")
+        && position < table.references.count
         ? (position, table.references[position]) : nil
     }
     decoder = RecordDecoder(entity: table.entity, storeIdentifier: storeIdentifier)

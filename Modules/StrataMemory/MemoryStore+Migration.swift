@@ -81,6 +81,8 @@ extension MemoryStore {
     -> MemoryState
   {
     let migrator = SnapshotMigrator(migration, storeIdentifier: storeIdentifier)
+    let hierarchy = try HierarchyMigration(migration, store: "the memory store \(storeIdentifier)")
+    let destination = migration.destination
     var state = MemoryState()
     var conflicts: [StoreError.Conflict] = []
     for mapping in migration.entities {
@@ -92,9 +94,18 @@ extension MemoryStore {
         table[key] = migrator.migrate(row, to: mapping)
       }
       state.rows[entity.name] = table
-      state.lastPrimaryKey[entity.name] = old.lastPrimaryKey[source]
-      for keys in entity.uniquenessConstraints {
-        conflicts += SnapshotMigrator.uniquenessClashes(of: keys, in: entity, rows: Array(table.values))
+      // Keys come from the counter of the hierarchy's root (the entity itself outside a hierarchy).
+      let counter = destination.inheritance.root(of: entity.name)
+      if let last = old.lastPrimaryKey[migration.source.inheritance.root(of: source)] {
+        state.lastPrimaryKey[counter] = max(state.lastPrimaryKey[counter] ?? last, last)
+      }
+    }
+    if hierarchy.dropsObjects { state.clearReferencesToMissingObjects(model: destination) }
+    for entity in destination.entities {
+      // A constraint holds among the objects of the entity that declares it and of its sub-entities.
+      for keys in entity.uniquenessConstraints where destination.constraintScope(of: keys, in: entity.name) == entity.name {
+        let rows = destination.inheritance.entityAndDescendants(entity.name).flatMap { (state.rows[$0] ?? [:]).values }
+        conflicts += SnapshotMigrator.uniquenessClashes(of: keys, in: entity, rows: rows)
       }
     }
     if let error = StoreError.uniquenessViolation(conflicts) { throw error }
@@ -113,6 +124,41 @@ extension MemoryStore {
       }
       state.links[MemoryState.linkKey(owner)] = links
     }
+    if hierarchy.dropsObjects { state.clearReferencesToMissingObjects(model: destination) }
     return state
+  }
+}
+
+extension MemoryState {
+  /// Clears every to-one reference and link to an object that is not stored (a migration dropped the
+  /// objects of a removed sub-entity).
+  mutating func clearReferencesToMissingObjects(model: ObjectModel) {
+    func exists(_ key: Int64, kindOf entity: String) -> Bool {
+      model.inheritance.entityAndDescendants(entity).contains { rows[$0]?[key] != nil }
+    }
+    for (name, table) in rows {
+      for (key, row) in table {
+        let toOne = row.toOne.map { target -> ObjectID? in
+          guard let target, let targetKey = target.primaryKey, rows[target.entityName]?[targetKey] != nil else { return nil }
+          return target
+        }
+        if toOne != row.toOne {
+          rows[name]?[key] = Snapshot(objectID: row.objectID, version: row.version, attributes: row.attributes, toOne: toOne)
+        }
+      }
+    }
+    for entity in model.entities {
+      for relationship in entity.relationships where model.usesJoinTable(relationship) {
+        let owner = model.joinTableOwner(of: entity.name, relationship)
+        guard owner.entity == entity.name, owner.relationship == relationship.name,
+          var table = links[Self.linkKey(owner)]
+        else { continue }
+        for pair in table.pairs
+        where !exists(pair.source, kindOf: entity.name) || !exists(pair.target, kindOf: relationship.destination) {
+          table.remove(source: pair.source, target: pair.target)
+        }
+        links[Self.linkKey(owner)] = table
+      }
+    }
   }
 }

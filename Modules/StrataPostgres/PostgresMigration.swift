@@ -105,6 +105,7 @@ final class PostgresMigration {
   // MARK: Planning
 
   func plan() throws {
+    try Self.refuseHierarchyChanges(migration)
     var fed = Set<String>()
     for mapping in migration.entities {
       guard let sourceName = mapping.source, let source = migration.source.entity(named: sourceName) else { continue }
@@ -121,6 +122,21 @@ final class PostgresMigration {
     joins = SQLLayout.joinSources(
       of: migration, storeIdentifier: storeIdentifier, oldModel: old.model, tableName: old.qualify)
     planKeptStructures()
+  }
+
+  /// Refuses with `.unsupported`, naming the entity, a migration of a model that already has entity
+  /// hierarchies: the PostgreSQL store migrates only an existing entity gaining new sub-entities so far
+  /// (the SQLite, LMDB and memory stores migrate the others, see ``HierarchyMigration``).
+  static func refuseHierarchyChanges(_ migration: ModelMigration, store: String = "the PostgreSQL store") throws {
+    _ = try HierarchyMigration(migration, store: store)
+    let source = migration.source
+    guard let entity = source.entities.first(where: { source.inheritance.isInHierarchy($0.name) || $0.isAbstract }) else {
+      return
+    }
+    throw StoreError(
+      .unsupported,
+      "\(store) cannot migrate \(entity.name): changing a model that has entity hierarchies is not supported on PostgreSQL yet",
+      entity: entity.name)
   }
 
   /// How `mapping`'s table changes in place.

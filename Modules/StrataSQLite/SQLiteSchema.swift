@@ -167,6 +167,13 @@ struct SQLiteSchema: Sendable {
         "CREATE VIEW \(quote(entity.name)) AS SELECT * FROM \(quote(root)) WHERE \(quote(Self.entityColumn)) IN (\(names.joined(separator: ", ")))"
       ]
     }
+    return [hierarchyTableSQL(root, named: root)]
+  }
+
+  /// The `CREATE TABLE` statement of the table of the hierarchy under `root`, called `name`: every column
+  /// of every entity in it (those of sub-entities nullable) and `_entity`.
+  func hierarchyTableSQL(_ root: String, named tableName: String) -> String {
+    let inheritance = model.inheritance
     var attributes: [AttributeDescription] = []
     var relationships: [RelationshipDescription] = []
     var seen = Set<String>()
@@ -179,8 +186,8 @@ struct SQLiteSchema: Sendable {
       for rel in member.relationships where seen.insert(rel.name).inserted { relationships.append(rel) }
     }
     let storage = EntityDescription(name: root, attributes: attributes, relationships: relationships)
-    let create = Self.createTableSQL(storage, named: root)
-    return [String(create.dropLast()) + ", \(quote(Self.entityColumn)) TEXT NOT NULL)"]
+    let create = Self.createTableSQL(storage, named: tableName)
+    return String(create.dropLast()) + ", \(quote(Self.entityColumn)) TEXT NOT NULL)"
   }
 
   /// The `CREATE TABLE` statement of `entity`'s table, called `name`.

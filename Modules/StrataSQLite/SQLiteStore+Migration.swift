@@ -168,6 +168,8 @@ final class SQLiteMigration {
   }
 
   private var entities: [EntityPlan] = []
+  /// The hierarchy changes, planned first: the entities they store are left out of `entities`.
+  private var hierarchy: HierarchyMigration?
   private var joins: [(name: String, source: SQLJoinSource)] = []
   private var keptIndexes: Set<SQLiteSchema.Index> = []
   private var temporaryCount = 0
@@ -185,12 +187,17 @@ final class SQLiteMigration {
   // MARK: Planning
 
   func plan() throws {
+    let hierarchy = try HierarchyMigration(migration, store: "the SQLite store")
+    self.hierarchy = hierarchy
     var fed = Set<String>()
     for mapping in migration.entities {
       guard let sourceName = mapping.source, let source = migration.source.entity(named: sourceName) else { continue }
-      let isCopy = !fed.insert(sourceName).inserted
-      entities.append(
-        EntityPlan(mapping: mapping, source: source, rebuilds: try isCopy || rebuilds(mapping, source), isCopy: isCopy))
+      let name = mapping.entity.name
+      if !hierarchy.rebuiltEntities.contains(name) && !hierarchy.keptEntities.contains(name) {
+        let isCopy = !fed.insert(sourceName).inserted
+        entities.append(
+          EntityPlan(mapping: mapping, source: source, rebuilds: try isCopy || rebuilds(mapping, source), isCopy: isCopy))
+      }
       // Every conversion a statement may call, known before `strata_migrate` is registered.
       for attribute in mapping.attributes {
         guard let sourceName = attribute.source, let oldAttribute = source.attribute(named: sourceName) else { continue }
@@ -257,7 +264,11 @@ final class SQLiteMigration {
 
   /// The units of work ``execute(progress:)`` reports: each carried entity's table, each created one, and
   /// the indexes at the end.
-  var unitCount: Int { entities.count + migration.entities.count { $0.source == nil } + 1 }
+  var unitCount: Int {
+    let rebuilt = hierarchy?.rebuiltEntities ?? []
+    return entities.count + migration.entities.count { $0.source == nil && !rebuilt.contains($0.entity.name) }
+      + (hierarchy?.rebuiltStorages.count ?? 0) + 1
+  }
 
   /// Runs the plan inside the caller's transaction, calling `progress` after each unit of work (see
   /// ``unitCount``) with a phrase naming it.
@@ -285,7 +296,13 @@ final class SQLiteMigration {
     for join in old.joinTables where !renamedJoins.contains(join.name) {
       try connection.execute("DROP TABLE IF EXISTS \(quote(join.name))")
     }
-    for entity in migration.removedEntities {
+    let hierarchy = try self.hierarchy ?? HierarchyMigration(migration, store: "the SQLite store")
+    // The views of the hierarchies rebuilt below go first: their tables are read, then dropped.
+    for view in hierarchy.consumedViews {
+      try connection.execute("DROP VIEW IF EXISTS \(quote(view))")
+    }
+    let consumed = Set(hierarchy.consumedStorages + hierarchy.consumedViews)
+    for entity in migration.removedEntities where !consumed.contains(entity) {
       try connection.execute("DROP TABLE IF EXISTS \(quote(entity))")
     }
     // Copies first, while their source table is as it was.
@@ -301,6 +318,7 @@ final class SQLiteMigration {
         progress(alteration.isEmpty ? "kept the table of \(name)" : "altered the table of \(name)")
       }
     }
+    finalNames += try rebuildHierarchies(hierarchy, progress: progress)
     for (temporary, name, sequence) in finalNames {
       try connection.execute("ALTER TABLE \(quote(temporary)) RENAME TO \(quote(name))")
       if let sequence {
@@ -308,16 +326,23 @@ final class SQLiteMigration {
         try connection.run("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", [.text(name), sequence])
       }
     }
-    let hierarchy = try HierarchyMigration(migration, store: "the SQLite store")
     let addedSubentities = Set(hierarchy.addedSubentities.values.joined())
     for mapping in migration.entities where mapping.source == nil && !addedSubentities.contains(mapping.entity.name) {
+      guard !hierarchy.rebuiltEntities.contains(mapping.entity.name) else { continue }
       try connection.execute(SQLiteSchema.createTableSQL(mapping.entity, named: mapping.entity.name))
       progress("created the table of \(mapping.entity.name)")
+    }
+    for (root, members) in hierarchy.rebuiltStorages.sorted(by: { $0.key < $1.key }) {
+      for name in members where name != root {
+        guard let entity = new.model.entity(named: name) else { continue }
+        for statement in new.createTableStatements(entity) { try connection.execute(statement) }
+      }
     }
     try addSubentities(hierarchy, progress: progress)
     for (name, source) in joins {
       if case .empty = source { try connection.execute(SQLiteSchema.createJoinTableSQL(named: name)) }
     }
+    if hierarchy.dropsObjects { try clearReferencesToDroppedObjects() }
     try createIndexes()
     progress("built the indexes")
   }
@@ -348,10 +373,109 @@ final class SQLiteMigration {
     }
   }
 
+  /// Builds each table of `hierarchy.rebuiltStorages` under a temporary name from the old tables (every
+  /// row keeping its key, version and entity, under the entity's new name; the rows of removed entities
+  /// left behind), then drops the old tables. Returns the temporary names to rename, each with the
+  /// autoincrement sequence its old table had.
+  private func rebuildHierarchies(
+    _ hierarchy: HierarchyMigration, progress: (String) -> Void
+  ) throws -> [(String, String, SQLValue?)] {
+    var renames: [(String, String, SQLValue?)] = []
+    for (storage, members) in hierarchy.rebuiltStorages.sorted(by: { $0.key < $1.key }) {
+      let temporary = temporaryName()
+      let isShared = new.model.inheritance.isInHierarchy(storage)
+      if isShared {
+        try connection.execute(new.hierarchyTableSQL(storage, named: temporary))
+      } else if let entity = new.model.entity(named: storage) {
+        try connection.execute(SQLiteSchema.createTableSQL(entity, named: temporary))
+      }
+      var sequence: Int64?
+      var copied = 0
+      for name in members {
+        guard let mapping = migration.entities.first(where: { $0.entity.name == name }), let sourceName = mapping.source,
+          let source = migration.source.entity(named: sourceName)
+        else { continue }
+        let (oldTable, wasShared) = HierarchyMigration.oldStorage(of: sourceName, in: migration.source)
+        if case .integer(let value)? = try connection.scalar(
+          "SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(oldTable)])
+        {
+          sequence = max(sequence ?? value, value)
+        }
+        var columns = ["\"_pk\"", "\"_version\""]
+        var values = ["\"_pk\"", "\"_version\""]
+        var bindings: [SQLValue] = []
+        if isShared {
+          columns.append(quote(SQLiteSchema.entityColumn))
+          values.append("?")
+          bindings.append(.text(name))
+        }
+        for attribute in mapping.attributes where attribute.attribute.isPersistent {
+          columns.append(quote(attribute.attribute.name))
+          guard let sourceAttribute = attribute.source, let oldAttribute = source.attribute(named: sourceAttribute) else {
+            values.append("?")
+            bindings.append(SQLiteSchema.encode(attribute.fill))
+            continue
+          }
+          if oldAttribute.type == attribute.attribute.type && oldAttribute.isOptional == attribute.attribute.isOptional {
+            values.append(quote(sourceAttribute))
+          } else {
+            values.append("\(SQLiteFunctions.migrateFunction)(\(conversion(attribute)), \(quote(sourceAttribute)))")
+          }
+        }
+        for relationship in mapping.entity.toOneRelationships {
+          columns.append(quote(relationship.name))
+          if let sourceRelationship = mapping.relationshipSources[relationship.name],
+            source.relationship(named: sourceRelationship)?.isToMany == false
+          {
+            values.append(quote(sourceRelationship))
+          } else {
+            values.append("NULL")
+          }
+        }
+        var select = "SELECT \(values.joined(separator: ", ")) FROM \(quote(oldTable))"
+        if wasShared {
+          select += " WHERE \(quote(SQLiteSchema.entityColumn)) = ?"
+          bindings.append(.text(sourceName))
+        }
+        copied += try connection.run(
+          "INSERT INTO \(quote(temporary)) (\(columns.joined(separator: ", "))) \(select)", bindings)
+      }
+      renames.append((temporary, storage, sequence.map(SQLValue.integer)))
+      progress("rebuilt the table of \(storage) (\(copied) rows copied)")
+    }
+    for table in hierarchy.consumedStorages {
+      try connection.execute("DROP TABLE IF EXISTS \(quote(table))")
+    }
+    return renames
+  }
+
+  /// Clears every to-one reference and join-table link to an object that no longer exists (the objects of
+  /// a sub-entity the migration removes go with it, as Core Data drops an entity that has no
+  /// destination).
+  private func clearReferencesToDroppedObjects() throws {
+    for entity in new.model.entities {
+      guard let table = new.tables[entity.name] else { continue }
+      for relationship in entity.toOneRelationships
+      where new.model.declaringEntity(of: relationship.name, in: entity.name) == entity.name {
+        let column = quote(relationship.name)
+        _ = try connection.run(
+          "UPDATE \(quote(table.storageName)) SET \(column) = NULL WHERE \(column) IS NOT NULL "
+            + "AND \(column) NOT IN (SELECT \"_pk\" FROM \(quote(relationship.destination)))")
+      }
+    }
+    for join in new.joinTables {
+      _ = try connection.run(
+        "DELETE FROM \(quote(join.name)) WHERE \"source\" NOT IN (SELECT \"_pk\" FROM \(quote(join.sourceEntity))) "
+          + "OR \"target\" NOT IN (SELECT \"_pk\" FROM \(quote(join.targetEntity)))")
+    }
+  }
+
   /// What the plan does to each entity's storage (see ``SQLiteStore/storageChanges(for:)``).
   func storageChanges() throws -> [String: StorageChange] {
     var changes: [String: StorageChange] = [:]
     for mapping in migration.entities where mapping.source == nil { changes[mapping.entity.name] = .created }
+    for name in hierarchy?.rebuiltEntities ?? [] where changes[name] == nil { changes[name] = .rebuilt }
+    for name in hierarchy?.keptEntities ?? [] { changes[name] = .unchanged }
     let keptNames = Set(keptIndexes.map(\.name))
     let renamedJoins = Set(
       joins.compactMap { join -> String? in

@@ -21,6 +21,8 @@ public struct SnapshotMigrator: Sendable {
   /// Per new entity: for each of its to-one relationships, the position of its source in the old
   /// entity's to-one relationships.
   private let toOnePlans: [String: [Int?]]
+  /// Per old entity: the new entities its objects become.
+  private let newNames: [String: [String]]
 
   /// A migrator for `migration` in the store `storeIdentifier`.
   public init(_ migration: ModelMigration, storeIdentifier: String) {
@@ -41,6 +43,19 @@ public struct SnapshotMigrator: Sendable {
     }
     self.attributePlans = attributePlans
     self.toOnePlans = toOnePlans
+    var newNames: [String: [String]] = [:]
+    for mapping in migration.entities {
+      if let source = mapping.source { newNames[source, default: []].append(mapping.entity.name) }
+    }
+    self.newNames = newNames
+  }
+
+  /// The entity a reference to an object of the old entity `entity` names in the new model, where it is
+  /// a target of a relationship to `destination`: the object's own entity under its new name (an object
+  /// of a sub-entity stays one), or `destination` when its entity is gone.
+  public func targetEntity(of entity: String, destination: String) -> String {
+    let inheritance = migration.destination.inheritance
+    return newNames[entity]?.first { inheritance.isEntity($0, kindOf: destination) } ?? destination
   }
 
   /// The snapshot `old` (an object of `mapping.source` in the old model) becomes in the new model: the
@@ -55,7 +70,9 @@ public struct SnapshotMigrator: Sendable {
     }
     let toOne = zip(entity.toOneRelationships, toOnePlans[entity.name] ?? []).map { relationship, index -> ObjectID? in
       guard let index, index < old.toOne.count, let target = old.toOne[index], let key = target.primaryKey else { return nil }
-      return ObjectID(entityName: relationship.destination, storeIdentifier: storeIdentifier, primaryKey: key)
+      return ObjectID(
+        entityName: targetEntity(of: target.entityName, destination: relationship.destination),
+        storeIdentifier: storeIdentifier, primaryKey: key)
     }
     return Snapshot(
       objectID: ObjectID(entityName: entity.name, storeIdentifier: storeIdentifier, primaryKey: old.objectID.primaryKey ?? 0),

@@ -6,7 +6,8 @@ import StrataStoreKit
 import Testing
 
 let lmdbBackend = ConformanceBackend(
-  factory: LMDBStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance], worker: "strata-worker",
+  factory: LMDBStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance, .hierarchyMigration],
+  worker: "strata-worker",
   location: { $0.appending(path: "conformance.lmdb") }, integrityCheck: checkLMDBIntegrity)
 
 @Test("LMDB conformance", arguments: Conformance.Area.allCases)

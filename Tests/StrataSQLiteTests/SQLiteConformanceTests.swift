@@ -6,7 +6,7 @@ import StrataStoreKit
 import Testing
 
 let sqliteBackend = ConformanceBackend(
-  factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance],
+  factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance, .hierarchyMigration],
   worker: "strata-worker",
   location: { $0.appending(path: "conformance.sqlite") }, integrityCheck: checkSQLiteIntegrity)
 

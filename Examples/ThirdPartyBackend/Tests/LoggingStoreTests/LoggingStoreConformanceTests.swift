@@ -5,7 +5,7 @@ import Testing
 
 let loggingBackend = ConformanceBackend(
   factory: LoggingStoreFactory(wrapping: SQLiteStoreFactory(), log: .discard),
-  capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance], worker: "logging-store-worker"
+  capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance, .hierarchyMigration], worker: "logging-store-worker"
 ) { $0.appending(path: "logged.sqlite") }
 
 @Test("Logging store conformance", arguments: Conformance.Area.allCases)

@@ -1,0 +1,225 @@
+import Foundation
+import Strata
+import StrataStoreKit
+import Testing
+
+/// The model versions of ``Conformance/existingHierarchiesMigrate(_:)``: `Movie` with the sub-entity
+/// `Series`, changed one step after another.
+enum HierarchyVersions {
+  static let director = RelationshipDescription(name: "director", destination: "Director", inverse: "movies")
+
+  static func director(born: Bool) -> EntityDescription {
+    EntityDescription(
+      name: "Director",
+      attributes: [AttributeDescription(name: "name", type: .string)]
+        + (born ? [AttributeDescription(name: "born", type: .int64, isOptional: true)] : []),
+      relationships: [RelationshipDescription(name: "movies", destination: "Movie", inverse: "director", isToMany: true)])
+  }
+
+  /// Version 1: `Movie` (title, year, director) and `Series: Movie` (seasons).
+  static func v1() throws -> ObjectModel {
+    try ObjectModel(entities: [
+      EntityDescription(
+        name: "Movie",
+        attributes: [AttributeDescription(name: "title", type: .string), AttributeDescription(name: "year", type: .int64)],
+        relationships: [director], uniquenessConstraints: [["title"]]),
+      EntityDescription(
+        name: "Series", attributes: [AttributeDescription(name: "seasons", type: .int64)], parentEntity: "Movie"),
+      director(born: false),
+    ])
+  }
+
+  static let tagline = AttributeDescription(name: "tagline", type: .string, isOptional: true)
+  static let series = EntityDescription(
+    name: "Series",
+    attributes: [
+      AttributeDescription(name: "seasonCount", type: .int64, renamingIdentifier: "seasons"),
+      AttributeDescription(name: "network", type: .string, defaultValue: "NBC"),
+    ], parentEntity: "Movie")
+
+  /// Version 2: the root gains `tagline`, the sub-entity renames `seasons` and gains `network` (default
+  /// "NBC"), a new `Miniseries` below `Series`, and `Director` (outside the hierarchy) gains `born`.
+  static func v2(miniseries: Bool = true) throws -> ObjectModel {
+    try ObjectModel(
+      entities: [
+        EntityDescription(
+          name: "Movie",
+          attributes: [
+            AttributeDescription(name: "title", type: .string), AttributeDescription(name: "year", type: .int64), tagline,
+          ],
+          relationships: [director], uniquenessConstraints: [["title"]]),
+        series,
+        director(born: true),
+      ]
+        + (miniseries
+          ? [
+            EntityDescription(
+              name: "Miniseries", attributes: [AttributeDescription(name: "episodes", type: .int64, isOptional: true)],
+              parentEntity: "Series")
+          ] : []))
+  }
+
+  /// Version 4: `Movie` moves under a new abstract root `Media`, which takes `title` and adds `rating`.
+  static func v4() throws -> ObjectModel {
+    try ObjectModel(entities: [
+      EntityDescription(
+        name: "Media",
+        attributes: [
+          AttributeDescription(name: "title", type: .string),
+          AttributeDescription(name: "rating", type: .double, isOptional: true),
+        ], isAbstract: true),
+      EntityDescription(
+        name: "Movie", attributes: [AttributeDescription(name: "year", type: .int64), tagline], relationships: [director],
+        uniquenessConstraints: [["title"]], parentEntity: "Media"),
+      series,
+      director(born: true),
+    ])
+  }
+
+  /// Version 5: `Series` leaves the hierarchy (a plain entity with the properties it had, but no director).
+  static func v5() throws -> ObjectModel {
+    var model = try v4().entities.filter { $0.name != "Series" }
+    model.append(
+      EntityDescription(
+        name: "Series",
+        attributes: [
+          AttributeDescription(name: "title", type: .string),
+          AttributeDescription(name: "rating", type: .double, isOptional: true),
+          AttributeDescription(name: "year", type: .int64), tagline,
+        ] + series.attributes))
+    return try ObjectModel(entities: model)
+  }
+}
+
+extension Conformance {
+  /// Models that already have a hierarchy migrate (``Conformance/Capabilities/hierarchyMigration``):
+  /// attributes added to a root (inherited) and a sub-entity, one renamed, a sub-entity added below
+  /// another and an unrelated entity changed; a sub-entity removed (its objects dropped, relationships to
+  /// them gone); an existing root moved under a new abstract parent that takes an attribute; a sub-entity
+  /// leaving its hierarchy. After each step every object keeps its primary key and its entity, its
+  /// values are what the test computes from what it stored, fetches of a parent include its
+  /// sub-entities, and relationships hold what they held. A backend without the capability refuses the
+  /// first step with `.unsupported` and keeps its data.
+  static func existingHierarchiesMigrate(_ backend: ConformanceBackend) throws {
+    let url = try backend.makeLocation()
+    let v1 = try HierarchyVersions.v1()
+    var store = try backend.factory.openStore(at: url, model: v1, options: StoreOptions())
+    let mann = ObjectID.makeTemporary(entityName: "Director")
+    let temporary = [
+      "Heat": ObjectID.makeTemporary(entityName: "Movie"), "Thief": ObjectID.makeTemporary(entityName: "Movie"),
+      "Miami Vice": ObjectID.makeTemporary(entityName: "Series"),
+    ]
+    let saved = try store.save(
+      ChangeSet(inserted: [
+        ObjectChange(objectID: mann, attributes: ["Michael Mann"], toOne: []),
+        ObjectChange(objectID: temporary["Heat"]!, attributes: ["Heat", 1995], toOne: [mann]),
+        ObjectChange(objectID: temporary["Thief"]!, attributes: ["Thief", 1981], toOne: [nil]),
+        ObjectChange(objectID: temporary["Miami Vice"]!, attributes: ["Miami Vice", 1984, 5], toOne: [mann]),
+      ]))
+    let mannID = try #require(saved.permanentIDs[mann])
+    var keys: [String: Int64] = [:]
+    for (title, id) in temporary { keys[title] = try #require(saved.permanentIDs[id]?.primaryKey) }
+    // What the test expects of each object: its entity and values (in the entity's attribute order).
+    var expected: [String: (entity: String, attributes: [Value])] = [
+      "Heat": ("Movie", ["Heat", 1995]), "Thief": ("Movie", ["Thief", 1981]),
+      "Miami Vice": ("Series", ["Miami Vice", 1984, 5]),
+    ]
+    var directed: Set<String> = ["Heat", "Miami Vice"]
+
+    func check(_ step: String, root: String = "Movie", seriesInHierarchy: Bool = true) throws {
+      let rows = try rows(store, root)
+      #expect(Set(rows.keys) == Set(expected.keys), "\(step): the objects of \(root)")
+      for (title, object) in expected {
+        let row = rows[title]
+        #expect(row?.objectID.entityName == object.entity, "\(step): the entity of \(title)")
+        #expect(row?.objectID.primaryKey == keys[title], "\(step): the key of \(title)")
+        #expect(row?.attributes == object.attributes, "\(step): the values of \(title)")
+      }
+      var own = FetchDescription(entityName: "Series")
+      own.includesSubentities = false
+      if seriesInHierarchy {
+        #expect(
+          try store.count(own) == expected.values.count { $0.entity == "Series" }, "\(step): the objects of Series alone")
+      }
+      let related = try store.relatedObjectIDs(of: mannID, relationship: "movies", generation: nil)
+      #expect(Set(related.compactMap(\.primaryKey)) == Set(directed.compactMap { keys[$0] }), "\(step): Mann's movies")
+      #expect(
+        related.allSatisfy { id in expected.first { keys[$0.key] == id.primaryKey }?.value.entity == id.entityName },
+        "\(step): Mann's movies keep their entities")
+    }
+    try check("before")
+
+    // 1. Attributes added to the root and a sub-entity, one renamed, a sub-entity added below another,
+    // an entity outside the hierarchy changed.
+    let v2 = try HierarchyVersions.v2()
+    guard backend.capabilities.contains(.hierarchyMigration) else {
+      let refused = expectStoreError(.unsupported) { try store.migrated(by: try ModelMigration(from: v1, to: v2)) }
+      #expect(refused?.entity != nil)
+      try check("refused")
+      store.close()
+      return
+    }
+    store = try store.migrated(by: try ModelMigration(from: v1, to: v2))
+    defer { store.close() }
+    expected["Heat"]!.attributes.append(.null)
+    expected["Thief"]!.attributes.append(.null)
+    expected["Miami Vice"]!.attributes.insert(.null, at: 2)
+    expected["Miami Vice"]!.attributes.append("NBC")
+    try check("adding and renaming attributes")
+    let director = try store.snapshots(for: [mannID], generation: nil)
+    #expect(director.map(\.attributes) == [["Michael Mann", nil]])
+    let mini = ObjectID.makeTemporary(entityName: "Miniseries")
+    let clash = expectStoreError(.constraintConflict) {
+      try store.save(
+        ChangeSet(inserted: [
+          ObjectChange(
+            objectID: .makeTemporary(entityName: "Miniseries"), attributes: ["Heat", 2020, nil, 1, "HBO", 6], toOne: [nil])
+        ]))
+    }
+    #expect(clash != nil, "the root's uniqueness constraint holds across the migrated hierarchy")
+    let added = try store.save(
+      ChangeSet(inserted: [ObjectChange(objectID: mini, attributes: ["Mini", 2020, nil, 1, "HBO", 6], toOne: [mannID])]))
+    let miniKey = try #require(added.permanentIDs[mini]?.primaryKey)
+    #expect(!keys.values.contains(miniKey), "keys stay unique across the hierarchy")
+    keys["Mini"] = miniKey
+    expected["Mini"] = ("Miniseries", ["Mini", 2020, nil, 1, "HBO", 6])
+    directed.insert("Mini")
+    try check("a sub-entity added below a sub-entity")
+
+    // 2. A sub-entity removed: its objects go, relationships to them too.
+    let v3 = try HierarchyVersions.v2(miniseries: false)
+    store = try store.migrated(by: try ModelMigration(from: v2, to: v3))
+    expected["Mini"] = nil
+    directed.remove("Mini")
+    try check("a sub-entity removed")
+    let gone = ObjectID(entityName: "Movie", storeIdentifier: store.identifier, primaryKey: miniKey)
+    #expect(try store.snapshots(for: [gone], generation: nil).isEmpty)
+
+    // 3. The root moves under a new abstract parent, which takes `title` and adds `rating`.
+    let v4 = try HierarchyVersions.v4()
+    store = try store.migrated(by: try ModelMigration(from: v3, to: v4))
+    for title in expected.keys { expected[title]!.attributes.insert(.null, at: 1) }
+    try check("a new parent", root: "Media")
+    try check("a new parent", root: "Movie")
+    let collateral = ObjectID.makeTemporary(entityName: "Movie")
+    let inserted = try store.save(
+      ChangeSet(inserted: [ObjectChange(objectID: collateral, attributes: ["Collateral", nil, 2004, nil], toOne: [mannID])]))
+    let collateralKey = try #require(inserted.permanentIDs[collateral]?.primaryKey)
+    #expect(!keys.values.contains(collateralKey), "keys keep coming from the hierarchy's counter")
+    keys["Collateral"] = collateralKey
+    expected["Collateral"] = ("Movie", ["Collateral", nil, 2004, nil])
+    directed.insert("Collateral")
+    try check("an object added under the new parent", root: "Media")
+
+    // 4. A sub-entity leaves its hierarchy: its objects become a plain entity's, with their keys.
+    let v5 = try HierarchyVersions.v5()
+    store = try store.migrated(by: try ModelMigration(from: v4, to: v5))
+    let vice = expected.removeValue(forKey: "Miami Vice")
+    directed.remove("Miami Vice")
+    try check("a sub-entity leaving", root: "Media", seriesInHierarchy: false)
+    let series = try rows(store, "Series")
+    #expect(series.count == 1)
+    #expect(series["Miami Vice"]?.objectID.primaryKey == keys["Miami Vice"])
+    #expect(series["Miami Vice"]?.attributes == vice?.attributes)
+  }
+}
