@@ -73,15 +73,20 @@ final class PostgresMigration {
     var isCopy: Bool { table != source.name }
   }
 
-  /// A to-one relationship's foreign key.
+  /// A to-one relationship's foreign key, on the table holding the declaring entity's rows (its
+  /// hierarchy's, in a hierarchy) and pointing at the destination's table.
   private struct ForeignKey: Hashable {
     let table: String
     let column: String
     let destination: String
-    var name: String { "\(table)_\(column)_fkey" }
+    /// The entity that declares the relationship.
+    let owner: String
+    var name: String { "\(owner)_\(column)_fkey" }
   }
 
   private var entities: [EntityPlan] = []
+  /// The hierarchy changes, planned first: the entities they store are left out of `entities`.
+  private var hierarchy: HierarchyMigration?
   private var joins: [(name: String, source: SQLJoinSource)] = []
   private var keptIndexes: Set<PostgresSchema.Index> = []
   private var keptForeignKeys: Set<ForeignKey> = []
@@ -100,15 +105,34 @@ final class PostgresMigration {
 
   /// The units of work ``execute(progress:)`` reports: one per carried or created table, one for the
   /// constraints and indexes.
-  var unitCount: Int { entities.count + migration.entities.filter { $0.source == nil }.count + 1 }
+  var unitCount: Int {
+    let rebuilt = hierarchy?.rebuiltEntities ?? []
+    return entities.count + migration.entities.count { $0.source == nil && !rebuilt.contains($0.entity.name) }
+      + (hierarchy?.rebuiltStorages.count ?? 0) + 1
+  }
 
   // MARK: Planning
 
   func plan() throws {
-    try Self.refuseHierarchyChanges(migration)
+    let hierarchy = try HierarchyMigration(migration, store: "the PostgreSQL store")
+    self.hierarchy = hierarchy
     var fed = Set<String>()
     for mapping in migration.entities {
       guard let sourceName = mapping.source, let source = migration.source.entity(named: sourceName) else { continue }
+      let name = mapping.entity.name
+      if hierarchy.rebuiltEntities.contains(name) {
+        // Rebuilt rows are copied by one `INSERT … SELECT`: a conversion computed in Swift has no place there.
+        for attribute in mapping.attributes {
+          guard let oldType = attribute.sourceType, case .computed = Self.conversion(from: oldType, to: attribute.attribute.type)
+          else { continue }
+          throw StoreError(
+            .unsupported,
+            "the PostgreSQL store cannot migrate \(name).\(attribute.attribute.name): converting an attribute of an entity "
+              + "whose hierarchy changes is not supported yet", entity: name, key: attribute.attribute.name)
+        }
+        continue
+      }
+      if hierarchy.keptEntities.contains(name) { continue }
       var alteration = alteration(mapping, source)
       var table = source.name
       if !fed.insert(sourceName).inserted {
@@ -122,21 +146,6 @@ final class PostgresMigration {
     joins = SQLLayout.joinSources(
       of: migration, storeIdentifier: storeIdentifier, oldModel: old.model, tableName: old.qualify)
     planKeptStructures()
-  }
-
-  /// Refuses with `.unsupported`, naming the entity, a migration of a model that already has entity
-  /// hierarchies: the PostgreSQL store migrates only an existing entity gaining new sub-entities so far
-  /// (the SQLite, LMDB and memory stores migrate the others, see ``HierarchyMigration``).
-  static func refuseHierarchyChanges(_ migration: ModelMigration, store: String = "the PostgreSQL store") throws {
-    _ = try HierarchyMigration(migration, store: store)
-    let source = migration.source
-    guard let entity = source.entities.first(where: { source.inheritance.isInHierarchy($0.name) || $0.isAbstract }) else {
-      return
-    }
-    throw StoreError(
-      .unsupported,
-      "\(store) cannot migrate \(entity.name): changing a model that has entity hierarchies is not supported on PostgreSQL yet",
-      entity: entity.name)
   }
 
   /// How `mapping`'s table changes in place.
@@ -233,8 +242,17 @@ final class PostgresMigration {
 
   private static func foreignKeys(_ model: ObjectModel) -> [ForeignKey] {
     model.entities.flatMap { entity in
-      entity.toOneRelationships.map { ForeignKey(table: entity.name, column: $0.name, destination: $0.destination) }
+      entity.toOneRelationships.filter { model.declaringEntity(of: $0.name, in: entity.name) == entity.name }.map {
+        foreignKey(model, entity.name, $0)
+      }
     }
+  }
+
+  private static func foreignKey(_ model: ObjectModel, _ entity: String, _ relationship: RelationshipDescription) -> ForeignKey {
+    let inheritance = model.inheritance
+    func storage(_ name: String) -> String { inheritance.isInHierarchy(name) ? inheritance.root(of: name) : name }
+    return ForeignKey(
+      table: storage(entity), column: relationship.name, destination: storage(relationship.destination), owner: entity)
   }
 
   // MARK: Describing
@@ -243,6 +261,8 @@ final class PostgresMigration {
   func storageChanges() -> [String: StorageChange] {
     var changes: [String: StorageChange] = [:]
     for mapping in migration.entities where mapping.source == nil { changes[mapping.entity.name] = .created }
+    for name in hierarchy?.rebuiltEntities ?? [] where changes[name] == nil { changes[name] = .rewritten }
+    for name in hierarchy?.keptEntities ?? [] { changes[name] = .unchanged }
     let keptNames = Set(keptIndexes.map(\.name))
     let renamedJoins = Set(
       joins.compactMap { join -> String? in
@@ -301,7 +321,8 @@ final class PostgresMigration {
     }
     let removed = Set(migration.removedEntities)
     for index in old.indexes() where !keptIndexes.contains(index) && !removed.contains(index.table) {
-      if index.isUnique {
+      // A sub-entity's unique index is a partial index, not a constraint.
+      if index.isUnique && index.entities == nil {
         try connection.execute(
           "ALTER TABLE \(old.qualify(index.table)) DROP CONSTRAINT IF EXISTS \(quoteIdentifier(index.name))")
       } else {
@@ -340,7 +361,13 @@ final class PostgresMigration {
     for join in old.joinTables where !renamedJoins.contains(join.name) {
       try connection.execute("DROP TABLE IF EXISTS \(old.qualify(join.name))")
     }
-    for entity in migration.removedEntities {
+    let hierarchy = try self.hierarchy ?? HierarchyMigration(migration, store: "the PostgreSQL store")
+    // The views of the hierarchies rebuilt below go first: their tables are read, then dropped.
+    for view in hierarchy.consumedViews {
+      try connection.execute("DROP VIEW IF EXISTS \(old.qualify(view)) CASCADE")
+    }
+    let consumed = Set(hierarchy.consumedStorages + hierarchy.consumedViews)
+    for entity in migration.removedEntities where !consumed.contains(entity) {
       try connection.execute("DROP TABLE IF EXISTS \(old.qualify(entity)) CASCADE")
     }
     for plan in entities {
@@ -348,12 +375,29 @@ final class PostgresMigration {
       let name = plan.mapping.entity.name
       progress(plan.alteration.isEmpty ? "kept the table of \(name)" : "altered the table of \(name)")
     }
+    finalNames += try rebuildHierarchies(hierarchy, on: connection, progress: progress)
     for (temporary, name) in finalNames {
       try connection.execute("ALTER TABLE \(old.qualify(temporary)) RENAME TO \(quoteIdentifier(name))")
     }
-    let hierarchy = try HierarchyMigration(migration, store: "the PostgreSQL store")
+    for (root, members) in hierarchy.rebuiltStorages.sorted(by: { $0.key < $1.key }) {
+      for name in members where name != root {
+        guard let entity = new.model.entity(named: name) else { continue }
+        for statement in new.createTableStatements(entity) { try connection.execute(statement) }
+      }
+    }
+    if hierarchy.dropsObjects { try clearReferencesToDroppedObjects(skipping: emptyJoins, on: connection) }
+    // Dropping an old hierarchy's table dropped the keys of the join tables that pointed at it.
+    let rebuiltTables = Set(hierarchy.rebuiltStorages.keys)
+    for join in new.joinTables
+    where !emptyJoins.contains(join.name)
+      && (rebuiltTables.contains(new.storageName(join.sourceEntity))
+        || rebuiltTables.contains(new.storageName(join.targetEntity)))
+    {
+      joinsNeedingKeys.insert(join.name)
+    }
     let addedSubentities = Set(hierarchy.addedSubentities.values.joined())
     for mapping in migration.entities where mapping.source == nil && !addedSubentities.contains(mapping.entity.name) {
+      guard !hierarchy.rebuiltEntities.contains(mapping.entity.name) else { continue }
       try connection.execute(new.createTableSQL(mapping.entity))
       progress("created the table of \(mapping.entity.name)")
     }
@@ -394,14 +438,118 @@ final class PostgresMigration {
     }
     for entity in new.model.entities {
       for (relationship, sql) in new.foreignKeys(entity)
-      where !keptForeignKeys.contains(
-        ForeignKey(table: entity.name, column: relationship.name, destination: relationship.destination))
-      {
+      where !keptForeignKeys.contains(Self.foreignKey(new.model, entity.name, relationship)) {
         try connection.execute(sql)
       }
     }
     try createIndexes(on: connection)
     progress("built the indexes and constraints")
+  }
+
+  /// Builds each table of `hierarchy.rebuiltStorages` under a temporary name from the old tables (every
+  /// row keeping its key, version and entity, under the entity's new name; the rows of removed entities
+  /// left behind), carries the identity sequence's position, then drops the old tables. Returns the
+  /// temporary names to rename.
+  private func rebuildHierarchies(
+    _ hierarchy: HierarchyMigration, on connection: PostgresConnection, progress: (String) -> Void
+  ) throws -> [(String, String)] {
+    var renames: [(String, String)] = []
+    func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
+    for (storage, members) in hierarchy.rebuiltStorages.sorted(by: { $0.key < $1.key }) {
+      let temporary = temporaryName()
+      let isShared = new.model.inheritance.isInHierarchy(storage)
+      guard let storageEntity = new.model.entity(named: storage) else { continue }
+      let create = isShared ? new.createTableStatements(storageEntity)[0] : new.createTableSQL(storageEntity)
+      let prefix = "CREATE TABLE \(new.qualify(storage)) ("
+      guard create.hasPrefix(prefix) else { continue }
+      try connection.execute("CREATE TABLE \(new.qualify(temporary)) (" + create.dropFirst(prefix.count))
+      var last: Int64 = 0
+      var copied = 0
+      for name in members {
+        guard let mapping = migration.entities.first(where: { $0.entity.name == name }), let sourceName = mapping.source,
+          let source = migration.source.entity(named: sourceName)
+        else { continue }
+        let (oldTable, wasShared) = HierarchyMigration.oldStorage(of: sourceName, in: migration.source)
+        let sequence = try connection.query(
+          "SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence(\(quoteLiteral(old.qualify(oldTable))), '_pk')::regclass), 0)"
+        )
+        if sequence.count > 0 { last = max(last, sequence.int64(0, 0)) }
+        var columns = ["\"_pk\"", "\"_version\""]
+        var values = ["\"_pk\"", "\"_version\""]
+        if isShared {
+          columns.append(quoteIdentifier(PostgresSchema.entityColumn))
+          values.append(literal(name))
+        }
+        for attribute in mapping.attributes where attribute.attribute.isPersistent {
+          let type = attribute.attribute.type
+          columns.append(quoteIdentifier(attribute.attribute.name))
+          let fill = try PostgresSchema.storedForm(attribute.fill, as: type, entity: name, key: attribute.attribute.name)
+          let fillSQL =
+            try Self.textLiteral(fill).map { "\(quoteLiteral($0))::\(Self.castType(type))" }
+            ?? {
+              guard fill.isNull else {
+                throw StoreError(
+                  .unsupported, "the PostgreSQL store cannot fill \(name).\(attribute.attribute.name) in a rebuilt hierarchy",
+                  entity: name, key: attribute.attribute.name)
+              }
+              return "NULL"
+            }()
+          guard let sourceAttribute = attribute.source, let oldAttribute = source.attribute(named: sourceAttribute) else {
+            values.append(fillSQL)
+            continue
+          }
+          var value = quoteIdentifier(sourceAttribute)
+          if case .retype(let cast) = Self.conversion(from: oldAttribute.type, to: type) { value = "\(value)::\(cast)" }
+          if oldAttribute.isOptional && !attribute.attribute.isOptional && !fill.isNull {
+            value = "coalesce(\(value), \(fillSQL))"
+          }
+          values.append(value)
+        }
+        for relationship in mapping.entity.toOneRelationships {
+          columns.append(quoteIdentifier(relationship.name))
+          if let sourceRelationship = mapping.relationshipSources[relationship.name],
+            source.relationship(named: sourceRelationship)?.isToMany == false
+          {
+            values.append(quoteIdentifier(sourceRelationship))
+          } else {
+            values.append("NULL")
+          }
+        }
+        var select = "SELECT \(values.joined(separator: ", ")) FROM \(old.qualify(oldTable))"
+        if wasShared { select += " WHERE \(quoteIdentifier(PostgresSchema.entityColumn)) = \(literal(sourceName))" }
+        copied += try connection.run(
+          "INSERT INTO \(new.qualify(temporary)) (\(columns.joined(separator: ", "))) OVERRIDING SYSTEM VALUE \(select)")
+      }
+      let table = new.qualify(temporary)
+      try connection.execute(
+        "SELECT setval(pg_get_serial_sequence(\(quoteLiteral(table)), '_pk'), greatest(\(last), coalesce(max(\"_pk\"), 0), 1), "
+          + "greatest(\(last), coalesce(max(\"_pk\"), 0)) > 0) FROM \(table)")
+      renames.append((temporary, storage))
+      progress("rebuilt the table of \(storage) (\(copied) rows copied)")
+    }
+    for table in hierarchy.consumedStorages {
+      try connection.execute("DROP TABLE IF EXISTS \(old.qualify(table)) CASCADE")
+    }
+    return renames
+  }
+
+  /// Clears every to-one reference and join-table link to an object that no longer exists (the objects of
+  /// a sub-entity the migration removes go with it), before the foreign keys are added again.
+  private func clearReferencesToDroppedObjects(skipping emptyJoins: Set<String>, on connection: PostgresConnection) throws {
+    for entity in new.model.entities {
+      for relationship in entity.toOneRelationships
+      where new.model.declaringEntity(of: relationship.name, in: entity.name) == entity.name {
+        let column = quoteIdentifier(relationship.name)
+        _ = try connection.run(
+          "UPDATE \(new.qualify(new.storageName(entity.name))) SET \(column) = NULL WHERE \(column) IS NOT NULL "
+            + "AND \(column) NOT IN (SELECT \"_pk\" FROM \(new.qualify(relationship.destination)))")
+      }
+    }
+    for join in new.joinTables where !emptyJoins.contains(join.name) {
+      _ = try connection.run(
+        "DELETE FROM \(new.qualify(join.name)) WHERE \"source\" NOT IN (SELECT \"_pk\" FROM \(new.qualify(join.sourceEntity))) "
+          + "OR \"target\" NOT IN (SELECT \"_pk\" FROM \(new.qualify(join.targetEntity)))")
+    }
   }
 
   /// Alters `plan`'s table in place. Returns the temporary name to rename when the entity is renamed.

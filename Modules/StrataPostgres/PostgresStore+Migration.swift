@@ -40,7 +40,7 @@ extension PostgresStore {
   ) throws -> any PersistentStore {
     if isBoundToMigration { throw StoreError(.misuse, "a migration stage cannot migrate the store it is handed") }
     let last = try MigrationStep.checkChain(steps, from: model, store: "the PostgreSQL store \(location)")
-    for step in steps { try PostgresMigration.refuseHierarchyChanges(step.migration, store: "the PostgreSQL store \(location)") }
+    for step in steps { _ = try HierarchyMigration(step.migration, store: "the PostgreSQL store \(location)") }
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
     guard let url else { throw StoreError(.misuse, "the store \(location) has no location to reopen") }

@@ -5,7 +5,7 @@ import Testing
 
 /// Each store of the suite in a schema of its own, named after the suite's fresh directory.
 let postgresBackend = ConformanceBackend(
-  factory: PostgresStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance],
+  factory: PostgresStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance, .hierarchyMigration],
   worker: "postgres-worker"
 ) { directory in PostgresTestServer.freshLocation(directory.lastPathComponent) }
 
