@@ -455,7 +455,7 @@ final class PostgresMigration {
   ) throws -> [(String, String)] {
     var renames: [(String, String)] = []
     func literal(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "''") + "'" }
-    for (storage, members) in hierarchy.rebuiltStorages.sorted(by: { $0.key < $1.key }) {
+    for storage in hierarchy.rebuiltStorages.keys.sorted() {
       let temporary = temporaryName()
       let isShared = new.model.inheritance.isInHierarchy(storage)
       guard let storageEntity = new.model.entity(named: storage) else { continue }
@@ -465,11 +465,8 @@ final class PostgresMigration {
       try connection.execute("CREATE TABLE \(new.qualify(temporary)) (" + create.dropFirst(prefix.count))
       var last: Int64 = 0
       var copied = 0
-      for name in members {
-        guard let mapping = migration.entities.first(where: { $0.entity.name == name }), let sourceName = mapping.source,
-          let source = migration.source.entity(named: sourceName)
-        else { continue }
-        let (oldTable, wasShared) = HierarchyMigration.oldStorage(of: sourceName, in: migration.source)
+      for (mapping, source, oldTable, wasShared) in hierarchy.copies(into: storage, of: migration) {
+        let (name, sourceName) = (mapping.entity.name, source.name)
         let sequence = try connection.query(
           "SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence(\(quoteLiteral(old.qualify(oldTable))), '_pk')::regclass), 0)"
         )
@@ -505,15 +502,9 @@ final class PostgresMigration {
           }
           values.append(value)
         }
-        for relationship in mapping.entity.toOneRelationships {
-          columns.append(quoteIdentifier(relationship.name))
-          if let sourceRelationship = mapping.relationshipSources[relationship.name],
-            source.relationship(named: sourceRelationship)?.isToMany == false
-          {
-            values.append(quoteIdentifier(sourceRelationship))
-          } else {
-            values.append("NULL")
-          }
+        for (column, sourceColumn) in SQLLayout.toOneColumnSources(mapping, source: source) {
+          columns.append(quoteIdentifier(column))
+          values.append(sourceColumn.map(quoteIdentifier) ?? "NULL")
         }
         var select = "SELECT \(values.joined(separator: ", ")) FROM \(old.qualify(oldTable))"
         if wasShared { select += " WHERE \(quoteIdentifier(PostgresSchema.entityColumn)) = \(literal(sourceName))" }
@@ -536,19 +527,9 @@ final class PostgresMigration {
   /// Clears every to-one reference and join-table link to an object that no longer exists (the objects of
   /// a sub-entity the migration removes go with it), before the foreign keys are added again.
   private func clearReferencesToDroppedObjects(skipping emptyJoins: Set<String>, on connection: PostgresConnection) throws {
-    for entity in new.model.entities {
-      for relationship in entity.toOneRelationships
-      where new.model.declaringEntity(of: relationship.name, in: entity.name) == entity.name {
-        let column = quoteIdentifier(relationship.name)
-        _ = try connection.run(
-          "UPDATE \(new.qualify(new.storageName(entity.name))) SET \(column) = NULL WHERE \(column) IS NOT NULL "
-            + "AND \(column) NOT IN (SELECT \"_pk\" FROM \(new.qualify(relationship.destination)))")
-      }
-    }
-    for join in new.joinTables where !emptyJoins.contains(join.name) {
-      _ = try connection.run(
-        "DELETE FROM \(new.qualify(join.name)) WHERE \"source\" NOT IN (SELECT \"_pk\" FROM \(new.qualify(join.sourceEntity))) "
-          + "OR \"target\" NOT IN (SELECT \"_pk\" FROM \(new.qualify(join.targetEntity)))")
+    let joins = new.joinTables.filter { !emptyJoins.contains($0.name) }
+    for sql in SQLLayout.danglingReferenceCleanup(new.model, joinTables: joins, tableName: new.qualify) {
+      _ = try connection.run(sql)
     }
   }
 

@@ -52,52 +52,23 @@ extension PostgresStore {
   /// `snapshots` with every to-one target whose destination has sub-entities named by the entity it was
   /// inserted as.
   func resolvingReferences(_ snapshots: [Snapshot], connection: PostgresConnection) throws -> [Snapshot] {
-    let inheritance = schema.model.inheritance
-    guard !inheritance.isEmpty else { return snapshots }
-    var positions: [String: [Int]] = [:]
-    var wanted: [ObjectID] = []
-    for snapshot in snapshots {
-      let entityName = snapshot.objectID.entityName
-      if positions[entityName] == nil {
-        let rels = schema.tables[entityName]?.entity.toOneRelationships ?? []
-        positions[entityName] = rels.indices.filter { inheritance.hasSubentities(rels[$0].destination) }
-      }
-      for index in positions[entityName] ?? [] where index < snapshot.toOne.count {
-        if let target = snapshot.toOne[index] { wanted.append(target) }
-      }
-    }
-    guard !wanted.isEmpty else { return snapshots }
-    let resolved = try concreteIDs(wanted, connection: connection)
-    return snapshots.map { snapshot in
-      guard let indices = positions[snapshot.objectID.entityName], !indices.isEmpty else { return snapshot }
-      var snapshot = snapshot
-      for index in indices where index < snapshot.toOne.count {
-        if let target = snapshot.toOne[index] { snapshot.toOne[index] = resolved[target] ?? target }
-      }
-      return snapshot
+    try SQLHierarchyReferences.resolvingReferences(snapshots, model: schema.model) {
+      try entityTags(of: $1, in: $0, connection: connection)
     }
   }
 
   /// The IDs among `ids` (of entities with sub-entities) named by the entity each object was inserted as.
   func concreteIDs(_ ids: [ObjectID], connection: PostgresConnection) throws -> [ObjectID: ObjectID] {
-    let inheritance = schema.model.inheritance
-    var byRoot: [String: [ObjectID]] = [:]
-    for id in ids where id.primaryKey != nil && inheritance.hasSubentities(id.entityName) {
-      byRoot[inheritance.root(of: id.entityName), default: []].append(id)
-    }
-    var result: [ObjectID: ObjectID] = [:]
-    for (root, group) in byRoot {
-      let list = "{" + group.compactMap { $0.primaryKey.map(String.init) }.joined(separator: ",") + "}"
-      let rows = try connection.query(
-        "SELECT \"_pk\", \(quoteIdentifier(PostgresSchema.entityColumn)) FROM \(schema.qualify(root)) "
-          + "WHERE \"_pk\" = ANY($1::bigint[])", [.text(list)])
-      var entities: [Int64: String] = [:]
-      for row in 0..<rows.count { entities[rows.int64(row, 0)] = rows.text(row, 1) }
-      for id in group {
-        guard let pk = id.primaryKey, let entity = entities[pk] else { continue }
-        result[id] = ObjectID(entityName: entity, storeIdentifier: identifier, primaryKey: pk)
-      }
-    }
-    return result
+    try SQLHierarchyReferences.concreteIDs(ids, model: schema.model) { try entityTags(of: $1, in: $0, connection: connection) }
+  }
+
+  /// The `_entity` of the rows of the hierarchy table `root` with primary keys among `keys`.
+  private func entityTags(of keys: [Int64], in root: String, connection: PostgresConnection) throws -> [Int64: String] {
+    let rows = try connection.query(
+      "SELECT \"_pk\", \(quoteIdentifier(PostgresSchema.entityColumn)) FROM \(schema.qualify(root)) "
+        + "WHERE \"_pk\" = ANY($1::bigint[])", [.text("{" + keys.map(String.init).joined(separator: ",") + "}")])
+    var entities: [Int64: String] = [:]
+    for row in 0..<rows.count { entities[rows.int64(row, 0)] = rows.text(row, 1) }
+    return entities
   }
 }

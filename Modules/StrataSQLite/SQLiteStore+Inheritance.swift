@@ -61,57 +61,29 @@ extension SQLiteStore {
   /// `snapshots` with every to-one target whose destination has sub-entities named by the entity it
   /// was inserted as.
   func resolvingReferences(_ snapshots: [Snapshot], connection: SQLiteConnection) throws -> [Snapshot] {
-    let inheritance = schema.model.inheritance
-    guard !inheritance.isEmpty else { return snapshots }
-    var positions: [String: [Int]] = [:]
-    var wanted: [ObjectID] = []
-    for snapshot in snapshots {
-      let entityName = snapshot.objectID.entityName
-      if positions[entityName] == nil {
-        let rels = schema.tables[entityName]?.entity.toOneRelationships ?? []
-        positions[entityName] = rels.indices.filter { inheritance.hasSubentities(rels[$0].destination) }
-      }
-      for index in positions[entityName] ?? [] where index < snapshot.toOne.count {
-        if let target = snapshot.toOne[index] { wanted.append(target) }
-      }
-    }
-    guard !wanted.isEmpty else { return snapshots }
-    let resolved = try concreteIDs(wanted, connection: connection)
-    return snapshots.map { snapshot in
-      guard let indices = positions[snapshot.objectID.entityName], !indices.isEmpty else { return snapshot }
-      var snapshot = snapshot
-      for index in indices where index < snapshot.toOne.count {
-        if let target = snapshot.toOne[index] { snapshot.toOne[index] = resolved[target] ?? target }
-      }
-      return snapshot
+    try SQLHierarchyReferences.resolvingReferences(snapshots, model: schema.model) {
+      try entityTags(of: $1, in: $0, connection: connection)
     }
   }
 
   /// The IDs among `ids` (of entities with sub-entities) named by the entity each object was inserted as.
   func concreteIDs(_ ids: [ObjectID], connection: SQLiteConnection) throws -> [ObjectID: ObjectID] {
-    let inheritance = schema.model.inheritance
-    var result: [ObjectID: ObjectID] = [:]
-    var byRoot: [String: [ObjectID]] = [:]
-    for id in ids where id.primaryKey != nil && inheritance.hasSubentities(id.entityName) {
-      byRoot[inheritance.root(of: id.entityName), default: []].append(id)
-    }
-    let identifier = self.identifier
-    for (root, group) in byRoot {
-      var start = 0
-      while start < group.count {
-        let chunk = Array(group[start..<min(start + 500, group.count)])
-        start += chunk.count
-        let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
-        let rows = try connection.query(
-          "SELECT \"_pk\", \(quote(SQLiteSchema.entityColumn)) FROM \(quote(root)) WHERE \"_pk\" IN (\(placeholders))",
-          chunk.compactMap { $0.primaryKey.map(SQLValue.integer) }
-        ) { ($0.int64(0), $0.text(1)) }
-        let entities = Dictionary(rows, uniquingKeysWith: { first, _ in first })
-        for id in chunk {
-          guard let pk = id.primaryKey, let entity = entities[pk] else { continue }
-          result[id] = ObjectID(entityName: entity, storeIdentifier: identifier, primaryKey: pk)
-        }
-      }
+    try SQLHierarchyReferences.concreteIDs(ids, model: schema.model) { try entityTags(of: $1, in: $0, connection: connection) }
+  }
+
+  /// The `_entity` of the rows of the hierarchy table `root` with primary keys among `keys`.
+  private func entityTags(of keys: [Int64], in root: String, connection: SQLiteConnection) throws -> [Int64: String] {
+    var result: [Int64: String] = [:]
+    var start = 0
+    while start < keys.count {
+      let chunk = Array(keys[start..<min(start + 500, keys.count)])
+      start += chunk.count
+      let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+      let rows = try connection.query(
+        "SELECT \"_pk\", \(quote(SQLiteSchema.entityColumn)) FROM \(quote(root)) WHERE \"_pk\" IN (\(placeholders))",
+        chunk.map(SQLValue.integer)
+      ) { ($0.int64(0), $0.text(1)) }
+      for (pk, entity) in rows where result[pk] == nil { result[pk] = entity }
     }
     return result
   }

@@ -381,7 +381,7 @@ final class SQLiteMigration {
     _ hierarchy: HierarchyMigration, progress: (String) -> Void
   ) throws -> [(String, String, SQLValue?)] {
     var renames: [(String, String, SQLValue?)] = []
-    for (storage, members) in hierarchy.rebuiltStorages.sorted(by: { $0.key < $1.key }) {
+    for storage in hierarchy.rebuiltStorages.keys.sorted() {
       let temporary = temporaryName()
       let isShared = new.model.inheritance.isInHierarchy(storage)
       if isShared {
@@ -391,46 +391,18 @@ final class SQLiteMigration {
       }
       var sequence: Int64?
       var copied = 0
-      for name in members {
-        guard let mapping = migration.entities.first(where: { $0.entity.name == name }), let sourceName = mapping.source,
-          let source = migration.source.entity(named: sourceName)
-        else { continue }
-        let (oldTable, wasShared) = HierarchyMigration.oldStorage(of: sourceName, in: migration.source)
+      for (mapping, source, oldTable, wasShared) in hierarchy.copies(into: storage, of: migration) {
+        let (name, sourceName) = (mapping.entity.name, source.name)
         if case .integer(let value)? = try connection.scalar(
           "SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(oldTable)])
         {
           sequence = max(sequence ?? value, value)
         }
-        var columns = ["\"_pk\"", "\"_version\""]
-        var values = ["\"_pk\"", "\"_version\""]
-        var bindings: [SQLValue] = []
+        var (columns, values, bindings) = copiedColumns(mapping, from: source)
         if isShared {
           columns.append(quote(SQLiteSchema.entityColumn))
           values.append("?")
           bindings.append(.text(name))
-        }
-        for attribute in mapping.attributes where attribute.attribute.isPersistent {
-          columns.append(quote(attribute.attribute.name))
-          guard let sourceAttribute = attribute.source, let oldAttribute = source.attribute(named: sourceAttribute) else {
-            values.append("?")
-            bindings.append(SQLiteSchema.encode(attribute.fill))
-            continue
-          }
-          if oldAttribute.type == attribute.attribute.type && oldAttribute.isOptional == attribute.attribute.isOptional {
-            values.append(quote(sourceAttribute))
-          } else {
-            values.append("\(SQLiteFunctions.migrateFunction)(\(conversion(attribute)), \(quote(sourceAttribute)))")
-          }
-        }
-        for relationship in mapping.entity.toOneRelationships {
-          columns.append(quote(relationship.name))
-          if let sourceRelationship = mapping.relationshipSources[relationship.name],
-            source.relationship(named: sourceRelationship)?.isToMany == false
-          {
-            values.append(quote(sourceRelationship))
-          } else {
-            values.append("NULL")
-          }
         }
         var select = "SELECT \(values.joined(separator: ", ")) FROM \(quote(oldTable))"
         if wasShared {
@@ -453,20 +425,8 @@ final class SQLiteMigration {
   /// a sub-entity the migration removes go with it, as Core Data drops an entity that has no
   /// destination).
   private func clearReferencesToDroppedObjects() throws {
-    for entity in new.model.entities {
-      guard let table = new.tables[entity.name] else { continue }
-      for relationship in entity.toOneRelationships
-      where new.model.declaringEntity(of: relationship.name, in: entity.name) == entity.name {
-        let column = quote(relationship.name)
-        _ = try connection.run(
-          "UPDATE \(quote(table.storageName)) SET \(column) = NULL WHERE \(column) IS NOT NULL "
-            + "AND \(column) NOT IN (SELECT \"_pk\" FROM \(quote(relationship.destination)))")
-      }
-    }
-    for join in new.joinTables {
-      _ = try connection.run(
-        "DELETE FROM \(quote(join.name)) WHERE \"source\" NOT IN (SELECT \"_pk\" FROM \(quote(join.sourceEntity))) "
-          + "OR \"target\" NOT IN (SELECT \"_pk\" FROM \(quote(join.targetEntity)))")
+    for sql in SQLLayout.danglingReferenceCleanup(new.model, joinTables: new.joinTables, tableName: quote) {
+      _ = try connection.run(sql)
     }
   }
 
@@ -521,37 +481,41 @@ final class SQLiteMigration {
     let sequence = try connection.scalar("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(plan.source.name)])
     let temporary = temporaryName()
     try connection.execute(SQLiteSchema.createTableSQL(entity, named: temporary))
-    var columns = ["\"_pk\"", "\"_version\""]
-    var values = ["\"_pk\"", "\"_version\""]
-    var bindings: [SQLValue] = []
-    for attribute in plan.mapping.attributes {
-      columns.append(quote(attribute.attribute.name))
-      guard let source = attribute.source, let oldAttribute = plan.source.attribute(named: source) else {
-        values.append("?")
-        bindings.append(SQLiteSchema.encode(attribute.fill))
-        continue
-      }
-      if oldAttribute.type == attribute.attribute.type && oldAttribute.isOptional == attribute.attribute.isOptional {
-        values.append(quote(source))
-      } else {
-        values.append("\(SQLiteFunctions.migrateFunction)(\(conversion(attribute)), \(quote(source)))")
-      }
-    }
-    for relationship in entity.toOneRelationships {
-      columns.append(quote(relationship.name))
-      if let source = plan.mapping.relationshipSources[relationship.name],
-        plan.source.relationship(named: source)?.isToMany == false
-      {
-        values.append(quote(source))
-      } else {
-        values.append("NULL")
-      }
-    }
+    let (columns, values, bindings) = copiedColumns(plan.mapping, from: plan.source)
     let rows = try connection.run(
       "INSERT INTO \(quote(temporary)) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
         + "FROM \(oldTable)", bindings)
     if !plan.isCopy { try connection.execute("DROP TABLE \(oldTable)") }
     return ((temporary, entity.name, sequence), rows)
+  }
+
+  /// The columns of a row of `mapping`'s entity copied from a row of the old entity `source`, with the
+  /// expressions that read them (`_pk` and `_version` kept, values converted by `strata_migrate`, added
+  /// attributes filled from `bindings`).
+  private func copiedColumns(
+    _ mapping: EntityMapping, from source: EntityDescription
+  ) -> (columns: [String], values: [String], bindings: [SQLValue]) {
+    var columns = ["\"_pk\"", "\"_version\""]
+    var values = ["\"_pk\"", "\"_version\""]
+    var bindings: [SQLValue] = []
+    for attribute in mapping.attributes where attribute.attribute.isPersistent {
+      columns.append(quote(attribute.attribute.name))
+      guard let sourceName = attribute.source, let oldAttribute = source.attribute(named: sourceName) else {
+        values.append("?")
+        bindings.append(SQLiteSchema.encode(attribute.fill))
+        continue
+      }
+      if oldAttribute.type == attribute.attribute.type && oldAttribute.isOptional == attribute.attribute.isOptional {
+        values.append(quote(sourceName))
+      } else {
+        values.append("\(SQLiteFunctions.migrateFunction)(\(conversion(attribute)), \(quote(sourceName)))")
+      }
+    }
+    for (column, sourceColumn) in SQLLayout.toOneColumnSources(mapping, source: source) {
+      columns.append(quote(column))
+      values.append(sourceColumn.map(quote) ?? "NULL")
+    }
+    return (columns, values, bindings)
   }
 
   /// What altering a carried entity's table in place does, worked out before anything runs.

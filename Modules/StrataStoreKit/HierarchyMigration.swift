@@ -122,6 +122,24 @@ package struct HierarchyMigration: Sendable {
     dropsObjects = consumedList.flatMap { old.entityAndDescendants($0) }.contains { !fed.contains($0) }
   }
 
+  /// What fills the rebuilt table `storage`: each entity stored in it that has an old entity, with that
+  /// entity, the old table holding its rows and whether they are told apart there by `_entity`.
+  ///
+  /// ```swift
+  /// for copy in hierarchy.copies(into: "Media", of: migration) { … }   // Movie from "Movie" (shared)
+  /// ```
+  package func copies(
+    into storage: String, of migration: ModelMigration
+  ) -> [(mapping: EntityMapping, source: EntityDescription, oldTable: String, isShared: Bool)] {
+    (rebuiltStorages[storage] ?? []).compactMap { name in
+      guard let mapping = migration.entities.first(where: { $0.entity.name == name }), let sourceName = mapping.source,
+        let source = migration.source.entity(named: sourceName)
+      else { return nil }
+      let (oldTable, isShared) = Self.oldStorage(of: sourceName, in: migration.source)
+      return (mapping, source, oldTable, isShared)
+    }
+  }
+
   /// The old table holding the objects of the old entity `entity`, and whether its rows are told apart by
   /// `_entity`.
   package static func oldStorage(of entity: String, in model: ObjectModel) -> (table: String, isShared: Bool) {

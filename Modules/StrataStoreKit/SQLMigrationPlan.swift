@@ -47,6 +47,53 @@ extension SQLLayout {
     return joins
   }
 
+  /// For each to-one relationship of `mapping`'s entity (in order), its column and the column of the old
+  /// entity `source` its keys come from: `nil` for a new relationship, or one that was to-many, which
+  /// starts empty.
+  ///
+  /// ```swift
+  /// SQLLayout.toOneColumnSources(mapping, source: oldMovie)   // [("director", "director"), ("studio", nil)]
+  /// ```
+  package static func toOneColumnSources(
+    _ mapping: EntityMapping, source: EntityDescription
+  ) -> [(column: String, source: String?)] {
+    mapping.entity.toOneRelationships.map { relationship in
+      let old = mapping.relationshipSources[relationship.name].flatMap { source.relationship(named: $0) }
+      return (relationship.name, old?.isToMany == false ? old?.name : nil)
+    }
+  }
+
+  /// The statements that clear every to-one reference and join-table link to an object that is not
+  /// stored (after a migration dropped the objects of a removed sub-entity): each to-one column set to
+  /// `NULL` where its key has no row in the destination's table or view, each of `joinTables` emptied of
+  /// links whose source or target has none. `tableName` quotes (and qualifies) a table or view name.
+  ///
+  /// ```swift
+  /// for sql in SQLLayout.danglingReferenceCleanup(model, joinTables: schema.joinTables, tableName: quote) { … }
+  /// ```
+  package static func danglingReferenceCleanup(
+    _ model: ObjectModel, joinTables: [SQLJoinTable], tableName: (String) -> String
+  ) -> [String] {
+    let inheritance = model.inheritance
+    var statements: [String] = []
+    for entity in model.entities {
+      let storage = inheritance.isInHierarchy(entity.name) ? inheritance.root(of: entity.name) : entity.name
+      for relationship in entity.toOneRelationships
+      where model.declaringEntity(of: relationship.name, in: entity.name) == entity.name {
+        let column = quote(relationship.name)
+        statements.append(
+          "UPDATE \(tableName(storage)) SET \(column) = NULL WHERE \(column) IS NOT NULL "
+            + "AND \(column) NOT IN (SELECT \"_pk\" FROM \(tableName(relationship.destination)))")
+      }
+    }
+    for join in joinTables {
+      statements.append(
+        "DELETE FROM \(tableName(join.name)) WHERE \"source\" NOT IN (SELECT \"_pk\" FROM \(tableName(join.sourceEntity))) "
+          + "OR \"target\" NOT IN (SELECT \"_pk\" FROM \(tableName(join.targetEntity)))")
+    }
+    return statements
+  }
+
   /// The rows of `table` (``SQLTableDescription/selectList(alias:)``) that share the values of the
   /// unique `columns`, none nil, with another row, in `_pk` order.
   package static func clashingRowsSQL(_ table: some SQLTableDescription, columns: [String]) -> String {
