@@ -68,9 +68,12 @@ extension Conformance {
     /// Saves and batch inserts interrupted by killing the worker process at random moments: every write is
     /// whole or absent, and none acknowledged is lost.
     case writeCrash
-    /// Codable attributes (arrays, sets, dictionaries, structs) and enum attributes: storage, predicates,
-    /// values that no longer decode.
+    /// Codable attributes (arrays, sets, dictionaries, structs): storage, predicates, values that no longer
+    /// decode.
     case compositeAttributes
+    /// Enum attributes (`String` and `Int` raw values): predicates against cases and raw values, sorting by
+    /// raw value, unknown raw values (an error or the fallback), migrating a plain attribute into an enum.
+    case enumAttributes
     /// Entity inheritance: abstract entities, sub-entities fetched through their parents as their own
     /// classes, relationships to a parent, constraints across a hierarchy.
     case inheritance
@@ -150,6 +153,7 @@ extension Conformance {
     case .migrationCrash: try await migrationCrash(backend)
     case .writeCrash: try await writeCrash(backend)
     case .compositeAttributes: try await compositeAttributes(backend)
+    case .enumAttributes: try await enumAttributes(backend)
     case .inheritance: try await inheritance(backend)
     }
   }
