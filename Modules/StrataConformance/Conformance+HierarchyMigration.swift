@@ -223,3 +223,60 @@ extension Conformance {
     #expect(series["Miami Vice"]?.attributes == vice?.attributes)
   }
 }
+
+extension Conformance {
+  /// Removing a sub-entity drops its objects, as Core Data's inferred mapping drops an entity that has no
+  /// destination, and clears what pointed at them: a to-one from another entity becomes nil, links of a
+  /// many-to-many relationship go. Not part of an area: the LMDB store refuses this case with
+  /// `.unsupported` (see ``Capabilities/hierarchyMigration``); the SQLite, PostgreSQL and memory stores'
+  /// tests run it.
+  ///
+  /// ```swift
+  /// @Test func removingASubentity() throws { try Conformance.removingASubentityClearsReferences(backend) }
+  /// ```
+  public static func removingASubentityClearsReferences(_ backend: ConformanceBackend) throws {
+    let fans = RelationshipDescription(name: "fans", destination: "Shelf", inverse: "favorites", isToMany: true)
+    let movie = EntityDescription(
+      name: "Movie", attributes: [AttributeDescription(name: "title", type: .string)], relationships: [fans])
+    let shelf = EntityDescription(
+      name: "Shelf", attributes: [AttributeDescription(name: "name", type: .string)],
+      relationships: [
+        RelationshipDescription(name: "pick", destination: "Movie"),
+        RelationshipDescription(name: "favorites", destination: "Movie", inverse: "fans", isToMany: true),
+      ])
+    let remake = EntityDescription(
+      name: "Remake", attributes: [AttributeDescription(name: "original", type: .string, isOptional: true)],
+      parentEntity: "Movie")
+    let v1 = try ObjectModel(entities: [movie, remake, shelf])
+    let v2 = try ObjectModel(entities: [movie, shelf])
+    let store = try backend.factory.openStore(at: try backend.makeLocation(), model: v1, options: StoreOptions())
+    let heat = ObjectID.makeTemporary(entityName: "Movie")
+    let heat2 = ObjectID.makeTemporary(entityName: "Remake")
+    let a = ObjectID.makeTemporary(entityName: "Shelf")
+    let b = ObjectID.makeTemporary(entityName: "Shelf")
+    let saved = try store.save(
+      ChangeSet(
+        inserted: [
+          ObjectChange(objectID: heat, attributes: ["Heat"], toOne: []),
+          ObjectChange(objectID: heat2, attributes: ["Heat 2", "Heat"], toOne: []),
+          ObjectChange(objectID: a, attributes: ["A"], toOne: [heat2]),
+          ObjectChange(objectID: b, attributes: ["B"], toOne: [heat]),
+        ],
+        linkChanges: [heat, heat2].map {
+          LinkChange(entityName: "Shelf", relationship: "favorites", source: a, target: $0, isInsertion: true)
+        }))
+    let ids = try [heat, heat2, a, b].map { try #require(saved.permanentIDs[$0]) }
+    #expect(Set(try store.relatedObjectIDs(of: ids[2], relationship: "favorites", generation: nil)) == [ids[0], ids[1]])
+
+    let migrated = try store.migrated(by: try ModelMigration(from: v1, to: v2))
+    defer { migrated.close() }
+    #expect(try migrated.count(FetchDescription(entityName: "Movie")) == 1)
+    let shelves = try rows(migrated, "Shelf")
+    let heatID = ObjectID(entityName: "Movie", storeIdentifier: migrated.identifier, primaryKey: ids[0].primaryKey ?? 0)
+    #expect(shelves["A"]?.toOne == [nil], "a to-one to a dropped object is cleared")
+    #expect(shelves["B"]?.toOne == [heatID])
+    let aID = try #require(shelves["A"]?.objectID)
+    #expect(try migrated.relatedObjectIDs(of: aID, relationship: "favorites", generation: nil) == [heatID])
+    #expect(try migrated.relatedObjectIDs(of: heatID, relationship: "fans", generation: nil) == [aID])
+  }
+}

@@ -14,3 +14,8 @@ func postgresConformance(_ area: Conformance.Area) async throws {
   _ = try PostgresTestServer.uri()
   try await Conformance.run(area, on: postgresBackend)
 }
+
+@Test func removingASubentityClearsReferences() throws {
+  _ = try PostgresTestServer.uri()
+  try Conformance.removingASubentityClearsReferences(postgresBackend)
+}
