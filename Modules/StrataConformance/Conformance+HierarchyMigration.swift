@@ -8,11 +8,12 @@ import Testing
 enum HierarchyVersions {
   static let director = RelationshipDescription(name: "director", destination: "Director", inverse: "movies")
 
-  static func director(born: Bool) -> EntityDescription {
+  static func director(born: Bool, country: Bool = false) -> EntityDescription {
     EntityDescription(
       name: "Director",
       attributes: [AttributeDescription(name: "name", type: .string)]
-        + (born ? [AttributeDescription(name: "born", type: .int64, isOptional: true)] : []),
+        + (born ? [AttributeDescription(name: "born", type: .int64, isOptional: true)] : [])
+        + (country ? [AttributeDescription(name: "country", type: .string, defaultValue: "US")] : []),
       relationships: [RelationshipDescription(name: "movies", destination: "Movie", inverse: "director", isToMany: true)])
   }
 
@@ -89,6 +90,11 @@ enum HierarchyVersions {
         ] + series.attributes))
     return try ObjectModel(entities: model)
   }
+
+  /// Version 6: only `Director`, outside the hierarchy, changes (gains `country`, default "US").
+  static func v6() throws -> ObjectModel {
+    try ObjectModel(entities: try v5().entities.map { $0.name == "Director" ? director(born: true, country: true) : $0 })
+  }
 }
 
 extension Conformance {
@@ -96,10 +102,10 @@ extension Conformance {
   /// attributes added to a root (inherited) and a sub-entity, one renamed, a sub-entity added below
   /// another and an unrelated entity changed; a sub-entity removed (its objects dropped, relationships to
   /// them gone); an existing root moved under a new abstract parent that takes an attribute; a sub-entity
-  /// leaving its hierarchy. After each step every object keeps its primary key and its entity, its
-  /// values are what the test computes from what it stored, fetches of a parent include its
-  /// sub-entities, and relationships hold what they held. A backend without the capability refuses the
-  /// first step with `.unsupported` and keeps its data.
+  /// leaving its hierarchy; an entity outside the hierarchy changing next to it. After each step every
+  /// object keeps its primary key and its entity, its values are what the test computes from what it
+  /// stored, fetches of a parent include its sub-entities, and relationships hold what they held. A
+  /// backend without the capability refuses the first step with `.unsupported` and keeps its data.
   static func existingHierarchiesMigrate(_ backend: ConformanceBackend) throws {
     let url = try backend.makeLocation()
     let v1 = try HierarchyVersions.v1()
@@ -221,6 +227,24 @@ extension Conformance {
     #expect(series.count == 1)
     #expect(series["Miami Vice"]?.objectID.primaryKey == keys["Miami Vice"])
     #expect(series["Miami Vice"]?.attributes == vice?.attributes)
+
+    // 5. An entity outside the hierarchy changes next to it: the hierarchy keeps its storage and objects.
+    let v6 = try HierarchyVersions.v6()
+    store = try store.migrated(by: try ModelMigration(from: v5, to: v6))
+    try check("an unrelated entity changed", root: "Media", seriesInHierarchy: false)
+    #expect(try store.snapshots(for: [mannID], generation: nil).map(\.attributes) == [["Michael Mann", nil, "US"]])
+    #expect(try rows(store, "Series")["Miami Vice"]?.attributes == vice?.attributes)
+    let heist = ObjectID.makeTemporary(entityName: "Movie")
+    let later = try store.save(
+      ChangeSet(inserted: [ObjectChange(objectID: heist, attributes: ["Heist", nil, 2001, nil], toOne: [mannID])]))
+    #expect(later.permanentIDs[heist]?.primaryKey.map { !keys.values.contains($0) } == true)
+    let clashing = expectStoreError(.constraintConflict) {
+      try store.save(
+        ChangeSet(inserted: [
+          ObjectChange(objectID: .makeTemporary(entityName: "Movie"), attributes: ["Heat", nil, 2001, nil], toOne: [nil])
+        ]))
+    }
+    #expect(clashing != nil, "the kept hierarchy's uniqueness constraint still holds")
   }
 }
 
