@@ -245,6 +245,24 @@ extension Conformance {
         ]))
     }
     #expect(clashing != nil, "the kept hierarchy's uniqueness constraint still holds")
+
+    // Refused, the store unchanged: two existing tables merged into one hierarchy (Series back under
+    // Movie: their keys could clash), and an entity that has objects becoming abstract.
+    let before = try rows(store, "Media")
+    let merged = try ObjectModel(
+      entities: v6.entities.map { $0.name == "Series" ? HierarchyVersions.series : $0 })
+    let merging = expectStoreError(.unsupported) { try store.migrated(by: try ModelMigration(from: v6, to: merged)) }
+    #expect(merging?.message.contains("Series") == true, "\(merging?.message ?? "")")
+    let abstract = try ObjectModel(
+      entities: v6.entities.map { entity in
+        guard entity.name == "Movie" else { return entity }
+        return EntityDescription(
+          name: "Movie", attributes: entity.attributes, relationships: entity.relationships,
+          uniquenessConstraints: entity.uniquenessConstraints, parentEntity: "Media", isAbstract: true)
+      })
+    let abstracting = expectStoreError(.unsupported) { try store.migrated(by: try ModelMigration(from: v6, to: abstract)) }
+    #expect(abstracting?.entity == "Movie")
+    #expect(try rows(store, "Media") == before)
   }
 }
 
