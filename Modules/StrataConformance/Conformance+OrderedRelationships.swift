@@ -1,0 +1,146 @@
+import Foundation
+import Strata
+import StrataStoreKit
+import Testing
+
+final class Playlist: ManagedObject {
+  @Attribute var name: String
+  @Relationship(inverse: "playlist", deleteRule: .cascade) var tracks: [Track]
+  @Relationship(inverse: "mixes") var picks: [Track]
+}
+
+final class Track: ManagedObject {
+  @Attribute var title: String
+  @Relationship(inverse: "tracks") var playlist: Playlist?
+  @Relationship(inverse: "picks") var mixes: Set<Playlist>
+}
+
+enum OrderedModel {
+  static let types: [ManagedObject.Type] = [Playlist.self, Track.self]
+}
+
+extension Conformance {
+  /// Ordered to-many relationships (`[T]`, Core Data's `isOrdered`), one-to-many and many-to-many: insert
+  /// at an index, move, remove, repeats kept once, the inverse's to-one appending; the order survives
+  /// saves, faults, fresh containers, merges of another context's save, child contexts and undo.
+  /// Expected orders are computed with Swift arrays beside the edits.
+  public static func orderedRelationships(_ backend: ConformanceBackend) async throws {
+    let model = try ObjectModel(types: OrderedModel.types)
+    #expect(model.entity(named: "Playlist")?.relationship(named: "tracks")?.isOrdered == true)
+    #expect(model.entity(named: "Playlist")?.relationship(named: "picks")?.isOrdered == true)
+    #expect(model.entity(named: "Track")?.relationship(named: "mixes")?.isOrdered == false)
+    #expect(try ObjectModel.decode(jsonData: model.jsonData()) == model)
+
+    let (container, url) = try backend.container(types: OrderedModel.types)
+    let context = container.viewContext
+    let titles = ["a", "b", "c", "d", "e", "f", "g"]
+    var byTitle: [String: Track] = [:]
+    for title in titles {
+      let track = Track(context: context)
+      track.title = title
+      byTitle[title] = track
+    }
+    func tracks(_ names: [String]) -> [Track] { names.compactMap { byTitle[$0] } }
+    let mix = Playlist(context: context)
+    mix.name = "mix"
+    let other = Playlist(context: context)
+    other.name = "other"
+
+    // Assign, append through the inverse, insert at an index; a repeat keeps its first place.
+    var expected = ["c", "a", "b"]
+    mix.tracks = tracks(expected + ["a"])
+    #expect(mix.tracks.map(\.title) == expected)
+    byTitle["d"]?.playlist = mix
+    expected.append("d")
+    mix.tracks.insert(try #require(byTitle["e"]), at: 1)
+    expected.insert("e", at: 1)
+    #expect(mix.tracks.map(\.title) == expected)
+    #expect(byTitle["e"]?.playlist === mix)
+    var expectedPicks = ["g", "a", "f"]
+    mix.picks = tracks(expectedPicks)
+    other.picks = tracks(["f", "g"])
+    try context.save()
+    #expect(mix.tracks.map(\.title) == expected)
+
+    func storedOrder(_ keyPath: KeyPath<Playlist, [Track]>, in context: ObjectContext) throws -> [String] {
+      let found = try context.fetch(FetchRequest<Playlist>(format: "name == 'mix'"))
+      return try #require(found.first)[keyPath: keyPath].map(\.title)
+    }
+    try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
+    try #expect(storedOrder(\.picks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expectedPicks)
+    try #expect(
+      storedOrder(\.picks, in: backend.freshContext(container, url, types: OrderedModel.types)).count == 3)
+    let otherReader = try backend.freshContext(container, url, types: OrderedModel.types)
+    let otherPicks = try otherReader.fetch(FetchRequest<Playlist>(format: "name == 'other'")).first?.picks.map(\.title)
+    #expect(otherPicks == ["f", "g"])
+
+    // A second context that has the lists loaded sees a reorder after merging the save.
+    let reader = container.newBackgroundContext()
+    let readerMix = try reader.performAndWait { try reader.fetch(FetchRequest<Playlist>(format: "name == 'mix'")).first }
+    #expect(reader.performAndWait { readerMix?.tracks.map(\.title) } == expected)
+
+    // Move, remove (the removed track leaves the playlist), reorder the many-to-many.
+    var list = mix.tracks
+    let moved = list.remove(at: 0)
+    list.append(moved)
+    mix.tracks = list
+    expected.append(expected.removeFirst())
+    let removedTitle = expected.remove(at: 2)
+    mix.tracks.remove(at: 2)
+    #expect(byTitle[removedTitle]?.playlist == nil)
+    mix.picks = mix.picks.reversed()
+    expectedPicks.reverse()
+    #expect(mix.tracks.map(\.title) == expected)
+    try context.save()
+    let saved = ContextDidSave(updatedObjectIDs: Set([mix.objectID] + byTitle.values.map(\.objectID)))
+    try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
+    try #expect(storedOrder(\.picks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expectedPicks)
+    ObjectContext.mergeChanges(fromRemoteContextSave: saved, into: [reader])
+    #expect(reader.performAndWait { readerMix?.tracks.map(\.title) } == expected)
+    #expect(reader.performAndWait { readerMix?.picks.map(\.title) } == expectedPicks)
+
+    // Refaulted, the list reads back in order.
+    context.refresh(mix, mergeChanges: false)
+    #expect(mix.tracks.map(\.title) == expected)
+
+    // A child context's reorder reaches the parent, then the store.
+    let child = context.newChildContext(concurrencyType: .mainQueue)
+    let draft = try #require(child.object(with: mix.objectID) as? Playlist)
+    draft.tracks = draft.tracks.reversed()
+    try child.save()
+    expected.reverse()
+    #expect(mix.tracks.map(\.title) == expected)
+    try context.save()
+    try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
+
+    // Undo puts the previous order back; rollback the saved one.
+    let undo = ContextUndoManager()
+    context.undoManager = undo
+    let beforeUndo = expected
+    mix.tracks.swapAt(0, mix.tracks.count - 1)
+    #expect(mix.tracks.map(\.title) != beforeUndo)
+    undo.undo()
+    #expect(mix.tracks.map(\.title) == beforeUndo)
+    mix.tracks = mix.tracks.reversed()
+    context.rollback()
+    #expect(mix.tracks.map(\.title) == beforeUndo)
+    context.undoManager = nil
+
+    // Moving a track to another playlist through its to-one appends it there.
+    let last = try #require(mix.tracks.first)
+    last.playlist = other
+    expected.removeFirst()
+    try context.save()
+    let fresh = try backend.freshContext(container, url, types: OrderedModel.types)
+    try #expect(storedOrder(\.tracks, in: fresh) == expected)
+    #expect(try fresh.fetch(FetchRequest<Playlist>(format: "name == 'other'")).first?.tracks.map(\.title) == [last.title])
+    withExtendedLifetime(fresh) {}
+
+    // Deleting a track leaves the others in order.
+    let doomed = try #require(mix.tracks.dropFirst().first)
+    expected.removeAll { $0 == doomed.title }
+    context.delete(doomed)
+    try context.save()
+    try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
+  }
+}
