@@ -139,8 +139,19 @@ extension Conformance {
     // Deleting a track leaves the others in order.
     let doomed = try #require(mix.tracks.dropFirst().first)
     expected.removeAll { $0 == doomed.title }
+    expectedPicks.removeAll { $0 == doomed.title }
     context.delete(doomed)
     try context.save()
     try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
+    try #expect(storedOrder(\.picks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expectedPicks)
+
+    // A copy into a new store (`strata copy`) keeps every list's order.
+    let destination = StoreDescription(type: backend.factory.storeType, url: try backend.makeLocation())
+    _ = try container.migratePersistentStore(to: destination)
+    let copied = container.newBackgroundContext()
+    try copied.performAndWait {
+      try #expect(storedOrder(\.tracks, in: copied) == expected)
+      try #expect(storedOrder(\.picks, in: copied) == expectedPicks)
+    }
   }
 }
