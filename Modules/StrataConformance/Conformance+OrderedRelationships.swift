@@ -155,3 +155,64 @@ extension Conformance {
     }
   }
 }
+
+extension Conformance {
+  /// Migration of ordered relationships (part of the migration area): a to-many made ordered starts in
+  /// its targets' primary-key order, a saved order survives a later migration of the destination entity,
+  /// and a relationship made unordered reads in primary-key order again.
+  static func orderingMigrates(_ backend: ConformanceBackend) throws {
+    let url = try backend.makeLocation()
+    let v1 = try MigrationModels.model()
+    let store = try backend.factory.openStore(at: url, model: v1, options: StoreOptions())
+    let mann = ObjectID.makeTemporary(entityName: "Director")
+    func movie(_ title: String) -> ObjectChange {
+      let id = ObjectID.makeTemporary(entityName: "Movie")
+      return ObjectChange(
+        objectID: id, attributes: [.string(title), .int(2000), .null, .bool(false), .null, .null], toOne: [mann])
+    }
+    let inserted = [
+      ObjectChange(objectID: mann, attributes: [.string("Michael Mann")], toOne: []), movie("Thief"), movie("Heat"),
+      movie("Collateral"),
+    ]
+    let saved = try store.save(ChangeSet(inserted: inserted))
+    let director = try #require(saved.permanentIDs[mann])
+    let movies = inserted.dropFirst().compactMap { saved.permanentIDs[$0.objectID] }
+    let byKey = movies.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
+    #expect(Set(try store.relatedObjectIDs(of: director, relationship: "movies", generation: nil)) == Set(movies))
+
+    func directorModel(ordered: Bool, movie: [AttributeDescription]? = nil) throws -> ObjectModel {
+      var movies = MigrationModels.movies
+      movies.isOrdered = ordered
+      return try movie.map { try MigrationModels.model(movie: $0, directorRelationships: [movies]) }
+        ?? MigrationModels.model(directorRelationships: [movies])
+    }
+    let v2 = try directorModel(ordered: true)
+    let toOrdered = try ModelMigration(from: v1, to: v2)
+    #expect(
+      toOrdered.changes.contains { change in
+        if case .orderingChanged(true) = change.kind { change.key == "movies" } else { false }
+      })
+    let ordered = try store.migrated(by: toOrdered)
+    #expect(try ordered.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == byKey)
+
+    let chosen = Array(byKey.reversed())
+    var reorder = ChangeSet()
+    reorder.orderedLists = [OrderedListChange(entityName: "Director", relationship: "movies", source: director, targets: chosen)]
+    _ = try ordered.save(reorder)
+    #expect(try ordered.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == chosen)
+
+    // The destination entity loses an attribute: its table or records are rewritten, the order stays.
+    let v3 = try directorModel(
+      ordered: true, movie: [MigrationModels.title, MigrationModels.year, MigrationModels.votes, MigrationModels.seen])
+    let rewritten = try ordered.migrated(by: try ModelMigration(from: v2, to: v3))
+    #expect(try rewritten.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == chosen)
+
+    let v4 = try directorModel(
+      ordered: false, movie: [MigrationModels.title, MigrationModels.year, MigrationModels.votes, MigrationModels.seen])
+    let toUnordered = try ModelMigration(from: v3, to: v4)
+    #expect(toUnordered.changes.contains { if case .orderingChanged(false) = $0.kind { true } else { false } })
+    let unordered = try rewritten.migrated(by: toUnordered)
+    defer { unordered.close() }
+    #expect(try unordered.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == byKey)
+  }
+}

@@ -109,7 +109,10 @@ struct PostgresSchema: Sendable {
     switch toManyStorage(entity, relationship) {
     case .foreignKey(let destination, let column):
       let position = order.map { "\(quoteIdentifier($0.column)) NULLS LAST, " } ?? ""
-      return "SELECT \"_pk\" FROM \(qualify(destination)) WHERE \(quoteIdentifier(column)) = $1 ORDER BY \(position)\"_pk\""
+      // An ordered list reads its hierarchy's table: a sub-entity's view expanded `*` when it was made,
+      // perhaps before a migration added the position column.
+      let source = order.map { qualify($0.table) } ?? qualify(destination)
+      return "SELECT \"_pk\" FROM \(source) WHERE \(quoteIdentifier(column)) = $1 ORDER BY \(position)\"_pk\""
     case .joinTable(let joinTable, let ownerColumn, let targetColumn, _):
       let position = order.map { "j.\(quoteIdentifier($0.column)) NULLS LAST, " } ?? ""
       return "SELECT j.\(quoteIdentifier(targetColumn)) FROM \(qualify(joinTable)) AS j "
