@@ -145,6 +145,40 @@ extension Conformance {
     try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
     try #expect(storedOrder(\.picks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expectedPicks)
 
+    // Predicates: [SIZE] of an ordered relationship is its count; an element subscript is refused in a
+    // fetch, naming the relationship; a subscript of an unordered relationship is an invalid query.
+    let empty = Playlist(context: context)
+    empty.name = "empty"
+    try context.save()
+    let playlists = try context.fetch(FetchRequest<Playlist>())
+    for (format, keep) in [
+      ("tracks[SIZE] > 2", { (p: Playlist) in p.tracks.count > 2 }), ("tracks[SIZE] == 0", { $0.tracks.isEmpty }),
+      ("picks[SIZE] >= 2", { $0.picks.count >= 2 }),
+      (
+        "tracks[SIZE] == 1 OR picks[SIZE] == 0",
+        {
+          $0.tracks.count == 1 || $0.picks.isEmpty
+        }
+      ),
+    ] {
+      let found = try context.fetch(FetchRequest<Playlist>(format: format)).map(\.name).sorted()
+      #expect(found == playlists.filter(keep).map(\.name).sorted(), "\(format)")
+    }
+    let first = expectStoreError(.unsupported) {
+      try context.fetch(FetchRequest<Playlist>(format: "tracks[FIRST].title == 'a'"))
+    }
+    #expect(first?.message.contains("tracks") == true, "\(first?.message ?? "")")
+    expectStoreError(.unsupported) { try context.fetch(FetchRequest<Playlist>(format: "tracks[2].title == 'a'")) }
+    expectStoreError(.unsupported) { try context.fetch(FetchRequest<Playlist>(format: "tracks[LAST].title == 'a'")) }
+    let unordered = expectStoreError(.invalidQuery) {
+      try context.fetch(FetchRequest<Track>(format: "mixes[FIRST].name == 'mix'"))
+    }
+    #expect(unordered?.message.contains("mixes") == true, "\(unordered?.message ?? "")")
+    expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Track>(format: "mixes[SIZE] == 1")) }
+    expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Playlist>(format: "tracks[-1].title == 'a'")) }
+    expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Playlist>(format: "tracks[1.5].title == 'a'")) }
+    expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Playlist>(format: "tracks[SIZE].title == 1")) }
+
     // A copy into a new store (`strata copy`) keeps every list's order.
     let destination = StoreDescription(type: backend.factory.storeType, url: try backend.makeLocation())
     _ = try container.migratePersistentStore(to: destination)

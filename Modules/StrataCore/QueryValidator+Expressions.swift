@@ -126,7 +126,10 @@ struct ExpressionChecker {
           "'\(path.keyPath)' reads inside a Codable attribute, so its subscript can only be compared with a constant, not used inside an expression",
           entity: entity.name, key: path.keyPath)
       }
-      let what = path.isCollection ? "a to-many relationship, whose targets are a set (not ordered)" : "not a collection"
+      var what = path.isCollection ? "a to-many relationship, whose targets are a set (not ordered)" : "not a collection"
+      if case .toMany(let rel) = path.terminal, rel.isOrdered {
+        what = "an ordered relationship: only [SIZE] of it may be compared"
+      }
       throw StoreError(
         .invalidQuery, "\(keyPath) is \(what), so it cannot be subscripted with [\(Self.text(of: position))]",
         entity: entity.name, key: keyPath)
@@ -169,6 +172,9 @@ struct ExpressionChecker {
     default: return nil
     }
     let path = try ResolvedKeyPath(base, entity: entity, model: model)
+    if case .toMany(let rel) = path.terminal, rel.isOrdered {
+      return try orderedSubscriptKeyPath(path, rel, parts.position, parts.keyPath)
+    }
     guard path.isJSON else { return nil }
     if let fold = path.memberFold {
       throw StoreError(
@@ -189,6 +195,28 @@ struct ExpressionChecker {
       return path.keyPath + ".@count"
     }
     return path.keyPath + suffix + (parts.keyPath.map { "." + $0 } ?? "")
+  }
+
+  /// A subscript of an ordered to-many relationship: `[SIZE]` is its count (`tracks.@count`, the same on
+  /// every backend); `[FIRST]`, `[LAST]` and `[n]` are `.unsupported` in fetches for now, naming the
+  /// relationship (docs/QUERY-SEMANTICS.md).
+  private func orderedSubscriptKeyPath(
+    _ path: ResolvedKeyPath, _ rel: RelationshipDescription, _ position: QuerySubscript, _ key: String?
+  ) throws -> String {
+    if case .index(let expression) = position { _ = try subscriptIndex(expression) }
+    guard case .size = position else {
+      throw StoreError(
+        .unsupported,
+        "\(path.keyPath)[\(Self.text(of: position))]: fetches do not read an element of the ordered relationship "
+          + "'\(path.keyPath)' (\(rel.destination) objects) yet; [SIZE] (its count) is supported",
+        entity: entity.name, key: path.keyPath)
+    }
+    if let key {
+      throw StoreError(
+        .invalidQuery, "a key cannot follow [SIZE], which is a number ('\(key)' after '\(path.keyPath)')",
+        entity: entity.name, key: key)
+    }
+    return path.keyPath + ".@count"
   }
 
   private static func text(of position: QuerySubscript) -> String {
