@@ -179,6 +179,18 @@ extension Conformance {
     expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Playlist>(format: "tracks[1.5].title == 'a'")) }
     expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Playlist>(format: "tracks[SIZE].title == 1")) }
 
+    // A list for an unordered relationship is refused with the whole save: nothing of it is written.
+    let store = try #require(container.persistentStore)
+    var bad = ChangeSet(inserted: [
+      ObjectChange(objectID: .makeTemporary(entityName: "Playlist"), attributes: [.string("bad")], toOne: [])
+    ])
+    bad.orderedLists = [
+      OrderedListChange(entityName: "Track", relationship: "mixes", source: last.objectID, targets: [mix.objectID])
+    ]
+    let refused = expectStoreError(.misuse) { try store.save(bad) }
+    #expect(refused?.key == "mixes", "\(refused?.message ?? "")")
+    #expect(try context.count(for: FetchRequest<Playlist>(format: "name == 'bad'")) == 0)
+
     // A copy into a new store (`strata copy`) keeps every list's order.
     let destination = StoreDescription(type: backend.factory.storeType, url: try backend.makeLocation())
     _ = try container.migratePersistentStore(to: destination)

@@ -110,7 +110,7 @@ public struct LinkChange: Sendable, Hashable {
   }
 }
 
-/// The new order of one ordered to-many relationship of one object (``RelationshipDescription/isOrdered``).
+/// The new order of one ordered to-many relationship of one object (`RelationshipDescription.isOrdered`).
 ///
 /// A ``ChangeSet`` carries one for every object whose ordered relationship changed in membership or
 /// order, listing the complete new list. The membership itself still travels the usual way (the
