@@ -199,6 +199,39 @@ extension Conformance {
       try #expect(storedOrder(\.tracks, in: copied) == expected)
       try #expect(storedOrder(\.picks, in: copied) == expectedPicks)
     }
+    try orderedHistory(backend)
+  }
+
+  /// Persistent history records a reorder as an update of the relationship on its source.
+  private static func orderedHistory(_ backend: ConformanceBackend) throws {
+    let container = PersistentContainer(
+      name: "Ordered", model: try ObjectModel(types: OrderedModel.types), types: OrderedModel.types,
+      registry: StoreRegistry([backend.factory]))
+    container.storeDescriptions = [
+      StoreDescription(
+        type: backend.factory.storeType, url: try backend.makeLocation(), options: StoreOptions(tracksHistory: true))
+    ]
+    try container.loadPersistentStores()
+    defer { container.close() }
+    let context = container.viewContext
+    let list = Playlist(context: context)
+    list.name = "history"
+    let one = Track(context: context)
+    one.title = "1"
+    let two = Track(context: context)
+    two.title = "2"
+    list.tracks = [one, two]
+    try context.save()
+    let token = try #require(container.persistentStore).currentHistoryToken()
+    list.tracks = [two, one]
+    try context.save()
+    guard case .transactions(let transactions) = try context.execute(.fetchHistory(after: token)) else {
+      Issue.record("expected history transactions")
+      return
+    }
+    let change = transactions.flatMap(\.changes).first { $0.objectID == list.objectID }
+    #expect(change?.changeType == .update)
+    #expect(change?.updatedProperties.contains("tracks") == true, "\(String(describing: change))")
   }
 }
 
