@@ -145,8 +145,9 @@ extension Conformance {
     try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
     try #expect(storedOrder(\.picks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expectedPicks)
 
-    // Predicates: [SIZE] of an ordered relationship is its count; an element subscript is refused in a
-    // fetch, naming the relationship; a subscript of an unordered relationship is an invalid query.
+    // Predicates: [SIZE] of an ordered relationship is its count, [FIRST].key, [LAST].key and [n].key read
+    // an element's attribute (nil past the end); an element without a key is refused naming the
+    // relationship; a subscript of an unordered relationship is an invalid query.
     let empty = Playlist(context: context)
     empty.name = "empty"
     try context.save()
@@ -160,16 +161,15 @@ extension Conformance {
           $0.tracks.count == 1 || $0.picks.isEmpty
         }
       ),
-    ] {
+    ] + elementCases(first: expected.first ?? "", second: expected.dropFirst().first ?? "", last: expected.last ?? "") {
       let found = try context.fetch(FetchRequest<Playlist>(format: format)).map(\.name).sorted()
       #expect(found == playlists.filter(keep).map(\.name).sorted(), "\(format)")
     }
     let first = expectStoreError(.unsupported) {
-      try context.fetch(FetchRequest<Playlist>(format: "tracks[FIRST].title == 'a'"))
+      try context.fetch(FetchRequest<Playlist>(format: "tracks[FIRST] == nil"))
     }
     #expect(first?.message.contains("tracks") == true, "\(first?.message ?? "")")
-    expectStoreError(.unsupported) { try context.fetch(FetchRequest<Playlist>(format: "tracks[2].title == 'a'")) }
-    expectStoreError(.unsupported) { try context.fetch(FetchRequest<Playlist>(format: "tracks[LAST].title == 'a'")) }
+    expectStoreError(.unsupported) { try context.fetch(FetchRequest<Playlist>(format: "tracks[2].playlist.name == 'a'")) }
     let unordered = expectStoreError(.invalidQuery) {
       try context.fetch(FetchRequest<Track>(format: "mixes[FIRST].name == 'mix'"))
     }
@@ -200,6 +200,21 @@ extension Conformance {
       try #expect(storedOrder(\.picks, in: copied) == expectedPicks)
     }
     try orderedHistory(backend)
+  }
+
+  /// Predicates reading elements of `Playlist.tracks` and `picks`, with the same test in Swift.
+  private static func elementCases(first: String, second: String, last: String) -> [(String, (Playlist) -> Bool)] {
+    [
+      ("tracks[FIRST].title == '\(first)'", { $0.tracks.first?.title == first }),
+      ("tracks[LAST].title == '\(last)'", { $0.tracks.last?.title == last }),
+      ("tracks[1].title == '\(second)'", { $0.tracks.count > 1 && $0.tracks[1].title == second }),
+      ("tracks[0].title == '\(second)'", { $0.tracks.first?.title == second }),
+      ("tracks[99].title == nil", { $0.tracks.count <= 99 }),
+      ("tracks[LAST].title == nil", { $0.tracks.isEmpty }),
+      ("tracks[FIRST].title != '\(first)'", { $0.tracks.first?.title != first }),
+      ("picks[FIRST].title BEGINSWITH '\(first)'", { $0.picks.first?.title.hasPrefix(first) == true }),
+      ("picks[LAST].title < 'm'", { ($0.picks.last?.title).map { $0 < "m" } == true }),
+    ]
   }
 
   /// Persistent history records a reorder as an update of the relationship on its source.

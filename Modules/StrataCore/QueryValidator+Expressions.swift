@@ -198,18 +198,31 @@ struct ExpressionChecker {
   }
 
   /// A subscript of an ordered to-many relationship: `[SIZE]` is its count (`tracks.@count`, the same on
-  /// every backend); `[FIRST]`, `[LAST]` and `[n]` are `.unsupported` in fetches for now, naming the
-  /// relationship (docs/QUERY-SEMANTICS.md).
+  /// every backend); `[FIRST].key`, `[LAST].key` and `[n].key` the key path `tracks[0].key` (an
+  /// ``ResolvedKeyPath/Terminal/element(_:_:_:index:)``); an element without an attribute after it is
+  /// `.unsupported`, naming the relationship (docs/QUERY-SEMANTICS.md).
   private func orderedSubscriptKeyPath(
     _ path: ResolvedKeyPath, _ rel: RelationshipDescription, _ position: QuerySubscript, _ key: String?
   ) throws -> String {
-    if case .index(let expression) = position { _ = try subscriptIndex(expression) }
-    guard case .size = position else {
-      throw StoreError(
-        .unsupported,
-        "\(path.keyPath)[\(Self.text(of: position))]: fetches do not read an element of the ordered relationship "
-          + "'\(path.keyPath)' (\(rel.destination) objects) yet; [SIZE] (its count) is supported",
-        entity: entity.name, key: path.keyPath)
+    var element: String?
+    switch position {
+    case .index(let expression): element = "[\(try subscriptIndex(expression))]"
+    case .first: element = "[0]"
+    case .last: element = "[LAST]"
+    case .size: element = nil
+    }
+    if let element {
+      guard let key, !key.contains("."), !key.contains("[") else {
+        throw StoreError(
+          .unsupported,
+          "\(path.keyPath)[\(Self.text(of: position))]: a fetch reads an element of the ordered relationship "
+            + "'\(path.keyPath)' (\(rel.destination) objects) through one of its attributes "
+            + "(\(path.keyPath)[\(Self.text(of: position))].name), not as an object",
+          entity: entity.name, key: path.keyPath)
+      }
+      let written = path.keyPath + element + "." + key
+      _ = try ResolvedKeyPath(written, entity: entity, model: model)
+      return written
     }
     if let key {
       throw StoreError(
