@@ -200,6 +200,34 @@ extension Conformance {
       try #expect(storedOrder(\.picks, in: copied) == expectedPicks)
     }
     try orderedHistory(backend)
+    try orderedBatches(backend)
+  }
+
+  /// Batch updates and deletes of targets leave the others in their order.
+  private static func orderedBatches(_ backend: ConformanceBackend) throws {
+    let (container, url) = try backend.container(types: OrderedModel.types)
+    let context = container.viewContext
+    let list = Playlist(context: context)
+    list.name = "batch"
+    var expected = ["d", "b", "e", "a", "c"]
+    list.tracks = expected.map { title in
+      let track = Track(context: context)
+      track.title = title
+      return track
+    }
+    try context.save()
+    _ = try context.execute(
+      .update(
+        entityName: "Track", predicate: try QueryPredicate(format: "title == 'a'"),
+        propertiesToUpdate: [
+          "title": .constant(.string("A"))
+        ]))
+    expected = expected.map { $0 == "a" ? "A" : $0 }
+    _ = try context.execute(.delete(entityName: "Track", predicate: try QueryPredicate(format: "title == 'e'")))
+    expected.removeAll { $0 == "e" }
+    let fresh = try backend.freshContext(container, url, types: OrderedModel.types)
+    let stored = try fresh.fetch(FetchRequest<Playlist>(format: "name == 'batch'")).first?.tracks.map(\.title)
+    #expect(stored == expected)
   }
 
   /// Predicates reading elements of `Playlist.tracks` and `picks`, with the same test in Swift.
