@@ -655,7 +655,7 @@ extension ManagedObject {
     guard let context = managedObjectContext else { return [] }
     let set = context.loadToMany(self, index: index)
     let ids =
-      info?.entity.toManyRelationships[index].isOrdered == true
+      info?.hasOrderedToMany == true && info?.entity.toManyRelationships[index].isOrdered == true
       ? (orderedTargets(toManyIndex: index) ?? Array(set)) : Array(set)
     // One fault batch: reading any target loads those still unloaded in one store call, instead of
     // one call per target (a director's ten movies: ten calls).
@@ -665,7 +665,8 @@ extension ManagedObject {
 
   /// The targets of the ordered to-many relationship at `index` in order, or `nil` while not loaded:
   /// `toManyOrder` without the targets the set no longer holds, then the set's targets it lacks (added
-  /// by a path that keeps only sets, such as a merge), in ID order. Stores the reconciled list.
+  /// by a path that keeps only sets, such as a merge), saved ones by key, then new ones in creation order.
+  /// Stores the reconciled list.
   func orderedTargets(toManyIndex index: Int) -> [ObjectID]? {
     guard index < toMany.count, let set = toMany[index] else { return nil }
     let order = toManyOrder[index] ?? []
@@ -673,7 +674,14 @@ extension ManagedObject {
     var seen = Set<ObjectID>()
     var result = order.filter { set.contains($0) && seen.insert($0).inserted }
     if result.count < set.count {
-      result += set.subtracting(seen).sorted { $0.description < $1.description }
+      // Saved objects by key, then new ones in the order they were made (their temporary numbers).
+      func rank(_ id: ObjectID) -> (Int, Int64, UInt64) {
+        switch id.key {
+        case .permanent(let key): (0, key, 0)
+        case .temporary(let number): (1, 0, number)
+        }
+      }
+      result += set.subtracting(seen).sorted { rank($0) < rank($1) }
     }
     toManyOrder[index] = result
     return result

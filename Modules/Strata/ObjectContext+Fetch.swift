@@ -330,7 +330,9 @@ extension ObjectContext {
     let id = resolvingFormerTemporaryID(id)
     if let object = registeredObject(for: id), let info = object.info, let index = info.toManyIndex[relationship] {
       let set = loadToMany(object, index: index)
-      if info.entity.toManyRelationships[index].isOrdered, let ordered = object.orderedTargets(toManyIndex: index) {
+      if info.hasOrderedToMany, info.entity.toManyRelationships[index].isOrdered,
+        let ordered = object.orderedTargets(toManyIndex: index)
+      {
         return ordered
       }
       return Array(set)
