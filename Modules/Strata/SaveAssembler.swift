@@ -55,10 +55,12 @@ struct SaveAssembler {
   private func appendOrderedLists(of object: ManagedObject, _ info: EntityInfo, to changeSet: inout ChangeSet) {
     for (i, rel) in info.entity.toManyRelationships.enumerated() where rel.isOrdered {
       guard object.toMany[i] != nil, let order = object.orderedTargets(toManyIndex: i) else { continue }
-      guard
-        object.isInsertedStorage || object.toMany[i] != object.committedToMany[i]
-          || order != (object.committedToManyOrder[i] ?? [])
-      else { continue }
+      // An inserted object's empty list has nothing to write.
+      let changed =
+        object.isInsertedStorage
+        ? !order.isEmpty
+        : object.toMany[i] != object.committedToMany[i] || order != (object.committedToManyOrder[i] ?? [])
+      guard changed else { continue }
       changeSet.orderedLists.append(
         OrderedListChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, targets: order))
     }
