@@ -170,6 +170,9 @@ extension Conformance {
     }
     #expect(first?.message.contains("tracks") == true, "\(first?.message ?? "")")
     expectStoreError(.unsupported) { try context.fetch(FetchRequest<Playlist>(format: "tracks[2].playlist.name == 'a'")) }
+    expectStoreError(.invalidQuery) {
+      try context.fetch(FetchRequest<Playlist>(sortDescriptors: [QuerySort("tracks[0].title")]))
+    }
     let unordered = expectStoreError(.invalidQuery) {
       try context.fetch(FetchRequest<Track>(format: "mixes[FIRST].name == 'mix'"))
     }
@@ -242,6 +245,8 @@ extension Conformance {
       ("tracks[FIRST].title != '\(first)'", { $0.tracks.first?.title != first }),
       ("picks[FIRST].title BEGINSWITH '\(first)'", { $0.picks.first?.title.hasPrefix(first) == true }),
       ("picks[LAST].title < 'm'", { ($0.picks.last?.title).map { $0 < "m" } == true }),
+      ("uppercase:(tracks[FIRST].title) == '\(first.uppercased())'", { $0.tracks.first?.title == first }),
+      ("tracks[SIZE] + picks[SIZE] > 3", { $0.tracks.count + $0.picks.count > 3 }),
     ]
   }
 

@@ -105,6 +105,7 @@ struct ExpressionChecker {
   ) throws -> (QueryExpression, ResolvedKeyPath.ValueKind?) {
     var index: Value?
     if case .index(let expression) = position { index = .int(Int64(try subscriptIndex(expression))) }
+    let elementKey = keyPath
     switch collection {
     case .constant(let value):
       guard case .array = value else {
@@ -126,10 +127,11 @@ struct ExpressionChecker {
           "'\(path.keyPath)' reads inside a Codable attribute, so its subscript can only be compared with a constant, not used inside an expression",
           entity: entity.name, key: path.keyPath)
       }
-      var what = path.isCollection ? "a to-many relationship, whose targets are a set (not ordered)" : "not a collection"
       if case .toMany(let rel) = path.terminal, rel.isOrdered {
-        what = "an ordered relationship: only [SIZE] of it may be compared"
+        // `tracks[FIRST].title`, `tracks[SIZE]` inside an expression: the key path they stand for.
+        return try check(.keyPath(try orderedSubscriptKeyPath(path, rel, position, elementKey)))
       }
+      let what = path.isCollection ? "a to-many relationship, whose targets are a set (not ordered)" : "not a collection"
       throw StoreError(
         .invalidQuery, "\(keyPath) is \(what), so it cannot be subscripted with [\(Self.text(of: position))]",
         entity: entity.name, key: keyPath)
