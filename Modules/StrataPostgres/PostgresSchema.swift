@@ -150,6 +150,15 @@ struct PostgresSchema: Sendable {
     }
     for join in joinTables { try claim(join.name, "the join table \(join.name)") }
     for index in indexes() { try claim(index.name, "the index \(index.name)") }
+    for order in SQLLayout.orderColumns(of: model) {
+      try claim(order.indexName, "the position index of \(order.table).\(order.keyColumn)")
+      if order.column.utf8.count > 63 {
+        throw StoreError(
+          .unsupported,
+          "the PostgreSQL store cannot hold the position column \(order.table).\(order.column): "
+            + "the name is longer than 63 bytes", entity: order.table, key: order.column)
+      }
+    }
   }
 
   func createSQL(_ index: Index) -> String {

@@ -154,6 +154,9 @@ struct SQLiteSchema: Sendable {
     }
     for join in joinTables { try claim(join.name, "the join table \(join.name)") }
     for index in indexes() { try claim(index.name, "the index \(index.name)") }
+    for order in SQLLayout.orderColumns(of: model) {
+      try claim(order.indexName, "the position index of \(order.table).\(order.keyColumn)")
+    }
   }
 
   /// Every index of every table.
