@@ -145,6 +145,19 @@ extension Conformance {
     try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
     try #expect(storedOrder(\.picks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expectedPicks)
 
+    // A second container on the same store (as another process would be) sees a reorder once it refreshes.
+    if let url {
+      let other = try backend.container(at: url, types: OrderedModel.types)
+      defer { other.close() }
+      let seen = try #require(try other.viewContext.fetch(FetchRequest<Playlist>(format: "name == 'mix'")).first)
+      #expect(seen.tracks.map(\.title) == expected)
+      mix.tracks = mix.tracks.reversed()
+      expected.reverse()
+      try context.save()
+      other.viewContext.refreshAllObjects()
+      #expect(seen.tracks.map(\.title) == expected)
+    }
+
     // Predicates: [SIZE] of an ordered relationship is its count, [FIRST].key, [LAST].key and [n].key read
     // an element's attribute (nil past the end); an element without a key is refused naming the
     // relationship; a subscript of an unordered relationship is an invalid query.
