@@ -198,7 +198,10 @@ extension ObjectContext {
         }
       }
       for (i, rel) in info.entity.toManyRelationships.enumerated()
-      where object.toMany[i] != nil && object.toMany[i] != object.committedToMany[i] {
+      where object.toMany[i] != nil
+        && (object.toMany[i] != object.committedToMany[i]
+          || (rel.isOrdered && object.orderedTargets(toManyIndex: i) != object.committedToManyOrder[i]))
+      {
         keys.insert(rel.name)
       }
       object.changedKeys = keys

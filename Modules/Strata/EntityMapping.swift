@@ -119,12 +119,13 @@ final class ClassLayout: @unchecked Sendable {
             renamingIdentifier: originalName))
         if options.contains(.unique) { unique.append([name]) }
       case .relationship(
-        let destination, let isToMany, let inverse, let deleteRule, let isOptional, let minCount, let maxCount, let originalName):
+        let destination, let isToMany, let inverse, let deleteRule, let isOptional, let minCount, let maxCount, let originalName,
+        let isOrdered):
         relationships.append(
           RelationshipDescription(
             name: name, destination: destination.entityName, inverse: inverse, isToMany: isToMany,
             isOptional: isOptional, deleteRule: deleteRule, minCount: minCount, maxCount: maxCount,
-            renamingIdentifier: originalName))
+            renamingIdentifier: originalName, isOrdered: isOrdered))
       }
     }
     return EntityDescription(
@@ -172,6 +173,8 @@ final class EntityInfo: @unchecked Sendable {
   let unloadedToMany: [Set<ObjectID>?]
   /// Whether the entity has to-many relationships at all.
   let hasToMany: Bool
+  /// Whether any to-many relationship is ordered (the save then lists their new orders).
+  let hasOrderedToMany: Bool
   /// What saving checks of each attribute the app sets (derived ones excluded), worked out once.
   let validatedAttributes: [ValidatedAttribute]
   /// A temporary ID of the entity, from which new objects take theirs.
@@ -211,6 +214,7 @@ final class EntityInfo: @unchecked Sendable {
     emptyToMany = Array(repeating: [], count: entity.toManyRelationships.count)
     unloadedToMany = Array(repeating: nil, count: entity.toManyRelationships.count)
     hasToMany = !entity.toManyRelationships.isEmpty
+    hasOrderedToMany = entity.toManyRelationships.contains(where: \.isOrdered)
     self.objectClass = objectClass
     validatesValues = objectClass is any ValueValidating.Type
     layout = objectClass == ManagedObject.self ? ClassLayout.of(ManagedObject.self) : ClassLayout.of(objectClass)

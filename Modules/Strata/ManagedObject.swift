@@ -106,6 +106,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   @exclusivity(unchecked) var toMany: [Set<ObjectID>?] = []
   /// The to-many targets as last loaded or saved, for link diffs of join-table relationships.
   @exclusivity(unchecked) var committedToMany: [Set<ObjectID>?] = []
+  /// For ordered to-many relationships, by to-many index: the targets in order. It may lag behind
+  /// `toMany` (targets removed or added by code that only keeps the sets); ``orderedTargets(toManyIndex:)``
+  /// reconciles it. Empty for objects without ordered relationships.
+  @exclusivity(unchecked) var toManyOrder: [Int: [ObjectID]] = [:]
+  /// `toManyOrder` as last loaded or saved.
+  @exclusivity(unchecked) var committedToManyOrder: [Int: [ObjectID]] = [:]
   /// The last state read from or written to the store; `nil` for a new object.
   @exclusivity(unchecked) var snapshot: Snapshot?
   /// The properties changed since the last save (only tracked for saved objects).
@@ -248,8 +254,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         result[rel.name] = toOne[i].map(Value.objectID) ?? .null
       }
     }
-    for (i, rel) in entity.toManyRelationships.enumerated() where toMany[i] != committedToMany[i] {
-      if let targets = toMany[i] { result[rel.name] = .array(targets.map(Value.objectID)) }
+    for (i, rel) in entity.toManyRelationships.enumerated()
+    where toMany[i] != committedToMany[i] || (rel.isOrdered && toManyOrder[i] != committedToManyOrder[i]) {
+      if rel.isOrdered, let ordered = orderedTargets(toManyIndex: i) {
+        result[rel.name] = .array(ordered.map(Value.objectID))
+      } else if let targets = toMany[i] {
+        result[rel.name] = .array(targets.map(Value.objectID))
+      }
     }
     if isInsertedStorage { return result }
     return result.filter { changedKeys.contains($0.key) }
@@ -270,7 +281,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       return toOne[index].flatMap { managedObjectContext?.object(with: $0) }
     case .toMany(let rel):
       guard let index = info.toManyIndex[rel.name] else { return nil }
-      return Set(relatedObjects(toManyIndex: index))
+      return rel.isOrdered ? relatedObjects(toManyIndex: index) : Set(relatedObjects(toManyIndex: index))
     case nil:
       return nil
     }
@@ -499,6 +510,8 @@ extension ManagedObject {
       toOne = Array(repeating: nil, count: info.entity.toOneRelationships.count)
       toMany = Array(repeating: [], count: info.entity.toManyRelationships.count)
       committedToMany = toMany
+      toManyOrder = [:]
+      committedToManyOrder = [:]
       isFaultStorage = false
       isDeletedStorage = managedObjectContext != nil
     }
@@ -511,6 +524,8 @@ extension ManagedObject {
     toOne = []
     toMany = Array(repeating: nil, count: info.entity.toManyRelationships.count)
     committedToMany = toMany
+    toManyOrder = [:]
+    committedToManyOrder = [:]
     snapshot = nil
     faultBatch = nil
     changedKeys = []
@@ -616,7 +631,7 @@ extension ManagedObject {
     if let recorder {
       recorder.recordRelationship(prototypeLayout?.name(ofSlot: slot))
       if let layout = prototypeLayout,
-        case .relationship(let destination, false, _, _, _, _, _, _)? = layout.declaration(ofSlot: slot)
+        case .relationship(let destination, false, _, _, _, _, _, _, _)? = layout.declaration(ofSlot: slot)
       {
         let next = ClassLayout.prototype(of: destination)
         next.recorder = recorder
@@ -638,11 +653,38 @@ extension ManagedObject {
 
   func relatedObjects(toManyIndex index: Int) -> [ManagedObject] {
     guard let context = managedObjectContext else { return [] }
-    let ids = context.loadToMany(self, index: index)
+    let set = context.loadToMany(self, index: index)
+    let ids =
+      info?.hasOrderedToMany == true && info?.entity.toManyRelationships[index].isOrdered == true
+      ? (orderedTargets(toManyIndex: index) ?? Array(set)) : Array(set)
     // One fault batch: reading any target loads those still unloaded in one store call, instead of
     // one call per target (a director's ten movies: ten calls).
     guard ids.count > 1 else { return ids.map { context.object(with: $0) } }
-    return context.faults(for: Array(ids), batchSize: ids.count)
+    return context.faults(for: ids, batchSize: ids.count)
+  }
+
+  /// The targets of the ordered to-many relationship at `index` in order, or `nil` while not loaded:
+  /// `toManyOrder` without the targets the set no longer holds, then the set's targets it lacks (added
+  /// by a path that keeps only sets, such as a merge), saved ones by key, then new ones in creation order.
+  /// Stores the reconciled list.
+  func orderedTargets(toManyIndex index: Int) -> [ObjectID]? {
+    guard index < toMany.count, let set = toMany[index] else { return nil }
+    let order = toManyOrder[index] ?? []
+    if order.count == set.count, Set(order) == set { return order }
+    var seen = Set<ObjectID>()
+    var result = order.filter { set.contains($0) && seen.insert($0).inserted }
+    if result.count < set.count {
+      // Saved objects by key, then new ones in the order they were made (their temporary numbers).
+      func rank(_ id: ObjectID) -> (Int, Int64, UInt64) {
+        switch id.key {
+        case .permanent(let key): (0, key, 0)
+        case .temporary(let number): (1, 0, number)
+        }
+      }
+      result += set.subtracting(seen).sorted { rank($0) < rank($1) }
+    }
+    toManyOrder[index] = result
+    return result
   }
 
   @usableFromInline

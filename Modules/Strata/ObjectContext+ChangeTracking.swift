@@ -107,6 +107,7 @@ extension ObjectContext {
     if let snapshot = object.snapshot {
       object.load(snapshot)
       object.toMany = object.committedToMany
+      object.toManyOrder = object.committedToManyOrder
       object.awake(fromSnapshotEvents: .rollback)
     } else {
       object.turnIntoFault()

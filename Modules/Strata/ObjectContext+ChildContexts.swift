@@ -75,6 +75,12 @@ extension ObjectContext {
       if link.isInsertion { targets.insert(target) } else { targets.remove(target) }
       setRelationship(source, rel, targets: targets.map { object(with: $0) })
     }
+    // Ordered lists last: the child's complete list fixes the order the links above left.
+    for list in changes.orderedLists {
+      guard let rel = model.entity(named: list.entityName)?.relationship(named: list.relationship) else { continue }
+      let source = object(with: resolvingFormerTemporaryID(list.source))
+      setRelationship(source, rel, targets: list.targets.map { object(with: resolvingFormerTemporaryID($0)) })
+    }
     for deletion in changes.deleted {
       delete(object(with: deletion.objectID))
     }

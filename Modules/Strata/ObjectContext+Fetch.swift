@@ -328,8 +328,14 @@ extension ObjectContext {
     -> [ObjectID]
   {
     let id = resolvingFormerTemporaryID(id)
-    if let object = registeredObject(for: id), let index = object.info?.toManyIndex[relationship] {
-      return Array(loadToMany(object, index: index))
+    if let object = registeredObject(for: id), let info = object.info, let index = info.toManyIndex[relationship] {
+      let set = loadToMany(object, index: index)
+      if info.hasOrderedToMany, info.entity.toManyRelationships[index].isOrdered,
+        let ordered = object.orderedTargets(toManyIndex: index)
+      {
+        return ordered
+      }
+      return Array(set)
     }
     guard !id.isTemporary else { return [] }
     let related = try requireStore().relatedObjectIDs(

@@ -114,6 +114,7 @@ extension ObjectContext {
     object.isFaultStorage = false
     for (i, rel) in info.entity.toManyRelationships.enumerated() where !keep.contains(rel.name) {
       object.toMany[i] = object.committedToMany[i]
+      object.toManyOrder[i] = object.committedToManyOrder[i]
     }
     object.changedKeys = keep
     if keep.isEmpty { tracker.updated[object.objectID] = nil } else { registerUpdated(object) }
@@ -182,6 +183,8 @@ extension ObjectContext {
         // Loaded from the store when read; targets added to a foreign-key to-many point here themselves.
         object.toMany[i] = nil
         object.committedToMany[i] = nil
+        object.toManyOrder[i] = nil
+        object.committedToManyOrder[i] = nil
       }
     }
     adopt(stored, into: object, keeping: keep, events: .mergePolicy)

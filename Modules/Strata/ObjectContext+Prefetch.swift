@@ -61,7 +61,8 @@ extension ObjectContext {
     guard !sourceIDs.isEmpty else { return [] }
     var targetsBySource: [ObjectID: [ObjectID]] = [:]
     var targets: [Snapshot]
-    if !model.usesJoinTable(rel), let inverse = model.inverse(of: rel),
+    // An ordered relationship's order is the store's: its targets come from `relatedObjectIDs`.
+    if !model.usesJoinTable(rel), !rel.isOrdered, let inverse = model.inverse(of: rel),
       let destination = model.entity(named: rel.destination), let inverseIndex = destination.toOneIndex(named: inverse.name)
     {
       var request = FetchDescription(entityName: rel.destination)
@@ -105,9 +106,14 @@ extension ObjectContext {
         continue
       }
       guard object.toMany[index] == nil else { continue }
-      let loaded = Set(targets.filter { !isPendingDeletion($0) })
+      let kept = targets.filter { !isPendingDeletion($0) }
+      let loaded = Set(kept)
       object.toMany[index] = loaded
       object.committedToMany[index] = loaded
+      if rel.isOrdered {
+        object.toManyOrder[index] = kept
+        object.committedToManyOrder[index] = kept
+      }
     }
     return targets
   }

@@ -6,23 +6,30 @@ extension ObjectContext {
   func loadToMany(_ object: ManagedObject, index: Int) -> Set<ObjectID> {
     if let loaded = object.toMany[index] { return loaded }
     var ids = Set<ObjectID>()
+    var ordered: [ObjectID] = []
     if !object.isInsertedStorage, !object.objectID.isTemporary, let info = object.info,
       let store = try? requireStore()
     {
       let rel = info.entity.toManyRelationships[index]
       do {
         if let prefetched = toManyCache[object.objectID]?[rel.name] {
-          ids = Set(prefetched)
+          ordered = prefetched
         } else {
-          ids = Set(try store.relatedObjectIDs(of: object.objectID, relationship: rel.name, generation: readGeneration))
+          ordered = try store.relatedObjectIDs(of: object.objectID, relationship: rel.name, generation: readGeneration)
           takePermanentIDsFromParent()
         }
+        ids = Set(ordered)
       } catch let error as StoreError {
         recordError(error)
       } catch {
         recordError(StoreError(.io, "loading \(info.entity.name).\(rel.name) failed: \(error)"))
       }
       ids = ids.filter { !isPendingDeletion($0) }
+      if rel.isOrdered {
+        ordered = ordered.filter { ids.contains($0) }
+        object.toManyOrder[index] = ordered
+        object.committedToManyOrder[index] = ordered
+      }
     }
     object.toMany[index] = ids
     object.committedToMany[index] = ids
@@ -34,7 +41,9 @@ extension ObjectContext {
     guard let info = object.info else { return [] }
     if rel.isToMany {
       guard let index = info.toManyIndex[rel.name] else { return [] }
-      return loadToMany(object, index: index).map { self.object(with: $0) }
+      let set = loadToMany(object, index: index)
+      let ids = rel.isOrdered ? (object.orderedTargets(toManyIndex: index) ?? Array(set)) : Array(set)
+      return ids.map { self.object(with: $0) }
     }
     guard let index = info.entity.toOneIndex(named: rel.name) else { return [] }
     object.fireFault()
@@ -64,8 +73,22 @@ extension ObjectContext {
       guard let index = info.toManyIndex[rel.name] else { return }
       let current = loadToMany(object, index: index)
       let wanted = Set(targets.map(\.objectID))
-      guard wanted != current else { return }
-      recordUndo(.relationship(object, rel, targets: current.map { self.object(with: $0) }))
+      if rel.isOrdered {
+        // NSOrderedSet semantics: an object appears once, at its first occurrence.
+        var seen = Set<ObjectID>()
+        let wantedOrder = targets.map(\.objectID).filter { seen.insert($0).inserted }
+        let currentOrder = object.orderedTargets(toManyIndex: index) ?? []
+        guard wantedOrder != currentOrder else { return }
+        recordUndo(.relationship(object, rel, targets: currentOrder.map { self.object(with: $0) }))
+        object.toManyOrder[index] = wantedOrder
+        if wanted == current {
+          if markingSource { markRelationshipChanged(object, rel.name) }
+          return
+        }
+      } else {
+        guard wanted != current else { return }
+        recordUndo(.relationship(object, rel, targets: current.map { self.object(with: $0) }))
+      }
       object.toMany[index] = wanted
       if markingSource { markRelationshipChanged(object, rel.name) }
       guard let inverse else { return }
@@ -93,6 +116,12 @@ extension ObjectContext {
       guard let index = info.toManyIndex[rel.name] else { return }
       var set = loadToMany(target, index: index)
       guard set.insert(source.objectID).inserted else { return }
+      if rel.isOrdered {
+        // As Core Data: setting the to-one side appends the object at the end of the ordered list.
+        var order = target.orderedTargets(toManyIndex: index) ?? []
+        order.append(source.objectID)
+        target.toManyOrder[index] = order
+      }
       target.toMany[index] = set
     } else {
       guard let index = info.entity.toOneIndex(named: rel.name) else { return }

@@ -150,6 +150,10 @@ extension ObjectContext {
         toOne: object.toOne)
     }
     object.committedToMany = object.toMany
+    if !object.toManyOrder.isEmpty {
+      for i in object.toManyOrder.keys { _ = object.orderedTargets(toManyIndex: i) }
+      object.committedToManyOrder = object.toManyOrder
+    }
     object.changedKeys = []
     object.isInsertedStorage = false
   }

@@ -67,7 +67,7 @@ final class PrototypeCollector {
       derivation: String?, validation: AttributeValidation, originalName: String?)
     case relationship(
       destination: ManagedObject.Type, isToMany: Bool, inverse: String?, deleteRule: DeleteRule,
-      isOptional: Bool, minCount: Int, maxCount: Int, originalName: String?)
+      isOptional: Bool, minCount: Int, maxCount: Int, originalName: String?, isOrdered: Bool)
   }
 
   var declarations: [Int32: Declaration] = [:]

@@ -2,16 +2,23 @@ import Foundation
 internal import StrataStoreKit
 
 /// A Swift type a `@Relationship` can hold: `T?` for a to-one relationship, `Set<T>` for a to-many one,
-/// where `T` is a ``ManagedObject`` subclass.
+/// `[T]` for an ordered to-many one, where `T` is a ``ManagedObject`` subclass.
 public protocol RelationshipValue {
   /// The class at the other end.
   static var destinationType: ManagedObject.Type { get }
   /// Whether the relationship is to-many.
   static var isToMany: Bool { get }
+  /// Whether the relationship is an ordered to-many (`[T]`); `false` unless the type says otherwise.
+  static var isOrdered: Bool { get }
   /// Builds the property value from the related objects.
   static func make(from objects: [ManagedObject]) -> Self
   /// The related objects the value holds.
   var relatedObjects: [ManagedObject] { get }
+}
+
+extension RelationshipValue {
+  /// `false`: relationships are unordered unless their type is an `Array`.
+  public static var isOrdered: Bool { false }
 }
 
 extension Optional: RelationshipValue where Wrapped: ManagedObject {
@@ -30,7 +37,25 @@ extension Set: RelationshipValue where Element: ManagedObject {
   public var relatedObjects: [ManagedObject] { Array(self) }
 }
 
-/// Declares a relationship of a ``ManagedObject`` subclass: `T?` for to-one, `Set<T>` for to-many.
+/// An ordered to-many relationship (Core Data's `isOrdered`): the targets keep the order they are given.
+///
+/// An object appears once, as in an `NSOrderedSet`: assigning an array with repeats keeps each object's
+/// first occurrence. Setting the inverse to-one (`track.playlist = p`) appends the object at the end.
+///
+/// ```swift
+/// @Relationship(inverse: "playlist") var tracks: [Track]
+/// playlist.tracks.insert(track, at: 0)
+/// ```
+extension Array: RelationshipValue where Element: ManagedObject {
+  public static var destinationType: ManagedObject.Type { Element.self }
+  public static var isToMany: Bool { true }
+  public static var isOrdered: Bool { true }
+  public static func make(from objects: [ManagedObject]) -> [Element] { objects.compactMap { $0 as? Element } }
+  public var relatedObjects: [ManagedObject] { self }
+}
+
+/// Declares a relationship of a ``ManagedObject`` subclass: `T?` for to-one, `Set<T>` for to-many,
+/// `[T]` for an ordered to-many.
 ///
 /// Name the inverse so both sides stay in step: setting `movie.director` adds the movie to
 /// `director.movies`, and the reverse.
@@ -77,7 +102,8 @@ public struct Relationship<Value: RelationshipValue> {
       slot,
       .relationship(
         destination: Value.destinationType, isToMany: Value.isToMany, inverse: inverse, deleteRule: deleteRule,
-        isOptional: isOptional, minCount: minCount, maxCount: maxCount, originalName: originalName))
+        isOptional: isOptional, minCount: minCount, maxCount: maxCount, originalName: originalName,
+        isOrdered: Value.isOrdered))
   }
 
   @available(*, unavailable, message: "@Relationship is only available on ManagedObject subclasses")

@@ -31,6 +31,7 @@ struct SaveAssembler {
           if deletedIDs == nil { deletedIDs = Set(deleted.map(\.objectID)) }
           return deletedIDs?.contains(target) == true
         }
+        if info.hasOrderedToMany { appendOrderedLists(of: object, info, to: &changeSet) }
       }
     }
     return changeSet
@@ -48,6 +49,21 @@ struct SaveAssembler {
 
   private func expectedVersion(of object: ManagedObject) -> Int64? {
     mergePolicy == .overwrite ? nil : object.snapshot?.version
+  }
+
+  /// The complete list of each ordered relationship of `object` that changed in membership or order.
+  private func appendOrderedLists(of object: ManagedObject, _ info: EntityInfo, to changeSet: inout ChangeSet) {
+    for (i, rel) in info.entity.toManyRelationships.enumerated() where rel.isOrdered {
+      guard object.toMany[i] != nil, let order = object.orderedTargets(toManyIndex: i) else { continue }
+      // An inserted object's empty list has nothing to write.
+      let changed =
+        object.isInsertedStorage
+        ? !order.isEmpty
+        : object.toMany[i] != object.committedToMany[i] || order != (object.committedToManyOrder[i] ?? [])
+      guard changed else { continue }
+      changeSet.orderedLists.append(
+        OrderedListChange(entityName: info.entity.name, relationship: rel.name, source: object.objectID, targets: order))
+    }
   }
 
   /// The links `object`'s join-table relationships gained and lost since they were loaded or saved.

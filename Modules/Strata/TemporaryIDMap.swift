@@ -108,5 +108,11 @@ extension ObjectContext {
         object.toMany[i] = Set(set.map { map[$0] ?? $0 })
       }
     }
+    for (i, order) in object.toManyOrder where order.contains(where: \.isTemporary) {
+      object.toManyOrder[i] = order.map { map[$0] ?? $0 }
+    }
+    for (i, order) in object.committedToManyOrder where order.contains(where: \.isTemporary) {
+      object.committedToManyOrder[i] = order.map { map[$0] ?? $0 }
+    }
   }
 }

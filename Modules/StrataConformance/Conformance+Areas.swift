@@ -77,6 +77,8 @@ extension Conformance {
     /// Entity inheritance: abstract entities, sub-entities fetched through their parents as their own
     /// classes, relationships to a parent, constraints across a hierarchy.
     case inheritance
+    /// Ordered to-many relationships: order kept through saves, faults, merges, child contexts and undo.
+    case orderedRelationships
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
@@ -124,6 +126,7 @@ extension Conformance {
     case .errors: try await errors(backend)
     case .expressions: try await expressions(backend)
     case .predicates: try await predicates(backend)
+    case .orderedRelationships: try await orderedRelationships(backend)
     case .dictionaries: try await dictionaries(backend)
     case .batch: try await batch(backend)
     case .faulting: try await faulting(backend)

@@ -37,7 +37,7 @@ extension Conformance {
   /// with the new model opens a store written with the old one: attributes added, removed, renamed,
   /// widened, made required or optional; entities added, removed, renamed; relationships renamed and made
   /// to-many; one old entity feeding two new ones (renamed, and a new entity taking its old name);
-  /// primary keys and history tokens kept; a clashing uniqueness constraint, a narrowing change
+  /// relationships made ordered and unordered; primary keys and history tokens kept; a clashing uniqueness constraint, a narrowing change
   /// and automatic migration turned off each leave the store as it was; a chain of three versions.
   public static func migration(_ backend: ConformanceBackend) async throws {
     try attributesAndEntitiesMigrate(backend)
@@ -47,6 +47,7 @@ extension Conformance {
     try threeVersionsInOrder(backend)
     try migrationStages(backend)
     try derivedAttributesAreComputed(backend)
+    try orderingMigrates(backend)
     if backend.location != nil {
       try containersMigrateStoresOnOpen(backend)
       try containersRunCustomStages(backend)

@@ -48,6 +48,9 @@ public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
     case relationshipRenamed(from: String)
     /// A to-one relationship became to-many: each object keeps its one target.
     case madeToMany
+    /// A to-many relationship became ordered (`true`: each list starts in its targets' primary-key order,
+    /// which is their creation order) or unordered (`false`: the positions are dropped).
+    case orderingChanged(isOrdered: Bool)
     /// The relationship's delete rule changed: nothing stored changes.
     case deleteRuleChanged(from: DeleteRule, to: DeleteRule)
     /// A uniqueness constraint over these attributes was added; the migration fails if stored values clash.
@@ -87,7 +90,8 @@ public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
       .madeOptional, .relationshipAdded:
       return false
     case .entityRemoved, .attributeAdded, .attributeRemoved, .attributeRenamed, .typeWidened, .madeRequired,
-      .madeStored, .madeTransient, .relationshipRemoved, .relationshipRenamed, .madeToMany, .derivedAttributeAdded:
+      .madeStored, .madeTransient, .relationshipRemoved, .relationshipRenamed, .madeToMany, .derivedAttributeAdded,
+      .orderingChanged:
       return true
     case .derivationChanged(_, let to):
       return to != nil
@@ -121,6 +125,8 @@ public struct SchemaChange: Sendable, Hashable, CustomStringConvertible {
     case .relationshipRemoved: what = "relationship removed with its links"
     case .relationshipRenamed(let from): what = "relationship renamed from \(from)"
     case .madeToMany: what = "made to-many, each object keeps its target"
+    case .orderingChanged(true): what = "made ordered, each list in its targets' creation order"
+    case .orderingChanged(false): what = "made unordered, positions dropped"
     case .deleteRuleChanged(let from, let to): what = "delete rule changed from \(from) to \(to)"
     case .uniquenessConstraintAdded(let keys): what = "uniqueness constraint (\(keys.joined(separator: ", "))) added"
     case .uniquenessConstraintRemoved(let keys): what = "uniqueness constraint (\(keys.joined(separator: ", "))) removed"
@@ -564,6 +570,9 @@ private struct Inference {
           refusals.append(refuse("made required, which objects without a target cannot satisfy"))
           continue
         }
+      }
+      if oldRelationship.isOrdered != relationship.isOrdered && relationship.isToMany {
+        changes.append(change(.orderingChanged(isOrdered: relationship.isOrdered)))
       }
       if oldRelationship.deleteRule != relationship.deleteRule {
         changes.append(change(.deleteRuleChanged(from: oldRelationship.deleteRule, to: relationship.deleteRule)))

@@ -132,12 +132,24 @@ public struct RelationshipDescription: Sendable, Hashable, Codable {
   public var maxCount: Int
   /// The name this relationship had in the previous model version, when it was renamed.
   public var renamingIdentifier: String?
+  /// Whether a to-many relationship keeps its targets in an order (Core Data's `isOrdered`): an object
+  /// appears once, stores keep the positions, and predicates may subscript it (`tracks[FIRST].title`).
+  /// Only to-many relationships may be ordered. Encoded only when `true`, so a model stored before
+  /// ordered relationships existed decodes unchanged and keeps its ``ObjectModel/fingerprint``.
+  ///
+  /// ```swift
+  /// RelationshipDescription(name: "tracks", destination: "Track", inverse: "playlist",
+  ///                         isToMany: true, isOrdered: true)
+  /// ```
+  public var isOrdered: Bool
 
   /// A relationship to `destination`; by default an optional to-one with the `nullify` rule.
   public init(
     name: String, destination: String, inverse: String? = nil, isToMany: Bool = false, isOptional: Bool = true,
-    deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0, renamingIdentifier: String? = nil
+    deleteRule: DeleteRule = .nullify, minCount: Int = 0, maxCount: Int = 0, renamingIdentifier: String? = nil,
+    isOrdered: Bool = false
   ) {
+    self.isOrdered = isOrdered
     self.name = name
     self.destination = destination
     self.inverse = inverse
@@ -147,6 +159,39 @@ public struct RelationshipDescription: Sendable, Hashable, Codable {
     self.minCount = minCount
     self.maxCount = maxCount
     self.renamingIdentifier = renamingIdentifier
+  }
+
+  private enum CodingKeys: String, CodingKey {
+    case name, destination, inverse, isToMany, isOptional, deleteRule, minCount, maxCount, renamingIdentifier
+    case isOrdered
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let c = try decoder.container(keyedBy: CodingKeys.self)
+    name = try c.decode(String.self, forKey: .name)
+    destination = try c.decode(String.self, forKey: .destination)
+    inverse = try c.decodeIfPresent(String.self, forKey: .inverse)
+    isToMany = try c.decode(Bool.self, forKey: .isToMany)
+    isOptional = try c.decode(Bool.self, forKey: .isOptional)
+    deleteRule = try c.decode(DeleteRule.self, forKey: .deleteRule)
+    minCount = try c.decode(Int.self, forKey: .minCount)
+    maxCount = try c.decode(Int.self, forKey: .maxCount)
+    renamingIdentifier = try c.decodeIfPresent(String.self, forKey: .renamingIdentifier)
+    isOrdered = try c.decodeIfPresent(Bool.self, forKey: .isOrdered) ?? false
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var c = encoder.container(keyedBy: CodingKeys.self)
+    try c.encode(name, forKey: .name)
+    try c.encode(destination, forKey: .destination)
+    try c.encodeIfPresent(inverse, forKey: .inverse)
+    try c.encode(isToMany, forKey: .isToMany)
+    try c.encode(isOptional, forKey: .isOptional)
+    try c.encode(deleteRule, forKey: .deleteRule)
+    try c.encode(minCount, forKey: .minCount)
+    try c.encode(maxCount, forKey: .maxCount)
+    try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
+    if isOrdered { try c.encode(isOrdered, forKey: .isOrdered) }
   }
 }
 
@@ -560,6 +605,11 @@ public struct ObjectModel: Sendable, Hashable, Codable {
               "\(destination.name).\(inverseName) must point back at \(entity.name).\(rel.name)",
               entity.name, rel.name)
           }
+        }
+        if rel.isOrdered && !rel.isToMany {
+          throw invalid(
+            "\(entity.name).\(rel.name) is ordered but to-one: only to-many relationships may be ordered",
+            entity.name, rel.name)
         }
         if rel.minCount < 0 || rel.maxCount < 0 || (rel.maxCount > 0 && rel.minCount > rel.maxCount) {
           throw invalid("\(entity.name).\(rel.name) has an impossible count range", entity.name, rel.name)

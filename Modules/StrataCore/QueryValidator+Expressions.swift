@@ -105,6 +105,7 @@ struct ExpressionChecker {
   ) throws -> (QueryExpression, ResolvedKeyPath.ValueKind?) {
     var index: Value?
     if case .index(let expression) = position { index = .int(Int64(try subscriptIndex(expression))) }
+    let elementKey = keyPath
     switch collection {
     case .constant(let value):
       guard case .array = value else {
@@ -125,6 +126,10 @@ struct ExpressionChecker {
           .unsupported,
           "'\(path.keyPath)' reads inside a Codable attribute, so its subscript can only be compared with a constant, not used inside an expression",
           entity: entity.name, key: path.keyPath)
+      }
+      if case .toMany(let rel) = path.terminal, rel.isOrdered {
+        // `tracks[FIRST].title`, `tracks[SIZE]` inside an expression: the key path they stand for.
+        return try check(.keyPath(try orderedSubscriptKeyPath(path, rel, position, elementKey)))
       }
       let what = path.isCollection ? "a to-many relationship, whose targets are a set (not ordered)" : "not a collection"
       throw StoreError(
@@ -169,6 +174,9 @@ struct ExpressionChecker {
     default: return nil
     }
     let path = try ResolvedKeyPath(base, entity: entity, model: model)
+    if case .toMany(let rel) = path.terminal, rel.isOrdered {
+      return try orderedSubscriptKeyPath(path, rel, parts.position, parts.keyPath)
+    }
     guard path.isJSON else { return nil }
     if let fold = path.memberFold {
       throw StoreError(
@@ -189,6 +197,41 @@ struct ExpressionChecker {
       return path.keyPath + ".@count"
     }
     return path.keyPath + suffix + (parts.keyPath.map { "." + $0 } ?? "")
+  }
+
+  /// A subscript of an ordered to-many relationship: `[SIZE]` is its count (`tracks.@count`, the same on
+  /// every backend); `[FIRST].key`, `[LAST].key` and `[n].key` the key path `tracks[0].key` (an
+  /// ``ResolvedKeyPath/Terminal/element(_:_:_:index:)``); an element without an attribute after it is
+  /// `.unsupported`, naming the relationship (docs/QUERY-SEMANTICS.md).
+  private func orderedSubscriptKeyPath(
+    _ path: ResolvedKeyPath, _ rel: RelationshipDescription, _ position: QuerySubscript, _ key: String?
+  ) throws -> String {
+    var element: String?
+    switch position {
+    case .index(let expression): element = "[\(try subscriptIndex(expression))]"
+    case .first: element = "[0]"
+    case .last: element = "[LAST]"
+    case .size: element = nil
+    }
+    if let element {
+      guard let key, !key.contains("."), !key.contains("[") else {
+        throw StoreError(
+          .unsupported,
+          "\(path.keyPath)[\(Self.text(of: position))]: a fetch reads an element of the ordered relationship "
+            + "'\(path.keyPath)' (\(rel.destination) objects) through one of its attributes "
+            + "(\(path.keyPath)[\(Self.text(of: position))].name), not as an object",
+          entity: entity.name, key: path.keyPath)
+      }
+      let written = path.keyPath + element + "." + key
+      _ = try ResolvedKeyPath(written, entity: entity, model: model)
+      return written
+    }
+    if let key {
+      throw StoreError(
+        .invalidQuery, "a key cannot follow [SIZE], which is a number ('\(key)' after '\(path.keyPath)')",
+        entity: entity.name, key: key)
+    }
+    return path.keyPath + ".@count"
   }
 
   private static func text(of position: QuerySubscript) -> String {

@@ -124,7 +124,7 @@ public enum QueryValidator {
       throw StoreError(
         .invalidQuery, "cannot sort \(entity.name) by the to-many relationship '\(path.keyPath)'",
         entity: path.terminalEntity.name, key: rel.name)
-    case .count, .aggregate:
+    case .count, .aggregate, .element:
       throw StoreError(
         .invalidQuery, "cannot sort \(entity.name) by '\(path.keyPath)': sorting by a collection operator is not supported",
         entity: entity.name, key: sort.keyPath)

@@ -51,6 +51,10 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     /// to-many `rel`, nil elements skipped. Over no elements `@sum` is 0 and the others are nil.
     /// `index` is the attribute's position in the target's `Snapshot.attributes`.
     case aggregate(AggregateOperator, RelationshipDescription, AttributeDescription, index: Int)
+    /// `rel[n].attribute`, `rel[LAST].attribute`: `attribute` of one target of the ordered to-many `rel`
+    /// (`position` is `.index(n)` or `.last`), nil past the end of the list. `index` is the attribute's
+    /// position in the target's `Snapshot.attributes`.
+    case element(Member, RelationshipDescription, AttributeDescription, index: Int)
   }
 
   /// A collection operator that folds the values of a to-many key path into one value.
@@ -213,6 +217,7 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     case .count: .count
     case .object: .objectID(entity: terminalEntity.name)
     case .aggregate(let op, _, let a, _): Self.aggregateKind(op, a.type)
+    case .element(_, _, let a, _): .attribute(a.type)
     }
   }
 
@@ -356,8 +361,16 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
           current = destination
         }
       case .toMany(let rel):
-        guard subscripts.isEmpty else { throw Self.notSubscriptable(current, name, context) }
         let destination = try Self.destination(of: rel, in: current, model: model)
+        if rel.isOrdered, subscripts.count == 1, position == components.count - 2, !hops.contains(where: \.isToMany),
+          case .attribute(let attribute, let index)? = destination.property(named: components[position + 1]),
+          !attribute.isTransient, attribute.type != .json
+        {
+          // An element of an ordered relationship and one of its attributes: `tracks[0].title`.
+          terminal = .element(subscripts[0], rel, attribute, index: index)
+          break components
+        }
+        guard subscripts.isEmpty else { throw Self.notSubscriptable(current, name, context) }
         if isLast {
           terminal = .toMany(rel)
         } else {
@@ -416,6 +429,8 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
   private static func notSubscriptable(_ entity: EntityDescription, _ name: String, _ context: String) -> StoreError {
     let what: String
     switch entity.property(named: name) {
+    case .toMany(let rel)? where rel.isOrdered:
+      what = "an ordered relationship, whose element subscripts must be followed by one attribute of it"
     case .toMany?: what = "a to-many relationship, whose targets are a set (not ordered)"
     default: what = "not a collection"
     }

@@ -12,7 +12,9 @@ import StrataStoreKit
 /// owner and relationship keep their names. Everything else is written: records re-encoded
 /// (``RecordTranscoder``) in place when the entity keeps its name, else copied into the new entity's
 /// database; index and reference databases rebuilt from the new records; join tables refilled from the
-/// old links.
+/// old links. An ordered relationship's list database stays when its entity and relationship keep their
+/// names and it stays ordered; one made ordered starts empty (lists in primary-key order), one made
+/// unordered is dropped.
 struct LMDBMigrationPlan {
   /// One entity of the new model.
   struct Entity {
@@ -82,6 +84,10 @@ struct LMDBMigrationPlan {
             kept.insert(name)
             kept.insert(name + "-reverse")
           }
+          // An ordered list stays while the relationship stays ordered (a relationship made ordered gets
+          // an empty database: its lists read in primary-key order until saved).
+          let order = "\(entity.name).\(relationship.name).order"
+          if old.contains(order) && new.contains(order) { kept.insert(order) }
         }
       }
       let model = migration.destination

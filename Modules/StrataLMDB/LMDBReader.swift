@@ -110,8 +110,23 @@ final class LMDBReader: EvaluationSource {
     case .references(let references): dbi = references
     case .links(let links): dbi = links
     }
-    return try txn.primaryKeys(dbi, KeyCoding.primaryKeyBytes(pk)).map {
+    let members = try txn.primaryKeys(dbi, KeyCoding.primaryKeyBytes(pk)).map {
       try concrete(ObjectID(entityName: relationship.destination, storeIdentifier: storeIdentifier, primaryKey: $0))
+    }
+    guard let orderDBI = schema.orderDatabase(id.entityName, relationship) else { return members }
+    return OrderedListChange.arrange(members, by: try orderedKeys(orderDBI, pk))
+  }
+
+  /// The target keys an ordered relationship's list record holds for `pk` (empty without one).
+  func orderedKeys(_ dbi: MDB_dbi, _ pk: Int64) throws -> [Int64] {
+    try txn.get(dbi, primaryKey: pk) { bytes -> [Int64] in
+      guard let bytes else { return [] }
+      guard bytes.count % 8 == 0 else {
+        throw StoreError(.corrupted, "an ordered-list record of \(bytes.count) bytes is damaged")
+      }
+      return try stride(from: 0, to: bytes.count, by: 8).map {
+        try KeyCoding.primaryKey(UnsafeRawBufferPointer(rebasing: bytes[$0..<($0 + 8)]))
+      }
     }
   }
 }

@@ -13,6 +13,7 @@ import StrataStoreKit
 /// | `Entity.attr.index` | index key of an indexed attribute (nil included) → primary keys (dupsort) |
 /// | `Entity.rel.ref` | primary key of a to-one target → primary keys of the objects pointing at it |
 /// | `Entity.rel.links` / `.links-reverse` | join-table relationship: source → targets / target → sources |
+/// | `Entity.rel.order` | ordered to-many relationship: source primary key → its targets' keys in order (8 bytes each) |
 /// | `strata.history` | history sequence (8 bytes, like primary keys) → transaction as JSON (``LMDBHistory``) |
 struct LMDBSchema: Sendable {
   static let format = "strata-lmdb-1"
@@ -114,6 +115,8 @@ struct LMDBSchema: Sendable {
   let tables: [String: Table]
   /// Keyed by the owner's `Entity.relationship`.
   let links: [String: Links]
+  /// The list database of each ordered to-many relationship, by `DeclaringEntity.relationship`.
+  let orders: [String: MDB_dbi]
   /// Every handle of the model's databases, by name.
   let handles: [String: MDB_dbi]
   /// `strata.history` (see ``LMDBHistory``), when the store was ever opened with history tracking.
@@ -141,6 +144,10 @@ struct LMDBSchema: Sendable {
         names.append(("\(entity.name).\(rel.name).links", true))
         names.append(("\(entity.name).\(rel.name).links-reverse", true))
       }
+      for rel in entity.toManyRelationships
+      where rel.isOrdered && model.declaringEntity(of: rel.name, in: entity.name) == entity.name {
+        names.append(("\(entity.name).\(rel.name).order", false))
+      }
     }
     return names
   }
@@ -166,7 +173,12 @@ struct LMDBSchema: Sendable {
     counters = try handle(Self.countersName)
     var tables: [String: Table] = [:]
     var links: [String: Links] = [:]
+    var orders: [String: MDB_dbi] = [:]
     for entity in model.entities {
+      for rel in entity.toManyRelationships
+      where rel.isOrdered && model.declaringEntity(of: rel.name, in: entity.name) == entity.name {
+        orders["\(entity.name).\(rel.name)"] = try handle("\(entity.name).\(rel.name).order")
+      }
       let uniques = try entity.uniquenessConstraints.map { keys in
         let name = "\(model.constraintScope(of: keys, in: entity.name)).\(keys.joined(separator: "+")).unique"
         return Index(name: name, dbi: try handle(name), keys: keys, includesNil: false, isUnique: true, entity: entity)
@@ -191,6 +203,13 @@ struct LMDBSchema: Sendable {
     }
     self.tables = tables
     self.links = links
+    self.orders = orders
+  }
+
+  /// The list database of the ordered relationship `rel` of `entityName` (`nil` when it is unordered).
+  func orderDatabase(_ entityName: String, _ rel: RelationshipDescription) -> MDB_dbi? {
+    guard rel.isOrdered else { return nil }
+    return orders["\(model.declaringEntity(of: rel.name, in: entityName)).\(rel.name)"]
   }
 
   /// The last primary key handed out for `entityName` (`strata.counters`), `nil` before the first.

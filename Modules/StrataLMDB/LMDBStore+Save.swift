@@ -136,6 +136,7 @@ struct LMDBSaveOperation {
     }
     try insertAll(&written)
     for link in changes.linkChanges { try apply(link) }
+    for list in changes.orderedLists { try apply(list) }
     try clearReferences(to: deleted)
     let recomputed = try writeDerivedAttributes(&derived)
     self.recomputed = recomputed
@@ -431,6 +432,31 @@ struct LMDBSaveOperation {
       deleted.insert(id)
     }
     return deleted
+  }
+
+  /// Writes one ordered list's record: the source's key → its targets' keys in order (one put, O(n)).
+  private func apply(_ list: OrderedListChange) throws {
+    guard let rel = schema.model.entity(named: list.entityName)?.relationship(named: list.relationship),
+      let dbi = schema.orderDatabase(list.entityName, rel)
+    else {
+      throw StoreError(
+        .misuse, "\(list.entityName).\(list.relationship) is not an ordered to-many relationship of the model",
+        entity: list.entityName, key: list.relationship)
+    }
+    func key(_ id: ObjectID) -> Int64? {
+      permanentIDs[id]?.primaryKey ?? (id.storeIdentifier == storeIdentifier ? id.primaryKey : nil)
+    }
+    guard let source = key(list.source) else { return }
+    var value: [UInt8] = []
+    value.reserveCapacity(list.targets.count * 8)
+    for target in list.targets {
+      if let targetKey = key(target) { value += KeyCoding.primaryKeyBytes(targetKey) }
+    }
+    if value.isEmpty {
+      try withUnsafeBytes(of: KeyCoding.bigEndian(source)) { _ = try txn.delete(dbi, $0) }
+    } else {
+      try txn.put(dbi, primaryKey: source, value)
+    }
   }
 
   private func apply(_ link: LinkChange) throws {

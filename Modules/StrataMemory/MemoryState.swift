@@ -46,6 +46,16 @@ struct MemoryState: Sendable {
   var lastPrimaryKey: [String: Int64] = [:]
   /// Join-table links, keyed by the owning side's `Entity.relationship` (see `ObjectModel.joinTableOwner`).
   var links: [String: LinkTable] = [:]
+  /// Ordered to-many relationships' lists: target keys in order by source key, keyed by ``orderKey(_:)``.
+  /// Membership stays where it is for unordered relationships (the foreign key or the links); a list only
+  /// orders it (``OrderedListChange/arrange(_:by:)``).
+  var orders: [String: [Int64: [Int64]]] = [:]
+
+  /// The key of `relationship`'s lists in ``orders``: its destination, inverse and name (a hierarchy's
+  /// entities share the relationship and their keys are unique across it).
+  static func orderKey(_ relationship: RelationshipDescription) -> String {
+    "\(relationship.destination).\(relationship.inverse ?? "")<\(relationship.name)"
+  }
 
   /// The stored snapshot of `id` when it is a permanent ID of store `storeIdentifier`.
   func snapshot(for id: ObjectID, storeIdentifier: String) -> Snapshot? {
@@ -85,8 +95,20 @@ struct MemoryState: Sendable {
     "\(owner.entity).\(owner.relationship)"
   }
 
-  /// The targets of `relationship` of the object `id`, in primary-key order.
+  /// The targets of `relationship` of the object `id`: in list order for an ordered relationship, else
+  /// in primary-key order.
   func relatedObjectIDs(
+    of id: ObjectID, relationship: RelationshipDescription, model: ObjectModel, storeIdentifier: String
+  ) -> [ObjectID] {
+    let members = unorderedRelatedObjectIDs(
+      of: id, relationship: relationship, model: model, storeIdentifier: storeIdentifier)
+    guard relationship.isOrdered, let pk = id.primaryKey, let list = orders[Self.orderKey(relationship)]?[pk] else {
+      return members
+    }
+    return OrderedListChange.arrange(members, by: list)
+  }
+
+  private func unorderedRelatedObjectIDs(
     of id: ObjectID, relationship: RelationshipDescription, model: ObjectModel, storeIdentifier: String
   ) -> [ObjectID] {
     guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey,
@@ -135,7 +157,8 @@ final class MemoryEvaluationSource: EvaluationSource {
   }
 
   func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
-    guard relationship.isToMany, !model.usesJoinTable(relationship), let inverse = model.inverse(of: relationship),
+    guard relationship.isToMany, !relationship.isOrdered, !model.usesJoinTable(relationship),
+      let inverse = model.inverse(of: relationship),
       let inverseIndex = model.entity(named: relationship.destination)?.toOneIndex(named: inverse.name)
     else {
       return state.relatedObjectIDs(of: id, relationship: relationship, model: model, storeIdentifier: storeIdentifier)

@@ -125,6 +125,17 @@ extension MemoryStore {
       state.links[MemoryState.linkKey(owner)] = links
     }
     if hierarchy.dropsObjects { state.clearReferencesToMissingObjects(model: destination) }
+    // Lists of relationships ordered before and after move over; a relationship made ordered starts in
+    // primary-key order (no list), one made unordered drops its lists.
+    for mapping in migration.entities {
+      guard let sourceName = mapping.source, let oldEntity = migration.source.entity(named: sourceName) else { continue }
+      for rel in mapping.entity.toManyRelationships where rel.isOrdered {
+        guard let oldName = mapping.relationshipSources[rel.name], let oldRel = oldEntity.relationship(named: oldName),
+          oldRel.isOrdered, let lists = old.orders[MemoryState.orderKey(oldRel)]
+        else { continue }
+        state.orders[MemoryState.orderKey(rel), default: [:]].merge(lists) { current, _ in current }
+      }
+    }
     return state
   }
 }

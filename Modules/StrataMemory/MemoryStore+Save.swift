@@ -84,6 +84,7 @@ struct MemorySaveTransaction {
       if let pk = row.objectID.primaryKey { state.rows[row.objectID.entityName, default: [:]][pk] = row }
     }
     try applyLinks(changes.linkChanges)
+    try applyOrderedLists(changes.orderedLists)
     let (deleted, cleared) = deleteObjects(changes.deleted)
     let recomputed = try derived.recompute(
       permanentIDs: permanentIDs,
@@ -252,6 +253,21 @@ struct MemorySaveTransaction {
       } else {
         state.links[key]?.remove(source: ownerSource, target: ownerTarget)
       }
+    }
+  }
+
+  /// Records each changed list's keys in order; membership came with the rows and links.
+  private mutating func applyOrderedLists(_ lists: [OrderedListChange]) throws {
+    for list in lists {
+      guard let rel = model.entity(named: list.entityName)?.relationship(named: list.relationship), rel.isOrdered
+      else {
+        throw StoreError(
+          .misuse, "\(list.entityName).\(list.relationship) is not an ordered to-many relationship of the model",
+          entity: list.entityName, key: list.relationship)
+      }
+      guard let source = (permanentIDs[list.source] ?? list.source).primaryKey else { continue }
+      let keys = list.targets.compactMap { (permanentIDs[$0] ?? $0).primaryKey }
+      state.orders[MemoryState.orderKey(rel), default: [:]][source] = keys.isEmpty ? nil : keys
     }
   }
 

@@ -442,6 +442,7 @@ final class PostgresMigration {
         try connection.execute(sql)
       }
     }
+    try migrateOrderColumns(on: connection)
     try createIndexes(on: connection)
     progress("built the indexes and constraints")
   }
@@ -530,6 +531,39 @@ final class PostgresMigration {
     let joins = new.joinTables.filter { !emptyJoins.contains($0.name) }
     for sql in SQLLayout.danglingReferenceCleanup(new.model, joinTables: joins, tableName: new.qualify) {
       _ = try connection.run(sql)
+    }
+  }
+
+  /// The position columns of ordered relationships: kept with their positions where the relationship
+  /// stays ordered and its table is kept or altered; added (positions NULL: the list reads in primary-key
+  /// order) for a relationship made ordered or a table rebuilt; for one made unordered, dropped with their
+  /// index, or set to NULL where views of a hierarchy's sub-entities select them.
+  private func migrateOrderColumns(on connection: PostgresConnection) throws {
+    func hasColumn(_ order: SQLOrderColumn) throws -> Bool {
+      try connection.query(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = $3",
+        [.string(new.name), .string(order.table), .string(order.column)]
+      ).count > 0
+    }
+    let wanted = SQLLayout.orderColumns(of: new.model)
+    let wantedNames = Set(wanted.map { [$0.table, $0.column] })
+    for order in SQLLayout.orderColumns(of: old.model) where !wantedNames.contains([order.table, order.column]) {
+      guard try hasColumn(order) else { continue }
+      try connection.execute("DROP INDEX IF EXISTS \(new.qualify(order.indexName))")
+      if new.model.inheritance.isInHierarchy(order.table) {
+        try connection.execute("UPDATE \(new.qualify(order.table)) SET \(quoteIdentifier(order.column)) = NULL")
+      } else {
+        try connection.execute("ALTER TABLE \(new.qualify(order.table)) DROP COLUMN \(quoteIdentifier(order.column))")
+      }
+    }
+    for order in wanted {
+      if try !hasColumn(order) {
+        try connection.execute(
+          "ALTER TABLE \(new.qualify(order.table)) ADD COLUMN \(quoteIdentifier(order.column)) bigint")
+      }
+      try connection.execute(
+        "CREATE INDEX IF NOT EXISTS \(quoteIdentifier(order.indexName)) ON \(new.qualify(order.table)) "
+          + "(\(quoteIdentifier(order.keyColumn)), \(quoteIdentifier(order.column)))")
     }
   }
 

@@ -321,6 +321,14 @@ struct PostgresQueryCompiler {
       if throughToOne { sql = "CASE WHEN \(alias).\"_pk\" IS NULL THEN NULL ELSE \(sql) END" }
       let isString = attribute.type == .string && (op == .min || op == .max)
       return Operand(fragment: Fragment(sql), kind: isString ? .string : .other)
+    case .element(let position, let rel, let attribute, _):
+      // The element's attribute, from the targets in list order (an index scan of the position index).
+      let source = toManySource(rel, owner: entity.name, ownerAlias: alias)
+      let order = try SQLLayout.elementOrder(schema.model, entity.name, rel, source, position)
+      let sql =
+        "(SELECT \(source.alias).\(quoteIdentifier(attribute.name)) FROM \(source.from) WHERE \(source.correlation) \(order))"
+      let isString = attribute.type == .string || attribute.type == .url
+      return Operand(fragment: Fragment(sql), kind: isString ? .string : .other)
     case .toMany(let rel):
       throw StoreError(
         .invalidQuery, "\(entity.name).\(rel.name) is a to-many relationship and cannot be compared as a whole",

@@ -98,18 +98,25 @@ struct PostgresSchema: Sendable {
     SQLLayout.toManyStorage(model, entity, relationship)
   }
 
-  /// The primary keys of the targets of `relationship` of one object (`$1`), in primary-key order.
+  /// The primary keys of the targets of `relationship` of one object (`$1`), in primary-key order (an
+  /// ordered relationship: by its position column, then key).
   func relatedKeysSQL(_ entity: String, _ relationship: RelationshipDescription) -> String {
     let column = quoteIdentifier(relationship.name)
     guard relationship.isToMany else {
       return "SELECT \(column) FROM \(qualify(entity)) WHERE \"_pk\" = $1 AND \(column) IS NOT NULL"
     }
+    let order = SQLLayout.orderColumn(model, entity, relationship)
     switch toManyStorage(entity, relationship) {
     case .foreignKey(let destination, let column):
-      return "SELECT \"_pk\" FROM \(qualify(destination)) WHERE \(quoteIdentifier(column)) = $1 ORDER BY \"_pk\""
+      let position = order.map { "\(quoteIdentifier($0.column)) NULLS LAST, " } ?? ""
+      // An ordered list reads its hierarchy's table: a sub-entity's view expanded `*` when it was made,
+      // perhaps before a migration added the position column.
+      let source = order.map { qualify($0.table) } ?? qualify(destination)
+      return "SELECT \"_pk\" FROM \(source) WHERE \(quoteIdentifier(column)) = $1 ORDER BY \(position)\"_pk\""
     case .joinTable(let joinTable, let ownerColumn, let targetColumn, _):
+      let position = order.map { "j.\(quoteIdentifier($0.column)) NULLS LAST, " } ?? ""
       return "SELECT j.\(quoteIdentifier(targetColumn)) FROM \(qualify(joinTable)) AS j "
-        + "WHERE j.\(quoteIdentifier(ownerColumn)) = $1 ORDER BY j.\(quoteIdentifier(targetColumn))"
+        + "WHERE j.\(quoteIdentifier(ownerColumn)) = $1 ORDER BY \(position)j.\(quoteIdentifier(targetColumn))"
     }
   }
 
@@ -143,6 +150,15 @@ struct PostgresSchema: Sendable {
     }
     for join in joinTables { try claim(join.name, "the join table \(join.name)") }
     for index in indexes() { try claim(index.name, "the index \(index.name)") }
+    for order in SQLLayout.orderColumns(of: model) {
+      try claim(order.indexName, "the position index of \(order.table).\(order.keyColumn)")
+      if order.column.utf8.count > 63 {
+        throw StoreError(
+          .unsupported,
+          "the PostgreSQL store cannot hold the position column \(order.table).\(order.column): "
+            + "the name is longer than 63 bytes", entity: order.table, key: order.column)
+      }
+    }
   }
 
   func createSQL(_ index: Index) -> String {
@@ -249,11 +265,24 @@ struct PostgresSchema: Sendable {
     // Tables before the views of sub-entities that read them.
     let creates = model.entities.map(createTableStatements).joined()
     let isView = { (statement: String) in statement.hasPrefix("CREATE VIEW") || statement.hasPrefix("ALTER VIEW") }
-    statements += creates.filter { !isView($0) } + creates.filter(isView)
+    let orders = SQLLayout.orderColumns(of: model)
+    let onTables = orders.filter { order in !joinTables.contains { $0.name == order.table } }
+    // Position columns before the views: a view's `*` is expanded when it is created.
+    statements += creates.filter { !isView($0) } + orderColumnStatements(onTables) + creates.filter(isView)
     for entity in model.entities { statements += foreignKeySQL(entity) }
     for join in joinTables { statements.append(createJoinTableSQL(join)) }
+    statements += orderColumnStatements(orders.filter { !onTables.contains($0) })
     statements += indexes().map(createSQL)
+    statements += orders.map { order in
+      "CREATE INDEX \(quoteIdentifier(order.indexName)) ON \(qualify(order.table)) "
+        + "(\(quoteIdentifier(order.keyColumn)), \(quoteIdentifier(order.column)))"
+    }
     return statements
+  }
+
+  /// The statements that add the position columns `columns` of ordered relationships.
+  func orderColumnStatements(_ columns: [SQLOrderColumn]) -> [String] {
+    columns.map { "ALTER TABLE \(qualify($0.table)) ADD COLUMN \(quoteIdentifier($0.column)) bigint" }
   }
 
   /// The column type of an attribute type.

@@ -88,6 +88,7 @@ struct SaveOperation {
     try insertAll(changes.inserted)
     try applyPatches()
     for link in changes.linkChanges { try apply(link) }
+    for list in changes.orderedLists { try apply(list) }
     let cleared = try clearReferences(to: deleted)
     let recomputed = try writeDerivedAttributes(&derived)
     try checkConstraints(recomputed: recomputed)
@@ -225,6 +226,19 @@ struct SaveOperation {
         "DELETE FROM \(schema.qualify(row.table)) WHERE \"source\" = $1 AND \"target\" = $2",
         [.int(row.source), .int(row.target)])
     }
+  }
+
+  /// Writes the positions of one ordered list in one statement: O(n) in the list, each target found by
+  /// key (an `UPDATE … FROM unnest(…)` over the targets' keys and positions).
+  private mutating func apply(_ list: OrderedListChange) throws {
+    guard let (order, owner, rows) = try orderedListRows(list), !rows.isEmpty else { return }
+    let keys = "{" + rows.map { String($0.0) }.joined(separator: ",") + "}"
+    let positions = "{" + rows.map { String($0.1) }.joined(separator: ",") + "}"
+    try connection.run(
+      "UPDATE \(schema.qualify(order.table)) AS t SET \(quoteIdentifier(order.column)) = u.position "
+        + "FROM unnest($2::bigint[], $3::bigint[]) AS u(key, position) "
+        + "WHERE t.\(quoteIdentifier(order.keyColumn)) = $1 AND t.\(quoteIdentifier(order.targetColumn)) = u.key",
+      [.int(owner), .text(keys), .text(positions)])
   }
 
   /// Sets every to-one reference to a deleted object to NULL (join-table rows go by `ON DELETE CASCADE`).

@@ -335,6 +335,15 @@ struct SQLiteQueryCompiler {
       if throughToOne { sql = "CASE WHEN \(alias).\"_pk\" IS NULL THEN NULL ELSE \(sql) END" }
       let isString = attribute.type == .string && (op == .min || op == .max)
       return Operand(fragment: Fragment(sql), nullable: true, kind: isString ? .string : .other, isComputed: true)
+    case .element(let position, let rel, let attribute, _):
+      // The element's attribute, from the targets in list order (an index scan of the position index).
+      let source = toManySource(rel, owner: entity.name, ownerAlias: alias)
+      let order = try SQLLayout.elementOrder(schema.model, entity.name, rel, source, position)
+      let column = "\(source.alias).\(quote(attribute.name))"
+      var sql = "(SELECT \(column) FROM \(source.from) WHERE \(source.correlation) \(order))"
+      if attribute.type == .decimal { sql = "(\(sql) COLLATE \(SQLiteFunctions.decimalCollation))" }
+      return Operand(
+        fragment: Fragment(sql), nullable: true, kind: attribute.type == .string ? .string : .other, isComputed: true)
     case .toMany(let rel):
       throw StoreError(
         .invalidQuery, "\(entity.name).\(rel.name) is a to-many relationship and cannot be compared as a whole",

@@ -105,18 +105,23 @@ struct SQLiteSchema: Sendable {
   }
 
   /// The query for the primary keys of the targets of `relationship` of one object of `entity` (bound
-  /// to its `_pk`), in primary-key order: a to-one column, the inverse's foreign key, or a join table.
+  /// to its `_pk`), in primary-key order (an ordered relationship: by its position column, then key): a
+  /// to-one column, the inverse's foreign key, or a join table.
   func relatedKeysSQL(_ entity: String, _ relationship: RelationshipDescription) -> String {
     guard relationship.isToMany else {
       return
         "SELECT \(quote(relationship.name)) FROM \(quote(entity)) WHERE \"_pk\" = ? AND \(quote(relationship.name)) IS NOT NULL"
     }
+    let order = SQLLayout.orderColumn(model, entity, relationship)
     switch toManyStorage(entity, relationship) {
     case .foreignKey(let destination, let column):
-      return "SELECT \"_pk\" FROM \(quote(destination)) WHERE \(quote(column)) = ? ORDER BY \"_pk\""
+      let position = order.map { "\(quote($0.column)) NULLS LAST, " } ?? ""
+      return "SELECT \"_pk\" FROM \(quote(destination)) WHERE \(quote(column)) = ? ORDER BY \(position)\"_pk\""
     case .joinTable(let joinTable, let ownerColumn, let targetColumn, let destination):
+      let position = order.map { "j.\(quote($0.column)) NULLS LAST, " } ?? ""
       return "SELECT j.\(quote(targetColumn)) FROM \(quote(joinTable)) AS j JOIN \(quote(destination)) AS d "
-        + "ON d.\"_pk\" = j.\(quote(targetColumn)) WHERE j.\(quote(ownerColumn)) = ? ORDER BY j.\(quote(targetColumn))"
+        + "ON d.\"_pk\" = j.\(quote(targetColumn)) WHERE j.\(quote(ownerColumn)) = ? "
+        + "ORDER BY \(position)j.\(quote(targetColumn))"
     }
   }
 
@@ -149,6 +154,9 @@ struct SQLiteSchema: Sendable {
     }
     for join in joinTables { try claim(join.name, "the join table \(join.name)") }
     for index in indexes() { try claim(index.name, "the index \(index.name)") }
+    for order in SQLLayout.orderColumns(of: model) {
+      try claim(order.indexName, "the position index of \(order.table).\(order.keyColumn)")
+    }
   }
 
   /// Every index of every table.
@@ -225,7 +233,19 @@ struct SQLiteSchema: Sendable {
       statements.append(Self.createJoinTableSQL(named: join.name))
     }
     statements += indexes().map(\.createSQL)
+    statements += orderColumnStatements()
     return statements
+  }
+
+  /// The statements that add the position columns of ordered relationships and their indexes (after the
+  /// tables; a sub-entity's view selects `*` of its table, so it shows them too once recreated).
+  func orderColumnStatements(_ columns: [SQLOrderColumn]? = nil) -> [String] {
+    (columns ?? SQLLayout.orderColumns(of: model)).flatMap { order in
+      [
+        "ALTER TABLE \(quote(order.table)) ADD COLUMN \(quote(order.column)) INTEGER",
+        "CREATE INDEX \(quote(order.indexName)) ON \(quote(order.table)) (\(quote(order.keyColumn)), \(quote(order.column)))",
+      ]
+    }
   }
 
   /// The declared SQL type of a column holding `type`.

@@ -343,8 +343,38 @@ final class SQLiteMigration {
       if case .empty = source { try connection.execute(SQLiteSchema.createJoinTableSQL(named: name)) }
     }
     if hierarchy.dropsObjects { try clearReferencesToDroppedObjects() }
+    try migrateOrderColumns()
     try createIndexes()
     progress("built the indexes")
+  }
+
+  /// The position columns of ordered relationships: kept with their positions where the relationship
+  /// stays ordered and its table is kept or altered; added (positions NULL: the list reads in primary-key
+  /// order) for a relationship made ordered or a table rebuilt; dropped with their index for one made
+  /// unordered.
+  private func migrateOrderColumns() throws {
+    func hasColumn(_ order: SQLOrderColumn) throws -> Bool {
+      let found = try connection.scalar(
+        "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", [.text(order.table), .text(order.column)])
+      if case .integer(let n)? = found { return n > 0 }
+      return false
+    }
+    let wanted = SQLLayout.orderColumns(of: new.model)
+    let wantedNames = Set(wanted.map { [$0.table, $0.column] })
+    for order in SQLLayout.orderColumns(of: old.model) where !wantedNames.contains([order.table, order.column]) {
+      try connection.execute("DROP INDEX IF EXISTS \(quote(order.indexName))")
+      if try hasColumn(order) {
+        try connection.execute("ALTER TABLE \(quote(order.table)) DROP COLUMN \(quote(order.column))")
+      }
+    }
+    for order in wanted {
+      if try !hasColumn(order) {
+        try connection.execute("ALTER TABLE \(quote(order.table)) ADD COLUMN \(quote(order.column)) INTEGER")
+      }
+      try connection.execute(
+        "CREATE INDEX IF NOT EXISTS \(quote(order.indexName)) ON \(quote(order.table)) "
+          + "(\(quote(order.keyColumn)), \(quote(order.column)))")
+    }
   }
 
   /// Makes each root that gains sub-entities the table of its hierarchy: `_entity` (its rows keep the

@@ -98,6 +98,7 @@ struct SaveOperation {
     }
     try applyPatches()
     for link in changes.linkChanges { try apply(link) }
+    for list in changes.orderedLists { try apply(list) }
     let cleared = try clearReferences(to: deleted)
     let recomputed = try writeDerivedAttributes(&derived)
     var (result, change) = try results(deleted: deletedIDs, cleared: cleared, recomputed: recomputed)
@@ -304,6 +305,17 @@ struct SaveOperation {
       try connection.run(
         "DELETE FROM \(quote(row.table)) WHERE \"source\" = ? AND \"target\" = ?",
         [.integer(row.source), .integer(row.target)])
+    }
+  }
+
+  /// Writes the positions of one ordered list: O(n) in the list, one indexed update per target.
+  private mutating func apply(_ list: OrderedListChange) throws {
+    guard let (order, owner, rows) = try orderedListRows(list) else { return }
+    let sql =
+      "UPDATE \(quote(order.table)) SET \(quote(order.column)) = ? "
+      + "WHERE \(quote(order.keyColumn)) = ? AND \(quote(order.targetColumn)) = ?"
+    for (target, position) in rows {
+      try connection.run(sql, [.integer(position), .integer(owner), .integer(target)])
     }
   }
 

@@ -81,6 +81,9 @@ public enum HistoryLog {
     for link in changeSet.linkChanges where !link.source.isTemporary {
       changedKeys[link.source, default: []].append(link.relationship)
     }
+    for list in changeSet.orderedLists where !list.source.isTemporary {
+      changedKeys[list.source, default: []].append(list.relationship)
+    }
     let deletedEntities = Set(change.deleted.map(\.entityName))
     var result: [HistoryChange] = []
     result.reserveCapacity(change.inserted.count + change.updated.count + change.deleted.count)

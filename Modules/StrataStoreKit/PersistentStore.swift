@@ -62,10 +62,13 @@ public protocol PersistentStore: AnyObject, Sendable {
   /// The snapshots of the given objects that exist, in no particular order (missing ones are omitted).
   func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot]
 
-  /// The IDs of the targets of a to-many relationship of one object.
+  /// The IDs of the targets of a to-many relationship of one object: an ordered relationship's
+  /// (`RelationshipDescription.isOrdered`) in the order the last ``OrderedListChange`` gave, targets it
+  /// did not name after them in primary-key order; an unordered relationship's in primary-key order.
   func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID]
 
-  /// Applies a change set in one transaction, all or nothing.
+  /// Applies a change set in one transaction, all or nothing: rows, links, and the positions of every
+  /// ordered list in ``ChangeSet/orderedLists`` (rewritten for those lists only).
   ///
   /// - Throws: `.constraintConflict` listing every uniqueness clash, `.optimisticLockConflict` listing
   ///   every object whose stored version differs from the expected one, `.readOnly`, `.io`.

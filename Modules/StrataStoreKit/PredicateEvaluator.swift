@@ -264,6 +264,23 @@ enum KeyPathReader {
           if !value.isNull { elements.append(value) }
         }
         result.append(op.function.fold(elements))
+      case .element(let position, let rel, _, let index):
+        guard let branch else {
+          result.append(.null)
+          continue
+        }
+        let targets = try source.relatedObjectIDs(of: branch.objectID, relationship: rel)
+        let chosen: ObjectID?
+        switch position {
+        case .index(let n): chosen = n >= 0 && n < targets.count ? targets[n] : nil
+        case .last: chosen = targets.last
+        case .key: chosen = nil
+        }
+        guard let chosen, let target = try source.snapshot(for: chosen), target.attributes.indices.contains(index) else {
+          result.append(.null)
+          continue
+        }
+        result.append(target.attributes[index])
       }
     }
     return result

@@ -26,6 +26,22 @@ package struct SQLJoinTable: Sendable, Hashable {
   }
 }
 
+/// The position column of an ordered to-many relationship: `_order_<inverse>` on the destination's table
+/// beside the inverse's foreign key (Core Data's `Z_FOK_`), or `source_order` / `target_order` in a join
+/// table (the target's position in the source's list, or the reverse). Indexed with `keyColumn` first, so
+/// one object's list reads in order from the index.
+package struct SQLOrderColumn: Sendable, Hashable {
+  /// The table holding the column (a hierarchy's root table, or a join table).
+  package let table: String
+  package let column: String
+  /// The column naming the list's owner: the foreign key, or the join table's owner column.
+  package let keyColumn: String
+  /// The column naming a target: `_pk`, or the join table's other column.
+  package let targetColumn: String
+
+  package var indexName: String { "\(table)_\(column)" }
+}
+
 /// One index an SQL backend keeps: on an entity table (uniqueness constraints, indexed attributes,
 /// compound indexes, to-one foreign keys) or a join table (its `target` column).
 package struct SQLIndex: Sendable, Hashable {
@@ -129,6 +145,33 @@ package enum SQLLayout {
         targetColumn: owner.isFlipped ? "source" : "target", destination: relationship.destination)
     }
     return .foreignKey(destination: relationship.destination, column: relationship.inverse ?? "")
+  }
+
+  /// The position column of the ordered to-many `relationship` of `entity` (`nil` when it is unordered).
+  package static func orderColumn(
+    _ model: ObjectModel, _ entity: String, _ relationship: RelationshipDescription
+  ) -> SQLOrderColumn? {
+    guard relationship.isOrdered else { return nil }
+    switch toManyStorage(model, entity, relationship) {
+    case .foreignKey(let destination, let column):
+      return SQLOrderColumn(
+        table: model.inheritance.root(of: destination), column: "_order_" + column, keyColumn: column,
+        targetColumn: "_pk")
+    case .joinTable(let table, let ownerColumn, let targetColumn, _):
+      return SQLOrderColumn(
+        table: table, column: ownerColumn + "_order", keyColumn: ownerColumn, targetColumn: targetColumn)
+    }
+  }
+
+  /// Every position column of `model`'s ordered relationships, once each, sorted by table and name.
+  package static func orderColumns(of model: ObjectModel) -> [SQLOrderColumn] {
+    var result = Set<SQLOrderColumn>()
+    for entity in model.entities {
+      for rel in entity.toManyRelationships {
+        if let column = orderColumn(model, entity.name, rel) { result.insert(column) }
+      }
+    }
+    return result.sorted { ($0.table, $0.column) < ($1.table, $1.column) }
   }
 
   /// Every index of every table of `model` (`joinTables` its join tables).

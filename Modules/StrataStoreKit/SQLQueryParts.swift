@@ -11,6 +11,9 @@ package struct SQLToManySource {
   package let alias: String
   /// The whole as a `JOIN … ON <correlation>`, to chain after another source.
   package let joinForm: String
+  /// The alias of the rows holding an ordered relationship's positions: the targets' (foreign key) or
+  /// the join table's.
+  package var positionAlias: String? = nil
 }
 
 extension SQLLayout {
@@ -26,7 +29,9 @@ extension SQLLayout {
       let alias = newAlias()
       let correlation = "\(alias).\(quote(column)) = \(ownerAlias).\"_pk\""
       let from = "\(tableName(destination)) AS \(alias)"
-      return SQLToManySource(from: from, correlation: correlation, alias: alias, joinForm: "JOIN \(from) ON \(correlation)")
+      return SQLToManySource(
+        from: from, correlation: correlation, alias: alias, joinForm: "JOIN \(from) ON \(correlation)",
+        positionAlias: alias)
     case .joinTable(let table, let ownerColumn, let targetColumn, let destination):
       let link = newAlias()
       let alias = newAlias()
@@ -34,7 +39,30 @@ extension SQLLayout {
       let correlation = "\(link).\(quote(ownerColumn)) = \(ownerAlias).\"_pk\""
       return SQLToManySource(
         from: "\(tableName(table)) AS \(link) \(targetJoin)", correlation: correlation, alias: alias,
-        joinForm: "JOIN \(tableName(table)) AS \(link) ON \(correlation) \(targetJoin)")
+        joinForm: "JOIN \(tableName(table)) AS \(link) ON \(correlation) \(targetJoin)", positionAlias: link)
+    }
+  }
+
+  /// The `ORDER BY … LIMIT 1 [OFFSET n]` that picks one element of the ordered relationship `rel` of
+  /// `owner` from `source`'s rows: `[n]` in list order (positions never written last, then by key),
+  /// `[LAST]` the reverse.
+  ///
+  /// - Throws: `.invalidQuery` when `rel` is not ordered.
+  package static func elementOrder(
+    _ model: ObjectModel, _ owner: String, _ rel: RelationshipDescription, _ source: SQLToManySource,
+    _ position: ResolvedKeyPath.Member
+  ) throws -> String {
+    guard let order = orderColumn(model, owner, rel), let alias = source.positionAlias else {
+      throw StoreError(
+        .invalidQuery, "\(owner).\(rel.name) is not ordered, so it has no element \(position)", entity: owner,
+        key: rel.name)
+    }
+    let column = "\(alias).\(quote(order.column))"
+    let key = "\(alias).\(quote(order.targetColumn))"
+    switch position {
+    case .last: return "ORDER BY \(column) DESC NULLS FIRST, \(key) DESC LIMIT 1"
+    case .index(let n): return "ORDER BY \(column) NULLS LAST, \(key) LIMIT 1 OFFSET \(max(n, 0))"
+    case .key: return "LIMIT 0"
     }
   }
 }

@@ -164,6 +164,32 @@ extension SQLSaveOperation {
   }
 }
 
+extension SQLSaveOperation {
+  /// The position writes of one ordered list: its position column, the owner's key, and each target's
+  /// key with its position (targets not stored, such as ones the save deletes, are left out). The store
+  /// runs `UPDATE table SET column = position WHERE keyColumn = owner AND <target key> = target`.
+  package func orderedListRows(_ list: OrderedListChange) throws -> (SQLOrderColumn, owner: Int64, [(Int64, Int64)])? {
+    let entity = try schema.table(list.entityName).entity
+    guard let rel = entity.relationship(named: list.relationship), rel.isToMany,
+      let order = SQLLayout.orderColumn(model, entity.name, rel)
+    else {
+      throw StoreError(
+        .misuse, "\(list.entityName).\(list.relationship) is not an ordered to-many relationship of the model",
+        entity: list.entityName, key: list.relationship)
+    }
+    func key(_ id: ObjectID) -> Int64? {
+      permanentIDs[id]?.primaryKey ?? (id.storeIdentifier == storeIdentifier ? id.primaryKey : nil)
+    }
+    guard let owner = key(list.source) else { return nil }
+    var rows: [(Int64, Int64)] = []
+    rows.reserveCapacity(list.targets.count)
+    for (position, target) in list.targets.enumerated() {
+      if let targetKey = key(target) { rows.append((targetKey, Int64(position))) }
+    }
+    return (order, owner, rows)
+  }
+}
+
 /// One join-table row of a link change (see ``SQLSaveOperation/linkRow(_:)``).
 package struct SQLLinkRow {
   /// The join table.

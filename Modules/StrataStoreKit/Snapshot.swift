@@ -110,6 +110,57 @@ public struct LinkChange: Sendable, Hashable {
   }
 }
 
+/// The new order of one ordered to-many relationship of one object (`RelationshipDescription.isOrdered`).
+///
+/// A ``ChangeSet`` carries one for every object whose ordered relationship changed in membership or
+/// order, listing the complete new list. The membership itself still travels the usual way (the
+/// inverse's to-one in ``ObjectChange/toOne``, or ``LinkChange``s for a join table); a store records the
+/// positions: after the save, ``PersistentStore/relatedObjectIDs(of:relationship:generation:)`` returns the
+/// targets in `targets` order. Targets the same save deletes, or that no longer belong to the list, are
+/// skipped; targets the list lacks but the store holds (added by another writer since) come after it.
+///
+/// ```swift
+/// OrderedListChange(entityName: "Playlist", relationship: "tracks", source: playlistID,
+///                   targets: [track2, track1])
+/// ```
+public struct OrderedListChange: Sendable, Hashable {
+  /// The entity of `source`.
+  public var entityName: String
+  /// The ordered to-many relationship's name on `entityName`.
+  public var relationship: String
+  /// The object that holds the relationship (temporary when inserted by the same change set).
+  public var source: ObjectID
+  /// Every target, in order (temporary IDs for objects inserted by the same change set).
+  public var targets: [ObjectID]
+
+  /// The list `targets` of `source`'s `relationship`.
+  public init(entityName: String, relationship: String, source: ObjectID, targets: [ObjectID]) {
+    self.entityName = entityName
+    self.relationship = relationship
+    self.source = source
+    self.targets = targets
+  }
+
+  /// `members` (a relationship's targets in primary-key order) arranged by `positions` (primary keys in
+  /// list order, as a store recorded them): those the list names first, in its order, then the others in
+  /// their given order. For stores that keep the list apart from the membership (memory, LMDB).
+  ///
+  /// ```swift
+  /// OrderedListChange.arrange([a, b, c], by: [c.primaryKey!, a.primaryKey!])   // [c, a, b]
+  /// ```
+  public static func arrange(_ members: [ObjectID], by positions: [Int64]) -> [ObjectID] {
+    guard !positions.isEmpty, members.count > 1 else { return members }
+    var rank: [Int64: Int] = [:]
+    rank.reserveCapacity(positions.count)
+    for (i, key) in positions.enumerated() where rank[key] == nil { rank[key] = i }
+    return members.enumerated().sorted { a, b in
+      let ra = a.element.primaryKey.flatMap { rank[$0] } ?? (positions.count + a.offset)
+      let rb = b.element.primaryKey.flatMap { rank[$0] } ?? (positions.count + b.offset)
+      return ra < rb
+    }.map(\.element)
+  }
+}
+
 /// Everything one context save writes, applied by a store in one transaction: all of it or none of it.
 ///
 /// The context has already applied delete rules (nullify, cascade) and checked deny rules, so the
@@ -125,6 +176,8 @@ public struct ChangeSet: Sendable, Hashable {
   public var deleted: [ObjectDeletion]
   /// Link changes of many-to-many relationships (to-one sides are carried in `toOne`).
   public var linkChanges: [LinkChange]
+  /// The complete new list of every ordered to-many relationship that changed (membership or order).
+  public var orderedLists: [OrderedListChange] = []
   /// The `transactionAuthor` of the saving context, recorded in persistent history.
   public var author: String?
   /// The name of the saving context, recorded in persistent history.
@@ -144,7 +197,9 @@ public struct ChangeSet: Sendable, Hashable {
   }
 
   /// Whether there is nothing to write.
-  public var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty && linkChanges.isEmpty }
+  public var isEmpty: Bool {
+    inserted.isEmpty && updated.isEmpty && deleted.isEmpty && linkChanges.isEmpty && orderedLists.isEmpty
+  }
 }
 
 /// What a store reports after applying a ``ChangeSet``.

@@ -3,7 +3,7 @@ import Foundation
 /// Copies every object and link of one store into another, empty store of the same model — of any
 /// backend — in one save: what moves an app's data from SQLite to LMDB or back (Core Data's
 /// `migratePersistentStore`). Objects get the destination's keys (and its store identifier); links
-/// follow them. Persistent history is not copied: it describes the source store's transactions.
+/// follow them, and ordered relationships keep their order (``OrderedListChange``). Persistent history is not copied: it describes the source store's transactions.
 ///
 /// ```swift
 /// let copied = try StoreCopy.copy(from: sqliteStore, to: lmdbStore, author: "copy")
@@ -43,6 +43,7 @@ package enum StoreCopy {
     }
     var inserted: [ObjectChange] = []
     var links: [LinkChange] = []
+    var lists: [OrderedListChange] = []
     inserted.reserveCapacity(total)
     for (entity, snapshots) in rows {
       let joins = entity.toManyRelationships.filter { relationship in
@@ -60,10 +61,20 @@ package enum StoreCopy {
               LinkChange(entityName: entity.name, relationship: relationship.name, source: id, target: mapped, isInsertion: true))
           }
         }
+        for relationship in entity.toManyRelationships where relationship.isOrdered {
+          let targets = try source.relatedObjectIDs(of: snapshot.objectID, relationship: relationship.name, generation: nil)
+          guard !targets.isEmpty else { continue }
+          lists.append(
+            OrderedListChange(
+              entityName: entity.name, relationship: relationship.name, source: id,
+              targets: targets.compactMap { temporary[$0] }))
+        }
         progress?(inserted.count, total)
       }
     }
-    _ = try destination.save(ChangeSet(inserted: inserted, linkChanges: links, author: author))
+    var changes = ChangeSet(inserted: inserted, linkChanges: links, author: author)
+    changes.orderedLists = lists
+    _ = try destination.save(changes)
     return total
   }
 }

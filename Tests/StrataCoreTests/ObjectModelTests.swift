@@ -49,6 +49,48 @@ struct ObjectModelTests {
     #expect(changed.fingerprint != model.fingerprint)
   }
 
+  @Test func orderedRelationshipsAreEncodedOnlyWhenOrdered() throws {
+    let model = try Self.library()
+    let json = String(decoding: try model.jsonData(), as: UTF8.self)
+    #expect(!json.contains("isOrdered"), "a model of unordered relationships is stored as before")
+    let ordered = try ObjectModel(
+      entities: model.entities.map { entity in
+        guard entity.name == "Author" else { return entity }
+        var books = try #require(entity.relationship(named: "books"))
+        books.isOrdered = true
+        return EntityDescription(name: entity.name, attributes: entity.attributes, relationships: [books])
+      })
+    #expect(ordered.fingerprint != model.fingerprint)
+    let decoded = try ObjectModel.decode(jsonData: try ordered.jsonData())
+    #expect(decoded.entity(named: "Author")?.relationship(named: "books")?.isOrdered == true)
+    #expect(decoded.fingerprint == ordered.fingerprint)
+
+    let toOne = RelationshipDescription(name: "author", destination: "Author", inverse: "books", isOrdered: true)
+    #expect(throws: StoreError.self) {
+      try ObjectModel(entities: [
+        EntityDescription(
+          name: "Author",
+          relationships: [
+            RelationshipDescription(name: "books", destination: "Book", inverse: "author", isToMany: true)
+          ]),
+        EntityDescription(name: "Book", relationships: [toOne]),
+      ])
+    }
+    do {
+      _ = try ObjectModel(entities: [
+        EntityDescription(
+          name: "Author",
+          relationships: [
+            RelationshipDescription(name: "books", destination: "Book", inverse: "author", isToMany: true)
+          ]),
+        EntityDescription(name: "Book", relationships: [toOne]),
+      ])
+    } catch let error as StoreError {
+      #expect(error.code == .invalidModel)
+      #expect(error.message.contains("Book.author"), "\(error.message)")
+    }
+  }
+
   @Test func lookupsFindPropertiesByKind() throws {
     let book = try #require(try Self.library().entity(named: "Book"))
     guard case .attribute(let title, let index)? = book.property(named: "title") else {

@@ -17,6 +17,7 @@ struct StoreReport: Encodable {
     var name: String
     var destination: String
     var isToMany: Bool
+    var isOrdered: Bool
     var inverse: String?
     var deleteRule: String
 
@@ -25,11 +26,12 @@ struct StoreReport: Encodable {
       try c.encode(name, forKey: .name)
       try c.encode(destination, forKey: .destination)
       try c.encode(isToMany, forKey: .isToMany)
+      if isOrdered { try c.encode(isOrdered, forKey: .isOrdered) }
       try c.encode(inverse, forKey: .inverse)  // null rather than absent
       try c.encode(deleteRule, forKey: .deleteRule)
     }
 
-    private enum CodingKeys: String, CodingKey { case name, destination, isToMany, inverse, deleteRule }
+    private enum CodingKeys: String, CodingKey { case name, destination, isToMany, isOrdered, inverse, deleteRule }
   }
 
   struct Entity: Encodable {
@@ -67,7 +69,7 @@ struct StoreReport: Encodable {
         },
         relationships: entity.relationships.map { r in
           Relationship(
-            name: r.name, destination: r.destination, isToMany: r.isToMany, inverse: r.inverse,
+            name: r.name, destination: r.destination, isToMany: r.isToMany, isOrdered: r.isOrdered, inverse: r.inverse,
             deleteRule: r.deleteRule.rawValue)
         },
         uniquenessConstraints: entity.uniquenessConstraints, indexes: entity.indexes)
@@ -102,7 +104,10 @@ struct StoreReport: Encodable {
             textTable(
               headers: ["Relationship", "Destination", "Kind", "Inverse", "Delete rule"],
               rows: entity.relationships.map { r in
-                [r.name, "→ \(r.destination)", r.isToMany ? "to-many" : "to-one", r.inverse ?? "-", r.deleteRule]
+                [
+                  r.name, "→ \(r.destination)", r.isOrdered ? "ordered to-many" : r.isToMany ? "to-many" : "to-one",
+                  r.inverse ?? "-", r.deleteRule,
+                ]
               })))
       }
       let compound = entity.uniquenessConstraints.filter { $0.count > 1 }
