@@ -191,7 +191,7 @@ public final class LMDBStore: PersistentStore {
     _ environment: LMDBEnvironment, path: String, model: ObjectModel?, options: StoreOptions
   ) throws -> (identifier: String, model: ObjectModel, schema: LMDBSchema) {
     let notStrata = "\(path) is not a Strata LMDB store"
-    switch try environment.read({ try creationState($0) }) {
+    switch try environment.read(keepingOpen: false, { try creationState($0) }) {
     case .foreign(let reason):
       throw StoreError(.corrupted, "\(notStrata) (\(reason))")
     case .unfinished:
