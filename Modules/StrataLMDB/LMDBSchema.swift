@@ -82,8 +82,14 @@ struct LMDBSchema: Sendable {
     /// Aligned with `entity.attributes`: each attribute's type, and whether it is transient.
     let types: [AttributeType]
     let isTransient: [Bool]
+    /// Decodes this entity's records, naming objects with the store's identifier: made once, since making
+    /// one (field kinds, interned ID templates) cost more than decoding the record it was made for.
+    let decoder: RecordDecoder
 
-    init(entity: EntityDescription, records: MDB_dbi, uniques: [Index], indexes: [Index], references: [MDB_dbi]) {
+    init(
+      entity: EntityDescription, records: MDB_dbi, uniques: [Index], indexes: [Index], references: [MDB_dbi],
+      storeIdentifier: String
+    ) {
       self.entity = entity
       name = entity.name
       self.records = records
@@ -94,6 +100,7 @@ struct LMDBSchema: Sendable {
       storedPositions = entity.attributes.indices.filter { !entity.attributes[$0].isTransient }
       types = entity.attributes.map(\.type)
       isTransient = entity.attributes.map(\.isTransient)
+      decoder = RecordDecoder(entity: entity, storeIdentifier: storeIdentifier)
     }
 
     /// The index a query on the single attribute `name` can use, if any.
@@ -152,8 +159,8 @@ struct LMDBSchema: Sendable {
     return result
   }
 
-  /// Builds the schema from database handles opened by name.
-  init(model: ObjectModel, handles: [String: MDB_dbi]) throws {
+  /// Builds the schema from database handles opened by name, for the store `storeIdentifier`.
+  init(model: ObjectModel, handles: [String: MDB_dbi], storeIdentifier: String) throws {
     func handle(_ name: String) throws -> MDB_dbi {
       guard let dbi = handles[name] else {
         throw StoreError(.corrupted, "the LMDB store has no '\(name)' database")
@@ -179,7 +186,8 @@ struct LMDBSchema: Sendable {
         try handle("\(model.declaringEntity(of: $0.name, in: entity.name)).\($0.name).ref")
       }
       tables[entity.name] = Table(
-        entity: entity, records: try handle(entity.name), uniques: uniques, indexes: indexes, references: references)
+        entity: entity, records: try handle(entity.name), uniques: uniques, indexes: indexes, references: references,
+        storeIdentifier: storeIdentifier)
       for rel in entity.toManyRelationships
       where model.usesJoinTable(rel) && model.declaringEntity(of: rel.name, in: entity.name) == entity.name {
         let owner = model.joinTableOwner(of: entity.name, rel)
