@@ -108,8 +108,14 @@ final class LMDBReader: EvaluationSource {
     case .references(let references): dbi = references
     case .links(let links): dbi = links
     }
-    return try txn.primaryKeys(dbi, KeyCoding.primaryKeyBytes(pk)).map {
-      try concrete(ObjectID(entityName: relationship.destination, storeIdentifier: storeIdentifier, primaryKey: $0))
+    let keys = try txn.primaryKeys(dbi, KeyCoding.primaryKeyBytes(pk))
+    guard let first = keys.first else { return [] }
+    // One ID interned for the destination, the others made from it (interning looks the entity and
+    // store up under a lock); only a destination with sub-entities needs each target's own entity.
+    let template = ObjectID(entityName: relationship.destination, storeIdentifier: storeIdentifier, primaryKey: first)
+    guard schema.model.inheritance.hasSubentities(relationship.destination) else {
+      return keys.map { template.withPrimaryKey($0) }
     }
+    return try keys.map { try concrete(template.withPrimaryKey($0)) }
   }
 }

@@ -125,6 +125,9 @@ struct LMDBSchema: Sendable {
   let handles: [String: MDB_dbi]
   /// `strata.history` (see ``LMDBHistory``), when the store was ever opened with history tracking.
   var history: MDB_dbi?
+  /// ``toManyStorage(_:_:)`` of every to-many relationship of every entity, by entity and relationship
+  /// name, worked out once: finding it walks the model's entities by name for the inverse.
+  private var toManyStorages: [String: [String: ToManyStorage]] = [:]
 
   /// Every database name the model needs, with whether it holds duplicates.
   static func databases(for model: ObjectModel) -> [(name: String, isDuplicateSorted: Bool)] {
@@ -199,6 +202,13 @@ struct LMDBSchema: Sendable {
     }
     self.tables = tables
     self.links = links
+    var storages: [String: [String: ToManyStorage]] = [:]
+    for entity in model.entities {
+      for rel in entity.toManyRelationships {
+        if let storage = findToManyStorage(entity.name, rel) { storages[entity.name, default: [:]][rel.name] = storage }
+      }
+    }
+    toManyStorages = storages
   }
 
   /// The last primary key handed out for `entityName` (`strata.counters`), `nil` before the first.
@@ -225,7 +235,7 @@ struct LMDBSchema: Sendable {
   }
 
   /// How the targets of a to-many relationship are found.
-  enum ToManyStorage {
+  enum ToManyStorage: Sendable {
     /// Through the inverse to-one's reference index: the destination objects pointing at the source.
     case references(MDB_dbi)
     /// Through a join table; `dbi` maps the source's key to its targets' keys.
@@ -233,6 +243,10 @@ struct LMDBSchema: Sendable {
   }
 
   func toManyStorage(_ entityName: String, _ rel: RelationshipDescription) -> ToManyStorage? {
+    toManyStorages[entityName]?[rel.name] ?? findToManyStorage(entityName, rel)
+  }
+
+  private func findToManyStorage(_ entityName: String, _ rel: RelationshipDescription) -> ToManyStorage? {
     if model.usesJoinTable(rel) {
       let owner = model.joinTableOwner(of: entityName, rel)
       guard let tables = links["\(owner.entity).\(owner.relationship)"] else { return nil }
