@@ -31,11 +31,23 @@ final class LMDBScope: Sendable {
   /// The snapshots of the objects that exist among `ids` (temporary IDs and other stores' IDs skipped).
   /// Records decode straight from the map with their table's decoder; a reader (with its cache) is made
   /// only when to-one targets may need naming by sub-entity. A run of IDs of one entity looks its table
-  /// up once.
+  /// up once. Several IDs are looked up through one cursor per table: liblmdb searches the leaf page the
+  /// cursor is on when the next key is there, so nearby keys (a batch of a walk, a relationship's
+  /// targets) skip the descent from the root that each `mdb_get` makes.
   func snapshots(for ids: [ObjectID], in txn: LMDBTransaction) throws -> [Snapshot] {
     let reader = schema.model.inheritance.isEmpty ? nil : reader(txn)
     var result: [Snapshot] = []
     result.reserveCapacity(ids.count)
+    var cursors: [(dbi: MDB_dbi, cursor: LMDBCursor)] = []
+    defer { for entry in cursors { mdb_cursor_close(entry.cursor.cursor) } }
+    func cursor(_ table: LMDBSchema.Table) throws -> LMDBCursor {
+      if let open = cursors.first(where: { $0.dbi == table.records }) { return open.cursor }
+      var opened: OpaquePointer?
+      try check(mdb_cursor_open(txn.txn, table.records, &opened), "mdb_cursor_open")
+      guard let opened else { throw LMDBError(EINVAL, "mdb_cursor_open") }
+      cursors.append((table.records, LMDBCursor(cursor: opened)))
+      return LMDBCursor(cursor: opened)
+    }
     var last: (id: ObjectID, table: LMDBSchema.Table)?
     for id in ids {
       guard let pk = id.primaryKey else { continue }
@@ -50,9 +62,14 @@ final class LMDBScope: Sendable {
       let snapshot: Snapshot?
       if let reader {
         snapshot = try reader.record(table, pk)
-      } else {
+      } else if ids.count == 1 {
         snapshot = try txn.get(table.records, primaryKey: pk) { bytes in
           try bytes.map { try table.decoder.decode($0, primaryKey: pk) }
+        }
+      } else {
+        let cursor = try cursor(table)
+        snapshot = try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
+          try cursor.seek(key, exact: true).map { try table.decoder.decode($0.value, primaryKey: pk) }
         }
       }
       if let snapshot { result.append(snapshot) }
