@@ -10,6 +10,12 @@ import Synchronization
 ///   Pinned read transactions stay open across calls but hold no cursor between them: liblmdb reaches
 ///   pages through the environment's current map, so they survive a remap.
 /// - Write transactions of this process are serialized by `writeLock` (liblmdb serializes processes).
+/// - A read leaves its transaction open as the *current reader*; the next read reuses it only while its
+///   snapshot is still the last commit of any process (`mdb_env_info`), so a read never sees less than a
+///   new transaction would. It is reset after this process writes and within 50 ms of being kept.
+/// - A read leaves its transaction open as the *current reader*; the next read reuses it only while its
+///   snapshot is still the last commit of any process (`mdb_env_info`), so a read never sees less than a
+///   new transaction would. It is reset after this process writes and within 50 ms of being kept.
 /// - `MDB_MAP_FULL` aborts the write, doubles the map and retries it; `MDB_MAP_RESIZED` (another process
 ///   grew the map) adopts the new size and retries. Neither reaches the caller.
 final class LMDBEnvironment: @unchecked Sendable {
@@ -27,6 +33,28 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// a third of firing one fault. A reset transaction pins no pages; `NOTLS` lets any thread renew it.
   private let idleReaders = Mutex<[UInt]>([])
   private static let idleReaderLimit = 4
+  /// The read transaction the last read left open (not reset), reused by the next read while it is still
+  /// on the latest commit of any process (its ID is the environment's last transaction ID): consecutive
+  /// reads — a fault after a fault — then cost no renewal, like a loop of `mdb_get`s in one transaction.
+  /// A read that finds a commit since renews it. It is released (reset) after every write of this process
+  /// and at most ``currentReaderLifetime`` after it was kept, so an idle process pins the pages of an old
+  /// commit for that long at most. A transaction that opened database handles is never kept (resetting
+  /// it closes them), and one that began before handles were opened elsewhere is not reused (it does not
+  /// know them): opening handles moves ``CurrentReader/epoch`` on.
+  private let currentReader = Mutex(CurrentReader())
+  static let currentReaderLifetime = DispatchTimeInterval.milliseconds(50)
+
+  private struct CurrentReader {
+    /// The open transaction (its bit pattern), 0 while none is kept or a read uses it.
+    var txn: UInt = 0
+    /// The epoch `txn` began or was renewed in.
+    var txnEpoch = 0
+    /// Moves on whenever database handles may have been opened (every write, ``openDatabases(_:create:)``):
+    /// a transaction of an earlier epoch is not kept.
+    var epoch = 0
+    /// Whether a release ``currentReaderLifetime`` from now is scheduled.
+    var releaseScheduled = false
+  }
 
   /// The environments open in this process, by directory, with how many stores use each. liblmdb
   /// forbids opening one environment twice in a process (its POSIX locks are per process: a second
@@ -110,7 +138,10 @@ final class LMDBEnvironment: @unchecked Sendable {
   }
 
   deinit {
-    if !isClosed { mdb_env_close(env) }
+    guard !isClosed else { return }
+    if let txn = OpaquePointer(bitPattern: currentReader.withLock { $0.txn }) { mdb_txn_abort(txn) }
+    for txn in idleReaders.withLock({ $0 }) { mdb_txn_abort(OpaquePointer(bitPattern: txn)) }
+    mdb_env_close(env)
   }
 
   /// Closes the environment once every transaction in flight has ended. The store ends its pinned
@@ -119,6 +150,11 @@ final class LMDBEnvironment: @unchecked Sendable {
     gate.exclusive {
       guard !isClosed else { return }
       isClosed = true
+      let current = currentReader.withLock { reader in
+        defer { reader.txn = 0 }
+        return reader.txn
+      }
+      if let txn = OpaquePointer(bitPattern: current) { mdb_txn_abort(txn) }
       for txn in idleReaders.withLock({ readers in
         defer { readers.removeAll() }; return readers
       }) {
@@ -175,6 +211,7 @@ final class LMDBEnvironment: @unchecked Sendable {
       }
       // Committing (even a read transaction) keeps the handles open for every later transaction.
       try check(mdb_txn_commit(txn), "mdb_txn_commit (open databases)")
+      releaseCurrentReader(rescheduling: false, inGate: true)
       return handles
     }
   }
@@ -199,27 +236,97 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
   }
 
-  /// Runs `body` in a read transaction on the latest committed state: an idle one renewed, or a new one.
-  func read<R>(_ body: (LMDBTransaction) throws -> R) throws -> R {
-    let renewed: R? = try gate.concurrently { () throws -> R? in
+  /// Runs `body` in a read transaction on the latest committed state: the current reader when nothing
+  /// committed since it began, else an idle one renewed, else a new one. Unless `keepingOpen` is false
+  /// (for a `body` that opens database handles), the transaction is kept open afterwards as the current
+  /// reader when there is none (see ``currentReader``).
+  func read<R>(keepingOpen: Bool = true, _ body: (LMDBTransaction) throws -> R) throws -> R {
+    let reused: R? = try gate.concurrently { () throws -> R? in
       try checkOpen()
-      guard let idle = idleReaders.withLock({ $0.popLast() }), let txn = OpaquePointer(bitPattern: idle) else { return nil }
-      guard mdb_txn_renew(txn) == MDB_SUCCESS else {
-        // Another process grew the map, or the slot is gone: begin anew, which handles either.
-        mdb_txn_abort(txn)
-        return nil
-      }
-      defer { endRead(txn) }
-      return try body(LMDBTransaction(txn: txn))
+      guard let (txn, epoch) = latestReader() else { return nil }
+      return try run(body, in: txn, epoch: keepingOpen ? epoch : nil)
     }
-    if let renewed { return renewed }
-    return try withNewTransaction(MDB_RDONLY) { txn in
-      defer { endRead(txn) }
-      return try body(LMDBTransaction(txn: txn))
+    if let reused { return reused }
+    let epoch = currentReader.withLock { $0.epoch }
+    return try withNewTransaction(MDB_RDONLY) { txn in try run(body, in: txn, epoch: keepingOpen ? epoch : nil) }
+  }
+
+  /// Runs a read's `body` in `txn`, then keeps `txn` as the current reader (when `epoch`, the epoch it
+  /// began in, is still the current one) or ends it. A transaction a failed read used is never kept.
+  private func run<R>(_ body: (LMDBTransaction) throws -> R, in txn: OpaquePointer, epoch: Int?) throws -> R {
+    let result: R
+    do {
+      result = try body(LMDBTransaction(txn: txn))
+    } catch {
+      endRead(txn)
+      throw error
+    }
+    if let epoch { keepCurrent(txn, epoch: epoch) } else { endRead(txn) }
+    return result
+  }
+
+  /// A read transaction on the latest commit, with the epoch it began in: the current reader when its
+  /// snapshot is still the last transaction committed by any process, else a reset one renewed; `nil`
+  /// when there is none to renew.
+  private func latestReader() -> (OpaquePointer, Int)? {
+    let (current, txnEpoch, epoch) = currentReader.withLock { reader in
+      defer { reader.txn = 0 }
+      return (reader.txn, reader.txnEpoch, reader.epoch)
+    }
+    if let txn = OpaquePointer(bitPattern: current) {
+      var info = MDB_envinfo()
+      // The meta page is written before a commit returns, so a commit that happened before this read
+      // (in any process) shows here; one that races with it may be seen or not, as with a new transaction.
+      if txnEpoch == epoch && mdb_env_info(env, &info) == MDB_SUCCESS && info.me_last_txnid == mdb_txn_id(txn) {
+        return (txn, txnEpoch)
+      }
+      mdb_txn_reset(txn)
+      if mdb_txn_renew(txn) == MDB_SUCCESS { return (txn, epoch) }
+      mdb_txn_abort(txn)
+    }
+    guard let idle = idleReaders.withLock({ $0.popLast() }), let txn = OpaquePointer(bitPattern: idle) else { return nil }
+    guard mdb_txn_renew(txn) == MDB_SUCCESS else {
+      // Another process grew the map, or the slot is gone: begin anew, which handles either.
+      mdb_txn_abort(txn)
+      return nil
+    }
+    return (txn, epoch)
+  }
+
+  /// Keeps `txn`, open, as the current reader when there is none and `epoch` is still the current one
+  /// (and schedules its release), else ends it.
+  private func keepCurrent(_ txn: OpaquePointer, epoch: Int) {
+    let (isKept, schedules) = currentReader.withLock { reader -> (Bool, Bool) in
+      guard reader.txn == 0, reader.epoch == epoch else { return (false, false) }
+      reader.txn = UInt(bitPattern: txn)
+      reader.txnEpoch = epoch
+      defer { reader.releaseScheduled = true }
+      return (true, !reader.releaseScheduled)
+    }
+    guard isKept else { return endRead(txn) }
+    guard schedules else { return }
+    DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.currentReaderLifetime) { [weak self] in
+      self?.releaseCurrentReader(rescheduling: true, inGate: false)
     }
   }
 
-  /// Ends a read transaction of ``read(_:)``: reset and kept for the next read, or aborted past the limit.
+  /// Resets the current reader, if one is kept, so it pins no pages. `rescheduling` when the scheduled
+  /// release runs (the next reader kept schedules another); otherwise the epoch moves on, so a read in
+  /// flight does not keep its transaction either. `inGate` when the caller holds the gate.
+  private func releaseCurrentReader(rescheduling: Bool, inGate: Bool) {
+    func release() {
+      let txn = currentReader.withLock { reader -> UInt in
+        if rescheduling { reader.releaseScheduled = false } else { reader.epoch &+= 1 }
+        defer { reader.txn = 0 }
+        return reader.txn
+      }
+      guard !isClosed, let txn = OpaquePointer(bitPattern: txn) else { return }
+      endRead(txn)
+    }
+    if inGate { release() } else { gate.concurrently(release) }
+  }
+
+  /// Ends a read transaction: reset and kept for the next read, or aborted past the limit.
   private func endRead(_ txn: OpaquePointer) {
     mdb_txn_reset(txn)
     let kept = idleReaders.withLock { readers -> Bool in
@@ -271,7 +378,11 @@ final class LMDBEnvironment: @unchecked Sendable {
         return .success(result)
       }
       switch outcome {
-      case .success(let result): return result
+      case .success(let result):
+        // The current reader is on the commit before this one (and does not know handles the write
+        // opened): reset it rather than pin that commit.
+        releaseCurrentReader(rescheduling: false, inGate: false)
+        return result
       case .failure: try growMap()
       }
     }

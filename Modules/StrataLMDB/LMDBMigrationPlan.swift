@@ -199,8 +199,8 @@ struct LMDBMigrationStep {
     for (name, isDuplicateSorted) in plan.newNames {
       newHandles[name] = try txn.openDatabase(name, isDuplicateSorted: isDuplicateSorted, create: true)
     }
-    let old = try LMDBSchema(model: plan.migration.source, handles: oldHandles)
-    var new = try LMDBSchema(model: plan.migration.destination, handles: newHandles)
+    let old = try LMDBSchema(model: plan.migration.source, handles: oldHandles, storeIdentifier: storeIdentifier)
+    var new = try LMDBSchema(model: plan.migration.destination, handles: newHandles, storeIdentifier: storeIdentifier)
     new.history = history
     let contents = try read(txn, old: old, new: new)
 

@@ -31,9 +31,7 @@ final class LMDBReader: EvaluationSource {
   /// Reads and decodes the record `pk` of `table` (uncached).
   func record(_ table: LMDBSchema.Table, _ pk: Int64) throws -> Snapshot? {
     let snapshot = try txn.get(table.records, primaryKey: pk) { bytes in
-      try bytes.map {
-        try RecordCodec.decode($0, primaryKey: pk, entity: table.entity, storeIdentifier: storeIdentifier)
-      }
+      try bytes.map { try table.decoder.decode($0, primaryKey: pk) }
     }
     guard let snapshot, !schema.model.inheritance.isEmpty else { return snapshot }
     return try resolvingReferences(snapshot)
@@ -80,7 +78,7 @@ final class LMDBReader: EvaluationSource {
   /// `remaining` is how many records follow the one handed over.
   func forEachRecord(_ table: LMDBSchema.Table, _ body: (consuming Snapshot, _ remaining: Int) throws -> Bool) throws {
     var remaining = try txn.entries(table.records)
-    let decoder = RecordDecoder(entity: table.entity, storeIdentifier: storeIdentifier)
+    let decoder = table.decoder
     let inheritance = schema.model.inheritance
     let resolves = table.entity.toOneRelationships.contains { inheritance.hasSubentities($0.destination) }
     try txn.withCursor(table.records) { cursor in
@@ -110,8 +108,19 @@ final class LMDBReader: EvaluationSource {
     case .references(let references): dbi = references
     case .links(let links): dbi = links
     }
-    let members = try txn.primaryKeys(dbi, KeyCoding.primaryKeyBytes(pk)).map {
-      try concrete(ObjectID(entityName: relationship.destination, storeIdentifier: storeIdentifier, primaryKey: $0))
+    let keys = try txn.primaryKeys(dbi, KeyCoding.primaryKeyBytes(pk))
+    let members: [ObjectID]
+    if let first = keys.first {
+      // One ID interned for the destination, the others made from it (interning looks the entity and
+      // store up under a lock); only a destination with sub-entities needs each target's own entity.
+      let template = ObjectID(entityName: relationship.destination, storeIdentifier: storeIdentifier, primaryKey: first)
+      if schema.model.inheritance.hasSubentities(relationship.destination) {
+        members = try keys.map { try concrete(template.withPrimaryKey($0)) }
+      } else {
+        members = keys.map { template.withPrimaryKey($0) }
+      }
+    } else {
+      members = []
     }
     guard let orderDBI = schema.orderDatabase(id.entityName, relationship) else { return members }
     return OrderedListChange.arrange(members, by: try orderedKeys(orderDBI, pk))

@@ -203,11 +203,12 @@ enum RecordCodec {
 
 /// Decodes the records of one entity: what every record needs (how to read each attribute, ID templates
 /// for the object and its to-one targets) is worked out once, not per record.
-struct RecordDecoder {
+struct RecordDecoder: Sendable {
   let entity: EntityDescription
   /// Per attribute, in model order: how its value is stored (transient attributes are not).
   private let fields: [RecordField]
-  private let idTemplate: ObjectID
+  /// An ID of the entity in the store (key 0), from which every record's ID is made.
+  let idTemplate: ObjectID
   private let targetTemplates: [ObjectID]
 
   init(entity: EntityDescription, storeIdentifier: String) {

@@ -83,8 +83,14 @@ struct LMDBSchema: Sendable {
     /// Aligned with `entity.attributes`: each attribute's type, and whether it is transient.
     let types: [AttributeType]
     let isTransient: [Bool]
+    /// Decodes this entity's records, naming objects with the store's identifier: made once, since making
+    /// one (field kinds, interned ID templates) cost more than decoding the record it was made for.
+    let decoder: RecordDecoder
 
-    init(entity: EntityDescription, records: MDB_dbi, uniques: [Index], indexes: [Index], references: [MDB_dbi]) {
+    init(
+      entity: EntityDescription, records: MDB_dbi, uniques: [Index], indexes: [Index], references: [MDB_dbi],
+      storeIdentifier: String
+    ) {
       self.entity = entity
       name = entity.name
       self.records = records
@@ -95,6 +101,7 @@ struct LMDBSchema: Sendable {
       storedPositions = entity.attributes.indices.filter { !entity.attributes[$0].isTransient }
       types = entity.attributes.map(\.type)
       isTransient = entity.attributes.map(\.isTransient)
+      decoder = RecordDecoder(entity: entity, storeIdentifier: storeIdentifier)
     }
 
     /// The index a query on the single attribute `name` can use, if any.
@@ -121,6 +128,9 @@ struct LMDBSchema: Sendable {
   let handles: [String: MDB_dbi]
   /// `strata.history` (see ``LMDBHistory``), when the store was ever opened with history tracking.
   var history: MDB_dbi?
+  /// ``toManyStorage(_:_:)`` of every to-many relationship of every entity, by entity and relationship
+  /// name, worked out once: finding it walks the model's entities by name for the inverse.
+  private var toManyStorages: [String: [String: ToManyStorage]] = [:]
 
   /// Every database name the model needs, with whether it holds duplicates.
   static func databases(for model: ObjectModel) -> [(name: String, isDuplicateSorted: Bool)] {
@@ -159,8 +169,8 @@ struct LMDBSchema: Sendable {
     return result
   }
 
-  /// Builds the schema from database handles opened by name.
-  init(model: ObjectModel, handles: [String: MDB_dbi]) throws {
+  /// Builds the schema from database handles opened by name, for the store `storeIdentifier`.
+  init(model: ObjectModel, handles: [String: MDB_dbi], storeIdentifier: String) throws {
     func handle(_ name: String) throws -> MDB_dbi {
       guard let dbi = handles[name] else {
         throw StoreError(.corrupted, "the LMDB store has no '\(name)' database")
@@ -191,7 +201,8 @@ struct LMDBSchema: Sendable {
         try handle("\(model.declaringEntity(of: $0.name, in: entity.name)).\($0.name).ref")
       }
       tables[entity.name] = Table(
-        entity: entity, records: try handle(entity.name), uniques: uniques, indexes: indexes, references: references)
+        entity: entity, records: try handle(entity.name), uniques: uniques, indexes: indexes, references: references,
+        storeIdentifier: storeIdentifier)
       for rel in entity.toManyRelationships
       where model.usesJoinTable(rel) && model.declaringEntity(of: rel.name, in: entity.name) == entity.name {
         let owner = model.joinTableOwner(of: entity.name, rel)
@@ -204,6 +215,13 @@ struct LMDBSchema: Sendable {
     self.tables = tables
     self.links = links
     self.orders = orders
+    var storages: [String: [String: ToManyStorage]] = [:]
+    for entity in model.entities {
+      for rel in entity.toManyRelationships {
+        if let storage = findToManyStorage(entity.name, rel) { storages[entity.name, default: [:]][rel.name] = storage }
+      }
+    }
+    toManyStorages = storages
   }
 
   /// The list database of the ordered relationship `rel` of `entityName` (`nil` when it is unordered).
@@ -236,7 +254,7 @@ struct LMDBSchema: Sendable {
   }
 
   /// How the targets of a to-many relationship are found.
-  enum ToManyStorage {
+  enum ToManyStorage: Sendable {
     /// Through the inverse to-one's reference index: the destination objects pointing at the source.
     case references(MDB_dbi)
     /// Through a join table; `dbi` maps the source's key to its targets' keys.
@@ -244,6 +262,10 @@ struct LMDBSchema: Sendable {
   }
 
   func toManyStorage(_ entityName: String, _ rel: RelationshipDescription) -> ToManyStorage? {
+    toManyStorages[entityName]?[rel.name] ?? findToManyStorage(entityName, rel)
+  }
+
+  private func findToManyStorage(_ entityName: String, _ rel: RelationshipDescription) -> ToManyStorage? {
     if model.usesJoinTable(rel) {
       let owner = model.joinTableOwner(of: entityName, rel)
       guard let tables = links["\(owner.entity).\(owner.relationship)"] else { return nil }

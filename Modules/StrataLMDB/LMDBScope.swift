@@ -8,10 +8,19 @@ import StrataStoreKit
 /// Every read and write is written once against a scope and a transaction: ``LMDBStore`` runs them in
 /// the transactions it begins, and the store a migration hands its custom stages (``LMDBBoundStore``)
 /// in the migration's own write transaction.
-struct LMDBScope: Sendable {
+///
+/// A class, made once per store: copying the schema (the model's arrays, the tables) into every call cost
+/// a few thousand instructions of retains and releases per fault.
+final class LMDBScope: Sendable {
   let schema: LMDBSchema
   let storeIdentifier: String
   let maxKeySize: Int
+
+  init(schema: LMDBSchema, storeIdentifier: String, maxKeySize: Int) {
+    self.schema = schema
+    self.storeIdentifier = storeIdentifier
+    self.maxKeySize = maxKeySize
+  }
 
   var model: ObjectModel { schema.model }
 
@@ -20,15 +29,50 @@ struct LMDBScope: Sendable {
   }
 
   /// The snapshots of the objects that exist among `ids` (temporary IDs and other stores' IDs skipped).
+  /// Records decode straight from the map with their table's decoder; a reader (with its cache) is made
+  /// only when to-one targets may need naming by sub-entity. A run of IDs of one entity looks its table
+  /// up once. Several IDs are looked up through one cursor per table: liblmdb searches the leaf page the
+  /// cursor is on when the next key is there, so nearby keys (a batch of a walk, a relationship's
+  /// targets) skip the descent from the root that each `mdb_get` makes.
   func snapshots(for ids: [ObjectID], in txn: LMDBTransaction) throws -> [Snapshot] {
-    let reader = reader(txn)
+    let reader = schema.model.inheritance.isEmpty ? nil : reader(txn)
     var result: [Snapshot] = []
     result.reserveCapacity(ids.count)
+    var cursors: [(dbi: MDB_dbi, cursor: LMDBCursor)] = []
+    defer { for entry in cursors { mdb_cursor_close(entry.cursor.cursor) } }
+    func cursor(_ table: LMDBSchema.Table) throws -> LMDBCursor {
+      if let open = cursors.first(where: { $0.dbi == table.records }) { return open.cursor }
+      var opened: OpaquePointer?
+      try check(mdb_cursor_open(txn.txn, table.records, &opened), "mdb_cursor_open")
+      guard let opened else { throw LMDBError(EINVAL, "mdb_cursor_open") }
+      cursors.append((table.records, LMDBCursor(cursor: opened)))
+      return LMDBCursor(cursor: opened)
+    }
+    var last: (id: ObjectID, table: LMDBSchema.Table)?
     for id in ids {
-      guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey, let table = schema.tables[id.entityName] else {
-        continue
+      guard let pk = id.primaryKey else { continue }
+      let table: LMDBSchema.Table
+      if let last, id.hasSameEntityAndStore(as: last.id) {
+        table = last.table
+      } else {
+        guard id.storeIdentifier == storeIdentifier, let found = schema.tables[id.entityName] else { continue }
+        table = found
+        last = (id, found)
       }
-      if let snapshot = try reader.record(table, pk) { result.append(snapshot) }
+      let snapshot: Snapshot?
+      if let reader {
+        snapshot = try reader.record(table, pk)
+      } else if ids.count == 1 {
+        snapshot = try txn.get(table.records, primaryKey: pk) { bytes in
+          try bytes.map { try table.decoder.decode($0, primaryKey: pk) }
+        }
+      } else {
+        let cursor = try cursor(table)
+        snapshot = try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
+          try cursor.seek(key, exact: true).map { try table.decoder.decode($0.value, primaryKey: pk) }
+        }
+      }
+      if let snapshot { result.append(snapshot) }
     }
     return result
   }

@@ -150,7 +150,7 @@ struct LMDBMigrationRun {
     for (name, isDuplicateSorted) in LMDBSchema.databases(for: scope.model) {
       handles[name] = try txn.openDatabase(name, isDuplicateSorted: isDuplicateSorted, create: false)
     }
-    var schema = try LMDBSchema(model: scope.model, handles: handles)
+    var schema = try LMDBSchema(model: scope.model, handles: handles, storeIdentifier: scope.storeIdentifier)
     schema.history = history
     for (index, step) in steps.enumerated() {
       let plan = LMDBMigrationPlan(step.migration)

@@ -38,7 +38,7 @@ public final class LMDBStore: PersistentStore {
   let environment: LMDBEnvironment
   let schema: LMDBSchema
   /// What reads and writes in this store's transactions need besides the transaction.
-  var scope: LMDBScope { LMDBScope(schema: schema, storeIdentifier: identifier, maxKeySize: environment.maxKeySize) }
+  let scope: LMDBScope
   let broadcaster = ChangeBroadcaster()
   /// Serializes saves and their announcements, so changes are yielded in commit order.
   let saveLock = NSLock()
@@ -107,6 +107,7 @@ public final class LMDBStore: PersistentStore {
     self.identifier = opened.identifier
     self.model = opened.model
     self.schema = opened.schema
+    scope = LMDBScope(schema: opened.schema, storeIdentifier: opened.identifier, maxKeySize: environment.maxKeySize)
     lastAnnounced.withLock { $0 = environment.lastTransactionID() ?? 0 }
   }
 
@@ -191,7 +192,7 @@ public final class LMDBStore: PersistentStore {
     _ environment: LMDBEnvironment, path: String, model: ObjectModel?, options: StoreOptions
   ) throws -> (identifier: String, model: ObjectModel, schema: LMDBSchema) {
     let notStrata = "\(path) is not a Strata LMDB store"
-    switch try environment.read({ try creationState($0) }) {
+    switch try environment.read(keepingOpen: false, { try creationState($0) }) {
     case .foreign(let reason):
       throw StoreError(.corrupted, "\(notStrata) (\(reason))")
     case .unfinished:
@@ -238,7 +239,7 @@ public final class LMDBStore: PersistentStore {
     let names = LMDBSchema.databases(for: effective)
     let handles = try environment.openDatabases(names, create: !options.isReadOnly)
     do {
-      var schema = try LMDBSchema(model: effective, handles: handles)
+      var schema = try LMDBSchema(model: effective, handles: handles, storeIdentifier: identifier)
       schema.history = try openHistory(environment, schema: schema, options: options)
       return (identifier, effective, schema)
     } catch let error as StoreError {

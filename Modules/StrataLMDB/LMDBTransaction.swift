@@ -200,10 +200,14 @@ struct LMDBCursor {
 
   /// Moves to `key` (`exact`) or to the first key at or after it.
   func seek(_ key: [UInt8], exact: Bool) throws -> Entry? {
-    try key.withUnsafeBytes { bytes in
-      var k = MDB_val(mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
-      return try get(exact ? MDB_SET_KEY : MDB_SET_RANGE, &k)
-    }
+    try key.withUnsafeBytes { try seek($0, exact: exact) }
+  }
+
+  /// Moves to `key` (`exact`) or to the first key at or after it. When `key` is on the leaf page the cursor
+  /// is on, liblmdb searches that page alone instead of descending from the root.
+  func seek(_ key: UnsafeRawBufferPointer, exact: Bool) throws -> Entry? {
+    var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+    return try get(exact ? MDB_SET_KEY : MDB_SET_RANGE, &k)
   }
 
   /// Replaces the value of the current entry (`MDB_CURRENT`; `key` must be its key), whatever its size.

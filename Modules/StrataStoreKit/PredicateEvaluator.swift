@@ -191,7 +191,19 @@ struct CompiledComparison: Sendable {
 enum KeyPathReader {
   /// The single value of a key path that is not a collection (nil when a to-one on the way is nil).
   static func value(of path: ResolvedKeyPath, from snapshot: Snapshot, _ source: some EvaluationSource) throws -> Value {
-    try values(of: path, from: snapshot, source).first ?? .null
+    // An attribute or to-one of the object itself — what sorting and most comparisons read — without the
+    // arrays of branches and results a path through relationships needs (~1,500 instructions a value).
+    if path.hops.isEmpty {
+      switch path.terminal {
+      case .attribute(_, let index):
+        return snapshot.attributes.indices.contains(index) ? snapshot.attributes[index] : .null
+      case .toOne(_, let index):
+        return snapshot.toOne.indices.contains(index) ? snapshot.toOne[index].map(Value.objectID) ?? .null : .null
+      default:
+        break
+      }
+    }
+    return try values(of: path, from: snapshot, source).first ?? .null
   }
 
   /// Every value the key path yields: one for a single-valued path, one per element for a collection.

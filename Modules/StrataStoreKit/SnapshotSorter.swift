@@ -24,20 +24,24 @@ public struct SnapshotSorter: Sendable {
   /// `snapshots` in sort order. Without descriptors, in primary-key order.
   /// - Throws: what `source` throws while following to-one key paths.
   public func sorted(_ snapshots: [Snapshot], source: some EvaluationSource) throws -> [Snapshot] {
-    var rows: [(snapshot: Snapshot, values: [Value])] = []
-    rows.reserveCapacity(snapshots.count)
+    // Every snapshot's sort values in one flat array and the sort on positions: a row of a snapshot and
+    // an array of values per object made an allocation each and moved both through every swap.
+    let width = keys.count
+    var values: [Value] = []
+    values.reserveCapacity(snapshots.count * width)
     for snapshot in snapshots {
-      rows.append((snapshot, try keys.map { try KeyPathReader.value(of: $0, from: snapshot, source) }))
+      for key in keys { values.append(try KeyPathReader.value(of: key, from: snapshot, source)) }
     }
-    rows.sort { a, b in
+    var order = Array(snapshots.indices)
+    order.sort { a, b in
       for (index, sort) in sorts.enumerated() {
-        var order = Self.compare(a.values[index], b.values[index], comparator: sort.comparator)
+        var order = Self.compare(values[a * width + index], values[b * width + index], comparator: sort.comparator)
         if !sort.ascending { order = -order }
         if order != 0 { return order < 0 }
       }
-      return Self.primaryKeyOrder(a.snapshot.objectID, b.snapshot.objectID) < 0
+      return Self.primaryKeyOrder(snapshots[a].objectID, snapshots[b].objectID) < 0
     }
-    return rows.map(\.snapshot)
+    return order.map { snapshots[$0] }
   }
 
   /// The values `snapshot` is sorted by, one per descriptor, for ``precedes(_:_:)``: read once, they

@@ -6,6 +6,8 @@ import StrataStoreKit
 // A second process for the LMDB tests, on a store the test created (Note: text unique, n, payload):
 //   lmdb-worker insert DIR PREFIX COUNT BATCH     saves COUNT notes "PREFIX-i", BATCH per save
 //   lmdb-worker grow DIR BYTES                    saves notes with BYTES of payload in all, 64 KiB each
+//   lmdb-worker save-on-request DIR               for each line "save" on standard input saves one note
+//                                                 "remote-i" and says "saved"; ends at the end of input
 //   lmdb-worker hold-write DIR                    opens a raw write transaction, says "ready", waits to be killed
 //   lmdb-worker hold-read DIR                     opens a raw read transaction, says "ready", waits to be killed
 //   lmdb-worker read DIR                          opens the store read-only and prints every note, by text
@@ -52,6 +54,16 @@ do {
       let end = min(start + batch, count)
       _ = try store.save(ChangeSet(inserted: (start..<end).map { note("\(arguments[3])-\($0)", $0) }))
       start = end
+    }
+  case "save-on-request":
+    let store = try LMDBStore(url: URL(fileURLWithPath: path), model: nil)
+    defer { store.close() }
+    var saved = 0
+    while let line = readLine() {
+      guard line == "save" else { fail("unknown request '\(line)'") }
+      _ = try store.save(ChangeSet(inserted: [note("remote-\(saved)", saved)]))
+      saved += 1
+      FileHandle.standardOutput.write(Data("saved\n".utf8))
     }
   case "grow":
     guard arguments.count == 4, let bytes = Int(arguments[3]) else { fail("usage: lmdb-worker grow DIR BYTES") }

@@ -38,6 +38,28 @@ struct LMDBMultiProcessTests {
     #expect(ids.compactMap(\.primaryKey) == Array(1...900), "keys are assigned once across processes")
   }
 
+  @Test func aReadRightAfterAnotherProcessCommitsSeesTheCommit() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let store = try LMDBStore(url: dir.store, model: try noteModel(), mapSize: 1 << 20)
+    defer { store.close() }
+    _ = try store.save(ChangeSet(inserted: [note("here", 1)]))
+    let input = Pipe()
+    let worker = try Worker.start(["save-on-request", dir.store.path], input: input)
+    // A read leaves its transaction open for the next one: the read right after each remote commit must
+    // not be answered from the snapshot before it.
+    for saved in 1...20 {
+      #expect(try count(store) == saved)
+      input.fileHandleForWriting.write(Data("save\n".utf8))
+      #expect(worker.1.fileHandleForReading.availableDataLine() == "saved")
+      #expect(try count(store) == saved + 1)
+    }
+    try input.fileHandleForWriting.close()
+    let (status, stderr) = Worker.finish(worker)
+    #expect(status == 0, "\(stderr)")
+    #expect(try texts(store, "text BEGINSWITH 'remote-'").count == 20)
+  }
+
   @Test func anotherProcessGrowingTheMapIsAdopted() throws {
     let dir = TemporaryDirectory()
     defer { dir.remove() }

@@ -68,11 +68,13 @@ enum Worker {
     return root.appending(path: ".build/debug/lmdb-worker")
   }
 
-  /// Starts the worker; its standard output and error are pipes.
-  static func start(_ arguments: [String]) throws -> (Process, Pipe, Pipe) {
+  /// Starts the worker; its standard output and error are pipes, and so is its standard input when
+  /// `input` is given.
+  static func start(_ arguments: [String], input: Pipe? = nil) throws -> (Process, Pipe, Pipe) {
     let process = Process()
     process.executableURL = url
     process.arguments = arguments
+    if let input { process.standardInput = input }
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out

@@ -93,7 +93,7 @@ struct RecordFuzzer {
     let newModel = try model(after)
     old = try oldModel.requireEntity("Item")
     new = try newModel.requireEntity("Item")
-    table = LMDBSchema.Table(entity: old, records: 0, uniques: [], indexes: [], references: [])
+    table = LMDBSchema.Table(entity: old, records: 0, uniques: [], indexes: [], references: [], storeIdentifier: "")
     decoder = RecordDecoder(entity: old, storeIdentifier: "S")
     newDecoder = RecordDecoder(entity: new, storeIdentifier: "S")
     let migration = try ModelMigration(from: oldModel, to: newModel)
