@@ -347,11 +347,20 @@ extension Conformance {
     let rewritten = try ordered.migrated(by: try ModelMigration(from: v2, to: v3))
     #expect(try rewritten.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == chosen)
 
+    // The destination's year becomes text: SQLite rebuilds its table (a column's type changes), the order stays.
+    let yearText = AttributeDescription(name: "year", type: .string)
+    let v3b = try directorModel(
+      ordered: true, movie: [MigrationModels.title, yearText, MigrationModels.votes, MigrationModels.seen])
+    let retyped = try rewritten.migrated(by: try ModelMigration(from: v3, to: v3b))
+    #expect(try retyped.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == chosen)
+    let years = try retyped.snapshots(for: movies, generation: nil).map { $0.attributes[1] }
+    #expect(years == movies.map { _ in Value.string("2000") })
+
     let v4 = try directorModel(
-      ordered: false, movie: [MigrationModels.title, MigrationModels.year, MigrationModels.votes, MigrationModels.seen])
-    let toUnordered = try ModelMigration(from: v3, to: v4)
+      ordered: false, movie: [MigrationModels.title, yearText, MigrationModels.votes, MigrationModels.seen])
+    let toUnordered = try ModelMigration(from: v3b, to: v4)
     #expect(toUnordered.changes.contains { if case .orderingChanged(false) = $0.kind { true } else { false } })
-    let unordered = try rewritten.migrated(by: toUnordered)
+    let unordered = try retyped.migrated(by: toUnordered)
     defer { unordered.close() }
     #expect(try unordered.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == byKey)
   }

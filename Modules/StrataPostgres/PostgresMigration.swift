@@ -464,6 +464,10 @@ final class PostgresMigration {
       let prefix = "CREATE TABLE \(new.qualify(storage)) ("
       guard create.hasPrefix(prefix) else { continue }
       try connection.execute("CREATE TABLE \(new.qualify(temporary)) (" + create.dropFirst(prefix.count))
+      for order in SQLLayout.orderColumns(of: new.model) where order.table == storage {
+        try connection.execute(
+          "ALTER TABLE \(new.qualify(temporary)) ADD COLUMN \(quoteIdentifier(order.column)) bigint")
+      }
       var last: Int64 = 0
       var copied = 0
       for (mapping, source, oldTable, wasShared) in hierarchy.copies(into: storage, of: migration) {
@@ -503,7 +507,10 @@ final class PostgresMigration {
           }
           values.append(value)
         }
-        for (column, sourceColumn) in SQLLayout.toOneColumnSources(mapping, source: source) {
+        let sources =
+          SQLLayout.toOneColumnSources(mapping, source: source)
+          + SQLLayout.orderColumnSources(mapping, source: source, oldModel: old.model, newModel: new.model)
+        for (column, sourceColumn) in sources {
           columns.append(quoteIdentifier(column))
           values.append(sourceColumn.map(quoteIdentifier) ?? "NULL")
         }

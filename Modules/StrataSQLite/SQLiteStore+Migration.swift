@@ -419,6 +419,7 @@ final class SQLiteMigration {
       } else if let entity = new.model.entity(named: storage) {
         try connection.execute(SQLiteSchema.createTableSQL(entity, named: temporary))
       }
+      try addOrderColumns(of: storage, to: temporary)
       var sequence: Int64?
       var copied = 0
       for (mapping, source, oldTable, wasShared) in hierarchy.copies(into: storage, of: migration) {
@@ -503,6 +504,14 @@ final class SQLiteMigration {
     return "_strata_migrating_\(temporaryCount)"
   }
 
+  /// Adds to the table `temporary`, built to replace `table`, the position columns the new model keeps
+  /// on `table` (filled by ``copiedColumns(_:from:)``; ``migrateOrderColumns()`` indexes them).
+  private func addOrderColumns(of table: String, to temporary: String) throws {
+    for order in SQLLayout.orderColumns(of: new.model) where order.table == table {
+      try connection.execute("ALTER TABLE \(quote(temporary)) ADD COLUMN \(quote(order.column)) INTEGER")
+    }
+  }
+
   /// Copies `plan`'s table into a new one with the new layout (keys, versions and the autoincrement
   /// sequence kept) and drops the old; returns the temporary name to rename and how many rows were copied.
   private func rebuild(_ plan: EntityPlan) throws -> ((String, String, SQLValue?), Int) {
@@ -511,6 +520,7 @@ final class SQLiteMigration {
     let sequence = try connection.scalar("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(plan.source.name)])
     let temporary = temporaryName()
     try connection.execute(SQLiteSchema.createTableSQL(entity, named: temporary))
+    try addOrderColumns(of: entity.name, to: temporary)
     let (columns, values, bindings) = copiedColumns(plan.mapping, from: plan.source)
     let rows = try connection.run(
       "INSERT INTO \(quote(temporary)) (\(columns.joined(separator: ", "))) SELECT \(values.joined(separator: ", ")) "
@@ -541,7 +551,10 @@ final class SQLiteMigration {
         values.append("\(SQLiteFunctions.migrateFunction)(\(conversion(attribute)), \(quote(sourceName)))")
       }
     }
-    for (column, sourceColumn) in SQLLayout.toOneColumnSources(mapping, source: source) {
+    let sources =
+      SQLLayout.toOneColumnSources(mapping, source: source)
+      + SQLLayout.orderColumnSources(mapping, source: source, oldModel: old.model, newModel: new.model)
+    for (column, sourceColumn) in sources {
       columns.append(quote(column))
       values.append(sourceColumn.map(quote) ?? "NULL")
     }

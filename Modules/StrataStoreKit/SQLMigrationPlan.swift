@@ -63,6 +63,30 @@ extension SQLLayout {
     }
   }
 
+  /// For each position column a rebuilt table of `mapping`'s entity keeps (the list of a to-one's ordered
+  /// inverse, beside its foreign key), the column and the old column its positions come from: `nil` for a
+  /// new to-one or one whose inverse was unordered in `oldModel` (its lists start in primary-key order).
+  ///
+  /// ```swift
+  /// SQLLayout.orderColumnSources(mapping, source: oldTrack, oldModel: old, newModel: new)   // [("_order_playlist", "_order_playlist")]
+  /// ```
+  package static func orderColumnSources(
+    _ mapping: EntityMapping, source: EntityDescription, oldModel: ObjectModel, newModel: ObjectModel
+  ) -> [(column: String, source: String?)] {
+    func hasOrderedInverse(_ relationship: RelationshipDescription, in model: ObjectModel) -> Bool {
+      guard let inverse = relationship.inverse,
+        let list = model.entity(named: relationship.destination)?.relationship(named: inverse)
+      else { return false }
+      return list.isToMany && list.isOrdered && !model.usesJoinTable(list)
+    }
+    return toOneColumnSources(mapping, source: source).compactMap { column, sourceColumn in
+      guard let relationship = mapping.entity.relationship(named: column), hasOrderedInverse(relationship, in: newModel)
+      else { return nil }
+      let old = sourceColumn.flatMap { source.relationship(named: $0) }
+      return ("_order_" + column, old.flatMap { hasOrderedInverse($0, in: oldModel) ? "_order_" + $0.name : nil })
+    }
+  }
+
   /// The statements that clear every to-one reference and join-table link to an object that is not
   /// stored (after a migration dropped the objects of a removed sub-entity): each to-one column set to
   /// `NULL` where its key has no row in the destination's table or view, each of `joinTables` emptied of
