@@ -133,16 +133,19 @@ struct SaveOperation {
   ) throws
     -> ([SQLValue], [(String, ObjectID)])
   {
-    let entity = table.entity
     var values: [SQLValue] = []
     values.reserveCapacity(table.dataColumns.count)
-    for index in table.storedAttributes {
+    // The entity's names are read only for an error: copying its description per row cost more than
+    // encoding the row.
+    for (index, type) in zip(table.storedAttributes, table.storedTypes) {
       let value = change.attributes[index]
-      let type = entity.attributes[index].type
       if !type.isCanonical(value) { converted.insert(change.objectID) }
-      values.append(try SQLiteSchema.encode(value, as: type, entity: entity.name, key: entity.attributes[index].name))
+      values.append(
+        try SQLiteSchema.encode(value, as: type, entity: table.entity.name, key: table.entity.attributes[index].name))
     }
     var later: [(String, ObjectID)] = []
+    guard !change.toOne.isEmpty else { return (values, later) }
+    let entity = table.entity
     for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
       if let encoded = try encodeTarget(target, rel, of: entity.name) {
         values.append(encoded)
@@ -181,7 +184,10 @@ struct SaveOperation {
 
   /// Writes one insert; `false` when a uniqueness constraint refused it (for now). `statement` is the
   /// table's prepared `insertSQL`, reused across the rows of one entity.
-  private mutating func insert(_ change: ObjectChange, _ table: SQLiteSchema.Table, _ statement: Statement) throws -> Bool {
+  /// `template` is an ID of the table's entity in this store, whose key is replaced for the new row.
+  private mutating func insert(
+    _ change: ObjectChange, _ table: SQLiteSchema.Table, _ statement: Statement, _ template: ObjectID
+  ) throws -> Bool {
     let (values, later) = try row(change, table, noting: &converted)
     do {
       if let pk = change.objectID.primaryKey {
@@ -198,7 +204,7 @@ struct SaveOperation {
       return false
     }
     let pk = connection.lastInsertRowID
-    let permanent = ObjectID(entityName: table.name, storeIdentifier: storeIdentifier, primaryKey: pk)
+    let permanent = template.withPrimaryKey(pk)
     permanentIDs[change.objectID] = permanent
     versions[permanent] = 1
     for (column, target) in later { patches.append((change, table.storageName, pk, column, target)) }
@@ -262,10 +268,16 @@ struct SaveOperation {
     while start < changes.endIndex {
       let entityName = changes[start].objectID.entityName
       var end = start + 1
-      while end < changes.endIndex, changes[end].objectID.entityName == entityName { end += 1 }
+      while end < changes.endIndex,
+        changes[end].objectID.hasSameEntityAndStore(as: changes[start].objectID)
+          || changes[end].objectID.entityName == entityName
+      {
+        end += 1
+      }
       let table = try schema.table(entityName)
+      let template = ObjectID(entityName: entityName, storeIdentifier: storeIdentifier, primaryKey: 0)
       try connection.withStatement(table.insertSQL) { statement in
-        for change in changes[start..<end] where try !insert(change, table, statement) {
+        for change in changes[start..<end] where try !insert(change, table, statement, template) {
           refused.append(change)
         }
       }

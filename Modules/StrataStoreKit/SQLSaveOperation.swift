@@ -46,25 +46,53 @@ extension SQLSaveOperation {
   // MARK: Checks
 
   /// Refuses malformed change sets before anything is written.
+  ///
+  /// A save's objects come in runs of one entity: what depends on the entity alone (insertable, its
+  /// table, its shape) is looked up once per run, recognised by the IDs' shared scope, not per object.
   package func checkChangeSet() throws {
+    let model = self.model
     var inserted = Set<ObjectID>(minimumCapacity: changes.inserted.count)
+    var lastChecked: ObjectID?
     for change in changes.inserted {
-      guard inserted.insert(change.objectID).inserted else {
-        throw StoreError(.misuse, "\(change.objectID) is inserted twice in one change set", entity: change.objectID.entityName)
+      let id = change.objectID
+      guard inserted.insert(id).inserted else {
+        throw StoreError(.misuse, "\(id) is inserted twice in one change set", entity: id.entityName)
       }
-      try model.requireInsertable(change.objectID.entityName)
-      if !change.objectID.isTemporary, change.objectID.storeIdentifier != storeIdentifier {
-        throw StoreError(
-          .misuse, "cannot insert \(change.objectID): it belongs to another store", entity: change.objectID.entityName)
+      // IDs of one scope share entity and store, so the checks below give the same answer.
+      if let lastChecked, lastChecked.hasSameEntityAndStore(as: id) { continue }
+      try model.requireInsertable(id.entityName)
+      if !id.isTemporary, id.storeIdentifier != storeIdentifier {
+        throw StoreError(.misuse, "cannot insert \(id): it belongs to another store", entity: id.entityName)
       }
+      lastChecked = id
     }
-    var table: Table?
+    // The entity of the current run, and what each change is checked against (locals, so that no
+    // change copies the entity's description).
+    var lastID: ObjectID?
+    var entity: EntityDescription?
+    var entityName = ""
+    var attributeCount = 0
+    var toOneRelationships: [RelationshipDescription] = []
     for change in [changes.inserted, changes.updated].joined() {
-      if table?.name != change.objectID.entityName { table = try schema.table(change.objectID.entityName) }
-      guard let entity = table?.entity else { continue }
-      try change.requireShape(of: entity)
-      for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
-        try checkReference(target, entity.name, rel.name, inserted)
+      if lastID.map({ !$0.hasSameEntityAndStore(as: change.objectID) }) ?? true {
+        let name = change.objectID.entityName
+        if entity == nil || entityName != name {
+          let found = try schema.table(name).entity
+          entity = found
+          entityName = found.name
+          attributeCount = found.attributes.count
+          toOneRelationships = found.toOneRelationships
+        }
+        lastID = change.objectID
+      }
+      if change.attributes.count != attributeCount || change.toOne.count != toOneRelationships.count {
+        try change.requireShape(attributeCount: attributeCount, toOneCount: toOneRelationships.count) {
+          entity ?? EntityDescription(name: entityName)
+        }
+      }
+      guard !change.toOne.isEmpty else { continue }
+      for (rel, target) in zip(toOneRelationships, change.toOne) {
+        try checkReference(target, entityName, rel.name, inserted)
       }
     }
     for change in changes.updated where change.objectID.isTemporary || change.objectID.storeIdentifier != storeIdentifier {
