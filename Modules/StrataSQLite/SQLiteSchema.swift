@@ -24,6 +24,11 @@ struct SQLiteSchema: Sendable {
     let insertSQL: String
     /// Inserts `_pk`, `_version`, then the data columns.
     let insertWithKeySQL: String
+    /// Inserts ``rowsPerInsert`` rows of the data columns in one statement; `nil` when a row has no
+    /// data columns or too many for two rows to fit SQLite's 999 parameters.
+    let insertRowsSQL: String?
+    /// How many rows ``insertRowsSQL`` inserts.
+    let rowsPerInsert: Int
     /// Writes every data column, bumps `_version` and returns the new version (`WHERE "_pk" = ?`).
     let updateSQL: String
     /// `updateSQL` that only writes when `_version` still matches (`… AND "_version" = ?`).
@@ -64,6 +69,8 @@ struct SQLiteSchema: Sendable {
           "INSERT INTO \(table) (\(names.map(quote).joined(separator: ", "))) VALUES \(Array(repeating: values, count: rows).joined(separator: ", "))"
       }
       insertSQL = insert(columns)
+      rowsPerInsert = columns.isEmpty ? 0 : min(32, 999 / columns.count)
+      insertRowsSQL = rowsPerInsert < 2 ? nil : insert(columns, rows: rowsPerInsert)
       insertWithKeySQL = insert(["_pk", "_version"] + columns)
       let sets = (columns.map { "\(quote($0)) = ?" } + ["\"_version\" = \"_version\" + 1"]).joined(separator: ", ")
       updateSQL = "UPDATE \(table) SET \(sets) WHERE \"_pk\" = ? RETURNING \"_version\""

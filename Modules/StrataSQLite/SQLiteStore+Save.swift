@@ -211,6 +211,42 @@ struct SaveOperation {
     return true
   }
 
+  /// Writes new objects (`rows.count` is the table's ``SQLiteSchema/Table/rowsPerInsert``) with one
+  /// statement, `sql`. `false` when nothing was written, for the rows to be written one by one: one has a
+  /// key of its own, or a constraint refused the statement (SQLite undoes a refused statement whole, and
+  /// row by row tells which object it refused and whether it may be retried).
+  ///
+  /// A table's keys are AUTOINCREMENT, each one above any the table ever held, so the statement's rows
+  /// have consecutive keys ending at the last inserted row's.
+  private mutating func insertRows(
+    _ rows: ArraySlice<ObjectChange>, _ table: SQLiteSchema.Table, _ sql: String, _ template: ObjectID
+  ) throws -> Bool {
+    guard rows.allSatisfy({ $0.objectID.primaryKey == nil }) else { return false }
+    var bindings: [SQLValue] = []
+    bindings.reserveCapacity(rows.count * table.dataColumns.count)
+    var later: [(offset: Int, column: String, target: ObjectID)] = []
+    for (offset, change) in rows.enumerated() {
+      let (values, targets) = try row(change, table, noting: &converted)
+      bindings.append(contentsOf: values)
+      for (column, target) in targets { later.append((offset, column, target)) }
+    }
+    do {
+      try connection.run(sql, bindings)
+    } catch let error as SQLiteError where error.code == SQLITE_CONSTRAINT {
+      return false
+    }
+    let first = connection.lastInsertRowID - Int64(rows.count - 1)
+    for (offset, change) in rows.enumerated() {
+      let permanent = template.withPrimaryKey(first + Int64(offset))
+      permanentIDs[change.objectID] = permanent
+      versions[permanent] = 1
+    }
+    for (offset, column, target) in later {
+      patches.append((rows[rows.startIndex + offset], table.storageName, first + Int64(offset), column, target))
+    }
+    return true
+  }
+
   /// Retries writes refused by a uniqueness constraint until no more succeed, then rewrites the updates
   /// still refused (objects swapping unique values in a cycle) by deleting and reinserting their rows
   /// under the same keys. Whatever still fails clashes in the final state.
@@ -277,8 +313,22 @@ struct SaveOperation {
       let table = try schema.table(entityName)
       let template = ObjectID(entityName: entityName, storeIdentifier: storeIdentifier, primaryKey: 0)
       try connection.withStatement(table.insertSQL) { statement in
-        for change in changes[start..<end] where try !insert(change, table, statement, template) {
-          refused.append(change)
+        var next = start
+        while next < end {
+          // Runs of new objects go in statements of several rows: each INSERT of a table with
+          // AUTOINCREMENT reads and writes `sqlite_sequence`, which cost as much as writing the row.
+          let chunkEnd = next + table.rowsPerInsert
+          if let sql = table.insertRowsSQL, chunkEnd <= end,
+            try insertRows(changes[next..<chunkEnd], table, sql, template)
+          {
+            next = chunkEnd
+            continue
+          }
+          // Rows one by one: the last few, or a chunk that needs them (a key of its own, a constraint).
+          for change in changes[next..<min(max(chunkEnd, next + 1), end)] where try !insert(change, table, statement, template) {
+            refused.append(change)
+          }
+          next = min(max(chunkEnd, next + 1), end)
         }
       }
       start = end
