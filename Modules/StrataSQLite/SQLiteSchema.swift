@@ -13,7 +13,7 @@ struct SQLiteSchema: Sendable {
   /// One entity's table and the statements the store runs on it, built once.
   final class Table: SQLTableDescription {
     let entity: EntityDescription
-    /// The positions (in `entity.attributes`) of the attributes that have a column.
+    /// The positions (in `entity.attributes`, ascending) of the attributes that have a column.
     let storedAttributes: [Int]
     /// The types of `storedAttributes`, in the same order: what reading and writing a row needs of each
     /// attribute (looked up in the entity, every attribute's whole description would be copied per row).
@@ -376,13 +376,20 @@ extension Statement {
   /// rows of one table calls per row.
   func snapshot(_ table: SQLiteSchema.Table, ids: RowIDs, start: Int32 = 0) throws -> Snapshot {
     let pk = int64(start)
-    var attributes = [Value](repeating: .null, count: table.entity.attributes.count)
+    // Appended in attribute order (`storedAttributes` ascend; the others are transient, null): an array
+    // made with `init(repeating:count:)` and then assigned cost ~900 instructions per row in generic code.
+    let count = table.entity.attributes.count
+    var attributes: [Value] = []
+    attributes.reserveCapacity(count)
     var column = start + 2
     for (index, type) in zip(table.storedAttributes, table.storedTypes) {
-      attributes[index] = try SQLiteSchema.decode(
-        value(at: column), as: type, entity: table.entity.name, key: table.entity.attributes[index].name)
+      while attributes.count < index { attributes.append(.null) }
+      attributes.append(
+        try SQLiteSchema.decode(
+          value(at: column), as: type, entity: table.entity.name, key: table.entity.attributes[index].name))
       column += 1
     }
+    while attributes.count < count { attributes.append(.null) }
     var toOne: [ObjectID?] = []
     if !ids.targets.isEmpty {
       toOne.reserveCapacity(ids.targets.count)

@@ -125,16 +125,27 @@ struct SaveOperation {
   // MARK: Rows
 
   /// The data-column values of a change (stored attributes, then to-one targets) and the to-one
-  /// targets to fill in later.
-  /// The column values of `change`; an object whose values had to be converted to their attribute's
-  /// type is added to `converted` (its stored state differs from what the context sent).
-  private func row(
-    _ change: ObjectChange, _ table: SQLiteSchema.Table, noting converted: inout Set<ObjectID>
-  ) throws
-    -> ([SQLValue], [(String, ObjectID)])
-  {
+  /// targets to fill in later. An object whose values had to be converted to their attribute's type is
+  /// added to `converted` (its stored state differs from what the context sent).
+  private mutating func row(
+    _ change: ObjectChange, _ table: SQLiteSchema.Table
+  ) throws -> (
+    [SQLValue], [(String, ObjectID)]
+  ) {
     var values: [SQLValue] = []
     values.reserveCapacity(table.dataColumns.count)
+    let later = try appendRow(change, table, to: &values)
+    return (values, later)
+  }
+
+  /// ``row(_:_:)`` appended to `values` (a statement of several rows binds them all from one array);
+  /// returns the to-one targets to fill in later.
+  ///
+  /// Mutating, as it notes conversions in `converted`: a non-mutating method given `&converted` had the
+  /// whole operation copied for every row, to keep the two accesses apart.
+  private mutating func appendRow(
+    _ change: ObjectChange, _ table: SQLiteSchema.Table, to values: inout [SQLValue]
+  ) throws -> [(String, ObjectID)] {
     // The entity's names are read only for an error: copying its description per row cost more than
     // encoding the row.
     for (index, type) in zip(table.storedAttributes, table.storedTypes) {
@@ -144,7 +155,7 @@ struct SaveOperation {
         try SQLiteSchema.encode(value, as: type, entity: table.entity.name, key: table.entity.attributes[index].name))
     }
     var later: [(String, ObjectID)] = []
-    guard !change.toOne.isEmpty else { return (values, later) }
+    guard !change.toOne.isEmpty else { return later }
     let entity = table.entity
     for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
       if let encoded = try encodeTarget(target, rel, of: entity.name) {
@@ -154,14 +165,14 @@ struct SaveOperation {
         if let target { later.append((rel.name, target)) }
       }
     }
-    return (values, later)
+    return later
   }
 
   /// Writes one update; `false` when a uniqueness constraint refused it (for now).
   private mutating func update(_ change: ObjectChange) throws -> Bool {
     let table = try schema.table(change.objectID.entityName)
     guard let pk = change.objectID.primaryKey else { return true }
-    let (values, later) = try row(change, table, noting: &converted)
+    let (values, later) = try row(change, table)
     var bindings = values + [.integer(pk)]
     if let expected = change.expectedVersion { bindings.append(.integer(expected)) }
     let newVersion: SQLValue?
@@ -188,7 +199,7 @@ struct SaveOperation {
   private mutating func insert(
     _ change: ObjectChange, _ table: SQLiteSchema.Table, _ statement: Statement, _ template: ObjectID
   ) throws -> Bool {
-    let (values, later) = try row(change, table, noting: &converted)
+    let (values, later) = try row(change, table)
     do {
       if let pk = change.objectID.primaryKey {
         guard try storedSnapshot(table, change.objectID) == nil else {
@@ -226,9 +237,7 @@ struct SaveOperation {
     bindings.reserveCapacity(rows.count * table.dataColumns.count)
     var later: [(offset: Int, column: String, target: ObjectID)] = []
     for (offset, change) in rows.enumerated() {
-      let (values, targets) = try row(change, table, noting: &converted)
-      bindings.append(contentsOf: values)
-      for (column, target) in targets { later.append((offset, column, target)) }
+      for (column, target) in try appendRow(change, table, to: &bindings) { later.append((offset, column, target)) }
     }
     do {
       try connection.run(sql, bindings)
@@ -264,7 +273,7 @@ struct SaveOperation {
     }
     var failed: [ObjectChange] = []
     for (change, table, pk, version) in rewrites {
-      let (values, later) = try row(change, table, noting: &converted)
+      let (values, later) = try row(change, table)
       do {
         try connection.run(table.insertWithKeySQL, [.integer(pk), .integer(version + 1)] + values)
         versions[change.objectID] = version + 1
