@@ -57,7 +57,8 @@ struct SaveOperation {
 
   /// The ID the context knows each inserted object by → its permanent ID.
   var permanentIDs: [ObjectID: ObjectID] = [:]
-  /// The new row version of each written object, by permanent ID.
+  /// The new row version of each updated object, by permanent ID (inserted objects are at version 1 and
+  /// left out: a dictionary entry per new object cost a hash here and another in the context).
   var versions: [ObjectID: Int64] = [:]
   /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
   var converted = Set<ObjectID>()
@@ -77,7 +78,7 @@ struct SaveOperation {
     self.changes = changes
     self.history = history
     permanentIDs.reserveCapacity(changes.inserted.count)
-    versions.reserveCapacity(changes.inserted.count + changes.updated.count)
+    versions.reserveCapacity(changes.updated.count)
   }
 
   mutating func apply() throws -> (SaveResult, StoreChange) {
@@ -217,7 +218,6 @@ struct SaveOperation {
     let pk = connection.lastInsertRowID
     let permanent = template.withPrimaryKey(pk)
     permanentIDs[change.objectID] = permanent
-    versions[permanent] = 1
     for (column, target) in later { patches.append((change, table.storageName, pk, column, target)) }
     return true
   }
@@ -248,7 +248,6 @@ struct SaveOperation {
     for (offset, change) in rows.enumerated() {
       let permanent = template.withPrimaryKey(first + Int64(offset))
       permanentIDs[change.objectID] = permanent
-      versions[permanent] = 1
     }
     for (offset, column, target) in later {
       patches.append((rows[rows.startIndex + offset], table.storageName, first + Int64(offset), column, target))

@@ -31,13 +31,15 @@ extension SQLSaveOperation {
         if !deleted.isEmpty && deleted.contains(id) { continue }
         if isInsert { inserted.append(id) } else { updated.append(id) }
         guard !cleared.isEmpty || derived[id] != nil || converted.contains(change.objectID),
-          let version = versions[id]
+          let version = versions[id] ?? (isInsert ? 1 : nil)
         else { continue }
         let table = try schema.table(id.entityName)
         let stored = try derived[id] ?? storedState(change, id: id, version: version, table: table, cleared: cleared)
         if stored != sentState(change, stored: stored, table: table) { result.storedSnapshots[id] = stored }
       }
     }
+    // Every insert's ID, in the change set's order: the context matches them up without a lookup each.
+    if inserted.count == changes.inserted.count { result.insertedIDs = inserted }
     let written = clearedIDs.isEmpty ? [] : Set(inserted + updated)
     let change = StoreChange(
       storeIdentifier: storeIdentifier, inserted: inserted,

@@ -13,7 +13,8 @@ package protocol SQLSaveOperation {
   var changes: ChangeSet { get }
   /// The ID the context knows each inserted object by → its permanent ID.
   var permanentIDs: [ObjectID: ObjectID] { get }
-  /// The new row version of each written object, by permanent ID.
+  /// The new row version of each written object, by permanent ID; inserted objects may be left out
+  /// (they are at version 1).
   var versions: [ObjectID: Int64] { get }
   /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
   var converted: Set<ObjectID> { get }
