@@ -50,13 +50,34 @@ extension SQLSaveOperation {
   ///
   /// A save's objects come in runs of one entity: what depends on the entity alone (insertable, its
   /// table, its shape) is looked up once per run, recognised by the IDs' shared scope, not per object.
+  ///
+  /// No set of the inserted IDs is built while they cannot repeat: within runs of one scope whose keys
+  /// increase (as a context's temporary IDs do), and no scope coming back after another. The set is made
+  /// from the first ID that breaks this on, or when a reference to a temporary ID needs it.
   package func checkChangeSet() throws {
     let model = self.model
-    var inserted = Set<ObjectID>(minimumCapacity: changes.inserted.count)
+    var inserted: Set<ObjectID>?
+    var runStarts: [ObjectID] = []
+    var previous: ObjectID?
     var lastChecked: ObjectID?
-    for change in changes.inserted {
+    for (position, change) in changes.inserted.enumerated() {
       let id = change.objectID
-      guard inserted.insert(id).inserted else {
+      if inserted == nil {
+        let distinct: Bool
+        if let previous, previous.hasSameEntityAndStore(as: id) {
+          distinct = keyPrecedes(previous, id)
+        } else {
+          distinct = runStarts.count < 16 && !runStarts.contains { $0.hasSameEntityAndStore(as: id) }
+          runStarts.append(id)
+        }
+        if !distinct {
+          var set = Set<ObjectID>(minimumCapacity: changes.inserted.count)
+          for earlier in changes.inserted[..<position] { set.insert(earlier.objectID) }
+          inserted = set
+        }
+      }
+      previous = id
+      if inserted?.insert(id).inserted == false {
         throw StoreError(.misuse, "\(id) is inserted twice in one change set", entity: id.entityName)
       }
       // IDs of one scope share entity and store, so the checks below give the same answer.
@@ -66,6 +87,10 @@ extension SQLSaveOperation {
         throw StoreError(.misuse, "cannot insert \(id): it belongs to another store", entity: id.entityName)
       }
       lastChecked = id
+    }
+    func isInserted(_ id: ObjectID) -> Bool {
+      if inserted == nil { inserted = Set(changes.inserted.map(\.objectID)) }
+      return inserted?.contains(id) == true
     }
     // The entity of the current run, and what each change is checked against (locals, so that no
     // change copies the entity's description).
@@ -93,7 +118,7 @@ extension SQLSaveOperation {
       }
       guard !change.toOne.isEmpty else { continue }
       for (rel, target) in zip(toOneRelationships, change.toOne) {
-        try checkReference(target, entityName, rel.name, inserted)
+        try checkReference(target, entityName, rel.name, isInserted)
       }
     }
     for change in changes.updated where change.objectID.isTemporary || change.objectID.storeIdentifier != storeIdentifier {
@@ -101,13 +126,15 @@ extension SQLSaveOperation {
         .misuse, "cannot update \(change.objectID): it is not a saved object of this store", entity: change.objectID.entityName)
     }
     for link in changes.linkChanges {
-      try checkReference(link.source, link.entityName, link.relationship, inserted)
-      try checkReference(link.target, link.entityName, link.relationship, inserted)
+      try checkReference(link.source, link.entityName, link.relationship, isInserted)
+      try checkReference(link.target, link.entityName, link.relationship, isInserted)
     }
   }
 
-  private func checkReference(_ target: ObjectID?, _ entity: String, _ key: String, _ inserted: Set<ObjectID>) throws {
-    guard let target, target.isTemporary, !inserted.contains(target) else { return }
+  private func checkReference(
+    _ target: ObjectID?, _ entity: String, _ key: String, _ isInserted: (ObjectID) -> Bool
+  ) throws {
+    guard let target, target.isTemporary, !isInserted(target) else { return }
     throw StoreError(
       .misuse, "\(entity).\(key) points at \(target), which is neither saved nor inserted by this save",
       entity: entity, key: key, value: .objectID(target))
@@ -190,6 +217,15 @@ extension SQLSaveOperation {
     return SQLLinkRow(
       table: table, source: first, target: second, sourceEntity: entity.name, destination: destination,
       sourceKey: source, destinationKey: target)
+  }
+}
+
+/// Whether `a`'s key comes before `b`'s, both permanent or both temporary.
+private func keyPrecedes(_ a: ObjectID, _ b: ObjectID) -> Bool {
+  switch (a.key, b.key) {
+  case (.permanent(let x), .permanent(let y)): x < y
+  case (.temporary(let x), .temporary(let y)): x < y
+  default: false
   }
 }
 
