@@ -98,6 +98,8 @@ extension Conformance {
       film.title = "Many \(n)"
       film.year = Int16(1900 + n)
       film.uuid = SampleData.uuid(10_000 + n)
+      // Empty, short and long text, some of it not ASCII.
+      film.genre = n % 5 == 0 ? "" : n % 5 == 1 ? nil : "Ñoño, a film of the long-named genre number \(n)"
       return film
     }
     let studios = (0..<100).map { n in
@@ -126,7 +128,7 @@ extension Conformance {
     let byID = Dictionary(uniqueKeysWithValues: films.map { ($0.objectID, $0) })
     for film in stored {
       let sent = try #require(byID[film.objectID], "\(film.objectID) was not one of the saved films")
-      #expect(film.title == sent.title && film.year == sent.year && film.uuid == sent.uuid)
+      #expect(film.title == sent.title && film.year == sent.year && film.uuid == sent.uuid && film.genre == sent.genre)
       #expect(film.studio?.objectID == sent.studio?.objectID)
       #expect(film.studio?.name == sent.studio?.name)
     }

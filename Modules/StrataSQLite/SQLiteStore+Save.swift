@@ -240,7 +240,7 @@ struct SaveOperation {
       for (column, target) in try appendRow(change, table, to: &bindings) { later.append((offset, column, target)) }
     }
     do {
-      try connection.run(sql, bindings)
+      try connection.runCopyingTextOnce(sql, bindings)
     } catch let error as SQLiteError where error.code == SQLITE_CONSTRAINT {
       return false
     }
