@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import StrataStoreKit
 
@@ -351,6 +352,24 @@ extension SQLIndex {
   }
 }
 
+extension Statement {
+  /// The column's value as an attribute of `type` for the pairs of stored and attribute type a store
+  /// writes (what ``SQLiteSchema/decode(_:as:entity:key:)`` makes of them), read without an `SQLValue`
+  /// in between; `nil` for any other pair, which `decode` then handles (or refuses).
+  @inline(__always)
+  func commonValue(at column: Int32, as type: AttributeType) -> Value? {
+    switch (sqlite3_column_type(pointer, column), type) {
+    case (SQLITE_NULL, _): .null
+    case (SQLITE_TEXT, .string): .string(text(column))
+    case (SQLITE_INTEGER, .int64), (SQLITE_INTEGER, .int32), (SQLITE_INTEGER, .int16): .int(int64(column))
+    case (SQLITE_INTEGER, .bool): .bool(int64(column) != 0)
+    case (SQLITE_FLOAT, .double), (SQLITE_FLOAT, .float): .double(double(column))
+    case (SQLITE_FLOAT, .date): .date(Date(timeIntervalSinceReferenceDate: double(column)))
+    default: nil
+    }
+  }
+}
+
 /// The IDs a table's rows are read into: one of the table's entity and one per to-one destination, each
 /// a template whose primary key is replaced per row (``ObjectID/withPrimaryKey(_:)``), so that reading a
 /// row looks no entity or store up. Made once per query.
@@ -384,9 +403,13 @@ extension Statement {
     var column = start + 2
     for (index, type) in zip(table.storedAttributes, table.storedTypes) {
       while attributes.count < index { attributes.append(.null) }
-      attributes.append(
-        try SQLiteSchema.decode(
-          value(at: column), as: type, entity: table.entity.name, key: table.entity.attributes[index].name))
+      if let value = commonValue(at: column, as: type) {
+        attributes.append(value)
+      } else {
+        attributes.append(
+          try SQLiteSchema.decode(
+            value(at: column), as: type, entity: table.entity.name, key: table.entity.attributes[index].name))
+      }
       column += 1
     }
     while attributes.count < count { attributes.append(.null) }
