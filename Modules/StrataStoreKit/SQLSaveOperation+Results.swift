@@ -25,12 +25,18 @@ extension SQLSaveOperation {
     var updated: [ObjectID] = []
     inserted.reserveCapacity(changes.inserted.count)
     updated.reserveCapacity(changes.updated.count)
+    // Read once, and asked only when not empty: this loop runs for every written object, and a lookup in
+    // an empty dictionary or set still hashes the key.
+    let permanentIDs = self.permanentIDs
+    let converted = self.converted
     for (changeList, isInsert) in [(changes.inserted, true), (changes.updated, false)] {
       for change in changeList {
         guard let id = isInsert ? permanentIDs[change.objectID] : change.objectID else { continue }
         if !deleted.isEmpty && deleted.contains(id) { continue }
         if isInsert { inserted.append(id) } else { updated.append(id) }
-        guard !cleared.isEmpty || derived[id] != nil || converted.contains(change.objectID),
+        guard
+          !cleared.isEmpty || (!derived.isEmpty && derived[id] != nil)
+            || (!converted.isEmpty && converted.contains(change.objectID)),
           let version = versions[id] ?? (isInsert ? 1 : nil)
         else { continue }
         let table = try schema.table(id.entityName)
