@@ -180,7 +180,7 @@ extension ObjectContext {
   /// The entity info of `id`'s entity, remembering the last one asked for (fetches ask for one entity
   /// many times; IDs of one entity are recognised without comparing names). Uncounted, as the
   /// coordinator holds it.
-  private func entityInfo(of id: ObjectID) -> Unretained<EntityInfo>? {
+  func entityInfo(of id: ObjectID) -> Unretained<EntityInfo>? {
     if let last = lastEntityInfo, last.id.hasSameEntityAndStore(as: id) { return last.info }
     guard let info = coordinator.info(forEntity: id.entityName) else { return nil }
     lastEntityInfo = LastEntityInfo(id: id, info: Unretained(info))

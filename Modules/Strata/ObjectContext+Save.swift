@@ -149,12 +149,14 @@ extension ObjectContext {
         attributes: SaveAssembler.storedAttributes(of: object),
         toOne: object.toOne)
     }
-    object.committedToMany = object.toMany
+    // Assigned only when there is something to assign: for every saved object, storing an empty array or
+    // set over an empty one still counts references.
+    if !object.toMany.isEmpty || !object.committedToMany.isEmpty { object.committedToMany = object.toMany }
     if !object.toManyOrder.isEmpty {
       for i in object.toManyOrder.keys { _ = object.orderedTargets(toManyIndex: i) }
       object.committedToManyOrder = object.toManyOrder
     }
-    object.changedKeys = []
+    if !object.changedKeys.isEmpty { object.changedKeys = [] }
     object.isInsertedStorage = false
   }
 

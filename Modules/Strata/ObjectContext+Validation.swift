@@ -82,7 +82,8 @@ extension ObjectContext {
         }
       }
     }
-    failures += customFailures
+    // Appending an empty array still runs `append(contentsOf:)`'s generic code, for every saved object.
+    if !customFailures.isEmpty { failures += customFailures }
     runCustomValidation(of: object, into: &failures) {
       if isInsert { try object.validateForInsert() } else { try object.validateForUpdate() }
     }

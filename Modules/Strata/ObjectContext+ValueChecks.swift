@@ -7,7 +7,10 @@ extension ObjectContext {
   /// - Throws: `.corrupted` naming the entity, the object and the key: the stored JSON no longer decodes
   ///   (the type changed without a migration) or the stored raw value is no case of the enum.
   func checkStoredValues(_ snapshot: Snapshot) throws {
-    guard let info = coordinator.info(forEntity: snapshot.objectID.entityName), !info.valueChecks.isEmpty else { return }
+    // The entity's info as materializing finds it (the last entity's, recognised by the ID's scope): a
+    // lookup by name hashed the entity's name for every object fetched.
+    guard let found = entityInfo(of: snapshot.objectID), found.withObject({ !$0.valueChecks.isEmpty }) else { return }
+    let info = found.object
     for check in info.valueChecks where snapshot.attributes.indices.contains(check.index) {
       let value = snapshot.attributes[check.index]
       guard check.type.init(storedValue: value) == nil else { continue }

@@ -91,6 +91,16 @@ extension Conformance {
     } throws: { error in
       (error as? StoreError)?.code == .misuse && (error as? StoreError)?.message.contains("inserted twice") == true
     }
+    // Also when it comes back after other objects: of its entity, or of another.
+    let later = ObjectChange(objectID: .makeTemporary(entityName: "Film"), attributes: good.attributes, toOne: good.toOne)
+    let studio = ObjectChange(objectID: .makeTemporary(entityName: "Studio"), attributes: [.string("Twice"), .null], toOne: [])
+    for inserted in [[good, later, good], [good, studio, good]] {
+      #expect {
+        try store.save(ChangeSet(inserted: inserted))
+      } throws: { error in
+        (error as? StoreError)?.code == .misuse && (error as? StoreError)?.message.contains("inserted twice") == true
+      }
+    }
     var foreign = good
     foreign.objectID = ObjectID(entityName: "Film", storeIdentifier: "another-store", primaryKey: 7)
     #expect {

@@ -82,6 +82,59 @@ extension Conformance {
     }
     let afterClash = try backend.freshContext(handles, handlesURL, types: [Handle.self])
     #expect(try afterClash.fetch(FetchRequest<Handle>()).map(\.display) == ["Café"])
+    try uniquenessAmongManyInserts(backend)
+  }
+
+  /// A save of many new objects (stores may write them several rows at a time): one clash among them
+  /// fails the save naming that object, the store unchanged; without it every object is stored with its
+  /// own values and references, also to objects inserted after it in the same save.
+  static func uniquenessAmongManyInserts(_ backend: ConformanceBackend) throws {
+    let (container, url) = try backend.sampleContainer()
+    let context = container.viewContext
+    let taken = try #require(try context.fetch(FetchRequest<Studio>()).first?.name)
+    // Films first, so that each points at a studio inserted after it.
+    let films = (0..<150).map { n in
+      let film = Film(context: context)
+      film.title = "Many \(n)"
+      film.year = Int16(1900 + n)
+      film.uuid = SampleData.uuid(10_000 + n)
+      // Empty, short and long text, some of it not ASCII.
+      film.genre = n % 5 == 0 ? "" : n % 5 == 1 ? nil : "Ñoño, a film of the long-named genre number \(n)"
+      return film
+    }
+    let studios = (0..<100).map { n in
+      let studio = Studio(context: context)
+      studio.name = "Many \(n)"
+      return studio
+    }
+    for (n, film) in films.enumerated() where n % 3 == 0 { film.studio = studios[n % studios.count] }
+    studios[45].name = taken
+    do {
+      try context.save()
+      Issue.record("a new studio named like a stored one must not save")
+    } catch let error as StoreError {
+      #expect(error.code == .constraintConflict, "\(error.message)")
+      #expect(error.conflicts.map(\.objectID) == [studios[45].objectID], "\(error.conflicts)")
+    }
+    let fresh = try backend.freshContext(container, url)
+    #expect(try fresh.count(for: FetchRequest<Studio>()) == SampleData.studios.count)
+    #expect(try fresh.count(for: FetchRequest<Film>()) == SampleData.films.count)
+
+    studios[45].name = "Many 45"
+    try context.save()
+    let reread = try backend.freshContext(container, url)
+    let stored = try reread.fetch(FetchRequest<Film>(format: "title BEGINSWITH 'Many '"))
+    #expect(stored.count == films.count)
+    let byID = Dictionary(uniqueKeysWithValues: films.map { ($0.objectID, $0) })
+    for film in stored {
+      let sent = try #require(byID[film.objectID], "\(film.objectID) was not one of the saved films")
+      #expect(film.title == sent.title && film.year == sent.year && film.uuid == sent.uuid && film.genre == sent.genre)
+      #expect(film.studio?.objectID == sent.studio?.objectID)
+      #expect(film.studio?.name == sent.studio?.name)
+    }
+    let storedStudios = try reread.fetch(FetchRequest<Studio>(format: "name BEGINSWITH 'Many '"))
+    #expect(Set(storedStudios.map(\.objectID)) == Set(studios.map(\.objectID)))
+    #expect(Set(storedStudios.map(\.name)) == Set(studios.map(\.name)))
   }
 }
 

@@ -146,7 +146,14 @@ final class SQLiteConnection: @unchecked Sendable {
   }
 
   /// Runs `body` with the cached prepared statement for `sql`, bound to `bindings`; resets it afterwards.
-  func withStatement<R>(_ sql: String, _ bindings: [SQLValue] = [], _ body: (Statement) throws -> R) throws -> R {
+  ///
+  /// With `textStorage` (at least as many bytes as the bindings' text holds), text is copied there and
+  /// bound without SQLite taking a copy of its own; the caller keeps the storage until this returns (the
+  /// bindings are cleared before).
+  func withStatement<R>(
+    _ sql: String, _ bindings: [SQLValue] = [], textStorage: UnsafeMutableRawBufferPointer? = nil,
+    _ body: (Statement) throws -> R
+  ) throws -> R {
     let db = try requireHandle()
     let pointer: OpaquePointer
     let entry: CachedStatement?
@@ -178,7 +185,7 @@ final class SQLiteConnection: @unchecked Sendable {
       if let entry { entry.inUse = false } else { sqlite3_finalize(pointer) }
     }
     let statement = Statement(pointer: pointer, connection: self, sql: sql)
-    try statement.bind(bindings)
+    try statement.bind(bindings, textStorage: textStorage)
     guard StrataLog.level > 0 else { return try body(statement) }
     let started = ContinuousClock.now
     do {
@@ -205,6 +212,21 @@ final class SQLiteConnection: @unchecked Sendable {
   @discardableResult
   func run(_ sql: String, _ bindings: [SQLValue] = []) throws -> Int {
     try withStatement(sql, bindings) { statement in
+      while try statement.step() {}
+      return Int(sqlite3_changes(statement.database))
+    }
+  }
+
+  /// ``run(_:_:)`` for a statement of many bindings (several rows of an insert): their text is copied
+  /// once into one buffer held for the run, instead of SQLite allocating, copying and freeing each string
+  /// under its allocator's mutex.
+  @discardableResult
+  func runCopyingTextOnce(_ sql: String, _ bindings: [SQLValue]) throws -> Int {
+    var bytes = 0
+    for case .text(let text) in bindings { bytes += text.utf8.count }
+    let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes, 1), alignment: 1)
+    defer { storage.deallocate() }
+    return try withStatement(sql, bindings, textStorage: storage) { statement in
       while try statement.step() {}
       return Int(sqlite3_changes(statement.database))
     }
@@ -329,7 +351,11 @@ struct Statement {
 
   var database: OpaquePointer? { sqlite3_db_handle(pointer) }
 
-  func bind(_ values: [SQLValue]) throws {
+  /// Binds `values` to the parameters in order. With `textStorage`, text is copied into it (from its
+  /// start, back to back) and bound as SQLite's static text: the storage must hold every string's UTF-8
+  /// and outlive the bindings (``SQLiteConnection/withStatement(_:_:textStorage:_:)`` clears them).
+  func bind(_ values: [SQLValue], textStorage: UnsafeMutableRawBufferPointer? = nil) throws {
+    var stored = 0
     for (offset, value) in values.enumerated() {
       let index = Int32(offset + 1)
       let rc: Int32
@@ -342,7 +368,13 @@ struct Statement {
         rc = text.withUTF8 { buffer in
           // An empty buffer may have no address, which SQLite would bind as NULL.
           guard let base = buffer.baseAddress else { return sqlite3_bind_text(pointer, index, "", 0, nil) }
-          return sqlite3_bind_text(pointer, index, base, Int32(buffer.count), strata_sqlite_transient())
+          guard let storage = textStorage?.baseAddress, stored + buffer.count <= textStorage?.count ?? 0 else {
+            return sqlite3_bind_text(pointer, index, base, Int32(buffer.count), strata_sqlite_transient())
+          }
+          let target = storage + stored
+          target.copyMemory(from: base, byteCount: buffer.count)
+          stored += buffer.count
+          return sqlite3_bind_text(pointer, index, target.assumingMemoryBound(to: CChar.self), Int32(buffer.count), nil)
         }
       case .blob(let data):
         if data.isEmpty {

@@ -1,3 +1,4 @@
+import CSQLite
 import Foundation
 import StrataStoreKit
 
@@ -13,14 +14,22 @@ struct SQLiteSchema: Sendable {
   /// One entity's table and the statements the store runs on it, built once.
   final class Table: SQLTableDescription {
     let entity: EntityDescription
-    /// The positions (in `entity.attributes`) of the attributes that have a column.
+    /// The positions (in `entity.attributes`, ascending) of the attributes that have a column.
     let storedAttributes: [Int]
+    /// The types of `storedAttributes`, in the same order: what reading and writing a row needs of each
+    /// attribute (looked up in the entity, every attribute's whole description would be copied per row).
+    let storedTypes: [AttributeType]
     /// The stored attribute and to-one column names, in `SELECT` order after `_pk` and `_version`.
     let dataColumns: [String]
     /// Inserts the data columns.
     let insertSQL: String
     /// Inserts `_pk`, `_version`, then the data columns.
     let insertWithKeySQL: String
+    /// Inserts ``rowsPerInsert`` rows of the data columns in one statement; `nil` when a row has no
+    /// data columns or too many for two rows to fit SQLite's 999 parameters.
+    let insertRowsSQL: String?
+    /// How many rows ``insertRowsSQL`` inserts.
+    let rowsPerInsert: Int
     /// Writes every data column, bumps `_version` and returns the new version (`WHERE "_pk" = ?`).
     let updateSQL: String
     /// `updateSQL` that only writes when `_version` still matches (`… AND "_version" = ?`).
@@ -44,20 +53,25 @@ struct SQLiteSchema: Sendable {
       self.isInHierarchy = storageName != nil
       let (stored, columns) = SQLLayout.columns(of: entity)
       storedAttributes = stored
+      storedTypes = stored.map { entity.attributes[$0].type }
       dataColumns = columns
       let table = quote(self.storageName)
       let tag = storageName == nil ? nil : "'" + entity.name.replacingOccurrences(of: "'", with: "''") + "'"
-      func insert(_ names: [String]) -> String {
+      func insert(_ names: [String], rows: Int = 1) -> String {
         let placeholders = Array(repeating: "?", count: names.count)
         if let tag {
+          let values = "(\((placeholders + [tag]).joined(separator: ", ")))"
           return "INSERT INTO \(table) (\((names.map(quote) + [quote(SQLiteSchema.entityColumn)]).joined(separator: ", "))) "
-            + "VALUES (\((placeholders + [tag]).joined(separator: ", ")))"
+            + "VALUES \(Array(repeating: values, count: rows).joined(separator: ", "))"
         }
         if names.isEmpty { return "INSERT INTO \(table) DEFAULT VALUES" }
+        let values = "(\(placeholders.joined(separator: ", ")))"
         return
-          "INSERT INTO \(table) (\(names.map(quote).joined(separator: ", "))) VALUES (\(placeholders.joined(separator: ", ")))"
+          "INSERT INTO \(table) (\(names.map(quote).joined(separator: ", "))) VALUES \(Array(repeating: values, count: rows).joined(separator: ", "))"
       }
       insertSQL = insert(columns)
+      rowsPerInsert = columns.isEmpty ? 0 : min(32, 999 / columns.count)
+      insertRowsSQL = rowsPerInsert < 2 ? nil : insert(columns, rows: rowsPerInsert)
       insertWithKeySQL = insert(["_pk", "_version"] + columns)
       let sets = (columns.map { "\(quote($0)) = ?" } + ["\"_version\" = \"_version\" + 1"]).joined(separator: ", ")
       updateSQL = "UPDATE \(table) SET \(sets) WHERE \"_pk\" = ? RETURNING \"_version\""
@@ -268,7 +282,9 @@ extension SQLiteSchema {
   /// exact string form.
   ///
   /// - Throws: `.validation` when the value cannot be converted to `type`.
-  static func encode(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> SQLValue {
+  static func encode(
+    _ value: Value, as type: AttributeType, entity: @autoclosure () -> String, key: @autoclosure () -> String
+  ) throws -> SQLValue {
     switch (type, value) {
     case (_, .null): return .null
     case (.string, .string(let s)): return .text(s)
@@ -280,6 +296,7 @@ extension SQLiteSchema {
     default: break
     }
     guard let converted = type.coerce(value) else {
+      let (entity, key) = (entity(), key())
       throw StoreError(
         .validation, "\(entity).\(key) is a \(type.rawValue) attribute and cannot hold the \(value.kindName) \(value)",
         entity: entity, key: key, value: value)
@@ -310,7 +327,9 @@ extension SQLiteSchema {
   /// A stored value read back as an attribute value of `type`.
   ///
   /// - Throws: `.corrupted` when the stored value cannot be a `type` (the file was edited by hand).
-  static func decode(_ stored: SQLValue, as type: AttributeType, entity: String, key: String) throws -> Value {
+  static func decode(
+    _ stored: SQLValue, as type: AttributeType, entity: @autoclosure () -> String, key: @autoclosure () -> String
+  ) throws -> Value {
     let decoded: Value?
     switch (type, stored) {
     case (_, .null): decoded = .null
@@ -335,6 +354,7 @@ extension SQLiteSchema {
     default: decoded = nil
     }
     guard let decoded else {
+      let (entity, key) = (entity(), key())
       throw StoreError(
         .corrupted, "\(entity).\(key) holds \(stored), which is not a \(type.rawValue)", entity: entity, key: key)
     }
@@ -360,27 +380,74 @@ extension SQLIndex {
 }
 
 extension Statement {
+  /// The column's value as an attribute of `type` for the pairs of stored and attribute type a store
+  /// writes (what ``SQLiteSchema/decode(_:as:entity:key:)`` makes of them), read without an `SQLValue`
+  /// in between; `nil` for any other pair, which `decode` then handles (or refuses).
+  @inline(__always)
+  func commonValue(at column: Int32, as type: AttributeType) -> Value? {
+    switch (sqlite3_column_type(pointer, column), type) {
+    case (SQLITE_NULL, _): .null
+    case (SQLITE_TEXT, .string): .string(text(column))
+    case (SQLITE_INTEGER, .int64), (SQLITE_INTEGER, .int32), (SQLITE_INTEGER, .int16): .int(int64(column))
+    case (SQLITE_INTEGER, .bool): .bool(int64(column) != 0)
+    case (SQLITE_FLOAT, .double), (SQLITE_FLOAT, .float): .double(double(column))
+    case (SQLITE_FLOAT, .date): .date(Date(timeIntervalSinceReferenceDate: double(column)))
+    default: nil
+    }
+  }
+}
+
+/// The IDs a table's rows are read into: one of the table's entity and one per to-one destination, each
+/// a template whose primary key is replaced per row (``ObjectID/withPrimaryKey(_:)``), so that reading a
+/// row looks no entity or store up. Made once per query.
+struct RowIDs {
+  let object: ObjectID
+  let targets: [ObjectID]
+
+  init(_ table: SQLiteSchema.Table, storeIdentifier: String) {
+    object = ObjectID(entityName: table.entity.name, storeIdentifier: storeIdentifier, primaryKey: 0)
+    targets = table.entity.toOneRelationships.map {
+      ObjectID(entityName: $0.destination, storeIdentifier: storeIdentifier, primaryKey: 0)
+    }
+  }
+}
+
+extension Statement {
   /// A snapshot read from the columns written by ``SQLiteSchema/Table/selectList(alias:)``, starting at `start`.
   func snapshot(_ table: SQLiteSchema.Table, storeIdentifier: String, start: Int32 = 0) throws -> Snapshot {
-    let entity = table.entity
+    try snapshot(table, ids: RowIDs(table, storeIdentifier: storeIdentifier), start: start)
+  }
+
+  /// ``snapshot(_:storeIdentifier:start:)`` with the IDs worked out beforehand: what a query reading many
+  /// rows of one table calls per row.
+  func snapshot(_ table: SQLiteSchema.Table, ids: RowIDs, start: Int32 = 0) throws -> Snapshot {
     let pk = int64(start)
-    var attributes = [Value](repeating: .null, count: entity.attributes.count)
+    // Appended in attribute order (`storedAttributes` ascend; the others are transient, null): an array
+    // made with `init(repeating:count:)` and then assigned cost ~900 instructions per row in generic code.
+    let count = table.entity.attributes.count
+    var attributes: [Value] = []
+    attributes.reserveCapacity(count)
     var column = start + 2
-    for index in table.storedAttributes {
-      let attribute = entity.attributes[index]
-      attributes[index] = try SQLiteSchema.decode(value(at: column), as: attribute.type, entity: entity.name, key: attribute.name)
+    for (index, type) in zip(table.storedAttributes, table.storedTypes) {
+      while attributes.count < index { attributes.append(.null) }
+      if let value = commonValue(at: column, as: type) {
+        attributes.append(value)
+      } else {
+        attributes.append(
+          try SQLiteSchema.decode(
+            value(at: column), as: type, entity: table.entity.name, key: table.entity.attributes[index].name))
+      }
       column += 1
     }
+    while attributes.count < count { attributes.append(.null) }
     var toOne: [ObjectID?] = []
-    toOne.reserveCapacity(entity.toOneRelationships.count)
-    for rel in entity.toOneRelationships {
-      toOne.append(
-        isNull(column)
-          ? nil : ObjectID(entityName: rel.destination, storeIdentifier: storeIdentifier, primaryKey: int64(column)))
-      column += 1
+    if !ids.targets.isEmpty {
+      toOne.reserveCapacity(ids.targets.count)
+      for target in ids.targets {
+        toOne.append(isNull(column) ? nil : target.withPrimaryKey(int64(column)))
+        column += 1
+      }
     }
-    return Snapshot(
-      objectID: ObjectID(entityName: entity.name, storeIdentifier: storeIdentifier, primaryKey: pk),
-      version: int64(start + 1), attributes: attributes, toOne: toOne)
+    return Snapshot(objectID: ids.object.withPrimaryKey(pk), version: int64(start + 1), attributes: attributes, toOne: toOne)
   }
 }

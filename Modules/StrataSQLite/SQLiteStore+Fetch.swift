@@ -33,13 +33,12 @@ extension SQLiteStore {
         return .count(Int(n))
       case .objectIDs:
         return .objectIDs(
-          try connection.query(statement.sql, statement.bindings) {
-            ObjectID(entityName: table.name, storeIdentifier: identifier, primaryKey: $0.int64(0))
+          try connection.query(statement.sql, statement.bindings) { [id = RowIDs(table, storeIdentifier: identifier).object] in
+            id.withPrimaryKey($0.int64(0))
           })
       case .snapshots, .dictionaries:
-        let snapshots = try connection.query(statement.sql, statement.bindings) {
-          try $0.snapshot(table, storeIdentifier: identifier)
-        }
+        let ids = RowIDs(table, storeIdentifier: identifier)
+        let snapshots = try connection.query(statement.sql, statement.bindings) { try $0.snapshot(table, ids: ids) }
         return .snapshots(try resolvingReferences(snapshots, connection: connection))
       }
     }

@@ -49,10 +49,8 @@ extension SQLiteStore {
           chunk.count == 1
           ? table.selectByKeySQL
           : table.selectSQL + " WHERE t0.\"_pk\" IN (" + Array(repeating: "?", count: chunk.count).joined(separator: ", ") + ")"
-        let identifier = self.identifier
-        result += try connection.query(sql, chunk.map(SQLValue.integer)) {
-          try $0.snapshot(table, storeIdentifier: identifier)
-        }
+        let ids = RowIDs(table, storeIdentifier: identifier)
+        result += try connection.query(sql, chunk.map(SQLValue.integer)) { try $0.snapshot(table, ids: ids) }
       }
     }
     return try resolvingReferences(result, connection: connection)

@@ -57,7 +57,8 @@ struct SaveOperation {
 
   /// The ID the context knows each inserted object by → its permanent ID.
   var permanentIDs: [ObjectID: ObjectID] = [:]
-  /// The new row version of each written object, by permanent ID.
+  /// The new row version of each updated object, by permanent ID (inserted objects are at version 1 and
+  /// left out: a dictionary entry per new object cost a hash here and another in the context).
   var versions: [ObjectID: Int64] = [:]
   /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
   var converted = Set<ObjectID>()
@@ -77,7 +78,7 @@ struct SaveOperation {
     self.changes = changes
     self.history = history
     permanentIDs.reserveCapacity(changes.inserted.count)
-    versions.reserveCapacity(changes.inserted.count + changes.updated.count)
+    versions.reserveCapacity(changes.updated.count)
   }
 
   mutating func apply() throws -> (SaveResult, StoreChange) {
@@ -126,24 +127,38 @@ struct SaveOperation {
   // MARK: Rows
 
   /// The data-column values of a change (stored attributes, then to-one targets) and the to-one
-  /// targets to fill in later.
-  /// The column values of `change`; an object whose values had to be converted to their attribute's
-  /// type is added to `converted` (its stored state differs from what the context sent).
-  private func row(
-    _ change: ObjectChange, _ table: SQLiteSchema.Table, noting converted: inout Set<ObjectID>
-  ) throws
-    -> ([SQLValue], [(String, ObjectID)])
-  {
-    let entity = table.entity
+  /// targets to fill in later. An object whose values had to be converted to their attribute's type is
+  /// added to `converted` (its stored state differs from what the context sent).
+  private mutating func row(
+    _ change: ObjectChange, _ table: SQLiteSchema.Table
+  ) throws -> (
+    [SQLValue], [(String, ObjectID)]
+  ) {
     var values: [SQLValue] = []
     values.reserveCapacity(table.dataColumns.count)
-    for index in table.storedAttributes {
+    let later = try appendRow(change, table, to: &values)
+    return (values, later)
+  }
+
+  /// ``row(_:_:)`` appended to `values` (a statement of several rows binds them all from one array);
+  /// returns the to-one targets to fill in later.
+  ///
+  /// Mutating, as it notes conversions in `converted`: a non-mutating method given `&converted` had the
+  /// whole operation copied for every row, to keep the two accesses apart.
+  private mutating func appendRow(
+    _ change: ObjectChange, _ table: SQLiteSchema.Table, to values: inout [SQLValue]
+  ) throws -> [(String, ObjectID)] {
+    // The entity's names are read only for an error: copying its description per row cost more than
+    // encoding the row.
+    for (index, type) in zip(table.storedAttributes, table.storedTypes) {
       let value = change.attributes[index]
-      let type = entity.attributes[index].type
       if !type.isCanonical(value) { converted.insert(change.objectID) }
-      values.append(try SQLiteSchema.encode(value, as: type, entity: entity.name, key: entity.attributes[index].name))
+      values.append(
+        try SQLiteSchema.encode(value, as: type, entity: table.entity.name, key: table.entity.attributes[index].name))
     }
     var later: [(String, ObjectID)] = []
+    guard !change.toOne.isEmpty else { return later }
+    let entity = table.entity
     for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
       if let encoded = try encodeTarget(target, rel, of: entity.name) {
         values.append(encoded)
@@ -152,14 +167,14 @@ struct SaveOperation {
         if let target { later.append((rel.name, target)) }
       }
     }
-    return (values, later)
+    return later
   }
 
   /// Writes one update; `false` when a uniqueness constraint refused it (for now).
   private mutating func update(_ change: ObjectChange) throws -> Bool {
     let table = try schema.table(change.objectID.entityName)
     guard let pk = change.objectID.primaryKey else { return true }
-    let (values, later) = try row(change, table, noting: &converted)
+    let (values, later) = try row(change, table)
     var bindings = values + [.integer(pk)]
     if let expected = change.expectedVersion { bindings.append(.integer(expected)) }
     let newVersion: SQLValue?
@@ -182,8 +197,11 @@ struct SaveOperation {
 
   /// Writes one insert; `false` when a uniqueness constraint refused it (for now). `statement` is the
   /// table's prepared `insertSQL`, reused across the rows of one entity.
-  private mutating func insert(_ change: ObjectChange, _ table: SQLiteSchema.Table, _ statement: Statement) throws -> Bool {
-    let (values, later) = try row(change, table, noting: &converted)
+  /// `template` is an ID of the table's entity in this store, whose key is replaced for the new row.
+  private mutating func insert(
+    _ change: ObjectChange, _ table: SQLiteSchema.Table, _ statement: Statement, _ template: ObjectID
+  ) throws -> Bool {
+    let (values, later) = try row(change, table)
     do {
       if let pk = change.objectID.primaryKey {
         guard try storedSnapshot(table, change.objectID) == nil else {
@@ -199,10 +217,42 @@ struct SaveOperation {
       return false
     }
     let pk = connection.lastInsertRowID
-    let permanent = ObjectID(entityName: table.name, storeIdentifier: storeIdentifier, primaryKey: pk)
+    let permanent = template.withPrimaryKey(pk)
     permanentIDs[change.objectID] = permanent
-    versions[permanent] = 1
     for (column, target) in later { patches.append((change, table.storageName, pk, column, target)) }
+    return true
+  }
+
+  /// Writes new objects (`rows.count` is the table's ``SQLiteSchema/Table/rowsPerInsert``) with one
+  /// statement, `sql`. `false` when nothing was written, for the rows to be written one by one: one has a
+  /// key of its own, or a constraint refused the statement (SQLite undoes a refused statement whole, and
+  /// row by row tells which object it refused and whether it may be retried).
+  ///
+  /// A table's keys are AUTOINCREMENT, each one above any the table ever held, so the statement's rows
+  /// have consecutive keys ending at the last inserted row's.
+  private mutating func insertRows(
+    _ rows: ArraySlice<ObjectChange>, _ table: SQLiteSchema.Table, _ sql: String, _ template: ObjectID
+  ) throws -> Bool {
+    guard rows.allSatisfy({ $0.objectID.primaryKey == nil }) else { return false }
+    var bindings: [SQLValue] = []
+    bindings.reserveCapacity(rows.count * table.dataColumns.count)
+    var later: [(offset: Int, column: String, target: ObjectID)] = []
+    for (offset, change) in rows.enumerated() {
+      for (column, target) in try appendRow(change, table, to: &bindings) { later.append((offset, column, target)) }
+    }
+    do {
+      try connection.runCopyingTextOnce(sql, bindings)
+    } catch let error as SQLiteError where error.code == SQLITE_CONSTRAINT {
+      return false
+    }
+    let first = connection.lastInsertRowID - Int64(rows.count - 1)
+    for (offset, change) in rows.enumerated() {
+      let permanent = template.withPrimaryKey(first + Int64(offset))
+      permanentIDs[change.objectID] = permanent
+    }
+    for (offset, column, target) in later {
+      patches.append((rows[rows.startIndex + offset], table.storageName, first + Int64(offset), column, target))
+    }
     return true
   }
 
@@ -223,7 +273,7 @@ struct SaveOperation {
     }
     var failed: [ObjectChange] = []
     for (change, table, pk, version) in rewrites {
-      let (values, later) = try row(change, table, noting: &converted)
+      let (values, later) = try row(change, table)
       do {
         try connection.run(table.insertWithKeySQL, [.integer(pk), .integer(version + 1)] + values)
         versions[change.objectID] = version + 1
@@ -263,11 +313,31 @@ struct SaveOperation {
     while start < changes.endIndex {
       let entityName = changes[start].objectID.entityName
       var end = start + 1
-      while end < changes.endIndex, changes[end].objectID.entityName == entityName { end += 1 }
+      while end < changes.endIndex,
+        changes[end].objectID.hasSameEntityAndStore(as: changes[start].objectID)
+          || changes[end].objectID.entityName == entityName
+      {
+        end += 1
+      }
       let table = try schema.table(entityName)
+      let template = ObjectID(entityName: entityName, storeIdentifier: storeIdentifier, primaryKey: 0)
       try connection.withStatement(table.insertSQL) { statement in
-        for change in changes[start..<end] where try !insert(change, table, statement) {
-          refused.append(change)
+        var next = start
+        while next < end {
+          // Runs of new objects go in statements of several rows: each INSERT of a table with
+          // AUTOINCREMENT reads and writes `sqlite_sequence`, which cost as much as writing the row.
+          let chunkEnd = next + table.rowsPerInsert
+          if let sql = table.insertRowsSQL, chunkEnd <= end,
+            try insertRows(changes[next..<chunkEnd], table, sql, template)
+          {
+            next = chunkEnd
+            continue
+          }
+          // Rows one by one: the last few, or a chunk that needs them (a key of its own, a constraint).
+          for change in changes[next..<min(max(chunkEnd, next + 1), end)] where try !insert(change, table, statement, template) {
+            refused.append(change)
+          }
+          next = min(max(chunkEnd, next + 1), end)
         }
       }
       start = end

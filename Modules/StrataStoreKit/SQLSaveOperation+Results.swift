@@ -25,19 +25,27 @@ extension SQLSaveOperation {
     var updated: [ObjectID] = []
     inserted.reserveCapacity(changes.inserted.count)
     updated.reserveCapacity(changes.updated.count)
+    // Read once, and asked only when not empty: this loop runs for every written object, and a lookup in
+    // an empty dictionary or set still hashes the key.
+    let permanentIDs = self.permanentIDs
+    let converted = self.converted
     for (changeList, isInsert) in [(changes.inserted, true), (changes.updated, false)] {
       for change in changeList {
         guard let id = isInsert ? permanentIDs[change.objectID] : change.objectID else { continue }
         if !deleted.isEmpty && deleted.contains(id) { continue }
         if isInsert { inserted.append(id) } else { updated.append(id) }
-        guard !cleared.isEmpty || derived[id] != nil || converted.contains(change.objectID),
-          let version = versions[id]
+        guard
+          !cleared.isEmpty || (!derived.isEmpty && derived[id] != nil)
+            || (!converted.isEmpty && converted.contains(change.objectID)),
+          let version = versions[id] ?? (isInsert ? 1 : nil)
         else { continue }
         let table = try schema.table(id.entityName)
         let stored = try derived[id] ?? storedState(change, id: id, version: version, table: table, cleared: cleared)
         if stored != sentState(change, stored: stored, table: table) { result.storedSnapshots[id] = stored }
       }
     }
+    // Every insert's ID, in the change set's order: the context matches them up without a lookup each.
+    if inserted.count == changes.inserted.count { result.insertedIDs = inserted }
     let written = clearedIDs.isEmpty ? [] : Set(inserted + updated)
     let change = StoreChange(
       storeIdentifier: storeIdentifier, inserted: inserted,

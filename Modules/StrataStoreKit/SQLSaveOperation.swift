@@ -13,7 +13,8 @@ package protocol SQLSaveOperation {
   var changes: ChangeSet { get }
   /// The ID the context knows each inserted object by → its permanent ID.
   var permanentIDs: [ObjectID: ObjectID] { get }
-  /// The new row version of each written object, by permanent ID.
+  /// The new row version of each written object, by permanent ID; inserted objects may be left out
+  /// (they are at version 1).
   var versions: [ObjectID: Int64] { get }
   /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
   var converted: Set<ObjectID> { get }
@@ -46,25 +47,78 @@ extension SQLSaveOperation {
   // MARK: Checks
 
   /// Refuses malformed change sets before anything is written.
+  ///
+  /// A save's objects come in runs of one entity: what depends on the entity alone (insertable, its
+  /// table, its shape) is looked up once per run, recognised by the IDs' shared scope, not per object.
+  ///
+  /// No set of the inserted IDs is built while they cannot repeat: within runs of one scope whose keys
+  /// increase (as a context's temporary IDs do), and no scope coming back after another. The set is made
+  /// from the first ID that breaks this on, or when a reference to a temporary ID needs it.
   package func checkChangeSet() throws {
-    var inserted = Set<ObjectID>(minimumCapacity: changes.inserted.count)
-    for change in changes.inserted {
-      guard inserted.insert(change.objectID).inserted else {
-        throw StoreError(.misuse, "\(change.objectID) is inserted twice in one change set", entity: change.objectID.entityName)
+    let model = self.model
+    var inserted: Set<ObjectID>?
+    var runStarts: [ObjectID] = []
+    var previous: ObjectID?
+    var lastChecked: ObjectID?
+    for (position, change) in changes.inserted.enumerated() {
+      let id = change.objectID
+      if inserted == nil {
+        let distinct: Bool
+        if let previous, previous.hasSameEntityAndStore(as: id) {
+          distinct = keyPrecedes(previous, id)
+        } else {
+          distinct = runStarts.count < 16 && !runStarts.contains { $0.hasSameEntityAndStore(as: id) }
+          runStarts.append(id)
+        }
+        if !distinct {
+          var set = Set<ObjectID>(minimumCapacity: changes.inserted.count)
+          for earlier in changes.inserted[..<position] { set.insert(earlier.objectID) }
+          inserted = set
+        }
       }
-      try model.requireInsertable(change.objectID.entityName)
-      if !change.objectID.isTemporary, change.objectID.storeIdentifier != storeIdentifier {
-        throw StoreError(
-          .misuse, "cannot insert \(change.objectID): it belongs to another store", entity: change.objectID.entityName)
+      previous = id
+      if inserted?.insert(id).inserted == false {
+        throw StoreError(.misuse, "\(id) is inserted twice in one change set", entity: id.entityName)
       }
+      // IDs of one scope share entity and store, so the checks below give the same answer.
+      if let lastChecked, lastChecked.hasSameEntityAndStore(as: id) { continue }
+      try model.requireInsertable(id.entityName)
+      if !id.isTemporary, id.storeIdentifier != storeIdentifier {
+        throw StoreError(.misuse, "cannot insert \(id): it belongs to another store", entity: id.entityName)
+      }
+      lastChecked = id
     }
-    var table: Table?
+    func isInserted(_ id: ObjectID) -> Bool {
+      if inserted == nil { inserted = Set(changes.inserted.map(\.objectID)) }
+      return inserted?.contains(id) == true
+    }
+    // The entity of the current run, and what each change is checked against (locals, so that no
+    // change copies the entity's description).
+    var lastID: ObjectID?
+    var entity: EntityDescription?
+    var entityName = ""
+    var attributeCount = 0
+    var toOneRelationships: [RelationshipDescription] = []
     for change in [changes.inserted, changes.updated].joined() {
-      if table?.name != change.objectID.entityName { table = try schema.table(change.objectID.entityName) }
-      guard let entity = table?.entity else { continue }
-      try change.requireShape(of: entity)
-      for (rel, target) in zip(entity.toOneRelationships, change.toOne) {
-        try checkReference(target, entity.name, rel.name, inserted)
+      if lastID.map({ !$0.hasSameEntityAndStore(as: change.objectID) }) ?? true {
+        let name = change.objectID.entityName
+        if entity == nil || entityName != name {
+          let found = try schema.table(name).entity
+          entity = found
+          entityName = found.name
+          attributeCount = found.attributes.count
+          toOneRelationships = found.toOneRelationships
+        }
+        lastID = change.objectID
+      }
+      if change.attributes.count != attributeCount || change.toOne.count != toOneRelationships.count {
+        try change.requireShape(attributeCount: attributeCount, toOneCount: toOneRelationships.count) {
+          entity ?? EntityDescription(name: entityName)
+        }
+      }
+      guard !change.toOne.isEmpty else { continue }
+      for (rel, target) in zip(toOneRelationships, change.toOne) {
+        try checkReference(target, entityName, rel.name, isInserted)
       }
     }
     for change in changes.updated where change.objectID.isTemporary || change.objectID.storeIdentifier != storeIdentifier {
@@ -72,13 +126,15 @@ extension SQLSaveOperation {
         .misuse, "cannot update \(change.objectID): it is not a saved object of this store", entity: change.objectID.entityName)
     }
     for link in changes.linkChanges {
-      try checkReference(link.source, link.entityName, link.relationship, inserted)
-      try checkReference(link.target, link.entityName, link.relationship, inserted)
+      try checkReference(link.source, link.entityName, link.relationship, isInserted)
+      try checkReference(link.target, link.entityName, link.relationship, isInserted)
     }
   }
 
-  private func checkReference(_ target: ObjectID?, _ entity: String, _ key: String, _ inserted: Set<ObjectID>) throws {
-    guard let target, target.isTemporary, !inserted.contains(target) else { return }
+  private func checkReference(
+    _ target: ObjectID?, _ entity: String, _ key: String, _ isInserted: (ObjectID) -> Bool
+  ) throws {
+    guard let target, target.isTemporary, !isInserted(target) else { return }
     throw StoreError(
       .misuse, "\(entity).\(key) points at \(target), which is neither saved nor inserted by this save",
       entity: entity, key: key, value: .objectID(target))
@@ -187,6 +243,15 @@ extension SQLSaveOperation {
       if let targetKey = key(target) { rows.append((targetKey, Int64(position))) }
     }
     return (order, owner, rows)
+  }
+}
+
+/// Whether `a`'s key comes before `b`'s, both permanent or both temporary.
+private func keyPrecedes(_ a: ObjectID, _ b: ObjectID) -> Bool {
+  switch (a.key, b.key) {
+  case (.permanent(let x), .permanent(let y)): x < y
+  case (.temporary(let x), .temporary(let y)): x < y
+  default: false
   }
 }
 

@@ -20,7 +20,9 @@ import Testing
       ]))
     let permanent = try #require(result.permanentIDs[heat])
     #expect(permanent.storeIdentifier == identifier)
-    #expect(result.versions[permanent] == 1)
+    // Inserted objects are at version 1, listed in order rather than in `versions`.
+    #expect(result.insertedIDs == [permanent])
+    #expect(try store.snapshots(for: [permanent], generation: nil).map(\.version) == [1])
     store.close()
 
     let reopened = try SQLiteStore(url: url, model: model)
@@ -335,7 +337,8 @@ import Testing
         inserted: [movieChange(MovieRow("Heat"), id: movie)],
         linkChanges: [LinkChange(entityName: "Movie", relationship: "actors", source: movie, target: ghost, isInsertion: true)]))
     #expect(result.permanentIDs.isEmpty)
-    #expect(result.versions[movie] == 1)
+    #expect(result.insertedIDs == [movie])
+    #expect(try store.snapshots(for: [movie], generation: nil).map(\.version) == [1])
     #expect(try store.relatedObjectIDs(of: movie, relationship: "actors", generation: nil).isEmpty)
     let again = #expect(throws: StoreError.self) {
       try store.save(ChangeSet(inserted: [movieChange(MovieRow("Ronin"), id: movie)]))
