@@ -26,8 +26,9 @@ extension Conformance {
     public static let inheritance = Capabilities(rawValue: 1 << 3)
 
     /// The store migrates models that already have entity hierarchies: attributes and relationships of
-    /// roots and sub-entities added, removed, renamed or converted, sub-entities added or removed, an
-    /// entity moving under a new parent or leaving a hierarchy. A backend without it must refuse such a
+    /// roots and sub-entities added, removed, renamed or converted, sub-entities added or removed (the
+    /// references to a removed one's objects cleared), an entity moving under a new parent or leaving a
+    /// hierarchy. A backend without it must refuse such a
     /// migration with `.unsupported` naming the entity and leave the store unchanged (the inheritance area
     /// checks that instead).
     ///

@@ -269,22 +269,19 @@ extension Conformance {
 extension Conformance {
   /// Removing a sub-entity drops its objects, as Core Data's inferred mapping drops an entity that has no
   /// destination, and clears what pointed at them: a to-one from another entity becomes nil, links of a
-  /// many-to-many relationship go. Not part of an area: the LMDB store refuses this case with
-  /// `.unsupported` (see ``Capabilities/hierarchyMigration``); the SQLite, PostgreSQL and memory stores'
-  /// tests run it.
-  ///
-  /// ```swift
-  /// @Test func removingASubentity() throws { try Conformance.removingASubentityClearsReferences(backend) }
-  /// ```
-  public static func removingASubentityClearsReferences(_ backend: ConformanceBackend) throws {
+  /// many-to-many relationship go, and an ordered list keeps its other targets in their order. Part of the
+  /// inheritance area for backends with ``Capabilities/hierarchyMigration``.
+  static func removingASubentityClearsReferences(_ backend: ConformanceBackend) throws {
     let fans = RelationshipDescription(name: "fans", destination: "Shelf", inverse: "favorites", isToMany: true)
+    let queuedOn = RelationshipDescription(name: "queuedOn", destination: "Shelf", inverse: "queue", isToMany: true)
     let movie = EntityDescription(
-      name: "Movie", attributes: [AttributeDescription(name: "title", type: .string)], relationships: [fans])
+      name: "Movie", attributes: [AttributeDescription(name: "title", type: .string)], relationships: [fans, queuedOn])
     let shelf = EntityDescription(
       name: "Shelf", attributes: [AttributeDescription(name: "name", type: .string)],
       relationships: [
         RelationshipDescription(name: "pick", destination: "Movie"),
         RelationshipDescription(name: "favorites", destination: "Movie", inverse: "fans", isToMany: true),
+        RelationshipDescription(name: "queue", destination: "Movie", inverse: "queuedOn", isToMany: true, isOrdered: true),
       ])
     let remake = EntityDescription(
       name: "Remake", attributes: [AttributeDescription(name: "original", type: .string, isOptional: true)],
@@ -296,19 +293,24 @@ extension Conformance {
     let heat2 = ObjectID.makeTemporary(entityName: "Remake")
     let a = ObjectID.makeTemporary(entityName: "Shelf")
     let b = ObjectID.makeTemporary(entityName: "Shelf")
-    let saved = try store.save(
-      ChangeSet(
-        inserted: [
-          ObjectChange(objectID: heat, attributes: ["Heat"], toOne: []),
-          ObjectChange(objectID: heat2, attributes: ["Heat 2", "Heat"], toOne: []),
-          ObjectChange(objectID: a, attributes: ["A"], toOne: [heat2]),
-          ObjectChange(objectID: b, attributes: ["B"], toOne: [heat]),
-        ],
-        linkChanges: [heat, heat2].map {
-          LinkChange(entityName: "Shelf", relationship: "favorites", source: a, target: $0, isInsertion: true)
-        }))
+    var changes = ChangeSet(
+      inserted: [
+        ObjectChange(objectID: heat, attributes: ["Heat"], toOne: []),
+        ObjectChange(objectID: heat2, attributes: ["Heat 2", "Heat"], toOne: []),
+        ObjectChange(objectID: a, attributes: ["A"], toOne: [heat2]),
+        ObjectChange(objectID: b, attributes: ["B"], toOne: [heat]),
+      ],
+      linkChanges: [heat, heat2].flatMap {
+        [
+          LinkChange(entityName: "Shelf", relationship: "favorites", source: a, target: $0, isInsertion: true),
+          LinkChange(entityName: "Shelf", relationship: "queue", source: b, target: $0, isInsertion: true),
+        ]
+      })
+    changes.orderedLists = [OrderedListChange(entityName: "Shelf", relationship: "queue", source: b, targets: [heat2, heat])]
+    let saved = try store.save(changes)
     let ids = try [heat, heat2, a, b].map { try #require(saved.permanentIDs[$0]) }
     #expect(Set(try store.relatedObjectIDs(of: ids[2], relationship: "favorites", generation: nil)) == [ids[0], ids[1]])
+    #expect(try store.relatedObjectIDs(of: ids[3], relationship: "queue", generation: nil) == [ids[1], ids[0]])
 
     let migrated = try store.migrated(by: try ModelMigration(from: v1, to: v2))
     defer { migrated.close() }
@@ -320,5 +322,10 @@ extension Conformance {
     let aID = try #require(shelves["A"]?.objectID)
     #expect(try migrated.relatedObjectIDs(of: aID, relationship: "favorites", generation: nil) == [heatID])
     #expect(try migrated.relatedObjectIDs(of: heatID, relationship: "fans", generation: nil) == [aID])
+    let bID = try #require(shelves["B"]?.objectID)
+    #expect(try migrated.relatedObjectIDs(of: bID, relationship: "queue", generation: nil) == [heatID])
+    #expect(try migrated.relatedObjectIDs(of: heatID, relationship: "queuedOn", generation: nil) == [bID])
+    let unpicked = FetchDescription(entityName: "Shelf", predicate: try QueryPredicate(format: "pick == nil"))
+    #expect(try migrated.count(unpicked) == 1, "the cleared to-one reads as nil in a query")
   }
 }

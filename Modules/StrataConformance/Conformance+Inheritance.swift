@@ -211,6 +211,7 @@ extension Conformance {
     if backend.capabilities.contains(.migration) {
       try addingASubentityMigrates(backend)
       try existingHierarchiesMigrate(backend)
+      if backend.capabilities.contains(.hierarchyMigration) { try removingASubentityClearsReferences(backend) }
     }
   }
 }

@@ -176,6 +176,9 @@ struct LMDBMigrationStep {
     var counters: [(String, Int64)] = []
     /// The source → target primary keys of each refilled join table, by its owner's key.
     var links: [(LMDBSchema.Links, [(Int64, Int64)])] = []
+    /// The keys of the objects of removed entities, by each entity of the new model a reference to them
+    /// may name (see ``LMDBMigrationStep/clearReferences(to:txn:schema:)``).
+    var dropped: [String: [Int64]] = [:]
   }
 
   /// How many records the step reads (for progress), counted in `txn` before the step runs.
@@ -227,6 +230,7 @@ struct LMDBMigrationStep {
         try txn.putIndex(tables.reverse, KeyCoding.primaryKeyBytes(target), primaryKey: source)
       }
     }
+    try clearReferences(to: contents.dropped, txn: txn, schema: new)
     // Last, so that nothing of the step fails after a handle is closed.
     let kept = Set(plan.newNames.map(\.name))
     for (name, _) in plan.oldNames where !kept.contains(name) {
@@ -264,6 +268,7 @@ struct LMDBMigrationStep {
         }
       }
     }
+    contents.dropped = try droppedKeys(txn, old: old)
     let reader = LMDBReader(txn: txn, schema: old, storeIdentifier: storeIdentifier)
     for (key, mapping, source) in plan.refilledLinks {
       guard let tables = new.links[key] else { continue }

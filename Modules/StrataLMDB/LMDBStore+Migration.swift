@@ -44,7 +44,6 @@ extension LMDBStore {
     let last = try MigrationStep.checkChain(steps, from: model, store: "the LMDB store \(path)")
     for step in steps {
       _ = try HierarchyMigration(step.migration, store: "the LMDB store \(path)")
-      try LMDBMigrationPlan.refuseDroppedSubentities(step.migration, store: "the LMDB store \(path)")
     }
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
@@ -196,36 +195,5 @@ struct LMDBMigrationRun {
     // A save that filled the map leaves the migration to run again on a larger one, whatever the stage did.
     if store.end() { throw LMDBError(MDB_MAP_FULL, "a save of a migration stage") }
     try outcome.get()
-  }
-}
-
-extension LMDBMigrationPlan {
-  /// Removing a sub-entity whose hierarchy stays, when a to-one or a join table of the new model can point
-  /// at its objects, would leave references to them in other records; the LMDB store refuses it with
-  /// `.unsupported` naming the entity (the SQL and memory stores drop the objects and clear the references).
-  static func refuseDroppedSubentities(_ migration: ModelMigration, store: String) throws {
-    let old = migration.source.inheritance
-    let fed = Set(migration.entities.compactMap(\.source))
-    let sources = Dictionary(
-      migration.entities.compactMap { mapping in mapping.source.map { (mapping.entity.name, $0) } },
-      uniquingKeysWith: { first, _ in first })
-    let destination = migration.destination
-    // The old entities a to-one or a join table of the new model may point at.
-    var referenced = Set<String>()
-    for entity in destination.entities {
-      for relationship in entity.relationships where !relationship.isToMany || destination.usesJoinTable(relationship) {
-        if let source = sources[relationship.destination] { referenced.insert(source) }
-      }
-    }
-    for entity in migration.source.entities where old.isInHierarchy(entity.name) && !fed.contains(entity.name) {
-      let members = old.entityAndDescendants(old.root(of: entity.name))
-      guard members.contains(where: fed.contains),
-        members.contains(where: { referenced.contains($0) && old.isEntity(entity.name, kindOf: $0) })
-      else { continue }
-      throw StoreError(
-        .unsupported,
-        "\(store) cannot migrate \(entity.name): removing a sub-entity whose objects other objects may still reference is not supported yet",
-        entity: entity.name)
-    }
   }
 }

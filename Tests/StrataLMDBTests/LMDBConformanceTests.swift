@@ -61,10 +61,3 @@ func lmdbConformance(_ area: Conformance.Area) async throws { try await Conforma
   }
   guard databases > 0 else { throw StoreError(.corrupted, "\(url.path): no named database found") }
 }
-
-/// LMDB refuses removing a sub-entity whose objects other records may reference, naming it.
-@Test func removingAReferencedSubentityIsRefused() throws {
-  let error = #expect(throws: StoreError.self) { try Conformance.removingASubentityClearsReferences(lmdbBackend) }
-  #expect(error?.code == .unsupported)
-  #expect(error?.entity == "Remake")
-}

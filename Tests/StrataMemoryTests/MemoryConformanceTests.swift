@@ -7,7 +7,3 @@ let memoryBackend = ConformanceBackend(
 
 @Test("Memory conformance", arguments: Conformance.Area.allCases)
 func memoryConformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: memoryBackend) }
-
-@Test func removingASubentityClearsReferences() throws {
-  try Conformance.removingASubentityClearsReferences(memoryBackend)
-}

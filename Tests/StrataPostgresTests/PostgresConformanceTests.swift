@@ -14,8 +14,3 @@ func postgresConformance(_ area: Conformance.Area) async throws {
   _ = try PostgresTestServer.uri()
   try await Conformance.run(area, on: postgresBackend)
 }
-
-@Test func removingASubentityClearsReferences() throws {
-  _ = try PostgresTestServer.uri()
-  try Conformance.removingASubentityClearsReferences(postgresBackend)
-}

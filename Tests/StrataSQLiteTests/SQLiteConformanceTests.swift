@@ -30,7 +30,3 @@ func sqliteConformance(_ area: Conformance.Area) async throws { try await Confor
   }
   guard lines == ["ok"] else { throw StoreError(.corrupted, "integrity_check: \(lines.joined(separator: "; "))") }
 }
-
-@Test func removingASubentityClearsReferences() throws {
-  try Conformance.removingASubentityClearsReferences(sqliteBackend)
-}
