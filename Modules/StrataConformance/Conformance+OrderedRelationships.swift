@@ -159,8 +159,9 @@ extension Conformance {
     }
 
     // Predicates: [SIZE] of an ordered relationship is its count, [FIRST].key, [LAST].key and [n].key read
-    // an element's attribute (nil past the end); an element without a key is refused naming the
-    // relationship; a subscript of an unordered relationship is an invalid query.
+    // an element's attribute (nil past the end), [n] alone the element as an object and [n].toOne.key
+    // through to-ones from it; a to-many after an element is refused naming it; a subscript of an
+    // unordered relationship is an invalid query.
     let empty = Playlist(context: context)
     empty.name = "empty"
     try context.save()
@@ -178,11 +179,19 @@ extension Conformance {
       let found = try context.fetch(FetchRequest<Playlist>(format: format)).map(\.name).sorted()
       #expect(found == playlists.filter(keep).map(\.name).sorted(), "\(format)")
     }
-    let first = expectStoreError(.unsupported) {
-      try context.fetch(FetchRequest<Playlist>(format: "tracks[FIRST] == nil"))
+    for (format, arguments, keep) in objectElementCases(tracks: tracks(expected), picks: tracks(expectedPicks), byTitle) {
+      let found = try context.fetch(FetchRequest<Playlist>(format: format, argumentArray: arguments)).map(\.name).sorted()
+      #expect(found == playlists.filter(keep).map(\.name).sorted(), "\(format)")
     }
-    #expect(first?.message.contains("tracks") == true, "\(first?.message ?? "")")
-    expectStoreError(.unsupported) { try context.fetch(FetchRequest<Playlist>(format: "tracks[2].playlist.name == 'a'")) }
+    let beyond = expectStoreError(.unsupported) {
+      try context.fetch(FetchRequest<Playlist>(format: "picks[FIRST].mixes.name == 'mix'"))
+    }
+    #expect(beyond?.message.contains("mixes") == true, "\(beyond?.message ?? "")")
+    expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Playlist>(format: "tracks[0].title.name == 'a'")) }
+    expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Playlist>(format: "tracks[0].nothing == 'a'")) }
+    expectStoreError(.invalidQuery) {
+      try context.fetch(FetchRequest<Playlist>(sortDescriptors: [QuerySort("tracks[0].playlist.name")]))
+    }
     expectStoreError(.invalidQuery) {
       try context.fetch(FetchRequest<Playlist>(sortDescriptors: [QuerySort("tracks[0].title")]))
     }
@@ -260,6 +269,42 @@ extension Conformance {
       ("picks[LAST].title < 'm'", { ($0.picks.last?.title).map { $0 < "m" } == true }),
       ("uppercase:(tracks[FIRST].title) == '\(first.uppercased())'", { $0.tracks.first?.title == first }),
       ("tracks[SIZE] + picks[SIZE] > 3", { $0.tracks.count + $0.picks.count > 3 }),
+    ]
+  }
+
+  /// Predicates comparing elements of `Playlist.tracks` and `picks` as objects, or reading through a
+  /// to-one from them, with the same test in Swift. `tracks` and `picks` are the lists of the playlist that
+  /// has them; arguments are managed objects or object IDs.
+  private static func objectElementCases(
+    tracks: [Track], picks: [Track], _ byTitle: [String: Track]
+  ) -> [(String, [any PredicateArgument], (Playlist) -> Bool)] {
+    let first = tracks.first
+    let third = tracks.dropFirst(2).first
+    let stranger = byTitle["g"]
+    func id(_ track: Track?) -> ObjectID? { track?.objectID }
+    let inThird = [third, stranger].compactMap(\.self)
+    return [
+      ("tracks[FIRST] == %@", [first], { id($0.tracks.first) == id(first) }),
+      ("tracks[LAST] != nil", [], { !$0.tracks.isEmpty }),
+      ("tracks[LAST] == nil", [], { $0.tracks.isEmpty }),
+      ("tracks[99] == nil", [], { $0.tracks.count <= 99 }),
+      (
+        "tracks[2] IN %@", [inThird],
+        { p in p.tracks.count > 2 && inThird.contains { $0.objectID == p.tracks[2].objectID } }
+      ),
+      (
+        "tracks[LAST] == %@", [Value.objectID(tracks.last?.objectID ?? ObjectID.makeTemporary(entityName: "Track"))],
+        { id($0.tracks.last) == id(tracks.last) }
+      ),
+      ("picks[1] != %@", [picks.dropFirst().first], { id($0.picks.dropFirst().first) != id(picks.dropFirst().first) }),
+      ("picks[FIRST].playlist.name == 'mix'", [], { $0.picks.first?.playlist?.name == "mix" }),
+      ("picks[LAST].playlist == nil", [], { p in p.picks.last.map { $0.playlist == nil } ?? true }),
+      ("picks[1].playlist.name != 'other'", [], { $0.picks.dropFirst().first?.playlist?.name != "other" }),
+      ("tracks[0].playlist.name == name", [], { p in p.tracks.first?.playlist?.name == p.name }),
+      (
+        "picks[0].playlist == %@", [first?.playlist],
+        { p in p.picks.first?.playlist.map { $0.objectID == first?.playlist?.objectID } == true }
+      ),
     ]
   }
 

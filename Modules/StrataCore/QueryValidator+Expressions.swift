@@ -200,9 +200,9 @@ struct ExpressionChecker {
   }
 
   /// A subscript of an ordered to-many relationship: `[SIZE]` is its count (`tracks.@count`, the same on
-  /// every backend); `[FIRST].key`, `[LAST].key` and `[n].key` the key path `tracks[0].key` (an
-  /// ``ResolvedKeyPath/Terminal/element(_:_:_:index:)``); an element without an attribute after it is
-  /// `.unsupported`, naming the relationship (docs/QUERY-SEMANTICS.md).
+  /// every backend); `[FIRST]`, `[LAST]` and `[n]`, with or without a key path after them, the key path
+  /// `tracks[0]` or `tracks[0].key` (an ``ResolvedKeyPath/Terminal/elementObject(_:_:)`` or
+  /// ``ResolvedKeyPath/Terminal/element(_:_:_:index:)``, docs/QUERY-SEMANTICS.md).
   private func orderedSubscriptKeyPath(
     _ path: ResolvedKeyPath, _ rel: RelationshipDescription, _ position: QuerySubscript, _ key: String?
   ) throws -> String {
@@ -214,15 +214,8 @@ struct ExpressionChecker {
     case .size: element = nil
     }
     if let element {
-      guard let key, !key.contains("."), !key.contains("[") else {
-        throw StoreError(
-          .unsupported,
-          "\(path.keyPath)[\(Self.text(of: position))]: a fetch reads an element of the ordered relationship "
-            + "'\(path.keyPath)' (\(rel.destination) objects) through one of its attributes "
-            + "(\(path.keyPath)[\(Self.text(of: position))].name), not as an object",
-          entity: entity.name, key: path.keyPath)
-      }
-      let written = path.keyPath + element + "." + key
+      // The element itself (`tracks[FIRST]`, an object) or a key path from it (`tracks[0].album.name`).
+      let written = path.keyPath + element + (key.map { "." + $0 } ?? "")
       _ = try ResolvedKeyPath(written, entity: entity, model: model)
       return written
     }

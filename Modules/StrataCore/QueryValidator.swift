@@ -128,7 +128,7 @@ public enum QueryValidator {
       throw StoreError(
         .invalidQuery, "cannot sort \(entity.name) by '\(path.keyPath)': sorting by a collection operator is not supported",
         entity: entity.name, key: sort.keyPath)
-    case .toOne, .object:
+    case .toOne, .object, .elementObject:
       throw StoreError(
         .invalidQuery,
         "cannot sort \(entity.name) by '\(path.keyPath)': sort by an attribute (for a relationship, one of its target's attributes)",

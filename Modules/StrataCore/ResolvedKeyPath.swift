@@ -53,8 +53,17 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     case aggregate(AggregateOperator, RelationshipDescription, AttributeDescription, index: Int)
     /// `rel[n].attribute`, `rel[LAST].attribute`: `attribute` of one target of the ordered to-many `rel`
     /// (`position` is `.index(n)` or `.last`), nil past the end of the list. `index` is the attribute's
-    /// position in the target's `Snapshot.attributes`.
+    /// position in `Snapshot.attributes` of the object read: the target, or the one ``ResolvedKeyPath/elementHops``
+    /// reach from it (`tracks[0].album.name`).
     case element(Member, RelationshipDescription, AttributeDescription, index: Int)
+    /// `rel[n]`, `rel[LAST]` compared as an object: the object ID of one target of the ordered to-many
+    /// `rel`, or of the object ``ResolvedKeyPath/elementHops`` reach from it (`tracks[0].album`); nil past
+    /// the end of the list or when a to-one on the way is nil.
+    ///
+    /// ```swift
+    /// try QueryPredicate(format: "tracks[FIRST] == %@", Value.objectID(opener))
+    /// ```
+    case elementObject(Member, RelationshipDescription)
   }
 
   /// A collection operator that folds the values of a to-many key path into one value.
@@ -178,6 +187,15 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
   public private(set) var members: [Member] = []
   /// For a key path into a Codable attribute: the fold that ends it (`tags.@count`), if any.
   public private(set) var memberFold: MemberFold?
+  /// For an element of an ordered relationship (``Terminal/element(_:_:_:index:)``,
+  /// ``Terminal/elementObject(_:_:)``): the to-one relationships walked from the element before what the
+  /// terminal reads (`[album]` for `tracks[0].album.name`), empty otherwise.
+  ///
+  /// ```swift
+  /// let path = try ResolvedKeyPath("tracks[0].album.name", entity: playlist, model: model)
+  /// path.elementHops.map(\.relationship.name)   // ["album"]
+  /// ```
+  public private(set) var elementHops: [Hop] = []
 
   /// Whether the key path ends in a Codable (``AttributeType/json``) attribute or reads inside one;
   /// such a key path is compared by the rules of docs/QUERY-SEMANTICS.md, "Codable attributes".
@@ -218,6 +236,7 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     case .object: .objectID(entity: terminalEntity.name)
     case .aggregate(let op, _, let a, _): Self.aggregateKind(op, a.type)
     case .element(_, _, let a, _): .attribute(a.type)
+    case .elementObject(_, let rel): .objectID(entity: elementHops.last?.destination.name ?? rel.destination)
     }
   }
 
@@ -284,6 +303,7 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     var terminal = Terminal.object
     var members: [Member] = []
     var memberFold: MemberFold?
+    var elementHops: [Hop] = []
     components: for (position, component) in components.enumerated() {
       let isLast = position == components.count - 1
       let (name, subscripts) = Member.splitSubscripts(component)
@@ -362,12 +382,11 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
         }
       case .toMany(let rel):
         let destination = try Self.destination(of: rel, in: current, model: model)
-        if rel.isOrdered, subscripts.count == 1, position == components.count - 2, !hops.contains(where: \.isToMany),
-          case .attribute(let attribute, let index)? = destination.property(named: components[position + 1]),
-          !attribute.isTransient, attribute.type != .json
-        {
-          // An element of an ordered relationship and one of its attributes: `tracks[0].title`.
-          terminal = .element(subscripts[0], rel, attribute, index: index)
+        if rel.isOrdered, subscripts.count == 1, !hops.contains(where: \.isToMany) {
+          // An element of an ordered relationship (`tracks[0]`), to-ones from it (`tracks[0].album`) and
+          // maybe one attribute last (`tracks[0].album.name`).
+          (elementHops, terminal) = try Self.elementPath(
+            subscripts[0], rel, destination, rest: components[(position + 1)...], model: model, context: context)
           break components
         }
         guard subscripts.isEmpty else { throw Self.notSubscriptable(current, name, context) }
@@ -382,6 +401,56 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     self.init(keyPath: written, root: entity, hops: hops, terminal: terminal)
     self.members = members
     self.memberFold = memberFold
+    self.elementHops = elementHops
+  }
+
+  /// What follows an element of the ordered relationship `rel`: to-one relationships, then at most one
+  /// stored attribute (`.element`), or nothing more (`.elementObject`, the object reached).
+  private static func elementPath(
+    _ position: Member, _ rel: RelationshipDescription, _ destination: EntityDescription, rest: ArraySlice<String>,
+    model: ObjectModel, context: String
+  ) throws -> ([Hop], Terminal) {
+    var current = destination
+    var hops: [Hop] = []
+    for (offset, component) in rest.enumerated() {
+      let isLast = offset == rest.count - 1
+      let (name, subscripts) = Member.splitSubscripts(component)
+      guard subscripts.isEmpty, !name.hasPrefix("@") else {
+        throw StoreError(
+          .unsupported,
+          "'\(component)' after an element of the ordered relationship \(rel.name): a fetch reads an attribute or a to-one relationship of it\(context)",
+          entity: current.name, key: name)
+      }
+      switch current.property(named: name) {
+      case .attribute(let attribute, let index)?:
+        guard isLast else {
+          throw StoreError(
+            .invalidQuery, "\(current.name).\(name) is an attribute, so a key path cannot continue past it\(context)",
+            entity: current.name, key: name)
+        }
+        if attribute.isTransient || attribute.type == .json {
+          let what = attribute.isTransient ? "transient (not stored)" : "a Codable attribute"
+          throw StoreError(
+            .unsupported, "\(current.name).\(name) is \(what) and cannot be read after an element of \(rel.name)\(context)",
+            entity: current.name, key: name)
+        }
+        return (hops, .element(position, rel, attribute, index: index))
+      case .toOne(let next, let index)?:
+        let reached = try Self.destination(of: next, in: current, model: model)
+        hops.append(Hop(source: current, relationship: next, destination: reached, toOneIndex: index))
+        current = reached
+      case .toMany(let next)?:
+        throw StoreError(
+          .unsupported,
+          "the to-many relationship \(current.name).\(next.name) after an element of \(rel.name) is not supported in fetches; only to-one relationships and one attribute may follow an element\(context)",
+          entity: current.name, key: next.name)
+      case nil:
+        throw StoreError(
+          .invalidQuery, "\(current.name) has no attribute or relationship '\(name)'\(context)", entity: current.name,
+          key: name)
+      }
+    }
+    return (hops, .elementObject(position, rel))
   }
 
   private init(
@@ -430,7 +499,7 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
     let what: String
     switch entity.property(named: name) {
     case .toMany(let rel)? where rel.isOrdered:
-      what = "an ordered relationship, whose element subscripts must be followed by one attribute of it"
+      what = "an ordered relationship, which takes one subscript and not after a to-many relationship"
     case .toMany?: what = "a to-many relationship, whose targets are a set (not ordered)"
     default: what = "not a collection"
     }

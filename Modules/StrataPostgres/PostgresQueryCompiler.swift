@@ -207,7 +207,9 @@ struct PostgresQueryCompiler {
       }
     }
     let alias = joinToOne(leftPath.hops[...], from: rootAlias, scope: 0, prefix: "")
-    let left = try terminal(leftPath.terminal, of: leftPath.terminalEntity, alias: alias, throughToOne: !leftPath.hops.isEmpty)
+    let left = try terminal(
+      leftPath.terminal, of: leftPath.terminalEntity, alias: alias, throughToOne: !leftPath.hops.isEmpty,
+      elementHops: leftPath.elementHops)
     return try Self.compare(left, op, right, options, entity: entity)
   }
 
@@ -223,7 +225,8 @@ struct PostgresQueryCompiler {
           entity: root.name, key: keyPath)
       }
       let alias = joinToOne(path.hops[...], from: rootAlias, scope: 0, prefix: "")
-      return try terminal(path.terminal, of: path.terminalEntity, alias: alias, throughToOne: !path.hops.isEmpty)
+      return try terminal(
+        path.terminal, of: path.terminalEntity, alias: alias, throughToOne: !path.hops.isEmpty, elementHops: path.elementHops)
     case .evaluatedObject:
       return Operand(fragment: Fragment("\(rootAlias).\"_pk\""), kind: .other)
     case .function:
@@ -290,7 +293,8 @@ struct PostgresQueryCompiler {
   }
 
   private mutating func terminal(
-    _ terminal: ResolvedKeyPath.Terminal, of entity: EntityDescription, alias: String, throughToOne: Bool
+    _ terminal: ResolvedKeyPath.Terminal, of entity: EntityDescription, alias: String, throughToOne: Bool,
+    elementHops hops: [ResolvedKeyPath.Hop] = []
   ) throws -> Operand {
     switch terminal {
     case .attribute(let attribute, _):
@@ -322,18 +326,39 @@ struct PostgresQueryCompiler {
       let isString = attribute.type == .string && (op == .min || op == .max)
       return Operand(fragment: Fragment(sql), kind: isString ? .string : .other)
     case .element(let position, let rel, let attribute, _):
-      // The element's attribute, from the targets in list order (an index scan of the position index).
-      let source = toManySource(rel, owner: entity.name, ownerAlias: alias)
-      let order = try SQLLayout.elementOrder(schema.model, entity.name, rel, source, position)
-      let sql =
-        "(SELECT \(source.alias).\(quoteIdentifier(attribute.name)) FROM \(source.from) WHERE \(source.correlation) \(order))"
+      // The element's attribute, from the targets in list order (an index scan of the position index),
+      // through the to-ones after the element joined inside the subquery.
+      let sql = try elementSubquery(position, rel, hops, of: entity, alias: alias, column: quoteIdentifier(attribute.name))
       let isString = attribute.type == .string || attribute.type == .url
       return Operand(fragment: Fragment(sql), kind: isString ? .string : .other)
+    case .elementObject(let position, let rel):
+      let sql = try elementSubquery(position, rel, hops, of: entity, alias: alias, column: "\"_pk\"")
+      return Operand(fragment: Fragment(sql), kind: .other)
     case .toMany(let rel):
       throw StoreError(
         .invalidQuery, "\(entity.name).\(rel.name) is a to-many relationship and cannot be compared as a whole",
         entity: entity.name, key: rel.name)
     }
+  }
+
+  /// `(SELECT <column> FROM <targets> LEFT JOIN <to-one hops> WHERE <correlation> ORDER BY … LIMIT 1
+  /// OFFSET n)`: `column` of the element at `position` of the ordered `rel` of the row `alias`, or of the
+  /// object the to-one `hops` reach from it.
+  private mutating func elementSubquery(
+    _ position: ResolvedKeyPath.Member, _ rel: RelationshipDescription, _ hops: [ResolvedKeyPath.Hop],
+    of entity: EntityDescription, alias: String, column: String
+  ) throws -> String {
+    let source = toManySource(rel, owner: entity.name, ownerAlias: alias)
+    let order = try SQLLayout.elementOrder(schema.model, entity.name, rel, source, position)
+    var from = source.from
+    var current = source.alias
+    for hop in hops {
+      let next = newAlias()
+      from +=
+        " LEFT JOIN \(schema.qualify(hop.destination.name)) AS \(next) ON \(next).\"_pk\" = \(current).\(quoteIdentifier(hop.relationship.name))"
+      current = next
+    }
+    return "(SELECT \(current).\(column) FROM \(from) WHERE \(source.correlation) \(order))"
   }
 
   private mutating func toManySource(_ rel: RelationshipDescription, owner: String, ownerAlias: String) -> SQLToManySource {
@@ -401,7 +426,8 @@ struct PostgresQueryCompiler {
       scopes[scope].joins.append(nested.joinForm)
       element = Operand(fragment: Fragment("\(nested.alias).\"_pk\""), kind: .other)
     } else {
-      element = try terminal(path.terminal, of: entity, alias: alias, throughToOne: throughToOne)
+      element = try terminal(
+        path.terminal, of: entity, alias: alias, throughToOne: throughToOne, elementHops: path.elementHops)
     }
     let result = try body(element)
     let joins = scopes[scope].joins.isEmpty ? "" : " " + scopes[scope].joins.joined(separator: " ")
@@ -831,7 +857,8 @@ extension PostgresQueryCompiler {
 
   private mutating func single(_ path: ResolvedKeyPath) throws -> (Fragment, ColumnDecoding) {
     let alias = joinToOne(path.hops[...], from: rootAlias, scope: 0, prefix: "")
-    let operand = try terminal(path.terminal, of: path.terminalEntity, alias: alias, throughToOne: !path.hops.isEmpty)
+    let operand = try terminal(
+      path.terminal, of: path.terminalEntity, alias: alias, throughToOne: !path.hops.isEmpty, elementHops: path.elementHops)
     switch path.valueKind {
     case .attribute(let type): return (operand.fragment, .attribute(type))
     case .objectID(let entity): return (operand.fragment, .objectID(entity: entity))

@@ -216,7 +216,9 @@ struct SQLiteQueryCompiler {
       }
     }
     let alias = joinToOne(leftPath.hops[...], from: rootAlias, scope: 0, prefix: "")
-    let left = try terminal(leftPath.terminal, of: leftPath.terminalEntity, alias: alias, throughToOne: !leftPath.hops.isEmpty)
+    let left = try terminal(
+      leftPath.terminal, of: leftPath.terminalEntity, alias: alias, throughToOne: !leftPath.hops.isEmpty,
+      elementHops: leftPath.elementHops)
     return try Self.compare(left, op, right, options, entity: entity)
   }
 
@@ -237,7 +239,8 @@ struct SQLiteQueryCompiler {
           entity: root.name, key: keyPath)
       }
       let alias = joinToOne(path.hops[...], from: rootAlias, scope: 0, prefix: "")
-      return try terminal(path.terminal, of: path.terminalEntity, alias: alias, throughToOne: !path.hops.isEmpty)
+      return try terminal(
+        path.terminal, of: path.terminalEntity, alias: alias, throughToOne: !path.hops.isEmpty, elementHops: path.elementHops)
     case .evaluatedObject:
       return Operand(fragment: Fragment("\(rootAlias).\"_pk\""), nullable: false, kind: .other)
     case .function:
@@ -303,7 +306,8 @@ struct SQLiteQueryCompiler {
 
   /// The value a single-valued terminal reads from `alias`.
   private mutating func terminal(
-    _ terminal: ResolvedKeyPath.Terminal, of entity: EntityDescription, alias: String, throughToOne: Bool
+    _ terminal: ResolvedKeyPath.Terminal, of entity: EntityDescription, alias: String, throughToOne: Bool,
+    elementHops hops: [ResolvedKeyPath.Hop] = []
   ) throws -> Operand {
     switch terminal {
     case .attribute(let attribute, _):
@@ -336,19 +340,40 @@ struct SQLiteQueryCompiler {
       let isString = attribute.type == .string && (op == .min || op == .max)
       return Operand(fragment: Fragment(sql), nullable: true, kind: isString ? .string : .other, isComputed: true)
     case .element(let position, let rel, let attribute, _):
-      // The element's attribute, from the targets in list order (an index scan of the position index).
-      let source = toManySource(rel, owner: entity.name, ownerAlias: alias)
-      let order = try SQLLayout.elementOrder(schema.model, entity.name, rel, source, position)
-      let column = "\(source.alias).\(quote(attribute.name))"
-      var sql = "(SELECT \(column) FROM \(source.from) WHERE \(source.correlation) \(order))"
+      // The element's attribute, from the targets in list order (an index scan of the position index),
+      // through the to-ones after the element joined inside the subquery.
+      var sql = try elementSubquery(position, rel, hops, of: entity, alias: alias, column: quote(attribute.name))
       if attribute.type == .decimal { sql = "(\(sql) COLLATE \(SQLiteFunctions.decimalCollation))" }
       return Operand(
         fragment: Fragment(sql), nullable: true, kind: attribute.type == .string ? .string : .other, isComputed: true)
+    case .elementObject(let position, let rel):
+      let sql = try elementSubquery(position, rel, hops, of: entity, alias: alias, column: "\"_pk\"")
+      return Operand(fragment: Fragment(sql), nullable: true, kind: .other, isComputed: true)
     case .toMany(let rel):
       throw StoreError(
         .invalidQuery, "\(entity.name).\(rel.name) is a to-many relationship and cannot be compared as a whole",
         entity: entity.name, key: rel.name)
     }
+  }
+
+  /// `(SELECT <column> FROM <targets> LEFT JOIN <to-one hops> WHERE <correlation> ORDER BY … LIMIT 1
+  /// OFFSET n)`: `column` of the element at `position` of the ordered `rel` of the row `alias`, or of the
+  /// object the to-one `hops` reach from it.
+  private mutating func elementSubquery(
+    _ position: ResolvedKeyPath.Member, _ rel: RelationshipDescription, _ hops: [ResolvedKeyPath.Hop],
+    of entity: EntityDescription, alias: String, column: String
+  ) throws -> String {
+    let source = toManySource(rel, owner: entity.name, ownerAlias: alias)
+    let order = try SQLLayout.elementOrder(schema.model, entity.name, rel, source, position)
+    var from = source.from
+    var current = source.alias
+    for hop in hops {
+      let next = newAlias()
+      from +=
+        " LEFT JOIN \(quote(hop.destination.name)) AS \(next) ON \(next).\"_pk\" = \(current).\(quote(hop.relationship.name))"
+      current = next
+    }
+    return "(SELECT \(current).\(column) FROM \(from) WHERE \(source.correlation) \(order))"
   }
 
   /// Where the targets of a to-many relationship of the row `ownerAlias` are: the text after `FROM`
@@ -424,7 +449,8 @@ struct SQLiteQueryCompiler {
       scopes[scope].joins.append(nested.joinForm)
       element = Operand(fragment: Fragment("\(nested.alias).\"_pk\""), nullable: false, kind: .other)
     } else {
-      element = try terminal(path.terminal, of: entity, alias: alias, throughToOne: throughToOne)
+      element = try terminal(
+        path.terminal, of: entity, alias: alias, throughToOne: throughToOne, elementHops: path.elementHops)
     }
     let result = try body(element)
     let joins = scopes[scope].joins.isEmpty ? "" : " " + scopes[scope].joins.joined(separator: " ")
@@ -726,7 +752,8 @@ extension SQLiteQueryCompiler {
   /// The SQL of a single-valued key path and how to read it back.
   private mutating func single(_ path: ResolvedKeyPath) throws -> (Fragment, ColumnDecoding) {
     let alias = joinToOne(path.hops[...], from: rootAlias, scope: 0, prefix: "")
-    let operand = try terminal(path.terminal, of: path.terminalEntity, alias: alias, throughToOne: !path.hops.isEmpty)
+    let operand = try terminal(
+      path.terminal, of: path.terminalEntity, alias: alias, throughToOne: !path.hops.isEmpty, elementHops: path.elementHops)
     switch path.valueKind {
     case .attribute(let type): return (operand.fragment, .attribute(type))
     case .objectID(let entity): return (operand.fragment, .objectID(entity: entity))

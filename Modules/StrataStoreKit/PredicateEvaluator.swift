@@ -277,25 +277,40 @@ enum KeyPathReader {
         }
         result.append(op.function.fold(elements))
       case .element(let position, let rel, _, let index):
-        guard let branch else {
-          result.append(.null)
-          continue
-        }
-        let targets = try source.relatedObjectIDs(of: branch.objectID, relationship: rel)
-        let chosen: ObjectID?
-        switch position {
-        case .index(let n): chosen = n >= 0 && n < targets.count ? targets[n] : nil
-        case .last: chosen = targets.last
-        case .key: chosen = nil
-        }
-        guard let chosen, let target = try source.snapshot(for: chosen), target.attributes.indices.contains(index) else {
+        let target = try element(position, rel, of: branch, path.elementHops, source).flatMap { try source.snapshot(for: $0) }
+        guard let target, target.attributes.indices.contains(index) else {
           result.append(.null)
           continue
         }
         result.append(target.attributes[index])
+      case .elementObject(let position, let rel):
+        result.append(try element(position, rel, of: branch, path.elementHops, source).map(Value.objectID) ?? .null)
       }
     }
     return result
+  }
+
+  /// The object at `position` of the ordered list `rel` of `owner`, then through the to-ones `hops`; nil
+  /// past the end of the list or at a nil to-one.
+  private static func element(
+    _ position: ResolvedKeyPath.Member, _ rel: RelationshipDescription, of owner: Snapshot?,
+    _ hops: [ResolvedKeyPath.Hop], _ source: some EvaluationSource
+  ) throws -> ObjectID? {
+    guard let owner else { return nil }
+    let targets = try source.relatedObjectIDs(of: owner.objectID, relationship: rel)
+    var chosen: ObjectID?
+    switch position {
+    case .index(let n): chosen = n >= 0 && n < targets.count ? targets[n] : nil
+    case .last: chosen = targets.last
+    case .key: chosen = nil
+    }
+    for hop in hops {
+      guard let id = chosen, let index = hop.toOneIndex, let snapshot = try source.snapshot(for: id),
+        snapshot.toOne.indices.contains(index)
+      else { return nil }
+      chosen = snapshot.toOne[index]
+    }
+    return chosen
   }
 }
 
