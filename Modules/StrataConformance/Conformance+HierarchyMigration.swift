@@ -282,7 +282,7 @@ extension Conformance {
         RelationshipDescription(name: "pick", destination: "Movie"),
         RelationshipDescription(name: "favorites", destination: "Movie", inverse: "fans", isToMany: true),
         RelationshipDescription(name: "queue", destination: "Movie", inverse: "queuedOn", isToMany: true, isOrdered: true),
-      ])
+      ], indexes: [["pick"]])
     let remake = EntityDescription(
       name: "Remake", attributes: [AttributeDescription(name: "original", type: .string, isOptional: true)],
       parentEntity: "Movie")
@@ -326,6 +326,11 @@ extension Conformance {
     #expect(try migrated.relatedObjectIDs(of: bID, relationship: "queue", generation: nil) == [heatID])
     #expect(try migrated.relatedObjectIDs(of: heatID, relationship: "queuedOn", generation: nil) == [bID])
     let unpicked = FetchDescription(entityName: "Shelf", predicate: try QueryPredicate(format: "pick == nil"))
-    #expect(try migrated.count(unpicked) == 1, "the cleared to-one reads as nil in a query")
+    #expect(try migrated.count(unpicked) == 1, "the cleared to-one reads as nil in a query (and its index)")
+    let picked = FetchDescription(entityName: "Shelf", predicate: try QueryPredicate(format: "pick != nil"))
+    #expect(try migrated.count(picked) == 1)
+    let pickedHeat = FetchDescription(
+      entityName: "Shelf", predicate: try QueryPredicate(format: "pick == %@", Value.objectID(heatID)))
+    #expect(try migrated.count(pickedHeat) == 1)
   }
 }
