@@ -135,6 +135,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     self.path = path
     self.isReadOnly = isReadOnly
     self.maxKeySize = Int(mdb_env_get_maxkeysize(env))
+    // Scans find their environment through the transaction (``MapReadTally``); it outlives them.
+    mdb_env_set_userctx(env, Unmanaged.passUnretained(self).toOpaque())
   }
 
   deinit {
@@ -388,6 +390,68 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
   }
 
+  // MARK: Releasing the map's pages
+
+  /// How many bytes of the map scans may read before this process releases the map's pages: a walk
+  /// over a million records otherwise keeps every page it touched (~91 MiB at a million BenchItems)
+  /// resident until the store closes.
+  static let scannedBytesBeforeRelease = 32 << 20
+  /// Bytes of the map scans read since its pages were last released.
+  private let scannedBytes = Atomic<Int>(0)
+
+  /// Counts `bytes` of the map read by a scan; past ``scannedBytesBeforeRelease`` since the last release,
+  /// releases every page of the map from this process (`madvise(MADV_DONTNEED)`).
+  ///
+  /// Safe with liblmdb: the map is a read-only shared mapping of the data file (no `MDB_WRITEMAP`), so
+  /// a released page stays in the page cache and the next read of it, by any thread, maps the file's
+  /// same contents again (a minor fault). Called inside a transaction, so inside the shared gate: the
+  /// map is not resized meanwhile.
+  fileprivate func noteScanned(bytes: Int) {
+    let total = scannedBytes.add(bytes, ordering: .relaxed).newValue
+    guard total >= Self.scannedBytesBeforeRelease,
+      scannedBytes.compareExchange(expected: total, desired: 0, ordering: .relaxed).exchanged
+    else { return }
+    // liblmdb reports the map's address only for a fixed map (`me_mapaddr`), so the mapping is found by
+    // its file; a release is rare (once per 32 MiB read), so reading the list costs nothing that shows.
+    for range in Self.sharedMappings(of: path + "/data.mdb") {
+      _ = madvise(UnsafeMutableRawPointer(bitPattern: range.lowerBound), Int(range.upperBound - range.lowerBound), MADV_DONTNEED)
+    }
+  }
+
+  /// The address ranges of this process's shared mappings of `file` (`/proc/self/maps`).
+  static func sharedMappings(of file: String) -> [Range<UInt>] {
+    guard let maps = readWhole("/proc/self/maps") else { return [] }
+    var ranges: [Range<UInt>] = []
+    for line in maps.split(separator: "\n") where line.hasSuffix(" " + file) {
+      // `start-end perms offset device inode path`; a shared mapping's permissions end in `s`.
+      let fields = line.split(separator: " ", maxSplits: 2)
+      guard fields.count == 3, fields[1].hasSuffix("s") else { continue }
+      let bounds = fields[0].split(separator: "-")
+      guard bounds.count == 2, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16), start < end
+      else { continue }
+      ranges.append(start..<end)
+    }
+    return ranges
+  }
+
+  /// The whole text of a file the kernel makes as it is read (`/proc`): such a file reports no size, and
+  /// Foundation's readers stop after the first short read.
+  static func readWhole(_ path: String) -> String? {
+    let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return nil }
+    defer { Glibc.close(descriptor) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let n = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      guard n >= 0 else { return nil }
+      if n == 0 { break }
+      bytes += chunk[0..<n]
+    }
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
   // MARK: Growing the map
 
   /// Doubles the map (no transaction of this process is in flight while it changes).
@@ -483,5 +547,36 @@ final class ResizeGate: @unchecked Sendable {
       pthread_mutex_unlock(mutex)
     }
     return try body()
+  }
+}
+
+/// Counts the bytes of the map a scan reads, handing them to the scan's environment every MiB and when
+/// the scan ends (``LMDBEnvironment/noteScanned(bytes:)``), so a long walk does not keep every page it
+/// read resident.
+///
+/// ```swift
+/// var tally = MapReadTally(txn)
+/// defer { tally.flush() }
+/// while let (key, value) = entry { tally.add(key, value); … }
+/// ```
+struct MapReadTally {
+  private let txn: OpaquePointer
+  private var bytes = 0
+
+  init(_ txn: LMDBTransaction) { self.txn = txn.txn }
+
+  /// Counts one entry: its key, its value and liblmdb's node header.
+  @inline(__always)
+  mutating func add(_ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+    bytes &+= key.count &+ value.count &+ 8
+    if bytes >= 1 << 20 { flush() }
+  }
+
+  /// Hands the bytes counted so far to the environment.
+  mutating func flush() {
+    guard bytes > 0 else { return }
+    defer { bytes = 0 }
+    guard let env = mdb_txn_env(txn), let context = mdb_env_get_userctx(env) else { return }
+    Unmanaged<LMDBEnvironment>.fromOpaque(context).takeUnretainedValue().noteScanned(bytes: bytes)
   }
 }

@@ -81,9 +81,12 @@ final class LMDBReader: EvaluationSource {
     let decoder = table.decoder
     let inheritance = schema.model.inheritance
     let resolves = table.entity.toOneRelationships.contains { inheritance.hasSubentities($0.destination) }
+    var tally = MapReadTally(txn)
+    defer { tally.flush() }
     try txn.withCursor(table.records) { cursor in
       var entry = try cursor.next(.first)
       while let (key, value) = entry {
+        tally.add(key, value)
         let pk = try KeyCoding.primaryKey(key)
         remaining = max(remaining - 1, 0)
         var snapshot = try decoder.decode(value, primaryKey: pk)

@@ -48,6 +48,8 @@ final class LMDBScope: Sendable {
       cursors.append((table.records, LMDBCursor(cursor: opened)))
       return LMDBCursor(cursor: opened)
     }
+    var tally = MapReadTally(txn)
+    defer { tally.flush() }
     var last: (id: ObjectID, table: LMDBSchema.Table)?
     for id in ids {
       guard let pk = id.primaryKey else { continue }
@@ -69,7 +71,10 @@ final class LMDBScope: Sendable {
       } else {
         let cursor = try cursor(table)
         snapshot = try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
-          try cursor.seek(key, exact: true).map { try table.decoder.decode($0.value, primaryKey: pk) }
+          try cursor.seek(key, exact: true).map { entry in
+            tally.add(entry.key, entry.value)
+            return try table.decoder.decode(entry.value, primaryKey: pk)
+          }
         }
       }
       if let snapshot { result.append(snapshot) }

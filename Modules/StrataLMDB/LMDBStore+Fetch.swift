@@ -255,9 +255,12 @@ struct LMDBFetch {
     let template = table.decoder.idTemplate
     var ids: [ObjectID] = []
     ids.reserveCapacity(Self.page(count: try txn.entries(table.records), request))
+    var tally = MapReadTally(txn)
+    defer { tally.flush() }
     try txn.withCursor(table.records) { cursor in
       var entry = try cursor.next(.first)
-      while let (key, _) = entry {
+      while let (key, value) = entry {
+        tally.add(key, value)
         if page.admit() {
           ids.append(template.withPrimaryKey(try KeyCoding.primaryKey(key)))
           if page.isFull { return }
