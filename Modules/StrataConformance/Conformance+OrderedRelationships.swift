@@ -401,12 +401,31 @@ extension Conformance {
     let years = try retyped.snapshots(for: movies, generation: nil).map { $0.attributes[1] }
     #expect(years == movies.map { _ in Value.string("2000") })
 
-    let v4 = try directorModel(
-      ordered: false, movie: [MigrationModels.title, yearText, MigrationModels.votes, MigrationModels.seen])
-    let toUnordered = try ModelMigration(from: v3b, to: v4)
+    // The relationship is renamed: its lists move with it.
+    func filmsModel(ordered: Bool, inverse: String = "director") throws -> ObjectModel {
+      let films = RelationshipDescription(
+        name: "films", destination: "Movie", inverse: inverse, isToMany: true, renamingIdentifier: "movies",
+        isOrdered: ordered)
+      let toOne = RelationshipDescription(
+        name: inverse, destination: "Director", inverse: "films", renamingIdentifier: inverse == "director" ? nil : "director")
+      return try MigrationModels.model(
+        movie: [MigrationModels.title, yearText, MigrationModels.votes, MigrationModels.seen],
+        movieRelationships: [toOne], directorRelationships: [films])
+    }
+    let v3c = try filmsModel(ordered: true)
+    let renamed = try retyped.migrated(by: try ModelMigration(from: v3b, to: v3c))
+    #expect(try renamed.relatedObjectIDs(of: director, relationship: "films", generation: nil) == chosen)
+
+    // The inverse to-one is renamed too: the position column beside its foreign key goes with it.
+    let v3d = try filmsModel(ordered: true, inverse: "filmmaker")
+    let renamedInverse = try renamed.migrated(by: try ModelMigration(from: v3c, to: v3d))
+    #expect(try renamedInverse.relatedObjectIDs(of: director, relationship: "films", generation: nil) == chosen)
+
+    let v4 = try filmsModel(ordered: false, inverse: "filmmaker")
+    let toUnordered = try ModelMigration(from: v3d, to: v4)
     #expect(toUnordered.changes.contains { if case .orderingChanged(false) = $0.kind { true } else { false } })
-    let unordered = try retyped.migrated(by: toUnordered)
+    let unordered = try renamedInverse.migrated(by: toUnordered)
     defer { unordered.close() }
-    #expect(try unordered.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == byKey)
+    #expect(try unordered.relatedObjectIDs(of: director, relationship: "films", generation: nil) == byKey)
   }
 }

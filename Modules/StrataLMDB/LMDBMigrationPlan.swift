@@ -13,8 +13,9 @@ import StrataStoreKit
 /// (``RecordTranscoder``) in place when the entity keeps its name, else copied into the new entity's
 /// database; index and reference databases rebuilt from the new records; join tables refilled from the
 /// old links. An ordered relationship's list database stays when its entity and relationship keep their
-/// names and it stays ordered; one made ordered starts empty (lists in primary-key order), one made
-/// unordered is dropped.
+/// names and it stays ordered; otherwise, while it stays ordered, its lists are copied into the new
+/// database (a rebuilt hierarchy, a renamed entity or relationship). One made ordered starts empty (lists
+/// in primary-key order), one made unordered is dropped.
 struct LMDBMigrationPlan {
   /// One entity of the new model.
   struct Entity {
@@ -179,6 +180,9 @@ struct LMDBMigrationStep {
     /// The keys of the objects of removed entities, by each entity of the new model a reference to them
     /// may name (see ``LMDBMigrationStep/clearReferences(to:txn:schema:)``).
     var dropped: [String: [Int64]] = [:]
+    /// The lists of ordered relationships whose list database is not kept (a rebuilt hierarchy, a renamed
+    /// relationship or entity), by the new database's name: each owner's key and its list record.
+    var lists: [String: [(Int64, [UInt8])]] = [:]
   }
 
   /// How many records the step reads (for progress), counted in `txn` before the step runs.
@@ -230,6 +234,10 @@ struct LMDBMigrationStep {
         try txn.putIndex(tables.reverse, KeyCoding.primaryKeyBytes(target), primaryKey: source)
       }
     }
+    for (name, entries) in contents.lists {
+      guard let dbi = newHandles[name] else { continue }
+      for (owner, list) in entries { _ = try txn.put(dbi, primaryKey: owner, list) }
+    }
     try clearReferences(to: contents.dropped, txn: txn, schema: new)
     // Last, so that nothing of the step fails after a handle is closed.
     let kept = Set(plan.newNames.map(\.name))
@@ -238,6 +246,38 @@ struct LMDBMigrationStep {
       try txn.drop(dbi, name: name, delete: true)
     }
     return new
+  }
+
+  /// The list records of every ordered relationship that stays ordered but whose list database the plan
+  /// does not keep, read from the old database (or databases, for a relationship an entity now inherits)
+  /// under the new database's name. Object keys survive a migration, so the records are copied as they are.
+  private func carriedLists(_ txn: LMDBTransaction, old: LMDBSchema) throws -> [String: [(Int64, [UInt8])]] {
+    let migration = plan.migration
+    var lists: [String: [(Int64, [UInt8])]] = [:]
+    var read: Set<String> = []
+    for mapping in migration.entities {
+      guard let sourceName = mapping.source, let source = migration.source.entity(named: sourceName) else { continue }
+      for relationship in mapping.entity.toManyRelationships where relationship.isOrdered {
+        let declaring = migration.destination.declaringEntity(of: relationship.name, in: mapping.entity.name)
+        let name = "\(declaring).\(relationship.name).order"
+        guard !plan.kept.contains(name), let oldName = mapping.relationshipSources[relationship.name],
+          let oldRelationship = source.relationship(named: oldName), oldRelationship.isOrdered,
+          let oldDBI = old.orderDatabase(source.name, oldRelationship)
+        else { continue }
+        let oldDatabase = "\(migration.source.declaringEntity(of: oldName, in: source.name)).\(oldName).order"
+        guard read.insert(name + "\u{0}" + oldDatabase).inserted else { continue }
+        var entries: [(Int64, [UInt8])] = []
+        try txn.withCursor(oldDBI) { cursor in
+          var entry = try cursor.next(.first)
+          while let (key, value) = entry {
+            entries.append((try KeyCoding.primaryKey(key), Array(value)))
+            entry = try cursor.next(.next)
+          }
+        }
+        lists[name, default: []] += entries
+      }
+    }
+    return lists
   }
 
   /// Reads the records another entity's writes would overwrite, the key counters and the links of the
@@ -269,6 +309,7 @@ struct LMDBMigrationStep {
       }
     }
     contents.dropped = try droppedKeys(txn, old: old)
+    contents.lists = try carriedLists(txn, old: old)
     let reader = LMDBReader(txn: txn, schema: old, storeIdentifier: storeIdentifier)
     for (key, mapping, source) in plan.refilledLinks {
       guard let tables = new.links[key] else { continue }

@@ -40,6 +40,13 @@ package struct SQLOrderColumn: Sendable, Hashable {
   package let targetColumn: String
 
   package var indexName: String { "\(table)_\(column)" }
+
+  package init(table: String, column: String, keyColumn: String, targetColumn: String) {
+    self.table = table
+    self.column = column
+    self.keyColumn = keyColumn
+    self.targetColumn = targetColumn
+  }
 }
 
 /// One index an SQL backend keeps: on an entity table (uniqueness constraints, indexed attributes,
