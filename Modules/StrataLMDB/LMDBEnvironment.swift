@@ -31,7 +31,7 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// Read transactions ended with `mdb_txn_reset`, renewed by the next reads instead of beginning new
   /// ones: `mdb_txn_begin` allocates and clears a transaction (sized by the named databases) each time,
   /// a third of firing one fault. A reset transaction pins no pages; `NOTLS` lets any thread renew it.
-  private let idleReaders = Mutex<[UInt]>([])
+  private let idleReaders = Locked<[UInt]>([])
   private static let idleReaderLimit = 4
   /// The read transaction the last read left open (not reset), reused by the next read while it is still
   /// on the latest commit of any process (its ID is the environment's last transaction ID): consecutive
@@ -41,7 +41,7 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// commit for that long at most. A transaction that opened database handles is never kept (resetting
   /// it closes them), and one that began before handles were opened elsewhere is not reused (it does not
   /// know them): opening handles moves ``CurrentReader/epoch`` on.
-  private let currentReader = Mutex(CurrentReader())
+  private let currentReader = Locked(CurrentReader())
   static let currentReaderLifetime = DispatchTimeInterval.milliseconds(50)
 
   private struct CurrentReader {
