@@ -45,7 +45,7 @@ final class TemporaryIDMap: @unchecked Sendable {
 /// on the parent's queue with each answer and taken by the child on its own queue before it uses the
 /// answer (an asynchronous fetch reads the parent from another thread, hence the lock).
 final class PermanentIDHandover: Sendable {
-  private let state = Mutex<(seen: Int, pending: [ObjectID: ObjectID])>((0, [:]))
+  private let state = Locked<(seen: Int, pending: [ObjectID: ObjectID])>((0, [:]))
 
   /// Adds the permanent IDs `map` gave since the last collection (call on the parent's queue).
   func collect(from map: TemporaryIDMap) {

@@ -38,7 +38,7 @@ public final class PostgresStore: PersistentStore {
   let schema: PostgresSchema
   let pool: PostgresPool
   /// Serializes this store's writes, so change notifications go out in commit order.
-  let writeLock = Mutex<Void>(())
+  let writeLock = Locked<Void>(())
   let pinned = Locked<[UInt64: PinnedGeneration]>([:])
   let nextGeneration = Atomic<UInt64>(0)
   let closed = Atomic<Bool>(false)
