@@ -9,14 +9,19 @@ extension ObjectContext {
   public func object(with id: ObjectID) -> ManagedObject {
     let id = resolvingFormerTemporaryID(id)
     if id.isTemporary, let object = insertedObject(with: id) { return object }
-    if let object = liveObject(id) { return object }
-    guard let info = coordinator.info(forEntity: id.entityName) else {
-      return ManagedObject(.prototype(nil))
+    // The entity's info from the last one asked for (no lookup by name), and one registry lookup that
+    // finds the live object or the place of a new one.
+    guard let info = entityInfo(of: id) else { return liveObject(id) ?? ManagedObject(.prototype(nil)) }
+    var made = false
+    let object = registry.claim(id) {
+      made = true
+      let objectClass = info.withObject { $0.objectClass }
+      return objectClass.init(.managed(info, self, id, isInserted: false))
     }
-    let object = info.objectClass.init(
-      .managed(info, self, id, isInserted: false))
-    if !rowCache.isEmpty, let cached = rowCache[id] { object.snapshot = cached }
-    remember(object)
+    if made {
+      if !rowCache.isEmpty, let cached = rowCache[id] { object.snapshot = cached }
+      sweepIfDue()
+    }
     return object
   }
 
@@ -80,12 +85,12 @@ extension ObjectContext {
       }
       return object
     }
-    guard coordinator.info(forEntity: id.entityName) != nil else {
+    guard entityInfo(of: id) != nil else {
       throw StoreError(.notFound, "the model has no entity '\(id.entityName)' (from \(id))", entity: id.entityName)
     }
-    let found = try requireStore().snapshots(for: [id], generation: readGeneration)
+    let found = try requireStore().snapshot(for: id, generation: readGeneration)
     takePermanentIDsFromParent()
-    guard let snapshot = found.first else {
+    guard let snapshot = found else {
       throw StoreError(.notFound, "\(id) does not exist in the store", entity: id.entityName)
     }
     try checkStoredValues(snapshot)
@@ -134,9 +139,9 @@ extension ObjectContext {
     if !rowCache.isEmpty, let cached = rowCache[id] { return cached }
     // A parent context knows the objects of a temporary ID: its own inserts and the ones it has saved.
     guard !id.isTemporary || parent != nil, let store = try? requireStore() else { return nil }
-    let found = try? store.snapshots(for: [id], generation: readGeneration)
+    let found = try? store.snapshot(for: id, generation: readGeneration)
     takePermanentIDsFromParent()
-    return found?.first
+    return found ?? nil
   }
 
   /// The registered object for `snapshot`, or a new one. A fault is loaded with the snapshot (and

@@ -6,7 +6,8 @@ internal import StrataStoreKit
 // `unsafeBitCast` or raw memory of Swift objects.
 //
 // `@exclusivity(unchecked)` is an attribute of a stored property and stays on its declaration (the
-// state of `ManagedObject`, `ObjectRegistry`, `ChangeSignals` and the context's `ChangeTracker`). It
+// state of `ManagedObject`, `ObjectRegistry`, `ChangeSignals`, the context's `ChangeTracker` and its
+// prefetch caches, `rowCache` and `toManyCache`). It
 // relies on one invariant: that state is confined to its context's queue, and the framework never
 // holds an access to it across a call that could reach it again. The run-time check (a thread-local
 // access set per read and write) would only cost time on every property access of every object.

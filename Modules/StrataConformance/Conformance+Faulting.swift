@@ -9,7 +9,7 @@ extension Conformance {
   /// inverse and through join tables) and nested relationship targets with the objects, so that reading
   /// them costs no store call; a to-many's targets load in one store call when one of them is read; `IN` a long list of object IDs (what a prefetch asks) matches as ID by ID
   /// does; a bad prefetch key path is an error naming it; a batched collection walks the same objects in
-  /// the same order.
+  /// the same order; one object's snapshot (`snapshot(for:generation:)`) is what `snapshots(for:)` gives.
   public static func faulting(_ backend: ConformanceBackend) async throws {
     let (container, counts) = try backend.countedSampleContainer()
     let context = container.newBackgroundContext()
@@ -155,6 +155,81 @@ extension Conformance {
         #expect(error.message.contains(bad.split(separator: ".").last.map(String.init) ?? bad))
       }
     }
+    try singleSnapshots(backend)
+  }
+
+  /// `snapshot(for:generation:)`, what firing one fault asks the store, answers as `snapshots(for:)` does
+  /// for one ID: each stored object's snapshot (to-one targets included), `nil` for a deleted object, a
+  /// key never given, a temporary ID and another store's ID; at a pinned generation the object as it was
+  /// then; an unknown entity either way alike; on a closed store `.misuse`.
+  static func singleSnapshots(_ backend: ConformanceBackend) throws {
+    let model = try ObjectModel(entities: [
+      EntityDescription(
+        name: "Shelf", attributes: [AttributeDescription(name: "label", type: .string)],
+        relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "shelf", isToMany: true)]),
+      EntityDescription(
+        name: "Item",
+        attributes: [
+          AttributeDescription(name: "name", type: .string), AttributeDescription(name: "count", type: .int64),
+          AttributeDescription(name: "note", type: .string, isOptional: true),
+        ],
+        relationships: [RelationshipDescription(name: "shelf", destination: "Shelf", inverse: "items")]),
+    ])
+    let store = try backend.factory.openStore(at: try backend.makeLocation(), model: model, options: StoreOptions())
+    let shelf = ObjectID.makeTemporary(entityName: "Shelf")
+    let items = (0..<6).map { _ in ObjectID.makeTemporary(entityName: "Item") }
+    let saved = try store.save(
+      ChangeSet(
+        inserted: [ObjectChange(objectID: shelf, attributes: ["Top"], toOne: [])]
+          + items.enumerated().map { i, id in
+            ObjectChange(
+              objectID: id, attributes: [.string("item \(i)"), .int(Int64(i * 7)), i % 2 == 0 ? .null : "odd"],
+              toOne: [i < 4 ? shelf : nil])
+          }))
+    let shelfID = try #require(saved.permanentIDs[shelf])
+    let itemIDs = try items.map { try #require(saved.permanentIDs[$0]) }
+    let stored = itemIDs + [shelfID]
+
+    func agrees(_ id: ObjectID, generation: QueryGeneration? = nil, _ comment: Comment) throws {
+      let many = try store.snapshots(for: [id], generation: generation)
+      #expect(try store.snapshot(for: id, generation: generation) == many.first, comment)
+    }
+    for id in stored { try agrees(id, "\(id)") }
+    let third = try #require(try store.snapshot(for: itemIDs[3], generation: nil))
+    #expect(third.objectID == itemIDs[3] && third.attributes == ["item 3", 21, "odd"] && third.toOne == [shelfID])
+    #expect(try store.snapshot(for: itemIDs[4], generation: nil)?.toOne == [nil])
+    #expect(try store.snapshot(for: shelfID, generation: nil)?.attributes == ["Top"])
+
+    _ = try store.save(ChangeSet(deleted: [ObjectDeletion(objectID: itemIDs[5])]))
+    let unsaved = ObjectID.makeTemporary(entityName: "Item")
+    let neverGiven = itemIDs[0].withPrimaryKey(1_000_000)
+    let otherStore = ObjectID(entityName: "Item", storeIdentifier: "another-store", primaryKey: itemIDs[0].primaryKey ?? 1)
+    for id in [itemIDs[5], unsaved, neverGiven, otherStore] {
+      #expect(try store.snapshot(for: id, generation: nil) == nil, "\(id)")
+      try agrees(id, "\(id)")
+    }
+    let unknown = ObjectID(entityName: "Nowhere", storeIdentifier: store.identifier, primaryKey: 1)
+    func outcome(_ body: () throws -> Snapshot?) -> String {
+      do { return "found \(String(describing: try body()?.objectID))" } catch let error as StoreError {
+        return "error \(error.code)"
+      } catch { return "\(error)" }
+    }
+    let one = outcome { try store.snapshot(for: unknown, generation: nil) }
+    let many = outcome { try store.snapshots(for: [unknown], generation: nil).first }
+    #expect(one == many, "an unknown entity")
+
+    let generation = try store.pinGeneration()
+    let change = ObjectChange(
+      objectID: itemIDs[1], attributes: ["item 1", 100, "changed"], toOne: [nil],
+      expectedVersion: try store.snapshot(for: itemIDs[1], generation: nil)?.version, changedKeys: ["count", "note", "shelf"])
+    _ = try store.save(ChangeSet(updated: [change]))
+    #expect(try store.snapshot(for: itemIDs[1], generation: nil)?.attributes == ["item 1", 100, "changed"])
+    #expect(try store.snapshot(for: itemIDs[1], generation: generation)?.attributes == ["item 1", 7, "odd"])
+    try agrees(itemIDs[1], generation: generation, "at the pinned generation")
+    store.unpin(generation)
+
+    store.close()
+    _ = expectStoreError(.misuse, "a closed store") { try store.snapshot(for: itemIDs[0], generation: nil) }
   }
 
   /// Walking a large result with a batched collection keeps about one batch of objects alive, however

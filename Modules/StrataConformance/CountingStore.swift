@@ -15,7 +15,7 @@ public final class StoreCallCounts: Sendable {
   /// Calls of `fetch(_:generation:)` or `fetchSnapshots(_:generation:_:)`, `snapshots(for:generation:)` and
   /// `relatedObjectIDs(of:relationship:generation:)` since the last ``reset()``.
   public var fetches: Int { counts.withLock { $0["fetch", default: 0] } }
-  /// Calls of `snapshots(for:generation:)` since the last ``reset()``.
+  /// Calls of `snapshots(for:generation:)` or `snapshot(for:generation:)` since the last ``reset()``.
   public var snapshotReads: Int { counts.withLock { $0["snapshots", default: 0] } }
   /// Calls of `relatedObjectIDs(of:relationship:generation:)` since the last ``reset()``.
   public var relationshipReads: Int { counts.withLock { $0["related", default: 0] } }
@@ -60,6 +60,12 @@ final class CountingStore: PersistentStore {
   func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
     counts.record("snapshots")
     return try inner.snapshots(for: ids, generation: generation)
+  }
+
+  /// Counted as a call of `snapshots(for:generation:)`, which it answers for one ID.
+  func snapshot(for id: ObjectID, generation: QueryGeneration?) throws -> Snapshot? {
+    counts.record("snapshots")
+    return try inner.snapshot(for: id, generation: generation)
   }
 
   func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID] {

@@ -47,23 +47,34 @@ import Synchronization
   }
 #else
   /// A value guarded by a mutex, for the few places where shared state is unavoidable.
-  package final class Locked<State: ~Copyable>: Sendable where State: Sendable {
-    private let mutex: Mutex<State>
+  ///
+  /// The mutex guards no value of its own (`Mutex<Void>`) and the state lives in an allocation beside
+  /// it: this generic class's methods run unspecialized when called from another module, and with a
+  /// `Mutex<State>` each call looked the mutex type's metadata up in the runtime (~600 instructions, 20
+  /// times the lock itself: 1,500 instructions of every LMDB fault went there).
+  package final class Locked<State: ~Copyable>: @unchecked Sendable where State: Sendable {
+    private let mutex = Mutex<Void>(())
+    private let state = UnsafeMutablePointer<State>.allocate(capacity: 1)
 
     package init(_ state: consuming sending State) {
-      mutex = Mutex(state)
+      self.state.initialize(to: state)
+    }
+
+    deinit {
+      state.deinitialize(count: 1)
+      state.deallocate()
     }
 
     /// Runs `body` with exclusive access to the state.
     package func withLock<R: ~Copyable, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> R {
-      try mutex.withLock(body)
+      try mutex.withLock { _ throws(E) -> sending R in try body(&state.pointee) }
     }
 
     /// Runs `body` with exclusive access to the state if the lock is free now; `nil` when it is held.
     package func withLockIfAvailable<R: ~Copyable, E: Error>(
       _ body: (inout sending State) throws(E) -> sending R
     ) throws(E) -> R? {
-      try mutex.withLockIfAvailable(body)
+      try mutex.withLockIfAvailable { _ throws(E) -> sending R in try body(&state.pointee) }
     }
   }
 #endif

@@ -106,6 +106,11 @@ final class LMDBBoundStore: PersistentStore, @unchecked Sendable {
     return try withTransaction { txn in try scope.snapshots(for: ids, in: txn) }
   }
 
+  func snapshot(for id: ObjectID, generation: QueryGeneration?) throws -> Snapshot? {
+    try refuseGeneration(generation)
+    return try withTransaction { txn in try scope.snapshot(for: id, in: txn) }
+  }
+
   func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID] {
     try refuseGeneration(generation)
     let rel = try scope.relationship(relationship, of: id)

@@ -15,11 +15,31 @@ final class LMDBScope: Sendable {
   let schema: LMDBSchema
   let storeIdentifier: String
   let maxKeySize: Int
+  /// Each table's records and decoder, for ``snapshot(for:in:)``; empty when the model has sub-entities
+  /// (their records may need the general path's reader).
+  private let recordSources: [RecordSource]
+
+  /// Where the records of one entity are and how to decode them, with an ID of the entity in this store
+  /// to recognise the entity's IDs by: comparing interned scopes is one comparison per table, where
+  /// `schema.tables[id.entityName]` hashes the name and copies the whole table (a retain per field).
+  private final class RecordSource: Sendable {
+    let template: ObjectID
+    let records: MDB_dbi
+    let decoder: RecordDecoder
+
+    init(_ table: LMDBSchema.Table, storeIdentifier: String) {
+      template = ObjectID(entityName: table.name, storeIdentifier: storeIdentifier, primaryKey: 0)
+      records = table.records
+      decoder = table.decoder
+    }
+  }
 
   init(schema: LMDBSchema, storeIdentifier: String, maxKeySize: Int) {
     self.schema = schema
     self.storeIdentifier = storeIdentifier
     self.maxKeySize = maxKeySize
+    recordSources =
+      schema.model.inheritance.isEmpty ? schema.tables.values.map { RecordSource($0, storeIdentifier: storeIdentifier) } : []
   }
 
   var model: ObjectModel { schema.model }
@@ -80,6 +100,17 @@ final class LMDBScope: Sendable {
       if let snapshot { result.append(snapshot) }
     }
     return result
+  }
+
+  /// The snapshot of `id`'s object if it exists: ``snapshots(for:in:)`` for one ID, without its arrays or
+  /// a lookup of the table by name. Temporary IDs, other stores' IDs and unknown entities find nothing.
+  func snapshot(for id: ObjectID, in txn: LMDBTransaction) throws -> Snapshot? {
+    if recordSources.isEmpty { return try snapshots(for: [id], in: txn).first }
+    guard let pk = id.primaryKey, let source = recordSources.first(where: { $0.template.hasSameEntityAndStore(as: id) })
+    else { return nil }
+    return try txn.get(source.records, primaryKey: pk) { bytes in
+      try bytes.map { try source.decoder.decode($0, primaryKey: pk) }
+    }
   }
 
   /// The relationship `name` of `id`'s entity.

@@ -73,6 +73,17 @@ extension LMDBStore {
     return try read(generation: generation) { txn in try scope.snapshots(for: ids, in: txn) }
   }
 
+  /// The snapshot of one object, `nil` when it does not exist (or `id` is temporary or another store's):
+  /// one `mdb_get` in the current read transaction, decoded straight from the map.
+  ///
+  /// ```swift
+  /// let heat = try store.snapshot(for: heatID, generation: nil)
+  /// ```
+  public func snapshot(for id: ObjectID, generation: QueryGeneration?) throws -> Snapshot? {
+    let scope = self.scope
+    return try read(generation: generation) { txn in try scope.snapshot(for: id, in: txn) }
+  }
+
   /// The targets of a relationship of one object, in primary-key order (for a to-one, its target if
   /// any): from the inverse's reference index, or from the join table.
   ///

@@ -412,6 +412,26 @@ struct RowIDs {
   }
 }
 
+/// A table with the IDs its rows are named by, found by an ID's interned entity and store (one comparison
+/// per table) where `schema.table(id.entityName)` hashes the name and copies the table: what reading one
+/// object by its ID (a fault) looks up.
+final class KeyedTable: Sendable {
+  let table: SQLiteSchema.Table
+  let ids: RowIDs
+
+  init(_ table: SQLiteSchema.Table, storeIdentifier: String) {
+    self.table = table
+    ids = RowIDs(table, storeIdentifier: storeIdentifier)
+  }
+
+  /// One per entity of `schema`; none when the model has sub-entities (whose rows and references need
+  /// the general path).
+  static func all(_ schema: SQLiteSchema, storeIdentifier: String) -> [KeyedTable] {
+    guard schema.model.inheritance.isEmpty else { return [] }
+    return schema.tables.values.map { KeyedTable($0, storeIdentifier: storeIdentifier) }
+  }
+}
+
 extension Statement {
   /// A snapshot read from the columns written by ``SQLiteSchema/Table/selectList(alias:)``, starting at `start`.
   func snapshot(_ table: SQLiteSchema.Table, storeIdentifier: String, start: Int32 = 0) throws -> Snapshot {

@@ -112,6 +112,21 @@ extension SQLiteStore {
     return try read(generation: generation) { try readSnapshots(ids, connection: $0) }
   }
 
+  /// The snapshot of one object, `nil` when it does not exist (or `id` is temporary or another store's):
+  /// one `SELECT … WHERE _pk = ?`, without grouping keys by entity.
+  ///
+  /// ```swift
+  /// let heat = try store.snapshot(for: heatID, generation: nil)
+  /// ```
+  public func snapshot(for id: ObjectID, generation: QueryGeneration?) throws -> Snapshot? {
+    guard let pk = id.primaryKey, let keyed = keyedTables.first(where: { $0.ids.object.hasSameEntityAndStore(as: id) }) else {
+      return try snapshots(for: [id], generation: generation).first
+    }
+    return try read(generation: generation) { connection in
+      try connection.query(keyed.table.selectByKeySQL, [.integer(pk)]) { try $0.snapshot(keyed.table, ids: keyed.ids) }.first
+    }
+  }
+
   /// The targets of a relationship of one object, in primary-key order (for a to-one relationship, its
   /// target if any).
   ///

@@ -34,6 +34,8 @@ public final class SQLiteStore: PersistentStore {
   /// The database file's path.
   let path: String
   let schema: SQLiteSchema
+  /// Each table with its IDs, for ``snapshot(for:generation:)``; empty when the model has sub-entities.
+  let keyedTables: [KeyedTable]
   let writer: ConnectionSlot?
   let readers: [ConnectionSlot]
   let pinned = Locked<[UInt64: ConnectionSlot]>([:])
@@ -97,6 +99,7 @@ public final class SQLiteStore: PersistentStore {
     self.identifier = opened.identifier
     self.model = opened.model
     self.schema = opened.schema
+    keyedTables = KeyedTable.all(opened.schema, storeIdentifier: opened.identifier)
     self.writer = opened.writer.map { ConnectionSlot(connection: $0) }
     let readerFlags = options.isReadOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
     self.readers = (0..<Self.readerCount).map { _ in
@@ -123,6 +126,7 @@ public final class SQLiteStore: PersistentStore {
     identifier = store.identifier
     self.model = model
     self.schema = schema
+    keyedTables = KeyedTable.all(schema, storeIdentifier: store.identifier)
     writer = ConnectionSlot(borrowing: connection)
     readers = []
     isBoundToMigration = true

@@ -62,6 +62,15 @@ public protocol PersistentStore: AnyObject, Sendable {
   /// The snapshots of the given objects that exist, in no particular order (missing ones are omitted).
   func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot]
 
+  /// The snapshot of one object, `nil` when it does not exist (deleted, never saved, a temporary ID or
+  /// another store's ID): what firing one fault asks. Answers as ``snapshots(for:generation:)`` does for
+  /// `[id]`, errors included; the default calls it, and a store answers without the arrays.
+  ///
+  /// ```swift
+  /// if let stored = try store.snapshot(for: heatID, generation: nil) { print(stored.version) }
+  /// ```
+  func snapshot(for id: ObjectID, generation: QueryGeneration?) throws -> Snapshot?
+
   /// The IDs of the targets of a to-many relationship of one object: an ordered relationship's
   /// (`RelationshipDescription.isOrdered`) in the order the last ``OrderedListChange`` gave, targets it
   /// did not name after them in primary-key order; an unordered relationship's in primary-key order.
@@ -162,6 +171,11 @@ public protocol PersistentStore: AnyObject, Sendable {
 }
 
 extension PersistentStore {
+  /// ``snapshots(for:generation:)`` of `[id]`, for a store without a path of its own for one object.
+  public func snapshot(for id: ObjectID, generation: QueryGeneration?) throws -> Snapshot? {
+    try snapshots(for: [id], generation: generation).first
+  }
+
   /// Runs a batch request without an author or context name (see ``execute(_:author:contextName:)``).
   ///
   /// ```swift
