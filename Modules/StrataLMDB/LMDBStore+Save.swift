@@ -130,13 +130,19 @@ struct LMDBSaveOperation {
     var derived = DerivedRecomputation(model: schema.model, changes: changes)
     try derived.noteRelatedObjects(before: LMDBReader(txn: txn, schema: schema, storeIdentifier: storeIdentifier))
     let deleted = try deleteRecords()
+    // The updates written; the inserts written are `insertedIDs` (not copied into a list of 100,000 more).
     var written: [ObjectID] = []
-    written.reserveCapacity(changes.inserted.count + changes.updated.count)
+    written.reserveCapacity(changes.updated.count)
     for change in changes.updated where !deleted.contains(change.objectID) {
       try update(change)
       written.append(change.objectID)
     }
-    try insertAll(&written)
+    try insertAll()
+    if written.isEmpty {
+      written = insertedIDs
+    } else {
+      written += insertedIDs
+    }
     for link in changes.linkChanges { try apply(link) }
     for list in changes.orderedLists { try apply(list) }
     try clearReferences(to: deleted)
@@ -377,7 +383,7 @@ struct LMDBSaveOperation {
     versions[change.objectID] = version
   }
 
-  private mutating func insertAll(_ written: inout [ObjectID]) throws {
+  private mutating func insertAll() throws {
     var run: (first: ObjectID, table: LMDBSchema.Table)?
     // The largest key appended per entity: the current entity's in `appendedUpTo`, the others' here.
     var lastAppended: [String: Int64] = [:]
@@ -397,7 +403,6 @@ struct LMDBSaveOperation {
       let flags = canAppend ? MDB_APPEND : MDB_NOOVERWRITE
       if canAppend { appendedUpTo = pk }
       try write(table, pk, version: 1, attributes: attributes, toOne: toOne, replacing: nil, flags: flags)
-      written.append(id)
     }
   }
 
@@ -603,21 +608,20 @@ struct LMDBSaveOperation {
     }
     result.versions = versions
     let clearedSet = Set(cleared)
-    var inserted: [ObjectID] = []
-    var updated: [ObjectID] = []
-    inserted.reserveCapacity(changes.inserted.count)
-    for (list, isInsert) in [(changes.inserted, true), (changes.updated, false)] {
-      for i in list.indices {
-        let sentID = list[i].objectID
-        let id = isInsert ? insertedIDs[i] : sentID
-        guard deleted.isEmpty || !deleted.contains(id) else { continue }
-        if isInsert { inserted.append(id) } else { updated.append(id) }
-        guard
-          !converted.isEmpty && converted.contains(sentID) || !clearedSet.isEmpty && clearedSet.contains(id)
-            || !recomputed.isEmpty && recomputed.contains(id),
-          let stored = try stored(id)
-        else { continue }
-        if stored != expected(sent: list[i], stored: stored) { result.storedSnapshots[id] = stored }
+    // Without deletes, the inserted IDs are announced as they are: shared, not copied one by one.
+    let inserted = deleted.isEmpty ? insertedIDs : insertedIDs.filter { !deleted.contains($0) }
+    let updated = changes.updated.map(\.objectID).filter { deleted.isEmpty || !deleted.contains($0) }
+    // The stored snapshot of a written object is read only when the store may have changed it.
+    if !converted.isEmpty || !clearedSet.isEmpty || !recomputed.isEmpty {
+      for (list, isInsert) in [(changes.inserted, true), (changes.updated, false)] {
+        for i in list.indices {
+          let sentID = list[i].objectID
+          let id = isInsert ? insertedIDs[i] : sentID
+          guard deleted.isEmpty || !deleted.contains(id) else { continue }
+          guard converted.contains(sentID) || clearedSet.contains(id) || recomputed.contains(id), let stored = try stored(id)
+          else { continue }
+          if stored != expected(sent: list[i], stored: stored) { result.storedSnapshots[id] = stored }
+        }
       }
     }
     var change = StoreChange(storeIdentifier: storeIdentifier, inserted: inserted)
