@@ -312,19 +312,31 @@ struct LMDBSaveOperation {
   /// The stored attribute values and to-one targets of a change: values converted to their attribute's
   /// type, transient ones nil, temporary targets replaced by permanent IDs.
   private mutating func row(_ change: ObjectChange, _ table: LMDBSchema.Table) throws -> ([Value], [ObjectID?]) {
+    try row(change.objectID, change.attributes, change.toOne, table)
+  }
+
+  /// ``row(_:_:)`` of the change of `id` with `sentAttributes` and `sentToOne`, passed apart: the insert
+  /// loop reads them where they lie instead of copying the whole change for the call.
+  private mutating func row(
+    _ id: ObjectID, _ sentAttributes: [Value], _ sentToOne: [ObjectID?], _ table: LMDBSchema.Table
+  ) throws -> ([Value], [ObjectID?]) {
     // Checked here, where the values are read anyway, rather than in a pass of its own: a refusal still
     // aborts the transaction before anything is committed.
-    try change.requireShape(attributeCount: table.types.count, toOneCount: table.references.count) { table.entity }
+    if sentAttributes.count != table.types.count || sentToOne.count != table.references.count {
+      try ObjectChange(objectID: id, attributes: sentAttributes, toOne: sentToOne).requireShape(
+        attributeCount: table.types.count, toOneCount: table.references.count
+      ) { table.entity }
+    }
     // The usual change is stored as sent: its values are checked in place, and copied only from the
     // first one that must change (a transient value to nil, another to its attribute's type).
     @inline(__always)
     func isStoredAsSent(_ value: Value, _ type: AttributeType, isTransient: Bool) -> Bool {
       isTransient ? value.isNull : type.isCanonical(value)
     }
-    var attributes = change.attributes
+    var attributes = sentAttributes
     // Scanned through buffers (the shape is checked above, so every index is in range of all three): a
     // value is then checked where it lies, not copied into a closure and out again.
-    let firstToChange: Int? = change.attributes.withUnsafeBufferPointer { values in
+    let firstToChange: Int? = sentAttributes.withUnsafeBufferPointer { values in
       table.types.withUnsafeBufferPointer { types in
         table.isTransient.withUnsafeBufferPointer { isTransient in
           for index in values.indices where !isStoredAsSent(values[index], types[index], isTransient: isTransient[index]) {
@@ -351,9 +363,9 @@ struct LMDBSaveOperation {
           entity: entity.name, key: attribute.name, value: value)
       }
       attributes[index] = coerced
-      converted.insert(change.objectID)
+      converted.insert(id)
     }
-    var toOne = change.toOne
+    var toOne = sentToOne
     guard !toOne.isEmpty else { return (attributes, toOne) }
     let entity = table.entity
     for (index, rel) in entity.toOneRelationships.enumerated() {
@@ -388,21 +400,26 @@ struct LMDBSaveOperation {
     // The largest key appended per entity: the current entity's in `appendedUpTo`, the others' here.
     var lastAppended: [String: Int64] = [:]
     var appendedUpTo = Int64.min
-    for (i, change) in changes.inserted.enumerated() {
-      if run?.first.hasSameEntityAndStore(as: change.objectID) != true {
-        if let run { lastAppended[run.table.name] = appendedUpTo }
-        let table = try entityTable(change.objectID)
-        run = (change.objectID, table)
-        appendedUpTo = lastAppended[table.name] ?? .min
+    // Through a buffer, each change's parts passed apart: the change is not copied (its arrays retained
+    // and released) for each insert.
+    try changes.inserted.withUnsafeBufferPointer { inserted in
+      for i in inserted.indices {
+        let sentID = inserted[i].objectID
+        if run?.first.hasSameEntityAndStore(as: sentID) != true {
+          if let run { lastAppended[run.table.name] = appendedUpTo }
+          let table = try entityTable(sentID)
+          run = (sentID, table)
+          appendedUpTo = lastAppended[table.name] ?? .min
+        }
+        let id = insertedIDs[i]
+        guard let table = run?.table, let pk = id.primaryKey else { continue }
+        let (attributes, toOne) = try row(sentID, inserted[i].attributes, inserted[i].toOne, table)
+        // Keys the counter hands out grow, so most inserts append to the end of the entity's tree.
+        let canAppend = pk > appendedUpTo && sentID.isTemporary
+        let flags = canAppend ? MDB_APPEND : MDB_NOOVERWRITE
+        if canAppend { appendedUpTo = pk }
+        try write(table, pk, version: 1, attributes: attributes, toOne: toOne, replacing: nil, flags: flags)
       }
-      let id = insertedIDs[i]
-      guard let table = run?.table, let pk = id.primaryKey else { continue }
-      let (attributes, toOne) = try row(change, table)
-      // Keys the counter hands out grow, so most inserts append to the end of the entity's tree.
-      let canAppend = pk > appendedUpTo && change.objectID.isTemporary
-      let flags = canAppend ? MDB_APPEND : MDB_NOOVERWRITE
-      if canAppend { appendedUpTo = pk }
-      try write(table, pk, version: 1, attributes: attributes, toOne: toOne, replacing: nil, flags: flags)
     }
   }
 
