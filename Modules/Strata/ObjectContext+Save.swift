@@ -68,23 +68,29 @@ extension ObjectContext {
     deleted savedDeletes: [ManagedObject]
   ) {
     advanceQueryGeneration()
-    let map = result.permanentIDs
     let listed = result.insertedIDs.count == savedInserts.count ? result.insertedIDs : nil
+    // Read only when needed: a store that lists its IDs builds the dictionary on first read.
+    var map: [ObjectID: ObjectID]? = listed == nil ? result.permanentIDs : nil
+    func rewriteReferences(of object: ManagedObject) {
+      guard result.hasPermanentIDs, referencesTemporaryID(object) else { return }
+      if map == nil { map = result.permanentIDs }
+      rewriteTemporaryReferences(in: object, map ?? [:])
+    }
     // One pass over the inserted objects (each one's new state depends on the map alone).
     registeringBatch(of: savedInserts.count) {
       for (i, object) in savedInserts.enumerated() {
-        if let new = listed?[i] ?? map[object.objectID] {
+        if let new = listed?[i] ?? map?[object.objectID] {
           formerTemporaryIDs.note(object.objectID, new)
           object.objectID = new
         }
         // Saved into a parent, an object keeps its temporary ID and is registered under it.
         remember(object)
-        if !map.isEmpty { rewriteTemporaryReferences(in: object, map) }
+        rewriteReferences(of: object)
         recordSaved(object, result)
       }
     }
     for object in savedUpdates {
-      if !map.isEmpty { rewriteTemporaryReferences(in: object, map) }
+      rewriteReferences(of: object)
       recordSaved(object, result)
     }
     let recomputed = refreshRecomputed(result, besides: savedInserts, savedUpdates)

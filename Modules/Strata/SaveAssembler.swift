@@ -11,37 +11,49 @@ struct SaveAssembler {
   let contextName: String?
 
   /// The change set of one save round.
+  ///
+  /// Each object is read once (its entity's info, values and to-ones) and only those with to-many
+  /// relationships again: a second pass over all of them cost a cache miss per object of a large save.
   func changeSet(inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) -> ChangeSet {
     var changeSet = ChangeSet(author: author, contextName: contextName)
+    changeSet.deleted = deleted.map { ObjectDeletion(objectID: $0.objectID, expectedVersion: expectedVersion(of: $0)) }
+    // Objects with to-many relationships, whose link changes and lists follow.
+    var withToMany: [(object: ManagedObject, info: EntityInfo)] = []
     changeSet.inserted = inserted.map { object in
-      ObjectChange(objectID: object.objectID, attributes: Self.storedAttributes(of: object), toOne: object.toOne)
+      let info = object.info
+      if let info, info.hasToMany { withToMany.append((object, info)) }
+      return ObjectChange(objectID: object.objectID, attributes: Self.storedAttributes(of: object, info), toOne: object.toOne)
     }
     changeSet.updated = updated.map { object in
-      ObjectChange(
-        objectID: object.objectID, attributes: Self.storedAttributes(of: object), toOne: object.toOne,
+      let info = object.info
+      if let info, info.hasToMany { withToMany.append((object, info)) }
+      return ObjectChange(
+        objectID: object.objectID, attributes: Self.storedAttributes(of: object, info), toOne: object.toOne,
         expectedVersion: expectedVersion(of: object), changedKeys: object.changedKeys.sorted())
     }
-    changeSet.deleted = deleted.map { ObjectDeletion(objectID: $0.objectID, expectedVersion: expectedVersion(of: $0)) }
     // The targets deleted in this save, whose links go with their rows: collected when first needed.
     var deletedIDs: Set<ObjectID>?
-    for list in [inserted, updated] {
-      for object in list {
-        guard let info = object.info, info.hasToMany else { continue }
-        appendLinkChanges(of: object, info, to: &changeSet) { target in
-          if deletedIDs == nil { deletedIDs = Set(deleted.map(\.objectID)) }
-          return deletedIDs?.contains(target) == true
-        }
-        if info.hasOrderedToMany { appendOrderedLists(of: object, info, to: &changeSet) }
+    for (object, info) in withToMany {
+      appendLinkChanges(of: object, info, to: &changeSet) { target in
+        if deletedIDs == nil { deletedIDs = Set(deleted.map(\.objectID)) }
+        return deletedIDs?.contains(target) == true
       }
+      if info.hasOrderedToMany { appendOrderedLists(of: object, info, to: &changeSet) }
     }
     return changeSet
   }
 
-  /// The values `object` writes: its current ones, with transient attributes null. Inlined: the save's
-  /// bookkeeping calls it for every saved object.
+  /// The values `object` writes (``storedAttributes(of:_:)`` with its entity's info).
   @inline(__always)
   static func storedAttributes(of object: ManagedObject) -> [Value] {
-    guard let info = object.info, info.hasTransientAttributes else { return object.values }
+    storedAttributes(of: object, object.info)
+  }
+
+  /// The values `object` of entity `info` writes: its current ones, with transient attributes null.
+  /// Inlined: the save's bookkeeping calls it for every saved object.
+  @inline(__always)
+  static func storedAttributes(of object: ManagedObject, _ info: EntityInfo?) -> [Value] {
+    guard let info, info.hasTransientAttributes else { return object.values }
     var values = object.values
     for (i, attribute) in info.entity.attributes.enumerated() where attribute.isTransient { values[i] = .null }
     return values

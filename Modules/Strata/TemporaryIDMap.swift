@@ -98,6 +98,16 @@ extension ObjectContext {
     for object in tracker.insertionList { rewriteTemporaryReferences(in: object, map) }
   }
 
+  /// Whether a relationship of `object` names a temporary ID (what ``rewriteTemporaryReferences(in:_:)``
+  /// may rewrite).
+  func referencesTemporaryID(_ object: ManagedObject) -> Bool {
+    guard !object.toOne.isEmpty || !object.toMany.isEmpty || !object.committedToManyOrder.isEmpty else { return false }
+    return object.toOne.contains { $0?.isTemporary == true }
+      || object.toMany.contains { $0?.contains(where: \.isTemporary) == true }
+      || object.toManyOrder.values.contains { $0.contains(where: \.isTemporary) }
+      || object.committedToManyOrder.values.contains { $0.contains(where: \.isTemporary) }
+  }
+
   /// Points the relationships of `object` that name a temporary ID of `map` at its permanent ID.
   func rewriteTemporaryReferences(in object: ManagedObject, _ map: [ObjectID: ObjectID]) {
     for i in object.toOne.indices {

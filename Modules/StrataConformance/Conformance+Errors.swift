@@ -120,5 +120,18 @@ extension Conformance {
       (error as? StoreError)?.code == .validation && (error as? StoreError)?.key == "score"
     }
     #expect(try backend.freshContext(container, url).count(for: FetchRequest<Film>()) == films)
+
+    // Inserts sent in another order than their IDs were made in are not inserted twice: each gets a key.
+    let uuidIndex = try #require(film.attributeIndex(named: "uuid"))
+    let (first, second) = (ObjectID.makeTemporary(entityName: "Film"), ObjectID.makeTemporary(entityName: "Film"))
+    let outOfOrder = [second, first].map { id in
+      var attributes = good.attributes
+      attributes[uuidIndex] = .uuid(UUID())
+      return ObjectChange(objectID: id, attributes: attributes, toOne: good.toOne)
+    }
+    let saved = try store.save(ChangeSet(inserted: outOfOrder))
+    let keys = Set([first, second].compactMap { saved.permanentIDs[$0]?.primaryKey })
+    #expect(keys.count == 2)
+    #expect(try backend.freshContext(container, url).count(for: FetchRequest<Film>()) == films + 2)
   }
 }

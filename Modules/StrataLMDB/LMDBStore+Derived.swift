@@ -9,7 +9,7 @@ extension LMDBSaveOperation {
     guard derived.isNeeded else { return [] }
     // A fresh reader: its cache starts empty, so it sees every write of the transaction so far.
     let source = LMDBReader(txn: txn, schema: schema, storeIdentifier: storeIdentifier)
-    let recomputed = try derived.recompute(permanentIDs: permanentIDs, source: source)
+    let recomputed = try derived.recompute(permanentIDs: keptPermanentIDs(), source: source)
     for snapshot in recomputed {
       let table = try schema.table(snapshot.objectID.entityName)
       guard let pk = snapshot.objectID.primaryKey, let old = try reader.record(table, pk) else { continue }

@@ -92,10 +92,13 @@ struct LMDBSaveOperation {
   let changes: ChangeSet
   let reader: LMDBReader
 
-  /// The ID the context knows each inserted object by → its permanent ID.
-  var permanentIDs: [ObjectID: ObjectID] = [:]
   /// The permanent IDs of `changes.inserted`, in order.
   private var insertedIDs: [ObjectID] = []
+  /// The ID the context knows each inserted object by → its permanent ID, built only when needed: to
+  /// resolve a reference to a temporary ID, or to find an object inserted twice once an insert's ID does
+  /// not follow the one before (a permanent ID, or temporary IDs out of order). A save of new objects
+  /// that name no unsaved object keeps `insertedIDs` alone.
+  private var idLookup: [ObjectID: ObjectID]?
   /// The new version of each written object, by permanent ID.
   private var versions: [ObjectID: Int64] = [:]
   /// Written objects whose values were converted on the way in (their stored state differs from what was sent).
@@ -117,7 +120,6 @@ struct LMDBSaveOperation {
     self.maxKeySize = maxKeySize
     self.changes = changes
     self.reader = LMDBReader(txn: txn, schema: schema, storeIdentifier: storeIdentifier)
-    permanentIDs.reserveCapacity(changes.inserted.count)
     versions.reserveCapacity(changes.inserted.count + changes.updated.count)
   }
 
@@ -128,13 +130,19 @@ struct LMDBSaveOperation {
     var derived = DerivedRecomputation(model: schema.model, changes: changes)
     try derived.noteRelatedObjects(before: LMDBReader(txn: txn, schema: schema, storeIdentifier: storeIdentifier))
     let deleted = try deleteRecords()
+    // The updates written; the inserts written are `insertedIDs` (not copied into a list of 100,000 more).
     var written: [ObjectID] = []
-    written.reserveCapacity(changes.inserted.count + changes.updated.count)
+    written.reserveCapacity(changes.updated.count)
     for change in changes.updated where !deleted.contains(change.objectID) {
       try update(change)
       written.append(change.objectID)
     }
-    try insertAll(&written)
+    try insertAll()
+    if written.isEmpty {
+      written = insertedIDs
+    } else {
+      written += insertedIDs
+    }
     for link in changes.linkChanges { try apply(link) }
     for list in changes.orderedLists { try apply(list) }
     try clearReferences(to: deleted)
@@ -164,17 +172,15 @@ struct LMDBSaveOperation {
   /// Refuses references a change set cannot make before anything is written: to a temporary ID it does
   /// not insert, or through an update of an object that is not saved here. (Inserts are checked as their
   /// keys are handed out, by ``assignPermanentIDs()``.)
-  private func checkReferences() throws {
+  private mutating func checkReferences() throws {
     var table: (first: ObjectID, table: LMDBSchema.Table)?
     for list in [changes.inserted, changes.updated] {
-      try list.withUnsafeBufferPointer { list in
-        for i in list.indices {
-          let id = list[i].objectID
-          if table?.first.hasSameEntityAndStore(as: id) != true { table = (id, try entityTable(id)) }
-          guard let table = table?.table, !table.references.isEmpty else { continue }
-          for (r, target) in list[i].toOne.enumerated() where target?.isTemporary == true && r < table.references.count {
-            try checkReference(target, table.entity.name, table.entity.toOneRelationships[r].name)
-          }
+      for i in list.indices {
+        let id = list[i].objectID
+        if table?.first.hasSameEntityAndStore(as: id) != true { table = (id, try entityTable(id)) }
+        guard let table = table?.table, !table.references.isEmpty else { continue }
+        for (r, target) in list[i].toOne.enumerated() where target?.isTemporary == true && r < table.references.count {
+          try checkReference(target, table.entity.name, table.entity.toOneRelationships[r].name)
         }
       }
     }
@@ -188,8 +194,8 @@ struct LMDBSaveOperation {
     }
   }
 
-  private func checkReference(_ target: ObjectID?, _ entity: String, _ key: String) throws {
-    guard let target, target.isTemporary, permanentIDs[target] == nil else { return }
+  private mutating func checkReference(_ target: ObjectID?, _ entity: String, _ key: String) throws {
+    guard let target, target.isTemporary, permanentID(of: target) == nil else { return }
     throw StoreError(
       .misuse, "\(entity).\(key) points at \(target), which is neither saved nor inserted by this save",
       entity: entity, key: key, value: .objectID(target))
@@ -204,16 +210,45 @@ struct LMDBSaveOperation {
 
   // MARK: Keys
 
+  /// The permanent IDs of the inserted objects by the IDs the change set gave them (built when first
+  /// needed: see `idLookup`).
+  var permanentIDs: [ObjectID: ObjectID] {
+    idLookup ?? lookup(ofFirst: insertedIDs.count)
+  }
+
+  /// ``permanentIDs``, kept for the rest of the save.
+  mutating func keptPermanentIDs() -> [ObjectID: ObjectID] {
+    if idLookup == nil { idLookup = lookup(ofFirst: insertedIDs.count) }
+    return idLookup ?? [:]
+  }
+
+  /// The permanent ID of the object the change set inserts as `id`, if it does.
+  mutating func permanentID(of id: ObjectID) -> ObjectID? {
+    if idLookup == nil { idLookup = lookup(ofFirst: insertedIDs.count) }
+    return idLookup?[id]
+  }
+
+  /// The first `count` inserts' IDs → their permanent IDs (which `insertedIDs` lists so far).
+  private func lookup(ofFirst count: Int) -> [ObjectID: ObjectID] {
+    var lookup: [ObjectID: ObjectID] = [:]
+    lookup.reserveCapacity(changes.inserted.count)
+    for i in 0..<count { lookup[changes.inserted[i].objectID] = insertedIDs[i] }
+    return lookup
+  }
+
   /// Hands out the primary keys of inserted objects, refusing an object inserted twice or one whose ID
   /// belongs to another store.
   private mutating func assignPermanentIDs() throws {
     insertedIDs.reserveCapacity(changes.inserted.count)
-    permanentIDs.reserveCapacity(changes.inserted.count)
     // Inserts come grouped by entity: the counter and the ID scope are looked up once per run, and a run
     // is recognised by comparing scopes, not names.
     var run: (first: ObjectID, scope: ObjectID, last: Int64)?
-    for change in changes.inserted {
-      let id = change.objectID
+    // While each insert's ID is a temporary one above the one before (a context numbers its objects as
+    // it makes them), none can repeat: the lookup that finds one inserted twice starts at the first that
+    // is not.
+    var lastTemporary: UInt64 = 0
+    for i in changes.inserted.indices {
+      let id = changes.inserted[i].objectID
       if run?.first.hasSameEntityAndStore(as: id) != true {
         try schema.model.requireInsertable(id.entityName)
         if let run { counters[schema.model.inheritance.root(of: run.first.entityName)] = run.last }
@@ -238,8 +273,13 @@ struct LMDBSaveOperation {
       current.last = max(current.last, pk)
       run = current
       let permanent = current.scope.withPrimaryKey(pk)
-      guard permanentIDs.updateValue(permanent, forKey: id) == nil else {
-        throw StoreError(.misuse, "\(id) is inserted twice in one change set", entity: id.entityName)
+      if idLookup == nil, case .temporary(let n) = id.key, n > lastTemporary {
+        lastTemporary = n
+      } else {
+        if idLookup == nil { idLookup = lookup(ofFirst: i) }
+        if case .some(.some) = idLookup?.updateValue(permanent, forKey: id) {
+          throw StoreError(.misuse, "\(id) is inserted twice in one change set", entity: id.entityName)
+        }
       }
       insertedIDs.append(permanent)
     }
@@ -272,19 +312,31 @@ struct LMDBSaveOperation {
   /// The stored attribute values and to-one targets of a change: values converted to their attribute's
   /// type, transient ones nil, temporary targets replaced by permanent IDs.
   private mutating func row(_ change: ObjectChange, _ table: LMDBSchema.Table) throws -> ([Value], [ObjectID?]) {
+    try row(change.objectID, change.attributes, change.toOne, table)
+  }
+
+  /// ``row(_:_:)`` of the change of `id` with `sentAttributes` and `sentToOne`, passed apart: the insert
+  /// loop reads them where they lie instead of copying the whole change for the call.
+  private mutating func row(
+    _ id: ObjectID, _ sentAttributes: [Value], _ sentToOne: [ObjectID?], _ table: LMDBSchema.Table
+  ) throws -> ([Value], [ObjectID?]) {
     // Checked here, where the values are read anyway, rather than in a pass of its own: a refusal still
     // aborts the transaction before anything is committed.
-    try change.requireShape(attributeCount: table.types.count, toOneCount: table.references.count) { table.entity }
+    if sentAttributes.count != table.types.count || sentToOne.count != table.references.count {
+      try ObjectChange(objectID: id, attributes: sentAttributes, toOne: sentToOne).requireShape(
+        attributeCount: table.types.count, toOneCount: table.references.count
+      ) { table.entity }
+    }
     // The usual change is stored as sent: its values are checked in place, and copied only from the
     // first one that must change (a transient value to nil, another to its attribute's type).
     @inline(__always)
     func isStoredAsSent(_ value: Value, _ type: AttributeType, isTransient: Bool) -> Bool {
       isTransient ? value.isNull : type.isCanonical(value)
     }
-    var attributes = change.attributes
+    var attributes = sentAttributes
     // Scanned through buffers (the shape is checked above, so every index is in range of all three): a
     // value is then checked where it lies, not copied into a closure and out again.
-    let firstToChange: Int? = change.attributes.withUnsafeBufferPointer { values in
+    let firstToChange: Int? = sentAttributes.withUnsafeBufferPointer { values in
       table.types.withUnsafeBufferPointer { types in
         table.isTransient.withUnsafeBufferPointer { isTransient in
           for index in values.indices where !isStoredAsSent(values[index], types[index], isTransient: isTransient[index]) {
@@ -311,9 +363,9 @@ struct LMDBSaveOperation {
           entity: entity.name, key: attribute.name, value: value)
       }
       attributes[index] = coerced
-      converted.insert(change.objectID)
+      converted.insert(id)
     }
-    var toOne = change.toOne
+    var toOne = sentToOne
     guard !toOne.isEmpty else { return (attributes, toOne) }
     let entity = table.entity
     for (index, rel) in entity.toOneRelationships.enumerated() {
@@ -323,7 +375,7 @@ struct LMDBSaveOperation {
           .validation, "\(entity.name).\(rel.name) must point at a \(rel.destination), not at \(target)",
           entity: entity.name, key: rel.name, value: .objectID(target))
       }
-      if let permanent = permanentIDs[target] {
+      if target.isTemporary, let permanent = permanentID(of: target) {
         toOne[index] = permanent
       } else if target.storeIdentifier != storeIdentifier || target.primaryKey == nil {
         throw StoreError(
@@ -343,27 +395,31 @@ struct LMDBSaveOperation {
     versions[change.objectID] = version
   }
 
-  private mutating func insertAll(_ written: inout [ObjectID]) throws {
+  private mutating func insertAll() throws {
     var run: (first: ObjectID, table: LMDBSchema.Table)?
     // The largest key appended per entity: the current entity's in `appendedUpTo`, the others' here.
     var lastAppended: [String: Int64] = [:]
     var appendedUpTo = Int64.min
-    for (i, change) in changes.inserted.enumerated() {
-      if run?.first.hasSameEntityAndStore(as: change.objectID) != true {
-        if let run { lastAppended[run.table.name] = appendedUpTo }
-        let table = try entityTable(change.objectID)
-        run = (change.objectID, table)
-        appendedUpTo = lastAppended[table.name] ?? .min
+    // Through a buffer, each change's parts passed apart: the change is not copied (its arrays retained
+    // and released) for each insert.
+    try changes.inserted.withUnsafeBufferPointer { inserted in
+      for i in inserted.indices {
+        let sentID = inserted[i].objectID
+        if run?.first.hasSameEntityAndStore(as: sentID) != true {
+          if let run { lastAppended[run.table.name] = appendedUpTo }
+          let table = try entityTable(sentID)
+          run = (sentID, table)
+          appendedUpTo = lastAppended[table.name] ?? .min
+        }
+        let id = insertedIDs[i]
+        guard let table = run?.table, let pk = id.primaryKey else { continue }
+        let (attributes, toOne) = try row(sentID, inserted[i].attributes, inserted[i].toOne, table)
+        // Keys the counter hands out grow, so most inserts append to the end of the entity's tree.
+        let canAppend = pk > appendedUpTo && sentID.isTemporary
+        let flags = canAppend ? MDB_APPEND : MDB_NOOVERWRITE
+        if canAppend { appendedUpTo = pk }
+        try write(table, pk, version: 1, attributes: attributes, toOne: toOne, replacing: nil, flags: flags)
       }
-      let id = insertedIDs[i]
-      guard let table = run?.table, let pk = id.primaryKey else { continue }
-      let (attributes, toOne) = try row(change, table)
-      // Keys the counter hands out grow, so most inserts append to the end of the entity's tree.
-      let canAppend = pk > appendedUpTo && change.objectID.isTemporary
-      let flags = canAppend ? MDB_APPEND : MDB_NOOVERWRITE
-      if canAppend { appendedUpTo = pk }
-      try write(table, pk, version: 1, attributes: attributes, toOne: toOne, replacing: nil, flags: flags)
-      written.append(id)
     }
   }
 
@@ -435,7 +491,7 @@ struct LMDBSaveOperation {
   }
 
   /// Writes one ordered list's record: the source's key → its targets' keys in order (one put, O(n)).
-  private func apply(_ list: OrderedListChange) throws {
+  private mutating func apply(_ list: OrderedListChange) throws {
     guard let rel = schema.model.entity(named: list.entityName)?.relationship(named: list.relationship),
       let dbi = schema.orderDatabase(list.entityName, rel)
     else {
@@ -443,6 +499,7 @@ struct LMDBSaveOperation {
         .misuse, "\(list.entityName).\(list.relationship) is not an ordered to-many relationship of the model",
         entity: list.entityName, key: list.relationship)
     }
+    let permanentIDs = keptPermanentIDs()
     func key(_ id: ObjectID) -> Int64? {
       permanentIDs[id]?.primaryKey ?? (id.storeIdentifier == storeIdentifier ? id.primaryKey : nil)
     }
@@ -459,7 +516,7 @@ struct LMDBSaveOperation {
     }
   }
 
-  private func apply(_ link: LinkChange) throws {
+  private mutating func apply(_ link: LinkChange) throws {
     guard let entity = schema.model.entity(named: link.entityName), let rel = entity.relationship(named: link.relationship),
       rel.isToMany
     else {
@@ -477,6 +534,7 @@ struct LMDBSaveOperation {
     }
     let owner = schema.model.joinTableOwner(of: entity.name, rel)
     guard let tables = schema.links["\(owner.entity).\(owner.relationship)"] else { return }
+    let permanentIDs = keptPermanentIDs()
     func resolved(_ id: ObjectID) -> ObjectID? {
       permanentIDs[id] ?? (id.storeIdentifier == storeIdentifier && id.primaryKey != nil ? id : nil)
     }
@@ -557,26 +615,30 @@ struct LMDBSaveOperation {
   /// The save's result and change announcement, as the memory store reports them.
   private func results(deleted: Set<ObjectID>, recomputed: Set<ObjectID>) throws -> (SaveResult, StoreChange) {
     var result = SaveResult()
-    result.permanentIDs =
-      changes.inserted.allSatisfy(\.objectID.isTemporary) ? permanentIDs : permanentIDs.filter { $0.key.isTemporary }
+    if let idLookup {
+      result.permanentIDs =
+        changes.inserted.allSatisfy(\.objectID.isTemporary) ? idLookup : idLookup.filter { $0.key.isTemporary }
+      result.insertedIDs = insertedIDs
+    } else {
+      // Every insert had a temporary ID, each above the one before (`assignPermanentIDs`).
+      result.listInsertedIDs(insertedIDs, of: changes.inserted)
+    }
     result.versions = versions
-    result.insertedIDs = insertedIDs
     let clearedSet = Set(cleared)
-    var inserted: [ObjectID] = []
-    var updated: [ObjectID] = []
-    inserted.reserveCapacity(changes.inserted.count)
-    for (list, isInsert) in [(changes.inserted, true), (changes.updated, false)] {
-      for i in list.indices {
-        let sentID = list[i].objectID
-        let id = isInsert ? insertedIDs[i] : sentID
-        guard deleted.isEmpty || !deleted.contains(id) else { continue }
-        if isInsert { inserted.append(id) } else { updated.append(id) }
-        guard
-          !converted.isEmpty && converted.contains(sentID) || !clearedSet.isEmpty && clearedSet.contains(id)
-            || !recomputed.isEmpty && recomputed.contains(id),
-          let stored = try stored(id)
-        else { continue }
-        if stored != expected(sent: list[i], stored: stored) { result.storedSnapshots[id] = stored }
+    // Without deletes, the inserted IDs are announced as they are: shared, not copied one by one.
+    let inserted = deleted.isEmpty ? insertedIDs : insertedIDs.filter { !deleted.contains($0) }
+    let updated = changes.updated.map(\.objectID).filter { deleted.isEmpty || !deleted.contains($0) }
+    // The stored snapshot of a written object is read only when the store may have changed it.
+    if !converted.isEmpty || !clearedSet.isEmpty || !recomputed.isEmpty {
+      for (list, isInsert) in [(changes.inserted, true), (changes.updated, false)] {
+        for i in list.indices {
+          let sentID = list[i].objectID
+          let id = isInsert ? insertedIDs[i] : sentID
+          guard deleted.isEmpty || !deleted.contains(id) else { continue }
+          guard converted.contains(sentID) || clearedSet.contains(id) || recomputed.contains(id), let stored = try stored(id)
+          else { continue }
+          if stored != expected(sent: list[i], stored: stored) { result.storedSnapshots[id] = stored }
+        }
       }
     }
     var change = StoreChange(storeIdentifier: storeIdentifier, inserted: inserted)
@@ -596,8 +658,9 @@ struct LMDBSaveOperation {
     for (index, attribute) in entity.attributes.enumerated() where !attribute.isTransient && index < sent.attributes.count {
       expected.attributes[index] = sent.attributes[index]
     }
+    // Without a lookup, `row` met no reference to a temporary ID (it builds one to resolve the first).
     for index in sent.toOne.indices where index < expected.toOne.count {
-      expected.toOne[index] = sent.toOne[index].map { permanentIDs[$0] ?? $0 }
+      expected.toOne[index] = sent.toOne[index].map { idLookup?[$0] ?? $0 }
     }
     return expected
   }

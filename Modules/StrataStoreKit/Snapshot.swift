@@ -205,7 +205,19 @@ public struct ChangeSet: Sendable, Hashable {
 /// What a store reports after applying a ``ChangeSet``.
 public struct SaveResult: Sendable, Hashable {
   /// The permanent ID assigned to each inserted object, keyed by its temporary ID.
-  public var permanentIDs: [ObjectID: ObjectID]
+  ///
+  /// When the store listed its IDs with ``listInsertedIDs(_:of:)``, the dictionary is built the first
+  /// time it is read (and kept): a context that matches its objects up through ``insertedIDs`` never
+  /// builds it.
+  public var permanentIDs: [ObjectID: ObjectID] {
+    get { listedIDs?.map ?? assignedIDs }
+    set {
+      assignedIDs = newValue
+      listedIDs = nil
+    }
+  }
+  private var assignedIDs: [ObjectID: ObjectID]
+  private var listedIDs: ListedIDs?
   /// The same permanent IDs in the order of the change set's `inserted` list, when the store lists them
   /// (empty otherwise): a context with many inserts matches them up without a lookup each.
   public var insertedIDs: [ObjectID] = []
@@ -225,9 +237,67 @@ public struct SaveResult: Sendable, Hashable {
     permanentIDs: [ObjectID: ObjectID] = [:], versions: [ObjectID: Int64] = [:],
     storedSnapshots: [ObjectID: Snapshot] = [:], historyToken: HistoryToken? = nil
   ) {
-    self.permanentIDs = permanentIDs
+    self.assignedIDs = permanentIDs
     self.versions = versions
     self.storedSnapshots = storedSnapshots
     self.historyToken = historyToken
+  }
+
+  /// Records `permanent`, the permanent IDs of `inserted` in order, as ``insertedIDs`` and as
+  /// ``permanentIDs`` (keyed by each change's `objectID`, built only when read): a store that handed out
+  /// its keys in the order of the change set's inserts then keeps no dictionary of them. Each change's
+  /// `objectID` must be a temporary ID, none twice (the store has refused the change set otherwise). The
+  /// result shares `inserted` (no copy) for as long as it lives.
+  ///
+  /// ```swift
+  /// result.listInsertedIDs(assigned, of: changes.inserted)
+  /// result.permanentIDs[changes.inserted[0].objectID] == assigned[0]   // true
+  /// ```
+  public mutating func listInsertedIDs(_ permanent: [ObjectID], of inserted: [ObjectChange]) {
+    insertedIDs = permanent
+    assignedIDs = [:]
+    listedIDs = inserted.isEmpty ? nil : ListedIDs(inserted: inserted, permanent: permanent)
+  }
+
+  /// Whether ``permanentIDs`` is empty, without building it.
+  public var hasPermanentIDs: Bool {
+    listedIDs != nil || !assignedIDs.isEmpty
+  }
+
+  public static func == (a: SaveResult, b: SaveResult) -> Bool {
+    a.insertedIDs == b.insertedIDs && a.versions == b.versions && a.storedSnapshots == b.storedSnapshots
+      && a.historyToken == b.historyToken && a.permanentIDs == b.permanentIDs
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(insertedIDs)
+    hasher.combine(versions)
+    hasher.combine(storedSnapshots)
+    hasher.combine(historyToken)
+    hasher.combine(permanentIDs)
+  }
+}
+
+/// The inserts of a change set and their permanent IDs in the same order; the dictionary of one by the
+/// other is built on first use (``SaveResult/listInsertedIDs(_:of:)``).
+private final class ListedIDs: Sendable {
+  private let inserted: [ObjectChange]
+  private let permanent: [ObjectID]
+  private let built = Locked<[ObjectID: ObjectID]?>(nil)
+
+  init(inserted: [ObjectChange], permanent: [ObjectID]) {
+    self.inserted = inserted
+    self.permanent = permanent
+  }
+
+  var map: [ObjectID: ObjectID] {
+    built.withLock { built in
+      if let built { return built }
+      var map: [ObjectID: ObjectID] = [:]
+      map.reserveCapacity(permanent.count)
+      for (change, id) in zip(inserted, permanent) { map[change.objectID] = id }
+      built = map
+      return map
+    }
   }
 }

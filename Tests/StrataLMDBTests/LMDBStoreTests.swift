@@ -26,6 +26,33 @@ struct LMDBStoreTests {
     #expect(storeError { _ = try texts(store, generation: generation) }?.code == .misuse)
   }
 
+  @Test func insertsGetTheirKeysInAnyOrder() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let store = try LMDBStore(url: dir.store, model: try noteModel())
+    defer { store.close() }
+    // Made in order and sent in order (the result lists the IDs and builds its dictionary when read), then
+    // sent out of order (the store keeps a dictionary from the start).
+    let made = (0..<6).map { note("note \($0)", $0) }
+    for inserted in [Array(made[0..<3]), [made[5], made[3], made[4]]] {
+      let result = try store.save(ChangeSet(inserted: inserted))
+      #expect(result.insertedIDs.count == inserted.count)
+      #expect(Set(result.insertedIDs).count == inserted.count)
+      #expect(result.permanentIDs.count == inserted.count)
+      for (change, id) in zip(inserted, result.insertedIDs) {
+        #expect(result.permanentIDs[change.objectID] == id)
+        #expect(try store.snapshots(for: [id], generation: nil).first?.attributes[0] == change.attributes[0])
+      }
+      var spelledOut = SaveResult(permanentIDs: result.permanentIDs, versions: result.versions)
+      spelledOut.insertedIDs = result.insertedIDs
+      spelledOut.storedSnapshots = result.storedSnapshots
+      spelledOut.historyToken = result.historyToken
+      #expect(spelledOut == result)
+      #expect(spelledOut.hashValue == result.hashValue)
+    }
+    #expect(try texts(store) == made.compactMap { $0.attributes[0].stringValue })
+  }
+
   @Test func changesAreAnnouncedAfterEachSave() async throws {
     let dir = TemporaryDirectory()
     defer { dir.remove() }
