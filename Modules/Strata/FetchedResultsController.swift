@@ -121,6 +121,9 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
   private var state: [FetchedResultsSection<Result>]?
   /// The results in order, with each one's sort values and section name, read when it last changed.
   private var ordered: [Entry] = []
+  /// The sort values each result has in ``ordered``: where to find a changed object there by binary
+  /// search, without a pass over every result.
+  private var sortValuesByObject: [ObjectIdentifier: [Value]] = [:]
   private var observer: UInt64?
   private var evaluator: PredicateEvaluator?
   private var sorter: SnapshotSorter?
@@ -164,6 +167,7 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
       try QueryValidator.resolveSortKey(QuerySort($0), entity: entity, model: model)
     }
     ordered = try sortedEntries(try context.fetch(fetchRequest))
+    indexOrdered()
     state = sections(of: ordered)
     if observer == nil {
       observer = context.addObjectsObserver { [weak self] changes in self?.contextChanged(changes) }
@@ -255,26 +259,91 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
         && (try? matchesRequest(object, source)) == true
       if matches, let typed = object as? Result { returning.append(typed) }
     }
-    ordered.removeAll { changedKeys.contains(ObjectIdentifier($0.object)) }
+    let removed = remove(relevant)
     var arriving: [(index: Int, entry: Entry)] = []
     for object in returning {
       guard let entry = try? self.entry(for: object, source) else { continue }
       arriving.append((arriving.count, entry))
     }
-    insert(arriving)
-    report(from: old, to: sections(of: ordered), changed: changedKeys)
+    let arrived = insert(arriving)
+    let new = sections(of: ordered)
+    let diff = SectionDiff.difference(
+      from: old.map { ($0.name, $0.objects.count) }, to: new.map { ($0.name, $0.objects.count) },
+      removed: removed, arrived: arrived, oldKey: { ObjectIdentifier(old[$0].objects[$1]) })
+    report(diff, from: old, to: new)
+  }
+
+  /// Takes `objects` out of ``ordered`` and ``sortValuesByObject``; returns where they were (ascending)
+  /// and who they are. Each is found by a search on the sort values it was placed by, in their order,
+  /// each search starting where the last one ended; one a search misses (its ID became permanent among
+  /// equal sort values) is found in a pass over the rest.
+  private func remove(_ objects: [ManagedObject]) -> [(flat: Int, key: ObjectIdentifier)] {
+    var probes: [Entry] = []
+    for object in objects {
+      guard let result = object as? Result,
+        let values = sortValuesByObject.removeValue(forKey: ObjectIdentifier(object))
+      else { continue }
+      probes.append(Entry(object: result, sortValues: values, section: "", version: 0))
+    }
+    probes.sort(by: precedes)
+    var found: [(flat: Int, key: ObjectIdentifier)] = []
+    var missed = Set<ObjectIdentifier>()
+    var start = 0
+    for probe in probes {
+      let index = insertionIndex(of: probe, from: start)
+      if index < ordered.count, ordered[index].object === probe.object {
+        found.append((index, ObjectIdentifier(probe.object)))
+        start = index + 1
+      } else {
+        missed.insert(ObjectIdentifier(probe.object))
+      }
+    }
+    if !missed.isEmpty {
+      for (index, entry) in ordered.enumerated() where missed.contains(ObjectIdentifier(entry.object)) {
+        found.append((index, ObjectIdentifier(entry.object)))
+      }
+    }
+    found.sort { $0.flat < $1.flat }
+    guard !found.isEmpty else { return found }
+    // Compacts the survivors towards the front, in one pass that moves each at most once.
+    ordered.withUnsafeMutableBufferPointer { buffer in
+      var write = found[0].flat
+      var next = 0
+      for read in found[0].flat..<buffer.count {
+        if next < found.count, found[next].flat == read {
+          next += 1
+        } else {
+          buffer.swapAt(read, write)
+          write += 1
+        }
+      }
+    }
+    ordered.removeLast(found.count)
+    return found
+  }
+
+  private func indexOrdered() {
+    sortValuesByObject = [:]
+    sortValuesByObject.reserveCapacity(ordered.count)
+    for entry in ordered { sortValuesByObject[ObjectIdentifier(entry.object)] = entry.sortValues }
   }
 
   /// Fetches again and reports the difference; objects whose stored version moved count as changed.
   private func refetch(from old: [FetchedResultsSection<Result>]) throws {
     let versions = Dictionary(ordered.map { (ObjectIdentifier($0.object), $0.version) }, uniquingKeysWith: { a, _ in a })
     ordered = try sortedEntries(try managedObjectContext.fetch(fetchRequest))
+    indexOrdered()
     let changed = Set(
       ordered.compactMap { entry -> ObjectIdentifier? in
         let key = ObjectIdentifier(entry.object)
         return versions[key].map { $0 != entry.version } == true ? key : nil
       })
-    report(from: old, to: sections(of: ordered), changed: changed)
+    let new = sections(of: ordered)
+    let diff = SectionDiff.difference(
+      from: old.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
+      to: new.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
+      changed: changed)
+    report(diff, from: old, to: new)
   }
 
   private func entry(for object: Result, _ source: ContextEvaluationSource) throws -> Entry {
@@ -289,37 +358,68 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     return sorter.precedes((a.sortValues, a.object.objectID), (b.sortValues, b.object.objectID))
   }
 
-  /// Puts `arriving` into ``ordered`` where ``insertionIndex(of:)`` would put each, inserted one after
-  /// another in their order, in one pass over ``ordered`` (one insertion each cost a pass per change):
-  /// sorted, with an entry that ties with an earlier arriving one before it, as the later insertion at
-  /// the lower bound would go.
-  private func insert(_ arriving: [(index: Int, entry: Entry)]) {
+  /// Puts `arriving` into ``ordered`` and ``sortValuesByObject`` where ``insertionIndex(of:)`` would
+  /// put each, inserted one after another in their order: sorted, with an entry that ties with an
+  /// earlier arriving one before it, as the later insertion at the lower bound would go. A binary search
+  /// each, then one pass from the back that moves each later result once (one insertion each cost a
+  /// pass per change). Returns where they went (ascending) and who they are.
+  private func insert(_ arriving: [(index: Int, entry: Entry)]) -> [(flat: Int, key: ObjectIdentifier)] {
+    for (_, entry) in arriving { sortValuesByObject[ObjectIdentifier(entry.object)] = entry.sortValues }
     guard arriving.count > 1 else {
-      if let entry = arriving.first?.entry { ordered.insert(entry, at: insertionIndex(of: entry)) }
-      return
+      guard let entry = arriving.first?.entry else { return [] }
+      let index = insertionIndex(of: entry)
+      ordered.insert(entry, at: index)
+      return [(index, ObjectIdentifier(entry.object))]
     }
     let sorted = arriving.sorted { a, b in
       if precedes(a.entry, b.entry) { return true }
       if precedes(b.entry, a.entry) { return false }
       return a.index > b.index
+    }.map(\.entry)
+    // Where each goes among the results already there; ascending, since `sorted` is.
+    var targets: [Int] = []
+    targets.reserveCapacity(sorted.count)
+    var low = 0
+    for entry in sorted {
+      low = insertionIndex(of: entry, from: low)
+      targets.append(low)
     }
-    var merged: [Entry] = []
-    merged.reserveCapacity(ordered.count + sorted.count)
-    var next = 0
-    for entry in ordered {
-      while next < sorted.count, !precedes(entry, sorted[next].entry) {
-        merged.append(sorted[next].entry)
-        next += 1
+    let count = ordered.count
+    ordered.append(contentsOf: sorted)
+    ordered.withUnsafeMutableBufferPointer { buffer in
+      // The slots between `read` and `write` hold copies of the arriving entries not yet placed: each
+      // is overwritten with the one that goes there.
+      var read = count - 1
+      var write = buffer.count - 1
+      for next in sorted.indices.reversed() {
+        while read >= targets[next] {
+          buffer.swapAt(read, write)
+          read -= 1
+          write -= 1
+        }
+        buffer[write] = sorted[next]
+        write -= 1
       }
-      merged.append(entry)
     }
-    for rest in sorted[next...] { merged.append(rest.entry) }
-    ordered = merged
+    return sorted.indices.map { (targets[$0] + $0, ObjectIdentifier(sorted[$0].object)) }
   }
 
-  private func insertionIndex(of entry: Entry) -> Int {
-    var low = 0
+  /// Where `entry` goes in ``ordered``: before the first result it does not follow, searched from
+  /// `start` (the results before it must precede the entry) by probes at doubling distances, then
+  /// halving — a few comparisons when the place is near `start`.
+  private func insertionIndex(of entry: Entry, from start: Int = 0) -> Int {
+    var low = start
     var high = ordered.count
+    var step = 1
+    while low + step - 1 < high {
+      let probe = low + step - 1
+      guard precedes(ordered[probe], entry) else {
+        high = probe
+        break
+      }
+      low = probe + 1
+      step *= 2
+    }
     while low < high {
       let mid = (low + high) / 2
       if precedes(ordered[mid], entry) { low = mid + 1 } else { high = mid }
@@ -370,25 +470,11 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     return value.isNull ? "" : value.description
   }
 
+  /// Makes `new` the sections and tells the delegate and the snapshot streams of `diff`.
   private func report(
-    from old: [FetchedResultsSection<Result>], to new: [FetchedResultsSection<Result>], changed: Set<ObjectIdentifier>
+    _ diff: SectionDiff.Result<ObjectIdentifier>, from old: [FetchedResultsSection<Result>],
+    to new: [FetchedResultsSection<Result>]
   ) {
-    let diff = SectionDiff.difference(
-      from: old.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
-      to: new.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
-      changed: changed)
-    var wanted = Set(diff.deleted.map(\.0))
-    wanted.formUnion(diff.inserted.map(\.0))
-    wanted.formUnion(diff.moved.map(\.0))
-    wanted.formUnion(diff.updated.map(\.0))
-    var objects: [ObjectIdentifier: Result] = [:]
-    if !wanted.isEmpty {
-      for section in old + new {
-        for object in section.objects where wanted.contains(ObjectIdentifier(object)) {
-          objects[ObjectIdentifier(object)] = object
-        }
-      }
-    }
     state = new
     var difference = FetchedResultsDifference()
     for (name, index) in diff.deletedSections {
@@ -398,15 +484,15 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
       difference.sectionChanges.append(FetchedResultsSectionChange(type: .insert, name: name, index: index))
     }
     var objectChanges: [(Result, FetchedResultsObjectChange)] = []
-    func add(_ key: ObjectIdentifier, _ type: FetchedResultsChangeType, _ from: IndexPath?, _ to: IndexPath?) {
-      guard let object = objects[key] else { return }
+    // Each object is where its old path (or, for an insert, its new one) says.
+    func add(_ object: Result, _ type: FetchedResultsChangeType, _ from: IndexPath?, _ to: IndexPath?) {
       objectChanges.append(
         (object, FetchedResultsObjectChange(type: type, objectID: object.objectID, indexPath: from, newIndexPath: to)))
     }
-    for (key, path) in diff.deleted { add(key, .delete, path, nil) }
-    for (key, path) in diff.inserted { add(key, .insert, nil, path) }
-    for (key, from, to) in diff.moved { add(key, .move, from, to) }
-    for (key, from, to) in diff.updated { add(key, .update, from, to) }
+    for (_, path) in diff.deleted { add(old[path[0]].objects[path[1]], .delete, path, nil) }
+    for (_, path) in diff.inserted { add(new[path[0]].objects[path[1]], .insert, nil, path) }
+    for (_, from, to) in diff.moved { add(old[from[0]].objects[from[1]], .move, from, to) }
+    for (_, from, to) in diff.updated { add(old[from[0]].objects[from[1]], .update, from, to) }
     difference.objectChanges = objectChanges.map(\.1)
     guard !difference.isEmpty else { return emitSnapshot(difference) }
     if let delegate {
