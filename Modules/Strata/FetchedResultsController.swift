@@ -120,13 +120,9 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
   private let sectionName: ((Result) -> String)?
   private var state: [FetchedResultsSection<Result>]?
   /// The results in order, with each one's sort values and section name, read when it last changed.
-  private var ordered: [Entry] = []
-  /// The sort values each result has in ``ordered``: where to find a changed object there by binary
-  /// search, without a pass over every result.
-  private var sortValuesByObject: [ObjectIdentifier: [Value]] = [:]
+  private var order = FetchedResultsOrder(sorter: nil)
   private var observer: UInt64?
   private var evaluator: PredicateEvaluator?
-  private var sorter: SnapshotSorter?
   private var sectionKey: ResolvedKeyPath?
   private let snapshotBroadcaster = Broadcaster<FetchedResultsSnapshot>()
 
@@ -162,13 +158,12 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
       throw StoreError(.invalidQuery, "the model has no entity '\(fetchRequest.entityName)'", entity: fetchRequest.entityName)
     }
     evaluator = try fetchRequest.predicate.map { try PredicateEvaluator($0, entity: entity, model: model) }
-    sorter = try SnapshotSorter(fetchRequest.sortDescriptors, entity: entity, model: model)
+    order = FetchedResultsOrder(sorter: try SnapshotSorter(fetchRequest.sortDescriptors, entity: entity, model: model))
     sectionKey = try sectionNameKeyPath.map {
       try QueryValidator.resolveSortKey(QuerySort($0), entity: entity, model: model)
     }
-    ordered = try sortedEntries(try context.fetch(fetchRequest))
-    indexOrdered()
-    state = sections(of: ordered)
+    order.replace(with: try entries(for: try context.fetch(fetchRequest)))
+    state = sections(of: order.entries)
     if observer == nil {
       observer = context.addObjectsObserver { [weak self] changes in self?.contextChanged(changes) }
     }
@@ -225,14 +220,7 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     return indexPath[1] >= 0 && indexPath[1] < objects.count ? objects[indexPath[1]] : nil
   }
 
-  /// A result with what orders and sections it, read when it last changed.
-  private struct Entry {
-    var object: Result
-    var sortValues: [Value]
-    var section: String
-    /// The stored version the object had, to tell a refetched object that changed.
-    var version: Int64
-  }
+  private typealias Entry = FetchedResultsOrder.Entry
 
   private func contextChanged(_ changes: ObjectChanges) {
     guard let old = state else { return }
@@ -259,86 +247,31 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
         && (try? matchesRequest(object, source)) == true
       if matches, let typed = object as? Result { returning.append(typed) }
     }
-    let removed = remove(relevant)
+    let removed = order.remove(relevant)
     var arriving: [(index: Int, entry: Entry)] = []
     for object in returning {
       guard let entry = try? self.entry(for: object, source) else { continue }
       arriving.append((arriving.count, entry))
     }
-    let arrived = insert(arriving)
-    let new = sections(of: ordered)
+    let arrived = order.insert(arriving)
+    let new = sections(of: order.entries)
     let diff = SectionDiff.difference(
       from: old.map { ($0.name, $0.objects.count) }, to: new.map { ($0.name, $0.objects.count) },
       removed: removed, arrived: arrived, oldKey: { ObjectIdentifier(old[$0].objects[$1]) })
     report(diff, from: old, to: new)
   }
 
-  /// Takes `objects` out of ``ordered`` and ``sortValuesByObject``; returns where they were (ascending)
-  /// and who they are. Each is found by a search on the sort values it was placed by, in their order,
-  /// each search starting where the last one ended; one a search misses (its ID became permanent among
-  /// equal sort values) is found in a pass over the rest.
-  private func remove(_ objects: [ManagedObject]) -> [(flat: Int, key: ObjectIdentifier)] {
-    var probes: [Entry] = []
-    for object in objects {
-      guard let result = object as? Result,
-        let values = sortValuesByObject.removeValue(forKey: ObjectIdentifier(object))
-      else { continue }
-      probes.append(Entry(object: result, sortValues: values, section: "", version: 0))
-    }
-    probes.sort(by: precedes)
-    var found: [(flat: Int, key: ObjectIdentifier)] = []
-    var missed = Set<ObjectIdentifier>()
-    var start = 0
-    for probe in probes {
-      let index = insertionIndex(of: probe, from: start)
-      if index < ordered.count, ordered[index].object === probe.object {
-        found.append((index, ObjectIdentifier(probe.object)))
-        start = index + 1
-      } else {
-        missed.insert(ObjectIdentifier(probe.object))
-      }
-    }
-    if !missed.isEmpty {
-      for (index, entry) in ordered.enumerated() where missed.contains(ObjectIdentifier(entry.object)) {
-        found.append((index, ObjectIdentifier(entry.object)))
-      }
-    }
-    found.sort { $0.flat < $1.flat }
-    guard !found.isEmpty else { return found }
-    // Compacts the survivors towards the front, in one pass that moves each at most once.
-    ordered.withUnsafeMutableBufferPointer { buffer in
-      var write = found[0].flat
-      var next = 0
-      for read in found[0].flat..<buffer.count {
-        if next < found.count, found[next].flat == read {
-          next += 1
-        } else {
-          buffer.swapAt(read, write)
-          write += 1
-        }
-      }
-    }
-    ordered.removeLast(found.count)
-    return found
-  }
-
-  private func indexOrdered() {
-    sortValuesByObject = [:]
-    sortValuesByObject.reserveCapacity(ordered.count)
-    for entry in ordered { sortValuesByObject[ObjectIdentifier(entry.object)] = entry.sortValues }
-  }
-
   /// Fetches again and reports the difference; objects whose stored version moved count as changed.
   private func refetch(from old: [FetchedResultsSection<Result>]) throws {
-    let versions = Dictionary(ordered.map { (ObjectIdentifier($0.object), $0.version) }, uniquingKeysWith: { a, _ in a })
-    ordered = try sortedEntries(try managedObjectContext.fetch(fetchRequest))
-    indexOrdered()
+    let versions = Dictionary(
+      order.entries.map { (ObjectIdentifier($0.object), $0.version) }, uniquingKeysWith: { a, _ in a })
+    order.replace(with: try entries(for: try managedObjectContext.fetch(fetchRequest)))
     let changed = Set(
-      ordered.compactMap { entry -> ObjectIdentifier? in
+      order.entries.compactMap { entry -> ObjectIdentifier? in
         let key = ObjectIdentifier(entry.object)
         return versions[key].map { $0 != entry.version } == true ? key : nil
       })
-    let new = sections(of: ordered)
+    let new = sections(of: order.entries)
     let diff = SectionDiff.difference(
       from: old.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
       to: new.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
@@ -349,110 +282,37 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
   private func entry(for object: Result, _ source: ContextEvaluationSource) throws -> Entry {
     let snapshot = managedObjectContext.currentSnapshot(of: object)
     return Entry(
-      object: object, sortValues: try sorter?.sortValues(of: snapshot, source: source) ?? [],
+      object: object, sortValues: try order.sorter?.sortValues(of: snapshot, source: source) ?? [],
       section: try name(of: object, source), version: snapshot.version)
   }
 
-  private func precedes(_ a: Entry, _ b: Entry) -> Bool {
-    guard let sorter else { return SnapshotSorter.primaryKeyOrder(a.object.objectID, b.object.objectID) < 0 }
-    return sorter.precedes((a.sortValues, a.object.objectID), (b.sortValues, b.object.objectID))
-  }
-
-  /// Puts `arriving` into ``ordered`` and ``sortValuesByObject`` where ``insertionIndex(of:)`` would
-  /// put each, inserted one after another in their order: sorted, with an entry that ties with an
-  /// earlier arriving one before it, as the later insertion at the lower bound would go. A binary search
-  /// each, then one pass from the back that moves each later result once (one insertion each cost a
-  /// pass per change). Returns where they went (ascending) and who they are.
-  private func insert(_ arriving: [(index: Int, entry: Entry)]) -> [(flat: Int, key: ObjectIdentifier)] {
-    for (_, entry) in arriving { sortValuesByObject[ObjectIdentifier(entry.object)] = entry.sortValues }
-    guard arriving.count > 1 else {
-      guard let entry = arriving.first?.entry else { return [] }
-      let index = insertionIndex(of: entry)
-      ordered.insert(entry, at: index)
-      return [(index, ObjectIdentifier(entry.object))]
-    }
-    let sorted = arriving.sorted { a, b in
-      if precedes(a.entry, b.entry) { return true }
-      if precedes(b.entry, a.entry) { return false }
-      return a.index > b.index
-    }.map(\.entry)
-    // Where each goes among the results already there; ascending, since `sorted` is.
-    var targets: [Int] = []
-    targets.reserveCapacity(sorted.count)
-    var low = 0
-    for entry in sorted {
-      low = insertionIndex(of: entry, from: low)
-      targets.append(low)
-    }
-    let count = ordered.count
-    ordered.append(contentsOf: sorted)
-    ordered.withUnsafeMutableBufferPointer { buffer in
-      // The slots between `read` and `write` hold copies of the arriving entries not yet placed: each
-      // is overwritten with the one that goes there.
-      var read = count - 1
-      var write = buffer.count - 1
-      for next in sorted.indices.reversed() {
-        while read >= targets[next] {
-          buffer.swapAt(read, write)
-          read -= 1
-          write -= 1
-        }
-        buffer[write] = sorted[next]
-        write -= 1
-      }
-    }
-    return sorted.indices.map { (targets[$0] + $0, ObjectIdentifier(sorted[$0].object)) }
-  }
-
-  /// Where `entry` goes in ``ordered``: before the first result it does not follow, searched from
-  /// `start` (the results before it must precede the entry) by probes at doubling distances, then
-  /// halving — a few comparisons when the place is near `start`.
-  private func insertionIndex(of entry: Entry, from start: Int = 0) -> Int {
-    var low = start
-    var high = ordered.count
-    var step = 1
-    while low + step - 1 < high {
-      let probe = low + step - 1
-      guard precedes(ordered[probe], entry) else {
-        high = probe
-        break
-      }
-      low = probe + 1
-      step *= 2
-    }
-    while low < high {
-      let mid = (low + high) / 2
-      if precedes(ordered[mid], entry) { low = mid + 1 } else { high = mid }
-    }
-    return low
-  }
-
-  private func sortedEntries(_ objects: [Result]) throws -> [Entry] {
+  private func entries(for objects: [Result]) throws -> [Entry] {
     let source = ContextEvaluationSource(context: managedObjectContext)
-    let entries = try objects.map { try entry(for: $0, source) }
-    // The fetch sorted by the same descriptors, so the entries are usually in order already: checking
-    // that is one comparison per entry and moves none, where sorting copied every entry.
-    var index = 1
-    while index < entries.count {
-      if precedes(entries[index], entries[index - 1]) { return entries.sorted(by: precedes) }
-      index += 1
-    }
-    return entries
+    return try objects.map { try entry(for: $0, source) }
   }
 
+  /// The sections of `entries`, each a run of one section name. Every entry holds a `Result`: the
+  /// controller puts no other in.
   private func sections(of entries: [Entry]) -> [FetchedResultsSection<Result>] {
     guard sectionName != nil || sectionKey != nil else {
-      return [FetchedResultsSection(name: "", indexTitle: nil, objects: entries.map(\.object))]
+      var objects: [Result] = []
+      objects.reserveCapacity(entries.count)
+      for entry in entries { objects.append(unsafeDowncast(entry.object, to: Result.self)) }
+      return [FetchedResultsSection(name: "", indexTitle: nil, objects: objects)]
     }
     var sections: [FetchedResultsSection<Result>] = []
-    for entry in entries {
-      if sections.last?.name == entry.section {
-        sections[sections.count - 1].objects.append(entry.object)
-      } else {
-        sections.append(
-          FetchedResultsSection(
-            name: entry.section, indexTitle: entry.section.first.map { String($0).uppercased() }, objects: [entry.object]))
+    var start = 0
+    while start < entries.count {
+      let name = entries[start].section
+      var objects: [Result] = []
+      var end = start
+      while end < entries.count, end == start || entries[end].section == name {
+        objects.append(unsafeDowncast(entries[end].object, to: Result.self))
+        end += 1
       }
+      sections.append(
+        FetchedResultsSection(name: name, indexTitle: name.first.map { String($0).uppercased() }, objects: objects))
+      start = end
     }
     return sections
   }
