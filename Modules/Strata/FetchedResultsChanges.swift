@@ -190,13 +190,11 @@ enum SectionDiff {
       return low - 1
     }
 
-    // Where each old item is in the new state (-1: gone), and the candidates to stay, in old order.
+    // Where each old item is in the new state: its new flat position when it is a candidate to stay,
+    // -2 minus it when it is not, -1 when it is gone. One array, as fresh memory for every item costs
+    // page faults that a million-result diff notices.
     let oldTotal = old.reduce(0) { $0 + $1.count }
     var destinations = [Int](repeating: -1, count: oldTotal)
-    var candidates: [Int] = []  // old flat positions
-    var candidateFlats: [Int] = []
-    candidates.reserveCapacity(oldTotal)
-    candidateFlats.reserveCapacity(oldTotal)
     var nextRemoved = 0
     var nextArrived = 0
     var nextNew = 0  // the next new position an unchanged item can take
@@ -223,18 +221,13 @@ enum SectionDiff {
           while unchangedSection + 1 < newStarts.count, newStarts[unchangedSection + 1] <= to { unchangedSection += 1 }
           toSection = unchangedSection
         }
-        destinations[flat] = to
         if pair.from != s || pair.to != toSection {
           pair = (s, toSection, keptSections[s] && section.name == new[toSection].name)
         }
-        if pair.candidate {
-          candidates.append(flat)
-          candidateFlats.append(to)
-        }
+        destinations[flat] = pair.candidate ? to : -2 - to
       }
     }
-    var staying = [Bool](repeating: false, count: oldTotal)
-    for position in longestIncreasingRun(candidateFlats) { staying[candidates[position]] = true }
+    let staying = longestIncreasingRunMarks(destinations)
 
     nextRemoved = 0
     flat = 0
@@ -243,11 +236,12 @@ enum SectionDiff {
         defer { flat += 1 }
         let isRemoved = nextRemoved < removed.count && removed[nextRemoved].flat == flat
         if isRemoved { nextRemoved += 1 }
-        let to = destinations[flat]
-        if to < 0 {
+        let destination = destinations[flat]
+        if destination == -1 {
           result.deleted.append((removed[nextRemoved - 1].key, path(s, item)))
           continue
         }
+        let to = destination >= 0 ? destination : -2 - destination
         guard !staying[flat] || isRemoved else { continue }
         let key = isRemoved ? removed[nextRemoved - 1].key : oldKey(s, item)
         let toSection = newSection(of: to)
@@ -287,6 +281,40 @@ enum SectionDiff {
       }
     }
     return kept
+  }
+
+  /// For each position in `values`, whether it belongs to the longest strictly increasing subsequence
+  /// of the non-negative values that ``longestIncreasingRun(_:)`` picks from them (negative values are
+  /// left out) — without an array of the values kept.
+  static func longestIncreasingRunMarks(_ values: [Int]) -> [Bool] {
+    var tails: [Int] = []  // positions in `values`
+    tails.reserveCapacity(values.count)  // pages are touched as it grows, never copied
+    var previous = [Int](repeating: -1, count: values.count)
+    var hint = 0
+    for (i, value) in values.enumerated() where value >= 0 {
+      var low = 0
+      var high = tails.count
+      if hint <= tails.count, hint == 0 || values[tails[hint - 1]] < value,
+        hint == tails.count || values[tails[hint]] >= value
+      {
+        low = hint
+        high = hint
+      }
+      while low < high {
+        let mid = (low + high) / 2
+        if values[tails[mid]] < value { low = mid + 1 } else { high = mid }
+      }
+      hint = low + 1
+      if low > 0 { previous[i] = tails[low - 1] }
+      if low == tails.count { tails.append(i) } else { tails[low] = i }
+    }
+    var marks = [Bool](repeating: false, count: values.count)
+    var current = tails.last ?? -1
+    while current >= 0 {
+      marks[current] = true
+      current = previous[current]
+    }
+    return marks
   }
 
   /// The positions in `values` of one longest strictly increasing subsequence (patience sorting).
