@@ -228,6 +228,7 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
       try? refetch(from: old)
       return
     }
+    _ = consume old
     let entities = Set(
       managedObjectContext.coordinator.model.inheritance.fetchedEntities(
         fetchRequest.entityName, includesSubentities: fetchRequest.includesSubentities))
@@ -254,11 +255,43 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
       arriving.append((arriving.count, entry))
     }
     let arrived = order.insert(arriving)
-    let new = sections(of: order.entries)
+    guard sectionName == nil, sectionKey == nil, state?.count == 1, var objects = state?[0].objects else {
+      guard let old = state else { return }
+      let new = sections(of: order.entries)
+      let diff = SectionDiff.difference(
+        from: old.map { ($0.name, $0.objects.count) }, to: new.map { ($0.name, $0.objects.count) },
+        removed: removed, arrived: arrived, oldKey: { ObjectIdentifier(old[$0].objects[$1]) })
+      return report(diff, from: old, to: new)
+    }
+    // One section: its objects change in place, as the entries did, so that only the changed objects'
+    // references are touched (rebuilding the list retained every result and released every old one).
+    state?[0].objects = []
+    let oldCount = objects.count
     let diff = SectionDiff.difference(
-      from: old.map { ($0.name, $0.objects.count) }, to: new.map { ($0.name, $0.objects.count) },
-      removed: removed, arrived: arrived, oldKey: { ObjectIdentifier(old[$0].objects[$1]) })
-    report(diff, from: old, to: new)
+      from: [("", oldCount)], to: [("", order.entries.count)], removed: removed, arrived: arrived,
+      oldKey: { ObjectIdentifier(objects[$1]) })
+    let objectChanges = self.objectChanges(
+      diff, old: { objects[$0[1]] }, new: { unsafeDowncast(self.order.entries[$0[1]].object, to: Result.self) })
+    objects.withUnsafeMutableBufferPointer { buffer in
+      buffer.withMemoryRebound(to: UnsafeMutableRawPointer?.self) {
+        FetchedResultsOrder.compact($0, removing: removed.map(\.flat))
+      }
+    }
+    objects.removeLast(removed.count)
+    let arrivals = arrived.map { unsafeDowncast(order.entries[$0.flat].object, to: Result.self) }
+    objects.append(contentsOf: arrivals)
+    // Moving references bit for bit keeps their counts: each arriving one was retained by the append,
+    // and its copies left behind are overwritten.
+    let references = arrivals.map { Optional(Unmanaged.passUnretained($0).toOpaque()) }
+    let targets = arrived.indices.map { arrived[$0].flat - $0 }
+    objects.withUnsafeMutableBufferPointer { buffer in
+      buffer.withMemoryRebound(to: UnsafeMutableRawPointer?.self) { FetchedResultsOrder.spread(references, at: targets, in: $0) }
+    }
+    let newCount = objects.count
+    state?[0].objects = objects
+    announce(
+      diff, objectChanges, oldInfo: { _ in FetchedResultsSectionInfo(name: "", indexTitle: nil, numberOfObjects: oldCount) },
+      newInfo: { _ in FetchedResultsSectionInfo(name: "", indexTitle: nil, numberOfObjects: newCount) })
   }
 
   /// Fetches again and reports the difference; objects whose stored version moved count as changed.
@@ -335,7 +368,34 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     _ diff: SectionDiff.Result<ObjectIdentifier>, from old: [FetchedResultsSection<Result>],
     to new: [FetchedResultsSection<Result>]
   ) {
+    let objectChanges = self.objectChanges(
+      diff, old: { old[$0[0]].objects[$0[1]] }, new: { new[$0[0]].objects[$0[1]] })
     state = new
+    announce(diff, objectChanges, oldInfo: { old[$0].info }, newInfo: { new[$0].info })
+  }
+
+  /// The object changes `diff` names, in the order they are reported, each object read at its old
+  /// path (or, for an insert, its new one).
+  private func objectChanges(
+    _ diff: SectionDiff.Result<ObjectIdentifier>, old: (IndexPath) -> Result, new: (IndexPath) -> Result
+  ) -> [(Result, FetchedResultsObjectChange)] {
+    var objectChanges: [(Result, FetchedResultsObjectChange)] = []
+    func add(_ object: Result, _ type: FetchedResultsChangeType, _ from: IndexPath?, _ to: IndexPath?) {
+      objectChanges.append(
+        (object, FetchedResultsObjectChange(type: type, objectID: object.objectID, indexPath: from, newIndexPath: to)))
+    }
+    for (_, path) in diff.deleted { add(old(path), .delete, path, nil) }
+    for (_, path) in diff.inserted { add(new(path), .insert, nil, path) }
+    for (_, from, to) in diff.moved { add(old(from), .move, from, to) }
+    for (_, from, to) in diff.updated { add(old(from), .update, from, to) }
+    return objectChanges
+  }
+
+  /// Tells the delegate and the snapshot streams of a change, once ``state`` holds the new sections.
+  private func announce(
+    _ diff: SectionDiff.Result<ObjectIdentifier>, _ objectChanges: [(Result, FetchedResultsObjectChange)],
+    oldInfo: (Int) -> FetchedResultsSectionInfo, newInfo: (Int) -> FetchedResultsSectionInfo
+  ) {
     var difference = FetchedResultsDifference()
     for (name, index) in diff.deletedSections {
       difference.sectionChanges.append(FetchedResultsSectionChange(type: .delete, name: name, index: index))
@@ -343,24 +403,12 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     for (name, index) in diff.insertedSections {
       difference.sectionChanges.append(FetchedResultsSectionChange(type: .insert, name: name, index: index))
     }
-    var objectChanges: [(Result, FetchedResultsObjectChange)] = []
-    // Each object is where its old path (or, for an insert, its new one) says.
-    func add(_ object: Result, _ type: FetchedResultsChangeType, _ from: IndexPath?, _ to: IndexPath?) {
-      objectChanges.append(
-        (object, FetchedResultsObjectChange(type: type, objectID: object.objectID, indexPath: from, newIndexPath: to)))
-    }
-    for (_, path) in diff.deleted { add(old[path[0]].objects[path[1]], .delete, path, nil) }
-    for (_, path) in diff.inserted { add(new[path[0]].objects[path[1]], .insert, nil, path) }
-    for (_, from, to) in diff.moved { add(old[from[0]].objects[from[1]], .move, from, to) }
-    for (_, from, to) in diff.updated { add(old[from[0]].objects[from[1]], .update, from, to) }
     difference.objectChanges = objectChanges.map(\.1)
     guard !difference.isEmpty else { return emitSnapshot(difference) }
     if let delegate {
       delegate.controllerWillChangeContent(self)
       for change in difference.sectionChanges {
-        let info =
-          change.type == .delete
-          ? old[change.index].info : new[change.index].info
+        let info = change.type == .delete ? oldInfo(change.index) : newInfo(change.index)
         delegate.controller(self, didChange: info, atSectionIndex: change.index, for: change.type)
       }
       for (object, change) in objectChanges {

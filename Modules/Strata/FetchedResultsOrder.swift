@@ -75,23 +75,8 @@ struct FetchedResultsOrder {
       low = insertionIndex(of: entry, from: low)
       targets.append(low)
     }
-    let count = entries.count
     entries.append(contentsOf: sorted)
-    entries.withUnsafeMutableBufferPointer { buffer in
-      // The slots between `read` and `write` hold copies of the arriving entries not yet placed: each
-      // is overwritten with the one that goes there.
-      var read = count - 1
-      var write = buffer.count - 1
-      for next in sorted.indices.reversed() {
-        while read >= targets[next] {
-          buffer.swapAt(read, write)
-          read -= 1
-          write -= 1
-        }
-        buffer[write] = sorted[next]
-        write -= 1
-      }
-    }
+    entries.withUnsafeMutableBufferPointer { Self.spread(sorted, at: targets, in: $0) }
     return sorted.indices.map { (targets[$0] + $0, ObjectIdentifier(sorted[$0].object)) }
   }
 
@@ -148,20 +133,43 @@ struct FetchedResultsOrder {
     }
     found.sort { $0.flat < $1.flat }
     guard !found.isEmpty else { return found }
-    // Compacts the survivors towards the front, in one pass that moves each at most once.
-    entries.withUnsafeMutableBufferPointer { buffer in
-      var write = found[0].flat
-      var next = 0
-      for read in found[0].flat..<buffer.count {
-        if next < found.count, found[next].flat == read {
-          next += 1
-        } else {
-          buffer.swapAt(read, write)
-          write += 1
-        }
-      }
-    }
+    entries.withUnsafeMutableBufferPointer { Self.compact($0, removing: found.map(\.flat)) }
     entries.removeLast(found.count)
     return found
+  }
+
+  /// Moves the elements not at `positions` (ascending) to the front of `buffer`, in order, in one pass
+  /// that moves each at most once; the others end up at the back, for the caller to remove.
+  static func compact<T>(_ buffer: UnsafeMutableBufferPointer<T>, removing positions: [Int]) {
+    guard let first = positions.first else { return }
+    var write = first
+    var next = 0
+    for read in first..<buffer.count {
+      if next < positions.count, positions[next] == read {
+        next += 1
+      } else {
+        buffer.swapAt(read, write)
+        write += 1
+      }
+    }
+  }
+
+  /// Puts `arriving[i]` before the element that was at `targets[i]` (ascending) among the first
+  /// `buffer.count - arriving.count` elements, the ones before it keeping their place: the back of
+  /// `buffer` holds copies of `arriving` (appended) on entry. One pass from the back moves each later
+  /// element once; the slots between `read` and `write` hold copies of the arriving elements not yet
+  /// placed, each overwritten with the one that goes there.
+  static func spread<T>(_ arriving: [T], at targets: [Int], in buffer: UnsafeMutableBufferPointer<T>) {
+    var read = buffer.count - arriving.count - 1
+    var write = buffer.count - 1
+    for next in arriving.indices.reversed() {
+      while read >= targets[next] {
+        buffer.swapAt(read, write)
+        read -= 1
+        write -= 1
+      }
+      buffer[write] = arriving[next]
+      write -= 1
+    }
   }
 }

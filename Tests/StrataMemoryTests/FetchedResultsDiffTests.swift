@@ -107,7 +107,7 @@ struct FetchedResultsDiffTests {
   }
 
   /// A controller sorted by two keys with many ties (rating descending, then variety), in sections by
-  /// rating, after random batches of inserts, deletes and edits of either key: the delegate hears
+  /// rating (or in one section, which the controller changes in place), after random batches of inserts, deletes and edits of either key: the delegate hears
   /// exactly, in the same order, what the difference worked out from scratch between the sections before
   /// and after gives, and the sections equal a fresh fetch.
   @Test func reportsEqualTheDifferenceFromScratch() throws {
@@ -136,7 +136,7 @@ struct FetchedResultsDiffTests {
         ])
         if seed % 3 == 0 { request.predicate = try QueryPredicate(format: "rating >= 1") }
         let controller = FetchedResultsController(
-          fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: seed % 5 == 0 ? nil : "rating")
+          fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: seed % 2 == 1 ? nil : "rating")
         let recorder = ReportRecorder()
         controller.delegate = recorder
         try controller.performFetch()
