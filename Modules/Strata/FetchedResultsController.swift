@@ -223,12 +223,12 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
   private typealias Entry = FetchedResultsOrder.Entry
 
   private func contextChanged(_ changes: ObjectChanges) {
-    guard let old = state else { return }
+    guard let current = state else { return }
     if changes.invalidatedAll || changes.storeChanged {
-      try? refetch(from: old)
+      try? refetch(from: current)
       return
     }
-    _ = consume old
+    _ = consume current  // the one-section path below changes the sections in place
     let entities = Set(
       managedObjectContext.coordinator.model.inheritance.fetchedEntities(
         fetchRequest.entityName, includesSubentities: fetchRequest.includesSubentities))
