@@ -2,9 +2,9 @@ import Foundation
 internal import StrataStoreKit
 
 /// A fetched results controller's results in order, with what orders and sections each: kept in order
-/// as objects change by moving only the changed ones, each found by a search on the sort values it was
-/// placed by (``sortValuesByObject``), never by a pass that hashes every result. Not generic, so its
-/// loops compile once, specialised, whatever the controller's result type.
+/// as objects change by moving only the changed ones, found by a pass that tests each result's reference
+/// against a bit filter of the changed ones (``IdentityFilter``), never by hashing every result. Not
+/// generic, so its loops compile once, specialised, whatever the controller's result type.
 struct FetchedResultsOrder {
   /// A result with what orders and sections it, read when it last changed.
   struct Entry {
@@ -18,8 +18,6 @@ struct FetchedResultsOrder {
 
   /// The results in order.
   private(set) var entries: [Entry] = []
-  /// The sort values each result has in ``entries``: where to find a changed one by a search.
-  private var sortValuesByObject: [ObjectIdentifier: [Value]] = [:]
   /// What orders the results, `nil` for primary-key order.
   let sorter: SnapshotSorter?
 
@@ -39,9 +37,6 @@ struct FetchedResultsOrder {
       index += 1
     }
     entries = fetched
-    sortValuesByObject = [:]
-    sortValuesByObject.reserveCapacity(entries.count)
-    for entry in entries { sortValuesByObject[ObjectIdentifier(entry.object)] = entry.sortValues }
   }
 
   func precedes(_ a: Entry, _ b: Entry) -> Bool {
@@ -49,13 +44,12 @@ struct FetchedResultsOrder {
     return sorter.precedes((a.sortValues, a.object.objectID), (b.sortValues, b.object.objectID))
   }
 
-  /// Puts `arriving` into ``entries`` and ``sortValuesByObject`` where ``insertionIndex(of:)`` would
+  /// Puts `arriving` into ``entries`` where ``insertionIndex(of:)`` would
   /// put each, inserted one after another in their order: sorted, with an entry that ties with an
   /// earlier arriving one before it, as the later insertion at the lower bound would go. A binary search
   /// each, then one pass from the back that moves each later result once (one insertion each cost a
   /// pass per change). Returns where they went (ascending) and who they are.
   mutating func insert(_ arriving: [(index: Int, entry: Entry)]) -> [(flat: Int, key: ObjectIdentifier)] {
-    for (_, entry) in arriving { sortValuesByObject[ObjectIdentifier(entry.object)] = entry.sortValues }
     guard arriving.count > 1 else {
       guard let entry = arriving.first?.entry else { return [] }
       let index = insertionIndex(of: entry)
@@ -103,35 +97,23 @@ struct FetchedResultsOrder {
     return low
   }
 
-  /// Takes `objects` out of ``entries`` and ``sortValuesByObject``; returns where they were (ascending)
-  /// and who they are. Each is found by a search on the sort values it was placed by, in their order,
-  /// each search starting where the last one ended; one a search misses (its ID became permanent among
-  /// equal sort values) is found in a pass over the rest.
+  /// Takes `objects` out of ``entries``; returns where they were (ascending) and who they are. One
+  /// pass reads each result's reference and tests it against a bit filter of the objects' (a multiply,
+  /// a shift and a bit test); only the few that pass are looked up in the set. No result is hashed or
+  /// compared by its sort values, and none has to be where its sort values say (an object whose ID
+  /// became permanent among equal sort values is found all the same).
   mutating func remove(_ objects: [ManagedObject]) -> [(flat: Int, key: ObjectIdentifier)] {
-    var probes: [Entry] = []
-    for object in objects {
-      guard let values = sortValuesByObject.removeValue(forKey: ObjectIdentifier(object)) else { continue }
-      probes.append(Entry(object: object, sortValues: values, section: "", version: 0))
-    }
-    probes.sort(by: precedes)
+    guard !objects.isEmpty, !entries.isEmpty else { return [] }
+    let keys = Set(objects.map(ObjectIdentifier.init))
+    let filter = IdentityFilter(keys)
     var found: [(flat: Int, key: ObjectIdentifier)] = []
-    var missed = Set<ObjectIdentifier>()
-    var start = 0
-    for probe in probes {
-      let index = insertionIndex(of: probe, from: start)
-      if index < entries.count, entries[index].object === probe.object {
-        found.append((index, ObjectIdentifier(probe.object)))
-        start = index + 1
-      } else {
-        missed.insert(ObjectIdentifier(probe.object))
+    found.reserveCapacity(keys.count)
+    entries.withUnsafeBufferPointer { buffer in
+      for index in buffer.indices {
+        let key = ObjectIdentifier(buffer[index].object)
+        if filter.mayContain(key), keys.contains(key) { found.append((index, key)) }
       }
     }
-    if !missed.isEmpty {
-      for (index, entry) in entries.enumerated() where missed.contains(ObjectIdentifier(entry.object)) {
-        found.append((index, ObjectIdentifier(entry.object)))
-      }
-    }
-    found.sort { $0.flat < $1.flat }
     guard !found.isEmpty else { return found }
     entries.withUnsafeMutableBufferPointer { Self.compact($0, removing: found.map(\.flat)) }
     entries.removeLast(found.count)
@@ -171,5 +153,36 @@ struct FetchedResultsOrder {
       buffer[write] = arriving[next]
       write -= 1
     }
+  }
+}
+
+/// A bit for each of a set of objects, at a slot their identity picks: a quick "no" for almost every
+/// other object (64 bits per object, so about one in 64 others shares a set bit).
+struct IdentityFilter {
+  private var bits: [UInt64]
+  private let shift: UInt64
+
+  init(_ keys: Set<ObjectIdentifier>) {
+    var count = 64
+    while count < keys.count * 64 { count *= 2 }
+    bits = [UInt64](repeating: 0, count: count / 64)
+    shift = UInt64(64 - count.trailingZeroBitCount)
+    for key in keys {
+      let slot = self.slot(key)
+      bits[slot >> 6] |= 1 << UInt64(slot & 63)
+    }
+  }
+
+  /// Fibonacci hashing of the reference's address: its top bits, after a multiply, name the slot.
+  @inline(__always)
+  private func slot(_ key: ObjectIdentifier) -> Int {
+    Int(truncatingIfNeeded: (UInt64(UInt(bitPattern: key)) &* 0x9E37_79B9_7F4A_7C15) >> shift)
+  }
+
+  /// Whether `key` may be one of the set's; `false` means it is not.
+  @inline(__always)
+  func mayContain(_ key: ObjectIdentifier) -> Bool {
+    let slot = self.slot(key)
+    return bits[slot >> 6] & (1 << UInt64(slot & 63)) != 0
   }
 }
