@@ -101,20 +101,7 @@ enum SectionDiff {
 
   static func difference<Key: Hashable>(from old: [Section<Key>], to new: [Section<Key>], changed: Set<Key>) -> Result<Key> {
     var result = Result<Key>()
-    let oldSectionIndex = Dictionary(old.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
-    let newSectionIndex = Dictionary(new.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
-    // Surviving sections must keep their relative order; the others are deleted and inserted again.
-    let surviving = old.enumerated().compactMap { i, section in newSectionIndex[section.name].map { (i, $0) } }
-    let keptSections = Set(longestIncreasingRun(surviving.map(\.1)).map { surviving[$0].0 })
-    for (i, section) in old.enumerated() where !keptSections.contains(i) {
-      result.deletedSections.append((section.name, i))
-    }
-    for (j, section) in new.enumerated() {
-      guard let i = oldSectionIndex[section.name], keptSections.contains(i) else {
-        result.insertedSections.append((section.name, j))
-        continue
-      }
-    }
+    let keptSections = sectionChanges(from: old.map(\.name), to: new.map(\.name), into: &result)
 
     // Positions as (section, item) pairs: an IndexPath allocates, so only reported changes get one.
     var oldPaths: [Key: (section: Int, item: Int)] = [:]
@@ -134,13 +121,12 @@ enum SectionDiff {
         newPaths[key] = (s, i, newPaths.count)
       }
     }
-    func path(_ p: (section: Int, item: Int)) -> IndexPath { IndexPath(indexes: [p.section, p.item]) }
     // Candidates to stay: in both states, in a kept section of the same name.
     var candidates: [Key] = []
     var candidateFlats: [Int] = []
     for key in oldOrder {
       guard let from = oldPaths[key], let to = newPaths[key] else { continue }
-      if keptSections.contains(from.section) && old[from.section].name == new[to.section].name {
+      if keptSections[from.section] && old[from.section].name == new[to.section].name {
         candidates.append(key)
         candidateFlats.append(to.flat)
       }
@@ -149,34 +135,211 @@ enum SectionDiff {
     for key in oldOrder {
       guard let from = oldPaths[key] else { continue }
       guard let to = newPaths[key] else {
-        result.deleted.append((key, path(from)))
+        result.deleted.append((key, path(from.section, from.item)))
         continue
       }
       if !staying.contains(key) {
-        result.moved.append((key, path(from), path((to.section, to.item))))
+        result.moved.append((key, path(from.section, from.item), path(to.section, to.item)))
       } else if changed.contains(key) {
-        result.updated.append((key, path(from), path((to.section, to.item))))
+        result.updated.append((key, path(from.section, from.item), path(to.section, to.item)))
       }
     }
     for section in new {
       for key in section.items where oldPaths[key] == nil {
-        if let to = newPaths[key] { result.inserted.append((key, path((to.section, to.item)))) }
+        if let to = newPaths[key] { result.inserted.append((key, path(to.section, to.item))) }
       }
     }
     return result
   }
 
-  /// The positions in `values` of one longest strictly increasing subsequence (patience sorting).
-  static func longestIncreasingRun(_ values: [Int]) -> [Int] {
+  /// What ``difference(from:to:changed:)`` gives when the only changed items are `removed` (taken out
+  /// of the old state at those flat positions, in ascending order) and `arrived` (put into the new state
+  /// at those flat positions, ascending), and every other item keeps its relative order — without
+  /// hashing or indexing the unchanged items: one pass over the positions, and `oldKey`/`newKey` (the
+  /// key at a section and item) asked only for items the result names.
+  ///
+  /// The sections are given by name and size; an item is changed when it is in `removed` or `arrived`.
+  static func difference<Key: Hashable>(
+    from old: [(name: String, count: Int)], to new: [(name: String, count: Int)],
+    removed: [(flat: Int, key: Key)], arrived: [(flat: Int, key: Key)],
+    oldKey: (_ section: Int, _ item: Int) -> Key
+  ) -> Result<Key> {
+    var result = Result<Key>()
+    let keptSections = sectionChanges(from: old.map(\.name), to: new.map(\.name), into: &result)
+    var arrivedFlats: [Key: Int] = [:]
+    arrivedFlats.reserveCapacity(arrived.count)
+    for (flat, key) in arrived { arrivedFlats[key] = flat }
+    var removedKeys = Set<Key>()
+    removedKeys.reserveCapacity(removed.count)
+    for (_, key) in removed { removedKeys.insert(key) }
+    var newStarts: [Int] = []
+    newStarts.reserveCapacity(new.count)
+    var total = 0
+    for section in new {
+      newStarts.append(total)
+      total += section.count
+    }
+    /// The section holding new flat position `flat`.
+    func newSection(of flat: Int) -> Int {
+      var low = 0
+      var high = newStarts.count
+      while low < high {
+        let mid = (low + high) / 2
+        if newStarts[mid] <= flat { low = mid + 1 } else { high = mid }
+      }
+      return low - 1
+    }
+
+    // Where each old item is in the new state: its new flat position when it is a candidate to stay,
+    // -2 minus it when it is not, -1 when it is gone. One array, as fresh memory for every item costs
+    // page faults that a million-result diff notices.
+    let oldTotal = old.reduce(0) { $0 + $1.count }
+    var destinations = [Int](repeating: -1, count: oldTotal)
+    var nextRemoved = 0
+    var nextArrived = 0
+    var nextNew = 0  // the next new position an unchanged item can take
+    var unchangedSection = 0  // the new section of `nextNew`, advanced as it grows
+    var flat = 0
+    var pair = (from: -1, to: -1, candidate: false)  // the last section pair checked
+    for (s, section) in old.enumerated() {
+      for _ in 0..<section.count {
+        defer { flat += 1 }
+        var to: Int
+        var toSection: Int
+        if nextRemoved < removed.count, removed[nextRemoved].flat == flat {
+          defer { nextRemoved += 1 }
+          guard let destination = arrivedFlats[removed[nextRemoved].key] else { continue }
+          to = destination
+          toSection = newSection(of: to)
+        } else {
+          while nextArrived < arrived.count, arrived[nextArrived].flat == nextNew {
+            nextArrived += 1
+            nextNew += 1
+          }
+          to = nextNew
+          nextNew += 1
+          while unchangedSection + 1 < newStarts.count, newStarts[unchangedSection + 1] <= to { unchangedSection += 1 }
+          toSection = unchangedSection
+        }
+        if pair.from != s || pair.to != toSection {
+          pair = (s, toSection, keptSections[s] && section.name == new[toSection].name)
+        }
+        destinations[flat] = pair.candidate ? to : -2 - to
+      }
+    }
+    let staying = longestIncreasingRunMarks(destinations)
+
+    nextRemoved = 0
+    flat = 0
+    for (s, section) in old.enumerated() {
+      for item in 0..<section.count {
+        defer { flat += 1 }
+        let isRemoved = nextRemoved < removed.count && removed[nextRemoved].flat == flat
+        if isRemoved { nextRemoved += 1 }
+        let destination = destinations[flat]
+        if destination == -1 {
+          result.deleted.append((removed[nextRemoved - 1].key, path(s, item)))
+          continue
+        }
+        let to = destination >= 0 ? destination : -2 - destination
+        guard !staying[flat] || isRemoved else { continue }
+        let key = isRemoved ? removed[nextRemoved - 1].key : oldKey(s, item)
+        let toSection = newSection(of: to)
+        let toPath = path(toSection, to - newStarts[toSection])
+        if staying[flat] {
+          result.updated.append((key, path(s, item), toPath))
+        } else {
+          result.moved.append((key, path(s, item), toPath))
+        }
+      }
+    }
+    for (to, key) in arrived where !removedKeys.contains(key) {
+      let toSection = newSection(of: to)
+      result.inserted.append((key, path(toSection, to - newStarts[toSection])))
+    }
+    return result
+  }
+
+  private static func path(_ section: Int, _ item: Int) -> IndexPath { IndexPath(indexes: [section, item]) }
+
+  /// Records the deleted and inserted sections in `result`: surviving sections (a name in both) must
+  /// keep their relative order, the others are deleted and inserted again. Returns, for each old
+  /// section, whether it is kept.
+  private static func sectionChanges<Key>(from old: [String], to new: [String], into result: inout Result<Key>) -> [Bool] {
+    let oldSectionIndex = Dictionary(old.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+    let newSectionIndex = Dictionary(new.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+    let surviving = old.enumerated().compactMap { i, name in newSectionIndex[name].map { (i, $0) } }
+    var kept = [Bool](repeating: false, count: old.count)
+    for position in longestIncreasingRun(surviving.map(\.1)) { kept[surviving[position].0] = true }
+    for (i, name) in old.enumerated() where !kept[i] {
+      result.deletedSections.append((name, i))
+    }
+    for (j, name) in new.enumerated() {
+      guard let i = oldSectionIndex[name], kept[i] else {
+        result.insertedSections.append((name, j))
+        continue
+      }
+    }
+    return kept
+  }
+
+  /// For each position in `values`, whether it belongs to the longest strictly increasing subsequence
+  /// of the non-negative values that ``longestIncreasingRun(_:)`` picks from them (negative values are
+  /// left out) — without an array of the values kept.
+  static func longestIncreasingRunMarks(_ values: [Int]) -> [Bool] {
     var tails: [Int] = []  // positions in `values`
+    tails.reserveCapacity(values.count)  // pages are touched as it grows, never copied
     var previous = [Int](repeating: -1, count: values.count)
-    for (i, value) in values.enumerated() {
+    var hint = 0
+    for (i, value) in values.enumerated() where value >= 0 {
       var low = 0
       var high = tails.count
+      if hint <= tails.count, hint == 0 || values[tails[hint - 1]] < value,
+        hint == tails.count || values[tails[hint]] >= value
+      {
+        low = hint
+        high = hint
+      }
       while low < high {
         let mid = (low + high) / 2
         if values[tails[mid]] < value { low = mid + 1 } else { high = mid }
       }
+      hint = low + 1
+      if low > 0 { previous[i] = tails[low - 1] }
+      if low == tails.count { tails.append(i) } else { tails[low] = i }
+    }
+    var marks = [Bool](repeating: false, count: values.count)
+    var current = tails.last ?? -1
+    while current >= 0 {
+      marks[current] = true
+      current = previous[current]
+    }
+    return marks
+  }
+
+  /// The positions in `values` of one longest strictly increasing subsequence (patience sorting).
+  ///
+  /// Each value goes to the first pile whose top is not below it. The pile after the previous value's
+  /// is tried first, which is where a run of increasing values goes: on mostly ordered values (a
+  /// controller's results after a few changes) that takes two comparisons instead of a binary search.
+  static func longestIncreasingRun(_ values: [Int]) -> [Int] {
+    var tails: [Int] = []  // positions in `values`
+    var previous = [Int](repeating: -1, count: values.count)
+    var hint = 0
+    for (i, value) in values.enumerated() {
+      var low = 0
+      var high = tails.count
+      if hint <= tails.count, hint == 0 || values[tails[hint - 1]] < value,
+        hint == tails.count || values[tails[hint]] >= value
+      {
+        low = hint
+        high = hint
+      }
+      while low < high {
+        let mid = (low + high) / 2
+        if values[tails[mid]] < value { low = mid + 1 } else { high = mid }
+      }
+      hint = low + 1
       if low > 0 { previous[i] = tails[low - 1] }
       if low == tails.count { tails.append(i) } else { tails[low] = i }
     }

@@ -120,10 +120,9 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
   private let sectionName: ((Result) -> String)?
   private var state: [FetchedResultsSection<Result>]?
   /// The results in order, with each one's sort values and section name, read when it last changed.
-  private var ordered: [Entry] = []
+  private var order = FetchedResultsOrder(sorter: nil)
   private var observer: UInt64?
   private var evaluator: PredicateEvaluator?
-  private var sorter: SnapshotSorter?
   private var sectionKey: ResolvedKeyPath?
   private let snapshotBroadcaster = Broadcaster<FetchedResultsSnapshot>()
 
@@ -159,12 +158,12 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
       throw StoreError(.invalidQuery, "the model has no entity '\(fetchRequest.entityName)'", entity: fetchRequest.entityName)
     }
     evaluator = try fetchRequest.predicate.map { try PredicateEvaluator($0, entity: entity, model: model) }
-    sorter = try SnapshotSorter(fetchRequest.sortDescriptors, entity: entity, model: model)
+    order = FetchedResultsOrder(sorter: try SnapshotSorter(fetchRequest.sortDescriptors, entity: entity, model: model))
     sectionKey = try sectionNameKeyPath.map {
       try QueryValidator.resolveSortKey(QuerySort($0), entity: entity, model: model)
     }
-    ordered = try sortedEntries(try context.fetch(fetchRequest))
-    state = sections(of: ordered)
+    order.replace(with: try entries(for: try context.fetch(fetchRequest)))
+    state = sections(of: order.entries)
     if observer == nil {
       observer = context.addObjectsObserver { [weak self] changes in self?.contextChanged(changes) }
     }
@@ -221,21 +220,15 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     return indexPath[1] >= 0 && indexPath[1] < objects.count ? objects[indexPath[1]] : nil
   }
 
-  /// A result with what orders and sections it, read when it last changed.
-  private struct Entry {
-    var object: Result
-    var sortValues: [Value]
-    var section: String
-    /// The stored version the object had, to tell a refetched object that changed.
-    var version: Int64
-  }
+  private typealias Entry = FetchedResultsOrder.Entry
 
   private func contextChanged(_ changes: ObjectChanges) {
-    guard let old = state else { return }
+    guard let current = state else { return }
     if changes.invalidatedAll || changes.storeChanged {
-      try? refetch(from: old)
+      try? refetch(from: current)
       return
     }
+    _ = consume current  // the one-section path below changes the sections in place
     let entities = Set(
       managedObjectContext.coordinator.model.inheritance.fetchedEntities(
         fetchRequest.entityName, includesSubentities: fetchRequest.includesSubentities))
@@ -255,104 +248,104 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
         && (try? matchesRequest(object, source)) == true
       if matches, let typed = object as? Result { returning.append(typed) }
     }
-    ordered.removeAll { changedKeys.contains(ObjectIdentifier($0.object)) }
+    let removed = order.remove(relevant)
     var arriving: [(index: Int, entry: Entry)] = []
     for object in returning {
       guard let entry = try? self.entry(for: object, source) else { continue }
       arriving.append((arriving.count, entry))
     }
-    insert(arriving)
-    report(from: old, to: sections(of: ordered), changed: changedKeys)
+    let arrived = order.insert(arriving)
+    guard sectionName == nil, sectionKey == nil, state?.count == 1, var objects = state?[0].objects else {
+      guard let old = state else { return }
+      let new = sections(of: order.entries)
+      let diff = SectionDiff.difference(
+        from: old.map { ($0.name, $0.objects.count) }, to: new.map { ($0.name, $0.objects.count) },
+        removed: removed, arrived: arrived, oldKey: { ObjectIdentifier(old[$0].objects[$1]) })
+      return report(diff, from: old, to: new)
+    }
+    // One section: its objects change in place, as the entries did, so that only the changed objects'
+    // references are touched (rebuilding the list retained every result and released every old one).
+    state?[0].objects = []
+    let oldCount = objects.count
+    let diff = SectionDiff.difference(
+      from: [("", oldCount)], to: [("", order.entries.count)], removed: removed, arrived: arrived,
+      oldKey: { ObjectIdentifier(objects[$1]) })
+    let objectChanges = self.objectChanges(
+      diff, old: { objects[$0[1]] }, new: { unsafeDowncast(self.order.entries[$0[1]].object, to: Result.self) })
+    objects.withUnsafeMutableBufferPointer { buffer in
+      buffer.withMemoryRebound(to: UnsafeMutableRawPointer?.self) {
+        FetchedResultsOrder.compact($0, removing: removed.map(\.flat))
+      }
+    }
+    objects.removeLast(removed.count)
+    let arrivals = arrived.map { unsafeDowncast(order.entries[$0.flat].object, to: Result.self) }
+    objects.append(contentsOf: arrivals)
+    // Moving references bit for bit keeps their counts: each arriving one was retained by the append,
+    // and its copies left behind are overwritten.
+    let references = arrivals.map { Optional(Unmanaged.passUnretained($0).toOpaque()) }
+    let targets = arrived.indices.map { arrived[$0].flat - $0 }
+    objects.withUnsafeMutableBufferPointer { buffer in
+      buffer.withMemoryRebound(to: UnsafeMutableRawPointer?.self) { FetchedResultsOrder.spread(references, at: targets, in: $0) }
+    }
+    let newCount = objects.count
+    state?[0].objects = objects
+    announce(
+      diff, objectChanges, oldInfo: { _ in FetchedResultsSectionInfo(name: "", indexTitle: nil, numberOfObjects: oldCount) },
+      newInfo: { _ in FetchedResultsSectionInfo(name: "", indexTitle: nil, numberOfObjects: newCount) })
   }
 
   /// Fetches again and reports the difference; objects whose stored version moved count as changed.
   private func refetch(from old: [FetchedResultsSection<Result>]) throws {
-    let versions = Dictionary(ordered.map { (ObjectIdentifier($0.object), $0.version) }, uniquingKeysWith: { a, _ in a })
-    ordered = try sortedEntries(try managedObjectContext.fetch(fetchRequest))
+    let versions = Dictionary(
+      order.entries.map { (ObjectIdentifier($0.object), $0.version) }, uniquingKeysWith: { a, _ in a })
+    order.replace(with: try entries(for: try managedObjectContext.fetch(fetchRequest)))
     let changed = Set(
-      ordered.compactMap { entry -> ObjectIdentifier? in
+      order.entries.compactMap { entry -> ObjectIdentifier? in
         let key = ObjectIdentifier(entry.object)
         return versions[key].map { $0 != entry.version } == true ? key : nil
       })
-    report(from: old, to: sections(of: ordered), changed: changed)
+    let new = sections(of: order.entries)
+    let diff = SectionDiff.difference(
+      from: old.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
+      to: new.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
+      changed: changed)
+    report(diff, from: old, to: new)
   }
 
   private func entry(for object: Result, _ source: ContextEvaluationSource) throws -> Entry {
     let snapshot = managedObjectContext.currentSnapshot(of: object)
     return Entry(
-      object: object, sortValues: try sorter?.sortValues(of: snapshot, source: source) ?? [],
+      object: object, sortValues: try order.sorter?.sortValues(of: snapshot, source: source) ?? [],
       section: try name(of: object, source), version: snapshot.version)
   }
 
-  private func precedes(_ a: Entry, _ b: Entry) -> Bool {
-    guard let sorter else { return SnapshotSorter.primaryKeyOrder(a.object.objectID, b.object.objectID) < 0 }
-    return sorter.precedes((a.sortValues, a.object.objectID), (b.sortValues, b.object.objectID))
-  }
-
-  /// Puts `arriving` into ``ordered`` where ``insertionIndex(of:)`` would put each, inserted one after
-  /// another in their order, in one pass over ``ordered`` (one insertion each cost a pass per change):
-  /// sorted, with an entry that ties with an earlier arriving one before it, as the later insertion at
-  /// the lower bound would go.
-  private func insert(_ arriving: [(index: Int, entry: Entry)]) {
-    guard arriving.count > 1 else {
-      if let entry = arriving.first?.entry { ordered.insert(entry, at: insertionIndex(of: entry)) }
-      return
-    }
-    let sorted = arriving.sorted { a, b in
-      if precedes(a.entry, b.entry) { return true }
-      if precedes(b.entry, a.entry) { return false }
-      return a.index > b.index
-    }
-    var merged: [Entry] = []
-    merged.reserveCapacity(ordered.count + sorted.count)
-    var next = 0
-    for entry in ordered {
-      while next < sorted.count, !precedes(entry, sorted[next].entry) {
-        merged.append(sorted[next].entry)
-        next += 1
-      }
-      merged.append(entry)
-    }
-    for rest in sorted[next...] { merged.append(rest.entry) }
-    ordered = merged
-  }
-
-  private func insertionIndex(of entry: Entry) -> Int {
-    var low = 0
-    var high = ordered.count
-    while low < high {
-      let mid = (low + high) / 2
-      if precedes(ordered[mid], entry) { low = mid + 1 } else { high = mid }
-    }
-    return low
-  }
-
-  private func sortedEntries(_ objects: [Result]) throws -> [Entry] {
+  private func entries(for objects: [Result]) throws -> [Entry] {
     let source = ContextEvaluationSource(context: managedObjectContext)
-    let entries = try objects.map { try entry(for: $0, source) }
-    // The fetch sorted by the same descriptors, so the entries are usually in order already: checking
-    // that is one comparison per entry and moves none, where sorting copied every entry.
-    var index = 1
-    while index < entries.count {
-      if precedes(entries[index], entries[index - 1]) { return entries.sorted(by: precedes) }
-      index += 1
-    }
-    return entries
+    return try objects.map { try entry(for: $0, source) }
   }
 
+  /// The sections of `entries`, each a run of one section name. Every entry holds a `Result`: the
+  /// controller puts no other in.
   private func sections(of entries: [Entry]) -> [FetchedResultsSection<Result>] {
     guard sectionName != nil || sectionKey != nil else {
-      return [FetchedResultsSection(name: "", indexTitle: nil, objects: entries.map(\.object))]
+      var objects: [Result] = []
+      objects.reserveCapacity(entries.count)
+      for entry in entries { objects.append(unsafeDowncast(entry.object, to: Result.self)) }
+      return [FetchedResultsSection(name: "", indexTitle: nil, objects: objects)]
     }
     var sections: [FetchedResultsSection<Result>] = []
-    for entry in entries {
-      if sections.last?.name == entry.section {
-        sections[sections.count - 1].objects.append(entry.object)
-      } else {
-        sections.append(
-          FetchedResultsSection(
-            name: entry.section, indexTitle: entry.section.first.map { String($0).uppercased() }, objects: [entry.object]))
+    var start = 0
+    while start < entries.count {
+      let name = entries[start].section
+      var objects: [Result] = []
+      var end = start
+      while end < entries.count, end == start || entries[end].section == name {
+        objects.append(unsafeDowncast(entries[end].object, to: Result.self))
+        end += 1
       }
+      sections.append(
+        FetchedResultsSection(name: name, indexTitle: name.first.map { String($0).uppercased() }, objects: objects))
+      start = end
     }
     return sections
   }
@@ -370,26 +363,39 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     return value.isNull ? "" : value.description
   }
 
+  /// Makes `new` the sections and tells the delegate and the snapshot streams of `diff`.
   private func report(
-    from old: [FetchedResultsSection<Result>], to new: [FetchedResultsSection<Result>], changed: Set<ObjectIdentifier>
+    _ diff: SectionDiff.Result<ObjectIdentifier>, from old: [FetchedResultsSection<Result>],
+    to new: [FetchedResultsSection<Result>]
   ) {
-    let diff = SectionDiff.difference(
-      from: old.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
-      to: new.map { SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init)) },
-      changed: changed)
-    var wanted = Set(diff.deleted.map(\.0))
-    wanted.formUnion(diff.inserted.map(\.0))
-    wanted.formUnion(diff.moved.map(\.0))
-    wanted.formUnion(diff.updated.map(\.0))
-    var objects: [ObjectIdentifier: Result] = [:]
-    if !wanted.isEmpty {
-      for section in old + new {
-        for object in section.objects where wanted.contains(ObjectIdentifier(object)) {
-          objects[ObjectIdentifier(object)] = object
-        }
-      }
-    }
+    let objectChanges = self.objectChanges(
+      diff, old: { old[$0[0]].objects[$0[1]] }, new: { new[$0[0]].objects[$0[1]] })
     state = new
+    announce(diff, objectChanges, oldInfo: { old[$0].info }, newInfo: { new[$0].info })
+  }
+
+  /// The object changes `diff` names, in the order they are reported, each object read at its old
+  /// path (or, for an insert, its new one).
+  private func objectChanges(
+    _ diff: SectionDiff.Result<ObjectIdentifier>, old: (IndexPath) -> Result, new: (IndexPath) -> Result
+  ) -> [(Result, FetchedResultsObjectChange)] {
+    var objectChanges: [(Result, FetchedResultsObjectChange)] = []
+    func add(_ object: Result, _ type: FetchedResultsChangeType, _ from: IndexPath?, _ to: IndexPath?) {
+      objectChanges.append(
+        (object, FetchedResultsObjectChange(type: type, objectID: object.objectID, indexPath: from, newIndexPath: to)))
+    }
+    for (_, path) in diff.deleted { add(old(path), .delete, path, nil) }
+    for (_, path) in diff.inserted { add(new(path), .insert, nil, path) }
+    for (_, from, to) in diff.moved { add(old(from), .move, from, to) }
+    for (_, from, to) in diff.updated { add(old(from), .update, from, to) }
+    return objectChanges
+  }
+
+  /// Tells the delegate and the snapshot streams of a change, once ``state`` holds the new sections.
+  private func announce(
+    _ diff: SectionDiff.Result<ObjectIdentifier>, _ objectChanges: [(Result, FetchedResultsObjectChange)],
+    oldInfo: (Int) -> FetchedResultsSectionInfo, newInfo: (Int) -> FetchedResultsSectionInfo
+  ) {
     var difference = FetchedResultsDifference()
     for (name, index) in diff.deletedSections {
       difference.sectionChanges.append(FetchedResultsSectionChange(type: .delete, name: name, index: index))
@@ -397,24 +403,12 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     for (name, index) in diff.insertedSections {
       difference.sectionChanges.append(FetchedResultsSectionChange(type: .insert, name: name, index: index))
     }
-    var objectChanges: [(Result, FetchedResultsObjectChange)] = []
-    func add(_ key: ObjectIdentifier, _ type: FetchedResultsChangeType, _ from: IndexPath?, _ to: IndexPath?) {
-      guard let object = objects[key] else { return }
-      objectChanges.append(
-        (object, FetchedResultsObjectChange(type: type, objectID: object.objectID, indexPath: from, newIndexPath: to)))
-    }
-    for (key, path) in diff.deleted { add(key, .delete, path, nil) }
-    for (key, path) in diff.inserted { add(key, .insert, nil, path) }
-    for (key, from, to) in diff.moved { add(key, .move, from, to) }
-    for (key, from, to) in diff.updated { add(key, .update, from, to) }
     difference.objectChanges = objectChanges.map(\.1)
     guard !difference.isEmpty else { return emitSnapshot(difference) }
     if let delegate {
       delegate.controllerWillChangeContent(self)
       for change in difference.sectionChanges {
-        let info =
-          change.type == .delete
-          ? old[change.index].info : new[change.index].info
+        let info = change.type == .delete ? oldInfo(change.index) : newInfo(change.index)
         delegate.controller(self, didChange: info, atSectionIndex: change.index, for: change.type)
       }
       for (object, change) in objectChanges {

@@ -1,0 +1,190 @@
+import Foundation
+import StrataConformance
+import StrataMemory
+import Testing
+
+@testable import Strata
+
+/// Records every call the delegate hears, in order, naming objects by identity.
+private final class ReportRecorder: FetchedResultsControllerDelegate {
+  var log: [String] = []
+
+  func controller(
+    _ controller: any FetchedResultsControlling, didChange sectionInfo: FetchedResultsSectionInfo,
+    atSectionIndex sectionIndex: Int, for type: FetchedResultsChangeType
+  ) {
+    log.append("section \(type) \(sectionIndex) \(sectionInfo.name)")
+  }
+
+  func controller(
+    _ controller: any FetchedResultsControlling, didChange object: ManagedObject, at indexPath: IndexPath?,
+    for type: FetchedResultsChangeType, newIndexPath: IndexPath?
+  ) {
+    log.append(entry(type, ObjectIdentifier(object), indexPath, newIndexPath))
+  }
+}
+
+private func entry(_ type: FetchedResultsChangeType, _ key: ObjectIdentifier, _ from: IndexPath?, _ to: IndexPath?) -> String {
+  "\(type) \(key.hashValue) \(from.map { "\($0)" } ?? "-") \(to.map { "\($0)" } ?? "-")"
+}
+
+/// What the delegate should hear for `diff`, in the order the controller reports.
+private func expectedLog(_ diff: SectionDiff.Result<ObjectIdentifier>) -> [String] {
+  diff.deletedSections.map { "section delete \($0.index) \($0.name)" }
+    + diff.insertedSections.map { "section insert \($0.index) \($0.name)" }
+    + diff.deleted.map { entry(.delete, $0.0, $0.1, nil) } + diff.inserted.map { entry(.insert, $0.0, nil, $0.1) }
+    + diff.moved.map { entry(.move, $0.0, $0.from, $0.to) } + diff.updated.map { entry(.update, $0.0, $0.from, $0.to) }
+}
+
+private func describe<Key>(_ result: SectionDiff.Result<Key>) -> [String] {
+  result.deletedSections.map { "section delete \($0.index) \($0.name)" }
+    + result.insertedSections.map { "section insert \($0.index) \($0.name)" }
+    + result.deleted.map { "delete \($0.0) \($0.1)" } + result.inserted.map { "insert \($0.0) \($0.1)" }
+    + result.moved.map { "move \($0.0) \($0.from) \($0.to)" } + result.updated.map { "update \($0.0) \($0.from) \($0.to)" }
+}
+
+@Suite("Fetched results differences")
+struct FetchedResultsDiffTests {
+  /// The difference worked out from the changed items' positions alone equals the one worked out from
+  /// every item of both states, over random states: sections whose names repeat or come back in another
+  /// order, changed items taken out and put back anywhere, deleted and inserted ones.
+  @Test func positionalDifferenceEqualsTheFullOne() {
+    for seed in 1...400 {
+      var random = SplitMix64(seed: UInt64(seed))
+      func below(_ n: Int) -> Int { Int(random.next() % UInt64(n)) }
+      let names = ["A", "B", "C", "D", "E"].prefix(1 + below(5))
+      // The old state: items 0..<count with a section name each, sections being runs of one name.
+      let count = below(60)
+      var nextKey = 0
+      var old: [(key: Int, name: String)] = []
+      for _ in 0..<count {
+        old.append((nextKey, names.randomElement(using: &random) ?? "A"))
+        nextKey += 1
+      }
+      // Changed items leave; some come back, with a name of their own, among new ones.
+      let changedCount = below(count / 3 + 2)
+      var changed = Set<Int>()
+      for _ in 0..<changedCount where count > 0 { changed.insert(old[below(count)].key) }
+      var removed: [(flat: Int, key: Int)] = []
+      var survivors: [(key: Int, name: String)] = []
+      for (flat, item) in old.enumerated() {
+        if changed.contains(item.key) { removed.append((flat, item.key)) } else { survivors.append(item) }
+      }
+      var arriving = changed.filter { _ in below(4) != 0 }.map { $0 }
+      for _ in 0..<below(6) {
+        arriving.append(nextKey)
+        nextKey += 1
+      }
+      arriving.shuffle(using: &random)
+      var new = survivors
+      for key in arriving {
+        new.insert((key, names.randomElement(using: &random) ?? "A"), at: below(new.count + 1))
+      }
+      let arrivingSet = Set(arriving)
+      let arrived = new.enumerated().filter { arrivingSet.contains($0.element.key) }.map {
+        (flat: $0.offset, key: $0.element.key)
+      }
+
+      func sections(_ items: [(key: Int, name: String)]) -> [SectionDiff.Section<Int>] {
+        var result: [SectionDiff.Section<Int>] = []
+        for item in items {
+          if result.last?.name == item.name {
+            result[result.count - 1].items.append(item.key)
+          } else {
+            result.append(SectionDiff.Section(name: item.name, items: [item.key]))
+          }
+        }
+        return result
+      }
+      let oldSections = sections(old)
+      let newSections = sections(new)
+      let full = SectionDiff.difference(from: oldSections, to: newSections, changed: changed.union(arrivingSet))
+      let positional = SectionDiff.difference(
+        from: oldSections.map { ($0.name, $0.items.count) }, to: newSections.map { ($0.name, $0.items.count) },
+        removed: removed, arrived: arrived, oldKey: { oldSections[$0].items[$1] })
+      #expect(describe(positional) == describe(full), "seed \(seed)")
+    }
+  }
+
+  /// A controller sorted by two keys with many ties (rating descending, then variety), in sections by
+  /// rating (or in one section, which the controller changes in place), after random batches of inserts, deletes and edits of either key: the delegate hears
+  /// exactly, in the same order, what the difference worked out from scratch between the sections before
+  /// and after gives, and the sections equal a fresh fetch.
+  @Test func reportsEqualTheDifferenceFromScratch() throws {
+    let registry = StoreRegistry([MemoryStoreFactory()])
+    var reports = 0
+    for seed in 1...60 {
+      let container = PersistentContainer(
+        name: "Taters", model: try ObjectModel(Tater.self), types: [Tater.self], registry: registry)
+      container.storeDescriptions = [StoreDescription(type: .memory)]
+      try container.loadPersistentStores()
+      let context = container.newBackgroundContext()
+      try context.performAndWait {
+        var random = SplitMix64(seed: UInt64(seed))
+        func below(_ n: Int) -> Int { Int(random.next() % UInt64(n)) }
+        let names = ["Agria", "Bintje", "Cara", "Désirée", "duke", "Ratte", "ratte"]
+        var live: [Tater] = []
+        for _ in 0..<(20 + below(60)) {
+          let tater = Tater(context: context)
+          tater.variety = names[below(names.count)]
+          tater.rating = Int16(below(4))
+          live.append(tater)
+        }
+        if seed % 2 == 0 { try context.save() }
+        var request = FetchRequest<Tater>(sortDescriptors: [
+          QuerySort("rating", ascending: false), QuerySort("variety", comparator: .localizedStandard),
+        ])
+        if seed % 3 == 0 { request.predicate = try QueryPredicate(format: "rating >= 1") }
+        let controller = FetchedResultsController(
+          fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: seed % 2 == 1 ? nil : "rating")
+        let recorder = ReportRecorder()
+        controller.delegate = recorder
+        try controller.performFetch()
+        for _ in 0..<30 {
+          let before = (controller.sections ?? []).map {
+            SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init))
+          }
+          var touched = Set<ObjectIdentifier>()
+          for _ in 0..<(1 + below(8)) {
+            switch below(10) {
+            case 0...1:
+              let tater = Tater(context: context)
+              tater.variety = names[below(names.count)]
+              tater.rating = Int16(below(4))
+              live.append(tater)
+              touched.insert(ObjectIdentifier(tater))
+            case 2 where !live.isEmpty:
+              let tater = live.remove(at: below(live.count))
+              context.delete(tater)
+              touched.insert(ObjectIdentifier(tater))
+            case 3...5 where !live.isEmpty:
+              let tater = live[below(live.count)]
+              guard !touched.contains(ObjectIdentifier(tater)) else { break }
+              tater.variety = names.filter { $0 != tater.variety }[below(names.count - 1)]
+              touched.insert(ObjectIdentifier(tater))
+            case 6...8 where !live.isEmpty:
+              let tater = live[below(live.count)]
+              guard !touched.contains(ObjectIdentifier(tater)) else { break }
+              tater.rating = (tater.rating + Int16(1 + below(3))) % 4
+              touched.insert(ObjectIdentifier(tater))
+            default:
+              break
+            }
+          }
+          recorder.log = []
+          context.processPendingChanges()
+          let after = (controller.sections ?? []).map {
+            SectionDiff.Section(name: $0.name, items: $0.objects.map(ObjectIdentifier.init))
+          }
+          let expected = expectedLog(SectionDiff.difference(from: before, to: after, changed: touched))
+          #expect(recorder.log == expected, "seed \(seed)")
+          let fresh = try context.fetch(request)
+          #expect(controller.fetchedObjects?.map(ObjectIdentifier.init) == fresh.map(ObjectIdentifier.init), "seed \(seed)")
+          if !expected.isEmpty { reports += 1 }
+          if below(4) == 0 { try context.save() }
+        }
+      }
+    }
+    #expect(reports > 1_000)
+  }
+}
