@@ -109,9 +109,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// For ordered to-many relationships, by to-many index: the targets in order. It may lag behind
   /// `toMany` (targets removed or added by code that only keeps the sets); ``orderedTargets(toManyIndex:)``
   /// reconciles it. Empty for objects without ordered relationships.
-  @exclusivity(unchecked) var toManyOrder: [Int: [ObjectID]] = [:]
+  /// (Made with `init()`, not `[:]`: the literal ran `Dictionary(dictionaryLiteral:)` for every object made.)
+  @exclusivity(unchecked) var toManyOrder = [Int: [ObjectID]]()
   /// `toManyOrder` as last loaded or saved.
-  @exclusivity(unchecked) var committedToManyOrder: [Int: [ObjectID]] = [:]
+  @exclusivity(unchecked) var committedToManyOrder = [Int: [ObjectID]]()
   /// The last state read from or written to the store; `nil` for a new object.
   @exclusivity(unchecked) var snapshot: Snapshot?
   /// The properties changed since the last save (only tracked for saved objects).

@@ -120,6 +120,7 @@ extension ObjectContext {
       // Each object is made as the store reads its row. Objects loaded here are awoken once the store
       // has finished: their awakeFromFetch may use the store.
       let asFault = request.returnsObjectsAsFaults
+      let checksValues = fetchedEntitiesCheckValues(request)
       var loaded: [ManagedObject] = []
       var reserved = false
       var batch = SnapshotBatch(capacity: 256)
@@ -133,7 +134,7 @@ extension ObjectContext {
             reserveRegistry(for: remaining + 1)
           }
           guard pending.deleted.isEmpty || !pending.deleted.contains(snapshot.objectID) else { return }
-          try checkStoredValues(snapshot)
+          if checksValues { try checkStoredValues(snapshot) }
           batch.append(snapshot)
           if batch.isFull {
             batch.drain { objects.append(materialize($0, asFault: asFault, deferringAwakeInto: &loaded)) }
@@ -153,6 +154,14 @@ extension ObjectContext {
       try prefetch(request.relationshipKeyPathsForPrefetching, of: objects, entityName: request.entityName)
     }
     return objects
+  }
+
+  /// Whether any entity a fetch of `request` can return has Codable or enum attributes whose stored
+  /// values are checked (``checkStoredValues(_:)``): asked once per fetch, not per object.
+  private func fetchedEntitiesCheckValues<T: ManagedObject>(_ request: FetchRequest<T>) -> Bool {
+    let entities = coordinator.model.inheritance.fetchedEntities(
+      request.entityName, includesSubentities: request.includesSubentities)
+    return entities.contains { coordinator.info(forEntity: $0).map { !$0.valueChecks.isEmpty } ?? true }
   }
 
   /// Faults for `ids`, grouped in batches that load together when one of them is first read.

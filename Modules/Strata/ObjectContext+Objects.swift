@@ -172,7 +172,8 @@ extension ObjectContext {
     if made || (object.isFaultStorage && !object.isInsertedStorage) {
       if asFault {
         object.snapshot = consume snapshot
-        object.faultBatch = nil
+        // A new object belongs to no fault batch.
+        if !made { object.faultBatch = nil }
       } else {
         object.load(consume snapshot)
         loaded.append(object)

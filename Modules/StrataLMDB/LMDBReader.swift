@@ -91,7 +91,8 @@ final class LMDBReader: EvaluationSource {
         remaining = max(remaining - 1, 0)
         var snapshot = try decoder.decode(value, primaryKey: pk)
         if resolves { snapshot = try resolvingReferences(snapshot) }
-        guard try body(snapshot, remaining) else { return }
+        // Moved, not copied: a copy retained the snapshot's arrays for the call and released them after.
+        guard try body(consume snapshot, remaining) else { return }
         entry = try cursor.next(.next)
       }
     }

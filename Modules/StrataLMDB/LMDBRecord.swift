@@ -310,12 +310,19 @@ struct RecordReader {
 
   @inline(__always)
   mutating func varint() -> UInt64? {
-    // Most varints (lengths of short strings, small integers) are one byte.
+    // Most varints (lengths of short strings, small integers) are one byte, and most others two.
     if offset < bytes.count {
       let first = bytes.load(fromByteOffset: offset, as: UInt8.self)
       if first < 0x80 {
         offset &+= 1
         return UInt64(first)
+      }
+      if offset &+ 1 < bytes.count {
+        let second = bytes.load(fromByteOffset: offset &+ 1, as: UInt8.self)
+        if second < 0x80 {
+          offset &+= 2
+          return UInt64(first & 0x7F) | UInt64(second) << 7
+        }
       }
     }
     return longVarint()

@@ -296,7 +296,7 @@ struct LMDBFetch {
     }
     try forEachMatch(txn, scope.reader(txn)) { snapshot, remaining in
       guard page.admit() else { return true }
-      try body(snapshot, page.bound(remaining))
+      try body(consume snapshot, page.bound(remaining))
       return !page.isFull
     }
   }
@@ -310,8 +310,11 @@ struct LMDBFetch {
       try evaluator.map { try $0.evaluate(snapshot, source: reader) } ?? true
     }
     guard let plan else {
+      // Without a predicate each snapshot goes straight to `body`: checked on the way, it was copied
+      // (its arrays retained and released) and the optional evaluator with it, once per record.
+      guard let evaluator else { return try reader.forEachRecord(table, body) }
       return try reader.forEachRecord(table) { snapshot, remaining in
-        guard try matches(snapshot) else { return true }
+        guard try evaluator.evaluate(snapshot, source: reader) else { return true }
         return try body(snapshot, remaining)
       }
     }
