@@ -32,7 +32,13 @@ extension Set: RelationshipValue where Element: ManagedObject {
   public static var destinationType: ManagedObject.Type { Element.self }
   public static var isToMany: Bool { true }
   public static func make(from objects: [ManagedObject]) -> Set<Element> {
-    Set(objects.compactMap { $0 as? Element })
+    // A loop over the concrete `[ManagedObject]`, not `compactMap`: called generically (the element
+    // type is the app's), `compactMap` runs unspecialised, with a metadata lookup per element.
+    var related = Set<Element>(minimumCapacity: objects.count)
+    for object in objects {
+      if let element = object as? Element { related.insert(element) }
+    }
+    return related
   }
   public var relatedObjects: [ManagedObject] { Array(self) }
 }
@@ -50,7 +56,14 @@ extension Array: RelationshipValue where Element: ManagedObject {
   public static var destinationType: ManagedObject.Type { Element.self }
   public static var isToMany: Bool { true }
   public static var isOrdered: Bool { true }
-  public static func make(from objects: [ManagedObject]) -> [Element] { objects.compactMap { $0 as? Element } }
+  public static func make(from objects: [ManagedObject]) -> [Element] {
+    var related: [Element] = []
+    related.reserveCapacity(objects.count)
+    for object in objects {
+      if let element = object as? Element { related.append(element) }
+    }
+    return related
+  }
   public var relatedObjects: [ManagedObject] { self }
 }
 
