@@ -24,6 +24,7 @@ extension RelationshipValue {
 extension Optional: RelationshipValue where Wrapped: ManagedObject {
   public static var destinationType: ManagedObject.Type { Wrapped.self }
   public static var isToMany: Bool { false }
+  @inlinable
   public static func make(from objects: [ManagedObject]) -> Wrapped? { objects.first as? Wrapped }
   public var relatedObjects: [ManagedObject] { self.map { [$0] } ?? [] }
 }
@@ -31,9 +32,10 @@ extension Optional: RelationshipValue where Wrapped: ManagedObject {
 extension Set: RelationshipValue where Element: ManagedObject {
   public static var destinationType: ManagedObject.Type { Element.self }
   public static var isToMany: Bool { true }
+  // Inlinable, so the app's module builds the set specialised for its element type; a loop over the
+  // concrete `[ManagedObject]`, not `compactMap`, which unspecialised looked metadata up per element.
+  @inlinable
   public static func make(from objects: [ManagedObject]) -> Set<Element> {
-    // A loop over the concrete `[ManagedObject]`, not `compactMap`: called generically (the element
-    // type is the app's), `compactMap` runs unspecialised, with a metadata lookup per element.
     var related = Set<Element>(minimumCapacity: objects.count)
     for object in objects {
       if let element = object as? Element { related.insert(element) }
@@ -56,6 +58,7 @@ extension Array: RelationshipValue where Element: ManagedObject {
   public static var destinationType: ManagedObject.Type { Element.self }
   public static var isToMany: Bool { true }
   public static var isOrdered: Bool { true }
+  @inlinable
   public static func make(from objects: [ManagedObject]) -> [Element] {
     var related: [Element] = []
     related.reserveCapacity(objects.count)
