@@ -287,29 +287,9 @@ enum SectionDiff {
   /// of the non-negative values that ``longestIncreasingRun(_:)`` picks from them (negative values are
   /// left out) — without an array of the values kept.
   static func longestIncreasingRunMarks(_ values: [Int]) -> [Bool] {
-    var tails: [Int] = []  // positions in `values`
-    tails.reserveCapacity(values.count)  // pages are touched as it grows, never copied
-    var previous = [Int](repeating: -1, count: values.count)
-    var hint = 0
-    for (i, value) in values.enumerated() where value >= 0 {
-      var low = 0
-      var high = tails.count
-      if hint <= tails.count, hint == 0 || values[tails[hint - 1]] < value,
-        hint == tails.count || values[tails[hint]] >= value
-      {
-        low = hint
-        high = hint
-      }
-      while low < high {
-        let mid = (low + high) / 2
-        if values[tails[mid]] < value { low = mid + 1 } else { high = mid }
-      }
-      hint = low + 1
-      if low > 0 { previous[i] = tails[low - 1] }
-      if low == tails.count { tails.append(i) } else { tails[low] = i }
-    }
+    let (previous, last) = patienceChain(values, skippingNegative: true)
     var marks = [Bool](repeating: false, count: values.count)
-    var current = tails.last ?? -1
+    var current = last
     while current >= 0 {
       marks[current] = true
       current = previous[current]
@@ -318,15 +298,30 @@ enum SectionDiff {
   }
 
   /// The positions in `values` of one longest strictly increasing subsequence (patience sorting).
+  static func longestIncreasingRun(_ values: [Int]) -> [Int] {
+    let (previous, last) = patienceChain(values, skippingNegative: false)
+    var run: [Int] = []
+    var current = last
+    while current >= 0 {
+      run.append(current)
+      current = previous[current]
+    }
+    return run.reversed()
+  }
+
+  /// Patience sorting of `values` (without the negative ones when `skippingNegative`): the position of the
+  /// last value of one longest strictly increasing subsequence (-1 for none) and, for each position, the
+  /// one before it in that subsequence.
   ///
   /// Each value goes to the first pile whose top is not below it. The pile after the previous value's
   /// is tried first, which is where a run of increasing values goes: on mostly ordered values (a
   /// controller's results after a few changes) that takes two comparisons instead of a binary search.
-  static func longestIncreasingRun(_ values: [Int]) -> [Int] {
+  private static func patienceChain(_ values: [Int], skippingNegative: Bool) -> (previous: [Int], last: Int) {
     var tails: [Int] = []  // positions in `values`
+    tails.reserveCapacity(values.count)  // pages are touched as it grows, never copied
     var previous = [Int](repeating: -1, count: values.count)
     var hint = 0
-    for (i, value) in values.enumerated() {
+    for (i, value) in values.enumerated() where value >= 0 || !skippingNegative {
       var low = 0
       var high = tails.count
       if hint <= tails.count, hint == 0 || values[tails[hint - 1]] < value,
@@ -343,12 +338,6 @@ enum SectionDiff {
       if low > 0 { previous[i] = tails[low - 1] }
       if low == tails.count { tails.append(i) } else { tails[low] = i }
     }
-    var run: [Int] = []
-    var current = tails.last ?? -1
-    while current >= 0 {
-      run.append(current)
-      current = previous[current]
-    }
-    return run.reversed()
+    return (previous, tails.last ?? -1)
   }
 }
