@@ -349,16 +349,10 @@ struct PostgresQueryCompiler {
     of entity: EntityDescription, alias: String, column: String
   ) throws -> String {
     let source = toManySource(rel, owner: entity.name, ownerAlias: alias)
-    let order = try SQLLayout.elementOrder(schema.model, entity.name, rel, source, position)
-    var from = source.from
-    var current = source.alias
-    for hop in hops {
-      let next = newAlias()
-      from +=
-        " LEFT JOIN \(schema.qualify(hop.destination.name)) AS \(next) ON \(next).\"_pk\" = \(current).\(quoteIdentifier(hop.relationship.name))"
-      current = next
-    }
-    return "(SELECT \(current).\(column) FROM \(from) WHERE \(source.correlation) \(order))"
+    let schema = self.schema
+    return try SQLLayout.elementSubquery(
+      schema.model, entity.name, rel, source, position, hops: hops, column: column, newAlias: { newAlias() },
+      tableName: { schema.qualify($0) })
   }
 
   private mutating func toManySource(_ rel: RelationshipDescription, owner: String, ownerAlias: String) -> SQLToManySource {

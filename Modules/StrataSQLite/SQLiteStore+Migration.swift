@@ -360,17 +360,11 @@ final class SQLiteMigration {
       return false
     }
     // A renamed to-one takes its position column along (the table itself was altered in place).
-    for mapping in migration.entities {
-      guard let sourceName = mapping.source, let source = old.model.entity(named: sourceName) else { continue }
-      let table = new.model.inheritance.root(of: mapping.entity.name)
-      for (column, from) in SQLLayout.orderColumnSources(mapping, source: source, oldModel: old.model, newModel: new.model) {
-        guard let from, from != column else { continue }
-        let position = SQLOrderColumn(table: table, column: column, keyColumn: "", targetColumn: "")
-        let previous = SQLOrderColumn(table: table, column: from, keyColumn: "", targetColumn: "")
-        guard try hasColumn(previous), try !hasColumn(position) else { continue }
-        try connection.execute("DROP INDEX IF EXISTS \(quote(previous.indexName))")
-        try connection.execute("ALTER TABLE \(quote(table)) RENAME COLUMN \(quote(from)) TO \(quote(column))")
-      }
+    for (previous, renamed) in SQLLayout.orderColumnRenames(migration, oldModel: old.model, newModel: new.model) {
+      guard try hasColumn(previous), try !hasColumn(renamed) else { continue }
+      try connection.execute("DROP INDEX IF EXISTS \(quote(previous.indexName))")
+      try connection.execute(
+        "ALTER TABLE \(quote(previous.table)) RENAME COLUMN \(quote(previous.column)) TO \(quote(renamed.column))")
     }
     let wanted = SQLLayout.orderColumns(of: new.model)
     let wantedNames = Set(wanted.map { [$0.table, $0.column] })

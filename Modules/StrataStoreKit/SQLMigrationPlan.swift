@@ -87,6 +87,33 @@ extension SQLLayout {
     }
   }
 
+  /// The position columns whose to-one `migration` renames: for each entity kept from `oldModel`, each
+  /// list position column (beside the foreign key of a to-one whose inverse is ordered) named after a
+  /// renamed to-one, as the column it was (`previous`) and the column it becomes (`renamed`), on the
+  /// hierarchy root's table. A table altered in place (not rebuilt) renames these columns.
+  ///
+  /// ```swift
+  /// for (previous, renamed) in SQLLayout.orderColumnRenames(migration, oldModel: old, newModel: new) { … }
+  /// ```
+  package static func orderColumnRenames(
+    _ migration: ModelMigration, oldModel: ObjectModel, newModel: ObjectModel
+  ) -> [(previous: SQLOrderColumn, renamed: SQLOrderColumn)] {
+    var renames: [(previous: SQLOrderColumn, renamed: SQLOrderColumn)] = []
+    for mapping in migration.entities {
+      guard let sourceName = mapping.source, let source = oldModel.entity(named: sourceName) else { continue }
+      let table = newModel.inheritance.root(of: mapping.entity.name)
+      for (column, from) in orderColumnSources(mapping, source: source, oldModel: oldModel, newModel: newModel) {
+        guard let from, from != column else { continue }
+        renames.append(
+          (
+            SQLOrderColumn(table: table, column: from, keyColumn: "", targetColumn: ""),
+            SQLOrderColumn(table: table, column: column, keyColumn: "", targetColumn: "")
+          ))
+      }
+    }
+    return renames
+  }
+
   /// The statements that clear every to-one reference and join-table link to an object that is not
   /// stored (after a migration dropped the objects of a removed sub-entity): each to-one column set to
   /// `NULL` where its key has no row in the destination's table or view, each of `joinTables` emptied of

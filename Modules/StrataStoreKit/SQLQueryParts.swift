@@ -65,4 +65,27 @@ extension SQLLayout {
     case .key: return "LIMIT 0"
     }
   }
+
+  /// `(SELECT <column> FROM <targets> LEFT JOIN <to-one hops> WHERE <correlation> ORDER BY … LIMIT 1
+  /// OFFSET n)`: `column` of the element at `position` of the ordered `rel` of `owner`, read from
+  /// `source`'s rows, or of the object the to-one `hops` reach from it. `newAlias` and `tableName` are
+  /// the dialect's, as for ``toManySource(_:ownerAlias:newAlias:tableName:)``.
+  ///
+  /// - Throws: `.invalidQuery` when `rel` is not ordered.
+  package static func elementSubquery(
+    _ model: ObjectModel, _ owner: String, _ rel: RelationshipDescription, _ source: SQLToManySource,
+    _ position: ResolvedKeyPath.Member, hops: [ResolvedKeyPath.Hop], column: String, newAlias: () -> String,
+    tableName: (String) -> String
+  ) throws -> String {
+    let order = try elementOrder(model, owner, rel, source, position)
+    var from = source.from
+    var current = source.alias
+    for hop in hops {
+      let next = newAlias()
+      from +=
+        " LEFT JOIN \(tableName(hop.destination.name)) AS \(next) ON \(next).\"_pk\" = \(current).\(quote(hop.relationship.name))"
+      current = next
+    }
+    return "(SELECT \(current).\(column) FROM \(from) WHERE \(source.correlation) \(order))"
+  }
 }
