@@ -60,6 +60,9 @@ final class ObjectRegistry {
     } else {
       guard creating else { return nil }
       page = Page.allocate()
+      // At most half full: page IDs of different entities share their hash (``ObjectID/bucketHash(seed:)``
+      // hashes the key alone) and runs of them fill whole blocks, so a fuller table probes far.
+      if pages.count >= pages.capacity / 2 { pages.reserveCapacity(2 * pages.capacity + 2) }
       pages[pageID] = page
     }
     last = (pageID, page)
@@ -243,7 +246,7 @@ final class ObjectRegistry {
 
   /// Makes room for `extra` more objects of neighbouring keys.
   func reserveCapacity(_ extra: Int) {
-    pages.reserveCapacity(pages.count + extra / Page.size + 1)
+    pages.reserveCapacity(2 * (pages.count + extra / Page.size + 1))
   }
 
   func removeAll() {
