@@ -14,7 +14,7 @@ internal import StrataStoreKit
 /// It holds its objects strongly: a weak reference would cost every object a side table of its own, the
 /// largest part of making one. Sweeps let go of objects that nothing but the registry holds — nothing else
 /// can reach them, so dropping them is never observable. They are generational, as most objects a walk
-/// makes are let go soon after: ``sweepIfDue()`` checks the objects registered since the last sweep
+/// makes are let go soon after: ``sweepIfDue(adding:)`` checks the objects registered since the last sweep
 /// (young) once 4,096 have been, and every object only when those that survived such a check (old) have
 /// doubled since the last full ``sweep()``. A walk that keeps a few objects and passes many then checks
 /// each passing object once, while it is still in the cache, and its memory is reused at once; checking
