@@ -27,20 +27,14 @@ extension ObjectContext {
 
   /// Registers the objects `body` materializes — `count` of them at most — in one go: the registry is
   /// swept (when due) and grown once before, not while, since the caller holds every object it makes
-  /// until `body` returns and a sweep in between would find nothing to drop.
+  /// until `body` returns and a sweep in between would find nothing to drop. The batch's objects are young
+  /// for the first sweep after it.
   func registeringBatch<R>(of count: Int, _ body: () throws -> R) rethrows -> R {
-    let sweeps = registry.count + count >= registrySweepThreshold
-    if sweeps { sweepRegistry() }
+    registry.sweepIfDue(adding: count)
     reserveRegistry(for: count)
     let paused = sweepsPaused
     sweepsPaused = true
-    defer {
-      sweepsPaused = paused
-      // Only after a sweep does the registry hold live objects only (and this batch's): the next sweep
-      // is due at twice that. Raised without one, the threshold stayed ahead of a batched walk's
-      // registry, which then kept every object walked past.
-      if sweeps { registrySweepThreshold = max(4096, registry.count * 2) }
-    }
+    defer { sweepsPaused = paused }
     return try body()
   }
 
@@ -56,10 +50,11 @@ extension ObjectContext {
     sweepIfDue()
   }
 
+  /// Sweeps the registry when due (``ObjectRegistry/sweepIfDue(adding:)``), outside batches.
+  @inline(__always)
   private func sweepIfDue() {
-    guard registry.count >= registrySweepThreshold, !sweepsPaused else { return }
-    sweepRegistry()
-    registrySweepThreshold = max(4096, registry.count * 2)
+    guard !sweepsPaused else { return }
+    registry.sweepIfDue()
   }
 
   /// The registered object with `id`, unless only the registry holds it: such an object is dropped, as
@@ -68,7 +63,7 @@ extension ObjectContext {
     registry.live(id)
   }
 
-  /// Drops the objects only the registry holds. Other threads cannot take a new reference to such an
+  /// Drops every object only the registry holds. Other threads cannot take a new reference to such an
   /// object (they reach objects through this context, on its queue), so the check cannot be outdated.
   func sweepRegistry() {
     registry.sweep()

@@ -50,9 +50,8 @@ public final class ObjectContext: @unchecked Sendable {
   private let queue: DispatchQueue
   private let queueKey = DispatchSpecificKey<ObjectIdentifier>()
 
-  /// One entry per object handed out; objects nothing else holds are swept out as the registry grows.
+  /// One entry per object handed out; objects nothing else holds are swept out as objects are registered.
   let registry = ObjectRegistry()
-  var registrySweepThreshold = 4096
   /// Set while a batch of objects is registered (``registeringBatch(of:_:)``).
   var sweepsPaused = false
   /// The entity info of the entity last materialized (``entityInfo(of:)``).

@@ -7,13 +7,19 @@ internal import StrataStoreKit
 /// used last: registering the 100,000 objects of a fetch looks up one page per 32 objects and fills
 /// neighbouring slots, where a dictionary of IDs would hash every ID and write all over its table.
 /// Pages are small so that scattered keys (a fetch matching one row in a hundred) cost little: at worst
-/// a page of 264 bytes per object, against about 40 in a dictionary.
+/// a page of 272 bytes per object, against about 40 in a dictionary.
 /// Temporary IDs (objects a child context saved into its parent, which keep theirs until the parent
 /// saves them) are kept apart, in a dictionary.
 ///
 /// It holds its objects strongly: a weak reference would cost every object a side table of its own, the
-/// largest part of making one. ``sweep()`` lets go of objects that nothing but the registry holds —
-/// nothing else can reach them, so dropping them is never observable.
+/// largest part of making one. Sweeps let go of objects that nothing but the registry holds — nothing else
+/// can reach them, so dropping them is never observable. They are generational, as most objects a walk
+/// makes are let go soon after: ``sweepIfDue(adding:)`` checks the objects registered since the last sweep
+/// (young) once 4,096 have been, and every object only when those that survived such a check (old) have
+/// doubled since the last full ``sweep()``. A walk that keeps a few objects and passes many then checks
+/// each passing object once, while it is still in the cache, and its memory is reused at once; checking
+/// every live object at each doubling of the registry let the walked-past objects pile up for as long as
+/// the live ones took to double, and read every live one again.
 final class ObjectRegistry {
   typealias Page = RegistryPage
 
@@ -24,6 +30,15 @@ final class ObjectRegistry {
   @exclusivity(unchecked) private var temporary: [ObjectID: ManagedObject] = [:]
   /// How many objects are registered.
   @exclusivity(unchecked) private(set) var count = 0
+  /// The pages with young slots (each listed once, ``RegistryPage/isListed``), with their IDs.
+  @exclusivity(unchecked) private var youngPages: [(id: ObjectID, page: Page)] = []
+  /// How many registered objects are young: registered since the last sweep.
+  @exclusivity(unchecked) private(set) var youngCount = 0
+  /// The registry's size at which old objects are checked again: twice what a full sweep left.
+  @exclusivity(unchecked) private var fullSweepThreshold = ObjectRegistry.youngLimit
+
+  /// How many objects are registered between young sweeps.
+  static let youngLimit = 4096
 
   deinit {
     for page in pages.values { page.deallocate() }
@@ -45,6 +60,9 @@ final class ObjectRegistry {
     } else {
       guard creating else { return nil }
       page = Page.allocate()
+      // At most half full: page IDs of different entities share their hash (``ObjectID/bucketHash(seed:)``
+      // hashes the key alone) and runs of them fill whole blocks, so a fuller table probes far.
+      if pages.count >= pages.capacity / 2 { pages.reserveCapacity(2 * pages.capacity + 2) }
       pages[pageID] = page
     }
     last = (pageID, page)
@@ -63,6 +81,21 @@ final class ObjectRegistry {
       count += 1
     }
     page.slots[slot] = object
+    markYoung(slot, of: page, pageID)
+  }
+
+  /// Notes the object in `slot` as young, listing its page for the next young sweep.
+  @inline(__always)
+  private func markYoung(_ slot: Int, of page: Page, _ pageID: ObjectID) {
+    let bit = UInt32(1) << UInt32(truncatingIfNeeded: slot)
+    let young = page.young
+    guard young & bit == 0 else { return }
+    page.young = young | bit
+    youngCount += 1
+    if !page.isListed {
+      page.isListed = true
+      youngPages.append((pageID, page))
+    }
   }
 
   /// Forgets the object registered under `id`, if any.
@@ -79,7 +112,13 @@ final class ObjectRegistry {
     page.slots[slot] = nil
     page.count -= 1
     count -= 1
-    if page.count == 0 {
+    let bit = UInt32(1) << UInt32(truncatingIfNeeded: slot)
+    if page.young & bit != 0 {
+      page.young &= ~bit
+      youngCount -= 1
+    }
+    // A listed page stays (empty) until the young sweep, which frees it, takes it off the list.
+    if page.count == 0 && !page.isListed {
       pages[pageID] = nil
       page.deallocate()
       if let last, last.page === page { self.last = nil }
@@ -105,6 +144,7 @@ final class ObjectRegistry {
     }
     let object = make()
     entry.pointee = object
+    markYoung(slot, of: page, pageID)
     return object
   }
 
@@ -128,10 +168,55 @@ final class ObjectRegistry {
     return page.slots[slot]
   }
 
-  /// Drops the objects only the registry holds.
+  /// Sweeps if one is due: the young objects once ``youngLimit`` of them (and `extra` about to be
+  /// registered) have accumulated, then every object if the old ones have reached twice what the last full
+  /// sweep left.
+  @inline(__always)
+  func sweepIfDue(adding extra: Int = 0) {
+    guard youngCount + extra >= Self.youngLimit || count - youngCount >= fullSweepThreshold else { return }
+    sweepDue()
+  }
+
+  private func sweepDue() {
+    sweepYoung()
+    if count >= fullSweepThreshold { sweep() }
+  }
+
+  /// Drops the young objects only the registry holds; the others become old.
+  func sweepYoung() {
+    let listed = youngPages
+    youngPages.removeAll(keepingCapacity: true)
+    youngCount = 0
+    for (pageID, page) in listed {
+      var young = page.young
+      page.young = 0
+      page.isListed = false
+      while young != 0 {
+        let slot = young.trailingZeroBitCount
+        young &= young - 1
+        if page.slots[slot] != nil && isKnownUniquelyReferenced(&page.slots[slot]) {
+          page.slots[slot] = nil
+          page.count -= 1
+          count -= 1
+        }
+      }
+      if page.count == 0 && !page.isListed {
+        pages[pageID] = nil
+        if let last, last.page === page { self.last = nil }
+        page.deallocate()
+      }
+    }
+  }
+
+  /// Drops every object only the registry holds; the others become old, and the next full sweep is due
+  /// when the registry has doubled.
   func sweep() {
+    youngPages.removeAll(keepingCapacity: true)
+    youngCount = 0
     var emptied: [ObjectID] = []
     for (pageID, page) in pages {
+      page.young = 0
+      page.isListed = false
       for slot in 0..<Page.size where page.slots[slot] != nil && isKnownUniquelyReferenced(&page.slots[slot]) {
         page.slots[slot] = nil
         page.count -= 1
@@ -145,6 +230,7 @@ final class ObjectRegistry {
       temporary[id] = nil
       count -= 1
     }
+    fullSweepThreshold = max(Self.youngLimit, count * 2)
   }
 
   /// Every registered object.
@@ -160,7 +246,7 @@ final class ObjectRegistry {
 
   /// Makes room for `extra` more objects of neighbouring keys.
   func reserveCapacity(_ extra: Int) {
-    pages.reserveCapacity(pages.count + extra / Page.size + 1)
+    pages.reserveCapacity(2 * (pages.count + extra / Page.size + 1))
   }
 
   func removeAll() {
@@ -169,5 +255,8 @@ final class ObjectRegistry {
     last = nil
     temporary = [:]
     count = 0
+    youngPages = []
+    youngCount = 0
+    fullSweepThreshold = Self.youngLimit
   }
 }

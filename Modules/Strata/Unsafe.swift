@@ -56,9 +56,10 @@ func reinterpretCast<T: ManagedObject>(_ objects: [ManagedObject], to type: T.Ty
   unsafeBitCast(objects, to: [T].self)
 }
 
-/// The slots of 32 neighbouring primary keys of one entity in ``ObjectRegistry``, after the number of them
-/// in use: one block of memory the registry frees, so that finding a page and filling a slot counts no
-/// reference.
+/// The slots of 32 neighbouring primary keys of one entity in ``ObjectRegistry``, after a header: the
+/// number of slots in use, the slots holding objects registered since the registry's last sweep (one bit
+/// each) and whether the page is on the registry's list of pages to visit at its next young sweep. One
+/// block of memory the registry frees, so that finding a page and filling a slot counts no reference.
 ///
 /// Invariant: the registry owns each page — it allocates it, is the only one to read or write it (on its
 /// context's queue), and calls ``deallocate()`` exactly once, when the page leaves it or in its `deinit`;
@@ -66,14 +67,15 @@ func reinterpretCast<T: ManagedObject>(_ objects: [ManagedObject], to type: T.Ty
 struct RegistryPage {
   static let shift = 5
   static let size = 1 << shift
+  private static let header = 2 * MemoryLayout<Int>.stride
 
   private let base: UnsafeMutableRawPointer
 
   static func allocate() -> RegistryPage {
     let base = UnsafeMutableRawPointer.allocate(
-      byteCount: MemoryLayout<Int>.stride + size * MemoryLayout<ManagedObject?>.stride, alignment: 8)
-    base.initializeMemory(as: Int.self, repeating: 0, count: 1)
-    (base + MemoryLayout<Int>.stride).initializeMemory(as: ManagedObject?.self, repeating: nil, count: size)
+      byteCount: header + size * MemoryLayout<ManagedObject?>.stride, alignment: 8)
+    base.initializeMemory(as: Int.self, repeating: 0, count: 2)
+    (base + header).initializeMemory(as: ManagedObject?.self, repeating: nil, count: size)
     return RegistryPage(base: base)
   }
 
@@ -88,8 +90,20 @@ struct RegistryPage {
     nonmutating set { base.storeBytes(of: newValue, as: Int.self) }
   }
 
+  /// The slots holding an object registered since the last sweep: bit `slot`.
+  var young: UInt32 {
+    get { base.load(fromByteOffset: 8, as: UInt32.self) }
+    nonmutating set { base.storeBytes(of: newValue, toByteOffset: 8, as: UInt32.self) }
+  }
+
+  /// Whether the page is on the registry's list of pages with young slots.
+  var isListed: Bool {
+    get { base.load(fromByteOffset: 12, as: UInt32.self) != 0 }
+    nonmutating set { base.storeBytes(of: newValue ? 1 : 0, toByteOffset: 12, as: UInt32.self) }
+  }
+
   var slots: UnsafeMutablePointer<ManagedObject?> {
-    (base + MemoryLayout<Int>.stride).assumingMemoryBound(to: ManagedObject?.self)
+    (base + Self.header).assumingMemoryBound(to: ManagedObject?.self)
   }
 
   static func === (a: RegistryPage, b: RegistryPage) -> Bool { a.base == b.base }

@@ -132,7 +132,9 @@ extension Conformance {
     case .batch: try await batch(backend)
     case .faulting: try await faulting(backend)
     case .boundedWalk: try await boundedWalk(backend)
-    case .identityMap: try await identityMap(backend)
+    case .identityMap:
+      try await identityMap(backend)
+      try await identityMapSweeps(backend)
     case .pendingChanges: try await pendingChanges(backend)
     case .asynchronousFetch: try await asynchronousFetch(backend)
     case .mergePolicies: try await mergePolicies(backend)
