@@ -74,9 +74,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
   }
   // Stored properties are laid out in the order written: three flags and the slot base fill the padding
-  // after `objectID`, the last flag comes before the subclass's slots, and what only prototypes use
-  // shares one reference. A fetch makes objects by the hundred thousand, and each byte less is memory it
-  // does not write.
+  // after `objectID`, the last flag comes before the subclass's slots, and what only some objects use
+  // (a prototype's state, ordered relationships, a fault batch) shares one reference. A fetch makes
+  // objects by the hundred thousand, and each byte less is memory it does not write: BenchItem's nine
+  // attributes take 168 bytes, a 176-byte malloc chunk.
 
   // What the inlined attribute accessors read is `final` and `@usableFromInline`: read from the app's
   // module, a non-final stored property of an open class goes through its getter in the vtable.
@@ -90,13 +91,6 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   @usableFromInline let info: EntityInfo?
   /// The context's ``ChangeSignals``, through which the object also reaches its context.
   @usableFromInline @exclusivity(unchecked) final private(set) var signals: ChangeSignals?
-  /// For a prototype: its layout and the recorder of the key paths read from it.
-  let prototypeState: PrototypeState?
-  var prototypeLayout: ClassLayout? { prototypeState?.layout }
-  var recorder: KeyPathRecorder? {
-    get { prototypeState?.recorder }
-    set { prototypeState?.recorder = newValue }
-  }
 
   /// Current attribute values, aligned with the entity's attributes (empty while a fault).
   @usableFromInline @exclusivity(unchecked) final var values: [Value] = []
@@ -106,19 +100,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   @exclusivity(unchecked) var toMany: [Set<ObjectID>?] = []
   /// The to-many targets as last loaded or saved, for link diffs of join-table relationships.
   @exclusivity(unchecked) var committedToMany: [Set<ObjectID>?] = []
-  /// For ordered to-many relationships, by to-many index: the targets in order. It may lag behind
-  /// `toMany` (targets removed or added by code that only keeps the sets); ``orderedTargets(toManyIndex:)``
-  /// reconciles it. Empty for objects without ordered relationships.
-  /// (Made with `init()`, not `[:]`: the literal ran `Dictionary(dictionaryLiteral:)` for every object made.)
-  @exclusivity(unchecked) var toManyOrder = [Int: [ObjectID]]()
-  /// `toManyOrder` as last loaded or saved.
-  @exclusivity(unchecked) var committedToManyOrder = [Int: [ObjectID]]()
-  /// The last state read from or written to the store; `nil` for a new object.
-  @exclusivity(unchecked) var snapshot: Snapshot?
+  /// ``snapshot`` without the object ID, which is the object's own: the last state read from or written
+  /// to the store; `nil` for a new object.
+  @exclusivity(unchecked) var storedState: StoredState?
   /// The properties changed since the last save (only tracked for saved objects).
   @exclusivity(unchecked) var changedKeys: Set<String> = []
-  /// For a fault fetched with `fetchBatchSize`: the batch whose snapshots load together when any of them fires.
-  @exclusivity(unchecked) var faultBatch: FaultBatch?
+  /// What only some objects use: a fault batch alone, or the side allocation (``ObjectExtras``).
+  @exclusivity(unchecked) private var sideState: SideState?
   @exclusivity(unchecked) var isDeletedStorage = false
 
   /// Creates an object; called by the framework. Use `init(context:)` to insert a new object.
@@ -129,7 +117,6 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       // retained once more and released again).
       self.info = info.retained()
       self.signals = signals.retained()
-      prototypeState = nil
       objectID = id
       isInsertedStorage = construction.isInserted
       info.withObject { info in
@@ -158,7 +145,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     } else {
       info = nil
       signals = nil
-      prototypeState = PrototypeState(layout: construction.layout?.object)
+      sideState = .extras(ObjectExtras(prototypeLayout: construction.layout?.object))
       objectID = ObjectID.makeTemporary(entityName: String(describing: type(of: self)))
     }
   }
@@ -245,13 +232,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     guard let info, !isFaultStorage else { return [:] }
     var result: [String: Value] = [:]
     let entity = info.entity
+    let stored = storedState
     for (i, attribute) in entity.attributes.enumerated() {
-      let old = snapshot?.attributes[i] ?? attribute.initialValue
-      if snapshot == nil || values[i] != old { result[attribute.name] = values[i] }
+      let old = stored?.attributes[i] ?? attribute.initialValue
+      if stored == nil || values[i] != old { result[attribute.name] = values[i] }
     }
     for (i, rel) in entity.toOneRelationships.enumerated() {
-      let old = snapshot?.toOne[i] ?? nil
-      if snapshot == nil ? toOne[i] != nil : toOne[i] != old {
+      let old = stored?.toOne[i] ?? nil
+      if stored == nil ? toOne[i] != nil : toOne[i] != old {
         result[rel.name] = toOne[i].map(Value.objectID) ?? .null
       }
     }
@@ -445,41 +433,154 @@ public struct SnapshotEvents: OptionSet, Sendable, Hashable {
   public static let mergePolicy = SnapshotEvents(rawValue: 32)
 }
 
-/// What only a prototype object has: the layout it reads its declarations from, and the recorder of the
-/// key paths read from it.
-final class PrototypeState {
-  let layout: ClassLayout?
-  var recorder: KeyPathRecorder?
+/// The part of a ``Snapshot`` an object keeps (``ManagedObject/storedState``): the snapshot's object ID
+/// is the object's own.
+struct StoredState {
+  var version: Int64
+  var attributes: [Value]
+  var toOne: [ObjectID?]
+}
 
-  init(layout: ClassLayout?) {
-    self.layout = layout
+/// What only some objects use, apart from the object so that the others do not carry it: a fault of a
+/// batched fetch refers to its batch alone; a prototype, an object with ordered relationships, or a
+/// batched fault that needs either refers to an ``ObjectExtras``. (An enum of two class references: one
+/// word, like the optional that holds it.)
+enum SideState {
+  case faultBatch(FaultBatch)
+  case extras(ObjectExtras)
+}
+
+/// The side allocation of an object that needs more than a fault batch
+/// (``ManagedObject/sideState``): made when first needed, kept while the object lives.
+final class ObjectExtras {
+  /// For a prototype: the layout it reads its declarations from (`nil` for a managed object).
+  let prototypeLayout: ClassLayout?
+  /// For a prototype: the recorder of the key paths read from it.
+  @exclusivity(unchecked) var recorder: KeyPathRecorder?
+  @exclusivity(unchecked) var faultBatch: FaultBatch?
+  @exclusivity(unchecked) var toManyOrder = [Int: [ObjectID]]()
+  @exclusivity(unchecked) var committedToManyOrder = [Int: [ObjectID]]()
+
+  init(prototypeLayout: ClassLayout? = nil) {
+    self.prototypeLayout = prototypeLayout
   }
 }
 
 // MARK: - Framework internals
 
 extension ManagedObject {
-  func load(_ snapshot: consuming Snapshot) {
-    self.snapshot = snapshot
-    loadValuesOfSnapshot()
+  /// The last state read from or written to the store (``storedState`` with the object's ID); `nil` for
+  /// a new object. Setting it keeps all but the ID, which must be the object's.
+  var snapshot: Snapshot? {
+    get {
+      guard case .some(let state) = storedState else { return nil }
+      return Snapshot(objectID: objectID, version: state.version, attributes: state.attributes, toOne: state.toOne)
+    }
+    set {
+      guard let newValue else {
+        storedState = nil
+        return
+      }
+      keep(newValue)
+    }
   }
 
-  /// Whether `snapshot` is set (tested without copying it, as `!= nil` would).
-  private var hasSnapshot: Bool {
-    if case .some = snapshot { return true }
+  /// Keeps `snapshot` (of this object) as ``storedState``.
+  func keep(_ snapshot: consuming Snapshot) {
+    assert(snapshot.objectID == objectID, "the snapshot of \(snapshot.objectID) kept by \(objectID)")
+    storedState = StoredState(version: snapshot.version, attributes: snapshot.attributes, toOne: snapshot.toOne)
+  }
+
+  /// The row version of ``snapshot`` (without copying its arrays), `nil` for a new object.
+  var snapshotVersion: Int64? {
+    guard case .some(let state) = storedState else { return nil }
+    return state.version
+  }
+
+  /// Whether ``snapshot`` is set (tested without copying it, as `!= nil` would).
+  var hasSnapshot: Bool {
+    if case .some = storedState { return true }
     return false
   }
 
-  /// Takes the values of the object's own `snapshot`, which must be set.
+  func load(_ snapshot: consuming Snapshot) {
+    keep(snapshot)
+    loadValuesOfSnapshot()
+  }
+
+  /// Takes the values of the object's own `storedState`, which must be set.
   private func loadValuesOfSnapshot() {
-    values = snapshot.unsafelyUnwrapped.attributes
+    values = storedState.unsafelyUnwrapped.attributes
     if let info, info.hasTransientAttributes {
       for i in info.transientIndices { values[i] = info.initialValues[i] }
     }
     // An entity without to-one relationships has empty arrays on both sides: assigning one would still
     // count a reference to the shared empty array and drop one.
-    if !toOne.isEmpty || !snapshot.unsafelyUnwrapped.toOne.isEmpty { toOne = snapshot.unsafelyUnwrapped.toOne }
+    if !toOne.isEmpty || !storedState.unsafelyUnwrapped.toOne.isEmpty { toOne = storedState.unsafelyUnwrapped.toOne }
     isFaultStorage = false
+  }
+
+  // MARK: Side state
+
+  /// For a prototype: its layout.
+  var prototypeLayout: ClassLayout? { extras?.prototypeLayout }
+
+  /// For a prototype: the recorder of the key paths read from it.
+  var recorder: KeyPathRecorder? {
+    get { extras?.recorder }
+    set { extras?.recorder = newValue }
+  }
+
+  /// For a fault fetched with `fetchBatchSize`: the batch whose snapshots load together when any of them
+  /// fires.
+  var faultBatch: FaultBatch? {
+    get {
+      switch sideState {
+      case .faultBatch(let batch)?: batch
+      case .extras(let extras)?: extras.faultBatch
+      case nil: nil
+      }
+    }
+    set {
+      if case .extras(let extras)? = sideState {
+        extras.faultBatch = newValue
+      } else if let newValue {
+        sideState = .faultBatch(newValue)
+      } else if case .some = sideState {
+        sideState = nil
+      }
+    }
+  }
+
+  /// For ordered to-many relationships, by to-many index: the targets in order. It may lag behind
+  /// `toMany` (targets removed or added by code that only keeps the sets); ``orderedTargets(toManyIndex:)``
+  /// reconciles it. Empty for objects without ordered relationships (and then not allocated).
+  var toManyOrder: [Int: [ObjectID]] {
+    get { extras?.toManyOrder ?? Dictionary() }
+    set { if !newValue.isEmpty || extras != nil { madeExtras.toManyOrder = newValue } }
+    _modify { yield &madeExtras.toManyOrder }
+  }
+
+  /// `toManyOrder` as last loaded or saved.
+  var committedToManyOrder: [Int: [ObjectID]] {
+    get { extras?.committedToManyOrder ?? Dictionary() }
+    set { if !newValue.isEmpty || extras != nil { madeExtras.committedToManyOrder = newValue } }
+    _modify { yield &madeExtras.committedToManyOrder }
+  }
+
+  /// The side allocation, if made.
+  private var extras: ObjectExtras? {
+    if case .extras(let extras)? = sideState { return extras }
+    return nil
+  }
+
+  /// The side allocation, made now (keeping the fault batch) if it was not.
+  private var madeExtras: ObjectExtras {
+    if case .extras(let extras)? = sideState { return extras }
+    let extras = ObjectExtras()
+    if case .faultBatch(let batch)? = sideState { extras.faultBatch = batch }
+    sideState = .extras(extras)
+    return extras
   }
 
   /// Loads the values of a fault. An object that no longer exists in the store is marked deleted and
@@ -527,7 +628,7 @@ extension ManagedObject {
     committedToMany = toMany
     toManyOrder = [:]
     committedToManyOrder = [:]
-    snapshot = nil
+    storedState = nil
     faultBatch = nil
     changedKeys = []
     isFaultStorage = true

@@ -65,7 +65,7 @@ extension ObjectContext {
           continue
         }
       }
-      versions[object.objectID] = object.snapshot?.version
+      versions[object.objectID] = object.snapshotVersion
     }
     for link in changes.linkChanges {
       guard let rel = model.entity(named: link.entityName)?.relationship(named: link.relationship) else { continue }

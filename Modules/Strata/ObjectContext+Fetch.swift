@@ -175,7 +175,7 @@ extension ObjectContext {
         let batch = FaultBatch(ids: Array(ids[start..<end]))
         for id in ids[start..<end] {
           let object = object(with: id)
-          if object.isFaultStorage && object.snapshot == nil && !object.isInsertedStorage { object.faultBatch = batch }
+          if object.isFaultStorage && !object.hasSnapshot && !object.isInsertedStorage { object.faultBatch = batch }
           objects.append(object)
         }
         start = end
@@ -190,17 +190,17 @@ extension ObjectContext {
     batch.isLoaded = true
     let wanted = batch.ids.filter { id in
       guard let object = liveObject(id) else { return false }
-      return object.isFaultStorage && object.snapshot == nil && !object.isInsertedStorage
+      return object.isFaultStorage && !object.hasSnapshot && !object.isInsertedStorage
     }
     guard !wanted.isEmpty, let store = try? requireStore(),
       let snapshots = try? store.snapshots(for: wanted, generation: readGeneration)
     else { return }
     takePermanentIDsFromParent()
     for snapshot in snapshots {
-      guard let object = liveObject(snapshot.objectID), object.isFaultStorage, object.snapshot == nil else {
+      guard let object = liveObject(snapshot.objectID), object.isFaultStorage, !object.hasSnapshot else {
         continue
       }
-      object.snapshot = snapshot
+      object.keep(snapshot)
       object.faultBatch = nil
     }
   }
@@ -229,7 +229,7 @@ extension ObjectContext {
       object.fireFault()
     }
     return Snapshot(
-      objectID: object.objectID, version: object.snapshot?.version ?? 0, attributes: object.values, toOne: object.toOne)
+      objectID: object.objectID, version: object.snapshotVersion ?? 0, attributes: object.values, toOne: object.toOne)
   }
 }
 

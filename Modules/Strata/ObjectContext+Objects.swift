@@ -19,7 +19,7 @@ extension ObjectContext {
       return objectClass.init(.managed(info, self, id, isInserted: false))
     }
     if made {
-      if !rowCache.isEmpty, let cached = rowCache[id] { object.snapshot = cached }
+      if !rowCache.isEmpty, let cached = rowCache[id] { object.keep(cached) }
       sweepIfDue()
     }
     return object
@@ -75,7 +75,7 @@ extension ObjectContext {
     let id = resolvingFormerTemporaryID(id)
     if id.isTemporary, let object = insertedObject(with: id) { return object }
     if let object = liveObject(id), !object.isFaultStorage || object.isInsertedStorage {
-      if object.isDeletedStorage && object.snapshot == nil {
+      if object.isDeletedStorage && !object.hasSnapshot {
         throw StoreError(.notFound, "\(id) no longer exists", entity: id.entityName)
       }
       return object
@@ -166,7 +166,7 @@ extension ObjectContext {
     }
     if made || (object.isFaultStorage && !object.isInsertedStorage) {
       if asFault {
-        object.snapshot = consume snapshot
+        object.keep(snapshot)
         // A new object belongs to no fault batch.
         if !made { object.faultBatch = nil }
       } else {

@@ -123,7 +123,7 @@ extension ObjectContext {
     var result: [Snapshot] = []
     var missing: [ObjectID] = []
     for id in ids {
-      if let object = registeredObject(for: id), !object.isFaultStorage || object.snapshot != nil {
+      if let object = registeredObject(for: id), !object.isFaultStorage || object.hasSnapshot {
         result.append(currentSnapshot(of: object))
       } else if let cached = rowCache[id] {
         result.append(cached)
@@ -145,8 +145,8 @@ extension ObjectContext {
   /// Hands a prefetched snapshot to its object when it is an empty fault, else keeps it for later.
   private func keep(_ snapshot: Snapshot) {
     if let object = liveObject(snapshot.objectID) {
-      if object.isFaultStorage && object.snapshot == nil && !object.isInsertedStorage {
-        object.snapshot = snapshot
+      if object.isFaultStorage && !object.hasSnapshot && !object.isInsertedStorage {
+        object.keep(snapshot)
         object.faultBatch = nil
       }
     } else {

@@ -138,7 +138,7 @@ extension ObjectContext {
           object.values[i] = stored.attributes[i]
         }
         object.snapshot = stored
-      } else if object.snapshot != nil {
+      } else if object.hasSnapshot {
         object.snapshot = stored
       }
     }
@@ -151,7 +151,7 @@ extension ObjectContext {
       object.load(stored)
     } else {
       object.snapshot = Snapshot(
-        objectID: id, version: (result.versions.isEmpty ? nil : result.versions[id]) ?? (object.snapshot?.version ?? 0) + 1,
+        objectID: id, version: (result.versions.isEmpty ? nil : result.versions[id]) ?? (object.snapshotVersion ?? 0) + 1,
         attributes: SaveAssembler.storedAttributes(of: object),
         toOne: object.toOne)
     }

@@ -60,7 +60,7 @@ struct SaveAssembler {
   }
 
   private func expectedVersion(of object: ManagedObject) -> Int64? {
-    mergePolicy == .overwrite ? nil : object.snapshot?.version
+    mergePolicy == .overwrite ? nil : object.snapshotVersion
   }
 
   /// The complete list of each ordered relationship of `object` that changed in membership or order.

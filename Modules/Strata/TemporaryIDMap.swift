@@ -89,7 +89,6 @@ extension ObjectContext {
       guard let object = registry.live(temporary), !object.isInsertedStorage, registry.live(permanent) == nil else { continue }
       registry.remove(temporary)
       object.objectID = permanent
-      object.snapshot?.objectID = permanent
       registry.register(object)
       adopted = true
     }

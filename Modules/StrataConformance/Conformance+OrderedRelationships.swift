@@ -226,6 +226,40 @@ extension Conformance {
     }
     try orderedHistory(backend)
     try orderedBatches(backend)
+    try orderedFaultsOfABatch(backend)
+  }
+
+  /// Faults of a batched fetch whose ordered relationship is read before their attributes: the order is
+  /// the stored one, and the fault still loads with its batch (one store read for the batch).
+  private static func orderedFaultsOfABatch(_ backend: ConformanceBackend) throws {
+    let counts = StoreCallCounts()
+    let counted = ConformanceBackend(
+      factory: CountingStoreFactory(inner: backend.factory, counts: counts), location: backend.location)
+    let (container, _) = try counted.container(types: OrderedModel.types)
+    let context = container.viewContext
+    let orders = [["c", "a"], ["b", "d", "a"], ["e"]]
+    for (i, order) in orders.enumerated() {
+      let list = Playlist(context: context)
+      list.name = "list \(i)"
+      list.tracks = order.map { title in
+        let track = Track(context: context)
+        track.title = title
+        return track
+      }
+    }
+    try context.save()
+    let reader = container.newBackgroundContext()
+    var request = FetchRequest<Playlist>(sortDescriptors: [QuerySort("name")])
+    request.fetchBatchSize = orders.count
+    let lists = try reader.fetch(request)
+    #expect(lists.count == orders.count && lists.allSatisfy(\.isFault))
+    counts.reset()
+    let firstTracks = lists.first?.tracks ?? []
+    #expect(counts.snapshotReads == 0, "reading the relationship loads no attributes")
+    #expect(lists.map(\.name) == orders.indices.map { "list \($0)" })
+    #expect(counts.snapshotReads == 1, "the batch loads together")
+    #expect(firstTracks.map(\.title) == orders.first)
+    #expect(lists.map { $0.tracks.map(\.title) } == orders)
   }
 
   /// Batch updates and deletes of targets leave the others in their order.
