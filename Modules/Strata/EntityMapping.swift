@@ -177,6 +177,11 @@ final class EntityInfo: @unchecked Sendable {
   let hasOrderedToMany: Bool
   /// What saving checks of each attribute the app sets (derived ones excluded), worked out once.
   let validatedAttributes: [ValidatedAttribute]
+  /// Whether any validated attribute has rules (range, length, pattern). Without, and without a class
+  /// that checks single values, saving an object only looks for nil in `requiredIndices`.
+  let hasAttributeRules: Bool
+  /// The positions of the validated attributes that must not be nil, ascending.
+  let requiredIndices: [Int]
   /// A temporary ID of the entity, from which new objects take theirs.
   let temporaryID: ObjectID
   /// Whether any to-one is required or any to-many has a count rule.
@@ -192,6 +197,9 @@ final class EntityInfo: @unchecked Sendable {
     let name: String
     let isOptional: Bool
     let isTransient: Bool
+    /// Whether `rules` is set: tested first, since binding `rules` copies the whole struct (and its
+    /// pattern string) for every attribute of every saved object.
+    let hasRules: Bool
     let rules: AttributeValidation?
   }
 
@@ -205,8 +213,10 @@ final class EntityInfo: @unchecked Sendable {
       guard attribute.derivation == nil else { return nil }
       return ValidatedAttribute(
         index: index, name: attribute.name, isOptional: attribute.isOptional, isTransient: attribute.isTransient,
-        rules: attribute.validation.isEmpty ? nil : attribute.validation)
+        hasRules: !attribute.validation.isEmpty, rules: attribute.validation.isEmpty ? nil : attribute.validation)
     }
+    hasAttributeRules = validatedAttributes.contains(where: \.hasRules)
+    requiredIndices = validatedAttributes.filter { !$0.isOptional }.map(\.index)
     hasRelationshipRules =
       entity.toOneRelationships.contains { !$0.isOptional }
       || entity.toManyRelationships.contains { $0.minCount > 0 || $0.maxCount > 0 }
