@@ -167,6 +167,9 @@ final class EntityInfo: @unchecked Sendable {
   let transientIndices: [Int]
   /// The attribute values of a newly inserted object.
   let initialValues: [Value]
+  /// Whether no initial value holds a reference (nil, numbers, dates, UUIDs, decimals, the empty string
+  /// or data): a new object's own array is then a copy of their bytes.
+  let initialValuesAreBitwise: Bool
   let emptyToOne: [ObjectID?]
   /// To-many state of a new object (every relationship empty) and of a fault (none loaded).
   let emptyToMany: [Set<ObjectID>?]
@@ -208,7 +211,23 @@ final class EntityInfo: @unchecked Sendable {
     temporaryID = ObjectID.makeTemporary(entityName: entity.name)
     hasTransientAttributes = entity.attributes.contains(where: \.isTransient)
     transientIndices = entity.attributes.indices.filter { entity.attributes[$0].isTransient }
-    initialValues = entity.attributes.map(\.initialValue)
+    // An empty string or data is the literal one (which holds no reference, as one emptied in place might).
+    let initialValues = entity.attributes.map { attribute -> Value in
+      switch attribute.initialValue {
+      case .string(let s) where s.isEmpty: .string("")
+      case .data(let d) where d.isEmpty: .data(Data())
+      case let value: value
+      }
+    }
+    self.initialValues = initialValues
+    initialValuesAreBitwise = initialValues.allSatisfy { value in
+      switch value {
+      case .null, .int, .double, .bool, .date, .uuid, .decimal: true
+      case .string(let s): s.isEmpty
+      case .data(let d): d.isEmpty
+      case .url, .objectID, .array: false
+      }
+    }
     validatedAttributes = entity.attributes.enumerated().compactMap { index, attribute in
       guard attribute.derivation == nil else { return nil }
       return ValidatedAttribute(
