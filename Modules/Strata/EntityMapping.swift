@@ -185,6 +185,9 @@ final class EntityInfo: @unchecked Sendable {
   let hasAttributeRules: Bool
   /// The positions of the validated attributes that must not be nil, ascending.
   let requiredIndices: [Int]
+  /// Whether saving an object checks nothing of the model's but `requiredIndices`: no attribute rules,
+  /// no single-value checks of the class, no relationship rules.
+  let checksRequiredOnly: Bool
   /// A temporary ID of the entity, from which new objects take theirs.
   let temporaryID: ObjectID
   /// Whether any to-one is required or any to-many has a count rule.
@@ -236,9 +239,11 @@ final class EntityInfo: @unchecked Sendable {
     }
     hasAttributeRules = validatedAttributes.contains(where: \.hasRules)
     requiredIndices = validatedAttributes.filter { !$0.isOptional }.map(\.index)
-    hasRelationshipRules =
+    let hasRelationshipRules =
       entity.toOneRelationships.contains { !$0.isOptional }
       || entity.toManyRelationships.contains { $0.minCount > 0 || $0.maxCount > 0 }
+    self.hasRelationshipRules = hasRelationshipRules
+    checksRequiredOnly = !hasAttributeRules && !hasRelationshipRules && !(objectClass is any ValueValidating.Type)
     emptyToOne = Array(repeating: nil, count: entity.toOneRelationships.count)
     emptyToMany = Array(repeating: [], count: entity.toManyRelationships.count)
     unloadedToMany = Array(repeating: nil, count: entity.toManyRelationships.count)

@@ -12,7 +12,16 @@ extension ObjectContext {
       }
     }
     var failures: [ValidationFailure] = []
-    for object in changes.inserted { validate(object, isInsert: true, into: &failures) }
+    for object in changes.inserted {
+      // Most entities have nothing to check but their required attributes: checked here, without the
+      // general method's closures and copies (this runs for every inserted object).
+      if let info = object.info, info.checksRequiredOnly {
+        checkRequired(object, info, into: &failures)
+        runCustomValidation(of: object, into: &failures) { try object.validateForInsert() }
+      } else {
+        validate(object, isInsert: true, into: &failures)
+      }
+    }
     for object in changes.updated where object.hasPersistentChangedValues { validate(object, isInsert: false, into: &failures) }
     for object in changes.deleted { runCustomValidation(of: object, into: &failures) { try object.validateForDelete() } }
     if let first = failures.first {
@@ -29,6 +38,29 @@ extension ObjectContext {
   private struct ValidationFailure {
     var conflict: StoreError.Conflict
     var message: String
+  }
+
+  /// What ``validate(_:isInsert:into:)`` reports of an entity that only has required attributes to
+  /// check (`EntityInfo.checksRequiredOnly`): each nil one, in attribute order.
+  @inline(__always)
+  private func checkRequired(_ object: ManagedObject, _ info: EntityInfo, into failures: inout [ValidationFailure]) {
+    object.values.withUnsafeBufferPointer { values in
+      info.requiredIndices.withUnsafeBufferPointer { required in
+        for index in required where values[index].isNull {
+          failures.append(Self.requiredFailure(of: object, info, index))
+        }
+      }
+    }
+  }
+
+  /// The failure of required attribute `index` of `object`, which is nil (as `validate` words it).
+  @inline(never)
+  private static func requiredFailure(of object: ManagedObject, _ info: EntityInfo, _ index: Int) -> ValidationFailure {
+    let entityName = info.entity.name
+    let key = info.entity.attributes[index].name
+    return ValidationFailure(
+      conflict: StoreError.Conflict(objectID: object.objectID, entity: entityName, keys: [key], values: [.null]),
+      message: "\(entityName).\(key) is required")
   }
 
   private func validate(_ object: ManagedObject, isInsert: Bool, into failures: inout [ValidationFailure]) {
