@@ -429,8 +429,8 @@ struct LMDBSaveOperation {
           RecordCodec.encodeAttributesIfStoredAsSent(
             version: 1, attributes: inserted[i].attributes, table: table, into: buffer)
         {
-          // Without references and indexes (checked first, as `row` would check the attributes first),
-          // the arrays are not touched again.
+          // A table without index entries has no references either (so no targets to resolve): the
+          // change's arrays are not read again. Otherwise the targets follow, as in `row`, after the values.
           guard table.hasIndexEntries else {
             try putRecord(table, pk, flags: flags)
             continue
