@@ -167,6 +167,9 @@ final class EntityInfo: @unchecked Sendable {
   let transientIndices: [Int]
   /// The attribute values of a newly inserted object.
   let initialValues: [Value]
+  /// Whether no initial value holds a reference (nil, numbers, dates, UUIDs, decimals, the empty string
+  /// or data): a new object's own array is then a copy of their bytes.
+  let initialValuesAreBitwise: Bool
   let emptyToOne: [ObjectID?]
   /// To-many state of a new object (every relationship empty) and of a fault (none loaded).
   let emptyToMany: [Set<ObjectID>?]
@@ -177,6 +180,14 @@ final class EntityInfo: @unchecked Sendable {
   let hasOrderedToMany: Bool
   /// What saving checks of each attribute the app sets (derived ones excluded), worked out once.
   let validatedAttributes: [ValidatedAttribute]
+  /// Whether any validated attribute has rules (range, length, pattern). Without, and without a class
+  /// that checks single values, saving an object only looks for nil in `requiredIndices`.
+  let hasAttributeRules: Bool
+  /// The positions of the validated attributes that must not be nil, ascending.
+  let requiredIndices: [Int]
+  /// Whether saving an object checks nothing of the model's but `requiredIndices`: no attribute rules,
+  /// no single-value checks of the class, no relationship rules.
+  let checksRequiredOnly: Bool
   /// A temporary ID of the entity, from which new objects take theirs.
   let temporaryID: ObjectID
   /// Whether any to-one is required or any to-many has a count rule.
@@ -192,6 +203,9 @@ final class EntityInfo: @unchecked Sendable {
     let name: String
     let isOptional: Bool
     let isTransient: Bool
+    /// Whether `rules` is set: tested first, since binding `rules` copies the whole struct (and its
+    /// pattern string) for every attribute of every saved object.
+    let hasRules: Bool
     let rules: AttributeValidation?
   }
 
@@ -200,16 +214,36 @@ final class EntityInfo: @unchecked Sendable {
     temporaryID = ObjectID.makeTemporary(entityName: entity.name)
     hasTransientAttributes = entity.attributes.contains(where: \.isTransient)
     transientIndices = entity.attributes.indices.filter { entity.attributes[$0].isTransient }
-    initialValues = entity.attributes.map(\.initialValue)
+    // An empty string or data is the literal one (which holds no reference, as one emptied in place might).
+    let initialValues = entity.attributes.map { attribute -> Value in
+      switch attribute.initialValue {
+      case .string(let s) where s.isEmpty: .string("")
+      case .data(let d) where d.isEmpty: .data(Data())
+      case let value: value
+      }
+    }
+    self.initialValues = initialValues
+    initialValuesAreBitwise = initialValues.allSatisfy { value in
+      switch value {
+      case .null, .int, .double, .bool, .date, .uuid, .decimal: true
+      case .string(let s): s.isEmpty
+      case .data(let d): d.isEmpty
+      case .url, .objectID, .array: false
+      }
+    }
     validatedAttributes = entity.attributes.enumerated().compactMap { index, attribute in
       guard attribute.derivation == nil else { return nil }
       return ValidatedAttribute(
         index: index, name: attribute.name, isOptional: attribute.isOptional, isTransient: attribute.isTransient,
-        rules: attribute.validation.isEmpty ? nil : attribute.validation)
+        hasRules: !attribute.validation.isEmpty, rules: attribute.validation.isEmpty ? nil : attribute.validation)
     }
-    hasRelationshipRules =
+    hasAttributeRules = validatedAttributes.contains(where: \.hasRules)
+    requiredIndices = validatedAttributes.filter { !$0.isOptional }.map(\.index)
+    let hasRelationshipRules =
       entity.toOneRelationships.contains { !$0.isOptional }
       || entity.toManyRelationships.contains { $0.minCount > 0 || $0.maxCount > 0 }
+    self.hasRelationshipRules = hasRelationshipRules
+    checksRequiredOnly = !hasAttributeRules && !hasRelationshipRules && !(objectClass is any ValueValidating.Type)
     emptyToOne = Array(repeating: nil, count: entity.toOneRelationships.count)
     emptyToMany = Array(repeating: [], count: entity.toManyRelationships.count)
     unloadedToMany = Array(repeating: nil, count: entity.toManyRelationships.count)

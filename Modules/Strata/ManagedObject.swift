@@ -127,7 +127,18 @@ open class ManagedObject: Hashable, CustomStringConvertible {
           // Appended one by one: `append(contentsOf:)` copies each value through its type's value witness.
           var initial: [Value] = []
           initial.reserveCapacity(info.initialValues.count)
-          for value in info.initialValues { initial.append(value) }
+          if info.initialValuesAreBitwise {
+            // No value holds a reference: nils appended (no copy of a value), then the bytes copied over them.
+            for _ in 0..<info.initialValues.count { initial.append(.null) }
+            initial.withUnsafeMutableBufferPointer { target in
+              info.initialValues.withUnsafeBufferPointer { source in
+                guard let from = source.baseAddress, let to = target.baseAddress, source.count == target.count else { return }
+                UnsafeMutableRawPointer(to).copyMemory(from: from, byteCount: source.count * MemoryLayout<Value>.stride)
+              }
+            }
+          } else {
+            for value in info.initialValues { initial.append(value) }
+          }
           values = initial
           // The relationship arrays start empty: set only for an entity that has relationships (assigning
           // an empty array still counts a reference to it).

@@ -12,7 +12,16 @@ extension ObjectContext {
       }
     }
     var failures: [ValidationFailure] = []
-    for object in changes.inserted { validate(object, isInsert: true, into: &failures) }
+    for object in changes.inserted {
+      // Most entities have nothing to check but their required attributes: checked here, without the
+      // general method's closures and copies (this runs for every inserted object).
+      if let info = object.info, info.checksRequiredOnly {
+        checkRequired(object, info, into: &failures)
+        runCustomValidation(of: object, into: &failures) { try object.validateForInsert() }
+      } else {
+        validate(object, isInsert: true, into: &failures)
+      }
+    }
     for object in changes.updated where object.hasPersistentChangedValues { validate(object, isInsert: false, into: &failures) }
     for object in changes.deleted { runCustomValidation(of: object, into: &failures) { try object.validateForDelete() } }
     if let first = failures.first {
@@ -31,6 +40,29 @@ extension ObjectContext {
     var message: String
   }
 
+  /// What ``validate(_:isInsert:into:)`` reports of an entity that only has required attributes to
+  /// check (`EntityInfo.checksRequiredOnly`): each nil one, in attribute order.
+  @inline(__always)
+  private func checkRequired(_ object: ManagedObject, _ info: EntityInfo, into failures: inout [ValidationFailure]) {
+    object.values.withUnsafeBufferPointer { values in
+      info.requiredIndices.withUnsafeBufferPointer { required in
+        for index in required where values[index].isNull {
+          failures.append(Self.requiredFailure(of: object, info, index))
+        }
+      }
+    }
+  }
+
+  /// The failure of required attribute `index` of `object`, which is nil (as `validate` words it).
+  @inline(never)
+  private static func requiredFailure(of object: ManagedObject, _ info: EntityInfo, _ index: Int) -> ValidationFailure {
+    let entityName = info.entity.name
+    let key = info.entity.attributes[index].name
+    return ValidationFailure(
+      conflict: StoreError.Conflict(objectID: object.objectID, entity: entityName, keys: [key], values: [.null]),
+      message: "\(entityName).\(key) is required")
+  }
+
   private func validate(_ object: ManagedObject, isInsert: Bool, into failures: inout [ValidationFailure]) {
     guard let info = object.info else { return }
     func fail(_ key: String, _ value: Value, _ rule: String) {
@@ -46,26 +78,18 @@ extension ObjectContext {
     // and the relationships', as if checked in a later pass.
     var customFailures: [ValidationFailure] = []
     let validator = info.validatesValues ? object as? any ValueValidating : nil
-    // A copy of the array (not of its values): the subclass's code may set values of the object.
-    let values = object.values
-    values.withUnsafeBufferPointer { values in
-      info.validatedAttributes.withUnsafeBufferPointer { attributes in
-        // Values are read where they are, not bound to a local: a copy of each would count a reference.
-        for i in attributes.indices {
-          let index = attributes[i].index
-          if values[index].isNull {
-            if !attributes[i].isOptional { fail(attributes[i].name, .null, "is required") }
-          } else if let rules = attributes[i].rules {
-            check(values[index], of: attributes[i].name, against: rules, fail)
-          }
-          guard let validator, !attributes[i].isTransient else { continue }
-          do {
-            try Self.validate(values[index], forKey: attributes[i].name, with: validator)
-          } catch {
-            noteCustomValidationError(error, of: object, key: attributes[i].name, value: values[index], into: &customFailures)
+    if validator == nil && !info.hasAttributeRules {
+      // Decided per entity: nothing to check but the required attributes' nil, in attribute order as
+      // below. No app code runs here, so the values are read in place.
+      object.values.withUnsafeBufferPointer { values in
+        info.requiredIndices.withUnsafeBufferPointer { required in
+          for index in required where values[index].isNull {
+            fail(info.entity.attributes[index].name, .null, "is required")
           }
         }
       }
+    } else {
+      validateAttributes(of: object, info, validator, fail, into: &customFailures)
     }
     if info.hasRelationshipRules {
       let entity = info.entity
@@ -86,6 +110,35 @@ extension ObjectContext {
     if !customFailures.isEmpty { failures += customFailures }
     runCustomValidation(of: object, into: &failures) {
       if isInsert { try object.validateForInsert() } else { try object.validateForUpdate() }
+    }
+  }
+
+  /// The model's rules of every validated attribute of `object`, and the class's own check of single
+  /// values (`validator`), whose failures go to `customFailures` (reported after the model's).
+  private func validateAttributes(
+    of object: ManagedObject, _ info: EntityInfo, _ validator: (any ValueValidating)?,
+    _ fail: (String, Value, String) -> Void, into customFailures: inout [ValidationFailure]
+  ) {
+    // A copy of the array (not of its values): the subclass's code may set values of the object.
+    let values = object.values
+    values.withUnsafeBufferPointer { values in
+      info.validatedAttributes.withUnsafeBufferPointer { attributes in
+        // Values are read where they are, not bound to a local: a copy of each would count a reference.
+        for i in attributes.indices {
+          let index = attributes[i].index
+          if values[index].isNull {
+            if !attributes[i].isOptional { fail(attributes[i].name, .null, "is required") }
+          } else if attributes[i].hasRules, let rules = attributes[i].rules {
+            check(values[index], of: attributes[i].name, against: rules, fail)
+          }
+          guard let validator, !attributes[i].isTransient else { continue }
+          do {
+            try Self.validate(values[index], forKey: attributes[i].name, with: validator)
+          } catch {
+            noteCustomValidationError(error, of: object, key: attributes[i].name, value: values[index], into: &customFailures)
+          }
+        }
+      }
     }
   }
 

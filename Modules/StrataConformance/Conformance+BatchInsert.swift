@@ -48,6 +48,14 @@ extension Conformance {
     let types: [ManagedObject.Type] = [Gadget.self, GadgetShelf.self, Part.self, LogLine.self]
     let (container, url) = try backend.container(types: types)
     let seed = container.viewContext
+    // Objects made in a context start at their attributes' defaults, each with values of its own.
+    let newParts = [Part(context: seed), Part(context: seed)]
+    #expect(newParts.map(\.code) == ["", ""] && newParts.map(\.qty) == [0, 0] && newParts.map(\.size) == [2, 2])
+    #expect(newParts.map(\.label) == [nil, nil] && newParts.map(\.ratio) == [1.5, 1.5])
+    newParts[0].size = 9
+    newParts[0].label = "first"
+    #expect(newParts[1].size == 2 && newParts[1].label == nil && Part(context: seed).size == 2)
+    seed.rollback()
     let shelf = GadgetShelf(context: seed)
     shelf.label = "A"
     let old = Gadget(context: seed)

@@ -126,6 +126,44 @@ enum RecordCodec {
     buffer.appendUnchecked(format)
     buffer.appendVarintUnchecked(zigzag(version))
     for index in table.storedPositions { append(attributes[index], to: buffer) }
+    appendToOne(toOne, to: buffer)
+  }
+
+  /// The start of ``encode(version:attributes:toOne:table:into:)`` — the version and the attributes —
+  /// when every value of `attributes` is stored as it is (each in its attribute's canonical form,
+  /// transient ones nil): checked while encoding, so the usual insert makes no pass over its values of
+  /// its own. Returns `false` at the first value that is not, leaving `buffer` partly written.
+  /// ``appendToOne(_:to:)`` completes the record.
+  static func encodeAttributesIfStoredAsSent(
+    version: Int64, attributes: [Value], table: LMDBSchema.Table, into buffer: RecordBuffer
+  ) -> Bool {
+    buffer.count = 0
+    buffer.reserve(1 + 10)
+    buffer.appendUnchecked(format)
+    buffer.appendVarintUnchecked(zigzag(version))
+    // Through buffers: each value is checked and encoded where it lies.
+    return attributes.withUnsafeBufferPointer { values in
+      table.types.withUnsafeBufferPointer { types in
+        table.isTransient.withUnsafeBufferPointer { isTransient in
+          guard values.count == types.count, values.count == isTransient.count else { return false }
+          for index in values.indices {
+            if isTransient[index] {
+              guard values[index].isNull else { return false }
+              continue
+            }
+            // Read once for both: each read of a string value counts a reference to it.
+            let value = values[index]
+            guard types[index].isCanonical(value) else { return false }
+            append(value, to: buffer)
+          }
+          return true
+        }
+      }
+    }
+  }
+
+  /// Appends a record's to-one targets (the end of ``encode(version:attributes:toOne:table:into:)``).
+  static func appendToOne(_ toOne: [ObjectID?], to buffer: RecordBuffer) {
     buffer.reserve(11 * toOne.count)
     for target in toOne {
       if let pk = target?.primaryKey {

@@ -83,6 +83,8 @@ struct LMDBSchema: Sendable {
     /// Aligned with `entity.attributes`: each attribute's type, and whether it is transient.
     let types: [AttributeType]
     let isTransient: [Bool]
+    /// Whether a record has index entries to keep: the table has indexes or to-one references.
+    let hasIndexEntries: Bool
     /// Decodes this entity's records, naming objects with the store's identifier: made once, since making
     /// one (field kinds, interned ID templates) cost more than decoding the record it was made for.
     let decoder: RecordDecoder
@@ -101,6 +103,7 @@ struct LMDBSchema: Sendable {
       storedPositions = entity.attributes.indices.filter { !entity.attributes[$0].isTransient }
       types = entity.attributes.map(\.type)
       isTransient = entity.attributes.map(\.isTransient)
+      hasIndexEntries = !allIndexes.isEmpty || !references.isEmpty
       decoder = RecordDecoder(entity: entity, storeIdentifier: storeIdentifier)
     }
 

@@ -365,8 +365,14 @@ struct LMDBSaveOperation {
       attributes[index] = coerced
       converted.insert(id)
     }
+    return (attributes, try resolvedToOne(sentToOne, table))
+  }
+
+  /// The stored to-one targets of a change that sent `sentToOne`: each checked against its
+  /// relationship's destination, temporary targets replaced by permanent IDs.
+  private mutating func resolvedToOne(_ sentToOne: [ObjectID?], _ table: LMDBSchema.Table) throws -> [ObjectID?] {
     var toOne = sentToOne
-    guard !toOne.isEmpty else { return (attributes, toOne) }
+    guard !toOne.isEmpty else { return toOne }
     let entity = table.entity
     for (index, rel) in entity.toOneRelationships.enumerated() {
       guard let target = toOne[index] else { continue }
@@ -383,7 +389,7 @@ struct LMDBSaveOperation {
           entity: entity.name, key: rel.name, value: .objectID(target))
       }
     }
-    return (attributes, toOne)
+    return toOne
   }
 
   private mutating func update(_ change: ObjectChange) throws {
@@ -413,11 +419,28 @@ struct LMDBSaveOperation {
         }
         let id = insertedIDs[i]
         guard let table = run?.table, let pk = id.primaryKey else { continue }
-        let (attributes, toOne) = try row(sentID, inserted[i].attributes, inserted[i].toOne, table)
         // Keys the counter hands out grow, so most inserts append to the end of the entity's tree.
         let canAppend = pk > appendedUpTo && sentID.isTemporary
         let flags = canAppend ? MDB_APPEND : MDB_NOOVERWRITE
         if canAppend { appendedUpTo = pk }
+        // The usual insert is stored as sent: its values are checked while they are encoded, with no
+        // pass or copy of their own. One that is not (wrong shape, a value to convert) takes `row`.
+        if inserted[i].toOne.count == table.references.count,
+          RecordCodec.encodeAttributesIfStoredAsSent(
+            version: 1, attributes: inserted[i].attributes, table: table, into: buffer)
+        {
+          // A table without index entries has no references either (so no targets to resolve): the
+          // change's arrays are not read again. Otherwise the targets follow, as in `row`, after the values.
+          guard table.hasIndexEntries else {
+            try putRecord(table, pk, flags: flags)
+            continue
+          }
+          let toOne = try resolvedToOne(inserted[i].toOne, table)
+          RecordCodec.appendToOne(toOne, to: buffer)
+          try putEncoded(table, pk, attributes: inserted[i].attributes, toOne: toOne, replacing: nil, flags: flags)
+          continue
+        }
+        let (attributes, toOne) = try row(sentID, inserted[i].attributes, inserted[i].toOne, table)
         try write(table, pk, version: 1, attributes: attributes, toOne: toOne, replacing: nil, flags: flags)
       }
     }
@@ -431,20 +454,33 @@ struct LMDBSaveOperation {
     flags: Int32, uniqueKey: IndexKey? = nil
   ) throws {
     RecordCodec.encode(version: version, attributes: attributes, toOne: toOne, table: table, into: buffer)
+    try putEncoded(table, pk, attributes: attributes, toOne: toOne, replacing: old, flags: flags, uniqueKey: uniqueKey)
+  }
+
+  /// Stores the record `buffer` holds, encoded from `attributes` and `toOne`, and brings its index
+  /// entries up to date (``write(_:_:version:attributes:toOne:replacing:flags:uniqueKey:)``).
+  private mutating func putEncoded(
+    _ table: LMDBSchema.Table, _ pk: Int64, attributes: [Value], toOne: [ObjectID?], replacing old: Snapshot?,
+    flags: Int32, uniqueKey: IndexKey? = nil
+  ) throws {
+    try putRecord(table, pk, flags: flags)
+    // A table without indexes or references has no entries to move.
+    guard table.hasIndexEntries else { return }
+    try reindex(table, pk, old: old.map { ($0.attributes, $0.toOne) }, new: (attributes, toOne), uniqueKey: uniqueKey)
+  }
+
+  /// Puts the record `buffer` holds under `pk` (with `flags`), nothing else. Mutating, though it changes
+  /// nothing: called non-mutating from the insert loop, the whole operation was copied for each call.
+  private mutating func putRecord(_ table: LMDBSchema.Table, _ pk: Int64, flags: Int32) throws {
     let stored = try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { key in
       try buffer.withUnsafeBytes { value in try txn.put(table.records, key, value, flags: flags) }
     }
-    if !stored {
-      // MDB_APPEND refuses a key that is not the largest: store it normally (the counter makes this rare).
-      guard flags == MDB_APPEND else {
-        throw StoreError(.misuse, "cannot insert \(table.entity.name) p\(pk): it is already saved", entity: table.entity.name)
-      }
-      try write(
-        table, pk, version: version, attributes: attributes, toOne: toOne, replacing: old, flags: MDB_NOOVERWRITE,
-        uniqueKey: uniqueKey)
-      return
+    guard !stored else { return }
+    // MDB_APPEND refuses a key that is not the largest: store it normally (the counter makes this rare).
+    guard flags == MDB_APPEND else {
+      throw StoreError(.misuse, "cannot insert \(table.entity.name) p\(pk): it is already saved", entity: table.entity.name)
     }
-    try reindex(table, pk, old: old.map { ($0.attributes, $0.toOne) }, new: (attributes, toOne), uniqueKey: uniqueKey)
+    try putRecord(table, pk, flags: MDB_NOOVERWRITE)
   }
 
   /// Moves the index entries of one object from its `old` values to its `new` ones (either may be nil).

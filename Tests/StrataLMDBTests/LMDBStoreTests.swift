@@ -157,6 +157,81 @@ struct LMDBStoreTests {
     #expect(try count(lmdb, "text BEGINSWITH 'xxx'") == 3)
   }
 
+  /// Inserts go through the store's fast path (values checked while encoded) or its general one
+  /// (values converted, transient ones cleared, wrong kinds refused); both must store and report what the
+  /// memory store does, with and without index entries to write.
+  @Test func insertsStoreWhatTheMemoryStoreStores() throws {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    let model = try ObjectModel(entities: [
+      EntityDescription(
+        name: "Reading",
+        attributes: [
+          AttributeDescription(name: "label", type: .string),
+          AttributeDescription(name: "small", type: .int16),
+          AttributeDescription(name: "ratio", type: .float),
+          AttributeDescription(name: "weight", type: .double, isOptional: true),
+          AttributeDescription(name: "scratch", type: .string, isOptional: true, isTransient: true),
+        ]),
+      EntityDescription(
+        name: "Tagged",
+        attributes: [
+          AttributeDescription(name: "label", type: .string, isIndexed: true),
+          AttributeDescription(name: "weight", type: .double),
+        ]),
+    ])
+    let lmdb = try LMDBStore(url: dir.store, model: model)
+    defer { lmdb.close() }
+    let memory = MemoryStore(model: model)
+    func count(_ store: any PersistentStore, _ format: String, entity: String) throws -> Int {
+      try store.count(FetchDescription(entityName: entity, predicate: try QueryPredicate(format: format)))
+    }
+    func reading(_ values: [Value]) -> ObjectChange {
+      ObjectChange(objectID: .makeTemporary(entityName: "Reading"), attributes: values, toOne: [])
+    }
+    func tagged(_ values: [Value]) -> ObjectChange {
+      ObjectChange(objectID: .makeTemporary(entityName: "Tagged"), attributes: values, toOne: [])
+    }
+    let inserted = [
+      reading([.string("as sent"), .int(7), .double(0.5), .double(2), .null]),
+      reading([.string("int into double"), .int(-3), .double(1), .int(4), .null]),
+      reading([.string("transient set"), .int(0), .double(0), .null, .string("dropped")]),
+      tagged([.string("as sent"), .double(1.5)]),
+      tagged([.string("int into double"), .int(9)]),
+      reading([.string("after a run of Tagged"), .int(1), .double(0.25), .null, .null]),
+    ]
+    let results = try [lmdb, memory].map { (store: any PersistentStore) in
+      let result = try store.save(ChangeSet(inserted: inserted))
+      let ids = inserted.compactMap { result.permanentIDs[$0.objectID] }
+      return (ids.map { result.storedSnapshots[$0] != nil }, try store.snapshots(for: ids, generation: nil))
+    }
+    let (lmdbReported, lmdbStored) = results[0]
+    let (memoryReported, memoryStored) = results[1]
+    #expect(lmdbStored.map(\.attributes) == memoryStored.map(\.attributes))
+    #expect(lmdbStored.count == inserted.count)
+    // The converted objects are reported with their stored snapshots, the others not.
+    #expect(lmdbReported == memoryReported)
+    #expect(lmdbReported.contains(true))
+    #expect(try count(lmdb, "label == 'int into double'", entity: "Tagged") == 1)
+    // Wrong kinds and shapes are refused as before, the store unchanged.
+    for bad in [
+      reading([.string("text into int16"), .string("x"), .double(0), .null, .null]),
+      reading([.string("too big for int16"), .int(70_000), .double(0), .null, .null]),
+      reading([.string("short")]),
+      tagged([.string("bool into double"), .bool(true)]),
+    ] {
+      let lmdbError = storeError {
+        _ = try lmdb.save(ChangeSet(inserted: [reading([.string("ok"), .int(1), .double(1), .null, .null]), bad]))
+      }
+      let memoryError = storeError { _ = try memory.save(ChangeSet(inserted: [bad])) }
+      #expect(lmdbError != nil)
+      #expect(lmdbError?.code == memoryError?.code, "\(bad.attributes)")
+      #expect(lmdbError?.key == memoryError?.key, "\(bad.attributes)")
+    }
+    #expect(try count(lmdb, "label != nil", entity: "Reading") + count(lmdb, "label != nil", entity: "Tagged") == inserted.count)
+    #expect(try count(lmdb, "label == 'ok'", entity: "Reading") == 0)
+  }
+
   @Test func badLocationsAreRefusedAndLeftAlone() throws {
     let dir = TemporaryDirectory()
     defer { dir.remove() }
