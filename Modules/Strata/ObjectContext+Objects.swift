@@ -133,7 +133,7 @@ extension ObjectContext {
   func fetchSnapshot(for id: ObjectID) -> Snapshot? {
     if !rowCache.isEmpty, let cached = rowCache[id] { return cached }
     // A parent context knows the objects of a temporary ID: its own inserts and the ones it has saved.
-    guard !id.isTemporary || parent != nil, let store = try? requireStore() else { return nil }
+    guard !id.isTemporary || parent != nil, let store = faultingStore() else { return nil }
     let found = try? store.snapshot(for: id, generation: readGeneration)
     takePermanentIDsFromParent()
     return found ?? nil

@@ -79,6 +79,9 @@ public final class ObjectContext: @unchecked Sendable {
   public let parent: ObjectContext?
   /// For a child context, its parent seen as a store.
   let parentStore: ParentContextStore?
+  /// The coordinator's store as ``faultingStore()`` last found it, with the coordinator's
+  /// ``StoreCoordinator/storeGeneration`` read before it. Used on the context's queue only.
+  @exclusivity(unchecked) private var foundStore: (generation: Int, store: any PersistentStore)?
 
   init(coordinator: StoreCoordinator, concurrencyType: ConcurrencyType, parent: ObjectContext? = nil) {
     self.coordinator = coordinator
@@ -150,5 +153,17 @@ public final class ObjectContext: @unchecked Sendable {
   func requireStore() throws -> any PersistentStore {
     if let parentStore { return parentStore }
     return try coordinator.requireStore()
+  }
+
+  /// The store a fault reads from (`nil` when none is loaded), on the context's queue: ``requireStore()``
+  /// without the coordinator's lock while the coordinator's store is the one found last (its generation
+  /// is unchanged), one atomic load instead of a lock and a closure on every fault.
+  func faultingStore() -> (any PersistentStore)? {
+    if let parentStore { return parentStore }
+    let generation = coordinator.storeGeneration
+    if let foundStore, foundStore.generation == generation { return foundStore.store }
+    let store = coordinator.store
+    foundStore = store.map { (generation, $0) }
+    return store
   }
 }

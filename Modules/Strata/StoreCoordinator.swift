@@ -1,5 +1,6 @@
 import Foundation
 internal import StrataStoreKit
+import Synchronization
 
 /// The link between a container's contexts and its store: the model, the class of each entity, and the
 /// loaded store. Shared by every context of a container.
@@ -8,6 +9,9 @@ final class StoreCoordinator: @unchecked Sendable {
   private let infosByEntity: [String: EntityInfo]
   private let infosByClass: [ObjectIdentifier: EntityInfo]
   private let loadedStore = Locked<(any PersistentStore)?>(nil)
+  /// Moves on each time the store is set, after it is: a context that found the store at one
+  /// generation may use it without the lock while the generation is unchanged (``storeGeneration``).
+  private let loadedGeneration = Atomic<Int>(0)
   private let contexts = Locked<[WeakContext]>([])
   private let remoteFollower = Locked<Task<Void, Never>?>(nil)
   /// The newest history token whose transaction contexts have merged (see ``changeFromHistory(_:)``).
@@ -41,8 +45,13 @@ final class StoreCoordinator: @unchecked Sendable {
 
   var store: (any PersistentStore)? { loadedStore.withLock { $0 } }
 
+  /// How many times the store has been set: read before ``store``, it tells whether a store found then is
+  /// still the coordinator's (see ``ObjectContext/faultingStore()``).
+  var storeGeneration: Int { loadedGeneration.load(ordering: .acquiring) }
+
   func setStore(_ store: (any PersistentStore)?) {
     loadedStore.withLock { $0 = store }
+    loadedGeneration.add(1, ordering: .releasing)
     remoteFollower.withLock { task in
       task?.cancel()
       task = nil

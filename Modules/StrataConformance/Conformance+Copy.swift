@@ -56,6 +56,10 @@ extension Conformance {
     let expected = ["K&R 1978 Kernighan+Ritchie -", "TAOCP 1968 Knuth Addison-Wesley"]
     let before = try books(context)
     #expect(before == expected, "\(before)")
+    // A context that fired a fault before the copy fires the next ones in the new store.
+    let probe = container.newBackgroundContext()
+    let kandrID = kandr.objectID
+    #expect(probe.performAndWait { probe.object(with: kandrID).value(forKey: "title") as? String } == "K&R")
 
     let destination = StoreDescription(type: backend.factory.storeType, url: try backend.makeLocation())
     let copied = try container.migratePersistentStore(to: destination)
@@ -69,6 +73,12 @@ extension Conformance {
       try fresh.fetch(FetchRequest<ManagedObject>(entityName: "Publisher", sortDescriptors: [])).first
     }
     #expect((press2?.value(forKey: "books") as? Set<ManagedObject>)?.count == 1)
+    let copiedKandR = try fresh.performAndWait {
+      try fresh.fetch(FetchRequest<ManagedObject>(entityName: "Book", predicate: try QueryPredicate(format: "title == 'K&R'")))
+        .first?.objectID
+    }
+    let copiedID = try #require(copiedKandR)
+    #expect(probe.performAndWait { probe.object(with: copiedID).value(forKey: "title") as? String } == "K&R")
 
     // The destination holds objects now: copying into it again is refused.
     if backend.location != nil {

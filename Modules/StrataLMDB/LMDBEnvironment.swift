@@ -13,9 +13,6 @@ import Synchronization
 /// - A read leaves its transaction open as the *current reader*; the next read reuses it only while its
 ///   snapshot is still the last commit of any process (`mdb_env_info`), so a read never sees less than a
 ///   new transaction would. It is reset after this process writes and within 50 ms of being kept.
-/// - A read leaves its transaction open as the *current reader*; the next read reuses it only while its
-///   snapshot is still the last commit of any process (`mdb_env_info`), so a read never sees less than a
-///   new transaction would. It is reset after this process writes and within 50 ms of being kept.
 /// - `MDB_MAP_FULL` aborts the write, doubles the map and retries it; `MDB_MAP_RESIZED` (another process
 ///   grew the map) adopts the new size and retries. Neither reaches the caller.
 final class LMDBEnvironment: @unchecked Sendable {
@@ -40,20 +37,35 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// and at most ``currentReaderLifetime`` after it was kept, so an idle process pins the pages of an old
   /// commit for that long at most. A transaction that opened database handles is never kept (resetting
   /// it closes them), and one that began before handles were opened elsewhere is not reused (it does not
-  /// know them): opening handles moves ``CurrentReader/epoch`` on.
-  private let currentReader = Locked(CurrentReader())
+  /// know them): opening handles moves ``readerEpoch`` on.
+  ///
+  /// One word, taken with an atomic exchange and kept with a compare-and-exchange (no lock on a read's
+  /// path): the transaction's address in the low 48 bits, the low 16 bits of the epoch it began or was
+  /// renewed in above them (``CurrentReader``); 0 while none is kept or a read uses it.
+  private let currentReader = Atomic<UInt>(0)
+  /// Moves on whenever database handles may have been opened (every write, ``openDatabases(_:create:)``):
+  /// a transaction of an earlier epoch is not reused without renewal, nor kept.
+  private let readerEpoch = Atomic<UInt>(0)
+  /// Whether a release ``currentReaderLifetime`` from now is scheduled.
+  private let releaseScheduled = Atomic<Bool>(false)
   static let currentReaderLifetime = DispatchTimeInterval.milliseconds(50)
 
-  private struct CurrentReader {
-    /// The open transaction (its bit pattern), 0 while none is kept or a read uses it.
-    var txn: UInt = 0
-    /// The epoch `txn` began or was renewed in.
-    var txnEpoch = 0
-    /// Moves on whenever database handles may have been opened (every write, ``openDatabases(_:create:)``):
-    /// a transaction of an earlier epoch is not kept.
-    var epoch = 0
-    /// Whether a release ``currentReaderLifetime`` from now is scheduled.
-    var releaseScheduled = false
+  /// How the current reader's word packs a transaction and its epoch.
+  private enum CurrentReader {
+    static let addressBits = 48
+    static let addressMask: UInt = (1 << addressBits) - 1
+
+    /// The word for `txn` of `epoch`; `nil` for an address above 48 bits (such a transaction is not kept).
+    static func word(_ txn: OpaquePointer, epoch: UInt) -> UInt? {
+      let address = UInt(bitPattern: txn)
+      guard address & ~addressMask == 0 else { return nil }
+      return address | epoch << addressBits
+    }
+
+    static func transaction(_ word: UInt) -> OpaquePointer? { OpaquePointer(bitPattern: word & addressMask) }
+    static func epoch(_ word: UInt) -> UInt { word >> addressBits }
+    /// `epoch` as a word stores it.
+    static func stored(_ epoch: UInt) -> UInt { epoch & (UInt.max >> addressBits) }
   }
 
   /// The environments open in this process, by directory, with how many stores use each. liblmdb
@@ -141,7 +153,7 @@ final class LMDBEnvironment: @unchecked Sendable {
 
   deinit {
     guard !isClosed else { return }
-    if let txn = OpaquePointer(bitPattern: currentReader.withLock { $0.txn }) { mdb_txn_abort(txn) }
+    if let txn = CurrentReader.transaction(currentReader.load(ordering: .sequentiallyConsistent)) { mdb_txn_abort(txn) }
     for txn in idleReaders.withLock({ $0 }) { mdb_txn_abort(OpaquePointer(bitPattern: txn)) }
     mdb_env_close(env)
   }
@@ -152,11 +164,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     gate.exclusive {
       guard !isClosed else { return }
       isClosed = true
-      let current = currentReader.withLock { reader in
-        defer { reader.txn = 0 }
-        return reader.txn
-      }
-      if let txn = OpaquePointer(bitPattern: current) { mdb_txn_abort(txn) }
+      if let txn = CurrentReader.transaction(currentReader.exchange(0, ordering: .sequentiallyConsistent)) { mdb_txn_abort(txn) }
       for txn in idleReaders.withLock({ readers in
         defer { readers.removeAll() }; return readers
       }) {
@@ -249,13 +257,13 @@ final class LMDBEnvironment: @unchecked Sendable {
       return try run(body, in: txn, epoch: keepingOpen ? epoch : nil)
     }
     if let reused { return reused }
-    let epoch = currentReader.withLock { $0.epoch }
+    let epoch = readerEpoch.load(ordering: .sequentiallyConsistent)
     return try withNewTransaction(MDB_RDONLY) { txn in try run(body, in: txn, epoch: keepingOpen ? epoch : nil) }
   }
 
   /// Runs a read's `body` in `txn`, then keeps `txn` as the current reader (when `epoch`, the epoch it
   /// began in, is still the current one) or ends it. A transaction a failed read used is never kept.
-  private func run<R>(_ body: (LMDBTransaction) throws -> R, in txn: OpaquePointer, epoch: Int?) throws -> R {
+  private func run<R>(_ body: (LMDBTransaction) throws -> R, in txn: OpaquePointer, epoch: UInt?) throws -> R {
     let result: R
     do {
       result = try body(LMDBTransaction(txn: txn))
@@ -270,17 +278,18 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// A read transaction on the latest commit, with the epoch it began in: the current reader when its
   /// snapshot is still the last transaction committed by any process, else a reset one renewed; `nil`
   /// when there is none to renew.
-  private func latestReader() -> (OpaquePointer, Int)? {
-    let (current, txnEpoch, epoch) = currentReader.withLock { reader in
-      defer { reader.txn = 0 }
-      return (reader.txn, reader.txnEpoch, reader.epoch)
-    }
-    if let txn = OpaquePointer(bitPattern: current) {
+  private func latestReader() -> (OpaquePointer, UInt)? {
+    let word = currentReader.exchange(0, ordering: .sequentiallyConsistent)
+    // Read after taking the word and before any renewal: an epoch that moves on later stops the keeping.
+    let epoch = readerEpoch.load(ordering: .sequentiallyConsistent)
+    if let txn = CurrentReader.transaction(word) {
       var info = MDB_envinfo()
       // The meta page is written before a commit returns, so a commit that happened before this read
       // (in any process) shows here; one that races with it may be seen or not, as with a new transaction.
-      if txnEpoch == epoch && mdb_env_info(env, &info) == MDB_SUCCESS && info.me_last_txnid == mdb_txn_id(txn) {
-        return (txn, txnEpoch)
+      if CurrentReader.epoch(word) == CurrentReader.stored(epoch) && mdb_env_info(env, &info) == MDB_SUCCESS
+        && info.me_last_txnid == mdb_txn_id(txn)
+      {
+        return (txn, epoch)
       }
       mdb_txn_reset(txn)
       if mdb_txn_renew(txn) == MDB_SUCCESS { return (txn, epoch) }
@@ -297,16 +306,18 @@ final class LMDBEnvironment: @unchecked Sendable {
 
   /// Keeps `txn`, open, as the current reader when there is none and `epoch` is still the current one
   /// (and schedules its release), else ends it.
-  private func keepCurrent(_ txn: OpaquePointer, epoch: Int) {
-    let (isKept, schedules) = currentReader.withLock { reader -> (Bool, Bool) in
-      guard reader.txn == 0, reader.epoch == epoch else { return (false, false) }
-      reader.txn = UInt(bitPattern: txn)
-      reader.txnEpoch = epoch
-      defer { reader.releaseScheduled = true }
-      return (true, !reader.releaseScheduled)
+  private func keepCurrent(_ txn: OpaquePointer, epoch: UInt) {
+    guard let word = CurrentReader.word(txn, epoch: CurrentReader.stored(epoch)),
+      currentReader.compareExchange(expected: 0, desired: word, ordering: .sequentiallyConsistent).exchanged
+    else { return endRead(txn) }
+    // The epoch moved on since `txn` began (a write, handles opened): take it back unless a read or a
+    // release took it meanwhile (both check the word's epoch).
+    guard readerEpoch.load(ordering: .sequentiallyConsistent) == epoch else {
+      if currentReader.compareExchange(expected: word, desired: 0, ordering: .sequentiallyConsistent).exchanged { endRead(txn) }
+      return
     }
-    guard isKept else { return endRead(txn) }
-    guard schedules else { return }
+    // A release clears the flag before it takes the word: a reader kept after that schedules the next.
+    guard !releaseScheduled.exchange(true, ordering: .sequentiallyConsistent) else { return }
     DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.currentReaderLifetime) { [weak self] in
       self?.releaseCurrentReader(rescheduling: true, inGate: false)
     }
@@ -317,12 +328,13 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// flight does not keep its transaction either. `inGate` when the caller holds the gate.
   private func releaseCurrentReader(rescheduling: Bool, inGate: Bool) {
     func release() {
-      let txn = currentReader.withLock { reader -> UInt in
-        if rescheduling { reader.releaseScheduled = false } else { reader.epoch &+= 1 }
-        defer { reader.txn = 0 }
-        return reader.txn
+      if rescheduling {
+        releaseScheduled.store(false, ordering: .sequentiallyConsistent)
+      } else {
+        readerEpoch.wrappingAdd(1, ordering: .sequentiallyConsistent)
       }
-      guard !isClosed, let txn = OpaquePointer(bitPattern: txn) else { return }
+      let word = currentReader.exchange(0, ordering: .sequentiallyConsistent)
+      guard !isClosed, let txn = CurrentReader.transaction(word) else { return }
       endRead(txn)
     }
     if inGate { release() } else { gate.concurrently(release) }
@@ -500,12 +512,18 @@ final class LMDBEnvironment: @unchecked Sendable {
 
 /// A readers–writer gate that prefers the writer: shared holders are transactions, the exclusive
 /// holder resizes the map.
+///
+/// Entering and leaving shared is one atomic operation each while no resize waits (the count of shared
+/// holders and the resize's flag share one word); the mutex and condition are used only to wait: by a
+/// resize for the holders to leave, by a holder for a resize to end. Every change of the flag and every
+/// wake-up happens under the mutex, and a holder that leaves last while a resize waits takes the mutex to
+/// wake it, so no wake-up is lost.
 final class ResizeGate: @unchecked Sendable {
+  /// The shared holders in the low bits; ``resizing`` while a resize waits for them or runs.
+  private let state = Atomic<Int>(0)
+  private static let resizing = 1 << 62
   private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
   private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-  private var holders = 0
-  private var isExclusive = false
-  private var waitingExclusive = 0
 
   init() {
     pthread_mutex_init(mutex, nil)
@@ -519,30 +537,68 @@ final class ResizeGate: @unchecked Sendable {
     condition.deallocate()
   }
 
+  @inline(__always)
   func concurrently<R>(_ body: () throws -> R) rethrows -> R {
-    pthread_mutex_lock(mutex)
-    while isExclusive || waitingExclusive > 0 { pthread_cond_wait(condition, mutex) }
-    holders += 1
-    pthread_mutex_unlock(mutex)
-    defer {
-      pthread_mutex_lock(mutex)
-      holders -= 1
-      if holders == 0 { pthread_cond_broadcast(condition) }
-      pthread_mutex_unlock(mutex)
-    }
+    enterShared()
+    defer { leaveShared() }
     return try body()
   }
 
+  @inline(__always)
+  private func enterShared() {
+    var current = state.load(ordering: .relaxed)
+    while current & Self.resizing == 0 {
+      let (entered, found) = state.compareExchange(expected: current, desired: current &+ 1, ordering: .acquiring)
+      if entered { return }
+      current = found
+    }
+    enterSharedAfterResize()
+  }
+
+  /// Waits for the resize in progress (or waiting) to end, then enters shared.
+  @inline(never)
+  private func enterSharedAfterResize() {
+    pthread_mutex_lock(mutex)
+    defer { pthread_mutex_unlock(mutex) }
+    while true {
+      let current = state.load(ordering: .relaxed)
+      if current & Self.resizing != 0 {
+        pthread_cond_wait(condition, mutex)
+      } else if state.compareExchange(expected: current, desired: current &+ 1, ordering: .acquiring).exchanged {
+        return
+      }
+    }
+  }
+
+  @inline(__always)
+  private func leaveShared() {
+    // The last holder to leave while a resize waits wakes it.
+    if state.subtract(1, ordering: .releasing).newValue == Self.resizing { wakeWaiters() }
+  }
+
+  @inline(never)
+  private func wakeWaiters() {
+    pthread_mutex_lock(mutex)
+    pthread_cond_broadcast(condition)
+    pthread_mutex_unlock(mutex)
+  }
+
+  /// Whether a resize is waiting for the shared holders or running (for tests).
+  var resizeIsWaiting: Bool { state.load(ordering: .acquiring) & Self.resizing != 0 }
+
   func exclusive<R>(_ body: () throws -> R) rethrows -> R {
     pthread_mutex_lock(mutex)
-    waitingExclusive += 1
-    while isExclusive || holders > 0 { pthread_cond_wait(condition, mutex) }
-    waitingExclusive -= 1
-    isExclusive = true
+    // One resize at a time: the flag is set and cleared under the mutex.
+    while state.load(ordering: .relaxed) & Self.resizing != 0 { pthread_cond_wait(condition, mutex) }
+    var holders = state.bitwiseOr(Self.resizing, ordering: .acquiring).oldValue
+    while holders != 0 {
+      pthread_cond_wait(condition, mutex)
+      holders = state.load(ordering: .acquiring) & ~Self.resizing
+    }
     pthread_mutex_unlock(mutex)
     defer {
       pthread_mutex_lock(mutex)
-      isExclusive = false
+      state.bitwiseAnd(~Self.resizing, ordering: .releasing)
       pthread_cond_broadcast(condition)
       pthread_mutex_unlock(mutex)
     }
