@@ -118,11 +118,14 @@ final class ObjectRegistry {
       youngCount -= 1
     }
     // A listed page stays (empty) until the young sweep, which frees it, takes it off the list.
-    if page.count == 0 && !page.isListed {
-      pages[pageID] = nil
-      page.deallocate()
-      if let last, last.page === page { self.last = nil }
-    }
+    if page.count == 0 && !page.isListed { free(page, pageID) }
+  }
+
+  /// Takes an emptied page out of the table, and out of ``last``, and frees it.
+  private func free(_ page: Page, _ pageID: ObjectID) {
+    pages[pageID] = nil
+    if let last, last.page === page { self.last = nil }
+    page.deallocate()
   }
 
   /// The object registered under `id` that something besides the registry holds; otherwise (no object,
@@ -200,11 +203,7 @@ final class ObjectRegistry {
           count -= 1
         }
       }
-      if page.count == 0 && !page.isListed {
-        pages[pageID] = nil
-        if let last, last.page === page { self.last = nil }
-        page.deallocate()
-      }
+      if page.count == 0 { free(page, pageID) }
     }
   }
 
@@ -213,7 +212,7 @@ final class ObjectRegistry {
   func sweep() {
     youngPages.removeAll(keepingCapacity: true)
     youngCount = 0
-    var emptied: [ObjectID] = []
+    var emptied: [(id: ObjectID, page: Page)] = []
     for (pageID, page) in pages {
       page.young = 0
       page.isListed = false
@@ -222,10 +221,9 @@ final class ObjectRegistry {
         page.count -= 1
         count -= 1
       }
-      if page.count == 0 { emptied.append(pageID) }
+      if page.count == 0 { emptied.append((pageID, page)) }
     }
-    if let last, last.page.count == 0 { self.last = nil }
-    for pageID in emptied { pages.removeValue(forKey: pageID)?.deallocate() }
+    for (pageID, page) in emptied { free(page, pageID) }
     for id in Array(temporary.keys) where isKnownUniquelyReferenced(&temporary[id]) {
       temporary[id] = nil
       count -= 1
