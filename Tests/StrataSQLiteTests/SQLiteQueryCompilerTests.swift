@@ -1,0 +1,71 @@
+import Foundation
+import StrataConformance
+import StrataStoreKit
+import Testing
+
+@testable import StrataSQLite
+
+/// A characterization test: the SQL (and bound values) the compiler makes of every case of
+/// ``SQLCompilerCorpus``, compared with what it made when Tests/CompiledSQL/sqlite.txt was recorded
+/// (`STRATA_RECORD_COMPILED_SQL=1 swift test --filter SQLiteQueryCompilerTests` records it again). It
+/// guards refactors that must not change the SQL; a deliberate change to the SQL fails it until recorded.
+@Suite struct SQLiteQueryCompilerTests {
+  static let expectation = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent().appending(path: "CompiledSQL/sqlite.txt")
+
+  static func text(_ fragment: Fragment) -> String { fragment.sql + "\n  bound: \(fragment.bindings)" }
+
+  static func sql(_ text: String) -> String { text }
+  static func sql(_ fragment: Fragment) -> String { fragment.sql }
+
+  static func outcome(_ body: () throws -> String) -> String {
+    do { return try body() } catch { return "error: \(error)" }
+  }
+
+  @Test func compilesTheCorpusAsRecorded() throws {
+    let schema = try SQLiteSchema(model: try SQLCompilerCorpus.model())
+    let store = SQLCompilerCorpus.storeIdentifier
+    var cases: [(name: String, text: String)] = []
+    for (name, request) in try SQLCompilerCorpus.requests() {
+      cases.append(
+        (
+          name,
+          Self.outcome {
+            let query = try SQLiteQueryCompiler.compile(request, schema: schema, storeIdentifier: store)
+            return Self.text(Fragment("SELECT t0.\"_pk\" ") + query.fromClause)
+              + "\n  order: \(query.orderBy.joined(separator: ", "))"
+          }
+        ))
+    }
+    for (name, request) in try SQLCompilerCorpus.dictionaryRequests() {
+      cases.append(
+        (
+          "dictionary " + name,
+          Self.outcome {
+            let plan = try DictionaryFetch(request, model: schema.model)
+            let query = try SQLiteQueryCompiler.compileDictionary(request, plan, schema: schema, storeIdentifier: store)
+            let columns = query.columns.map { "\($0.name): \(Self.text($0.sql)) as \($0.decoding)" }
+            return
+              (columns + [
+                Self.text(query.query.fromClause), "group: \(query.groupBy.map { Self.sql($0) })",
+                "order: \(query.query.orderBy)",
+              ])
+              .joined(separator: "\n")
+          }
+        ))
+    }
+    let item = try schema.table("Item").entity
+    for format in SQLCompilerCorpus.valueExpressions {
+      cases.append(
+        (
+          "value " + format,
+          Self.outcome {
+            let (checked, _) = try QueryValidator.checkExpression(
+              try QueryExpression(format: format), entity: item, model: schema.model)
+            return Self.text(try SQLiteQueryCompiler.compileValue(checked, schema: schema, storeIdentifier: store, root: item))
+          }
+        ))
+    }
+    try SQLCompilerCorpus.check(cases, against: Self.expectation)
+  }
+}
