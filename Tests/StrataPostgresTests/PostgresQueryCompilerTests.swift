@@ -1,0 +1,34 @@
+import Foundation
+import StrataConformance
+import StrataStoreKit
+import Testing
+
+@testable import StrataPostgres
+
+/// A characterization test: the SQL (placeholders numbered, and bound values) the compiler makes of every
+/// case of ``SQLCompilerCorpus``, compared with what it made when Tests/CompiledSQL/postgres.txt was
+/// recorded (`STRATA_RECORD_COMPILED_SQL=1 swift test --filter PostgresQueryCompilerTests` records it
+/// again). It needs no server. It guards refactors that must not change the SQL; a deliberate change to
+/// the SQL fails it until recorded.
+@Suite struct PostgresQueryCompilerTests {
+  static let expectation = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent().appending(path: "CompiledSQL/postgres.txt")
+
+  static func text(_ fragment: Fragment) -> String { fragment.numbered() + "\n  bound: \(fragment.bindings)" }
+
+  @Test func compilesTheCorpusAsRecorded() throws {
+    let schema = try PostgresSchema(model: try SQLCompilerCorpus.model(), schema: "corpus")
+    let store = SQLCompilerCorpus.storeIdentifier
+    let cases = try SQLCompilerCorpus.compile(model: schema.model) { request in
+      let compiled = try PostgresQueryCompiler.compile(request, schema: schema, storeIdentifier: store)
+      let order = compiled.orderBy.joined(separator: ", ")
+      return Self.text(Fragment("SELECT t0.\"_pk\" ") + compiled.fromClause) + "\n  order: \(order)"
+    } dictionary: { request, plan in
+      let compiled = try PostgresQueryCompiler.compileDictionary(request, plan, schema: schema, storeIdentifier: store)
+      var lines = compiled.columns.map { "\($0.name): \(Self.text($0.sql)) as \($0.decoding)" }
+      lines += [Self.text(compiled.query.fromClause), "group: \(compiled.groupBy.map { Self.text($0) })"]
+      return (lines + ["order: \(compiled.query.orderBy)"]).joined(separator: "\n")
+    }
+    try SQLCompilerCorpus.check(cases, against: Self.expectation)
+  }
+}

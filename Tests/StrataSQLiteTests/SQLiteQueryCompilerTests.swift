@@ -1,0 +1,34 @@
+import Foundation
+import StrataConformance
+import StrataStoreKit
+import Testing
+
+@testable import StrataSQLite
+
+/// A characterization test: the SQL (and bound values) the compiler makes of every case of
+/// ``SQLCompilerCorpus``, compared with what it made when Tests/CompiledSQL/sqlite.txt was recorded
+/// (`STRATA_RECORD_COMPILED_SQL=1 swift test --filter SQLiteQueryCompilerTests` records it again). It
+/// guards refactors that must not change the SQL; a deliberate change to the SQL fails it until recorded.
+@Suite struct SQLiteQueryCompilerTests {
+  static let expectation = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent().appending(path: "CompiledSQL/sqlite.txt")
+
+  static func text(_ fragment: Fragment) -> String { fragment.sql + "\n  bound: \(fragment.bindings)" }
+
+  @Test func compilesTheCorpusAsRecorded() throws {
+    let schema = try SQLiteSchema(model: try SQLCompilerCorpus.model())
+    let store = SQLCompilerCorpus.storeIdentifier
+    let cases = try SQLCompilerCorpus.compile(model: schema.model) { request in
+      let query = try SQLiteQueryCompiler.compile(request, schema: schema, storeIdentifier: store)
+      return Self.text(Fragment("SELECT t0.\"_pk\" ") + query.fromClause) + "\n  order: \(query.orderBy.joined(separator: ", "))"
+    } dictionary: { request, plan in
+      let query = try SQLiteQueryCompiler.compileDictionary(request, plan, schema: schema, storeIdentifier: store)
+      let columns = query.columns.map { "\($0.name): \(Self.text($0.sql)) as \($0.decoding)" }
+      let group = "group: \(query.groupBy.map(\.sql))"
+      return (columns + [Self.text(query.query.fromClause), group, "order: \(query.query.orderBy)"]).joined(separator: "\n")
+    } value: { expression, entity in
+      Self.text(try SQLiteQueryCompiler.compileValue(expression, schema: schema, storeIdentifier: store, root: entity))
+    }
+    try SQLCompilerCorpus.check(cases, against: Self.expectation)
+  }
+}
