@@ -18,6 +18,7 @@ struct SaveAssembler {
   /// `validate` sees each inserted and updated object (with its entity's info, and whether it is an
   /// insert) just before its change is read, so that a save validates in the same pass; a validation
   /// that changes the object's own values is what its change holds.
+  @inline(__always)
   func changeSet(
     inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject],
     validate: (ManagedObject, EntityInfo?, _ isInsert: Bool) -> Void = { _, _, _ in }
