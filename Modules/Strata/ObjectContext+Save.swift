@@ -6,7 +6,9 @@ extension ObjectContext {
   ///
   /// Before writing, each changed object gets `willSave()`, then the whole save is validated: required
   /// attributes, value bounds, required to-one relationships, to-many counts, and `deny` delete rules.
-  /// On success inserted objects get permanent IDs and `didSave()` is called.
+  /// On success inserted objects get permanent IDs and `didSave()` is called. Each object is validated just
+  /// before its change is read for the store, in one pass: a validation method should not change other
+  /// objects.
   ///
   /// - Throws: one `StoreError` describing every problem found: `.validation` (all failures listed in
   ///   `conflicts`), `.deleteDenied`, `.constraintConflict`, `.optimisticLockConflict`, or a store error.
