@@ -6,7 +6,9 @@ extension ObjectContext {
   ///
   /// Before writing, each changed object gets `willSave()`, then the whole save is validated: required
   /// attributes, value bounds, required to-one relationships, to-many counts, and `deny` delete rules.
-  /// On success inserted objects get permanent IDs and `didSave()` is called.
+  /// On success inserted objects get permanent IDs and `didSave()` is called. Each object is validated just
+  /// before its change is read for the store, in one pass: a validation method should not change other
+  /// objects.
   ///
   /// - Throws: one `StoreError` describing every problem found: `.validation` (all failures listed in
   ///   `conflicts`), `.deleteDenied`, `.constraintConflict`, `.optimisticLockConflict`, or a store error.
@@ -24,27 +26,27 @@ extension ObjectContext {
     let changes = allChanges()
     for object in changes.updated where !object.changedKeys.isEmpty { object.fireFault() }
 
-    try validateSave(changes)
-
-    let store = try requireStore()
     let assembler = SaveAssembler(
       model: coordinator.model, mergePolicy: mergePolicy, author: transactionAuthor, contextName: name)
+    var round = SaveRound(changes)
+    // Validated while the first round's change set is assembled: one pass over the objects, not two.
+    var validated: ChangeSet? = try validatedChangeSet(
+      (round.inserted, round.updated, round.deleted), assembler: assembler)
+
+    let store = try requireStore()
     var resolutions = 0
     while true {
-      let current = allChanges()
-      let inserted = current.inserted
-      let updated = current.updated.filter { $0.hasPersistentChangedValues }
-      let unchanged = current.updated.filter { !$0.hasPersistentChangedValues }
-      let deleted = current.deleted
+      if validated == nil { round = SaveRound(allChanges()) }
+      let (inserted, updated, deleted) = (round.inserted, round.updated, round.deleted)
       if inserted.isEmpty && updated.isEmpty && deleted.isEmpty {
-        forgetTransientOnlyChanges(unchanged)
+        forgetTransientOnlyChanges(round.unchanged)
         return
       }
-      let changeSet = assembler.changeSet(inserted: inserted, updated: updated, deleted: deleted)
+      let changeSet = validated.take() ?? assembler.changeSet(inserted: inserted, updated: updated, deleted: deleted)
       do {
         let result = try store.save(changeSet)
         takePermanentIDsFromParent()
-        forgetTransientOnlyChanges(unchanged)
+        forgetTransientOnlyChanges(round.unchanged)
         finishSave(result, inserted: inserted, updated: updated, deleted: deleted)
         return
       } catch let error as StoreError where mergePolicy != .error && resolutions < 8 {
@@ -52,6 +54,21 @@ extension ObjectContext {
         resolutions += 1
         guard try resolveConflicts(error, store: store) else { throw error }
       }
+    }
+  }
+
+  /// The objects one round of a save writes: the changed ones split by whether a persistent value changed.
+  private struct SaveRound {
+    var inserted: [ManagedObject]
+    var updated: [ManagedObject]
+    var unchanged: [ManagedObject]
+    var deleted: [ManagedObject]
+
+    init(_ changes: (inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject])) {
+      inserted = changes.inserted
+      updated = changes.updated.filter { $0.hasPersistentChangedValues }
+      unchanged = changes.updated.filter { !$0.hasPersistentChangedValues }
+      deleted = changes.deleted
     }
   }
 

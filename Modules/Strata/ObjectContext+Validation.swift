@@ -2,27 +2,35 @@ import Foundation
 internal import StrataStoreKit
 
 extension ObjectContext {
-  /// Checks a save before anything is sent: the model's rules and the subclasses' own validation of every
-  /// inserted and changed object, `validateForDelete()` of deleted ones (every failure in one `.validation`
-  /// error), then the `deny` delete rules.
-  func validateSave(_ changes: (inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject])) throws {
+  /// Checks a save before anything is sent and builds the change set `assembler` makes of it, in one pass
+  /// over the inserted and changed objects: each is validated (the model's rules and the subclass's own
+  /// validation) right before its change is assembled, rather than in a pass of its own over objects whose
+  /// memory has gone cold in a large save. `changes.updated` are the changed objects with persistent
+  /// changes (those validated and written). Every failure is collected as it always was — the inserted
+  /// objects' in insertion order, the updated ones', then `validateForDelete()` of deleted ones — into one
+  /// `.validation` error; then the `deny` delete rules. When it throws, no change set is returned, so
+  /// nothing reaches the store.
+  func validatedChangeSet(
+    _ changes: (inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]), assembler: SaveAssembler
+  ) throws -> ChangeSet {
     if !coordinator.model.inheritance.isEmpty {
       for object in changes.inserted where !object.isDeletedStorage {
         if let info = object.info { try coordinator.model.requireInsertable(info.entity.name) }
       }
     }
     var failures: [ValidationFailure] = []
-    for object in changes.inserted {
+    let changeSet = assembler.changeSet(inserted: changes.inserted, updated: changes.updated, deleted: changes.deleted) {
+      object, info, isInsert in
+      guard let info else { return }
       // Most entities have nothing to check but their required attributes: checked here, without the
       // general method's closures and copies (this runs for every inserted object).
-      if let info = object.info, info.checksRequiredOnly {
+      if isInsert && info.checksRequiredOnly {
         checkRequired(object, info, into: &failures)
         runCustomValidation(of: object, into: &failures) { try object.validateForInsert() }
       } else {
-        validate(object, isInsert: true, into: &failures)
+        validate(object, info, isInsert: isInsert, into: &failures)
       }
     }
-    for object in changes.updated where object.hasPersistentChangedValues { validate(object, isInsert: false, into: &failures) }
     for object in changes.deleted { runCustomValidation(of: object, into: &failures) { try object.validateForDelete() } }
     if let first = failures.first {
       let messages = failures.map(\.message)
@@ -33,6 +41,7 @@ extension ObjectContext {
         conflicts: failures.map(\.conflict))
     }
     try checkDenyRules(changes.deleted)
+    return changeSet
   }
 
   private struct ValidationFailure {
@@ -40,7 +49,7 @@ extension ObjectContext {
     var message: String
   }
 
-  /// What ``validate(_:isInsert:into:)`` reports of an entity that only has required attributes to
+  /// What ``validate(_:_:isInsert:into:)`` reports of an entity that only has required attributes to
   /// check (`EntityInfo.checksRequiredOnly`): each nil one, in attribute order.
   @inline(__always)
   private func checkRequired(_ object: ManagedObject, _ info: EntityInfo, into failures: inout [ValidationFailure]) {
@@ -63,8 +72,7 @@ extension ObjectContext {
       message: "\(entityName).\(key) is required")
   }
 
-  private func validate(_ object: ManagedObject, isInsert: Bool, into failures: inout [ValidationFailure]) {
-    guard let info = object.info else { return }
+  private func validate(_ object: ManagedObject, _ info: EntityInfo, isInsert: Bool, into failures: inout [ValidationFailure]) {
     func fail(_ key: String, _ value: Value, _ rule: String) {
       let entityName = info.entity.name
       let shown = value.isNull ? "" : " (got \(value))"

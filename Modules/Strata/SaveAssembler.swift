@@ -14,18 +14,28 @@ struct SaveAssembler {
   ///
   /// Each object is read once (its entity's info, values and to-ones) and only those with to-many
   /// relationships again: a second pass over all of them cost a cache miss per object of a large save.
-  func changeSet(inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) -> ChangeSet {
+  ///
+  /// `validate` sees each inserted and updated object (with its entity's info, and whether it is an
+  /// insert) just before its change is read, so that a save validates in the same pass; a validation
+  /// that changes the object's own values is what its change holds.
+  @inline(__always)
+  func changeSet(
+    inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject],
+    validate: (ManagedObject, EntityInfo?, _ isInsert: Bool) -> Void = { _, _, _ in }
+  ) -> ChangeSet {
     var changeSet = ChangeSet(author: author, contextName: contextName)
     changeSet.deleted = deleted.map { ObjectDeletion(objectID: $0.objectID, expectedVersion: expectedVersion(of: $0)) }
     // Objects with to-many relationships, whose link changes and lists follow.
     var withToMany: [(object: ManagedObject, info: EntityInfo)] = []
     changeSet.inserted = inserted.map { object in
       let info = object.info
+      validate(object, info, true)
       if let info, info.hasToMany { withToMany.append((object, info)) }
       return ObjectChange(objectID: object.objectID, attributes: Self.storedAttributes(of: object, info), toOne: object.toOne)
     }
     changeSet.updated = updated.map { object in
       let info = object.info
+      validate(object, info, false)
       if let info, info.hasToMany { withToMany.append((object, info)) }
       return ObjectChange(
         objectID: object.objectID, attributes: Self.storedAttributes(of: object, info), toOne: object.toOne,

@@ -56,6 +56,32 @@ extension Conformance {
     #expect(try fresh.count(for: FetchRequest<Film>(format: "rating > 10 OR rating < 0")) == 0)
     context.rollback()
 
+    // An insert and an update failing together: the insert's failure first (inserts are validated before
+    // updates), each naming its object and value; nothing is written. Fixed, the next save writes the
+    // values as they are then.
+    let filmsBefore = try fresh.count(for: FetchRequest<Film>())
+    let newFilm = Film(context: context)
+    newFilm.title = "Validated"
+    newFilm.uuid = UUID()
+    newFilm.rating = 12
+    parasite.rating = -1
+    do {
+      try context.save()
+      Issue.record("an insert and an update out of range must not save")
+    } catch let error as StoreError {
+      #expect(error.code == .validation)
+      #expect(error.conflicts.map(\.objectID) == [newFilm.objectID, parasite.objectID])
+      #expect(error.conflicts.map(\.keys) == [["rating"], ["rating"]])
+      #expect(error.conflicts.map(\.values) == [[.double(12)], [.double(-1)]])
+    }
+    #expect(try backend.freshContext(container, url).count(for: FetchRequest<Film>()) == filmsBefore)
+    newFilm.rating = 7
+    parasite.rating = 2
+    try context.save()
+    let reread = try backend.freshContext(container, url)
+    #expect(try reread.fetch(FetchRequest<Film>(format: "title == 'Validated'")).map(\.rating) == [7])
+    #expect(try reread.fetch(FetchRequest<Film>(format: "title == 'Parasite'")).map(\.rating) == [2])
+
     expectStoreError(.validation) { try heat.setValue(nil, forKey: "title") }
     expectStoreError(.validation) { try heat.setValue("text", forKey: "year") }
     expectStoreError(.invalidQuery) { try heat.setValue(1, forKey: "nope") }

@@ -121,10 +121,7 @@ enum RecordCodec {
   static func encode(
     version: Int64, attributes: [Value], toOne: [ObjectID?], table: LMDBSchema.Table, into buffer: RecordBuffer
   ) {
-    buffer.count = 0
-    buffer.reserve(1 + 10 + 11 * toOne.count)
-    buffer.appendUnchecked(format)
-    buffer.appendVarintUnchecked(zigzag(version))
+    beginRecord(version: version, reserving: 11 * toOne.count, into: buffer)
     for index in table.storedPositions { append(attributes[index], to: buffer) }
     appendToOne(toOne, to: buffer)
   }
@@ -137,10 +134,7 @@ enum RecordCodec {
   static func encodeAttributesIfStoredAsSent(
     version: Int64, attributes: [Value], table: LMDBSchema.Table, into buffer: RecordBuffer
   ) -> Bool {
-    buffer.count = 0
-    buffer.reserve(1 + 10)
-    buffer.appendUnchecked(format)
-    buffer.appendVarintUnchecked(zigzag(version))
+    beginRecord(version: version, into: buffer)
     // Through buffers: each value is checked and encoded where it lies.
     return attributes.withUnsafeBufferPointer { values in
       table.types.withUnsafeBufferPointer { types in
@@ -160,6 +154,16 @@ enum RecordCodec {
         }
       }
     }
+  }
+
+  /// Empties `buffer` and writes a record's header — the format byte and the zigzag version — with room
+  /// for `extra` more bytes: the one start of every encoded record, so the encoders cannot drift.
+  @inline(__always)
+  static func beginRecord(version: Int64, reserving extra: Int = 0, into buffer: RecordBuffer) {
+    buffer.count = 0
+    buffer.reserve(1 + 10 + extra)
+    buffer.appendUnchecked(format)
+    buffer.appendVarintUnchecked(zigzag(version))
   }
 
   /// Appends a record's to-one targets (the end of ``encode(version:attributes:toOne:table:into:)``).
