@@ -5,33 +5,30 @@ internal import StrataStoreKit
 /// its own designated initializer must also provide `required init(_ construction: ObjectConstruction)`
 /// calling `super.init(construction)`.
 public struct ObjectConstruction {
-  // The framework holds the entity info, the context (and so its signals) and the layout for as long as an
-  // initializer runs, so these references are not counted: passing the construction through a
-  // subclass's initializer is a copy of plain words, and the object retains the two it keeps exactly once.
-  // The object never touches the context itself while it is made: a context is weakly referenced, so
-  // counting a reference to it takes the slow path.
-  // With `info`, `signals` and `id` it makes a managed object; without, a prototype.
+  // The framework holds the binding (and through it the entity info and the context's signals) and the
+  // layout for as long as an initializer runs, so these references are not counted: passing the
+  // construction through a subclass's initializer is a copy of plain words, and the object retains the
+  // binding it keeps exactly once. The object never touches the context itself while it is made: a
+  // context is weakly referenced, so counting a reference to it takes the slow path.
+  // With `binding` and `id` it makes a managed object; without, a prototype.
   let layout: Unretained<ClassLayout>?
-  let info: Unretained<EntityInfo>?
-  let signals: Unretained<ChangeSignals>?
+  let binding: Unretained<EntityBinding>?
   let id: ObjectID?
   let isInserted: Bool
 
   /// A prototype (`layout` to record key paths read from it).
   static func prototype(_ layout: ClassLayout?) -> ObjectConstruction {
-    ObjectConstruction(layout: layout.map(Unretained.init), info: nil, signals: nil, id: nil, isInserted: false)
+    ObjectConstruction(layout: layout.map(Unretained.init), binding: nil, id: nil, isInserted: false)
   }
 
   /// An object of `info`'s entity in `context`: a fault to load, or a new object.
   static func managed(_ info: EntityInfo, _ context: ObjectContext, _ id: ObjectID, isInserted: Bool) -> ObjectConstruction {
-    managed(Unretained(info), context, id, isInserted: isInserted)
+    managed(Unretained(context.binding(for: info)), id, isInserted: isInserted)
   }
 
-  static func managed(
-    _ info: Unretained<EntityInfo>, _ context: ObjectContext, _ id: ObjectID, isInserted: Bool
-  ) -> ObjectConstruction {
-    ObjectConstruction(
-      layout: nil, info: info, signals: Unretained(context.changeLog.signals), id: id, isInserted: isInserted)
+  /// An object of `binding`'s entity in its context: a fault to load, or a new object.
+  static func managed(_ binding: Unretained<EntityBinding>, _ id: ObjectID, isInserted: Bool) -> ObjectConstruction {
+    ObjectConstruction(layout: nil, binding: binding, id: id, isInserted: isInserted)
   }
 }
 
@@ -63,10 +60,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   @exclusivity(unchecked) public internal(set) var objectID: ObjectID
   /// The context that owns the object (`nil` once the context is gone or the object was removed).
   public internal(set) var managedObjectContext: ObjectContext? {
-    get { isDetached ? nil : signals?.context }
+    get { isDetached ? nil : binding?.signals.context }
     set {
       if let newValue {
-        signals = newValue.changeLog.signals
+        if let binding, binding.signals !== newValue.changeLog.signals {
+          self.binding = newValue.binding(for: binding.info)
+        }
         isDetached = false
       } else {
         isDetached = true
@@ -74,10 +73,11 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     }
   }
   // Stored properties are laid out in the order written: three flags and the slot base fill the padding
-  // after `objectID`, the last flag comes before the subclass's slots, and what only some objects use
-  // (a prototype's state, ordered relationships, a fault batch) shares one reference. A fetch makes
-  // objects by the hundred thousand, and each byte less is memory it does not write: BenchItem's nine
-  // attributes take 168 bytes, a 176-byte malloc chunk.
+  // after `objectID`, the last flag comes before the subclass's slots, the entity info and the context's
+  // signals are one reference (``EntityBinding``, shared by the context's objects of the entity), and
+  // what only some objects use (a prototype's state, ordered relationships, changed keys, a fault batch)
+  // shares one reference. A fetch makes objects by the hundred thousand, and each byte less is memory it
+  // does not write: BenchItem's nine attributes take 152 bytes, a 160-byte malloc chunk.
 
   // What the inlined attribute accessors read is `final` and `@usableFromInline`: read from the app's
   // module, a non-final stored property of an open class goes through its getter in the vtable.
@@ -88,9 +88,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   @usableFromInline @exclusivity(unchecked) final var isInsertedStorage = false
   @usableFromInline @exclusivity(unchecked) final var slotBase: Int32 = 0
 
-  @usableFromInline let info: EntityInfo?
-  /// The context's ``ChangeSignals``, through which the object also reaches its context.
-  @usableFromInline @exclusivity(unchecked) final private(set) var signals: ChangeSignals?
+  /// The entity info and the context's signals; `nil` for a prototype.
+  @usableFromInline @exclusivity(unchecked) final private(set) var binding: EntityBinding?
 
   /// Current attribute values, aligned with the entity's attributes (empty while a fault).
   @usableFromInline @exclusivity(unchecked) final var values: [Value] = []
@@ -103,8 +102,6 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// ``snapshot`` without the object ID, which is the object's own: the last state read from or written
   /// to the store; `nil` for a new object.
   @exclusivity(unchecked) var storedState: StoredState?
-  /// The properties changed since the last save (only tracked for saved objects).
-  @exclusivity(unchecked) var changedKeys: Set<String> = []
   /// What only some objects use: a fault batch alone, or the side allocation (``ObjectExtras``).
   @exclusivity(unchecked) private var sideState: SideState?
   @exclusivity(unchecked) var isDeletedStorage = false
@@ -112,14 +109,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// Creates an object; called by the framework. Use `init(context:)` to insert a new object.
   public required init(_ construction: ObjectConstruction) {
     let wrapperCount = SlotState.take()
-    if let info = construction.info, let signals = construction.signals, let id = construction.id {
-      // One retain each, handed to the stored properties (bound as strong locals first, each would be
-      // retained once more and released again).
-      self.info = info.retained()
-      self.signals = signals.retained()
+    if let binding = construction.binding, let id = construction.id {
+      // One retain, handed to the stored property (bound as a strong local first, it would be retained
+      // once more and released again).
+      self.binding = binding.retained()
       objectID = id
       isInsertedStorage = construction.isInserted
-      info.withObject { info in
+      binding.withObject { binding in
+        let info = binding.info
         slotBase = wrapperCount - info.layout.wrapperCount
         if construction.isInserted {
           // A copy of its own now (the first set would copy the shared array, through slower generic code).
@@ -154,8 +151,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         }
       }
     } else {
-      info = nil
-      signals = nil
+      binding = nil
       sideState = .extras(ObjectExtras(prototypeLayout: construction.layout?.object))
       objectID = ObjectID.makeTemporary(entityName: String(describing: type(of: self)))
     }
@@ -165,9 +161,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   ///
   /// The class must be part of the context's model.
   public convenience init(context: ObjectContext) {
-    let info = context.entityInfo(for: Self.self)
-    self.init(
-      .managed(info, context, info.temporaryID.nextTemporary(), isInserted: true))
+    let binding = context.entityBinding(for: Self.self)
+    self.init(.managed(Unretained(binding), binding.info.temporaryID.nextTemporary(), isInserted: true))
     context.registerInserted(self)
     awakeFromInsert()
   }
@@ -224,7 +219,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// Whether the object was inserted and not saved yet.
   public var isInserted: Bool { isInsertedStorage && !isDeletedStorage }
   /// Whether the object has unsaved changes and is neither inserted nor deleted.
-  public var isUpdated: Bool { !isInsertedStorage && !isDeletedStorage && !changedKeys.isEmpty }
+  public var isUpdated: Bool { !isInsertedStorage && !isDeletedStorage && hasChangedKeys }
   /// Whether the object was deleted and the deletion is not saved yet.
   public var isDeleted: Bool { isDeletedStorage }
   /// Whether the object is inserted, updated or deleted.
@@ -471,15 +466,53 @@ final class ObjectExtras {
   @exclusivity(unchecked) var faultBatch: FaultBatch?
   @exclusivity(unchecked) var toManyOrder = [Int: [ObjectID]]()
   @exclusivity(unchecked) var committedToManyOrder = [Int: [ObjectID]]()
+  /// ``ManagedObject/changedKeys``.
+  @exclusivity(unchecked) var changedKeys: Set<String> = []
 
   init(prototypeLayout: ClassLayout? = nil) {
     self.prototypeLayout = prototypeLayout
   }
 }
 
+/// What every object of one entity in one context shares (``ManagedObject/binding``): the entity info and
+/// the context's ``ChangeSignals``, behind one reference instead of two per object. The context makes one
+/// per entity when it first makes an object of it and keeps it; objects keep theirs, so an object that
+/// outlives its context still reaches its entity (and finds no context through the signals).
+@usableFromInline
+final class EntityBinding {
+  @usableFromInline let info: EntityInfo
+  @usableFromInline let signals: ChangeSignals
+  /// `info.attributeIndexBySlot`, here so that an inlined attribute getter loads it through one
+  /// reference fewer.
+  @usableFromInline let attributeIndexBySlot: [Int]
+
+  init(info: EntityInfo, signals: ChangeSignals) {
+    self.info = info
+    self.signals = signals
+    attributeIndexBySlot = info.attributeIndexBySlot
+  }
+}
+
 // MARK: - Framework internals
 
 extension ManagedObject {
+  /// The object's entity info; `nil` for a prototype.
+  @usableFromInline final var info: EntityInfo? { binding?.info }
+
+  /// The context's ``ChangeSignals``, through which the object also reaches its context.
+  @usableFromInline final var signals: ChangeSignals? { binding?.signals }
+
+  /// The properties changed since the last save (only tracked for saved objects). Kept in the side
+  /// allocation, made when an object first changes: most objects never do.
+  var changedKeys: Set<String> {
+    get { extras?.changedKeys ?? [] }
+    set { if !newValue.isEmpty || extras != nil { madeExtras.changedKeys = newValue } }
+    _modify { yield &madeExtras.changedKeys }
+  }
+
+  /// Whether ``changedKeys`` is not empty (tested without copying the set).
+  var hasChangedKeys: Bool { extras.map { !$0.changedKeys.isEmpty } ?? false }
+
   /// The last state read from or written to the store (``storedState`` with the object's ID); `nil` for
   /// a new object. Setting it keeps all but the ID, which must be the object's.
   var snapshot: Snapshot? {
@@ -605,8 +638,8 @@ extension ManagedObject {
 
   @usableFromInline
   func fireFaultNow() {
-    // `info` is tested, not bound: a fault that loads from its snapshot never reads it here.
-    guard !isInsertedStorage, info != nil else { return }
+    // `binding` is tested, not bound: a fault that loads from its snapshot never reads it here.
+    guard !isInsertedStorage, binding != nil else { return }
     if let batch = faultBatch {
       if !hasSnapshot { managedObjectContext?.loadFaultBatch(batch) }
       faultBatch = nil
@@ -679,9 +712,9 @@ extension ManagedObject {
   /// declares a relationship, a slot of another class).
   @inlinable @inline(__always)
   func attributeIndex(slot: Int32) -> Int? {
-    guard let info else { return nil }
+    guard let binding else { return nil }
     let position = Int(truncatingIfNeeded: slot &- slotBase)
-    let indices = info.attributeIndexBySlot
+    let indices = binding.attributeIndexBySlot
     guard position >= 0, position < indices.count else { return nil }
     let index = indices[position]
     return index >= 0 ? index : nil
@@ -698,7 +731,7 @@ extension ManagedObject {
 
   @usableFromInline
   func attributeValue(slot: Int32) -> Value {
-    guard info != nil else { return prototypeAttributeValue(slot: slot) }
+    guard binding != nil else { return prototypeAttributeValue(slot: slot) }
     guard let index = loadedAttributeIndex(slot: slot) else { return .null }
     return values[index]
   }

@@ -11,12 +11,12 @@ extension ObjectContext {
     if id.isTemporary, let object = insertedObject(with: id) { return object }
     // The entity's info from the last one asked for (no lookup by name), and one registry lookup that
     // finds the live object or the place of a new one.
-    guard let info = entityInfo(of: id) else { return liveObject(id) ?? ManagedObject(.prototype(nil)) }
+    guard let binding = entityBinding(of: id) else { return liveObject(id) ?? ManagedObject(.prototype(nil)) }
     var made = false
     let object = registry.claim(id) {
       made = true
-      let objectClass = info.withObject { $0.objectClass }
-      return objectClass.init(.managed(info, self, id, isInserted: false))
+      let objectClass = binding.withObject { $0.info.objectClass }
+      return objectClass.init(.managed(binding, id, isInserted: false))
     }
     if made {
       if !rowCache.isEmpty, let cached = rowCache[id] { object.keep(cached) }
@@ -80,7 +80,7 @@ extension ObjectContext {
       }
       return object
     }
-    guard entityInfo(of: id) != nil else {
+    guard entityBinding(of: id) != nil else {
       throw StoreError(.notFound, "the model has no entity '\(id.entityName)' (from \(id))", entity: id.entityName)
     }
     let found = try requireStore().snapshot(for: id, generation: readGeneration)
@@ -95,7 +95,7 @@ extension ObjectContext {
   /// Inserts a new object of `type`, like `T(context:)`.
   @discardableResult
   public func insert<T: ManagedObject>(_ type: T.Type) -> T {
-    guard let object = makeInserted(entityInfo(for: type)) as? T else {
+    guard let object = makeInserted(entityBinding(for: type)) as? T else {
       preconditionFailure("\(type) is registered for another entity")
     }
     return object
@@ -109,25 +109,40 @@ extension ObjectContext {
       throw StoreError(.invalidQuery, "the model has no entity '\(entityName)'", entity: entityName)
     }
     try coordinator.model.requireInsertable(entityName)
-    return makeInserted(info)
+    return makeInserted(binding(for: info))
   }
 
-  private func makeInserted(_ info: EntityInfo) -> ManagedObject {
+  private func makeInserted(_ binding: EntityBinding) -> ManagedObject {
+    let info = binding.info
     let object = info.objectClass.init(
-      .managed(info, self, info.temporaryID.nextTemporary(), isInserted: true))
+      .managed(Unretained(binding), info.temporaryID.nextTemporary(), isInserted: true))
     registerInserted(object)
     object.awakeFromInsert()
     return object
   }
 
   func entityInfo(for type: ManagedObject.Type) -> EntityInfo {
-    if let last = lastClassInfo, last.objectClass == type { return last }
+    entityBinding(for: type).info
+  }
+
+  /// The binding of `type`'s entity in this context, remembering the class last asked for.
+  func entityBinding(for type: ManagedObject.Type) -> EntityBinding {
+    if let last = lastClassBinding, last.info.objectClass == type { return last }
     guard let info = coordinator.info(forClass: type) else {
       preconditionFailure(
         "\(type) is not part of the container's model; pass it to PersistentContainer(name:types:)")
     }
-    lastClassInfo = info
-    return info
+    let found = binding(for: info)
+    lastClassBinding = found
+    return found
+  }
+
+  /// What the context's objects of `info`'s entity share: made once per entity and kept.
+  func binding(for info: EntityInfo) -> EntityBinding {
+    if let found = bindings[ObjectIdentifier(info)] { return found }
+    let made = EntityBinding(info: info, signals: changeLog.signals)
+    bindings[ObjectIdentifier(info)] = made
+    return made
   }
 
   func fetchSnapshot(for id: ObjectID) -> Snapshot? {
@@ -154,15 +169,15 @@ extension ObjectContext {
     _ snapshot: consuming Snapshot, asFault: Bool, deferringAwakeInto loaded: inout [ManagedObject]
   ) -> ManagedObject {
     let id = snapshot.objectID
-    guard let info = entityInfo(of: id) else {
+    guard let binding = entityBinding(of: id) else {
       return ManagedObject(.prototype(nil))
     }
     // One lookup finds the registered object or the place of a new one.
     var made = false
     let object = registry.claim(id) {
       made = true
-      let objectClass = info.withObject { $0.objectClass }
-      return objectClass.init(.managed(info, self, id, isInserted: false))
+      let objectClass = binding.withObject { $0.info.objectClass }
+      return objectClass.init(.managed(binding, id, isInserted: false))
     }
     if made || (object.isFaultStorage && !object.isInsertedStorage) {
       if asFault {
@@ -178,14 +193,15 @@ extension ObjectContext {
     return object
   }
 
-  /// The entity info of `id`'s entity, remembering the last one asked for (fetches ask for one entity
-  /// many times; IDs of one entity are recognised without comparing names). Uncounted, as the
-  /// coordinator holds it.
-  func entityInfo(of id: ObjectID) -> Unretained<EntityInfo>? {
-    if let last = lastEntityInfo, last.id.hasSameEntityAndStore(as: id) { return last.info }
+  /// The binding of `id`'s entity, remembering the last one asked for (fetches ask for one entity
+  /// many times; IDs of one entity are recognised without comparing names). Uncounted, as the context
+  /// keeps it.
+  func entityBinding(of id: ObjectID) -> Unretained<EntityBinding>? {
+    if let last = lastEntityBinding, last.id.hasSameEntityAndStore(as: id) { return last.binding }
     guard let info = coordinator.info(forEntity: id.entityName) else { return nil }
-    lastEntityInfo = LastEntityInfo(id: id, info: Unretained(info))
-    return Unretained(info)
+    let found = Unretained(binding(for: info))
+    lastEntityBinding = LastEntityBinding(id: id, binding: found)
+    return found
   }
 
   /// Drops prefetched values: of one object, or of every object.

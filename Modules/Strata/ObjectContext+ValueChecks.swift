@@ -9,8 +9,8 @@ extension ObjectContext {
   func checkStoredValues(_ snapshot: Snapshot) throws {
     // The entity's info as materializing finds it (the last entity's, recognised by the ID's scope): a
     // lookup by name hashed the entity's name for every object fetched.
-    guard let found = entityInfo(of: snapshot.objectID), found.withObject({ !$0.valueChecks.isEmpty }) else { return }
-    let info = found.object
+    guard let found = entityBinding(of: snapshot.objectID), found.withObject({ !$0.info.valueChecks.isEmpty }) else { return }
+    let info = found.object.info
     for check in info.valueChecks where snapshot.attributes.indices.contains(check.index) {
       let value = snapshot.attributes[check.index]
       guard check.type.init(storedValue: value) == nil else { continue }

@@ -54,10 +54,12 @@ public final class ObjectContext: @unchecked Sendable {
   let registry = ObjectRegistry()
   /// Set while a batch of objects is registered (``registeringBatch(of:_:)``).
   var sweepsPaused = false
-  /// The entity info of the entity last materialized (``entityInfo(of:)``).
-  var lastEntityInfo: LastEntityInfo?
-  /// The entity info of the class last inserted (code inserting many objects inserts many of one class).
-  var lastClassInfo: EntityInfo?
+  /// The binding of the entity last materialized (``entityBinding(of:)``).
+  var lastEntityBinding: LastEntityBinding?
+  /// The binding of the class last inserted (code inserting many objects inserts many of one class).
+  var lastClassBinding: EntityBinding?
+  /// What the context's objects of each entity share, by entity info (``binding(for:)``).
+  var bindings: [ObjectIdentifier: EntityBinding] = [:]
   /// Snapshots fetched ahead of their objects (prefetched relationship targets), used when the object is
   /// made or its fault fires; kept until the object is refreshed, saved or merged, or the context reset.
   /// Tested for emptiness by every `object(with:)` and fault: checked exclusivity cost ~75 instructions each.

@@ -16,7 +16,7 @@ internal import StrataStoreKit
 ///
 /// Invariant: whoever makes one keeps the object alive for as long as the reference is used — the
 /// coordinator holds every ``EntityInfo`` for as long as a context of it exists, a context holds its
-/// ``ChangeSignals``, and a class layout is held by its class's cache.
+/// ``ChangeSignals`` and its ``EntityBinding``s, and a class layout is held by its class's cache.
 @usableFromInline
 struct Unretained<Object: AnyObject> {
   @usableFromInline let reference: Unmanaged<Object>
@@ -39,11 +39,11 @@ struct Unretained<Object: AnyObject> {
   }
 }
 
-/// The entity info of the entity a context last materialized, uncounted (see ``Unretained``), with an ID
-/// of that entity to recognise the next one by.
-struct LastEntityInfo {
+/// The binding of the entity a context last materialized, uncounted (see ``Unretained``: the context
+/// keeps its bindings), with an ID of that entity to recognise the next one by.
+struct LastEntityBinding {
   let id: ObjectID
-  let info: Unretained<EntityInfo>
+  let binding: Unretained<EntityBinding>
 }
 
 /// `objects` as an array of `T`, without copying: arrays of class references share one layout (what the

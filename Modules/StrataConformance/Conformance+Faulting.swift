@@ -156,6 +156,65 @@ extension Conformance {
       }
     }
     try singleSnapshots(backend)
+    try faultsOfEveryEntity(backend)
+    try objectsOutliveTheirContext(backend)
+  }
+
+  /// Faults of every entity of one store, fired in random order in one context, load the values a fetch
+  /// of the same objects reads in another.
+  static func faultsOfEveryEntity(_ backend: ConformanceBackend) throws {
+    let (container, url) = try backend.sampleContainer()
+    let fetcher = try backend.freshContext(container, url)
+    var fetched: [ManagedObject] = []
+    for entity in ["Film", "Director", "Studio", "Actor"] {
+      fetched += try fetcher.fetch(FetchRequest<ManagedObject>(entityName: entity))
+    }
+    #expect(fetched.count > 4)
+    let faulting = try backend.freshContext(container, url)
+    var generator = SystemRandomNumberGenerator()
+    for object in fetched.shuffled(using: &generator) {
+      let fault = faulting.object(with: object.objectID)
+      #expect(fault.isFault && fault.entity.name == object.entity.name)
+      for attribute in object.entity.attributes where !attribute.isTransient {
+        #expect(
+          fault.primitiveValue(forKey: attribute.name) == object.primitiveValue(forKey: attribute.name),
+          "\(object.objectID) \(attribute.name)")
+      }
+    }
+  }
+
+  /// An object outlives its context: once the context is gone the object has none, still names its
+  /// entity, keeps the values it loaded and the changes made to it and takes new ones; a fault that can
+  /// no longer load reads default values and is not taken for deleted. Nothing crashes.
+  static func objectsOutliveTheirContext(_ backend: ConformanceBackend) throws {
+    let (container, _) = try backend.sampleContainer()
+    weak var gone: ObjectContext?
+    func objects() throws -> (loaded: Film, fault: Film, changed: Film, title: String) {
+      let context = container.newBackgroundContext()
+      gone = context
+      let films = try context.fetch(FetchRequest<Film>(sortDescriptors: [QuerySort("title")]))
+      #expect(films.count >= 3)
+      let loaded = films[0]
+      let fault = films[1]
+      context.refresh(fault, mergeChanges: false)
+      #expect(fault.isFault)
+      let changed = films[2]
+      changed.title = "Changed after \(changed.title)"
+      return (loaded, fault, changed, loaded.title)
+    }
+    let (loaded, fault, changed, title) = try objects()
+    #expect(gone == nil, "nothing but the test held the context")
+    for object in [loaded, fault, changed] {
+      #expect(object.managedObjectContext == nil)
+      #expect(object.entity.name == "Film")
+    }
+    #expect(loaded.title == title)
+    #expect(changed.title.hasPrefix("Changed after "))
+    #expect(changed.changedValues()["title"] == .string(changed.title))
+    _ = fault.title
+    #expect(!fault.isFault && !fault.isDeleted)
+    loaded.title = "Renamed"
+    #expect(loaded.title == "Renamed" && loaded.changedValues().keys.contains("title"))
   }
 
   /// `snapshot(for:generation:)`, what firing one fault asks the store, answers as `snapshots(for:)` does

@@ -18,6 +18,9 @@ final class LMDBScope: Sendable {
   /// Each table's records and decoder, for ``snapshot(for:in:)``; empty when the model has sub-entities
   /// (their records may need the general path's reader).
   private let recordSources: [RecordSource]
+  /// `recordSources`' templates, compared to find a fault's source: IDs count no references, so the
+  /// search retains and releases no source it passes (only the one it finds).
+  private let sourceTemplates: [ObjectID]
 
   /// Where the records of one entity are and how to decode them, with an ID of the entity in this store
   /// to recognise the entity's IDs by: comparing interned scopes is one comparison per table, where
@@ -38,8 +41,10 @@ final class LMDBScope: Sendable {
     self.schema = schema
     self.storeIdentifier = storeIdentifier
     self.maxKeySize = maxKeySize
-    recordSources =
+    let recordSources =
       schema.model.inheritance.isEmpty ? schema.tables.values.map { RecordSource($0, storeIdentifier: storeIdentifier) } : []
+    self.recordSources = recordSources
+    sourceTemplates = recordSources.map(\.template)
   }
 
   var model: ObjectModel { schema.model }
@@ -106,8 +111,9 @@ final class LMDBScope: Sendable {
   /// a lookup of the table by name. Temporary IDs, other stores' IDs and unknown entities find nothing.
   func snapshot(for id: ObjectID, in txn: LMDBTransaction) throws -> Snapshot? {
     if recordSources.isEmpty { return try snapshots(for: [id], in: txn).first }
-    guard let pk = id.primaryKey, let source = recordSources.first(where: { $0.template.hasSameEntityAndStore(as: id) })
+    guard let pk = id.primaryKey, let index = sourceTemplates.firstIndex(where: { $0.hasSameEntityAndStore(as: id) })
     else { return nil }
+    let source = recordSources[index]
     return try txn.get(source.records, primaryKey: pk) { bytes in
       try bytes.map { try source.decoder.decode($0, primaryKey: pk) }
     }
