@@ -24,7 +24,7 @@ extension ObjectContext {
     for object in before.updated { object.willSave() }
     for object in before.deleted { object.willSave() }
     let changes = allChanges()
-    for object in changes.updated where !object.changedKeys.isEmpty { object.fireFault() }
+    for object in changes.updated where object.hasChangedKeys { object.fireFault() }
 
     let assembler = SaveAssembler(
       model: coordinator.model, mergePolicy: mergePolicy, author: transactionAuthor, contextName: name)
@@ -179,7 +179,7 @@ extension ObjectContext {
       for i in object.toManyOrder.keys { _ = object.orderedTargets(toManyIndex: i) }
       object.committedToManyOrder = object.toManyOrder
     }
-    if !object.changedKeys.isEmpty { object.changedKeys = [] }
+    if object.hasChangedKeys { object.changedKeys = [] }
     object.isInsertedStorage = false
   }
 
