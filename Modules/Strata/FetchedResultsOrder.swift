@@ -44,6 +44,28 @@ struct FetchedResultsOrder {
     return sorter.precedes((a.sortValues, a.object.objectID), (b.sortValues, b.object.objectID))
   }
 
+  /// The entries of `arriving` in order, an entry that ties with another after it (by `index`) first.
+  /// Positions are sorted, not entries, over each entry's sort values and ID read once: moving an entry
+  /// retained and released its fields, and each comparison copied the sorter and read the object's ID.
+  private static func sorted(_ arriving: [(index: Int, entry: Entry)], by sorter: SnapshotSorter?) -> [Entry] {
+    let keys = arriving.map { (values: $0.entry.sortValues, id: $0.entry.object.objectID, index: $0.index) }
+    var order = Array(keys.indices)
+    keys.withUnsafeBufferPointer { keys in
+      guard let sorter else {
+        return order.sort { a, b in
+          let key = SnapshotSorter.primaryKeyOrder(keys[a].id, keys[b].id)
+          return key != 0 ? key < 0 : keys[a].index > keys[b].index
+        }
+      }
+      order.sort { a, b in
+        if sorter.precedes((keys[a].values, keys[a].id), (keys[b].values, keys[b].id)) { return true }
+        if sorter.precedes((keys[b].values, keys[b].id), (keys[a].values, keys[a].id)) { return false }
+        return keys[a].index > keys[b].index
+      }
+    }
+    return order.map { arriving[$0].entry }
+  }
+
   /// Puts `arriving` into ``entries`` where ``insertionIndex(of:)`` would
   /// put each, inserted one after another in their order: sorted, with an entry that ties with an
   /// earlier arriving one before it, as the later insertion at the lower bound would go. A binary search
@@ -56,11 +78,7 @@ struct FetchedResultsOrder {
       entries.insert(entry, at: index)
       return [(index, ObjectIdentifier(entry.object))]
     }
-    let sorted = arriving.sorted { a, b in
-      if precedes(a.entry, b.entry) { return true }
-      if precedes(b.entry, a.entry) { return false }
-      return a.index > b.index
-    }.map(\.entry)
+    let sorted = Self.sorted(arriving, by: sorter)
     // Where each goes among the results already there; ascending, since `sorted` is.
     var targets: [Int] = []
     targets.reserveCapacity(sorted.count)
