@@ -180,11 +180,12 @@ struct FetchedResultsOrder {
   }
 
   /// Moves the elements of the first `oldCount` of `buffer` that are not at `removed` (ascending) to the
-  /// positions not in `finals` (ascending), in order, each at most once, by swaps: one pass over the
-  /// stretches between changed positions (taking out, then putting in, moved most elements twice). The
-  /// removed elements and those past `oldCount` are free slots: afterwards they are at `finals` and past
-  /// the new count, for the caller to overwrite or remove.
+  /// positions not in `finals` (ascending), in order, each at most once: one `memmove` per stretch between
+  /// changed positions (taking out, then putting in, moved most elements twice, one swap at a time). The
+  /// removed elements and those past `oldCount` are set aside first and put back afterwards at `finals`
+  /// and past the new count, for the caller to overwrite or remove.
   static func moveStretches<T>(_ buffer: UnsafeMutableBufferPointer<T>, oldCount: Int, removing removed: [Int], finals: [Int]) {
+    guard let base = buffer.baseAddress, !removed.isEmpty || !finals.isEmpty else { return }
     // Stretches of elements that stay, contiguous before and after.
     var stretches: [(from: Int, to: Int, count: Int)] = []
     stretches.reserveCapacity(removed.count + finals.count + 1)
@@ -209,26 +210,38 @@ struct FetchedResultsOrder {
       write += end - read
       read = end
     }
-    // A stretch moving left goes after those before it, first element first; stretches moving right go
-    // after the ones after them in the same run of rightward stretches, last element first. Each element
-    // then lands on a free slot, as destinations keep the order of sources.
+    let newCount = write + (finals.count - nextFinal)
+    // The free slots' elements, set aside: their slots are uninitialized until they come back.
+    let spare = buffer.count - oldCount
+    let aside = UnsafeMutablePointer<T>.allocate(capacity: removed.count + spare)
+    defer { aside.deallocate() }
+    for (i, position) in removed.enumerated() { (aside + i).moveInitialize(from: base + position, count: 1) }
+    (aside + removed.count).moveInitialize(from: base + oldCount, count: spare)
+    // A stretch moving left goes after those before it; runs of stretches moving right go last to first.
+    // Each then moves into uninitialized slots (or over its own start: `moveInitialize` copies in the
+    // direction that allows it), as destinations keep the order of sources.
     var index = 0
     while index < stretches.count {
       let stretch = stretches[index]
       guard stretch.to > stretch.from else {
-        for offset in 0..<stretch.count where stretch.to < stretch.from {
-          buffer.swapAt(stretch.from + offset, stretch.to + offset)
-        }
+        if stretch.to < stretch.from { (base + stretch.to).moveInitialize(from: base + stretch.from, count: stretch.count) }
         index += 1
         continue
       }
       var end = index + 1
       while end < stretches.count, stretches[end].to > stretches[end].from { end += 1 }
       for rightward in stretches[index..<end].reversed() {
-        for offset in (0..<rightward.count).reversed() { buffer.swapAt(rightward.from + offset, rightward.to + offset) }
+        (base + rightward.to).moveInitialize(from: base + rightward.from, count: rightward.count)
       }
       index = end
     }
+    // The uninitialized slots are now `finals` and those from the new count on: as many as were set aside.
+    var next = 0
+    for final in finals {
+      (base + final).moveInitialize(from: aside + next, count: 1)
+      next += 1
+    }
+    (base + newCount).moveInitialize(from: aside + next, count: removed.count + spare - next)
   }
 }
 
