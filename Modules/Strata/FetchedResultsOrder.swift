@@ -45,22 +45,24 @@ struct FetchedResultsOrder {
   }
 
   /// The entries of `arriving` in order, an entry that ties with another after it (by `index`) first.
-  /// Positions are sorted, not entries, over each entry's sort values and ID read once: moving an entry
-  /// retained and released its fields, and each comparison copied the sorter and read the object's ID.
+  /// Positions are sorted, not entries, over each entry's sort values and ID read once and compared in
+  /// place, one three-way comparison each: moving an entry retained and released its fields, and each
+  /// comparison copied the sorter, read the object's ID and ran `precedes` both ways.
   private static func sorted(_ arriving: [(index: Int, entry: Entry)], by sorter: SnapshotSorter?) -> [Entry] {
-    let keys = arriving.map { (values: $0.entry.sortValues, id: $0.entry.object.objectID, index: $0.index) }
+    let keys = arriving.map { (values: $0.entry.sortValues, id: $0.entry.object.objectID) }
     var order = Array(keys.indices)
     keys.withUnsafeBufferPointer { keys in
-      guard let sorter else {
-        return order.sort { a, b in
-          let key = SnapshotSorter.primaryKeyOrder(keys[a].id, keys[b].id)
-          return key != 0 ? key < 0 : keys[a].index > keys[b].index
+      arriving.withUnsafeBufferPointer { arriving in
+        guard let sorter else {
+          return order.sort { a, b in
+            let key = SnapshotSorter.primaryKeyOrder(keys[a].id, keys[b].id)
+            return key != 0 ? key < 0 : arriving[a].index > arriving[b].index
+          }
         }
-      }
-      order.sort { a, b in
-        if sorter.precedes((keys[a].values, keys[a].id), (keys[b].values, keys[b].id)) { return true }
-        if sorter.precedes((keys[b].values, keys[b].id), (keys[a].values, keys[a].id)) { return false }
-        return keys[a].index > keys[b].index
+        order.sort { a, b in
+          let key = sorter.order(keys[a], keys[b])
+          return key != 0 ? key < 0 : arriving[a].index > arriving[b].index
+        }
       }
     }
     return order.map { arriving[$0].entry }
