@@ -201,30 +201,33 @@ enum SectionDiff {
     var unchangedSection = 0  // the new section of `nextNew`, advanced as it grows
     var flat = 0
     var pair = (from: -1, to: -1, candidate: false)  // the last section pair checked
-    for (s, section) in old.enumerated() {
-      for _ in 0..<section.count {
-        defer { flat += 1 }
-        var to: Int
-        var toSection: Int
-        if nextRemoved < removed.count, removed[nextRemoved].flat == flat {
-          defer { nextRemoved += 1 }
-          guard let destination = arrivedFlats[removed[nextRemoved].key] else { continue }
-          to = destination
-          toSection = newSection(of: to)
-        } else {
-          while nextArrived < arrived.count, arrived[nextArrived].flat == nextNew {
-            nextArrived += 1
+    // Written through a buffer: the array's checks (bounds, uniqueness) were a third of the loop.
+    destinations.withUnsafeMutableBufferPointer { destinations in
+      for (s, section) in old.enumerated() {
+        for _ in 0..<section.count {
+          defer { flat += 1 }
+          var to: Int
+          var toSection: Int
+          if nextRemoved < removed.count, removed[nextRemoved].flat == flat {
+            defer { nextRemoved += 1 }
+            guard let destination = arrivedFlats[removed[nextRemoved].key] else { continue }
+            to = destination
+            toSection = newSection(of: to)
+          } else {
+            while nextArrived < arrived.count, arrived[nextArrived].flat == nextNew {
+              nextArrived += 1
+              nextNew += 1
+            }
+            to = nextNew
             nextNew += 1
+            while unchangedSection + 1 < newStarts.count, newStarts[unchangedSection + 1] <= to { unchangedSection += 1 }
+            toSection = unchangedSection
           }
-          to = nextNew
-          nextNew += 1
-          while unchangedSection + 1 < newStarts.count, newStarts[unchangedSection + 1] <= to { unchangedSection += 1 }
-          toSection = unchangedSection
+          if pair.from != s || pair.to != toSection {
+            pair = (s, toSection, keptSections[s] && section.name == new[toSection].name)
+          }
+          destinations[flat] = pair.candidate ? to : -2 - to
         }
-        if pair.from != s || pair.to != toSection {
-          pair = (s, toSection, keptSections[s] && section.name == new[toSection].name)
-        }
-        destinations[flat] = pair.candidate ? to : -2 - to
       }
     }
     let staying = longestIncreasingRunMarks(destinations)
@@ -317,27 +320,33 @@ enum SectionDiff {
   /// is tried first, which is where a run of increasing values goes: on mostly ordered values (a
   /// controller's results after a few changes) that takes two comparisons instead of a binary search.
   private static func patienceChain(_ values: [Int], skippingNegative: Bool) -> (previous: [Int], last: Int) {
-    var tails: [Int] = []  // positions in `values`
-    tails.reserveCapacity(values.count)  // pages are touched as it grows, never copied
+    // Through buffers: the arrays' bounds and uniqueness checks were a third of the loop. `tails` is
+    // allocated whole and its pages touched as it grows.
+    let tails = UnsafeMutableBufferPointer<Int>.allocate(capacity: values.count)  // positions in `values`
+    defer { tails.deallocate() }
+    var count = 0
     var previous = [Int](repeating: -1, count: values.count)
-    var hint = 0
-    for (i, value) in values.enumerated() where value >= 0 || !skippingNegative {
-      var low = 0
-      var high = tails.count
-      if hint <= tails.count, hint == 0 || values[tails[hint - 1]] < value,
-        hint == tails.count || values[tails[hint]] >= value
-      {
-        low = hint
-        high = hint
+    previous.withUnsafeMutableBufferPointer { previous in
+      values.withUnsafeBufferPointer { values in
+        var hint = 0
+        for (i, value) in values.enumerated() where value >= 0 || !skippingNegative {
+          var low = 0
+          var high = count
+          if hint <= count, hint == 0 || values[tails[hint - 1]] < value, hint == count || values[tails[hint]] >= value {
+            low = hint
+            high = hint
+          }
+          while low < high {
+            let mid = (low + high) / 2
+            if values[tails[mid]] < value { low = mid + 1 } else { high = mid }
+          }
+          hint = low + 1
+          if low > 0 { previous[i] = tails[low - 1] }
+          tails[low] = i
+          if low == count { count += 1 }
+        }
       }
-      while low < high {
-        let mid = (low + high) / 2
-        if values[tails[mid]] < value { low = mid + 1 } else { high = mid }
-      }
-      hint = low + 1
-      if low > 0 { previous[i] = tails[low - 1] }
-      if low == tails.count { tails.append(i) } else { tails[low] = i }
     }
-    return (previous, tails.last ?? -1)
+    return (previous, count > 0 ? tails[count - 1] : -1)
   }
 }

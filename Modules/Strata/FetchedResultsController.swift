@@ -248,13 +248,12 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
         && (try? matchesRequest(object, source)) == true
       if matches, let typed = object as? Result { returning.append(typed) }
     }
-    let removed = order.remove(relevant)
     var arriving: [(index: Int, entry: Entry)] = []
     for object in returning {
       guard let entry = try? self.entry(for: object, source) else { continue }
       arriving.append((arriving.count, entry))
     }
-    let arrived = order.insert(arriving)
+    let (removed, arrived) = order.update(removing: relevant, arriving: arriving)
     guard sectionName == nil, sectionKey == nil, state?.count == 1, var objects = state?[0].objects else {
       guard let old = state else { return }
       let new = sections(of: order.entries)
@@ -272,22 +271,20 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
       oldKey: { ObjectIdentifier(objects[$1]) })
     let objectChanges = self.objectChanges(
       diff, old: { objects[$0[1]] }, new: { unsafeDowncast(self.order.entries[$0[1]].object, to: Result.self) })
+    let arrivals = arrived.map { unsafeDowncast(order.entries[$0.flat].object, to: Result.self) }
+    let finals = arrived.map(\.flat)
+    let newCount = order.entries.count
+    if newCount > oldCount, let first = arrivals.first {
+      objects.append(contentsOf: repeatElement(first, count: newCount - oldCount))
+    }
+    // As the entries moved; references moved bit for bit keep their counts.
     objects.withUnsafeMutableBufferPointer { buffer in
       buffer.withMemoryRebound(to: UnsafeMutableRawPointer?.self) {
-        FetchedResultsOrder.compact($0, removing: removed.map(\.flat))
+        FetchedResultsOrder.moveStretches($0, oldCount: oldCount, removing: removed.map(\.flat), finals: finals)
       }
     }
-    objects.removeLast(removed.count)
-    let arrivals = arrived.map { unsafeDowncast(order.entries[$0.flat].object, to: Result.self) }
-    objects.append(contentsOf: arrivals)
-    // Moving references bit for bit keeps their counts: each arriving one was retained by the append,
-    // and its copies left behind are overwritten.
-    let references = arrivals.map { Optional(Unmanaged.passUnretained($0).toOpaque()) }
-    let targets = arrived.indices.map { arrived[$0].flat - $0 }
-    objects.withUnsafeMutableBufferPointer { buffer in
-      buffer.withMemoryRebound(to: UnsafeMutableRawPointer?.self) { FetchedResultsOrder.spread(references, at: targets, in: $0) }
-    }
-    let newCount = objects.count
+    for (i, final) in finals.enumerated() { objects[final] = arrivals[i] }
+    if newCount < oldCount { objects.removeLast(oldCount - newCount) }
     state?[0].objects = objects
     announce(
       diff, objectChanges, oldInfo: { _ in FetchedResultsSectionInfo(name: "", indexTitle: nil, numberOfObjects: oldCount) },

@@ -44,46 +44,94 @@ struct FetchedResultsOrder {
     return sorter.precedes((a.sortValues, a.object.objectID), (b.sortValues, b.object.objectID))
   }
 
-  /// Puts `arriving` into ``entries`` where ``insertionIndex(of:)`` would
-  /// put each, inserted one after another in their order: sorted, with an entry that ties with an
-  /// earlier arriving one before it, as the later insertion at the lower bound would go. A binary search
-  /// each, then one pass from the back that moves each later result once (one insertion each cost a
-  /// pass per change). Returns where they went (ascending) and who they are.
-  mutating func insert(_ arriving: [(index: Int, entry: Entry)]) -> [(flat: Int, key: ObjectIdentifier)] {
-    guard arriving.count > 1 else {
-      guard let entry = arriving.first?.entry else { return [] }
-      let index = insertionIndex(of: entry)
-      entries.insert(entry, at: index)
-      return [(index, ObjectIdentifier(entry.object))]
+  /// The entries of `arriving` in order, an entry that ties with another after it (by `index`) first.
+  /// Positions are sorted, not entries, over each entry's sort values and ID read once and compared in
+  /// place, one three-way comparison each: moving an entry retained and released its fields, and each
+  /// comparison copied the sorter, read the object's ID and ran `precedes` both ways.
+  private static func sorted(_ arriving: [(index: Int, entry: Entry)], by sorter: SnapshotSorter?) -> [Entry] {
+    let keys = arriving.map { (values: $0.entry.sortValues, id: $0.entry.object.objectID) }
+    var order = Array(keys.indices)
+    keys.withUnsafeBufferPointer { keys in
+      arriving.withUnsafeBufferPointer { arriving in
+        guard let sorter else {
+          return order.sort { a, b in
+            let key = SnapshotSorter.primaryKeyOrder(keys[a].id, keys[b].id)
+            return key != 0 ? key < 0 : arriving[a].index > arriving[b].index
+          }
+        }
+        order.sort { a, b in
+          let key = sorter.order(keys[a], keys[b])
+          return key != 0 ? key < 0 : arriving[a].index > arriving[b].index
+        }
+      }
     }
-    let sorted = arriving.sorted { a, b in
-      if precedes(a.entry, b.entry) { return true }
-      if precedes(b.entry, a.entry) { return false }
-      return a.index > b.index
-    }.map(\.entry)
-    // Where each goes among the results already there; ascending, since `sorted` is.
-    var targets: [Int] = []
-    targets.reserveCapacity(sorted.count)
-    var low = 0
-    for entry in sorted {
-      low = insertionIndex(of: entry, from: low)
-      targets.append(low)
-    }
-    entries.append(contentsOf: sorted)
-    entries.withUnsafeMutableBufferPointer { Self.spread(sorted, at: targets, in: $0) }
-    return sorted.indices.map { (targets[$0] + $0, ObjectIdentifier(sorted[$0].object)) }
+    return order.map { arriving[$0].entry }
   }
 
-  /// Where `entry` goes in ``entries``: before the first result it does not follow, searched from
-  /// `start` (the results before it must precede the entry) by probes at doubling distances, then
+  /// Takes `objects` out of ``entries`` and puts `arriving` in where ``insertionIndex(of:from:among:)``
+  /// puts each among the results that stay, inserted one after another in their order: sorted, with an
+  /// entry that ties with an earlier arriving one before it, as the later insertion at the lower bound
+  /// would go. One pass over the references finds the objects (``locate(_:)``), a search each places the
+  /// arriving ones, and one pass moves each result that stays at most once (``rearrange(_:removing:inserting:at:)``).
+  /// Returns where the objects were (ascending) and where the arriving ones went (ascending), with who
+  /// they are.
+  mutating func update(
+    removing objects: [ManagedObject], arriving: [(index: Int, entry: Entry)]
+  ) -> (
+    removed: [(flat: Int, key: ObjectIdentifier)], arrived: [(flat: Int, key: ObjectIdentifier)]
+  ) {
+    let removed = locate(objects)
+    let sorted = arriving.count > 1 ? Self.sorted(arriving, by: sorter) : arriving.map(\.entry)
+    let removedFlats = removed.map(\.flat)
+    let among = Survivors(removed: removedFlats, count: entries.count)
+    // Where each goes: its index among the results that stay, plus the arriving ones before it.
+    var finals: [Int] = []
+    finals.reserveCapacity(sorted.count)
+    var low = 0
+    for (i, entry) in sorted.enumerated() {
+      low = insertionIndex(of: entry, from: low, among: among)
+      finals.append(low + i)
+    }
+    Self.rearrange(&entries, removing: removedFlats, inserting: sorted, at: finals)
+    return (removed, sorted.indices.map { (finals[$0], ObjectIdentifier(sorted[$0].object)) })
+  }
+
+  /// The results that stay while some are taken out: the `i`th of them is at ``position(_:)`` in
+  /// ``entries``, found by a binary search over the ones taken out.
+  struct Survivors {
+    /// For each result taken out, how many stay before it (ascending).
+    private let before: [Int]
+    /// How many stay.
+    let count: Int
+
+    init(removed: [Int], count: Int) {
+      before = removed.indices.map { removed[$0] - $0 }
+      self.count = count - removed.count
+    }
+
+    /// Where the `index`th result that stays is in ``entries``.
+    func position(_ index: Int) -> Int {
+      var low = 0
+      var high = before.count
+      while low < high {
+        let mid = (low + high) / 2
+        if before[mid] <= index { low = mid + 1 } else { high = mid }
+      }
+      return index + low
+    }
+  }
+
+  /// Where `entry` goes among the results that stay: before the first one it does not follow, searched
+  /// from `start` (the results before it must precede the entry) by probes at doubling distances, then
   /// halving — a few comparisons when the place is near `start`.
-  func insertionIndex(of entry: Entry, from start: Int = 0) -> Int {
+  func insertionIndex(of entry: Entry, from start: Int = 0, among survivors: Survivors) -> Int {
+    func precedesEntry(_ index: Int) -> Bool { precedes(entries[survivors.position(index)], entry) }
     var low = start
-    var high = entries.count
+    var high = survivors.count
     var step = 1
     while low + step - 1 < high {
       let probe = low + step - 1
-      guard precedes(entries[probe], entry) else {
+      guard precedesEntry(probe) else {
         high = probe
         break
       }
@@ -92,17 +140,17 @@ struct FetchedResultsOrder {
     }
     while low < high {
       let mid = (low + high) / 2
-      if precedes(entries[mid], entry) { low = mid + 1 } else { high = mid }
+      if precedesEntry(mid) { low = mid + 1 } else { high = mid }
     }
     return low
   }
 
-  /// Takes `objects` out of ``entries``; returns where they were (ascending) and who they are. One
-  /// pass reads each result's reference and tests it against a bit filter of the objects' (a multiply,
-  /// a shift and a bit test); only the few that pass are looked up in the set. No result is hashed or
-  /// compared by its sort values, and none has to be where its sort values say (an object whose ID
-  /// became permanent among equal sort values is found all the same).
-  mutating func remove(_ objects: [ManagedObject]) -> [(flat: Int, key: ObjectIdentifier)] {
+  /// Where `objects` are in ``entries`` (ascending), and who they are. One pass reads each result's
+  /// reference and tests it against a bit filter of the objects' (a multiply, a shift and a bit test);
+  /// only the few that pass are looked up in the set. No result is hashed or compared by its sort values,
+  /// and none has to be where its sort values say (an object whose ID became permanent among equal sort
+  /// values is found all the same).
+  func locate(_ objects: [ManagedObject]) -> [(flat: Int, key: ObjectIdentifier)] {
     guard !objects.isEmpty, !entries.isEmpty else { return [] }
     let keys = Set(objects.map(ObjectIdentifier.init))
     let filter = IdentityFilter(keys)
@@ -114,45 +162,88 @@ struct FetchedResultsOrder {
         if filter.mayContain(key), keys.contains(key) { found.append((index, key)) }
       }
     }
-    guard !found.isEmpty else { return found }
-    entries.withUnsafeMutableBufferPointer { Self.compact($0, removing: found.map(\.flat)) }
-    entries.removeLast(found.count)
     return found
   }
 
-  /// Moves the elements not at `positions` (ascending) to the front of `buffer`, in order, in one pass
-  /// that moves each at most once; the others end up at the back, for the caller to remove.
-  static func compact<T>(_ buffer: UnsafeMutableBufferPointer<T>, removing positions: [Int]) {
-    guard let first = positions.first else { return }
-    var write = first
-    var next = 0
-    for read in first..<buffer.count {
-      if next < positions.count, positions[next] == read {
-        next += 1
-      } else {
-        buffer.swapAt(read, write)
-        write += 1
-      }
+  /// Takes the elements at `removed` (ascending) out of `array` and puts `arriving[i]` at `finals[i]`
+  /// (ascending) of the result, the others keeping their order, each moved at most once
+  /// (``moveStretches(_:oldCount:removing:finals:)``).
+  static func rearrange<T>(_ array: inout [T], removing removed: [Int], inserting arriving: [T], at finals: [Int]) {
+    let oldCount = array.count
+    let newCount = oldCount - removed.count + arriving.count
+    // Placeholders give the array its new size when more arrive than leave; each arriving element
+    // overwrites one.
+    if newCount > oldCount, let first = arriving.first {
+      array.append(contentsOf: repeatElement(first, count: newCount - oldCount))
     }
+    array.withUnsafeMutableBufferPointer { moveStretches($0, oldCount: oldCount, removing: removed, finals: finals) }
+    for (i, final) in finals.enumerated() { array[final] = arriving[i] }
+    if newCount < oldCount { array.removeLast(oldCount - newCount) }
   }
 
-  /// Puts `arriving[i]` before the element that was at `targets[i]` (ascending) among the first
-  /// `buffer.count - arriving.count` elements, the ones before it keeping their place: the back of
-  /// `buffer` holds copies of `arriving` (appended) on entry. One pass from the back moves each later
-  /// element once; the slots between `read` and `write` hold copies of the arriving elements not yet
-  /// placed, each overwritten with the one that goes there.
-  static func spread<T>(_ arriving: [T], at targets: [Int], in buffer: UnsafeMutableBufferPointer<T>) {
-    var read = buffer.count - arriving.count - 1
-    var write = buffer.count - 1
-    for next in arriving.indices.reversed() {
-      while read >= targets[next] {
-        buffer.swapAt(read, write)
-        read -= 1
-        write -= 1
+  /// Moves the elements of the first `oldCount` of `buffer` that are not at `removed` (ascending) to the
+  /// positions not in `finals` (ascending), in order, each at most once: one `memmove` per stretch between
+  /// changed positions (taking out, then putting in, moved most elements twice, one swap at a time). The
+  /// removed elements and those past `oldCount` are set aside first and put back afterwards at `finals`
+  /// and past the new count, for the caller to overwrite or remove.
+  static func moveStretches<T>(_ buffer: UnsafeMutableBufferPointer<T>, oldCount: Int, removing removed: [Int], finals: [Int]) {
+    guard let base = buffer.baseAddress, !removed.isEmpty || !finals.isEmpty else { return }
+    // Stretches of elements that stay, contiguous before and after.
+    var stretches: [(from: Int, to: Int, count: Int)] = []
+    stretches.reserveCapacity(removed.count + finals.count + 1)
+    var read = 0  // the next old position
+    var write = 0  // the next new position
+    var nextRemoved = 0
+    var nextFinal = 0
+    while read < oldCount {
+      while nextRemoved < removed.count, removed[nextRemoved] == read {
+        nextRemoved += 1
+        read += 1
       }
-      buffer[write] = arriving[next]
-      write -= 1
+      while nextFinal < finals.count, finals[nextFinal] == write {
+        nextFinal += 1
+        write += 1
+      }
+      guard read < oldCount else { break }
+      var end = oldCount
+      if nextRemoved < removed.count { end = removed[nextRemoved] }
+      if nextFinal < finals.count { end = min(end, read + finals[nextFinal] - write) }
+      stretches.append((read, write, end - read))
+      write += end - read
+      read = end
     }
+    let newCount = write + (finals.count - nextFinal)
+    // The free slots' elements, set aside: their slots are uninitialized until they come back.
+    let spare = buffer.count - oldCount
+    let aside = UnsafeMutablePointer<T>.allocate(capacity: removed.count + spare)
+    defer { aside.deallocate() }
+    for (i, position) in removed.enumerated() { (aside + i).moveInitialize(from: base + position, count: 1) }
+    (aside + removed.count).moveInitialize(from: base + oldCount, count: spare)
+    // A stretch moving left goes after those before it; runs of stretches moving right go last to first.
+    // Each then moves into uninitialized slots (or over its own start: `moveInitialize` copies in the
+    // direction that allows it), as destinations keep the order of sources.
+    var index = 0
+    while index < stretches.count {
+      let stretch = stretches[index]
+      guard stretch.to > stretch.from else {
+        if stretch.to < stretch.from { (base + stretch.to).moveInitialize(from: base + stretch.from, count: stretch.count) }
+        index += 1
+        continue
+      }
+      var end = index + 1
+      while end < stretches.count, stretches[end].to > stretches[end].from { end += 1 }
+      for rightward in stretches[index..<end].reversed() {
+        (base + rightward.to).moveInitialize(from: base + rightward.from, count: rightward.count)
+      }
+      index = end
+    }
+    // The uninitialized slots are now `finals` and those from the new count on: as many as were set aside.
+    var next = 0
+    for final in finals {
+      (base + final).moveInitialize(from: aside + next, count: 1)
+      next += 1
+    }
+    (base + newCount).moveInitialize(from: aside + next, count: removed.count + spare - next)
   }
 }
 

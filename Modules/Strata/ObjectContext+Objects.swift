@@ -28,9 +28,11 @@ extension ObjectContext {
   /// Registers the objects `body` materializes — `count` of them at most — in one go: the registry is
   /// swept (when due) and grown once before, not while, since the caller holds every object it makes
   /// until `body` returns and a sweep in between would find nothing to drop. The batch's objects are young
-  /// for the first sweep after it.
-  func registeringBatch<R>(of count: Int, _ body: () throws -> R) rethrows -> R {
-    registry.sweepIfDue(adding: count)
+  /// for the first sweep after it. Without `sweeping` (a batch known to register nothing, such as a save
+  /// without inserts) no sweep runs: sweeps are paid for by registrations, so that a save of a few
+  /// changes after a large fetch does not read every registered object.
+  func registeringBatch<R>(of count: Int, sweeping: Bool = true, _ body: () throws -> R) rethrows -> R {
+    if sweeping { registry.sweepIfDue(adding: count) }
     reserveRegistry(for: count)
     let paused = sweepsPaused
     sweepsPaused = true

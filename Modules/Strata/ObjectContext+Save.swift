@@ -94,7 +94,7 @@ extension ObjectContext {
       rewriteTemporaryReferences(in: object, map ?? [:])
     }
     // One pass over the inserted objects (each one's new state depends on the map alone).
-    registeringBatch(of: savedInserts.count) {
+    registeringBatch(of: savedInserts.count, sweeping: !savedInserts.isEmpty) {
       for (i, object) in savedInserts.enumerated() {
         if let new = listed?[i] ?? map?[object.objectID] {
           formerTemporaryIDs.note(object.objectID, new)

@@ -57,12 +57,23 @@ public struct SnapshotSorter: Sendable {
   /// let index = list.partitioningIndex { sorter.precedes((new, newID), ($0.values, $0.id)) }
   /// ```
   public func precedes(_ a: (values: [Value], id: ObjectID), _ b: (values: [Value], id: ObjectID)) -> Bool {
+    order(a, b) < 0
+  }
+
+  /// Three-way order of the object with sort values `a.values` and ID `a.id` and `b`'s: negative when `a`
+  /// comes first (``precedes(_:_:)``), positive when `b` does, zero only for the same ID — one pass over the
+  /// values where a sort asking `precedes` both ways makes two.
+  ///
+  /// ```swift
+  /// positions.sort { sorter.order(keys[$0], keys[$1]) < 0 }
+  /// ```
+  public func order(_ a: (values: [Value], id: ObjectID), _ b: (values: [Value], id: ObjectID)) -> Int {
     for (index, sort) in sorts.enumerated() {
       var order = Self.compare(a.values[index], b.values[index], comparator: sort.comparator)
       if !sort.ascending { order = -order }
-      if order != 0 { return order < 0 }
+      if order != 0 { return order }
     }
-    return Self.primaryKeyOrder(a.id, b.id) < 0
+    return Self.primaryKeyOrder(a.id, b.id)
   }
 
   /// Three-way order of two values for an ascending sort: nil first, strings under `comparator`, numbers

@@ -106,6 +106,56 @@ struct FetchedResultsDiffTests {
     }
   }
 
+  /// Rearranging in place (the removed taken out, the arriving put at their final positions, each other
+  /// element moved at most once) gives what building the new array one element at a time gives, and
+  /// releases exactly the removed elements, over random removals and arrivals anywhere.
+  @Test func rearrangingInPlaceEqualsRebuilding() {
+    final class Item {
+      let value: Int
+      init(_ value: Int) { self.value = value }
+    }
+    for seed in 1...500 {
+      var random = SplitMix64(seed: UInt64(seed))
+      func below(_ n: Int) -> Int { Int(random.next() % UInt64(n)) }
+      let count = below(40)
+      var array = (0..<count).map { Item($0) }
+      let removed = (0..<count).filter { _ in below(4) == 0 }
+      let arrivingCount = below(12)
+      let newCount = count - removed.count + arrivingCount
+      var finals = Array(0..<newCount)
+      finals.shuffle(using: &random)
+      finals = Array(finals.prefix(arrivingCount)).sorted()
+      let arriving = (0..<arrivingCount).map { Item(1_000 + $0) }
+      var expected: [Int] = []
+      var survivors = (0..<count).filter { !removed.contains($0) }.makeIterator()
+      var nextArrival = 0
+      for position in 0..<newCount {
+        if nextArrival < finals.count, finals[nextArrival] == position {
+          expected.append(1_000 + nextArrival)
+          nextArrival += 1
+        } else if let survivor = survivors.next() {
+          expected.append(survivor)
+        }
+      }
+      weak let firstRemoved = removed.first.map { array[$0] }
+      FetchedResultsOrder.rearrange(&array, removing: removed, inserting: arriving, at: finals)
+      #expect(array.map(\.value) == expected, "seed \(seed)")
+      #expect(firstRemoved == nil, "seed \(seed)")
+      var objects = (0..<count).map { Item($0) }
+      if newCount > count, let first = arriving.first {
+        objects.append(contentsOf: repeatElement(first, count: newCount - count))
+      }
+      objects.withUnsafeMutableBufferPointer { buffer in
+        buffer.withMemoryRebound(to: UnsafeMutableRawPointer?.self) {
+          FetchedResultsOrder.moveStretches($0, oldCount: count, removing: removed, finals: finals)
+        }
+      }
+      for (i, final) in finals.enumerated() { objects[final] = arriving[i] }
+      if newCount < count { objects.removeLast(count - newCount) }
+      #expect(objects.map(\.value) == expected, "seed \(seed)")
+    }
+  }
+
   /// A controller sorted by two keys with many ties (rating descending, then variety), in sections by
   /// rating (or in one section, which the controller changes in place), after random batches of inserts, deletes and edits of either key: the delegate hears
   /// exactly, in the same order, what the difference worked out from scratch between the sections before

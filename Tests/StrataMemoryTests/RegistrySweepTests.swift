@@ -83,6 +83,23 @@ import Testing
     }
   }
 
+  @Test func aSaveWithoutInsertsLeavesTheSweepToTheNextRegistration() throws {
+    try context.performAndWait {
+      let held = context.registeringBatch(of: 0) {
+        [context.object(with: template)] + (1_001...(1_000 + 2 * ObjectRegistry.youngLimit)).map { context.object(with: id($0)) }
+      }
+      let young = context.registry.youngCount
+      #expect(young >= ObjectRegistry.youngLimit)
+      let actor = try #require(held.first as? Actor)
+      actor.name = "Renamed"
+      try context.save()
+      #expect(context.registry.youngCount >= young)
+      _ = context.object(with: id(100_000))
+      #expect(context.registry.youngCount < ObjectRegistry.youngLimit)
+      #expect(context.registry.count >= held.count)
+    }
+  }
+
   @Test func registeredObjectsSweepsEverything() {
     context.performAndWait {
       let kept = (1...3_000).map { context.object(with: id($0)) }
