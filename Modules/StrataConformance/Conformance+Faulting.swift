@@ -287,6 +287,36 @@ extension Conformance {
     try agrees(itemIDs[1], generation: generation, "at the pinned generation")
     store.unpin(generation)
 
+    // Stale versions, in one save: every conflict is listed (with the stored values of the changed keys)
+    // and nothing is written; the right versions then go through.
+    let updatedItem = try #require(try store.snapshot(for: itemIDs[1], generation: nil))
+    let kept = try #require(try store.snapshot(for: itemIDs[2], generation: nil))
+    let stale = ObjectChange(
+      objectID: itemIDs[1], attributes: ["item 1", 5, "stale"], toOne: [nil], expectedVersion: updatedItem.version - 1,
+      changedKeys: ["count", "note"])
+    let vanished = ObjectChange(
+      objectID: itemIDs[5], attributes: ["item 5", 1, "ghost"], toOne: [nil], expectedVersion: 1, changedKeys: ["note"])
+    let staleDeletion = ObjectDeletion(objectID: itemIDs[2], expectedVersion: kept.version + 1)
+    let refused = expectStoreError(.optimisticLockConflict, "stale versions") {
+      try store.save(ChangeSet(updated: [stale, vanished], deleted: [staleDeletion]))
+    }
+    #expect(Set(refused?.conflicts.compactMap(\.objectID) ?? []) == [itemIDs[1], itemIDs[5], itemIDs[2]])
+    let staleConflict = refused?.conflicts.first { $0.objectID == itemIDs[1] }
+    #expect(staleConflict?.values == [5, "stale"] && staleConflict?.storedValues == [100, "changed"])
+    #expect(refused?.conflicts.first { $0.objectID == itemIDs[5] }?.storedValues == [])
+    #expect(try store.snapshot(for: itemIDs[1], generation: nil) == updatedItem)
+    #expect(try store.snapshot(for: itemIDs[2], generation: nil) == kept)
+    _ = try store.save(
+      ChangeSet(
+        updated: [
+          ObjectChange(
+            objectID: itemIDs[1], attributes: ["item 1", 5, "fresh"], toOne: [nil], expectedVersion: updatedItem.version,
+            changedKeys: ["count", "note"])
+        ],
+        deleted: [ObjectDeletion(objectID: itemIDs[2], expectedVersion: kept.version)]))
+    #expect(try store.snapshot(for: itemIDs[1], generation: nil)?.attributes == ["item 1", 5, "fresh"])
+    #expect(try store.snapshot(for: itemIDs[2], generation: nil) == nil)
+
     store.close()
     _ = expectStoreError(.misuse, "a closed store") { try store.snapshot(for: itemIDs[0], generation: nil) }
   }

@@ -28,6 +28,11 @@ final class LMDBReader: EvaluationSource {
     return snapshot
   }
 
+  /// The version of the record `pk` of `table`, `nil` when there is none; the values are not decoded.
+  func version(_ table: LMDBSchema.Table, _ pk: Int64) throws -> Int64? {
+    try txn.get(table.records, primaryKey: pk) { bytes in try bytes.map { try table.decoder.version($0, primaryKey: pk) } }
+  }
+
   /// Reads and decodes the record `pk` of `table` (uncached).
   func record(_ table: LMDBSchema.Table, _ pk: Int64) throws -> Snapshot? {
     let snapshot = try txn.get(table.records, primaryKey: pk) { bytes in

@@ -262,6 +262,17 @@ struct RecordDecoder: Sendable {
     }
   }
 
+  /// The version in a stored record's header, the rest of the record left unread.
+  func version(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64) throws -> Int64 {
+    var reader = RecordReader(bytes: bytes)
+    guard reader.byte() == RecordCodec.format, let version = reader.varint() else {
+      throw StoreError(
+        .corrupted, "the stored record of \(idTemplate.withPrimaryKey(primaryKey)) is damaged (no version)",
+        entity: entity.name)
+    }
+    return RecordCodec.unzigzag(version)
+  }
+
   func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64) throws -> Snapshot {
     var reader = RecordReader(bytes: bytes)
     let id = idTemplate.withPrimaryKey(primaryKey)

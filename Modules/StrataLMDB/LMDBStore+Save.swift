@@ -126,7 +126,9 @@ struct LMDBSaveOperation {
   mutating func apply() throws -> (SaveResult, StoreChange) {
     try assignPermanentIDs()
     try checkReferences()
-    try OptimisticLocking.check(changes, model: schema.model) { id in try stored(id) }
+    try OptimisticLocking.check(changes, model: schema.model, storedVersion: { id in try storedVersion(id) }) { id in
+      try stored(id)
+    }
     var derived = DerivedRecomputation(model: schema.model, changes: changes)
     try derived.noteRelatedObjects(before: LMDBReader(txn: txn, schema: schema, storeIdentifier: storeIdentifier))
     let deleted = try deleteRecords()
@@ -165,6 +167,13 @@ struct LMDBSaveOperation {
       return nil
     }
     return try reader.record(table, pk)
+  }
+
+  private func storedVersion(_ id: ObjectID) throws -> Int64? {
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey, let table = schema.tables[id.entityName] else {
+      return nil
+    }
+    return try reader.version(table, pk)
   }
 
   // MARK: Checks

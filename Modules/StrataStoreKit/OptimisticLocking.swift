@@ -19,12 +19,32 @@ public enum OptimisticLocking {
   public static func check(
     _ changes: ChangeSet, model: ObjectModel, stored: (ObjectID) throws -> Snapshot?
   ) throws {
+    try check(changes, model: model, storedVersion: { try stored($0)?.version }, stored: stored)
+  }
+
+  /// ``check(_:model:stored:)`` for a store that can read an object's version without the rest of its
+  /// row: `storedVersion` is asked for every update and versioned delete, `stored` only to describe a
+  /// conflict.
+  ///
+  /// ```swift
+  /// try OptimisticLocking.check(changes, model: model, storedVersion: { try version(of: $0) }) { try snapshot(of: $0) }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - storedVersion: the stored version of an object, `nil` when it no longer exists.
+  ///   - stored: the stored snapshot of an object, `nil` when it no longer exists.
+  public static func check(
+    _ changes: ChangeSet, model: ObjectModel, storedVersion: (ObjectID) throws -> Int64?,
+    stored: (ObjectID) throws -> Snapshot?
+  ) throws {
     var conflicts: [StoreError.Conflict] = []
     var details: [String] = []
     for update in changes.updated {
+      let version = try storedVersion(update.objectID)
+      if let version, update.expectedVersion == nil || update.expectedVersion == version { continue }
+      let current = version == nil ? nil : try stored(update.objectID)
+      // Looked up for a conflict only: finding it copies the entity's description.
       let entity = try model.requireEntity(update.objectID.entityName)
-      let current = try stored(update.objectID)
-      if let current, update.expectedVersion == nil || update.expectedVersion == current.version { continue }
       let keys = update.changedKeys
       conflicts.append(
         StoreError.Conflict(
@@ -35,7 +55,7 @@ public enum OptimisticLocking {
     }
     for deletion in changes.deleted {
       guard let expected = deletion.expectedVersion, !deletion.objectID.isTemporary else { continue }
-      let current = try stored(deletion.objectID)?.version
+      let current = try storedVersion(deletion.objectID)
       if current == expected { continue }
       conflicts.append(StoreError.Conflict(objectID: deletion.objectID, entity: deletion.objectID.entityName, keys: []))
       details.append(describe(deletion.objectID, expected: expected, stored: current))
