@@ -31,8 +31,12 @@ public enum OptimisticLocking {
   /// ```
   ///
   /// - Parameters:
+  ///   - changes: the change set about to be written.
+  ///   - model: the store's model.
   ///   - storedVersion: the stored version of an object, `nil` when it no longer exists.
   ///   - stored: the stored snapshot of an object, `nil` when it no longer exists.
+  /// - Throws: one `.optimisticLockConflict` listing every object that changed or vanished, with the
+  ///   changed keys and both sides' values.
   public static func check(
     _ changes: ChangeSet, model: ObjectModel, storedVersion: (ObjectID) throws -> Int64?,
     stored: (ObjectID) throws -> Snapshot?
