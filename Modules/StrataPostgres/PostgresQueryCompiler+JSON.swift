@@ -3,7 +3,7 @@ import StrataStoreKit
 
 /// Comparisons of Codable attributes in SQL: the rules of `JSONComparison` (docs/QUERY-SEMANTICS.md,
 /// "Codable attributes") over the column read as `jsonb`.
-extension PostgresDialect {
+extension PostgresQueryCompiler {
   /// `column` (a Codable attribute's text) compared as `comparison` says, `rhs` its checked constant.
   static func jsonComparison(
     _ column: String, _ path: ResolvedKeyPath, _ comparison: Comparison, _ rhs: Value, entity: String
@@ -129,7 +129,7 @@ extension PostgresDialect {
   private static func compare(
     _ left: Operand, _ op: ComparisonOperator, _ rhs: Value, _ options: StringOptions, entity: String
   ) throws -> Fragment {
-    try PostgresQueryCompiler.compare(left, op, constantOperand(rhs), options, entity: entity)
+    try compare(left, op, constantOperand(rhs), options, entity: entity)
   }
 
   /// A checked constant as an operand (arrays for `IN`, `BETWEEN`).

@@ -3,7 +3,6 @@ import StrataStoreKit
 
 extension PostgresSchema: SQLSchemaDescription {
   static func placeholder(_ position: Int) -> String { "$\(position)" }
-  func sqlName(ofTable name: String) -> String { qualify(name) }
 }
 
 /// The statements the shared save steps (``SQLSaveOperation``: checks, results, conflict reports) run.

@@ -5,20 +5,10 @@ import StrataStoreKit
 /// `json_extract`, `json_array_length`), by the rules of `JSONComparison` (docs/QUERY-SEMANTICS.md, "Codable
 /// attributes"). Subscripts are path steps (`'$.stops[0].city'`, `'$[#-1]'` for `[LAST]`). `@sum`, `@avg`,
 /// `@min`, `@max` and member names SQLite's JSON paths cannot quote go through `strata_json` instead.
-extension SQLiteDialect {
-  /// `column` (a Codable attribute's text) compared as `comparison` says, `rhs` its checked constant: with
-  /// SQLite's JSON functions, or `strata_json` (JSONComparison itself) for the folds they cannot compute as
-  /// the evaluator does.
+extension SQLiteQueryCompiler {
+  /// `column` (a Codable attribute's text) compared as `comparison` says, `rhs` its checked constant; `nil`
+  /// when `strata_json` must answer.
   static func jsonComparison(
-    _ column: String, _ path: ResolvedKeyPath, _ comparison: Comparison, _ rhs: Value, entity: String
-  ) throws -> Fragment {
-    if let native = try nativeJSONComparison(column, path, comparison, rhs, entity: entity) { return native }
-    let test = SQLiteFunctions.jsonTest(path, comparison, rhs)
-    return Fragment("\(SQLiteFunctions.jsonFunction)(\(column), ?)", [.text(test)])
-  }
-
-  /// `column` compared with SQLite's JSON functions; `nil` when `strata_json` must answer.
-  private static func nativeJSONComparison(
     _ column: String, _ path: ResolvedKeyPath, _ comparison: Comparison, _ rhs: Value, entity: String
   ) throws -> Fragment? {
     var jsonPath = "'$"
@@ -43,7 +33,7 @@ extension SQLiteDialect {
     case .count?:
       let count =
         "(CASE \(node.type) WHEN 'array' THEN json_array_length(\(column), \(jsonPath)) WHEN 'object' THEN (SELECT COUNT(*) FROM \(each)) END)"
-      return try SQLiteQueryCompiler.compare(
+      return try compare(
         Operand(fragment: Fragment(count), nullable: true, kind: .other, isComputed: true), op, constant(rhs), options,
         entity: entity)
     case .some: return nil
@@ -66,7 +56,7 @@ extension SQLiteDialect {
       guard op == .contains else { return try node.test(op, rhs, options, entity: entity) }
       let substring: Fragment =
         rhs.stringValue == nil
-        ? "0" : try SQLiteQueryCompiler.compare(node.operand(.string), .contains, constant(rhs), options, entity: entity)
+        ? "0" : try compare(node.operand(.string), .contains, constant(rhs), options, entity: entity)
       return Fragment("(CASE \(node.type) WHEN 'array' THEN EXISTS (SELECT 1 FROM \(each) WHERE ")
         + (try element.test(.equalTo, rhs, options, entity: entity)) + Fragment(") WHEN 'text' THEN ") + substring
         + Fragment(" ELSE 0 END)")
@@ -93,9 +83,9 @@ extension SQLiteDialect {
     private func scalar(_ op: ComparisonOperator, _ rhs: Value, _ options: StringOptions, entity: String) throws -> Fragment {
       switch (op, rhs) {
       case (.in, .array(let items)):
-        return SQLiteQueryCompiler.junction(try items.map { try scalar(.equalTo, $0, options, entity: entity) }, "OR", empty: "0")
+        return Fragment.joined(try items.map { try scalar(.equalTo, $0, options, entity: entity) }, "OR", empty: "0")
       case (.between, .array(let bounds)) where bounds.count == 2:
-        return SQLiteQueryCompiler.junction(
+        return Fragment.joined(
           [
             try scalar(.greaterThanOrEqualTo, bounds[0], options, entity: entity),
             try scalar(.lessThanOrEqualTo, bounds[1], options, entity: entity),
@@ -121,11 +111,10 @@ extension SQLiteDialect {
         return op == .notEqualTo ? "1" : "0"
       }
       if op == .notEqualTo {
-        let equal = try SQLiteQueryCompiler.compare(operand(kind), .equalTo, constant(rhs), options, entity: entity)
+        let equal = try compare(operand(kind), .equalTo, constant(rhs), options, entity: entity)
         return Fragment("(NOT (\(guardSQL) AND ") + equal + Fragment("))")
       }
-      return Fragment("(\(guardSQL) AND ")
-        + (try SQLiteQueryCompiler.compare(operand(kind), op, constant(rhs), options, entity: entity))
+      return Fragment("(\(guardSQL) AND ") + (try compare(operand(kind), op, constant(rhs), options, entity: entity))
         + Fragment(")")
     }
   }

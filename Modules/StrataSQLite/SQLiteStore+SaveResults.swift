@@ -3,7 +3,6 @@ import StrataStoreKit
 
 extension SQLiteSchema: SQLSchemaDescription {
   static func placeholder(_ position: Int) -> String { "?" }
-  func sqlName(ofTable name: String) -> String { quote(name) }
 }
 
 /// The statements the shared save steps (``SQLSaveOperation``: checks, results, conflict reports) run.

@@ -108,10 +108,6 @@ package protocol SQLSchemaDescription: Sendable {
   static func storedForm(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> Value
   /// The parameter placeholder at (1-based) `position`: `?` or `$n`.
   static func placeholder(_ position: Int) -> String
-  /// The column naming the entity of each row of a hierarchy's table.
-  static var entityColumn: String { get }
-  /// The table `name` as statements name it: quoted, and qualified where the dialect has namespaces.
-  func sqlName(ofTable name: String) -> String
 }
 
 /// The names and shapes of the SQL backends' tables, computed from the model.
