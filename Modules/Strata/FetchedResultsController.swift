@@ -271,20 +271,10 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
       oldKey: { ObjectIdentifier(objects[$1]) })
     let objectChanges = self.objectChanges(
       diff, old: { objects[$0[1]] }, new: { unsafeDowncast(self.order.entries[$0[1]].object, to: Result.self) })
+    // As the entries moved.
     let arrivals = arrived.map { unsafeDowncast(order.entries[$0.flat].object, to: Result.self) }
-    let finals = arrived.map(\.flat)
-    let newCount = order.entries.count
-    if newCount > oldCount, let first = arrivals.first {
-      objects.append(contentsOf: repeatElement(first, count: newCount - oldCount))
-    }
-    // As the entries moved; references moved bit for bit keep their counts.
-    objects.withUnsafeMutableBufferPointer { buffer in
-      buffer.withMemoryRebound(to: UnsafeMutableRawPointer?.self) {
-        FetchedResultsOrder.moveStretches($0, oldCount: oldCount, removing: removed.map(\.flat), finals: finals)
-      }
-    }
-    for (i, final) in finals.enumerated() { objects[final] = arrivals[i] }
-    if newCount < oldCount { objects.removeLast(oldCount - newCount) }
+    FetchedResultsOrder.rearrange(&objects, removing: removed.map(\.flat), inserting: arrivals, at: arrived.map(\.flat))
+    let newCount = objects.count
     state?[0].objects = objects
     announce(
       diff, objectChanges, oldInfo: { _ in FetchedResultsSectionInfo(name: "", indexTitle: nil, numberOfObjects: oldCount) },
