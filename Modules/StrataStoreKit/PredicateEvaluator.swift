@@ -36,18 +36,31 @@ public protocol EvaluationSource {
 /// ```
 public struct PredicateEvaluator: Sendable {
   /// The predicate as checked and normalized by `QueryValidator`.
-  public let predicate: QueryPredicate
+  public var predicate: QueryPredicate { parts.predicate }
   /// The entity of the snapshots the evaluator accepts.
-  public let entity: EntityDescription
-  private let root: PredicateNode
+  public var entity: EntityDescription { parts.entity }
+  private var root: PredicateNode { parts.root }
+  /// Behind one reference: an evaluator is captured by the closures a scan calls for every record,
+  /// and copying the predicate and the entity's description there retained each of their parts.
+  private let parts: Parts
+
+  private final class Parts: Sendable {
+    let predicate: QueryPredicate
+    let entity: EntityDescription
+    let root: PredicateNode
+
+    init(predicate: QueryPredicate, entity: EntityDescription, root: PredicateNode) {
+      self.predicate = predicate
+      self.entity = entity
+      self.root = root
+    }
+  }
 
   /// Checks `predicate` against `entity` and prepares it for evaluation.
   /// - Throws: what `QueryValidator.check(_:entity:model:)-(QueryPredicate,_,_)` throws.
   public init(_ predicate: QueryPredicate, entity: EntityDescription, model: ObjectModel) throws {
     let checked = try QueryValidator.check(predicate, entity: entity, model: model)
-    self.predicate = checked
-    self.entity = entity
-    self.root = try PredicateNode(checked, entity: entity, model: model)
+    parts = Parts(predicate: checked, entity: entity, root: try PredicateNode(checked, entity: entity, model: model))
   }
 
   /// Whether `snapshot` (an object of ``entity``) matches the predicate.
@@ -120,7 +133,8 @@ enum EvaluationOperand: Sendable {
   }
 }
 
-struct CompiledComparison: Sendable {
+/// A class, so that evaluating one (for every snapshot a fetch reads) copies a reference, not its operands.
+final class CompiledComparison: Sendable {
   let left: EvaluationOperand
   let op: ComparisonOperator
   let right: EvaluationOperand
@@ -130,6 +144,26 @@ struct CompiledComparison: Sendable {
   /// over n objects costs one lookup per object instead of n comparisons. Only an equal ID is in such a
   /// list (`ValueComparison.equal` matches an ID with nothing else), so the answer is the same.
   let idMembership: Set<ObjectID>?
+  /// The commonest comparison — an attribute or to-one of the object itself against a constant — read
+  /// without copying either operand out of its enum.
+  let direct: (left: DirectRead, right: Value)?
+
+  init(
+    left: EvaluationOperand, op: ComparisonOperator, right: EvaluationOperand, modifier: ComparisonModifier,
+    options: StringOptions, idMembership: Set<ObjectID>?
+  ) {
+    self.left = left
+    self.op = op
+    self.right = right
+    self.modifier = modifier
+    self.options = options
+    self.idMembership = idMembership
+    if case .path(let path) = left, !path.isJSON, let read = DirectRead(path), case .constant(let value) = right {
+      direct = (read, value)
+    } else {
+      direct = nil
+    }
+  }
 
   /// The IDs of `right` when it is a constant list of at least 8 object IDs and nothing else.
   static func idMembership(_ right: EvaluationOperand) -> Set<ObjectID>? {
@@ -152,6 +186,7 @@ struct CompiledComparison: Sendable {
   }
 
   func evaluate(_ snapshot: Snapshot, _ source: some EvaluationSource) throws -> Bool {
+    if let direct { return try holds(direct.left.value(of: snapshot), direct.right) }
     let rhs: Value
     switch right {
     case .constant(let value): rhs = value
@@ -187,22 +222,43 @@ struct CompiledComparison: Sendable {
   }
 }
 
+/// An attribute or to-one of the evaluated object itself, read by its position: what
+/// ``KeyPathReader/value(of:from:_:)`` reads for a key path without hops, without the resolved key path
+/// (copying one out of an array or an enum retains every description it holds, ~1,500 instructions).
+/// Sorters and comparisons keep one beside the key path and read through it for every snapshot.
+enum DirectRead: Sendable {
+  case attribute(Int)
+  case toOne(Int)
+
+  /// How `path` is read directly; `nil` when it walks relationships or ends on anything else.
+  init?(_ path: ResolvedKeyPath) {
+    guard path.hops.isEmpty else { return nil }
+    switch path.terminal {
+    case .attribute(_, let index): self = .attribute(index)
+    case .toOne(_, let index): self = .toOne(index)
+    default: return nil
+    }
+  }
+
+  /// The value in `snapshot` (nil past the end of its arrays, as ``KeyPathReader`` reads it).
+  @inline(__always)
+  func value(of snapshot: Snapshot) -> Value {
+    switch self {
+    case .attribute(let index):
+      return snapshot.attributes.indices.contains(index) ? snapshot.attributes[index] : .null
+    case .toOne(let index):
+      return snapshot.toOne.indices.contains(index) ? snapshot.toOne[index].map(Value.objectID) ?? .null : .null
+    }
+  }
+}
+
 /// Reads what a resolved key path yields from a snapshot.
 enum KeyPathReader {
   /// The single value of a key path that is not a collection (nil when a to-one on the way is nil).
   static func value(of path: ResolvedKeyPath, from snapshot: Snapshot, _ source: some EvaluationSource) throws -> Value {
     // An attribute or to-one of the object itself — what sorting and most comparisons read — without the
     // arrays of branches and results a path through relationships needs (~1,500 instructions a value).
-    if path.hops.isEmpty {
-      switch path.terminal {
-      case .attribute(_, let index):
-        return snapshot.attributes.indices.contains(index) ? snapshot.attributes[index] : .null
-      case .toOne(_, let index):
-        return snapshot.toOne.indices.contains(index) ? snapshot.toOne[index].map(Value.objectID) ?? .null : .null
-      default:
-        break
-      }
-    }
+    if let direct = DirectRead(path) { return direct.value(of: snapshot) }
     return try values(of: path, from: snapshot, source).first ?? .null
   }
 

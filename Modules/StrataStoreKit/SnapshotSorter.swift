@@ -15,18 +15,11 @@ public struct SnapshotSorter: Sendable {
   private let keys: [ResolvedKeyPath]
   /// How each descriptor's value is read, aligned with `keys`: an attribute or to-one of the object
   /// itself by its position, without touching the resolved key path (copying one out of `keys` retains
-  /// every description it holds: ~1,500 instructions a value read).
-  private let reads: [Read]
+  /// every description it holds: ~1,500 instructions a value read); `nil` through the key path.
+  private let reads: [DirectRead?]
   /// Each descriptor's direction and string comparator, aligned with `sorts`, read by every comparison
   /// without copying the descriptor (and retaining its key path string).
   private let orders: [(ascending: Bool, comparator: StringComparator)]
-
-  private enum Read {
-    case attribute(Int)
-    case toOne(Int)
-    /// Through relationships: ``KeyPathReader`` with the resolved key path.
-    case path
-  }
 
   /// Checks `sorts` with `QueryValidator.check(_:entity:model:)-([QuerySort],_,_)` and prepares them.
   /// - Throws: `StoreError` `.invalidQuery` for an unknown, transient or to-many key.
@@ -34,14 +27,7 @@ public struct SnapshotSorter: Sendable {
     self.sorts = sorts
     let keys = try sorts.map { try QueryValidator.resolveSortKey($0, entity: entity, model: model) }
     self.keys = keys
-    reads = keys.map { key in
-      guard key.hops.isEmpty else { return .path }
-      switch key.terminal {
-      case .attribute(_, let index): return .attribute(index)
-      case .toOne(_, let index): return .toOne(index)
-      default: return .path
-      }
-    }
+    reads = keys.map(DirectRead.init)
     orders = sorts.map { ($0.ascending, $0.comparator) }
   }
 
@@ -87,14 +73,8 @@ public struct SnapshotSorter: Sendable {
   /// The value of descriptor `index` for `snapshot`.
   @inline(__always)
   private func value(_ index: Int, of snapshot: Snapshot, _ source: some EvaluationSource) throws -> Value {
-    switch reads[index] {
-    case .attribute(let position):
-      return snapshot.attributes.indices.contains(position) ? snapshot.attributes[position] : .null
-    case .toOne(let position):
-      return snapshot.toOne.indices.contains(position) ? snapshot.toOne[position].map(Value.objectID) ?? .null : .null
-    case .path:
-      return try KeyPathReader.value(of: keys[index], from: snapshot, source)
-    }
+    if let direct = reads[index] { return direct.value(of: snapshot) }
+    return try KeyPathReader.value(of: keys[index], from: snapshot, source)
   }
 
   /// Whether the object with sort values `a.values` and ID `a.id` comes before `b`'s, ties broken by
