@@ -35,16 +35,25 @@ public enum StringSemantics {
   }
 
   /// Three-way code-point comparison: negative, zero or positive.
+  ///
+  /// UTF-8 keeps code-point order byte by byte, so the strings' contiguous UTF-8 is compared with one
+  /// `memcmp` (iterating the two `utf8` views cost ~30 instructions a byte).
+  ///
+  /// ```swift
+  /// StringSemantics.codePointCompare("B", "a")   // -1: "B" is U+0042, "a" U+0061
+  /// ```
   @inlinable
   public static func codePointCompare(_ a: String, _ b: String) -> Int {
-    var ia = a.utf8.makeIterator()
-    var ib = b.utf8.makeIterator()
-    while true {
-      switch (ia.next(), ib.next()) {
-      case (nil, nil): return 0
-      case (nil, _): return -1
-      case (_, nil): return 1
-      case (let x?, let y?): if x != y { return x < y ? -1 : 1 }
+    var a = a
+    var b = b
+    return a.withUTF8 { x in
+      b.withUTF8 { y in
+        let common = min(x.count, y.count)
+        if common > 0, let p = x.baseAddress, let q = y.baseAddress {
+          let order = memcmp(p, q, common)
+          if order != 0 { return order < 0 ? -1 : 1 }
+        }
+        return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
       }
     }
   }

@@ -13,6 +13,33 @@ import Testing
     #expect(StringSemantics.compare("é", "z", .default) > 0)
   }
 
+  /// The byte comparison agrees with comparing the strings' Unicode scalars one by one, over random
+  /// strings of one- to four-byte scalars (NUL and canonically equivalent spellings included), small and
+  /// heap-allocated, with shared prefixes.
+  @Test func codePointCompareAgreesWithScalarOrder() {
+    let alphabet: [Unicode.Scalar] = ["\u{0}", "a", "B", "z", "\u{7F}", "\u{80}", "é", "e", "\u{301}", "ß", "\u{FFFF}", "😀", "中"]
+    var random = SplitMix64(seed: 24)
+    func string() -> String {
+      var scalars = String.UnicodeScalarView()
+      for _ in 0..<Int(random.next() % 24) { scalars.append(alphabet[Int(random.next() % UInt64(alphabet.count))]) }
+      return String(scalars)
+    }
+    func scalarOrder(_ a: String, _ b: String) -> Int {
+      for (x, y) in zip(a.unicodeScalars, b.unicodeScalars) where x != y { return x.value < y.value ? -1 : 1 }
+      let (m, n) = (a.unicodeScalars.count, b.unicodeScalars.count)
+      return m == n ? 0 : (m < n ? -1 : 1)
+    }
+    for _ in 0..<2_000 {
+      let a = string()
+      let b = random.next() % 4 == 0 ? a + string() : string()
+      #expect(
+        StringSemantics.codePointCompare(a, b) == scalarOrder(a, b),
+        "\(a.unicodeScalars.map(\.value)) vs \(b.unicodeScalars.map(\.value))")
+      #expect(StringSemantics.codePointCompare(b, a) == scalarOrder(b, a))
+      #expect(StringSemantics.codePointCompare(a, a) == 0)
+    }
+  }
+
   @Test func caseFolding() throws {
     #expect(try StringSemantics.evaluate(.equalTo, "straße", "STRASSE", .caseInsensitive))
     #expect(try StringSemantics.evaluate(.equalTo, "HeAt", "heat", .caseInsensitive))
