@@ -35,8 +35,8 @@ struct Options {
     Scenarios (each against a raw loop over the same library in the same process): insert, fetch, faults
     (one object(with:) per ID in random order), batched_fetch (fetch(_:batchSize: 500), nothing kept),
     frc_initial and frc_diffs (a fetched results controller's first fetch and the diff of rows/100 saved
-    changes), traverse_prefetch and traverse_faults (rows/10 directors × 10 movies), count_where, sum,
-    batch_update (SQLite), batch_insert, batch_insert_history (history on ÷ off: "raw" is history off),
+    changes), traverse_prefetch and traverse_faults (rows/10 directors × 10 movies), count_where (a
+    two-term predicate; LMDB's raw side a decoding scan), sum and batch_update (SQLite), batch_insert, batch_insert_history (history on ÷ off: "raw" is history off),
     migrate_add_rename (SQLite), migrate (lmdb-migration), concurrent_saves (processes saving one row
     per transaction for --seconds: times are ms per save, "raw" is raw loops in as many processes; run
     once per invocation, not per --runs or level).

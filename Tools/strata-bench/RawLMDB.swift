@@ -157,11 +157,33 @@ func encodeRawRecord(_ row: Row, into buffer: inout [UInt8]) { encode(row, into:
 /// Reads every record of the raw environment with one cursor, decoding every field into rows; keeps the
 /// rows past the timing with `keeps` (as a fetch does), else only sums them (as a batched walk does).
 func rawLMDBScan(expecting count: Int, at url: URL, keeps: Bool = true) throws -> Double {
-  let raw = try RawLMDB(path: url)
   var rows: [Row] = []
   var scanned = 0
   var checksum = 0
-  let time = try milliseconds {
+  let time = try rawLMDBForEachRow(at: url) { row in
+    if keeps { rows.append(row) } else { checksum &+= row.checksum }
+    scanned += 1
+  }
+  guard scanned == count else { throw BenchError.lmdb("scanned \(scanned) rows, expected \(count)") }
+  guard keeps || checksum != 0 else { throw BenchError.lmdb("read nothing") }
+  return time
+}
+
+/// Counts the rows whose category is "category-3" and amount over 1000 — strata-bench's `count_where`
+/// predicate — with a cursor scan decoding every record, as a store without an index on them must.
+func rawLMDBCountWhere(expecting count: Int, at url: URL) throws -> Double {
+  var counted = 0
+  let time = try rawLMDBForEachRow(at: url) { row in
+    if row.category == "category-3" && row.amount > 1000 { counted += 1 }
+  }
+  guard counted == count else { throw BenchError.lmdb("counted \(counted) rows, expected \(count)") }
+  return time
+}
+
+/// Times a cursor scan of every BenchItem record in one read transaction, each decoded into a `Row`.
+private func rawLMDBForEachRow(at url: URL, _ body: (Row) -> Void) throws -> Double {
+  let raw = try RawLMDB(path: url)
+  return try milliseconds {
     try raw.transaction(readOnly: true) { txn in
       var dbi: MDB_dbi = 0
       try RawLMDB.check(mdb_dbi_open(txn, "BenchItem", 0, &dbi), "mdb_dbi_open")
@@ -173,15 +195,10 @@ func rawLMDBScan(expecting count: Int, at url: URL, keeps: Bool = true) throws -
       var op = MDB_FIRST
       while mdb_cursor_get(cursor, &key, &value, op) == MDB_SUCCESS {
         op = MDB_NEXT
-        let row = decodeRawRecord(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))
-        if keeps { rows.append(row) } else { checksum &+= row.checksum }
-        scanned += 1
+        body(decodeRawRecord(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)))
       }
     }
   }
-  guard scanned == count else { throw BenchError.lmdb("scanned \(scanned) rows, expected \(count)") }
-  guard keeps || checksum != 0 else { throw BenchError.lmdb("read nothing") }
-  return time
 }
 
 /// Reads the records at `keys` (1-based, as ``rawLMDBInsert(_:at:)`` numbers them) one `mdb_get` each in
