@@ -241,16 +241,20 @@ struct LMDBFetch {
       // IDs as they are read: keeping every snapshot until the end held a million decoded records at
       // once for the IDs of a batched walk.
       var ids: [ObjectID] = []
+      let everyCandidateMatches = evaluator == nil
       try stream(txn) { snapshot, remaining in
-        if ids.isEmpty && evaluator == nil { ids.reserveCapacity(remaining + 1) }
+        if ids.isEmpty && everyCandidateMatches { ids.reserveCapacity(remaining + 1) }
         ids.append(snapshot.objectID)
       }
       return .objectIDs(ids)
     }
     var rows: [Snapshot] = []
+    // Read before the loop: the closure reading `evaluator` captured the whole fetch, copied (its request,
+    // tables and sorter retained and released) for every record.
+    let everyCandidateMatches = evaluator == nil
     try forEachMatch(txn, reader) { snapshot, remaining in
       // Room for every candidate only when every candidate matches.
-      if rows.isEmpty && evaluator == nil { rows.reserveCapacity(remaining + 1) }
+      if rows.isEmpty && everyCandidateMatches { rows.reserveCapacity(remaining + 1) }
       rows.append(snapshot)
       return true
     }
