@@ -37,6 +37,10 @@ struct SQLiteSchema: Sendable {
     let deleteSQL: String
     /// The snapshot columns of one row, `WHERE "_pk" = ?`.
     let selectByKeySQL: String
+    /// The `_version` of one row, `WHERE "_pk" = ?`: read from the entity's view in a hierarchy, so that
+    /// only a row of the entity or one of its sub-entities answers (as PostgreSQL's table of the entity
+    /// does).
+    let selectVersionByKeySQL: String
     /// `SELECT` the snapshot columns `FROM` the table `AS t0`, for a `WHERE` to follow.
     let selectSQL: String
 
@@ -80,6 +84,7 @@ struct SQLiteSchema: Sendable {
       let select = (["_pk", "_version"] + columns).map { "t0.\(quote($0))" }.joined(separator: ", ")
       selectSQL = "SELECT \(select) FROM \(table) AS t0"
       selectByKeySQL = selectSQL + " WHERE t0.\"_pk\" = ?"
+      selectVersionByKeySQL = "SELECT \"_version\" FROM \(quote(entity.name)) WHERE \"_pk\" = ?"
     }
   }
 
