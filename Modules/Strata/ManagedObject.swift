@@ -30,6 +30,13 @@ public struct ObjectConstruction {
   static func managed(_ binding: Unretained<EntityBinding>, _ id: ObjectID, isInserted: Bool) -> ObjectConstruction {
     ObjectConstruction(layout: nil, binding: binding, id: id, isInserted: isInserted)
   }
+
+  /// A new object of `binding`'s entity, under the entity's next temporary ID: how `init(context:)` and
+  /// the context's `insert` make one, then register it as inserted and awake it.
+  @inline(__always)
+  static func inserted(_ binding: EntityBinding) -> ObjectConstruction {
+    managed(Unretained(binding), binding.info.temporaryID.nextTemporary(), isInserted: true)
+  }
 }
 
 /// An object of the object graph: a row of an entity, tracked by one ``ObjectContext``.
@@ -162,7 +169,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// The class must be part of the context's model.
   public convenience init(context: ObjectContext) {
     let binding = context.entityBinding(for: Self.self)
-    self.init(.managed(Unretained(binding), binding.info.temporaryID.nextTemporary(), isInserted: true))
+    self.init(.inserted(binding))
     context.registerInserted(self)
     awakeFromInsert()
   }

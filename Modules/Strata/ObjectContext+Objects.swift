@@ -114,10 +114,10 @@ extension ObjectContext {
     return makeInserted(binding(for: info))
   }
 
+  // Not through `init(context:)`: called on a metatype it would have to be `required`, and it finds the
+  // binding by class, which an entity without a class of its own does not have.
   private func makeInserted(_ binding: EntityBinding) -> ManagedObject {
-    let info = binding.info
-    let object = info.objectClass.init(
-      .managed(Unretained(binding), info.temporaryID.nextTemporary(), isInserted: true))
+    let object = binding.info.objectClass.init(.inserted(binding))
     registerInserted(object)
     object.awakeFromInsert()
     return object

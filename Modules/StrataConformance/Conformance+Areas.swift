@@ -76,7 +76,7 @@ extension Conformance {
     /// raw value, unknown raw values (an error or the fallback), migrating a plain attribute into an enum.
     case enumAttributes
     /// Entity inheritance: abstract entities, sub-entities fetched through their parents as their own
-    /// classes, relationships to a parent, constraints across a hierarchy.
+    /// classes, relationships to a parent, constraints across a hierarchy, optimistic locking of its objects.
     case inheritance
     /// Ordered to-many relationships: order kept through saves, faults, merges, child contexts and undo.
     case orderedRelationships

@@ -208,10 +208,101 @@ extension Conformance {
     }
     #expect(copiedMedia == ["The Office Series - 1", "Zidane ShortFeature B 1"])
 
+    try versionsInAHierarchy(backend)
     if backend.capabilities.contains(.migration) {
       try addingASubentityMigrates(backend)
       try existingHierarchiesMigrate(backend)
       if backend.capabilities.contains(.hierarchyMigration) { try removingASubentityClearsReferences(backend) }
     }
+  }
+}
+
+extension Conformance {
+  /// Optimistic locking over a hierarchy, in one save: a sub-entity's object updated at a stale
+  /// version, one another writer deleted, a versioned delete of a changed object, and an ID naming a
+  /// sibling entity with another object's key are each listed as a conflict beside a valid update, and
+  /// nothing is written (a deletion through such an ID deletes nothing); the right versions then go through.
+  static func versionsInAHierarchy(_ backend: ConformanceBackend) throws {
+    let model = try ObjectModel(types: InheritanceModel.types)
+    let store = try backend.factory.openStore(at: try backend.makeLocation(), model: model, options: StoreOptions())
+    defer { store.close() }
+    let rows: [(String, [Value])] = [
+      ("Feature", ["Heat", 1995, 170]), ("ShortFeature", ["Zidane", 2006, 90, "Cannes"]),
+      ("Series", ["The Wire", 2002, 5]), ("Series", ["The Office", 2005, 9]), ("Feature", ["Amélie", 2001, 122]),
+    ]
+    let temporary = rows.map { ObjectID.makeTemporary(entityName: $0.0) }
+    let saved = try store.save(
+      ChangeSet(
+        inserted: zip(temporary, rows).map { ObjectChange(objectID: $0, attributes: $1.1, toOne: [nil]) }))
+    let ids = try temporary.map { try #require(saved.permanentIDs[$0]) }
+    let (heat, zidane, wire, office, amelie) = (ids[0], ids[1], ids[2], ids[3], ids[4])
+    #expect(ids.map(\.entityName) == rows.map(\.0))
+
+    // Another writer changes Zidane and Amélie and deletes The Office.
+    _ = try store.save(
+      ChangeSet(
+        updated: [
+          ObjectChange(
+            objectID: zidane, attributes: ["Zidane", 2006, 91, "Berlin"], toOne: [nil], changedKeys: ["runtime", "festival"]),
+          ObjectChange(objectID: amelie, attributes: ["Amélie", 2001, 123], toOne: [nil], changedKeys: ["runtime"]),
+        ],
+        deleted: [ObjectDeletion(objectID: office)]))
+    let before = try ids.map { try store.snapshot(for: $0, generation: nil) }
+    let wireVersion = try #require(before[2]?.version)
+    let zidaneVersion = try #require(before[1]?.version)
+    let amelieVersion = try #require(before[4]?.version)
+    #expect(before[3] == nil && zidaneVersion > 1 && amelieVersion > 1)
+
+    let heatAsSeries = ObjectID(entityName: "Series", storeIdentifier: store.identifier, primaryKey: heat.primaryKey ?? 0)
+    let refused = expectStoreError(.optimisticLockConflict, "stale versions in a hierarchy") {
+      try store.save(
+        ChangeSet(
+          updated: [
+            ObjectChange(
+              objectID: wire, attributes: ["The Wire", 2002, 6], toOne: [nil], expectedVersion: wireVersion,
+              changedKeys: ["seasons"]),
+            ObjectChange(
+              objectID: zidane, attributes: ["Zidane", 2006, 90, "Venice"], toOne: [nil], expectedVersion: 1,
+              changedKeys: ["festival"]),
+            ObjectChange(
+              objectID: office, attributes: ["The Office", 2005, 10], toOne: [nil], expectedVersion: 1,
+              changedKeys: ["seasons"]),
+            ObjectChange(objectID: heatAsSeries, attributes: ["Heat", 1995, 3], toOne: [nil], changedKeys: ["seasons"]),
+          ],
+          deleted: [ObjectDeletion(objectID: amelie, expectedVersion: 1)]))
+    }
+    let conflicts = refused?.conflicts ?? []
+    #expect(Set(conflicts.compactMap(\.objectID)) == [zidane, office, heatAsSeries, amelie])
+    #expect(conflicts.first { $0.objectID == zidane }?.storedValues == ["Berlin"])
+    #expect(conflicts.first { $0.objectID == zidane }?.values == ["Venice"])
+    #expect(conflicts.first { $0.objectID == office }?.storedValues == [])
+    #expect(conflicts.first { $0.objectID == heatAsSeries }?.storedValues == [])
+    let message = refused?.message ?? ""
+    for expected in [
+      "\(zidane) is at version \(zidaneVersion), expected 1", "\(office) no longer exists",
+      "\(heatAsSeries) no longer exists", "\(amelie) is at version \(amelieVersion), expected 1",
+    ] {
+      #expect(message.contains(expected), "\(message)")
+    }
+    #expect(try ids.map { try store.snapshot(for: $0, generation: nil) } == before, "nothing was written")
+    // Nor does a deletion through the sibling entity's ID delete Heat.
+    _ = try store.save(ChangeSet(deleted: [ObjectDeletion(objectID: heatAsSeries)]))
+    #expect(try store.snapshot(for: heat, generation: nil) == before[0])
+
+    _ = try store.save(
+      ChangeSet(
+        updated: [
+          ObjectChange(
+            objectID: wire, attributes: ["The Wire", 2002, 6], toOne: [nil], expectedVersion: wireVersion,
+            changedKeys: ["seasons"]),
+          ObjectChange(
+            objectID: zidane, attributes: ["Zidane", 2006, 90, "Venice"], toOne: [nil], expectedVersion: zidaneVersion,
+            changedKeys: ["runtime", "festival"]),
+        ],
+        deleted: [ObjectDeletion(objectID: amelie, expectedVersion: amelieVersion)]))
+    #expect(try store.snapshot(for: wire, generation: nil)?.attributes == ["The Wire", 2002, 6])
+    #expect(try store.snapshot(for: zidane, generation: nil)?.attributes == ["Zidane", 2006, 90, "Venice"])
+    #expect(try store.snapshot(for: amelie, generation: nil) == nil)
+    #expect(try store.snapshot(for: heat, generation: nil) == before[0])
   }
 }

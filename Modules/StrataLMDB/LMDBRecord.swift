@@ -263,24 +263,26 @@ struct RecordDecoder: Sendable {
   }
 
   /// The version in a stored record's header, the rest of the record left unread.
+  /// - Throws: `.corrupted` as ``decode(_:primaryKey:)`` does for a damaged header.
   func version(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64) throws -> Int64 {
     var reader = RecordReader(bytes: bytes)
-    guard reader.byte() == RecordCodec.format, let version = reader.varint() else {
-      throw StoreError(
-        .corrupted, "the stored record of \(idTemplate.withPrimaryKey(primaryKey)) is damaged (no version)",
-        entity: entity.name)
+    do throws(RecordHeaderDamage) {
+      return try reader.header()
+    } catch {
+      throw damaged(idTemplate.withPrimaryKey(primaryKey), error.description)
     }
-    return RecordCodec.unzigzag(version)
   }
 
   func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64) throws -> Snapshot {
     var reader = RecordReader(bytes: bytes)
     let id = idTemplate.withPrimaryKey(primaryKey)
-    func corrupted(_ what: String, key: String? = nil) -> StoreError {
-      StoreError(.corrupted, "the stored record of \(id) is damaged (\(what))", entity: entity.name, key: key)
+    func corrupted(_ what: String, key: String? = nil) -> StoreError { damaged(id, what, key: key) }
+    let version: Int64
+    do throws(RecordHeaderDamage) {
+      version = try reader.header()
+    } catch {
+      throw corrupted(error.description)
     }
-    guard reader.byte() == RecordCodec.format else { throw corrupted("unknown record format") }
-    guard let version = reader.varint() else { throw corrupted("no version") }
     // Reserved, not made uninitialized: `Array(unsafeUninitializedCapacity:)` looks the storage class's
     // generic metadata up in the runtime on every call.
     var attributes: [Value] = []
@@ -309,7 +311,28 @@ struct RecordDecoder: Sendable {
       }
     }
     guard reader.isAtEnd else { throw corrupted("\(reader.remaining) unexpected trailing bytes") }
-    return Snapshot(objectID: id, version: RecordCodec.unzigzag(version), attributes: attributes, toOne: toOne)
+    return Snapshot(objectID: id, version: version, attributes: attributes, toOne: toOne)
+  }
+
+  /// The error of a stored record that is not a record of the entity: `what` says what is wrong.
+  private func damaged(_ id: ObjectID, _ what: String, key: String? = nil) -> StoreError {
+    StoreError(.corrupted, "the stored record of \(id) is damaged (\(what))", entity: entity.name, key: key)
+  }
+}
+
+/// What is wrong with a record's header (``RecordReader/header()``).
+enum RecordHeaderDamage: Error, CustomStringConvertible {
+  /// The first byte is not ``RecordCodec/format``.
+  case unknownFormat
+  /// The version's varint is missing or runs past the end.
+  case noVersion
+
+  /// How the decoder's `.corrupted` error names the damage.
+  var description: String {
+    switch self {
+    case .unknownFormat: "unknown record format"
+    case .noVersion: "no version"
+    }
   }
 }
 
@@ -353,6 +376,16 @@ struct RecordReader {
 
   var isAtEnd: Bool { offset == bytes.count }
   var remaining: Int { bytes.count - offset }
+
+  /// Reads a record's header — the format byte, then the zigzag version — and returns the version,
+  /// leaving the reader at the record's first value: the one reader of the header every decoder starts
+  /// with (``RecordCodec/beginRecord(version:reserving:into:)`` writes it).
+  @inline(__always)
+  mutating func header() throws(RecordHeaderDamage) -> Int64 {
+    guard byte() == RecordCodec.format else { throw .unknownFormat }
+    guard let version = varint() else { throw .noVersion }
+    return RecordCodec.unzigzag(version)
+  }
 
   @inline(__always)
   mutating func byte() -> UInt8? {

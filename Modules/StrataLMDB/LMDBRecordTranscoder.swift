@@ -143,7 +143,7 @@ struct RecordTranscoder {
       return true
     }
     var reader = RecordReader(bytes: bytes)
-    guard reader.byte() == RecordCodec.format, reader.varint() != nil else { return false }
+    guard (try? reader.header()) != nil else { return false }
     let header = reader.offset
     let fieldCount = oldFields.count
     let parsed = offsets.withUnsafeMutableBufferPointer { offsets -> Bool in

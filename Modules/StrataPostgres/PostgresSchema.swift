@@ -24,6 +24,9 @@ struct PostgresSchema: Sendable {
     let checkedUpdateSQL: String
     let deleteSQL: String
     let selectByKeySQL: String
+    /// The `_version` of one row, `WHERE "_pk" = $1` (of the entity's view in a hierarchy: a row of the
+    /// entity or one of its sub-entities).
+    let selectVersionByKeySQL: String
     /// The table's qualified name, `"schema"."Entity"`.
     let qualified: String
 
@@ -59,6 +62,7 @@ struct PostgresSchema: Sendable {
       deleteSQL = "DELETE FROM \(table) WHERE \"_pk\" = $1"
       let select = all.map { "t0.\(quoteIdentifier($0))" }.joined(separator: ", ")
       selectByKeySQL = "SELECT \(select) FROM \(table) AS t0 WHERE t0.\"_pk\" = $1"
+      selectVersionByKeySQL = "SELECT \"_version\" FROM \(table) WHERE \"_pk\" = $1"
     }
   }
 

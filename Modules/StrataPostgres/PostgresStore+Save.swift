@@ -114,6 +114,12 @@ struct SaveOperation {
     return rows.count > 0 ? try rows.snapshot(0, table, storeIdentifier: storeIdentifier) : nil
   }
 
+  func storedVersion(_ table: PostgresSchema.Table, _ id: ObjectID) throws -> Int64? {
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }
+    let rows = try connection.queryPrepared(table.selectVersionByKeySQL, [.int(pk)])
+    return rows.count > 0 ? rows.int64(0, 0) : nil
+  }
+
   /// Checks the deferred constraints now, in a savepoint: a uniqueness clash becomes `.constraintConflict`
   /// listing every clash of the final state, a dangling reference `.validation`.
   private func checkConstraints(recomputed: [Snapshot]) throws {

@@ -34,9 +34,14 @@ struct SQLiteSchema: Sendable {
     let updateSQL: String
     /// `updateSQL` that only writes when `_version` still matches (`… AND "_version" = ?`).
     let checkedUpdateSQL: String
+    /// Deletes the row `WHERE "_pk" = ?` when it is of the entity or one of its sub-entities.
     let deleteSQL: String
     /// The snapshot columns of one row, `WHERE "_pk" = ?`.
     let selectByKeySQL: String
+    /// The `_version` of one row, `WHERE "_pk" = ?`: read from the entity's view in a hierarchy, so that
+    /// only a row of the entity or one of its sub-entities answers (as PostgreSQL's table of the entity
+    /// does).
+    let selectVersionByKeySQL: String
     /// `SELECT` the snapshot columns `FROM` the table `AS t0`, for a `WHERE` to follow.
     let selectSQL: String
 
@@ -76,10 +81,15 @@ struct SQLiteSchema: Sendable {
       let sets = (columns.map { "\(quote($0)) = ?" } + ["\"_version\" = \"_version\" + 1"]).joined(separator: ", ")
       updateSQL = "UPDATE \(table) SET \(sets) WHERE \"_pk\" = ? RETURNING \"_version\""
       checkedUpdateSQL = "UPDATE \(table) SET \(sets) WHERE \"_pk\" = ? AND \"_version\" = ? RETURNING \"_version\""
-      deleteSQL = "DELETE FROM \(table) WHERE \"_pk\" = ?"
+      // A sub-entity's row only: SQLite cannot delete through the view, so the view picks the key.
+      deleteSQL =
+        self.storageName == entity.name
+        ? "DELETE FROM \(table) WHERE \"_pk\" = ?"
+        : "DELETE FROM \(table) WHERE \"_pk\" IN (SELECT \"_pk\" FROM \(quote(entity.name)) WHERE \"_pk\" = ?)"
       let select = (["_pk", "_version"] + columns).map { "t0.\(quote($0))" }.joined(separator: ", ")
       selectSQL = "SELECT \(select) FROM \(table) AS t0"
       selectByKeySQL = selectSQL + " WHERE t0.\"_pk\" = ?"
+      selectVersionByKeySQL = "SELECT \"_version\" FROM \(quote(entity.name)) WHERE \"_pk\" = ?"
     }
   }
 

@@ -124,6 +124,11 @@ struct SaveOperation {
     }.first
   }
 
+  func storedVersion(_ table: SQLiteSchema.Table, _ id: ObjectID) throws -> Int64? {
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }
+    return try connection.withStatement(table.selectVersionByKeySQL, [.integer(pk)]) { try $0.step() ? $0.int64(0) : nil }
+  }
+
   // MARK: Rows
 
   /// The data-column values of a change (stored attributes, then to-one targets) and the to-one

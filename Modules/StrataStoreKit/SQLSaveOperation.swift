@@ -25,6 +25,9 @@ package protocol SQLSaveOperation {
 
   /// The stored state of `id`; `nil` when it is not stored.
   func storedSnapshot(_ table: Table, _ id: ObjectID) throws -> Snapshot?
+  /// The stored version of `id`, the rest of its row unread; `nil` when it is not stored, or (in a
+  /// hierarchy) when its row is of an entity that is neither `table`'s nor one of its sub-entities.
+  func storedVersion(_ table: Table, _ id: ObjectID) throws -> Int64?
   /// Deletes the row `pk` of `table`; `false` when there was none.
   func deleteRow(_ table: Table, _ pk: Int64) throws -> Bool
   /// The first row (in `_pk` order) `sql` selects (`table.selectList(alias: "t0")` first).
@@ -140,11 +143,13 @@ extension SQLSaveOperation {
       entity: entity, key: key, value: .objectID(target))
   }
 
-  /// Throws `.optimisticLockConflict` for every update or delete whose object changed or vanished.
+  /// Throws `.optimisticLockConflict` for every update or delete whose object changed or vanished: each
+  /// object's stored version is read alone, its whole row only to describe a conflict.
   package func checkVersions() throws {
-    try OptimisticLocking.check(changes, model: model) { id in
-      try storedSnapshot(try schema.table(id.entityName), id)
-    }
+    let schema = self.schema
+    try OptimisticLocking.check(
+      changes, model: model, storedVersion: { id in try storedVersion(try schema.table(id.entityName), id) },
+      stored: { id in try storedSnapshot(try schema.table(id.entityName), id) })
   }
 
   // MARK: Rows

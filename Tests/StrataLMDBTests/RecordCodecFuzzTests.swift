@@ -52,6 +52,48 @@ struct RecordFuzzReport: Sendable {
       "seed \(seed): \(report.failures.count) failures, first: \(report.failures.prefix(5).joined(separator: "\n"))")
     #expect(report.decoded > iterations / 10 && report.corrupted > iterations / 10)
   }
+
+  /// A record's header read alone (`version`) and before its values (`decode`) gives the version it was
+  /// written with, and for a damaged header the same `.corrupted` error either way, naming what is wrong.
+  @Test func damagedHeaders() throws {
+    let entity = EntityDescription(name: "Item", attributes: [AttributeDescription(name: "count", type: .int64)])
+    let table = LMDBSchema.Table(entity: entity, records: 0, uniques: [], indexes: [], references: [], storeIdentifier: "")
+    let decoder = RecordDecoder(entity: entity, storeIdentifier: "S")
+    let reads: [(String, (UnsafeRawBufferPointer) throws -> Int64)] = [
+      ("version", { try decoder.version($0, primaryKey: 9) }), ("decode", { try decoder.decode($0, primaryKey: 9).version }),
+    ]
+    func outcome(_ read: (UnsafeRawBufferPointer) throws -> Int64, _ bytes: [UInt8]) -> Result<Int64, StoreError> {
+      bytes.withUnsafeBytes { raw in
+        do { return .success(try read(raw)) } catch let error as StoreError { return .failure(error) } catch {
+          return .failure(StoreError(.misuse, "not a StoreError: \(error)"))
+        }
+      }
+    }
+    let buffer = RecordBuffer()
+    for version: Int64 in [1, 63, 64, 300, 1 << 40] {
+      RecordCodec.encode(version: version, attributes: [.int(5)], toOne: [], table: table, into: buffer)
+      let bytes = buffer.withUnsafeBytes { Array($0) }
+      for (name, read) in reads {
+        #expect(try outcome(read, bytes).get() == version, "\(name) of a record at version \(version)")
+      }
+    }
+    let id = ObjectID(entityName: "Item", storeIdentifier: "S", primaryKey: 9)
+    let damaged: [([UInt8], String)] = [
+      ([], "unknown record format"), ([RecordCodec.format + 1, 2, 1, 10], "unknown record format"),
+      ([RecordCodec.format], "no version"), ([RecordCodec.format, 0x80], "no version"),
+      ([RecordCodec.format] + Array(repeating: 0xFF, count: 11), "no version"),
+    ]
+    for (bytes, what) in damaged {
+      let expected = "the stored record of \(id) is damaged (\(what))"
+      for (name, read) in reads {
+        guard case .failure(let error) = outcome(read, bytes) else {
+          Issue.record("\(name) read the damaged header \(bytes)")
+          continue
+        }
+        #expect(error.code == .corrupted && error.message == expected, "\(name) \(bytes): \(error.message)")
+      }
+    }
+  }
 }
 
 struct RecordFuzzer {
