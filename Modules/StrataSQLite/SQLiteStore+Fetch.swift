@@ -108,8 +108,45 @@ extension SQLiteStore {
   /// let faults = try store.snapshots(for: [heatID, roninID], generation: nil)
   /// ```
   public func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
+    // A batch of one entity's saved objects (a fault batch, a batched walk's batch): its table found by
+    // the first ID's interned entity and store, its keys read straight from the IDs, without grouping
+    // them by entity name (a string hash and compare per ID) or interning the row IDs per call.
+    if let first = ids.first, let keyed = keyedTables.first(where: { $0.ids.object.hasSameEntityAndStore(as: first) }),
+      let keys = Self.primaryKeys(of: ids, allLike: first)
+    {
+      return try read(generation: generation) { connection in
+        var result: [Snapshot] = []
+        result.reserveCapacity(keys.count)
+        var start = 0
+        while start < keys.count {
+          let end = min(start + 500, keys.count)
+          let sql = end - start == 1 ? keyed.table.selectByKeySQL : keyed.table.selectSQL + Self.keyList(end - start)
+          result += try connection.query(sql, keys[start..<end].map(SQLValue.integer)) {
+            try $0.snapshot(keyed.table, ids: keyed.ids)
+          }
+          start = end
+        }
+        return result
+      }
+    }
     _ = try ObjectID.keysByEntity(ids, storeIdentifier: identifier).map { try schema.table($0.entity) }
     return try read(generation: generation) { try readSnapshots(ids, connection: $0) }
+  }
+
+  /// The primary keys of `ids` when every one is a saved object of `first`'s entity and store, else `nil`.
+  private static func primaryKeys(of ids: [ObjectID], allLike first: ObjectID) -> [Int64]? {
+    var keys: [Int64] = []
+    keys.reserveCapacity(ids.count)
+    for id in ids {
+      guard id.hasSameEntityAndStore(as: first), let key = id.primaryKey else { return nil }
+      keys.append(key)
+    }
+    return keys
+  }
+
+  /// ` WHERE t0."_pk" IN (?, …)` with `count` placeholders, appended to a table's `selectSQL`.
+  static func keyList(_ count: Int) -> String {
+    " WHERE t0.\"_pk\" IN (" + String(repeating: "?, ", count: max(count - 1, 0)) + "?)"
   }
 
   /// The snapshot of one object, `nil` when it does not exist (or `id` is temporary or another store's):

@@ -48,7 +48,7 @@ extension SQLiteStore {
         let sql =
           chunk.count == 1
           ? table.selectByKeySQL
-          : table.selectSQL + " WHERE t0.\"_pk\" IN (" + Array(repeating: "?", count: chunk.count).joined(separator: ", ") + ")"
+          : table.selectSQL + Self.keyList(chunk.count)
         let ids = RowIDs(table, storeIdentifier: identifier)
         result += try connection.query(sql, chunk.map(SQLValue.integer)) { try $0.snapshot(table, ids: ids) }
       }
