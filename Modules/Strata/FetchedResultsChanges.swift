@@ -80,10 +80,15 @@ public struct FetchedResultsDifference: Sendable, Hashable {
 
 /// Works out the changes between two states of sections whose items are identified by `Key`.
 ///
-/// Items in both states keep their place when their section has the same name, its relative order
-/// among the surviving sections holds, and they belong to a longest run of items whose relative order
-/// did not change; every other item in both is a move. Items in `changed` that keep their place are
-/// updates.
+/// Items in both states keep their place when their section survives (the other state has a section of
+/// its name — the nth of that name paired with the nth — and the surviving sections keep their relative
+/// order), they stay in it, and they belong to a longest run of items whose relative order did not
+/// change; every other item in both is a move. Items in `changed` that keep their place are updates.
+///
+/// Among equally long runs the one kept is patience sorting's over the items in old order: it ends with
+/// the last item (in old order) that ends a longest run, and before each item comes the last one before
+/// it that ends a run one shorter. Both ways of working the difference out keep that same run, so they
+/// report the same changes.
 enum SectionDiff {
   struct Section<Key: Hashable> {
     var name: String
@@ -101,7 +106,7 @@ enum SectionDiff {
 
   static func difference<Key: Hashable>(from old: [Section<Key>], to new: [Section<Key>], changed: Set<Key>) -> Result<Key> {
     var result = Result<Key>()
-    let keptSections = sectionChanges(from: old.map(\.name), to: new.map(\.name), into: &result)
+    let keptAs = sectionChanges(from: old.map(\.name), to: new.map(\.name), into: &result)
 
     // Positions as (section, item) pairs: an IndexPath allocates, so only reported changes get one.
     var oldPaths: [Key: (section: Int, item: Int)] = [:]
@@ -126,7 +131,7 @@ enum SectionDiff {
     var candidateFlats: [Int] = []
     for key in oldOrder {
       guard let from = oldPaths[key], let to = newPaths[key] else { continue }
-      if keptSections[from.section] && old[from.section].name == new[to.section].name {
+      if keptAs[from.section] == to.section {
         candidates.append(key)
         candidateFlats.append(to.flat)
       }
@@ -154,9 +159,17 @@ enum SectionDiff {
 
   /// What ``difference(from:to:changed:)`` gives when the only changed items are `removed` (taken out
   /// of the old state at those flat positions, in ascending order) and `arrived` (put into the new state
-  /// at those flat positions, ascending), and every other item keeps its relative order — without
-  /// hashing or indexing the unchanged items: one pass over the positions, and `oldKey`/`newKey` (the
-  /// key at a section and item) asked only for items the result names.
+  /// at those flat positions, ascending), and every other item keeps its relative order — in time that
+  /// follows the changes and the sections, not the items: no unchanged item is hashed, indexed or
+  /// visited unless the result names it, and `oldKey` (the key at an old section and item) is asked
+  /// only for those.
+  ///
+  /// The unchanged items between two changed positions or section starts (of either state) form a
+  /// *piece*: contiguous in both states, in one section of each. Every other item comes before or after
+  /// all of a piece in both states, so an increasing run that holds one of its items can hold all of
+  /// them, and the longest run ``difference(from:to:changed:)`` picks holds a piece whole or not at all
+  /// (``longestWeightedRunMarks(_:weights:)``). The run is worked out over the pieces, each weighted by
+  /// its length, and the changed items that come back: about 2k + sections elements for k changes.
   ///
   /// The sections are given by name and size; an item is changed when it is in `removed` or `arrived`.
   static func difference<Key: Hashable>(
@@ -165,94 +178,80 @@ enum SectionDiff {
     oldKey: (_ section: Int, _ item: Int) -> Key
   ) -> Result<Key> {
     var result = Result<Key>()
-    let keptSections = sectionChanges(from: old.map(\.name), to: new.map(\.name), into: &result)
+    let keptAs = sectionChanges(from: old.map(\.name), to: new.map(\.name), into: &result)
     var arrivedFlats: [Key: Int] = [:]
     arrivedFlats.reserveCapacity(arrived.count)
     for (flat, key) in arrived { arrivedFlats[key] = flat }
     var removedKeys = Set<Key>()
     removedKeys.reserveCapacity(removed.count)
     for (_, key) in removed { removedKeys.insert(key) }
-    var newStarts: [Int] = []
-    newStarts.reserveCapacity(new.count)
-    var total = 0
-    for section in new {
-      newStarts.append(total)
-      total += section.count
-    }
-    /// The section holding new flat position `flat`.
-    func newSection(of flat: Int) -> Int {
-      var low = 0
-      var high = newStarts.count
-      while low < high {
-        let mid = (low + high) / 2
-        if newStarts[mid] <= flat { low = mid + 1 } else { high = mid }
-      }
-      return low - 1
+    let oldStarts = starts(of: old.map(\.count))
+    let newStarts = starts(of: new.map(\.count))
+    let oldTotal = old.reduce(0) { $0 + $1.count }
+    /// The section holding new flat position `flat` (the last of the empty ones starting there).
+    func newSection(of flat: Int) -> Int { newStarts.upperBound(of: flat) - 1 }
+    /// Whether an item may stay when it goes from old section `from` to new section `to`.
+    func isCandidate(_ from: Int, _ to: Int) -> Bool {
+      to >= 0 && keptAs[from] == to
     }
 
-    // Where each old item is in the new state: its new flat position when it is a candidate to stay,
-    // -2 minus it when it is not, -1 when it is gone. One array, as fresh memory for every item costs
-    // page faults that a million-result diff notices.
-    let oldTotal = old.reduce(0) { $0 + $1.count }
-    var destinations = [Int](repeating: -1, count: oldTotal)
+    // The pieces in old order, and each removed item as a piece of one (at `to` -1 when it is gone).
+    var pieces: [Piece] = []
+    pieces.reserveCapacity(2 * removed.count + arrived.count + old.count + new.count + 1)
+    var read = 0  // the next old position
+    var write = 0  // the next new position an unchanged item can take
     var nextRemoved = 0
     var nextArrived = 0
-    var nextNew = 0  // the next new position an unchanged item can take
-    var unchangedSection = 0  // the new section of `nextNew`, advanced as it grows
-    var flat = 0
-    var pair = (from: -1, to: -1, candidate: false)  // the last section pair checked
-    // Written through a buffer: the array's checks (bounds, uniqueness) were a third of the loop.
-    destinations.withUnsafeMutableBufferPointer { destinations in
-      for (s, section) in old.enumerated() {
-        for _ in 0..<section.count {
-          defer { flat += 1 }
-          var to: Int
-          var toSection: Int
-          if nextRemoved < removed.count, removed[nextRemoved].flat == flat {
-            defer { nextRemoved += 1 }
-            guard let destination = arrivedFlats[removed[nextRemoved].key] else { continue }
-            to = destination
-            toSection = newSection(of: to)
-          } else {
-            while nextArrived < arrived.count, arrived[nextArrived].flat == nextNew {
-              nextArrived += 1
-              nextNew += 1
-            }
-            to = nextNew
-            nextNew += 1
-            while unchangedSection + 1 < newStarts.count, newStarts[unchangedSection + 1] <= to { unchangedSection += 1 }
-            toSection = unchangedSection
-          }
-          if pair.from != s || pair.to != toSection {
-            pair = (s, toSection, keptSections[s] && section.name == new[toSection].name)
-          }
-          destinations[flat] = pair.candidate ? to : -2 - to
-        }
+    var oldSection = 0
+    var unchangedSection = 0  // the new section of `write`
+    while read < oldTotal {
+      while oldSection + 1 < oldStarts.count, oldStarts[oldSection + 1] <= read { oldSection += 1 }
+      if nextRemoved < removed.count, removed[nextRemoved].flat == read {
+        let to = arrivedFlats[removed[nextRemoved].key] ?? -1
+        let toSection = to >= 0 ? newSection(of: to) : -1
+        pieces.append(
+          Piece(from: read, section: oldSection, count: 1, to: to, toSection: toSection, removed: nextRemoved))
+        nextRemoved += 1
+        read += 1
+        continue
       }
+      while nextArrived < arrived.count, arrived[nextArrived].flat == write {
+        nextArrived += 1
+        write += 1
+      }
+      while unchangedSection + 1 < newStarts.count, newStarts[unchangedSection + 1] <= write { unchangedSection += 1 }
+      var end = oldTotal
+      if nextRemoved < removed.count { end = min(end, removed[nextRemoved].flat) }
+      if nextArrived < arrived.count { end = min(end, read + arrived[nextArrived].flat - write) }
+      if oldSection + 1 < oldStarts.count { end = min(end, oldStarts[oldSection + 1]) }
+      if unchangedSection + 1 < newStarts.count { end = min(end, read + newStarts[unchangedSection + 1] - write) }
+      pieces.append(
+        Piece(from: read, section: oldSection, count: end - read, to: write, toSection: unchangedSection, removed: -1))
+      write += end - read
+      read = end
     }
-    let staying = longestIncreasingRunMarks(destinations)
+    let staying = longestWeightedRunMarks(
+      pieces.map { isCandidate($0.section, $0.toSection) ? $0.to : -1 }, weights: pieces.map(\.count))
 
-    nextRemoved = 0
-    flat = 0
-    for (s, section) in old.enumerated() {
-      for item in 0..<section.count {
-        defer { flat += 1 }
-        let isRemoved = nextRemoved < removed.count && removed[nextRemoved].flat == flat
-        if isRemoved { nextRemoved += 1 }
-        let destination = destinations[flat]
-        if destination == -1 {
-          result.deleted.append((removed[nextRemoved - 1].key, path(s, item)))
+    for (index, piece) in pieces.enumerated() {
+      let s = piece.section
+      let item = piece.from - oldStarts[s]
+      if piece.removed >= 0 {
+        let key = removed[piece.removed].key
+        guard piece.to >= 0 else {
+          result.deleted.append((key, path(s, item)))
           continue
         }
-        let to = destination >= 0 ? destination : -2 - destination
-        guard !staying[flat] || isRemoved else { continue }
-        let key = isRemoved ? removed[nextRemoved - 1].key : oldKey(s, item)
-        let toSection = newSection(of: to)
-        let toPath = path(toSection, to - newStarts[toSection])
-        if staying[flat] {
+        let toPath = path(piece.toSection, piece.to - newStarts[piece.toSection])
+        if staying[index] {
           result.updated.append((key, path(s, item), toPath))
         } else {
           result.moved.append((key, path(s, item), toPath))
+        }
+      } else if !staying[index] {
+        let toItem = piece.to - newStarts[piece.toSection]
+        for offset in 0..<piece.count {
+          result.moved.append((oldKey(s, item + offset), path(s, item + offset), path(piece.toSection, toItem + offset)))
         }
       }
     }
@@ -263,36 +262,102 @@ enum SectionDiff {
     return result
   }
 
-  private static func path(_ section: Int, _ item: Int) -> IndexPath { IndexPath(indexes: [section, item]) }
-
-  /// Records the deleted and inserted sections in `result`: surviving sections (a name in both) must
-  /// keep their relative order, the others are deleted and inserted again. Returns, for each old
-  /// section, whether it is kept.
-  private static func sectionChanges<Key>(from old: [String], to new: [String], into result: inout Result<Key>) -> [Bool] {
-    let oldSectionIndex = Dictionary(old.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
-    let newSectionIndex = Dictionary(new.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
-    let surviving = old.enumerated().compactMap { i, name in newSectionIndex[name].map { (i, $0) } }
-    var kept = [Bool](repeating: false, count: old.count)
-    for position in longestIncreasingRun(surviving.map(\.1)) { kept[surviving[position].0] = true }
-    for (i, name) in old.enumerated() where !kept[i] {
-      result.deletedSections.append((name, i))
-    }
-    for (j, name) in new.enumerated() {
-      guard let i = oldSectionIndex[name], kept[i] else {
-        result.insertedSections.append((name, j))
-        continue
-      }
-    }
-    return kept
+  /// Unchanged items contiguous in both states and in one section of each, or one removed item.
+  private struct Piece {
+    /// The old flat position of the first item, and its old section.
+    var from: Int
+    var section: Int
+    var count: Int
+    /// The new flat position of the first item (-1 for a removed item that did not come back), and its
+    /// new section.
+    var to: Int
+    var toSection: Int
+    /// The index in `removed` of a removed item, -1 for unchanged items.
+    var removed: Int
   }
 
-  /// For each position in `values`, whether it belongs to the longest strictly increasing subsequence
-  /// of the non-negative values that ``longestIncreasingRun(_:)`` picks from them (negative values are
-  /// left out) — without an array of the values kept.
-  static func longestIncreasingRunMarks(_ values: [Int]) -> [Bool] {
-    let (previous, last) = patienceChain(values, skippingNegative: true)
+  /// The flat position at which each section of `counts` items starts.
+  private static func starts(of counts: [Int]) -> [Int] {
+    var starts: [Int] = []
+    starts.reserveCapacity(counts.count)
+    var total = 0
+    for count in counts {
+      starts.append(total)
+      total += count
+    }
+    return starts
+  }
+
+  private static func path(_ section: Int, _ item: Int) -> IndexPath { IndexPath(indexes: [section, item]) }
+
+  /// Records the deleted and inserted sections in `result`: a section survives when the other state has
+  /// one of its name (the nth of a name in one state paired with the nth in the other, as sections whose
+  /// sort does not group them can repeat a name); surviving sections must keep their relative order, the
+  /// others are deleted and inserted again. Returns, for each old section, the new section it is kept
+  /// as, -1 when it is deleted.
+  private static func sectionChanges<Key>(from old: [String], to new: [String], into result: inout Result<Key>) -> [Int] {
+    // For each name, the next new section of that name not yet paired (-1 when none is left).
+    var nextOfName: [String: Int] = [:]
+    var nextSameName = [Int](repeating: -1, count: new.count)
+    for (j, name) in new.enumerated().reversed() {
+      if let following = nextOfName[name] { nextSameName[j] = following }
+      nextOfName[name] = j
+    }
+    var surviving: [(Int, Int)] = []
+    for (i, name) in old.enumerated() {
+      guard let j = nextOfName[name], j >= 0 else { continue }
+      surviving.append((i, j))
+      nextOfName[name] = nextSameName[j]
+    }
+    var keptAs = [Int](repeating: -1, count: old.count)
+    var isKept = [Bool](repeating: false, count: new.count)
+    for position in longestIncreasingRun(surviving.map(\.1)) {
+      let (i, j) = surviving[position]
+      keptAs[i] = j
+      isKept[j] = true
+    }
+    for (i, name) in old.enumerated() where keptAs[i] < 0 {
+      result.deletedSections.append((name, i))
+    }
+    for (j, name) in new.enumerated() where !isKept[j] {
+      result.insertedSections.append((name, j))
+    }
+    return keptAs
+  }
+
+  /// For each position in `values`, whether it belongs to the heaviest strictly increasing subsequence of
+  /// the non-negative values (negative ones are left out), where each value weighs `weights` at its
+  /// position — the one ``longestIncreasingRun(_:)`` picks when each value stands for a run of that many
+  /// consecutive values. Among equally heavy runs that is the one whose last value comes last, and
+  /// before each value the last one (in `values`) that ends a run one lighter: patience sorting's
+  /// choice. A Fenwick tree over the values' ranks holds, for each prefix of ranks, the heaviest run
+  /// ending there and its last position: n log n for n values, whatever the weights.
+  static func longestWeightedRunMarks(_ values: [Int], weights: [Int]) -> [Bool] {
+    let ordered = values.indices.filter { values[$0] >= 0 }.sorted { values[$0] < values[$1] }
+    var rank = [Int](repeating: -1, count: values.count)
+    for (r, position) in ordered.enumerated() { rank[position] = r + 1 }
+    // 1-based; an entry covers the ranks its lowest set bit spans, holding (weight, last position).
+    var tree = [(weight: Int, position: Int)](repeating: (0, -1), count: ordered.count + 1)
+    var previous = [Int](repeating: -1, count: values.count)
+    var best = (weight: 0, position: -1)
+    for position in values.indices where rank[position] > 0 {
+      var before = (weight: 0, position: -1)
+      var r = rank[position] - 1
+      while r > 0 {
+        if tree[r] > before { before = tree[r] }
+        r &= r - 1
+      }
+      previous[position] = before.position
+      let run = (weight: before.weight + weights[position], position: position)
+      if run > best { best = run }
+      r = rank[position]
+      while r < tree.count {
+        if run > tree[r] { tree[r] = run }
+        r += r & -r
+      }
+    }
     var marks = [Bool](repeating: false, count: values.count)
-    var current = last
+    var current = best.position
     while current >= 0 {
       marks[current] = true
       current = previous[current]
@@ -302,7 +367,7 @@ enum SectionDiff {
 
   /// The positions in `values` of one longest strictly increasing subsequence (patience sorting).
   static func longestIncreasingRun(_ values: [Int]) -> [Int] {
-    let (previous, last) = patienceChain(values, skippingNegative: false)
+    let (previous, last) = patienceChain(values)
     var run: [Int] = []
     var current = last
     while current >= 0 {
@@ -312,14 +377,13 @@ enum SectionDiff {
     return run.reversed()
   }
 
-  /// Patience sorting of `values` (without the negative ones when `skippingNegative`): the position of the
-  /// last value of one longest strictly increasing subsequence (-1 for none) and, for each position, the
-  /// one before it in that subsequence.
+  /// Patience sorting of `values`: the position of the last value of one longest strictly increasing
+  /// subsequence (-1 for none) and, for each position, the one before it in that subsequence.
   ///
   /// Each value goes to the first pile whose top is not below it. The pile after the previous value's
   /// is tried first, which is where a run of increasing values goes: on mostly ordered values (a
   /// controller's results after a few changes) that takes two comparisons instead of a binary search.
-  private static func patienceChain(_ values: [Int], skippingNegative: Bool) -> (previous: [Int], last: Int) {
+  private static func patienceChain(_ values: [Int]) -> (previous: [Int], last: Int) {
     // Through buffers: the arrays' bounds and uniqueness checks were a third of the loop. `tails` is
     // allocated whole and its pages touched as it grows.
     let tails = UnsafeMutableBufferPointer<Int>.allocate(capacity: values.count)  // positions in `values`
@@ -329,7 +393,7 @@ enum SectionDiff {
     previous.withUnsafeMutableBufferPointer { previous in
       values.withUnsafeBufferPointer { values in
         var hint = 0
-        for (i, value) in values.enumerated() where value >= 0 || !skippingNegative {
+        for (i, value) in values.enumerated() {
           var low = 0
           var high = count
           if hint <= count, hint == 0 || values[tails[hint - 1]] < value, hint == count || values[tails[hint]] >= value {
@@ -348,5 +412,23 @@ enum SectionDiff {
       }
     }
     return (previous, count > 0 ? tails[count - 1] : -1)
+  }
+}
+
+extension Array where Element == Int {
+  /// In an ascending array, how many elements are not above `value` (the index of the first one above
+  /// it): a binary search.
+  ///
+  /// ```swift
+  /// [0, 3, 3, 7].upperBound(of: 3)  // 3
+  /// ```
+  func upperBound(of value: Int) -> Int {
+    var low = 0
+    var high = count
+    while low < high {
+      let mid = (low + high) / 2
+      if self[mid] <= value { low = mid + 1 } else { high = mid }
+    }
+    return low
   }
 }

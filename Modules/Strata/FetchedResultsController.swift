@@ -256,7 +256,7 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
     let (removed, arrived) = order.update(removing: relevant, arriving: arriving)
     guard sectionName == nil, sectionKey == nil, state?.count == 1, var objects = state?[0].objects else {
       guard let old = state else { return }
-      let new = sections(of: order.entries)
+      let new = sections(after: old, removed: removed.map(\.flat), arrived: arrived.map(\.flat))
       let diff = SectionDiff.difference(
         from: old.map { ($0.name, $0.objects.count) }, to: new.map { ($0.name, $0.objects.count) },
         removed: removed, arrived: arrived, oldKey: { ObjectIdentifier(old[$0].objects[$1]) })
@@ -333,6 +333,74 @@ public final class FetchedResultsController<Result: ManagedObject>: FetchedResul
       sections.append(
         FetchedResultsSection(name: name, indexTitle: name.first.map { String($0).uppercased() }, objects: objects))
       start = end
+    }
+    return sections
+  }
+
+  /// What ``sections(of:)`` gives for the entries after ``FetchedResultsOrder/update(removing:arriving:)``
+  /// took the results at `removed` out of `old` (old flat positions, ascending) and put others in at
+  /// `arrived` (new flat positions, ascending), in time that follows the changes and the sections: two
+  /// neighbouring results that stayed were neighbours before or had only taken-out results between them,
+  /// so a section can start only at the first result that stays from an old section's start on, at a
+  /// result put in or just after one; names are compared only there. An old section that no change
+  /// touched is kept as it is; only the sections that changed are built from the entries.
+  private func sections(
+    after old: [FetchedResultsSection<Result>], removed: [Int], arrived: [Int]
+  ) -> [FetchedResultsSection<Result>] {
+    guard sectionName != nil || sectionKey != nil else { return sections(of: order.entries) }
+    let entries = order.entries
+    let total = entries.count
+    // The results that stay keep their order: the `j`th of them goes after the arrived ones with at
+    // most `j` of them before.
+    let stayingBefore = arrived.indices.map { arrived[$0] - $0 }
+    let oldTotal = old.reduce(0) { $0 + $1.objects.count }
+    /// Where the first result that stays from old flat position `flat` on is now (`total` for none).
+    func newPosition(from flat: Int) -> Int {
+      let staying = flat - removed.upperBound(of: flat - 1)
+      return staying >= oldTotal - removed.count ? total : staying + stayingBefore.upperBound(of: staying)
+    }
+    var oldStarts: [Int] = []
+    oldStarts.reserveCapacity(old.count)
+    var candidates: [Int] = []
+    candidates.reserveCapacity(old.count + 2 * arrived.count)
+    var start = 0
+    for section in old {
+      oldStarts.append(start)
+      candidates.append(newPosition(from: start))
+      start += section.objects.count
+    }
+    for flat in arrived { candidates += [flat, flat + 1] }
+    candidates.sort()
+    var starts = total > 0 ? [0] : []
+    var checked = 0
+    for position in candidates where position > checked && position < total {
+      checked = position
+      if entries[position].section != entries[position - 1].section { starts.append(position) }
+    }
+    // Old sections no change touched, by where they start now.
+    var untouched: [Int: Int] = [:]
+    for (s, start) in oldStarts.enumerated() where !old[s].objects.isEmpty {
+      let end = start + old[s].objects.count
+      guard removed.upperBound(of: end - 1) == removed.upperBound(of: start - 1) else { continue }
+      let position = newPosition(from: start)
+      if arrived.upperBound(of: position + old[s].objects.count - 1) == arrived.upperBound(of: position - 1) {
+        untouched[position] = s
+      }
+    }
+    var sections: [FetchedResultsSection<Result>] = []
+    sections.reserveCapacity(starts.count)
+    for (index, start) in starts.enumerated() {
+      let end = index + 1 < starts.count ? starts[index + 1] : total
+      if let s = untouched[start], old[s].objects.count == end - start {
+        sections.append(old[s])
+        continue
+      }
+      let name = entries[start].section
+      var objects: [Result] = []
+      objects.reserveCapacity(end - start)
+      for index in start..<end { objects.append(unsafeDowncast(entries[index].object, to: Result.self)) }
+      sections.append(
+        FetchedResultsSection(name: name, indexTitle: name.first.map { String($0).uppercased() }, objects: objects))
     }
     return sections
   }

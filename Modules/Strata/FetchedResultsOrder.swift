@@ -110,15 +110,7 @@ struct FetchedResultsOrder {
     }
 
     /// Where the `index`th result that stays is in ``entries``.
-    func position(_ index: Int) -> Int {
-      var low = 0
-      var high = before.count
-      while low < high {
-        let mid = (low + high) / 2
-        if before[mid] <= index { low = mid + 1 } else { high = mid }
-      }
-      return index + low
-    }
+    func position(_ index: Int) -> Int { index + before.upperBound(of: index) }
   }
 
   /// Where `entry` goes among the results that stay: before the first one it does not follow, searched

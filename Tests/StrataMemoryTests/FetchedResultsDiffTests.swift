@@ -106,6 +106,108 @@ struct FetchedResultsDiffTests {
     }
   }
 
+  /// The positional difference equals the one from every item, applying it to the old sections gives the
+  /// new ones, and it keeps as many items in place as a longest run does (worked out here by quadratic
+  /// dynamic programming): over random states with empty sections, names that repeat or go, sections cut
+  /// anywhere in the new order (so unchanged items cross from one to another), nothing or everything
+  /// changed, arrivals at both ends, and large states with few changes.
+  @Test(arguments: ["random", "none changed", "all changed", "arrivals at the ends", "large, few changes"])
+  func positionalDifferenceIsValidMinimalAndEqualsTheFullOne(_ shape: String) {
+    for seed in 1...(shape.hasPrefix("large") ? 12 : 300) {
+      var random = SplitMix64(seed: UInt64(seed) &* 7_919 &+ UInt64(shape.count))
+      func below(_ n: Int) -> Int { n > 0 ? Int(random.next() % UInt64(n)) : 0 }
+      let pool = ["A", "B", "C", "D", "E", "F"]
+      /// Names for `count` sections (repeats allowed) and cuts of `total` items among them (empty ones too).
+      func sections(_ items: [Int], names: Int) -> [SectionDiff.Section<Int>] {
+        let count = items.isEmpty && below(3) == 0 ? 0 : 1 + below(names)
+        let cuts = ([0] + (1..<max(count, 1)).map { _ in below(items.count + 1) }.sorted() + [items.count])
+        return (0..<count).map { i in
+          SectionDiff.Section(name: pool[below(pool.count)], items: Array(items[cuts[i]..<cuts[i + 1]]))
+        }
+      }
+      let large = shape.hasPrefix("large")
+      let count = large ? 2_000 + below(3_000) : below(50)
+      let oldItems = Array(0..<count)
+      let old = sections(oldItems, names: large ? 8 : 5)
+      var changed = Set<Int>()
+      switch shape {
+      case "none changed": break
+      case "all changed": changed = Set(oldItems)
+      case "large, few changes": for _ in 0..<(1 + below(12)) { changed.insert(below(count)) }
+      default: for _ in 0..<below(count / 3 + 2) where count > 0 { changed.insert(below(count)) }
+      }
+      var nextKey = count
+      var arriving = changed.filter { _ in below(4) != 0 }.sorted()
+      for _ in 0..<(shape == "none changed" ? 0 : below(5)) {
+        arriving.append(nextKey)
+        nextKey += 1
+      }
+      arriving.shuffle(using: &random)
+      var newItems = oldItems.filter { !changed.contains($0) }
+      for key in arriving {
+        let position = shape == "arrivals at the ends" ? (below(2) == 0 ? 0 : newItems.count) : below(newItems.count + 1)
+        newItems.insert(key, at: position)
+      }
+      let new = sections(newItems, names: large ? 8 : 5)
+      let arrivingSet = Set(arriving)
+      let removed = oldItems.enumerated().filter { changed.contains($0.element) }.map { (flat: $0.offset, key: $0.element) }
+      let arrived = newItems.enumerated().filter { arrivingSet.contains($0.element) }.map {
+        (flat: $0.offset, key: $0.element)
+      }
+
+      let full = SectionDiff.difference(from: old, to: new, changed: changed.union(arrivingSet))
+      let positional = SectionDiff.difference(
+        from: old.map { ($0.name, $0.items.count) }, to: new.map { ($0.name, $0.items.count) },
+        removed: removed, arrived: arrived, oldKey: { old[$0].items[$1] })
+      #expect(describe(positional) == describe(full), "equal to the full one: \(shape), seed \(seed)")
+
+      func objectID(_ key: Int) -> ObjectID { ObjectID(entityName: "Item", storeIdentifier: "S", primaryKey: Int64(key)) }
+      var difference = FetchedResultsDifference()
+      difference.sectionChanges =
+        positional.deletedSections.map { FetchedResultsSectionChange(type: .delete, name: $0.name, index: $0.index) }
+        + positional.insertedSections.map { FetchedResultsSectionChange(type: .insert, name: $0.name, index: $0.index) }
+      difference.objectChanges =
+        positional.deleted.map { FetchedResultsObjectChange(type: .delete, objectID: objectID($0.0), indexPath: $0.1) }
+        + positional.inserted.map { FetchedResultsObjectChange(type: .insert, objectID: objectID($0.0), newIndexPath: $0.1) }
+        + positional.moved.map {
+          FetchedResultsObjectChange(type: .move, objectID: objectID($0.0), indexPath: $0.from, newIndexPath: $0.to)
+        }
+        + positional.updated.map {
+          FetchedResultsObjectChange(type: .update, objectID: objectID($0.0), indexPath: $0.from, newIndexPath: $0.to)
+        }
+      let applied = difference.apply(to: old.map { ($0.name, $0.items.map(objectID)) })
+      let valid = applied.map(\.name) == new.map(\.name) && applied.map(\.objectIDs) == new.map { $0.items.map(objectID) }
+      #expect(valid, "valid: \(shape), seed \(seed)")
+
+      // Minimal: the items kept in place are as many as the longest run of candidates (in both states,
+      // in a kept section of the same name) whose new positions increase.
+      if !large {
+        // The surviving sections, in order, are the old ones not deleted and the new ones not inserted.
+        let deletedSections = Set(positional.deletedSections.map(\.index))
+        let insertedSections = Set(positional.insertedSections.map(\.index))
+        let pairs = Dictionary(
+          uniqueKeysWithValues: zip(
+            old.indices.filter { !deletedSections.contains($0) }, new.indices.filter { !insertedSections.contains($0) }))
+        var newPlace: [Int: (flat: Int, section: Int)] = [:]
+        for (flat, item) in new.enumerated().flatMap({ s, section in section.items.map { (key: $0, section: s) } }).enumerated() {
+          newPlace[item.key] = (flat, item.section)
+        }
+        let candidates = old.enumerated().flatMap { s, section in
+          section.items.compactMap { key -> Int? in
+            guard let place = newPlace[key], pairs[s] == place.section else { return nil }
+            return place.flat
+          }
+        }
+        var longest = [Int](repeating: 1, count: candidates.count)
+        for i in candidates.indices {
+          for j in 0..<i where candidates[j] < candidates[i] { longest[i] = max(longest[i], longest[j] + 1) }
+        }
+        let inBoth = old.flatMap(\.items).filter { newPlace[$0] != nil }.count
+        #expect(inBoth - positional.moved.count == (longest.max() ?? 0), "minimal: \(shape), seed \(seed)")
+      }
+    }
+  }
+
   /// Rearranging in place (the removed taken out, the arriving put at their final positions, each other
   /// element moved at most once) gives what building the new array one element at a time gives, and
   /// releases exactly the removed elements, over random removals and arrivals anywhere.
@@ -157,7 +259,8 @@ struct FetchedResultsDiffTests {
   }
 
   /// A controller sorted by two keys with many ties (rating descending, then variety), in sections by
-  /// rating (or in one section, which the controller changes in place), after random batches of inserts, deletes and edits of either key: the delegate hears
+  /// rating, by variety (sections the sort does not group, so names repeat) or in one section (which the
+  /// controller changes in place), after random batches of inserts, deletes and edits of either key: the delegate hears
   /// exactly, in the same order, what the difference worked out from scratch between the sections before
   /// and after gives, and the sections equal a fresh fetch.
   @Test func reportsEqualTheDifferenceFromScratch() throws {
@@ -186,7 +289,8 @@ struct FetchedResultsDiffTests {
         ])
         if seed % 3 == 0 { request.predicate = try QueryPredicate(format: "rating >= 1") }
         let controller = FetchedResultsController(
-          fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: seed % 2 == 1 ? nil : "rating")
+          fetchRequest: request, managedObjectContext: context,
+          sectionNameKeyPath: seed % 2 == 1 ? nil : seed % 4 == 0 ? "rating" : "variety")
         let recorder = ReportRecorder()
         controller.delegate = recorder
         try controller.performFetch()
@@ -230,6 +334,12 @@ struct FetchedResultsDiffTests {
           #expect(recorder.log == expected, "seed \(seed)")
           let fresh = try context.fetch(request)
           #expect(controller.fetchedObjects?.map(ObjectIdentifier.init) == fresh.map(ObjectIdentifier.init), "seed \(seed)")
+          let refetched = FetchedResultsController(
+            fetchRequest: request, managedObjectContext: context, sectionNameKeyPath: controller.sectionNameKeyPath)
+          try refetched.performFetch()
+          let sectionsNow = (controller.sections ?? []).map { ($0.name, $0.indexTitle, $0.objects.map(ObjectIdentifier.init)) }
+          let sectionsFresh = (refetched.sections ?? []).map { ($0.name, $0.indexTitle, $0.objects.map(ObjectIdentifier.init)) }
+          #expect(sectionsNow.elementsEqual(sectionsFresh, by: ==), "seed \(seed)")
           if !expected.isEmpty { reports += 1 }
           if below(4) == 0 { try context.save() }
         }
