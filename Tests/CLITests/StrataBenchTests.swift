@@ -6,9 +6,9 @@ import Testing
 struct StrataBenchTests {
   static let everyBackend = [
     "insert", "fetch", "faults", "batched_fetch", "frc_initial", "frc_diffs", "batch_insert", "traverse_prefetch",
-    "traverse_faults", "batch_insert_history", "concurrent_saves",
+    "traverse_faults", "batch_insert_history", "concurrent_saves", "count_where",
   ]
-  static let sqliteOnly = ["count_where", "sum", "batch_update", "migrate_add_rename"]
+  static let sqliteOnly = ["sum", "batch_update", "migrate_add_rename"]
 
   static func results(ofJSONAt path: String) throws -> [[String: Any]] {
     let document = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
