@@ -229,6 +229,32 @@ package enum SQLCompilerCorpus {
     "year + 1", "rating * 2", "lowercase:(name)", "abs:(small)", "price", "flag", "owner.age", "modulus:by:(total, 7)",
   ]
 
+  /// Every case of the corpus as one compiler renders it, named as the recordings name them: each request,
+  /// then each dictionary request ("dictionary …"), then, when `value` is given, each value expression
+  /// ("value …"). A case the compiler refuses is recorded as `error: …`, its message included.
+  ///
+  /// ```swift
+  /// let cases = try SQLCompilerCorpus.compiledCases(query: { try render($0) }, dictionary: { try renderDictionary($0) })
+  /// try SQLCompilerCorpus.check(cases, against: expectation)
+  /// ```
+  package static func compiledCases(
+    query: (FetchDescription) throws -> String, dictionary: (FetchDescription) throws -> String,
+    value: ((String) throws -> String)? = nil
+  ) throws -> [(name: String, text: String)] {
+    func outcome(_ body: () throws -> String) -> String {
+      do { return try body() } catch { return "error: \(error)" }
+    }
+    var cases: [(name: String, text: String)] = []
+    for (name, request) in try requests() { cases.append((name, outcome { try query(request) })) }
+    for (name, request) in try dictionaryRequests() {
+      cases.append(("dictionary " + name, outcome { try dictionary(request) }))
+    }
+    if let value {
+      for format in valueExpressions { cases.append(("value " + format, outcome { try value(format) })) }
+    }
+    return cases
+  }
+
   /// Compares `compiled` (each case's name and the text its compiler made of it) with the text recorded in
   /// `expectation`, reporting the first case that differs. With `STRATA_RECORD_COMPILED_SQL=1` in the
   /// environment it writes `expectation` instead, and records an issue so that a recording run never passes.

@@ -16,39 +16,23 @@ import Testing
 
   static func text(_ fragment: Fragment) -> String { fragment.numbered() + "\n  bound: \(fragment.bindings)" }
 
-  static func outcome(_ body: () throws -> String) -> String {
-    do { return try body() } catch { return "error: \(error)" }
-  }
-
   @Test func compilesTheCorpusAsRecorded() throws {
     let schema = try PostgresSchema(model: try SQLCompilerCorpus.model(), schema: "corpus")
     let store = SQLCompilerCorpus.storeIdentifier
-    var cases: [(name: String, text: String)] = []
-    for (name, request) in try SQLCompilerCorpus.requests() {
-      cases.append(
-        (
-          name,
-          Self.outcome {
-            let query = try PostgresQueryCompiler.compile(request, schema: schema, storeIdentifier: store)
-            return Self.text(Fragment("SELECT t0.\"_pk\" ") + query.fromClause)
-              + "\n  order: \(query.orderBy.joined(separator: ", "))"
-          }
-        ))
-    }
-    for (name, request) in try SQLCompilerCorpus.dictionaryRequests() {
-      cases.append(
-        (
-          "dictionary " + name,
-          Self.outcome {
-            let plan = try DictionaryFetch(request, model: schema.model)
-            let query = try PostgresQueryCompiler.compileDictionary(request, plan, schema: schema, storeIdentifier: store)
-            let columns = query.columns.map { "\($0.name): \(Self.text($0.sql)) as \($0.decoding)" }
-            let groups = query.groupBy.map { Self.text($0) }
-            return (columns + [Self.text(query.query.fromClause), "group: \(groups)", "order: \(query.query.orderBy)"])
-              .joined(separator: "\n")
-          }
-        ))
-    }
+    let cases = try SQLCompilerCorpus.compiledCases(
+      query: { request in
+        let query = try PostgresQueryCompiler.compile(request, schema: schema, storeIdentifier: store)
+        return Self.text(Fragment("SELECT t0.\"_pk\" ") + query.fromClause)
+          + "\n  order: \(query.orderBy.joined(separator: ", "))"
+      },
+      dictionary: { request in
+        let plan = try DictionaryFetch(request, model: schema.model)
+        let query = try PostgresQueryCompiler.compileDictionary(request, plan, schema: schema, storeIdentifier: store)
+        let columns = query.columns.map { "\($0.name): \(Self.text($0.sql)) as \($0.decoding)" }
+        let groups = query.groupBy.map { Self.text($0) }
+        return (columns + [Self.text(query.query.fromClause), "group: \(groups)", "order: \(query.query.orderBy)"])
+          .joined(separator: "\n")
+      })
     try SQLCompilerCorpus.check(cases, against: Self.expectation)
   }
 }

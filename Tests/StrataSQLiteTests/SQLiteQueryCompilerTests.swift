@@ -18,54 +18,32 @@ import Testing
   static func sql(_ text: String) -> String { text }
   static func sql(_ fragment: Fragment) -> String { fragment.sql }
 
-  static func outcome(_ body: () throws -> String) -> String {
-    do { return try body() } catch { return "error: \(error)" }
-  }
-
   @Test func compilesTheCorpusAsRecorded() throws {
     let schema = try SQLiteSchema(model: try SQLCompilerCorpus.model())
     let store = SQLCompilerCorpus.storeIdentifier
-    var cases: [(name: String, text: String)] = []
-    for (name, request) in try SQLCompilerCorpus.requests() {
-      cases.append(
-        (
-          name,
-          Self.outcome {
-            let query = try SQLiteQueryCompiler.compile(request, schema: schema, storeIdentifier: store)
-            return Self.text(Fragment("SELECT t0.\"_pk\" ") + query.fromClause)
-              + "\n  order: \(query.orderBy.joined(separator: ", "))"
-          }
-        ))
-    }
-    for (name, request) in try SQLCompilerCorpus.dictionaryRequests() {
-      cases.append(
-        (
-          "dictionary " + name,
-          Self.outcome {
-            let plan = try DictionaryFetch(request, model: schema.model)
-            let query = try SQLiteQueryCompiler.compileDictionary(request, plan, schema: schema, storeIdentifier: store)
-            let columns = query.columns.map { "\($0.name): \(Self.text($0.sql)) as \($0.decoding)" }
-            return
-              (columns + [
-                Self.text(query.query.fromClause), "group: \(query.groupBy.map { Self.sql($0) })",
-                "order: \(query.query.orderBy)",
-              ])
-              .joined(separator: "\n")
-          }
-        ))
-    }
     let item = try schema.table("Item").entity
-    for format in SQLCompilerCorpus.valueExpressions {
-      cases.append(
-        (
-          "value " + format,
-          Self.outcome {
-            let (checked, _) = try QueryValidator.checkExpression(
-              try QueryExpression(format: format), entity: item, model: schema.model)
-            return Self.text(try SQLiteQueryCompiler.compileValue(checked, schema: schema, storeIdentifier: store, root: item))
-          }
-        ))
-    }
+    let cases = try SQLCompilerCorpus.compiledCases(
+      query: { request in
+        let query = try SQLiteQueryCompiler.compile(request, schema: schema, storeIdentifier: store)
+        return Self.text(Fragment("SELECT t0.\"_pk\" ") + query.fromClause)
+          + "\n  order: \(query.orderBy.joined(separator: ", "))"
+      },
+      dictionary: { request in
+        let plan = try DictionaryFetch(request, model: schema.model)
+        let query = try SQLiteQueryCompiler.compileDictionary(request, plan, schema: schema, storeIdentifier: store)
+        let columns = query.columns.map { "\($0.name): \(Self.text($0.sql)) as \($0.decoding)" }
+        return
+          (columns + [
+            Self.text(query.query.fromClause), "group: \(query.groupBy.map { Self.sql($0) })",
+            "order: \(query.query.orderBy)",
+          ])
+          .joined(separator: "\n")
+      },
+      value: { format in
+        let (checked, _) = try QueryValidator.checkExpression(
+          try QueryExpression(format: format), entity: item, model: schema.model)
+        return Self.text(try SQLiteQueryCompiler.compileValue(checked, schema: schema, storeIdentifier: store, root: item))
+      })
     try SQLCompilerCorpus.check(cases, against: Self.expectation)
   }
 }
