@@ -111,26 +111,17 @@ extension SQLiteStore {
     // A batch of one entity's saved objects (a fault batch, a batched walk's batch): its table found by
     // the first ID's interned entity and store, its keys read straight from the IDs, without grouping
     // them by entity name (a string hash and compare per ID) or interning the row IDs per call.
-    if let first = ids.first, let keyed = keyedTables.first(where: { $0.ids.object.hasSameEntityAndStore(as: first) }),
-      let keys = Self.primaryKeys(of: ids, allLike: first)
-    {
-      return try read(generation: generation) { connection in
-        var result: [Snapshot] = []
-        result.reserveCapacity(keys.count)
-        var start = 0
-        while start < keys.count {
-          let end = min(start + 500, keys.count)
-          let sql = end - start == 1 ? keyed.table.selectByKeySQL : keyed.table.selectSQL + Self.keyList(end - start)
-          result += try connection.query(sql, keys[start..<end].map(SQLValue.integer)) {
-            try $0.snapshot(keyed.table, ids: keyed.ids)
-          }
-          start = end
-        }
-        return result
-      }
+    if let first = ids.first, let keyed = keyedTable(of: first), let keys = Self.primaryKeys(of: ids, allLike: first) {
+      return try read(generation: generation) { try readRows(of: keyed.table, keys: keys, ids: keyed.ids, connection: $0) }
     }
     _ = try ObjectID.keysByEntity(ids, storeIdentifier: identifier).map { try schema.table($0.entity) }
     return try read(generation: generation) { try readSnapshots(ids, connection: $0) }
+  }
+
+  /// The keyed table of `id`'s entity, found by its interned entity and store; `nil` for another store's ID
+  /// or a model with sub-entities.
+  private func keyedTable(of id: ObjectID) -> KeyedTable? {
+    keyedTables.first { $0.ids.object.hasSameEntityAndStore(as: id) }
   }
 
   /// The primary keys of `ids` when every one is a saved object of `first`'s entity and store, else `nil`.
@@ -144,11 +135,6 @@ extension SQLiteStore {
     return keys
   }
 
-  /// ` WHERE t0."_pk" IN (?, …)` with `count` placeholders, appended to a table's `selectSQL`.
-  static func keyList(_ count: Int) -> String {
-    " WHERE t0.\"_pk\" IN (" + String(repeating: "?, ", count: max(count - 1, 0)) + "?)"
-  }
-
   /// The snapshot of one object, `nil` when it does not exist (or `id` is temporary or another store's):
   /// one `SELECT … WHERE _pk = ?`, without grouping keys by entity.
   ///
@@ -156,7 +142,7 @@ extension SQLiteStore {
   /// let heat = try store.snapshot(for: heatID, generation: nil)
   /// ```
   public func snapshot(for id: ObjectID, generation: QueryGeneration?) throws -> Snapshot? {
-    guard let pk = id.primaryKey, let keyed = keyedTables.first(where: { $0.ids.object.hasSameEntityAndStore(as: id) }) else {
+    guard let pk = id.primaryKey, let keyed = keyedTable(of: id) else {
       return try snapshots(for: [id], generation: generation).first
     }
     return try read(generation: generation) { connection in

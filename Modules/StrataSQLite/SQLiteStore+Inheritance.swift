@@ -40,20 +40,29 @@ extension SQLiteStore {
     let work = try ObjectID.keysByEntity(ids, storeIdentifier: identifier).map { (try schema.table($0.entity), $0.keys) }
     var result: [Snapshot] = []
     for (table, keys) in work {
-      var start = 0
-      while start < keys.count {
-        let chunk = Array(keys[start..<min(start + 500, keys.count)])
-        start += chunk.count
-        // One key (a fault firing) reuses one cached statement text; a batch builds its IN list.
-        let sql =
-          chunk.count == 1
-          ? table.selectByKeySQL
-          : table.selectSQL + Self.keyList(chunk.count)
-        let ids = RowIDs(table, storeIdentifier: identifier)
-        result += try connection.query(sql, chunk.map(SQLValue.integer)) { try $0.snapshot(table, ids: ids) }
-      }
+      result += try readRows(of: table, keys: keys, ids: RowIDs(table, storeIdentifier: identifier), connection: connection)
     }
     return try resolvingReferences(result, connection: connection)
+  }
+
+  /// The rows of `table` with primary keys among `keys`, named by `ids`, read 500 keys per `WHERE _pk IN (…)`;
+  /// one key reuses the table's one-row statement text.
+  func readRows(of table: SQLiteSchema.Table, keys: [Int64], ids: RowIDs, connection: SQLiteConnection) throws -> [Snapshot] {
+    var result: [Snapshot] = []
+    result.reserveCapacity(keys.count)
+    var start = 0
+    while start < keys.count {
+      let end = min(start + 500, keys.count)
+      let sql = end - start == 1 ? table.selectByKeySQL : table.selectSQL + Self.keyList(end - start)
+      result += try connection.query(sql, keys[start..<end].map(SQLValue.integer)) { try $0.snapshot(table, ids: ids) }
+      start = end
+    }
+    return result
+  }
+
+  /// ` WHERE t0."_pk" IN (?, …)` with `count` placeholders, appended to a table's `selectSQL`.
+  private static func keyList(_ count: Int) -> String {
+    " WHERE t0.\"_pk\" IN (" + String(repeating: "?, ", count: max(count - 1, 0)) + "?)"
   }
 
   /// `snapshots` with every to-one target whose destination has sub-entities named by the entity it
