@@ -34,8 +34,8 @@ public struct ObjectConstruction {
   /// A new object of `binding`'s entity, under the entity's next temporary ID: how `init(context:)` and
   /// the context's `insert` make one, then register it as inserted and awake it.
   @inline(__always)
-  static func inserted(_ binding: EntityBinding) -> ObjectConstruction {
-    managed(Unretained(binding), binding.info.temporaryID.nextTemporary(), isInserted: true)
+  static func inserted(_ binding: Unretained<EntityBinding>) -> ObjectConstruction {
+    managed(binding, binding.withObject { $0.info.temporaryID.nextTemporary() }, isInserted: true)
   }
 }
 
@@ -143,7 +143,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
           } else {
             for value in info.initialValues { initial.append(value) }
           }
-          values = initial
+          values = consume initial
           // The relationship arrays start empty: set only for an entity that has relationships (assigning
           // an empty array still counts a reference to it).
           if !info.emptyToOne.isEmpty { toOne = info.emptyToOne }
@@ -167,9 +167,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// Creates a new object of this class and inserts it into `context`.
   ///
   /// The class must be part of the context's model.
-  public convenience init(context: ObjectContext) {
-    let binding = context.entityBinding(for: Self.self)
-    self.init(.inserted(binding))
+  public convenience init(context: borrowing ObjectContext) {
+    // Borrowed, and its binding unretained: a context is weakly referenced, so counting a reference to it
+    // takes the slow path, and the context keeps its bindings.
+    self.init(.inserted(context.unretainedEntityBinding(for: Self.self)))
     context.registerInserted(self)
     awakeFromInsert()
   }

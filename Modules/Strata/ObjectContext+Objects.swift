@@ -117,7 +117,7 @@ extension ObjectContext {
   // Not through `init(context:)`: called on a metatype it would have to be `required`, and it finds the
   // binding by class, which an entity without a class of its own does not have.
   private func makeInserted(_ binding: EntityBinding) -> ManagedObject {
-    let object = binding.info.objectClass.init(.inserted(binding))
+    let object = binding.info.objectClass.init(.inserted(Unretained(binding)))
     registerInserted(object)
     object.awakeFromInsert()
     return object
@@ -125,6 +125,13 @@ extension ObjectContext {
 
   func entityInfo(for type: ManagedObject.Type) -> EntityInfo {
     entityBinding(for: type).info
+  }
+
+  /// ``entityBinding(for:)`` not retained for the caller: the context keeps every binding it made.
+  @inline(__always)
+  func unretainedEntityBinding(for type: ManagedObject.Type) -> Unretained<EntityBinding> {
+    if let last = lastClassBinding, last.info.objectClass == type { return Unretained(last) }
+    return Unretained(entityBinding(for: type))
   }
 
   /// The binding of `type`'s entity in this context, remembering the class last asked for.

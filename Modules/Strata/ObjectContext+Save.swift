@@ -20,9 +20,9 @@ extension ObjectContext {
     defer { processPendingChanges() }
     let before = allChanges()
     guard !before.inserted.isEmpty || !before.updated.isEmpty || !before.deleted.isEmpty else { return }
-    for object in before.inserted { object.willSave() }
-    for object in before.updated { object.willSave() }
-    for object in before.deleted { object.willSave() }
+    before.inserted.forEachLent { $0.willSave() }
+    before.updated.forEachLent { $0.willSave() }
+    before.deleted.forEachLent { $0.willSave() }
     let changes = allChanges()
     for object in changes.updated where object.hasChangedKeys { object.fireFault() }
 
@@ -95,7 +95,9 @@ extension ObjectContext {
     }
     // One pass over the inserted objects (each one's new state depends on the map alone).
     registeringBatch(of: savedInserts.count, sweeping: !savedInserts.isEmpty) {
-      for (i, object) in savedInserts.enumerated() {
+      var i = 0
+      savedInserts.forEachLent { object in
+        defer { i += 1 }
         if let new = listed?[i] ?? map?[object.objectID] {
           formerTemporaryIDs.note(object.objectID, new)
           object.objectID = new
@@ -106,7 +108,7 @@ extension ObjectContext {
         recordSaved(object, result)
       }
     }
-    for object in savedUpdates {
+    savedUpdates.forEachLent { object in
       rewriteReferences(of: object)
       recordSaved(object, result)
     }
@@ -120,9 +122,9 @@ extension ObjectContext {
     tracker.removeAll()
     undoManager?.removeAllActions()
     if !savedInserts.isEmpty { noteNewIdentities() }
-    for object in savedInserts { object.didSave() }
-    for object in savedUpdates { object.didSave() }
-    for object in savedDeletes { object.didSave() }
+    savedInserts.forEachLent { $0.didSave() }
+    savedUpdates.forEachLent { $0.didSave() }
+    savedDeletes.forEachLent { $0.didSave() }
     let notify = saveBroadcaster.hasSubscribers
     let merge = parent == nil && coordinator.hasMergingContexts(besides: self)
     guard notify || merge else { return }

@@ -53,12 +53,9 @@ extension ObjectContext {
   /// check (`EntityInfo.checksRequiredOnly`): each nil one, in attribute order.
   @inline(__always)
   private func checkRequired(_ object: ManagedObject, _ info: EntityInfo, into failures: inout [ValidationFailure]) {
-    object.values.withUnsafeBufferPointer { values in
-      info.requiredIndices.withUnsafeBufferPointer { required in
-        for index in required where values[index].isNull {
-          failures.append(Self.requiredFailure(of: object, info, index))
-        }
-      }
+    // Each value read where it lies (the arrays are not bound to locals: each would count a reference).
+    for k in info.requiredIndices.indices where object.values[info.requiredIndices[k]].isNull {
+      failures.append(Self.requiredFailure(of: object, info, info.requiredIndices[k]))
     }
   }
 

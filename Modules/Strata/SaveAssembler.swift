@@ -27,14 +27,12 @@ struct SaveAssembler {
     changeSet.deleted = deleted.map { ObjectDeletion(objectID: $0.objectID, expectedVersion: expectedVersion(of: $0)) }
     // Objects with to-many relationships, whose link changes and lists follow.
     var withToMany: [(object: ManagedObject, info: EntityInfo)] = []
-    changeSet.inserted = inserted.map { object in
-      let info = object.info
+    changeSet.inserted = Self.lending(inserted) { object, info in
       validate(object, info, true)
       if let info, info.hasToMany { withToMany.append((object, info)) }
       return ObjectChange(objectID: object.objectID, attributes: Self.storedAttributes(of: object, info), toOne: object.toOne)
     }
-    changeSet.updated = updated.map { object in
-      let info = object.info
+    changeSet.updated = Self.lending(updated) { object, info in
       validate(object, info, false)
       if let info, info.hasToMany { withToMany.append((object, info)) }
       return ObjectChange(
@@ -51,6 +49,16 @@ struct SaveAssembler {
       if info.hasOrderedToMany { appendOrderedLists(of: object, info, to: &changeSet) }
     }
     return changeSet
+  }
+
+  /// `make` of each of `objects`, given the object and its entity's info lent (``Array/forEachLent(_:)``,
+  /// ``ManagedObject/withLentInfo(_:)``): a save calls it for every object it writes.
+  @inline(__always)
+  static func lending<T>(_ objects: [ManagedObject], _ make: (ManagedObject, EntityInfo?) -> T) -> [T] {
+    var made: [T] = []
+    made.reserveCapacity(objects.count)
+    objects.forEachLent { object in object.withLentInfo { info in made.append(make(object, info)) } }
+    return made
   }
 
   /// The values `object` writes (``storedAttributes(of:_:)`` with its entity's info).

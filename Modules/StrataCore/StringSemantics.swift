@@ -44,10 +44,8 @@ public enum StringSemantics {
   /// ```
   @inlinable
   public static func codePointCompare(_ a: String, _ b: String) -> Int {
-    var a = a
-    var b = b
-    return a.withUTF8 { x in
-      b.withUTF8 { y in
+    a.withUTF8Contents { x in
+      b.withUTF8Contents { y in
         let common = min(x.count, y.count)
         if common > 0, let p = x.baseAddress, let q = y.baseAddress {
           let order = memcmp(p, q, common)
@@ -115,10 +113,8 @@ public enum StringSemantics {
   /// without allocating (folding ASCII is lowercasing, and its only decimal digits are 0–9); `nil` when
   /// either string is not ASCII.
   static func asciiStandardCompare(_ first: String, _ second: String) -> Int? {
-    var first = first
-    var second = second
-    return first.withUTF8 { x in
-      second.withUTF8 { y -> Int? in
+    first.withUTF8Contents { x in
+      second.withUTF8Contents { y -> Int? in
         guard x.allSatisfy({ $0 < 0x80 }), y.allSatisfy({ $0 < 0x80 }) else { return nil }
         func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
         func lower(_ c: UInt8) -> UInt8 { c >= 0x41 && c <= 0x5A ? c + 32 : c }
@@ -283,5 +279,22 @@ public enum StringSemantics {
     case .in: return !a.isEmpty && b.utf8.firstRange(of: a.utf8) != nil
     case .like, .matches, .between: return false
     }
+  }
+}
+
+extension String {
+  /// Calls `body` with the string's UTF-8 where it lies: in its storage, or for a small string in a copy
+  /// on the stack. Unlike `withUTF8`, which is `mutating`, it needs no `var` copy of the string, and a
+  /// copy counts a reference (an atomic increment and decrement): encoders and comparisons call this for
+  /// every string value they read. A string whose UTF-8 is not contiguous (bridged) is copied first.
+  ///
+  /// ```swift
+  /// let count = "Heat".withUTF8Contents { $0.count }   // 4
+  /// ```
+  @inlinable
+  package func withUTF8Contents<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+    if let result = try utf8.withContiguousStorageIfAvailable(body) { return result }
+    var copy = self
+    return try copy.withUTF8(body)
   }
 }

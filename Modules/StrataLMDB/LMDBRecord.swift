@@ -77,8 +77,7 @@ struct IndexKey {
   }
 
   private mutating func appendEscaped(_ string: String) {
-    var string = string
-    string.withUTF8 { appendEscaped(UnsafeRawBufferPointer($0)) }
+    string.withUTF8Contents { appendEscaped(UnsafeRawBufferPointer($0)) }
   }
 
   /// The bytes with each 0 written as 0 0xFF, then the terminator 0 1 (so that a value sorts before its
@@ -145,10 +144,10 @@ enum RecordCodec {
               guard values[index].isNull else { return false }
               continue
             }
-            // Read once for both: each read of a string value counts a reference to it.
-            let value = values[index]
-            guard types[index].isCanonical(value) else { return false }
-            append(value, to: buffer)
+            // Read where they lie: `append` releases nothing on its way to a string's bytes (`grow` and
+            // `appendBytes` say so), so it needs no copy of the value (a retain and a release) of its own.
+            guard types[index].isCanonical(values[index]) else { return false }
+            append(values[index], to: buffer)
           }
           return true
         }
@@ -179,6 +178,7 @@ enum RecordCodec {
     }
   }
 
+  @inline(__always)
   static func append(_ value: Value, to buffer: RecordBuffer) {
     buffer.reserve(17)
     switch value {
@@ -188,11 +188,9 @@ enum RecordCodec {
       buffer.appendVarintUnchecked(zigzag(i))
     case .double(let d): appendFixed(RecordField.double.rawValue, d.bitPattern, to: buffer)
     case .decimal(let d):
-      var text = "\(d)"
-      text.withUTF8 { appendBytes(RecordField.decimal.rawValue, UnsafeRawBufferPointer($0), to: buffer) }
+      "\(d)".withUTF8Contents { appendBytes(RecordField.decimal.rawValue, UnsafeRawBufferPointer($0), to: buffer) }
     case .string(let s):
-      var s = s
-      s.withUTF8 { appendBytes(RecordField.string.rawValue, UnsafeRawBufferPointer($0), to: buffer) }
+      s.withUTF8Contents { appendBytes(RecordField.string.rawValue, UnsafeRawBufferPointer($0), to: buffer) }
     case .bool(let b): buffer.appendUnchecked(b ? RecordField.trueTag : RecordField.bool.rawValue)
     case .date(let d): appendFixed(RecordField.date.rawValue, d.timeIntervalSinceReferenceDate.bitPattern, to: buffer)
     case .data(let d): d.withUnsafeBytes { appendBytes(RecordField.data.rawValue, $0, to: buffer) }
@@ -200,8 +198,7 @@ enum RecordCodec {
       buffer.appendUnchecked(RecordField.uuid.rawValue)
       withUnsafeBytes(of: u.uuid) { buffer.appendUnchecked($0) }
     case .url(let u):
-      var text = u.absoluteString
-      text.withUTF8 { appendBytes(RecordField.url.rawValue, UnsafeRawBufferPointer($0), to: buffer) }
+      u.absoluteString.withUTF8Contents { appendBytes(RecordField.url.rawValue, UnsafeRawBufferPointer($0), to: buffer) }
     }
   }
 
@@ -227,6 +224,10 @@ enum RecordCodec {
     withUnsafeBytes(of: bits.littleEndian) { buffer.appendUnchecked($0) }
   }
 
+  // Releases no object (it copies bytes into the buffer's raw memory, which may grow), and says so: a caller
+  // reading a string out of a value array then needs no copy of the string (a retain and a release) to
+  // keep it alive across the call.
+  @inline(never) @_effects(releasenone)
   private static func appendBytes(_ tag: UInt8, _ bytes: UnsafeRawBufferPointer, to buffer: RecordBuffer) {
     buffer.reserve(11 + bytes.count)
     buffer.appendUnchecked(tag)

@@ -234,8 +234,7 @@ enum HistoryCodec {
   }
 
   private static func appendString(_ text: String, to buffer: inout [UInt8]) {
-    var text = text
-    text.withUTF8 { utf8 in
+    text.withUTF8Contents { utf8 in
       RecordCodec.appendVarint(UInt64(utf8.count), to: &buffer)
       buffer.append(contentsOf: utf8)
     }

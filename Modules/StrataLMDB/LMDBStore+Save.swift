@@ -120,7 +120,7 @@ struct LMDBSaveOperation {
     self.maxKeySize = maxKeySize
     self.changes = changes
     self.reader = LMDBReader(txn: txn, schema: schema, storeIdentifier: storeIdentifier)
-    versions.reserveCapacity(changes.inserted.count + changes.updated.count)
+    versions.reserveCapacity(changes.updated.count)
   }
 
   mutating func apply() throws -> (SaveResult, StoreChange) {
@@ -411,46 +411,49 @@ struct LMDBSaveOperation {
   }
 
   private mutating func insertAll() throws {
-    var run: (first: ObjectID, table: LMDBSchema.Table)?
-    // The largest key appended per entity: the current entity's in `appendedUpTo`, the others' here.
+    // The largest key appended per entity.
     var lastAppended: [String: Int64] = [:]
-    var appendedUpTo = Int64.min
+    // Constants, as is each run's table below: passed on in the loop without counting references.
+    let buffer = self.buffer
     // Through a buffer, each change's parts passed apart: the change is not copied (its arrays retained
     // and released) for each insert.
     try changes.inserted.withUnsafeBufferPointer { inserted in
-      for i in inserted.indices {
-        let sentID = inserted[i].objectID
-        if run?.first.hasSameEntityAndStore(as: sentID) != true {
-          if let run { lastAppended[run.table.name] = appendedUpTo }
-          let table = try entityTable(sentID)
-          run = (sentID, table)
-          appendedUpTo = lastAppended[table.name] ?? .min
-        }
-        let id = insertedIDs[i]
-        guard let table = run?.table, let pk = id.primaryKey else { continue }
-        // Keys the counter hands out grow, so most inserts append to the end of the entity's tree.
-        let canAppend = pk > appendedUpTo && sentID.isTemporary
-        let flags = canAppend ? MDB_APPEND : MDB_NOOVERWRITE
-        if canAppend { appendedUpTo = pk }
-        // The usual insert is stored as sent: its values are checked while they are encoded, with no
-        // pass or copy of their own. One that is not (wrong shape, a value to convert) takes `row`.
-        if inserted[i].toOne.count == table.references.count,
-          RecordCodec.encodeAttributesIfStoredAsSent(
-            version: 1, attributes: inserted[i].attributes, table: table, into: buffer)
-        {
-          // A table without index entries has no references either (so no targets to resolve): the
-          // change's arrays are not read again. Otherwise the targets follow, as in `row`, after the values.
-          guard table.hasIndexEntries else {
-            try putRecord(table, pk, flags: flags)
+      var start = 0
+      while start < inserted.count {
+        // A run of inserts of one entity, with its table looked up once.
+        let first = inserted[start].objectID
+        let table = try entityTable(first)
+        var end = start + 1
+        while end < inserted.count && inserted[end].objectID.hasSameEntityAndStore(as: first) { end += 1 }
+        var appendedUpTo = lastAppended[table.name] ?? .min
+        for i in start..<end {
+          guard let pk = insertedIDs[i].primaryKey else { continue }
+          // Keys the counter hands out grow, so most inserts append to the end of the entity's tree.
+          let canAppend = pk > appendedUpTo && inserted[i].objectID.isTemporary
+          let flags = canAppend ? MDB_APPEND : MDB_NOOVERWRITE
+          if canAppend { appendedUpTo = pk }
+          // The usual insert is stored as sent: its values are checked while they are encoded, with no
+          // pass or copy of their own. One that is not (wrong shape, a value to convert) takes `row`.
+          if inserted[i].toOne.count == table.references.count,
+            RecordCodec.encodeAttributesIfStoredAsSent(
+              version: 1, attributes: inserted[i].attributes, table: table, into: buffer)
+          {
+            // A table without index entries has no references either (so no targets to resolve): the
+            // change's arrays are not read again. Otherwise the targets follow, as in `row`, after the values.
+            guard table.hasIndexEntries else {
+              try putRecord(table, pk, flags: flags)
+              continue
+            }
+            let toOne = try resolvedToOne(inserted[i].toOne, table)
+            RecordCodec.appendToOne(toOne, to: buffer)
+            try putEncoded(table, pk, attributes: inserted[i].attributes, toOne: toOne, replacing: nil, flags: flags)
             continue
           }
-          let toOne = try resolvedToOne(inserted[i].toOne, table)
-          RecordCodec.appendToOne(toOne, to: buffer)
-          try putEncoded(table, pk, attributes: inserted[i].attributes, toOne: toOne, replacing: nil, flags: flags)
-          continue
+          let (attributes, toOne) = try row(inserted[i].objectID, inserted[i].attributes, inserted[i].toOne, table)
+          try write(table, pk, version: 1, attributes: attributes, toOne: toOne, replacing: nil, flags: flags)
         }
-        let (attributes, toOne) = try row(sentID, inserted[i].attributes, inserted[i].toOne, table)
-        try write(table, pk, version: 1, attributes: attributes, toOne: toOne, replacing: nil, flags: flags)
+        lastAppended[table.name] = appendedUpTo
+        start = end
       }
     }
   }

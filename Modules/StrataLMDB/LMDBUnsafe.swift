@@ -27,6 +27,9 @@ final class RecordBuffer {
     if count + extra > capacity { grow(to: count + extra) }
   }
 
+  // Releases no object (raw memory only), and says so: an encoder holding a value read out of an array
+  // across a `reserve` then needs no copy of it (a retain and a release) for fear the call frees it.
+  @inline(never) @_effects(releasenone)
   private func grow(to needed: Int) {
     let newCapacity = max(needed, capacity * 2)
     let newBase = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 8)

@@ -364,8 +364,7 @@ struct Statement {
       case .integer(let i): rc = sqlite3_bind_int64(pointer, index, i)
       case .real(let d): rc = sqlite3_bind_double(pointer, index, d)
       case .text(let s):
-        var text = s
-        rc = text.withUTF8 { buffer in
+        rc = s.withUTF8Contents { buffer in
           // An empty buffer may have no address, which SQLite would bind as NULL.
           guard let base = buffer.baseAddress else { return sqlite3_bind_text(pointer, index, "", 0, nil) }
           guard let storage = textStorage?.baseAddress, stored + buffer.count <= textStorage?.count ?? 0 else {

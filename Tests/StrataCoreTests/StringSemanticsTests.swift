@@ -40,6 +40,18 @@ import Testing
     }
   }
 
+  /// `withUTF8Contents` lends exactly the string's UTF-8, for small (inline, up to 15 bytes) and
+  /// heap-allocated strings, empty and sliced ones. (Every string is contiguous on Linux: the fallback for
+  /// a bridged one is not reachable here.)
+  @Test func withUTF8ContentsLendsTheUTF8() {
+    let heap = String(repeating: "Straße 😀 ", count: 8)
+    let sliced = String(heap.dropFirst(3).prefix(40))
+    let strings = ["", "a", "é", "exactly15bytes!", "sixteen bytes ok", heap, sliced, "nul\u{0}inside"]
+    for string in strings {
+      #expect(string.withUTF8Contents { Array($0) } == Array(string.utf8), "\(string.debugDescription)")
+    }
+  }
+
   @Test func caseFolding() throws {
     #expect(try StringSemantics.evaluate(.equalTo, "straße", "STRASSE", .caseInsensitive))
     #expect(try StringSemantics.evaluate(.equalTo, "HeAt", "heat", .caseInsensitive))
