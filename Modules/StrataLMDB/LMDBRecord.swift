@@ -146,7 +146,7 @@ enum RecordCodec {
             }
             // Read where they lie: `append` releases nothing on its way to a string's bytes (`grow` and
             // `appendBytes` say so), so it needs no copy of the value (a retain and a release) of its own.
-            guard types[index].isCanonical(values[index]) else { return false }
+            guard types[index].isCanonical(at: values.baseAddress! + index) else { return false }
             append(values[index], to: buffer)
           }
           return true
@@ -523,5 +523,18 @@ struct RecordReader {
     case .url: return string().flatMap { URL(string: $0) }.map(Value.url)
     case .transient, .integer, .double, .string, .bool, .date: return nil
     }
+  }
+}
+
+extension AttributeType {
+  /// ``isCanonical(_:)`` of the value at `value`, without copying it: the check's `switch`, given the
+  /// value, copied each string value (a retain and a release) for nothing.
+  @inline(never)
+  func isCanonical(at value: UnsafePointer<Value>) -> Bool {
+    // The cases holding a reference are matched without binding their payload.
+    if case .string = value.pointee { return self == .string }
+    if case .data = value.pointee { return self == .data }
+    if case .url = value.pointee { return self == .url }
+    return isCanonical(value.pointee)
   }
 }
