@@ -144,8 +144,8 @@ enum RecordCodec {
               guard values[index].isNull else { return false }
               continue
             }
-            // Read where they lie: `append` releases nothing on its way to a string's bytes (`grow` and
-            // `appendBytes` say so), so it needs no copy of the value (a retain and a release) of its own.
+            // Read where they lie: `append` releases nothing on its way to a string's bytes (`RecordBuffer`
+            // says so), so it needs no copy of the value (a retain and a release) of its own.
             guard types[index].isCanonical(at: values.baseAddress! + index) else { return false }
             append(values[index], to: buffer)
           }
@@ -224,15 +224,9 @@ enum RecordCodec {
     withUnsafeBytes(of: bits.littleEndian) { buffer.appendUnchecked($0) }
   }
 
-  // Releases no object (it copies bytes into the buffer's raw memory, which may grow), and says so: a caller
-  // reading a string out of a value array then needs no copy of the string (a retain and a release) to
-  // keep it alive across the call.
-  @inline(never) @_effects(releasenone)
+  @inline(__always)
   private static func appendBytes(_ tag: UInt8, _ bytes: UnsafeRawBufferPointer, to buffer: RecordBuffer) {
-    buffer.reserve(11 + bytes.count)
-    buffer.appendUnchecked(tag)
-    buffer.appendVarintUnchecked(UInt64(bytes.count))
-    buffer.appendUnchecked(bytes)
+    buffer.appendLengthPrefixed(tag, bytes)
   }
 
   /// Decodes a record of `entity` stored under `primaryKey`.

@@ -52,6 +52,17 @@ final class RecordBuffer {
     count &+= bytes.count
   }
 
+  /// A field: `tag`, the length of `bytes` as a varint, then `bytes`. Out of line and, like `grow`, declared
+  /// to release no object (it writes raw memory only): an encoder passing a string it read out of a value
+  /// array then needs no copy of the value to keep it alive across the call.
+  @inline(never) @_effects(releasenone)
+  func appendLengthPrefixed(_ tag: UInt8, _ bytes: UnsafeRawBufferPointer) {
+    reserve(11 + bytes.count)
+    appendUnchecked(tag)
+    appendVarintUnchecked(UInt64(bytes.count))
+    appendUnchecked(bytes)
+  }
+
   /// An unsigned LEB128 varint (at most 10 bytes).
   @inline(__always)
   func appendVarintUnchecked(_ value: UInt64) {
