@@ -90,7 +90,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   // module, a non-final stored property of an open class goes through its getter in the vtable.
 
   /// Whether the object was taken out of its context (deleted and saved, reset, replaced).
-  @exclusivity(unchecked) private var isDetached = false
+  @exclusivity(unchecked) private(set) var isDetached = false
   @usableFromInline @exclusivity(unchecked) final var isFaultStorage = true
   @usableFromInline @exclusivity(unchecked) final var isInsertedStorage = false
   @usableFromInline @exclusivity(unchecked) final var slotBase: Int32 = 0
@@ -281,7 +281,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
       return values[index].swiftValue
     case .toOne(_, let index):
       fireFault()
-      return toOne[index].flatMap { managedObjectContext?.object(with: $0) }
+      return toOne[index].flatMap { id in withContext { $0.object(with: id) } }
     case .toMany(let rel):
       guard let index = info.toManyIndex[rel.name] else { return nil }
       return rel.isOrdered ? relatedObjects(toManyIndex: index) : Set(relatedObjects(toManyIndex: index))
@@ -649,13 +649,13 @@ extension ManagedObject {
     // `binding` is tested, not bound: a fault that loads from its snapshot never reads it here.
     guard !isInsertedStorage, binding != nil else { return }
     if let batch = faultBatch {
-      if !hasSnapshot { managedObjectContext?.loadFaultBatch(batch) }
+      if !hasSnapshot { withContext { $0.loadFaultBatch(batch) } }
       faultBatch = nil
     }
     if hasSnapshot {
       loadValuesOfSnapshot()
       awakeFromFetch()
-    } else if let snapshot = managedObjectContext?.fetchSnapshot(for: objectID) {
+    } else if let snapshot = withContext({ $0.fetchSnapshot(for: objectID) }) ?? nil {
       if StrataLog.level >= 2 { contextLog.debug("fault fired: \(objectID)") }
       load(snapshot)
       awakeFromFetch()
@@ -764,20 +764,24 @@ extension ManagedObject {
 
   func setAttribute(_ value: Value, index: Int) {
     if isInsertedStorage {
-      if signals?.wantsChanges == true, let context = managedObjectContext, values[index] != value {
-        context.recordUndo(.attribute(self, index: index, value: values[index]))
-        context.noteChange(self, .updated)
+      if signals?.wantsChanges == true, values[index] != value {
+        withContext { context in
+          context.recordUndo(.attribute(self, index: index, value: values[index]))
+          context.noteChange(self, .updated)
+        }
       }
       values[index] = value
       return
     }
     fireFault()
     guard values[index] != value, let info else { return }
-    managedObjectContext?.recordUndo(.attribute(self, index: index, value: values[index]))
-    managedObjectContext?.noteChange(self, .updated)
+    withContext { context in
+      context.recordUndo(.attribute(self, index: index, value: values[index]))
+      context.noteChange(self, .updated)
+    }
     values[index] = value
     changedKeys.insert(info.entity.attributes[index].name)
-    managedObjectContext?.registerUpdated(self)
+    withContext { $0.registerUpdated(self) }
   }
 
   @usableFromInline
@@ -797,7 +801,7 @@ extension ManagedObject {
     case .toOne(let index):
       fireFault()
       guard let id = toOne[index] else { return [] }
-      return managedObjectContext.map { [$0.object(with: id)] } ?? []
+      return withContext { [$0.object(with: id)] } ?? []
     case .toMany(let index):
       return relatedObjects(toManyIndex: index)
     default:

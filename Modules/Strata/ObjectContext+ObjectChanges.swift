@@ -59,6 +59,9 @@ struct ObjectChanges {
 @usableFromInline
 final class ChangeSignals {
   weak var context: ObjectContext?
+  /// The same context, uncounted: valid only while that context runs work on the current thread (see
+  /// ``withContext(_:)`` in `Unsafe.swift`).
+  var unretainedContext: Unmanaged<ObjectContext>?
   // Read for every change of every object, on the context's queue only: not checked for overlapping access.
   @usableFromInline @exclusivity(unchecked) var recordsUndo = false
   /// Whether observers or streams may be listening (the context checks exactly).

@@ -98,6 +98,7 @@ public final class ObjectContext: @unchecked Sendable {
       queue.setSpecific(key: queueKey, value: ObjectIdentifier(self))
     }
     changeLog.signals.context = self
+    changeLog.signals.unretainedContext = .passUnretained(self)
   }
 
   // MARK: Running work
@@ -111,8 +112,8 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// Runs `body` on the context's queue and waits for it; runs it directly when already there.
   public func performAndWait<T>(_ body: () throws -> T) rethrows -> T {
-    if isOnOwnQueue { return try body() }
-    return try queue.sync(execute: body)
+    if isOnOwnQueue { return try running(body) }
+    return try queue.sync { try running(body) }
   }
 
   /// Runs `body` on the context's queue without blocking the caller.
@@ -121,15 +122,19 @@ public final class ObjectContext: @unchecked Sendable {
   /// let count = try await background.perform { try background.count(for: FetchRequest<Movie>()) }
   /// ```
   public func perform<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    if isOnOwnQueue { return try body() }
+    if isOnOwnQueue { return try running(body) }
     return try await withCheckedThrowingContinuation { continuation in
-      queue.async { continuation.resume(with: Result { try body() }) }
+      queue.async { continuation.resume(with: Result { try self.running(body) }) }
     }
   }
 
   /// Runs `body` on the context's queue later, without waiting (also when called from that queue).
   func performLater(_ body: @escaping @Sendable () -> Void) {
-    queue.async(execute: body)
+    // Not kept alive for the block: a context let go before it runs still runs it, as it did.
+    queue.async { [weak self] in
+      guard let self else { return body() }
+      self.running(body)
+    }
   }
 
   // MARK: Objects

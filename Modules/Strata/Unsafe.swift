@@ -1,3 +1,4 @@
+import CStrataSlots
 import Foundation
 internal import StrataStoreKit
 
@@ -65,6 +66,57 @@ extension ManagedObject {
   final func withLentInfo<Result>(_ body: (EntityInfo?) throws -> Result) rethrows -> Result {
     guard let info = binding.map({ Unmanaged.passUnretained($0.info) }) else { return try body(nil) }
     return try info._withUnsafeGuaranteedRef { try body($0) }
+  }
+}
+
+extension ObjectContext {
+  /// Runs `body` as this context's work on the current thread: meanwhile its objects reach it lent
+  /// (``ChangeSignals/withContext(_:)``), not through their weak reference — a weakly referenced object
+  /// keeps its counts in a side table, so loading one strongly and releasing it are two slow atomic
+  /// operations, once per fault fired or saved object changed.
+  ///
+  /// Invariant: the caller holds the context for as long as `body` runs (`performAndWait` is a method of
+  /// it; a block queued by `perform` captures it), and the previous value is restored after, so the
+  /// thread names a context only while that context is alive and its work runs there.
+  @inline(__always)
+  func running<Result>(_ body: () throws -> Result) rethrows -> Result {
+    let previous = strata_running_context_signals()
+    strata_set_running_context_signals(Unmanaged.passUnretained(changeLog.signals).toOpaque())
+    defer { strata_set_running_context_signals(previous) }
+    return try body()
+  }
+}
+
+extension ChangeSignals {
+  /// Runs `body` with the context these signals belong to, if it is alive: lent, neither retained nor
+  /// released, when its work runs on this thread (``ObjectContext/running(_:)``), else loaded from the
+  /// weak reference. `nil` without running `body` when the context is gone.
+  ///
+  /// Invariant: the thread names these signals only while their context runs work on it, so that
+  /// context is alive. Signals at a reused address cannot be mistaken for them: the caller holds these
+  /// signals (an object holds its binding, the binding its signals), so their memory is not reused.
+  @inline(__always)
+  func withContext<Result>(_ body: (ObjectContext) throws -> Result) rethrows -> Result? {
+    if strata_running_context_signals() == UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()),
+      let unretainedContext
+    {
+      return try unretainedContext._withUnsafeGuaranteedRef(body)
+    }
+    guard let context else { return nil }
+    return try body(context)
+  }
+}
+
+extension ManagedObject {
+  /// Runs `body` with the object's context, `nil` when it has none (a prototype, a detached object, a
+  /// context gone): lent when the context's work runs on this thread, as it does inside `perform`.
+  ///
+  /// Invariant: the object holds its binding and the binding its signals for as long as `body` runs, or
+  /// the context does (through its change log) when `body` replaces the binding.
+  @inline(__always)
+  final func withContext<Result>(_ body: (ObjectContext) throws -> Result) rethrows -> Result? {
+    guard !isDetached, let signals = binding.map({ Unmanaged.passUnretained($0.signals) }) else { return nil }
+    return try signals._withUnsafeGuaranteedRef { try $0.withContext(body) }
   }
 }
 

@@ -158,6 +158,7 @@ extension Conformance {
     try singleSnapshots(backend)
     try faultsOfEveryEntity(backend)
     try objectsOutliveTheirContext(backend)
+    try objectsReachTheirOwnContext(backend)
   }
 
   /// Faults of every entity of one store, fired in random order in one context, load the values a fetch
@@ -215,6 +216,48 @@ extension Conformance {
     #expect(!fault.isFault && !fault.isDeleted)
     loaded.title = "Renamed"
     #expect(loaded.title == "Renamed" && loaded.changedValues().keys.contains("title"))
+  }
+
+  /// An object reaches its own context whichever context's work runs: a fault fires, a to-one target
+  /// is made and a change is recorded in the object's context — outside any `performAndWait`, inside
+  /// its context's, inside another context's (nested in its own or not) and again in its own once the
+  /// nested one returns — and never in the context whose work is running.
+  static func objectsReachTheirOwnContext(_ backend: ConformanceBackend) throws {
+    let (container, _) = try backend.sampleContainer()
+    let owner = container.newBackgroundContext()
+    let other = container.newBackgroundContext()
+    let byTitle = FetchRequest<Film>(sortDescriptors: [QuerySort("title")])
+    let films = try owner.fetch(byTitle)
+    try #require(films.count >= 4)
+    let titles = films.map(\.title)
+    let directorIDs = films.map { $0.director?.objectID }
+    for film in films { owner.refresh(film, mergeChanges: false) }
+    #expect(films.allSatisfy { $0.isFault })
+
+    func touch(_ index: Int, in place: String) throws {
+      let film = films[index]
+      #expect(film.title == titles[index], "\(place): the fault fires from its own context")
+      #expect(film.director?.objectID == directorIDs[index], "\(place): the director is the same")
+      #expect(film.director.map { $0.managedObjectContext === owner } ?? true, "\(place): the director is the owner's")
+      film.rating = 9.5
+      #expect(owner.updatedObjects.contains(film), "\(place): the change is the owner's")
+      #expect(!other.hasChanges, "\(place): the other context records nothing")
+    }
+    try touch(0, in: "outside performAndWait")
+    try owner.performAndWait { try touch(1, in: "in its context's work") }
+    try other.performAndWait { try touch(2, in: "in another context's work") }
+    try owner.performAndWait {
+      try other.performAndWait { try touch(3, in: "in another context's work nested in its own") }
+      let film = films[3]
+      owner.refresh(film, mergeChanges: false)
+      #expect(film.title == titles[3] && film.isUpdated == false, "back in its own context's work")
+      film.rating = 1
+      #expect(owner.updatedObjects.contains(film) && !other.hasChanges, "back in its own context's work")
+    }
+    try owner.save()
+    let check = container.newBackgroundContext()
+    let saved = try check.fetch(byTitle)
+    #expect(saved.prefix(4).map(\.rating) == [9.5, 9.5, 9.5, 1])
   }
 
   /// `snapshot(for:generation:)`, what firing one fault asks the store, answers as `snapshots(for:)` does

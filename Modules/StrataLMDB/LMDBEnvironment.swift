@@ -317,7 +317,11 @@ final class LMDBEnvironment: @unchecked Sendable {
       return
     }
     // A release clears the flag before it takes the word: a reader kept after that schedules the next.
-    guard !releaseScheduled.exchange(true, ordering: .sequentiallyConsistent) else { return }
+    // Usually one is scheduled, which a load tells without a locked exchange: a release clearing the flag
+    // after this load takes the word after `txn` was kept, so it ends `txn` (or a later reader).
+    guard !releaseScheduled.load(ordering: .sequentiallyConsistent),
+      !releaseScheduled.exchange(true, ordering: .sequentiallyConsistent)
+    else { return }
     DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.currentReaderLifetime) { [weak self] in
       self?.releaseCurrentReader(rescheduling: true, inGate: false)
     }

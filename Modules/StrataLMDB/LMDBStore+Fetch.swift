@@ -80,8 +80,10 @@ extension LMDBStore {
   /// let heat = try store.snapshot(for: heatID, generation: nil)
   /// ```
   public func snapshot(for id: ObjectID, generation: QueryGeneration?) throws -> Snapshot? {
-    let scope = self.scope
-    return try read(generation: generation) { txn in try scope.snapshot(for: id, in: txn) }
+    let scope = lentScope
+    return try read(generation: generation) { txn in
+      try scope.with { try $0.snapshot(for: id, in: txn) }
+    }
   }
 
   /// The targets of a relationship of one object, in primary-key order (for a to-one, its target if

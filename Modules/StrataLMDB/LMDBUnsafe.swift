@@ -79,3 +79,24 @@ final class RecordBuffer {
     try body(UnsafeRawBufferPointer(start: base, count: count))
   }
 }
+
+extension LMDBStore {
+  /// The store's scope, uncounted, for the closure of a read that runs once per fault: captured as a
+  /// reference it cost three retains and three releases around the read's layers.
+  @inline(__always)
+  var lentScope: LentScope { LentScope(reference: .passUnretained(scope)) }
+}
+
+/// A reference to a store's scope that copying and capturing do not count (``LMDBStore/lentScope``).
+///
+/// Invariant: the store holds its scope (a constant) as long as it lives, whoever calls a method of the
+/// store holds the store for the call, and a `LentScope` does not outlive the call that made it.
+struct LentScope {
+  fileprivate let reference: Unmanaged<LMDBScope>
+
+  /// Runs `body` with the scope, neither retained nor released around the call.
+  @inline(__always)
+  func with<Result>(_ body: (LMDBScope) throws -> Result) rethrows -> Result {
+    try reference._withUnsafeGuaranteedRef(body)
+  }
+}

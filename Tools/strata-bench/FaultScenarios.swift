@@ -1,27 +1,25 @@
 import Foundation
 import Strata
 
-/// Fires one fault per ID, in the order `order` gives (positions into `ids`), through a fresh container:
-/// `object(with:)` then a read of every field, which loads that object alone. Keeps the objects, as the
-/// raw loops keep their rows.
-func strataFaults(ids: [ObjectID], order: [Int], store: StoreDescription) throws -> Double {
+/// Fires one fault per ID, in the order of `ids`, through a fresh container: `object(with:)` then a read
+/// of every field, which loads that object alone. Keeps the objects, as the raw loops keep their rows.
+/// The IDs come in the order of the raw loops' keys, read one after the other as those are.
+func strataFaults(_ ids: [ObjectID], store: StoreDescription) throws -> Double {
   let container = try benchContainer(store)
   defer { container.close() }
   let context = container.newBackgroundContext()
   return try context.performAndWait {
     var items: [BenchItem] = []
-    items.reserveCapacity(order.count)
+    items.reserveCapacity(ids.count)
     var checksum = 0
     let time = try milliseconds {
-      for position in order {
-        guard let item = context.object(with: ids[position]) as? BenchItem else {
-          throw BenchError.store("\(ids[position]) is no BenchItem")
-        }
+      for id in ids {
+        guard let item = context.object(with: id) as? BenchItem else { throw BenchError.store("\(id) is no BenchItem") }
         checksum &+= item.checksum
         items.append(item)
       }
     }
-    guard checksum != 0, items.count == order.count else { throw BenchError.store("read \(items.count) faults") }
+    guard checksum != 0, items.count == ids.count else { throw BenchError.store("read \(items.count) faults") }
     return time
   }
 }

@@ -36,9 +36,10 @@ func runBackendScenarios(_ backend: String, rows: [Row], options: Options, recor
   if wants("faults") {
     let order = shuffledPositions(n)
     let keys = order.map { $0 + 1 }
-    let ids = try strataItemIDs(store: store)
+    let stored = try strataItemIDs(store: store)
+    let ids = order.map { stored[$0] }
     try recorder.raw("faults", backend) { try isSQLite ? rawSQLiteGets(keys, at: rawURL) : rawLMDBGets(keys, at: rawURL) }
-    try recorder.strata("faults", backend) { try strataFaults(ids: ids, order: order, store: store) }
+    try recorder.strata("faults", backend) { try strataFaults(ids, store: store) }
   }
   if wants("batched_fetch") {
     try recorder.raw("batched_fetch", backend) {

@@ -1,4 +1,5 @@
-// Per-thread state of the property wrappers of Strata's managed objects (see PropertySlots.swift).
+// Per-thread state of Strata's object graph: the slots of the property wrappers of managed objects (see
+// PropertySlots.swift) and the context running work on the thread (see Unsafe.swift).
 //
 // Every @Attribute, @Relationship and @Derived of every object made takes the next slot number of its
 // thread. Swift has no thread-local variables of its own; through pthread keys each slot cost a
@@ -10,6 +11,7 @@
 
 extern _Thread_local int32_t strata_slot_counter;
 extern _Thread_local void *_Nullable strata_slot_collector;
+extern _Thread_local const void *_Nullable strata_running_signals;
 
 /// The slot for a wrapper being initialized now.
 static inline int32_t strata_take_slot(void) { return strata_slot_counter++; }
@@ -27,5 +29,9 @@ static inline void strata_set_slot_count(int32_t count) { strata_slot_counter = 
 /// The prototype collector being filled on this thread (a retained object), or NULL.
 static inline void *_Nullable strata_collector(void) { return strata_slot_collector; }
 static inline void strata_set_collector(void *_Nullable collector) { strata_slot_collector = collector; }
+
+/// The change signals of the context whose work runs on this thread now (not retained), or NULL.
+static inline const void *_Nullable strata_running_context_signals(void) { return strata_running_signals; }
+static inline void strata_set_running_context_signals(const void *_Nullable signals) { strata_running_signals = signals; }
 
 #endif
