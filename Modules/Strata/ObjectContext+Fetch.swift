@@ -189,19 +189,18 @@ extension ObjectContext {
     guard !batch.isLoaded else { return }
     batch.isLoaded = true
     let wanted = batch.ids.filter { id in
-      guard let object = liveObject(id) else { return false }
-      return object.isFaultStorage && !object.hasSnapshot && !object.isInsertedStorage
+      registry.withLive(id) { $0.isFaultStorage && !$0.hasSnapshot && !$0.isInsertedStorage } ?? false
     }
     guard !wanted.isEmpty, let store = try? requireStore(),
       let snapshots = try? store.snapshots(for: wanted, generation: readGeneration)
     else { return }
     takePermanentIDsFromParent()
     for snapshot in snapshots {
-      guard let object = liveObject(snapshot.objectID), object.isFaultStorage, !object.hasSnapshot else {
-        continue
+      registry.withLive(snapshot.objectID) { object in
+        guard object.isFaultStorage, !object.hasSnapshot else { return }
+        object.keep(snapshot)
+        object.faultBatch = nil
       }
-      object.keep(snapshot)
-      object.faultBatch = nil
     }
   }
 

@@ -171,6 +171,20 @@ final class ObjectRegistry {
     return page.slots[slot]
   }
 
+  /// Runs `body` with the object ``live(_:)`` would return, lent (no retain and release around the call,
+  /// two atomic operations each); `nil` without running it when there is none. `body` must not change the
+  /// registry.
+  @inline(__always)
+  func withLive<Result>(_ id: ObjectID, _ body: (ManagedObject) throws -> Result) rethrows -> Result? {
+    guard let (pageID, slot) = place(of: id) else { return try live(id).map(body) }
+    guard let page = page(pageID, creating: false), page.slots[slot] != nil else { return nil }
+    if isKnownUniquelyReferenced(&page.slots[slot]) {
+      clear(slot, of: page, pageID)
+      return nil
+    }
+    return try page.withObject(in: slot, body)
+  }
+
   /// Sweeps if one is due: the young objects once ``youngLimit`` of them (and `extra` about to be
   /// registered) have accumulated, then every object if the old ones have reached twice what the last full
   /// sweep left.

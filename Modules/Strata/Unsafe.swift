@@ -188,6 +188,15 @@ struct RegistryPage {
   }
 
   static func === (a: RegistryPage, b: RegistryPage) -> Bool { a.base == b.base }
+
+  /// Runs `body` with the object in `slot`, lent: neither retained nor released around the call.
+  ///
+  /// Invariant: `body` leaves the slot alone (the page keeps the object while `body` runs).
+  @inline(__always)
+  func withObject<Result>(in slot: Int, _ body: (ManagedObject) throws -> Result) rethrows -> Result? {
+    guard let object = slots[slot].map(Unmanaged.passUnretained) else { return nil }
+    return try object._withUnsafeGuaranteedRef(body)
+  }
 }
 
 /// Snapshots a fetch has read and not yet made into objects: the store's reading and the context's making
