@@ -174,9 +174,13 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
   }
 
+  @inline(__always)
   private func checkOpen() throws {
-    if isClosed { throw StoreError(.misuse, "the LMDB store \(path) is closed") }
+    if isClosed { throw closedError() }
   }
+
+  @inline(never)
+  private func closedError() -> StoreError { StoreError(.misuse, "the LMDB store \(path) is closed") }
 
   /// The current map size in bytes.
   var mapSize: Int {
@@ -263,6 +267,7 @@ final class LMDBEnvironment: @unchecked Sendable {
 
   /// Runs a read's `body` in `txn`, then keeps `txn` as the current reader (when `epoch`, the epoch it
   /// began in, is still the current one) or ends it. A transaction a failed read used is never kept.
+  @inline(__always)
   private func run<R>(_ body: (LMDBTransaction) throws -> R, in txn: OpaquePointer, epoch: UInt?) throws -> R {
     let result: R
     do {
@@ -278,19 +283,34 @@ final class LMDBEnvironment: @unchecked Sendable {
   /// A read transaction on the latest commit, with the epoch it began in: the current reader when its
   /// snapshot is still the last transaction committed by any process, else a reset one renewed; `nil`
   /// when there is none to renew.
+  ///
+  /// Inlined into every read, which usually reuses the current reader: the other cases are out of line, so
+  /// that the fault path's code stays small.
+  @inline(__always)
   private func latestReader() -> (OpaquePointer, UInt)? {
     let word = currentReader.exchange(0, ordering: .sequentiallyConsistent)
     // Read after taking the word and before any renewal: an epoch that moves on later stops the keeping.
     let epoch = readerEpoch.load(ordering: .sequentiallyConsistent)
-    if let txn = CurrentReader.transaction(word) {
-      var info = MDB_envinfo()
-      // The meta page is written before a commit returns, so a commit that happened before this read
-      // (in any process) shows here; one that races with it may be seen or not, as with a new transaction.
-      if CurrentReader.epoch(word) == CurrentReader.stored(epoch) && mdb_env_info(env, &info) == MDB_SUCCESS
-        && info.me_last_txnid == mdb_txn_id(txn)
-      {
-        return (txn, epoch)
-      }
+    if let txn = CurrentReader.transaction(word), CurrentReader.epoch(word) == CurrentReader.stored(epoch), isOnLastCommit(txn) {
+      return (txn, epoch)
+    }
+    return renewedReader(CurrentReader.transaction(word), epoch: epoch)
+  }
+
+  /// Whether `txn` reads the last transaction committed by any process. The meta page is written before a
+  /// commit returns, so a commit that happened before this call (in any process) shows here; one that races
+  /// with it may be seen or not, as with a new transaction.
+  @inline(__always)
+  private func isOnLastCommit(_ txn: OpaquePointer) -> Bool {
+    var info = MDB_envinfo()
+    return mdb_env_info(env, &info) == MDB_SUCCESS && info.me_last_txnid == mdb_txn_id(txn)
+  }
+
+  /// ``latestReader()`` when the current reader, `taken`, is missing or outdated: `taken` renewed, else an
+  /// idle transaction renewed, else `nil`.
+  @inline(never)
+  private func renewedReader(_ taken: OpaquePointer?, epoch: UInt) -> (OpaquePointer, UInt)? {
+    if let txn = taken {
       mdb_txn_reset(txn)
       if mdb_txn_renew(txn) == MDB_SUCCESS { return (txn, epoch) }
       mdb_txn_abort(txn)
@@ -305,23 +325,33 @@ final class LMDBEnvironment: @unchecked Sendable {
   }
 
   /// Keeps `txn`, open, as the current reader when there is none and `epoch` is still the current one
-  /// (and schedules its release), else ends it.
+  /// (and schedules its release), else ends it. Usually a release is scheduled and the epoch has not moved
+  /// on, which two loads tell; the rest is out of line.
+  @inline(__always)
   private func keepCurrent(_ txn: OpaquePointer, epoch: UInt) {
     guard let word = CurrentReader.word(txn, epoch: CurrentReader.stored(epoch)),
       currentReader.compareExchange(expected: 0, desired: word, ordering: .sequentiallyConsistent).exchanged
     else { return endRead(txn) }
+    // A release clears the flag before it takes the word: a reader kept after that schedules the next.
+    // A release clearing the flag after this load takes the word after `txn` was kept, so it ends `txn`
+    // (or a later reader).
+    if readerEpoch.load(ordering: .sequentiallyConsistent) == epoch && releaseScheduled.load(ordering: .sequentiallyConsistent) {
+      return
+    }
+    settleKept(txn, word: word, epoch: epoch)
+  }
+
+  /// ``keepCurrent(_:epoch:)`` once `txn` is kept as `word`, when the epoch moved on or no release is
+  /// scheduled.
+  @inline(never)
+  private func settleKept(_ txn: OpaquePointer, word: UInt, epoch: UInt) {
     // The epoch moved on since `txn` began (a write, handles opened): take it back unless a read or a
     // release took it meanwhile (both check the word's epoch).
     guard readerEpoch.load(ordering: .sequentiallyConsistent) == epoch else {
       if currentReader.compareExchange(expected: word, desired: 0, ordering: .sequentiallyConsistent).exchanged { endRead(txn) }
       return
     }
-    // A release clears the flag before it takes the word: a reader kept after that schedules the next.
-    // Usually one is scheduled, which a load tells without a locked exchange: a release clearing the flag
-    // after this load takes the word after `txn` was kept, so it ends `txn` (or a later reader).
-    guard !releaseScheduled.load(ordering: .sequentiallyConsistent),
-      !releaseScheduled.exchange(true, ordering: .sequentiallyConsistent)
-    else { return }
+    guard !releaseScheduled.exchange(true, ordering: .sequentiallyConsistent) else { return }
     DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.currentReaderLifetime) { [weak self] in
       self?.releaseCurrentReader(rescheduling: true, inGate: false)
     }

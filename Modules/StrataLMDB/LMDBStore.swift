@@ -335,7 +335,15 @@ public final class LMDBStore: PersistentStore {
 
   // MARK: Transactions
 
+  /// Throws `.misuse` when the store is closed, or when a stage of its migration calls it. Inlined into
+  /// every call: the common case is two loads, the errors are made out of line.
+  @inline(__always)
   func checkOpen() throws {
+    if closed.load(ordering: .acquiring) || migratingThread.load(ordering: .acquiring) != 0 { try checkOpenOutOfLine() }
+  }
+
+  @inline(never)
+  private func checkOpenOutOfLine() throws {
     if closed.load(ordering: .acquiring) { throw StoreError(.misuse, "the store \(path) is closed") }
     try checkNotMigrating()
   }
