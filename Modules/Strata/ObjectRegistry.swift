@@ -15,8 +15,8 @@ internal import StrataStoreKit
 /// largest part of making one. Sweeps let go of objects that nothing but the registry holds — nothing else
 /// can reach them, so dropping them is never observable. They are generational, as most objects a walk
 /// makes are let go soon after: ``sweepIfDue(adding:)`` checks the objects registered since the last sweep
-/// (young) once 4,096 have been, and every object only when those that survived such a check (old) have
-/// doubled since the last full ``sweep()``. A walk that keeps a few objects and passes many then checks
+/// (young) once ``youngLimit`` have been, and every object only when those that survived such a check (old)
+/// have doubled since the last full ``sweep()``. A walk that keeps a few objects and passes many then checks
 /// each passing object once, while it is still in the cache, and its memory is reused at once; checking
 /// every live object at each doubling of the registry let the walked-past objects pile up for as long as
 /// the live ones took to double, and read every live one again.
@@ -37,8 +37,10 @@ final class ObjectRegistry {
   /// The registry's size at which old objects are checked again: twice what a full sweep left.
   @exclusivity(unchecked) private var fullSweepThreshold = ObjectRegistry.youngLimit
 
-  /// How many objects are registered between young sweeps.
-  static let youngLimit = 4096
+  /// How many objects are registered between young sweeps: few enough that a young generation (an object
+  /// and its values take ~400–600 bytes, more with long strings) fits a core's 1–2 MiB second-level cache,
+  /// so that the memory a sweep frees is reused by the next objects while it is still there.
+  static let youngLimit = 2048
 
   deinit {
     for page in pages.values { page.deallocate() }
