@@ -291,10 +291,9 @@ final class LMDBEnvironment: @unchecked Sendable {
     let word = currentReader.exchange(0, ordering: .sequentiallyConsistent)
     // Read after taking the word and before any renewal: an epoch that moves on later stops the keeping.
     let epoch = readerEpoch.load(ordering: .sequentiallyConsistent)
-    if let txn = CurrentReader.transaction(word), CurrentReader.epoch(word) == CurrentReader.stored(epoch), isOnLastCommit(txn) {
-      return (txn, epoch)
-    }
-    return renewedReader(CurrentReader.transaction(word), epoch: epoch)
+    let taken = CurrentReader.transaction(word)
+    if let txn = taken, CurrentReader.epoch(word) == CurrentReader.stored(epoch), isOnLastCommit(txn) { return (txn, epoch) }
+    return renewedReader(taken, epoch: epoch)
   }
 
   /// Whether `txn` reads the last transaction committed by any process. The meta page is written before a
