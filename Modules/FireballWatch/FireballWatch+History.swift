@@ -70,6 +70,7 @@ public enum FireballChange: Sendable, Hashable {
 /// file, so a watcher started later goes on where the last one stopped.
 ///
 /// ```swift
+/// let watch = FireballWatch(container: container)
 /// let watcher = try FireballHistoryWatcher(watch: watch, tokenFile: url)
 /// for await _ in watch.container.persistentStoreRemoteChanges() {
 ///   for change in try watcher.catchUp() { print(change) }

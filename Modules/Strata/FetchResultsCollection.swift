@@ -6,6 +6,7 @@ internal import StrataStoreKit
 /// 100,000. Each batch's values load in one store call when its first object is read.
 ///
 /// ```swift
+/// var total: Int64 = 0
 /// for venue in try context.fetch(FetchRequest<Venue>(), batchSize: 500) {
 ///   total += venue.specialCount            // one store read per 500 venues
 /// }

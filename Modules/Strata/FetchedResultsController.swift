@@ -100,7 +100,7 @@ public struct FetchedResultsSnapshot: Sendable, Hashable {
 /// let controller = FetchedResultsController(
 ///   fetchRequest: FetchRequest<Potato>(sortDescriptors: [QuerySort("variety", comparator: .localizedStandard)]),
 ///   managedObjectContext: context, sectionName: { String($0.variety.prefix(1)) })
-/// controller.delegate = self
+/// controller.delegate = delegate            // your FetchedResultsControllerDelegate
 /// try controller.performFetch()
 /// controller.sections?.first?.objects
 /// ```

@@ -347,8 +347,12 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// is saved with the object's other changes.
   ///
   /// ```swift
-  /// override func willSave() {
-  ///   try? setPrimitiveValue(Date.now, forKey: "lastModified")
+  /// final class Note: ManagedObject {
+  ///   @Attribute var updatedAt: Date?
+  ///
+  ///   override func willSave() {
+  ///     try? setPrimitiveValue(Date.now, forKey: "updatedAt")
+  ///   }
   /// }
   /// ```
   ///

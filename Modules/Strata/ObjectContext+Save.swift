@@ -195,8 +195,9 @@ extension ObjectContext {
   /// ``mergeChanges(fromRemoteContextSave:into:)`` so none keeps showing stale or deleted objects.
   ///
   /// ```swift
-  /// let result = try context.execute(.update(
-  ///   entityName: "Venue", predicate: nil, propertiesToUpdate: ["favorite": .constant(true)]))
+  /// let request = BatchRequest.update(
+  ///   entityName: "Venue", predicate: nil, propertiesToUpdate: ["favorite": .constant(true)])
+  /// let result = try context.execute(request)
   /// ObjectContext.mergeChanges(fromRemoteContextSave: result.changes(of: request), into: [container.viewContext])
   /// ```
   ///

@@ -45,7 +45,7 @@ public struct PersistentHistoryRequest: Sendable, Hashable {
   /// The transactions after `token`; `nil` fetches all retained history.
   ///
   /// ```swift
-  /// let request = PersistentHistoryRequest.fetchHistory(after: try container.persistentStore?.currentHistoryToken())
+  /// let request = PersistentHistoryRequest.fetchHistory(after: try container.currentPersistentHistoryToken())
   /// ```
   public static func fetchHistory(after token: HistoryToken?) -> PersistentHistoryRequest {
     PersistentHistoryRequest(action: .fetch(after: token.map(HistoryCutoff.token)))
@@ -102,7 +102,7 @@ public struct PersistentHistoryRequest: Sendable, Hashable {
 ///
 /// ```swift
 /// switch try context.execute(request) {
-/// case .transactions(let transactions): apply(transactions)
+/// case .transactions(let transactions): print(transactions.count, "transactions")
 /// case .count(let n): print(n, "transactions")
 /// case .deleted(let n): print(n, "transactions deleted")
 /// }

@@ -46,6 +46,7 @@ extension Sequence where Element: Encodable {
   ///
   /// ```swift
   /// struct Film: Codable { var title: String; var tags: [String] }
+  /// let films = [Film(title: "Heat", tags: ["Crime", "Drama"]), Film(title: "Amélie", tags: ["Comedy"])]
   /// let crime = try films.filter(QueryPredicate(format: "ANY tags ==[c] %@", "crime"))
   /// ```
   public func filter(_ predicate: QueryPredicate) throws -> [Element] {

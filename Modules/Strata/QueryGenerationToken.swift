@@ -8,6 +8,7 @@ internal import StrataStoreKit
 ///
 /// ```swift
 /// try context.setQueryGenerationFrom(.current)
+/// let report = container.newBackgroundContext()
 /// let pinned = context.queryGenerationToken          // a token for that snapshot
 /// try report.setQueryGenerationFrom(pinned)           // a second context reads the same snapshot
 /// ```

@@ -51,7 +51,15 @@ extension Set: RelationshipValue where Element: ManagedObject {
 /// first occurrence. Setting the inverse to-one (`track.playlist = p`) appends the object at the end.
 ///
 /// ```swift
-/// @Relationship(inverse: "playlist") var tracks: [Track]
+/// final class Playlist: ManagedObject {
+///   @Relationship(inverse: "playlist") var tracks: [Track]
+/// }
+/// final class Track: ManagedObject {
+///   @Relationship(inverse: "tracks") var playlist: Playlist?
+/// }
+///
+/// let playlist = Playlist(context: context)
+/// let track = Track(context: context)
 /// playlist.tracks.insert(track, at: 0)
 /// ```
 extension Array: RelationshipValue where Element: ManagedObject {

@@ -63,6 +63,7 @@ extension ConformanceBackend {
   /// An executable built with the tests (a second process), found next to the test bundle.
   ///
   /// ```swift
+  /// let process = Process()
   /// process.executableURL = ConformanceBackend.executable(named: "strata-worker")
   /// ```
   public static func executable(named name: String) -> URL {

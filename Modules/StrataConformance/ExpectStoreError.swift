@@ -6,7 +6,7 @@ import Testing
 /// passes because something unrelated failed first.
 ///
 /// ```swift
-/// let error = expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Film>(predicate: "nope == 1")) }
+/// let error = expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Film>(format: "nope == 1")) }
 /// #expect(error?.key == "nope")
 /// ```
 @discardableResult

@@ -115,6 +115,7 @@ public struct DerivedAttributes: Sendable {
   /// object reads one of the keys.
   ///
   /// ```swift
+  /// let derived = model.derivedAttributes
   /// derived.isAffected(byUpdating: ["price"], of: "TodoItem")   // true: TodoList.total reads it
   /// ```
   public func isAffected(byUpdating keys: some Sequence<String>, of entityName: String) -> Bool {

@@ -76,7 +76,7 @@ public struct HistoryChange: Sendable, Hashable, Codable {
 ///
 /// ```swift
 /// if case .transactions(let transactions) = try store.fetchHistory(HistoryRequest(after: .token(last))) {
-///   for transaction in transactions where transaction.author != "importer" { apply(transaction.changes) }
+///   for transaction in transactions where transaction.author != "importer" { print(transaction.changes.count) }
 /// }
 /// ```
 public struct HistoryTransaction: Sendable, Hashable, Codable {

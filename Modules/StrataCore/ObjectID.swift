@@ -85,7 +85,7 @@ public struct ObjectID: Sendable, Hashable, Codable, CustomStringConvertible {
   /// one): a comparison of one word, where comparing ``entityName`` and ``storeIdentifier`` compares text.
   ///
   /// ```swift
-  /// if id.hasSameEntityAndStore(as: lastID) { … }
+  /// if heatID.hasSameEntityAndStore(as: roninID) { … }
   /// ```
   @inlinable
   public func hasSameEntityAndStore(as other: ObjectID) -> Bool {

@@ -238,6 +238,8 @@ public struct EntityDescription: Sendable, Codable {
   /// properties, constraints and indexes a sub-entity inherits from `parentEntity`.
   ///
   /// ```swift
+  /// let title = AttributeDescription(name: "title", type: .string)
+  /// let runtime = AttributeDescription(name: "runtime", type: .int64)
   /// let media = EntityDescription(name: "Media", attributes: [title], isAbstract: true)
   /// let film = EntityDescription(name: "Film", attributes: [runtime], parentEntity: "Media")
   /// ```

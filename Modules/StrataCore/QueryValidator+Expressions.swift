@@ -449,6 +449,7 @@ extension QueryValidator {
   /// `entity` and returns it normalized, with the kind of value it yields (`nil` for the constant nil).
   ///
   /// ```swift
+  /// let item = try model.requireEntity("TodoItem")
   /// let (checked, kind) = try QueryValidator.checkExpression(try QueryExpression(format: "count + 1"), entity: item, model: model)
   /// // kind == .attribute(.int64)
   /// ```

@@ -137,6 +137,7 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
   /// subscript: `stops[0]`, `tags[LAST]`; `[FIRST]` is `[0]`).
   ///
   /// ```swift
+  /// let trip = try model.requireEntity("Trip")
   /// try ResolvedKeyPath("stops[0].city", entity: trip, model: model).members   // [.index(0), .key("city")]
   /// ```
   public enum Member: Sendable, Hashable, Codable, CustomStringConvertible {
@@ -192,6 +193,7 @@ public struct ResolvedKeyPath: Sendable, Hashable, CustomStringConvertible {
   /// terminal reads (`[album]` for `tracks[0].album.name`), empty otherwise.
   ///
   /// ```swift
+  /// let playlist = try model.requireEntity("Playlist")
   /// let path = try ResolvedKeyPath("tracks[0].album.name", entity: playlist, model: model)
   /// path.elementHops.map(\.relationship.name)   // ["album"]
   /// ```

@@ -7,7 +7,7 @@ import Foundation
 ///
 /// ```swift
 /// do { try context.save() }
-/// catch StoreError.Code.constraintConflict { … }            // pattern-match a code
+/// catch let error as StoreError where error.code == .constraintConflict { … }   // match a code
 /// catch let error as StoreError { print(error.message) }
 /// ```
 public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {

@@ -11,7 +11,7 @@ extension LMDBStore {
   /// let split = MigrationStep(try ModelMigration(from: store.model, to: v2), didMigrate: { store in
   ///   // fetch, change and save through `store`: it reads and writes the migration's transaction
   /// })
-  /// store = try store.migrated(along: [split], reporting: { print($0.phase, $0.fractionCompleted) })
+  /// let migrated = try store.migrated(along: [split], reporting: { print($0.phase, $0.fractionCompleted) })
   /// ```
   ///
   /// Each step runs its `willMigrate` stage with a store on its source model bound to the transaction

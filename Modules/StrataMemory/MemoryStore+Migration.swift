@@ -8,7 +8,8 @@ extension MemoryStore {
   /// closed. Nothing changes when a stage throws or a constraint clashes.
   ///
   /// ```swift
-  /// store = try store.migrated(along: [MigrationStep(migration, didMigrate: fillNames)], reporting: nil)
+  /// let migration = try ModelMigration(from: store.model, to: appModel)
+  /// let migrated = try store.migrated(along: [MigrationStep(migration, didMigrate: { stage in /* fill the new names */ })], reporting: nil)
   /// ```
   public func migrated(
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?

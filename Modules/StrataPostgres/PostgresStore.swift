@@ -69,7 +69,7 @@ public final class PostgresStore: PersistentStore {
   /// creating the schema's tables when it holds none and a model is given.
   ///
   /// ```swift
-  /// let store = try PostgresStore(url: URL(string: "postgresql://app@db.example.com/catalogue") ?? fallback, model: model)
+  /// let store = try PostgresStore(url: URL(string: "postgresql://app@db.example.com/catalogue")!, model: model)
   /// ```
   ///
   /// - Throws: `.io` for a malformed URI, a server that does not answer ("is the server running?") or

@@ -115,7 +115,7 @@ public protocol PersistentStore: AnyObject, Sendable {
   /// track history). After a `.historyExpired` error, refetch everything and continue from here.
   ///
   /// ```swift
-  /// lastToken = try store.currentHistoryToken()
+  /// let newest = try store.currentHistoryToken()   // nil before the first transaction
   /// ```
   func currentHistoryToken() throws -> HistoryToken?
 
@@ -151,7 +151,7 @@ public protocol PersistentStore: AnyObject, Sendable {
   ///
   /// ```swift
   /// let steps = [MigrationStep(try ModelMigration(from: store.model, to: appModel))]
-  /// store = try store.migrated(along: steps, reporting: { print($0.fractionCompleted) })
+  /// let migrated = try store.migrated(along: steps, reporting: { print($0.fractionCompleted) })
   /// ```
   ///
   /// - Throws: `.misuse` when the first step does not start from this store's model or a step does not
