@@ -116,7 +116,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible, Lo
 }
 
 extension StoreError.Code {
-  /// Lets `catch StoreError.Code.validation` match a thrown ``StoreError`` with that code.
+  /// Whether `error` is a ``StoreError`` with this code: `StoreError.Code.validation ~= error`. (A clause
+  /// `catch StoreError.Code.validation` does not reach it — Swift reads that as an enum-case pattern; write
+  /// `catch let error as StoreError where error.code == .validation`.)
   public static func ~= (code: StoreError.Code, error: any Error) -> Bool {
     (error as? StoreError)?.code == code
   }
