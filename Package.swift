@@ -201,7 +201,7 @@ let package = Package(
         "Strata", "StrataCore", "StrataStoreKit", "StrataSQLite", "StrataLMDB", "StrataMemory", "StrataPostgres",
         "StrataConformance", "StrataConformanceWorker", "FireballWatch",
       ],
-      swiftSettings: swiftSettings + [.unsafeFlags(["-suppress-warnings"])]),
+      exclude: ["README.md"], swiftSettings: swiftSettings + [.unsafeFlags(["-suppress-warnings"])]),
     .testTarget(
       name: "CLITests",
       dependencies: ["fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch", "strata", "strata-bench"],
