@@ -202,9 +202,15 @@ let package = Package(
         "StrataConformance", "StrataConformanceWorker", "FireballWatch",
       ],
       exclude: ["README.md"], swiftSettings: swiftSettings + [.unsafeFlags(["-suppress-warnings"])]),
+    // A new user's first hour with the library, as an async executable on the public API alone (CLITests runs it).
+    .executableTarget(
+      name: "library-hour", dependencies: ["Strata", "StrataSQLite", "StrataMemory"], path: "Tests/LibraryHour",
+      swiftSettings: swiftSettings),
     .testTarget(
       name: "CLITests",
-      dependencies: ["fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch", "strata", "strata-bench"],
+      dependencies: [
+        "fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch", "strata", "strata-bench", "library-hour",
+      ],
       swiftSettings: swiftSettings),
   ]
 )

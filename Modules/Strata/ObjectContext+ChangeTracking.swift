@@ -39,10 +39,12 @@ extension ObjectContext {
   /// their last saved values back.
   public func rollback() {
     undoManager?.removeAllActions()
+    // Inserted objects leave the context as if never inserted (Core Data's rollback): neither inserted
+    // nor deleted, with no context.
     for object in tracker.liveInsertions {
       noteChange(object, .deleted)
       object.managedObjectContext = nil
-      object.isDeletedStorage = true
+      object.isInsertedStorage = false
     }
     let changed = Array(tracker.updated.values) + Array(tracker.deleted.values)
     tracker.removeAll()

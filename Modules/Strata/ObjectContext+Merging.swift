@@ -68,6 +68,38 @@ extension ObjectContext {
       object.isDeletedStorage = true
       object.managedObjectContext = nil
     }
+    dropFromLoadedRelationships(save.deletedObjectIDs)
+  }
+
+  /// Takes objects that left the store out of the loaded relationships of this context's objects, as
+  /// Core Data does when it merges a deletion: after a batch delete or another context's or process's
+  /// delete is merged, `author.books` no longer holds the deleted books. Unloaded relationships read the
+  /// store when first used, so they need nothing.
+  private func dropFromLoadedRelationships(_ gone: Set<ObjectID>) {
+    guard !gone.isEmpty else { return }
+    forgetPrefetched()
+    for object in registry.objects + tracker.liveInsertions where !object.isFaultStorage {
+      for i in object.toMany.indices {
+        if let targets = object.toMany[i], !targets.isDisjoint(with: gone) {
+          object.toMany[i] = targets.subtracting(gone)
+        }
+        if i < object.committedToMany.count, let targets = object.committedToMany[i], !targets.isDisjoint(with: gone) {
+          object.committedToMany[i] = targets.subtracting(gone)
+        }
+      }
+      if !object.toManyOrder.isEmpty {
+        object.toManyOrder = object.toManyOrder.mapValues { $0.filter { !gone.contains($0) } }
+        object.committedToManyOrder = object.committedToManyOrder.mapValues { $0.filter { !gone.contains($0) } }
+      }
+      for i in object.toOne.indices {
+        guard let target = object.toOne[i], gone.contains(target) else { continue }
+        object.toOne[i] = nil
+        if var state = object.storedState, i < state.toOne.count, state.toOne[i] == target {
+          state.toOne[i] = nil
+          object.storedState = state
+        }
+      }
+    }
   }
 
   /// Applies a commit made elsewhere: with object IDs, as a merge of a save; without, every object is

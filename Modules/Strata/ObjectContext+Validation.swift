@@ -171,8 +171,8 @@ extension ObjectContext {
       if let max = rules.maximum, number > max { fail(name, value, "must be at most \(format(max))") }
     }
     if case .string(let s) = value {
-      if let min = rules.minimumLength, s.count < min { fail(name, value, "must be at least \(min) characters long") }
-      if let max = rules.maximumLength, s.count > max { fail(name, value, "must be at most \(max) characters long") }
+      if let min = rules.minimumLength, s.count < min { fail(name, value, "must be at least \(characters(min)) long") }
+      if let max = rules.maximumLength, s.count > max { fail(name, value, "must be at most \(characters(max)) long") }
       if let pattern = rules.pattern, !((try? StringSemantics.matches(s, pattern, [])) ?? false) {
         fail(name, value, "must match the pattern \(pattern)")
       }
@@ -222,3 +222,6 @@ extension ObjectContext {
     number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
   }
 }
+
+/// "1 character", "2 characters".
+private func characters(_ count: Int) -> String { count == 1 ? "1 character" : "\(count) characters" }

@@ -103,9 +103,18 @@ public final class ObjectContext: @unchecked Sendable {
 
   // MARK: Running work
 
+  /// Marks the main queue, whichever thread runs it: once an async `main` has awaited, Linux's libdispatch
+  /// runs main-queue blocks on a thread other than the main thread, so `Thread.isMainThread` alone would
+  /// send a context already on the main queue into `DispatchQueue.main.sync` (a crash).
+  private static let mainQueueKey: DispatchSpecificKey<Bool> = {
+    let key = DispatchSpecificKey<Bool>()
+    DispatchQueue.main.setSpecific(key: key, value: true)
+    return key
+  }()
+
   private var isOnOwnQueue: Bool {
     switch concurrencyType {
-    case .mainQueue: Thread.isMainThread
+    case .mainQueue: Thread.isMainThread || DispatchQueue.getSpecific(key: Self.mainQueueKey) == true
     case .privateQueue: DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
     }
   }

@@ -284,6 +284,7 @@ extension Conformance {
     #expect(humans.map { $0.value(forKey: "lastName") as? String } == ["Lovelace", "Turing", "Hopper"])
     #expect(try container.viewContext.count(for: FetchRequest<ManagedObject>(entityName: "Tag", sortDescriptors: [])) == 3)
     #expect(reports.withLock { $0.last?.fractionCompleted } == 1)
+    #expect(reports.withLock { $0.filter { $0.fractionCompleted == 1 }.count } == 1, "completion is reported once")
     #expect(container.persistentStore?.model.versionName == "3")
   }
 }

@@ -45,7 +45,8 @@ package final class MigrationReporter {
   private func send(_ phase: String) {
     guard let report else { return }
     let progress = MigrationProgress(step: step, stepCount: stepCount, completed: completed, total: total, phase: phase)
-    guard progress.fractionCompleted >= reached else { return }
+    // Never back, and completion once: a phase that ends at 1.0 after another did is not reported.
+    guard progress.fractionCompleted > reached || (progress.fractionCompleted == reached && reached < 1) else { return }
     reached = progress.fractionCompleted
     report(progress)
   }
