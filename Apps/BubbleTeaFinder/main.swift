@@ -22,7 +22,7 @@ extension VenueSort: ExpressibleByArgument {}
 func openFinder(_ options: StoreFlags, readingOnly: Bool = false) throws -> VenueFinder {
   if options.startsFromPreview { return try VenueFinder.preview(registry: options.registry) }
   let description = try options.storeDescription(
-    app: "bubble-tea-finder", fileName: "BubbleTeaFinder.sqlite", forReadingOnly: readingOnly)
+    app: "bubble-tea-finder", fileName: "BubbleTeaFinder.sqlite", entity: "Venue", forReadingOnly: readingOnly)
   StoreFlags.noteOpening(description)
   return VenueFinder(container: try VenueFinder.makeContainer(store: description, registry: options.registry))
 }

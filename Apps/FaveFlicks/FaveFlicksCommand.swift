@@ -40,7 +40,7 @@ struct JSONMovie: Encodable {
 func openLibrary(_ options: StoreFlags, readingOnly: Bool = false) throws -> MovieLibrary {
   if options.startsFromPreview { return try MovieLibrary.preview(registry: options.registry) }
   let description = try options.storeDescription(
-    app: "fave-flicks", fileName: "FaveFlicks.sqlite", forReadingOnly: readingOnly)
+    app: "fave-flicks", fileName: "FaveFlicks.sqlite", entity: "Movie", forReadingOnly: readingOnly)
   StoreFlags.noteOpening(description)
   return MovieLibrary(
     container: try MovieLibrary.makeContainer(

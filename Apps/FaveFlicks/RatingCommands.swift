@@ -55,7 +55,7 @@ extension FaveFlicksCommand {
           print("A \(storeOptions.store) store keeps nothing between runs: there is nothing to migrate.")
           return
         }
-        let description = try storeOptions.storeDescription(app: "fave-flicks", fileName: "FaveFlicks.sqlite")
+        let description = try storeOptions.storeDescription(app: "fave-flicks", fileName: "FaveFlicks.sqlite", entity: "Movie")
         let location = StoreFlags.displayLocation(of: description)
         guard let preview = try MovieLibrary.pendingMigration(store: description, registry: storeOptions.registry) else {
           print("\(location) has this version's model: nothing to migrate.")

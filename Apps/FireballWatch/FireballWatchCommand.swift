@@ -47,7 +47,7 @@ struct JSONFireball: Encodable {
 func openWatch(_ options: StoreFlags, readingOnly: Bool = false) throws -> FireballWatch {
   if options.startsFromPreview { return try FireballWatch.preview(registry: options.registry) }
   let description = try options.storeDescription(
-    app: "fireball-watch", fileName: "FireballWatch.sqlite", forReadingOnly: readingOnly)
+    app: "fireball-watch", fileName: "FireballWatch.sqlite", entity: "Fireball", forReadingOnly: readingOnly)
   StoreFlags.noteOpening(description)
   return FireballWatch(container: try FireballWatch.makeContainer(store: description, registry: options.registry))
 }

@@ -28,7 +28,7 @@ public struct StoreFlags: ParsableArguments, Sendable {
   @Option(
     name: .long,
     help: ArgumentHelp(
-      "The store file (a directory for lmdb; a libpq URI such as postgresql://user@host/db?schema=app for postgres). Default: a file under $XDG_DATA_HOME/<app>/, else ~/.local/share/<app>/; for postgres postgresql:///strata (the local socket).",
+      "The store file (a directory for lmdb; a libpq URI such as postgresql://user@host/db?schema=app for postgres). Default: a file under $XDG_DATA_HOME/<app>/, else ~/.local/share/<app>/; for postgres postgresql:///strata (the local socket). A URI naming no schema uses the app's own (e.g. faveflicks).",
       valueName: "path"))
   public var path: String?
 
@@ -53,7 +53,14 @@ public struct StoreFlags: ParsableArguments, Sendable {
   ///
   /// - Throws: `.unknownStoreType` listing the valid names; `.corrupted` or `.io` (``StorePath``) when
   ///   the path is a FIFO, a socket, a device or a symbolic-link loop.
-  public func storeDescription(app: String, fileName: String, forReadingOnly: Bool = false) throws -> StoreDescription {
+  ///
+  /// A PostgreSQL URI that names no schema gets the app's own, its file name in lower case (`faveflicks`),
+  /// so that two apps given one URI never share a schema. A store that an app wrote before, in the schema
+  /// every app shared then (`strata`), is recognised by `entity` (one only this app's model has) and keeps
+  /// opening there.
+  public func storeDescription(
+    app: String, fileName: String, entity: String, forReadingOnly: Bool = false
+  ) throws -> StoreDescription {
     let backend = try registry.backend(for: store)
     guard backend.requiresLocation else { return StoreDescription(type: store) }
     if store == .postgres {
@@ -62,7 +69,7 @@ public struct StoreFlags: ParsableArguments, Sendable {
         throw StoreError(
           .io, "malformed PostgreSQL URI '\(uri)': expected postgresql://user@host:port/database or postgresql:///database")
       }
-      return StoreDescription(type: store, url: url)
+      return StoreDescription(type: store, url: Self.schemaOfItsOwn(url, fileName: fileName, entity: entity))
     }
     let url: URL
     if let path, !path.isEmpty {
@@ -85,6 +92,31 @@ public struct StoreFlags: ParsableArguments, Sendable {
       description.options.isReadOnly = true
     }
     return description
+  }
+
+  /// The schema every app shared when a URI named none.
+  static let sharedLegacySchema = "strata"
+
+  /// `url` with the app's own schema when it names none (`?schema=` or a second path component), unless
+  /// the schema every app shared before holds this app's store (one with `entity`).
+  static func schemaOfItsOwn(_ url: URL, fileName: String, entity: String) -> URL {
+    guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+      !(components.queryItems ?? []).contains(where: { $0.name == "schema" }),
+      components.path.split(separator: "/").count < 2
+    else { return url }
+    func withSchema(_ schema: String) -> URL {
+      var copy = components
+      copy.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "schema", value: schema)]
+      return copy.url ?? url
+    }
+    let legacy = withSchema(sharedLegacySchema)
+    var readOnly = StoreOptions()
+    readOnly.isReadOnly = true
+    if let store = try? PostgresStore(url: legacy, model: nil, options: readOnly) {
+      defer { store.close() }
+      if store.model.entity(named: entity) != nil { return legacy }
+    }
+    return withSchema((fileName as NSString).deletingPathExtension.lowercased())
   }
 
   /// How messages name the store of `description`: its file's path, or its URI (without a password).

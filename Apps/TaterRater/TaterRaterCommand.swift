@@ -43,7 +43,7 @@ struct JSONSection: Encodable {
 func openRater(_ options: StoreFlags, watching: Bool = false, readingOnly: Bool = false) throws -> PotatoRater {
   if options.startsFromPreview { return try PotatoRater.preview(registry: options.registry) }
   var description = try options.storeDescription(
-    app: "tater-rater", fileName: "TaterRater.sqlite", forReadingOnly: readingOnly)
+    app: "tater-rater", fileName: "TaterRater.sqlite", entity: "Potato", forReadingOnly: readingOnly)
   StoreFlags.noteOpening(description)
   description.options.postsRemoteChangeNotifications = watching
   return PotatoRater(

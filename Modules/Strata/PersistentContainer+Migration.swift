@@ -68,6 +68,7 @@ extension PersistentContainer {
   /// The steps that bring a store written with `stored` to the container's model: the migration plan's
   /// runs (each custom stage's with its work), or the one migration inferred from the two models.
   func migrationSteps(from stored: ObjectModel) throws -> [MigrationStep] {
+    try refuseAnotherAppsModel(stored)
     guard let migrationPlan else { return [MigrationStep(try ModelMigration(from: stored, to: model))] }
     let runs = try migrationPlan.runs(from: stored)
     guard !runs.isEmpty else { return [MigrationStep(try ModelMigration(from: stored, to: model))] }
@@ -85,6 +86,21 @@ extension PersistentContainer {
       }
       return MigrationStep(run.migration, willMigrate: willMigrate, didMigrate: didMigrate)
     }
+  }
+
+  /// Refuses a store whose model shares no entity with any model this app knows: another app's store (two
+  /// apps given one location), not an older or newer version of this one.
+  ///
+  /// - Throws: `.schemaMismatch` naming the store's entities and the app's.
+  private func refuseAnotherAppsModel(_ stored: ObjectModel) throws {
+    let storedNames = Set(stored.entities.map(\.name))
+    var known = Set(model.entities.map(\.name))
+    for version in migrationPlan?.versions ?? [] { known.formUnion(version.model.entities.map(\.name)) }
+    guard !storedNames.isEmpty, storedNames.isDisjoint(with: known) else { return }
+    throw StoreError(
+      .schemaMismatch,
+      "the store holds another app's model (entities \(storedNames.sorted().joined(separator: ", "))), not \(name)'s (\(model.entities.map(\.name).sorted().joined(separator: ", "))); the store is left as it is"
+    )
   }
 
   /// Runs one closure of a custom stage with a context of its own on `store` (bound to the migration's
