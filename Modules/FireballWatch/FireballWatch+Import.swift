@@ -99,10 +99,12 @@ extension FireballWatch {
         return false
       }
       let result = try context.execute(request)
+      // Rows another import stored meanwhile with the same values are unchanged too: the store wrote nothing.
       let updated = result.updatedObjectIDs.count
       return (
         summary: ImportSummary(
-          inserted: result.objectIDs.count - updated, updated: updated, unchanged: records.count - rows.count),
+          inserted: result.objectIDs.count - updated, updated: updated,
+          unchanged: records.count - rows.count + result.unchangedObjectIDs.count),
         changes: Optional(result.changes(of: request))
       )
     }

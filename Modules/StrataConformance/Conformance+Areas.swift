@@ -80,6 +80,9 @@ extension Conformance {
     case inheritance
     /// Ordered to-many relationships: order kept through saves, faults, merges, child contexts and undo.
     case orderedRelationships
+    /// Batch-insert upserts that change no value: nothing written, no version bump, no history, reported
+    /// as unchanged.
+    case unchangedUpserts
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {
@@ -161,6 +164,7 @@ extension Conformance {
     case .compositeAttributes: try await compositeAttributes(backend)
     case .enumAttributes: try await enumAttributes(backend)
     case .inheritance: try await inheritance(backend)
+    case .unchangedUpserts: try await unchangedUpserts(backend)
     }
   }
 }

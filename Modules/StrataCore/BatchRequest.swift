@@ -52,6 +52,18 @@ public struct BatchResult: Sendable, Hashable {
   public var objectIDs: [ObjectID]
   /// For a batch insert: the objects of ``objectIDs`` that existed and were updated (upserted).
   public var updatedObjectIDs: [ObjectID]
+  /// For a batch insert with a uniqueness constraint: stored objects whose rows gave only the values they
+  /// already held. Nothing was written for them (no version bump, no history), and they are not in
+  /// ``objectIDs`` or ``count``. Reported with ``BatchResultType/objectIDs`` only.
+  ///
+  /// ```swift
+  /// let rows: [[String: Value]] = [["name": "Ghibli"]]
+  /// _ = try store.execute(.insert(entityName: "Studio", objects: rows, resultType: .objectIDs))
+  /// let again = try store.execute(.insert(entityName: "Studio", objects: rows, resultType: .objectIDs))
+  /// again.count                      // 0: nothing written
+  /// again.unchangedObjectIDs.count   // 1
+  /// ```
+  public var unchangedObjectIDs: [ObjectID]
   /// The history token of the transaction, when history tracking is on.
   public var historyToken: HistoryToken?
   /// Other objects whose derived attributes the request changed (the list of an updated item, say).
@@ -60,10 +72,11 @@ public struct BatchResult: Sendable, Hashable {
   /// A result; stores build it, apps read it.
   public init(
     succeeded: Bool = true, count: Int, objectIDs: [ObjectID] = [], historyToken: HistoryToken? = nil,
-    recomputedObjectIDs: [ObjectID] = [], updatedObjectIDs: [ObjectID] = []
+    recomputedObjectIDs: [ObjectID] = [], updatedObjectIDs: [ObjectID] = [], unchangedObjectIDs: [ObjectID] = []
   ) {
     self.succeeded = succeeded
     self.updatedObjectIDs = updatedObjectIDs
+    self.unchangedObjectIDs = unchangedObjectIDs
     self.count = count
     self.objectIDs = objectIDs
     self.historyToken = historyToken

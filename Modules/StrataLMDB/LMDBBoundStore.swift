@@ -135,8 +135,11 @@ final class LMDBBoundStore: PersistentStore, @unchecked Sendable {
     let written = try write { txn in
       try scope.directInsert(insert, of: entity, in: txn, namesObjects: namesObjects, recordsHistory: log != nil)
     }
-    return BatchResult(count: written.count, objectIDs: written.ids, updatedObjectIDs: written.updated)
-      .reported(as: insert.resultType)
+    return BatchResult(
+      count: written.count, objectIDs: written.ids, updatedObjectIDs: written.updated,
+      unchangedObjectIDs: written.unchanged
+    )
+    .reported(as: insert.resultType)
   }
 
   func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {

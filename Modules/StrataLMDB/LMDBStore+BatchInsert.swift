@@ -22,7 +22,9 @@ extension LMDBStore {
   /// its key up in the uniqueness constraint's index and either updates that record (the given attributes
   /// over the stored ones; relationships kept; the version bumped once per batch) or is appended under the
   /// next primary key, with its index entries. A row whose key an earlier row of the batch wrote merges
-  /// over it, as on the general path. A refused row aborts the transaction: the environment is unchanged.
+  /// over it, as on the general path. A row that gives only the values its stored object holds writes
+  /// nothing (no version bump, no history; `BatchResult.unchangedObjectIDs`). A refused row aborts the
+  /// transaction: the environment is unchanged.
   /// With history on, the same transaction appends one history transaction (upserted objects updated with
   /// the attributes the batch's rows gave).
   ///
@@ -59,7 +61,9 @@ extension LMDBStore {
     } catch let error as LMDBError {
       throw error.storeError(path: path)
     }
-    guard outcome.written.count > 0 else { return BatchResult(count: 0).reported(as: request.resultType) }
+    guard outcome.written.count > 0 else {
+      return BatchResult(count: 0, unchangedObjectIDs: outcome.written.unchanged).reported(as: request.resultType)
+    }
     let (ids, updated) = (outcome.written.ids, outcome.written.updated)
     let updatedSet = Set(updated)
     let token = outcome.written.token
@@ -69,8 +73,11 @@ extension LMDBStore {
         inserted: updated.isEmpty ? ids : ids.filter { !updatedSet.contains($0) },
         updated: updated),
       transactionID: outcome.transactionID)
-    return BatchResult(count: outcome.written.count, objectIDs: ids, historyToken: token, updatedObjectIDs: updated)
-      .reported(as: request.resultType)
+    return BatchResult(
+      count: outcome.written.count, objectIDs: ids, historyToken: token, updatedObjectIDs: updated,
+      unchangedObjectIDs: outcome.written.unchanged
+    )
+    .reported(as: request.resultType)
   }
 }
 
@@ -121,6 +128,8 @@ struct LMDBBatchInsert {
     var count = 0
     var ids: [ObjectID] = []
     var updated: [ObjectID] = []
+    /// Stored objects whose rows gave only the values they hold (not written), when IDs are asked for.
+    var unchanged: [ObjectID] = []
     /// The history token of the batch, when history is on.
     var token: HistoryToken?
   }
@@ -138,6 +147,8 @@ struct LMDBBatchInsert {
   private var lastKey: Int64
   /// Stored objects an earlier row of the batch updated (their version is bumped once).
   private var updatedKeys = Set<Int64>()
+  /// Stored objects rows named without changing a value, in row order (some a later row may change).
+  private var unchangedKeys: [Int64] = []
   /// The attributes rows that updated a stored object gave (what history names as updated).
   private var given = Set<Int>()
 
@@ -163,6 +174,11 @@ struct LMDBBatchInsert {
   mutating func write(_ row: BatchInsertRow) throws {
     let key = uniqueKey(of: row)
     if let stored = try storedKey(key, of: row), let old = try operation.reader.record(table, stored) {
+      // A row that gives only the values the object holds writes nothing.
+      if row.given.allSatisfy({ old.attributes[$0] == row.values[$0] }) {
+        if stored <= lastStoredKey && namesObjects { unchangedKeys.append(stored) }
+        return
+      }
       var attributes = old.attributes
       for position in row.given { attributes[position] = row.values[position] }
       given.formUnion(row.given)
@@ -189,8 +205,14 @@ struct LMDBBatchInsert {
 
   /// Stores the key counter; returns what was written.
   mutating func finish() throws -> Written {
-    operation.noteLastPrimaryKey(lastKey, of: table.entity.name)
-    try operation.storeCounters()
+    if lastKey != lastStoredKey {
+      operation.noteLastPrimaryKey(lastKey, of: table.entity.name)
+      try operation.storeCounters()
+    }
+    var seen = Set<Int64>()
+    for key in unchangedKeys where !updatedKeys.contains(key) && seen.insert(key).inserted {
+      written.unchanged.append(scope.withPrimaryKey(key))
+    }
     return written
   }
 

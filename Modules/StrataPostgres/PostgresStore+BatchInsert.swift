@@ -10,8 +10,11 @@ extension PostgresStore {
   ///   statement and the rows go straight into the table by one `COPY … FROM STDIN`.
   /// - **With one uniqueness constraint**, `LOCK TABLE … IN SHARE ROW EXCLUSIVE MODE` (no other writer
   ///   can add or change a row until commit; readers go on), a `COPY` into a temporary table, one
-  ///   `UPDATE t … FROM tmp` of the stored objects whose key a row names (the attributes that row gave,
-  ///   and `_version + 1`), and one `INSERT … SELECT … WHERE NOT EXISTS` of the rest.
+  ///   `UPDATE t … FROM tmp` of the stored objects whose key a row names and whose values it changes (the
+  ///   attributes that row gave, and `_version + 1`), and one `INSERT … SELECT … WHERE NOT EXISTS` of the
+  ///   rest. A stored object whose row gives only the values it holds is not written (no version bump,
+  ///   no history; `BatchResult.unchangedObjectIDs`); a batch that changes nothing records no history
+  ///   transaction and notifies no one.
   ///
   /// Not `INSERT … ON CONFLICT`: PostgreSQL refuses a deferrable unique constraint as a conflict target,
   /// and the store's unique constraints are deferrable so that a save is judged on the state it
@@ -37,6 +40,7 @@ extension PostgresStore {
     do {
       outcome = try write { connection in
         var outcome = try plan.run(on: connection, schema: schema, storeIdentifier: identifier)
+        guard !outcome.ids.isEmpty else { return outcome }
         if let history {
           outcome.token = try history.record(
             HistoryLog.changes(inserted: outcome.inserted, updated: outcome.updated, keys: outcome.updatedKeys),
@@ -48,11 +52,15 @@ extension PostgresStore {
     } catch let error as StoreError where error.code == .constraintConflict || error.code == .validation {
       return nil
     }
+    guard !outcome.ids.isEmpty else {
+      return BatchResult(count: 0, unchangedObjectIDs: outcome.unchanged).reported(as: request.resultType)
+    }
     broadcaster.yield(
       StoreChange(
         storeIdentifier: identifier, historyToken: outcome.token, inserted: outcome.inserted, updated: outcome.updated))
     return BatchResult(
-      count: outcome.ids.count, objectIDs: outcome.ids, historyToken: outcome.token, updatedObjectIDs: outcome.updated
+      count: outcome.ids.count, objectIDs: outcome.ids, historyToken: outcome.token, updatedObjectIDs: outcome.updated,
+      unchangedObjectIDs: outcome.unchanged
     )
     .reported(as: request.resultType)
   }
@@ -71,6 +79,8 @@ struct BatchInsertPlan: Sendable {
     var ids: [ObjectID] = []
     var inserted: [ObjectID] = []
     var updated: [ObjectID] = []
+    /// Stored objects whose rows gave only the values they hold (not written).
+    var unchanged: [ObjectID] = []
     /// The attributes the updating rows gave (history's updated properties).
     var updatedKeys: [String] = []
     var token: HistoryToken?
@@ -164,14 +174,31 @@ struct BatchInsertPlan: Sendable {
       let column = quoteIdentifier(entity.attributes[position].name)
       return "\(column) = CASE WHEN substr(b.\"_given\", \(position + 1), 1) = '1' THEN b.\(column) ELSE t.\(column) END"
     }
+    // Only a row that changes a value it gave updates its stored object.
+    let differs = table.storedAttributes.map { position in
+      let column = quoteIdentifier(entity.attributes[position].name)
+      return "(substr(b.\"_given\", \(position + 1), 1) = '1' AND b.\(column) IS DISTINCT FROM t.\(column))"
+    }
     let updated = try connection.query(
       "UPDATE \(table.qualified) AS t SET \(assignments.joined(separator: ", ")), \"_version\" = t.\"_version\" + 1 "
-        + "FROM \(staging) AS b WHERE \(matches) RETURNING b.\"_ord\", t.\"_pk\"")
+        + "FROM \(staging) AS b WHERE \(matches) AND (\(differs.joined(separator: " OR "))) RETURNING b.\"_ord\", t.\"_pk\"")
     var given = Set<Int>()
+    var unchangedOrdinals = Set<Int>()
     for row in 0..<updated.count {
       let ordinal = Int(updated.int64(row, 0))
       pks[ordinal] = updated.int64(row, 1)
       given.formUnion(writes[ordinal].given)
+    }
+    if updated.count < writes.count {
+      // The stored objects the rows name that the update left as they were.
+      let matched = try connection.query(
+        "SELECT b.\"_ord\", t.\"_pk\" FROM \(staging) AS b JOIN \(table.qualified) AS t ON \(matches) ORDER BY b.\"_ord\"")
+      for row in 0..<matched.count {
+        let ordinal = Int(matched.int64(row, 0))
+        guard pks[ordinal] == nil else { continue }
+        pks[ordinal] = matched.int64(row, 1)
+        unchangedOrdinals.insert(ordinal)
+      }
     }
     let fresh = pks.indices.filter { pks[$0] == nil }
     if !fresh.isEmpty {
@@ -194,6 +221,10 @@ struct BatchInsertPlan: Sendable {
     for (ordinal, pk) in pks.enumerated() {
       guard let pk else { continue }
       let id = scope.withPrimaryKey(pk)
+      if unchangedOrdinals.contains(ordinal) {
+        outcome.unchanged.append(id)
+        continue
+      }
       outcome.ids.append(id)
       if freshOrdinals.contains(ordinal) { outcome.inserted.append(id) } else { outcome.updated.append(id) }
     }

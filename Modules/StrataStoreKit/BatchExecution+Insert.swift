@@ -6,6 +6,8 @@ extension BatchExecution {
   /// updates that object's given attributes (its other attributes and its relationships stay), a row
   /// whose key appeared earlier in the batch merges over that row (the later wins), and the rest are
   /// inserted with defaults. The store computes derived attributes and bumps the updated rows' versions.
+  /// A stored object whose rows give only the values it already holds is left alone (reported in
+  /// `BatchResult.unchangedObjectIDs`); a batch that changes nothing saves nothing.
   ///
   /// ```swift
   /// let result = try BatchExecution(store: store).insert(
@@ -56,7 +58,16 @@ extension BatchExecution {
       let slot = target ?? writes.count - 1
       for (c, key) in keys.enumerated() { if let key { pending[c][key] = slot } }
     }
-    guard !writes.isEmpty else { return BatchResult(count: 0).reported(as: request.resultType) }
+    // A stored object whose rows gave only the values it holds is not written: no version bump, no history.
+    var unchangedIDs: [ObjectID] = []
+    writes.removeAll { write in
+      guard let base = write.base, write.given.allSatisfy({ write.values[$0] == base.attributes[$0] }) else { return false }
+      unchangedIDs.append(write.id)
+      return true
+    }
+    guard !writes.isEmpty else {
+      return BatchResult(count: 0, unchangedObjectIDs: unchangedIDs).reported(as: request.resultType)
+    }
     var inserted: [ObjectChange] = []
     var updated: [ObjectChange] = []
     for write in writes {
@@ -76,7 +87,7 @@ extension BatchExecution {
     let recomputed = saved.storedSnapshots.keys.filter { !own.contains($0) }.sorted { $0.description < $1.description }
     return BatchResult(
       count: ids.count, objectIDs: ids, historyToken: saved.historyToken, recomputedObjectIDs: recomputed,
-      updatedObjectIDs: updatedIDs
+      updatedObjectIDs: updatedIDs, unchangedObjectIDs: unchangedIDs
     ).reported(as: request.resultType)
   }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The test server's URI, from `STRATA_POSTGRES_URI` (`scripts/test` starts a server and sets it).
-private enum PostgresServer {
+enum PostgresServer {
   static let variable = "STRATA_POSTGRES_URI"
 
   struct Missing: Error, CustomStringConvertible {
