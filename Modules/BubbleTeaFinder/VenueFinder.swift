@@ -65,7 +65,11 @@ public struct VenueFinder: Sendable {
     guard existing == 0 else { return .alreadySeeded(venueCount: existing) }
     for venue in seedFile.venues { insert(venue) }
     do {
-      try context.save()
+      // Decided by the store inside the write: another process seeding at the same time cannot double it.
+      guard try context.save(ifStoreHasNo: Venue.self) else {
+        context.rollback()
+        return .alreadySeeded(venueCount: try venueCount())
+      }
     } catch {
       context.rollback()
       throw error

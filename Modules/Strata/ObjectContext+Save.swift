@@ -15,6 +15,38 @@ extension ObjectContext {
   ///   After an error the store is unchanged and the context keeps its changes, so the app can fix them
   ///   or ``rollback()``.
   public func save() throws {
+    try save(requiringEmpty: [])
+  }
+
+  /// Saves like ``save()``, but only while the store holds no `T` objects: the store checks inside its
+  /// write transaction, so two processes seeding one empty store at once write one seed, not two ("import
+  /// when the store is empty", decided where it cannot race).
+  ///
+  /// ```swift
+  /// for record in seed { insert(record, into: context) }
+  /// guard try context.save(ifStoreHasNo: Venue.self) else {
+  ///   context.rollback()   // another process seeded the store first
+  ///   return
+  /// }
+  /// ```
+  ///
+  /// - Returns: `false` when the store already held `T` objects (or objects of a sub-entity): nothing was
+  ///   written, and the context keeps its changes.
+  /// - Throws: what ``save()`` throws; `.misuse` in a child context, whose parent decides what its store holds.
+  @discardableResult
+  public func save<T: ManagedObject>(ifStoreHasNo type: T.Type) throws -> Bool {
+    guard parent == nil else {
+      throw StoreError(.misuse, "save(ifStoreHasNo:) saves to the store: call it on a context of the store, not a child context")
+    }
+    do {
+      try save(requiringEmpty: [T.entityName])
+      return true
+    } catch let error as StoreError where error == StoreError.storeNotEmpty(T.entityName) {
+      return false
+    }
+  }
+
+  private func save(requiringEmpty entities: [String]) throws {
     if let first = tracker.errors.first { throw first }
     processPendingChanges()
     defer { processPendingChanges() }
@@ -42,7 +74,8 @@ extension ObjectContext {
         forgetTransientOnlyChanges(round.unchanged)
         return
       }
-      let changeSet = validated.take() ?? assembler.changeSet(inserted: inserted, updated: updated, deleted: deleted)
+      var changeSet = validated.take() ?? assembler.changeSet(inserted: inserted, updated: updated, deleted: deleted)
+      changeSet.requiredEmptyEntities = entities
       do {
         let result = try store.save(changeSet)
         takePermanentIDsFromParent()

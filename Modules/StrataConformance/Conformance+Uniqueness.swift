@@ -83,6 +83,7 @@ extension Conformance {
     let afterClash = try backend.freshContext(handles, handlesURL, types: [Handle.self])
     #expect(try afterClash.fetch(FetchRequest<Handle>()).map(\.display) == ["Café"])
     try uniquenessAmongManyInserts(backend)
+    try saveIfStoreHasNo(backend)
   }
 
   /// A save of many new objects (stores may write them several rows at a time): one clash among them

@@ -71,6 +71,12 @@ extension LMDBScope {
   /// Applies `changes` inside `txn` (``LMDBSaveOperation``); with `recordsHistory`, also works out the
   /// changes a history transaction lists (the caller appends it, or collects them).
   func save(_ changes: ChangeSet, in txn: LMDBTransaction, recordsHistory: Bool) throws -> LMDBSaved {
+    // Inside the write transaction, which no other process can hold at once.
+    for entity in changes.requiredEmptyEntities {
+      for name in schema.model.inheritance.entityAndDescendants(entity) {
+        if let table = schema.tables[name], try txn.entries(table.records) > 0 { throw StoreError.storeNotEmpty(entity) }
+      }
+    }
     var operation = LMDBSaveOperation(
       txn: txn, schema: schema, storeIdentifier: storeIdentifier, maxKeySize: maxKeySize, changes: changes)
     let (result, change) = try operation.apply()

@@ -24,6 +24,10 @@ extension MemoryStore {
       guard !storage.isClosed else { throw StoreError(.misuse, "the memory store \(identifier) is closed") }
       if changes.isEmpty { return SaveResult() }
       guard !isReadOnly else { throw StoreError(.readOnly, "the memory store \(identifier) was opened read-only") }
+      for entity in changes.requiredEmptyEntities
+      where model.inheritance.entityAndDescendants(entity).contains(where: { storage.state.rows[$0]?.isEmpty == false }) {
+        throw StoreError.storeNotEmpty(entity)
+      }
       var transaction = MemorySaveTransaction(state: storage.state, model: model, storeIdentifier: identifier)
       var (result, change) = try transaction.apply(changes)
       if tracksHistory {

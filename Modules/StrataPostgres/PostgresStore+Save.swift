@@ -31,6 +31,7 @@ extension PostgresStore {
     let history = historyRecorder
     let bound = isBoundToMigration
     let (result, change) = try write { connection -> (SaveResult, StoreChange) in
+      try checkEmpty(changes.requiredEmptyEntities, on: connection)
       var operation = SaveOperation(
         connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, history: history)
       let outcome = try operation.apply()
@@ -42,6 +43,19 @@ extension PostgresStore {
   }
 
   /// Tells other stores on the schema that a transaction committed (delivered at commit).
+  /// Throws ``StoreError/storeNotEmpty(_:)`` when one of `entities` holds an object. Each entity's table is
+  /// locked against other writers first (SHARE ROW EXCLUSIVE conflicts with itself and with inserts), so two
+  /// processes importing into an empty store at once cannot both find it empty.
+  func checkEmpty(_ entities: [String], on connection: PostgresConnection) throws {
+    for entity in entities {
+      let query = try PostgresQueryCompiler.compile(
+        FetchDescription(entityName: entity, resultType: .count), schema: schema, storeIdentifier: identifier)
+      try connection.execute("LOCK TABLE \(query.table.qualified) IN SHARE ROW EXCLUSIVE MODE")
+      let sql = Fragment("SELECT COUNT(*) FROM (SELECT t0.\"_pk\" ") + query.fromClause + Fragment(" LIMIT 1) AS page")
+      if try connection.query(sql.numbered(), sql.bindings).int64(0, 0) > 0 { throw StoreError.storeNotEmpty(entity) }
+    }
+  }
+
   func notify(_ connection: PostgresConnection) throws {
     try connection.query("SELECT pg_notify($1, $2)", [.string(channel), .string(instanceID)])
   }

@@ -45,7 +45,7 @@ extension SQLiteStore {
   }
 
   /// The one `SELECT` a snapshot, object-ID or count fetch runs, with its bindings.
-  private func selectStatement(
+  func selectStatement(
     for request: FetchDescription
   ) throws -> (
     sql: String, bindings: [SQLValue], table: SQLiteSchema.Table

@@ -38,10 +38,26 @@ extension SQLiteStore {
     return try write { connection -> SaveResult in
       var operation = SaveOperation(
         connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, history: history)
-      let outcome = try connection.transaction { try operation.apply() }
+      let outcome = try connection.transaction {
+        try checkEmpty(changes.requiredEmptyEntities, on: connection)
+        return try operation.apply()
+      }
       // Yielding under the write lock keeps notifications in commit order.
       broadcaster.yield(outcome.1)
       return outcome.0
+    }
+  }
+}
+
+extension SQLiteStore {
+  /// Throws ``StoreError/storeNotEmpty(_:)`` when one of `entities` holds an object, read on the writing
+  /// connection inside its transaction (which holds SQLite's write lock: no other process can insert).
+  func checkEmpty(_ entities: [String], on connection: SQLiteConnection) throws {
+    for entity in entities {
+      let statement = try selectStatement(for: FetchDescription(entityName: entity, fetchLimit: 1, resultType: .count))
+      if case .integer(let count) = try connection.scalar(statement.sql, statement.bindings), count > 0 {
+        throw StoreError.storeNotEmpty(entity)
+      }
     }
   }
 }

@@ -182,6 +182,11 @@ public struct ChangeSet: Sendable, Hashable {
   public var author: String?
   /// The name of the saving context, recorded in persistent history.
   public var contextName: String?
+  /// Entities that must hold no objects (of their own or of a sub-entity) when the change set commits:
+  /// "import when the store is empty", decided inside the store's write transaction so that two processes
+  /// importing at once cannot both see an empty store. When one holds an object the store writes nothing
+  /// and throws ``StoreError/storeNotEmpty(_:)``.
+  public var requiredEmptyEntities: [String] = []
 
   /// A change set; contexts build it.
   public init(
@@ -299,5 +304,13 @@ private final class ListedIDs: Sendable {
       built = map
       return map
     }
+  }
+}
+
+extension StoreError {
+  /// What a store throws when an entity of ``ChangeSet/requiredEmptyEntities`` holds objects: a
+  /// `.constraintConflict` naming the entity, the save not written.
+  public static func storeNotEmpty(_ entity: String) -> StoreError {
+    StoreError(.constraintConflict, "the store already holds \(entity) objects: nothing was saved", entity: entity)
   }
 }

@@ -33,7 +33,11 @@ extension PotatoRater {
         progress?(index + 1, varieties.count)
       }
       do {
-        try context.save()
+        // Decided by the store inside the write: another process importing at the same time cannot double it.
+        guard try context.save(ifStoreHasNo: Potato.self) else {
+          context.rollback()
+          return .alreadyImported(potatoCount: try context.count(for: FetchRequest<Potato>()))
+        }
       } catch {
         context.rollback()
         throw error
