@@ -21,10 +21,21 @@ extension FireballWatchCommand {
     func run() throws {
       try runReportingErrors(tool: "fireball-watch") {
         let watch = try openWatch(storeOptions)
-        let tokenFile = watch.container.storeURL.map {
-          $0.deletingLastPathComponent().appending(path: $0.lastPathComponent + ".watch-token")
+        // The token of a store lives under $XDG_DATA_HOME/fireball-watch/, named by the store's identifier
+        // (any backend); one of a store that starts afresh in every process (memory) is not kept.
+        let tokenFile =
+          storeOptions.startsFromPreview
+          ? nil
+          : watch.container.storeIdentifier.map {
+            FireballHistoryWatcher.tokenFile(
+              in: PersistentContainer.defaultDirectoryURL().appending(path: "fireball-watch", directoryHint: .isDirectory),
+              storeIdentifier: $0)
+          }
+        // Where earlier versions kept it: next to a file store.
+        let legacyTokenFile = watch.container.storeURL.flatMap {
+          $0.isFileURL ? $0.deletingLastPathComponent().appending(path: $0.lastPathComponent + ".watch-token") : nil
         }
-        let watcher = try FireballHistoryWatcher(watch: watch, tokenFile: tokenFile)
+        let watcher = try FireballHistoryWatcher(watch: watch, tokenFile: tokenFile, legacyTokenFile: legacyTokenFile)
         let report = ChangeReport(json: json)
         let changes = watch.container.persistentStoreRemoteChanges()
         report.warn(watcher.warnings)

@@ -67,10 +67,15 @@ public enum FireballChange: Sendable, Hashable {
 
 /// Follows the store's history for a view: a view context pinned to a query generation, moved forward by
 /// merging each transaction other authors made after the last token it handled. The token is kept in a
-/// file, so a watcher started later goes on where the last one stopped.
+/// file, so a watcher started later goes on where the last one stopped. ``tokenFile(in:storeIdentifier:)``
+/// names that file by the store's identifier, so it works for a store of any backend (a PostgreSQL
+/// store has no directory of its own to put it in).
 ///
 /// ```swift
 /// let watch = FireballWatch(container: container)
+/// let url = FireballHistoryWatcher.tokenFile(
+///   in: PersistentContainer.defaultDirectoryURL().appending(path: "fireball-watch"),
+///   storeIdentifier: container.storeIdentifier ?? "")
 /// let watcher = try FireballHistoryWatcher(watch: watch, tokenFile: url)
 /// for await _ in watch.container.persistentStoreRemoteChanges() {
 ///   for change in try watcher.catchUp() { print(change) }
@@ -83,18 +88,45 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
   public private(set) var token: HistoryToken?
   private let watch: FireballWatch
   private var tokenFile: URL?
+  /// A token file of the old place (next to the store) being moved to `tokenFile`: removed once the
+  /// token is saved there.
+  private var legacyTokenFile: URL?
   private let lock = NSLock()
+
+  /// Where a watch of the store `storeIdentifier` keeps its token, under `directory` (the CLI's is
+  /// `$XDG_DATA_HOME/fireball-watch`): `directory/watch-tokens/<storeIdentifier>.json`.
+  ///
+  /// ```swift
+  /// FireballHistoryWatcher.tokenFile(in: URL(filePath: "/data/fireball-watch"), storeIdentifier: "5F0…")
+  /// // /data/fireball-watch/watch-tokens/5F0….json
+  /// ```
+  public static func tokenFile(in directory: URL, storeIdentifier: String) -> URL {
+    let name = storeIdentifier.unicodeScalars.map {
+      CharacterSet.alphanumerics.contains($0) || $0 == "-" ? String($0) : "_"
+    }.joined()
+    return directory.appending(path: "watch-tokens", directoryHint: .isDirectory).appending(path: name + ".json")
+  }
 
   /// A watcher starting from the token in `tokenFile` (or, without one, from the newest transaction).
   /// A token file that cannot be read or belongs to another store is a warning and a full refetch.
-  public init(watch: FireballWatch, tokenFile: URL?) throws {
+  ///
+  /// - Parameter legacyTokenFile: where an older version kept the token (next to a file store,
+  ///   `FireballWatch.sqlite.watch-token`). When `tokenFile` does not exist and this is a regular file,
+  ///   its token is read (with the same checks and warnings), saved to `tokenFile`, and the old file
+  ///   removed.
+  public init(watch: FireballWatch, tokenFile: URL?, legacyTokenFile: URL? = nil) throws {
     self.watch = watch
     self.tokenFile = tokenFile
     view = watch.container.newBackgroundContext()
     view.name = "FireballWatch view"
     try view.performAndWait { try view.setQueryGenerationFrom(.current) }
+    if let tokenFile, let legacyTokenFile, case .missing = StorePath.kind(of: tokenFile.path),
+      case .file = StorePath.kind(of: legacyTokenFile.path)
+    {
+      self.legacyTokenFile = legacyTokenFile
+    }
     token = try loadToken()
-    if token == nil { try refetchAll() }
+    if token == nil { try refetchAll() } else if self.legacyTokenFile != nil { saveToken() }
   }
 
   /// Merges the transactions other authors than ``FireballWatch/editAuthor`` made since the last token
@@ -149,7 +181,7 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
   }
 
   private func loadToken() throws -> HistoryToken? {
-    guard let tokenFile else { return nil }
+    guard let tokenFile = legacyTokenFile ?? tokenFile else { return nil }
     switch StorePath.kind(of: tokenFile.path) {
     case .missing: return nil
     case .file: break
@@ -180,7 +212,13 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
     guard let tokenFile, let token else { return }
     do {
       let data = try JSONEncoder().encode(token)
+      try FileManager.default.createDirectory(at: tokenFile.deletingLastPathComponent(), withIntermediateDirectories: true)
       try data.write(to: tokenFile, options: .atomic)
+      if let legacyTokenFile {
+        // Moved: the token lives at `tokenFile` from now on.
+        try? FileManager.default.removeItem(at: legacyTokenFile)
+        self.legacyTokenFile = nil
+      }
     } catch {
       warnings.append("the token file \(tokenFile.path) cannot be written: \(error.localizedDescription)")
     }

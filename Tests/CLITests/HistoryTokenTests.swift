@@ -31,15 +31,21 @@ struct HistoryTokenTests {
       #expect(try snapshot(directory) == before, "\(tool) \(arguments) changed nothing")
     }
 
-    // A watch's token file holding the other store's token: a warning, and the watch starts afresh.
+    // A watch's token file (where earlier versions kept it, next to the store) holding the other store's
+    // token: a warning, and the watch starts afresh, keeping this store's token at the new place.
     let tokenFile = URL(fileURLWithPath: mine + ".watch-token")
     let token = #"{"storeIdentifier":"\#(foreign.prefix { $0 != ":" })","sequence":1}"#
     try Data(token.utf8).write(to: tokenFile)
-    let watched = try runBounded("fireball-watch", ["watch", "--for", "0.3", "--store", store, "--path", mine])
+    let home = try makeDirectory()
+    let watched = try Executables.run(
+      "fireball-watch", ["watch", "--for", "0.3", "--store", store, "--path", mine], environment: ["XDG_DATA_HOME": home])
     #expect(watched.status == 0, "\(watched.stderr)")
     #expect(watched.stderr.contains("belongs to another store"), "\(watched.stderr)")
-    let rewritten = String(decoding: try Data(contentsOf: tokenFile), as: UTF8.self)
-    #expect(!rewritten.contains(String(foreign.prefix { $0 != ":" })), "the file now holds this store's token: \(rewritten)")
+    #expect(!FileManager.default.fileExists(atPath: tokenFile.path), "the old token file is replaced")
+    let saved = try #require(WatchTokenTests.tokenFiles(home).first)
+    let rewritten = String(
+      decoding: try Data(contentsOf: URL(fileURLWithPath: home + "/fireball-watch/watch-tokens/" + saved)), as: UTF8.self)
+    #expect(!rewritten.contains(String(foreign.prefix { $0 != ":" })), "the file holds this store's token: \(rewritten)")
   }
 }
 
