@@ -1,47 +1,67 @@
 import Foundation
 import Testing
 
-/// Two `fireball-watch import`s of the same data into one new store at once: whichever runs second finds
-/// every fireball stored with the same values and writes nothing (issue 43, item 2; issue 44, item 4).
-@Suite("concurrent fireball-watch imports")
+/// Starts `count` processes of `tool` at once and waits for all of them.
+private func runAtOnce(_ count: Int, _ tool: String, _ arguments: [String]) throws -> [CommandResult] {
+  let started = (0..<count).map { _ in
+    let process = Process()
+    process.executableURL = Executables.url(tool)
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    return (process, out, err)
+  }
+  for (process, _, _) in started { try process.run() }
+  return started.map { process, out, err in
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return CommandResult(
+      status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+      stderr: String(decoding: stderr, as: UTF8.self))
+  }
+}
+
+private func count(_ entity: String, in store: String) throws -> Int? {
+  let result = try Executables.run("strata", ["fetch", store, "--entity", entity, "--count"])
+  return Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+}
+
+@Suite("Seeding and importing from several processes at once")
 struct ConcurrentImportTests {
-  /// A fresh store location of `backend`.
-  static func freshStore(_ backend: String) throws -> String {
-    backend == "postgres" ? try PostgresServer.freshLocation() : fireballStore("Concurrent.\(backend)")
+  static let rounds = 6
+
+  @Test(arguments: ["sqlite", "lmdb"])
+  func threeSeedsAtOnceSeedOnce(_ backend: String) throws {
+    let directory = FileManager.default.temporaryDirectory.appending(path: "seed-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    for round in 0..<Self.rounds {
+      let store = directory.appending(path: "r\(round).\(backend)").path
+      let results = try runAtOnce(3, "bubble-tea-finder", ["seed", "--store", backend, "--path", store])
+      for result in results { #expect(result.status == 0, "round \(round): \(result.stderr)") }
+      #expect(results.filter { $0.stdout.contains("Imported") }.count == 1, "round \(round): \(results.map(\.stdout))")
+      #expect(try count("Venue", in: store) == 30, "round \(round)")
+    }
   }
 
-  @Test(arguments: ["sqlite", "postgres"])
-  func twoImportsAtOnceWriteEachFireballOnce(_ backend: String) throws {
-    let total = try FireballSnapshot.rows().count
-    for round in 1...4 {
-      let store = try Self.freshStore(backend)
-      let results = CollectedResults()
-      DispatchQueue.concurrentPerform(iterations: 2) { _ in
-        if let result = try? Executables.run(
-          "fireball-watch", ["import", "--json", "--store", backend, "--path", store])
-        {
-          results.append(result)
-        }
+  @Test(arguments: ["sqlite", "lmdb"])
+  func threeImportsAtOnceImportOnce(_ backend: String) throws {
+    let directory = FileManager.default.temporaryDirectory.appending(path: "import-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let single = directory.appending(path: "single.\(backend)").path
+    let alone = try Executables.run("tater-rater", ["import", "--seed", "1", "--store", backend, "--path", single])
+    #expect(alone.status == 0, "\(alone.stderr)")
+    let varieties = try #require(try count("Potato", in: single))
+    for round in 0..<Self.rounds {
+      let store = directory.appending(path: "r\(round).\(backend)").path
+      let results = try runAtOnce(3, "tater-rater", ["import", "--seed", "\(round)", "--store", backend, "--path", store])
+      for result in results {
+        #expect(result.status == 0, "round \(round): \(result.stderr)")
+        #expect(result.stderr.count < 300, "round \(round): one short line at most: \(result.stderr)")
       }
-      let both = results.all
-      #expect(both.count == 2 && both.allSatisfy { $0.status == 0 }, "round \(round): \(both.map(\.stderr))")
-      let summaries = both.compactMap {
-        try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) as? [String: Int]
-      }
-      #expect(summaries.count == 2, "round \(round): \(both.map(\.stdout))")
-      // One import inserts every fireball; the other finds them stored as they are: 0 updated for both.
-      #expect(summaries.map { $0["updated"] } == [0, 0], "round \(round): \(summaries)")
-      #expect(summaries.reduce(0) { $0 + ($1["inserted"] ?? 0) } == total, "round \(round): \(summaries)")
-      #expect(summaries.allSatisfy { ($0["inserted"] ?? 0) + ($0["unchanged"] ?? 0) == total }, "round \(round): \(summaries)")
-      // History holds exactly one import transaction, of inserts only.
-      let history = try fireballWatch("history", "--json", "--store", backend, "--path", store)
-      #expect(history.status == 0, "\(history.stderr)")
-      let entries = try jsonRows(history)
-      #expect(entries.count == 1, "round \(round): \(history.stdout)")
-      #expect(entries.first?["author"] as? String == "Fireball Data Import")
-      #expect(entries.first?["inserted"] as? Int == total && entries.first?["updated"] as? Int == 0, "\(history.stdout)")
-      let count = try Executables.run("strata", ["fetch", store, "--entity", "Fireball", "--count"])
-      #expect(count.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == String(total), "\(count.stdout)\(count.stderr)")
+      #expect(try count("Potato", in: store) == varieties, "round \(round)")
     }
   }
 }
