@@ -375,10 +375,22 @@ struct PostgresLocation: Sendable {
     self.schema = schema
   }
 
+  /// The connection string with the configuration's application name as libpq's
+  /// `fallback_application_name`: an `application_name` the URI gives (or `PGAPPNAME`) wins over it.
+  func conninfo(configuration: PostgresStoreConfiguration) -> String {
+    guard var components = URLComponents(string: conninfo) else { return conninfo }
+    var items = components.queryItems ?? []
+    items.removeAll { $0.name == "fallback_application_name" }
+    items.append(URLQueryItem(name: "fallback_application_name", value: configuration.applicationName))
+    components.queryItems = items
+    return components.string ?? conninfo
+  }
+
   func connect(configuration: PostgresStoreConfiguration) throws -> PostgresConnection {
     do {
       return try PostgresConnection(
-        conninfo: conninfo, location: display, schema: schema, settings: configuration.sessionSettings)
+        conninfo: conninfo(configuration: configuration), location: display, schema: schema,
+        settings: configuration.sessionSettings)
     } catch let error as PostgresError {
       throw error.connectionError(location: display)
     }
@@ -490,7 +502,15 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
   public var statementTimeout: Duration?
   /// The longest a statement waits for a lock (`lock_timeout`); `nil`: no limit.
   public var lockTimeout: Duration?
-  /// The `application_name` the server shows for the store's connections.
+  /// The `application_name` the server shows for the store's connections when the URI gives none (an
+  /// `application_name=` query item, or `PGAPPNAME`, wins: it is passed to libpq as
+  /// `fallback_application_name`).
+  ///
+  /// ```swift
+  /// PostgresStoreConfiguration(applicationName: "catalogue-web")
+  /// // postgresql:///catalogue                          → catalogue-web
+  /// // postgresql:///catalogue?application_name=worker-2 → worker-2
+  /// ```
   public var applicationName: String
   /// How many times a write is run again after the server reports a serialization failure (SQLSTATE
   /// 40001) or a deadlock (40P01) before the error is reported.
@@ -513,7 +533,7 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
       let (seconds, attoseconds) = duration.components
       return String(max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
     }
-    var settings = ["application_name": applicationName]
+    var settings: [String: String] = [:]
     if let statementTimeout { settings["statement_timeout"] = milliseconds(statementTimeout) }
     if let lockTimeout { settings["lock_timeout"] = milliseconds(lockTimeout) }
     return settings
