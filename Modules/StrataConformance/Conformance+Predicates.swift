@@ -289,6 +289,7 @@ extension Conformance {
     try subscriptErrors(context)
     try unicodeSorting(context)
     try typedForms(context)
+    try stringMatching(backend)
   }
 
   static func names(

@@ -168,8 +168,11 @@ public enum StringSemantics {
   /// Whether `value` matches the `LIKE` pattern (`*` any run of characters, `?` one character),
   /// under `options`. The whole string must match.
   public static func like(_ value: String, _ pattern: String, _ options: StringOptions) -> Bool {
-    let v = Array(fold(value, options))
-    let p = Array(fold(pattern, options))
+    like(Array(fold(value, options)), Array(fold(pattern, options)))
+  }
+
+  /// ``like(_:_:_:)`` of the folded value's characters `v` against the folded pattern's `p`.
+  static func like(_ v: [Character], _ p: [Character]) -> Bool {
     var vi = 0
     var pi = 0
     var starP = -1
@@ -207,18 +210,30 @@ public enum StringSemantics {
   /// - Throws: ``StoreError`` `.invalidQuery` when the pattern is not a valid regular expression, is too long,
   ///   or needs more matching steps than the limit (or more backtracking memory than ICU allows).
   public static func matches(_ value: String, _ pattern: String, _ options: StringOptions) throws -> Bool {
+    let regex = try matchesRegex(pattern, options)
+    let subject =
+      options.contains(.diacriticInsensitive) && !options.contains(.normalized)
+      ? fold(value, .diacriticInsensitive) : value
+    return try matches(subject, regex, pattern)
+  }
+
+  /// The regular expression `MATCHES` compiles `pattern` to under `options` (a `[d]` pattern folded).
+  /// - Throws: ``StoreError`` `.invalidQuery` when the pattern is too long or not a regular expression.
+  static func matchesRegex(_ pattern: String, _ options: StringOptions) throws -> NSRegularExpression {
     guard pattern.utf16.count <= QueryLimits.maxPatternLength else { throw QueryLimits.patternTooLong(pattern) }
     let options = options.contains(.normalized) ? [] : options
     var regexOptions: NSRegularExpression.Options = []
     if options.contains(.caseInsensitive) { regexOptions.insert(.caseInsensitive) }
-    let subject = options.contains(.diacriticInsensitive) ? fold(value, .diacriticInsensitive) : value
     let pat = options.contains(.diacriticInsensitive) ? fold(pattern, .diacriticInsensitive) : pattern
-    let regex: NSRegularExpression
     do {
-      regex = try NSRegularExpression(pattern: "^(?:\(pat))$", options: regexOptions)
+      return try NSRegularExpression(pattern: "^(?:\(pat))$", options: regexOptions)
     } catch {
       throw StoreError(.invalidQuery, "MATCHES pattern '\(pattern)' is not a valid regular expression", value: .string(pattern))
     }
+  }
+
+  /// Whether the (already folded) `subject` matches `regex` as a whole, within the step limit.
+  static func matches(_ subject: String, _ regex: NSRegularExpression, _ pattern: String) throws -> Bool {
     let range = NSRange(subject.startIndex..., in: subject)
     // ICU calls back with `.progress` every `stepsPerReport` steps of its matcher: counting the calls
     // bounds the work deterministically (a deadline would answer differently on a loaded machine).

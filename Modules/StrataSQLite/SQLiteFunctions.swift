@@ -154,6 +154,36 @@ private let floatOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutable
   sqlite3_result_double(context, Double(Float(real)))
 }
 
+/// The prepared right side of one `strata_string` call site, kept as SQLite auxiliary data of the
+/// argument while it stays the same (a bound constant: the whole statement), so the needle is folded,
+/// the pattern parsed or the regular expression compiled once, not once per row.
+private final class PreparedOperand {
+  let matcher: StringMatcher
+  /// The right side's UTF-8, to check that the argument is still the one prepared.
+  let bytes: [UInt8]
+
+  init(_ matcher: StringMatcher, _ bytes: [UInt8]) {
+    self.matcher = matcher
+    self.bytes = bytes
+  }
+
+  func isPrepared(for op: ComparisonOperator, _ options: StringOptions, _ rhs: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard matcher.op == op, matcher.givenOptions == options, bytes.count == rhs.count else { return false }
+    return bytes.withUnsafeBufferPointer { StringMatcher.compare($0, rhs) == 0 }
+  }
+}
+
+private let releasePreparedOperand: @convention(c) (UnsafeMutableRawPointer?) -> Void = { pointer in
+  guard let pointer else { return }
+  RetainedPointer<PreparedOperand>.release(pointer)
+}
+
+/// The UTF-8 of a non-NULL SQL value as text (SQLite converts a number or blob to text first).
+private func textBytes(_ value: OpaquePointer?) -> UnsafeBufferPointer<UInt8> {
+  guard let bytes = sqlite3_value_text(value) else { return UnsafeBufferPointer(start: nil, count: 0) }
+  return UnsafeBufferPointer(start: bytes, count: Int(sqlite3_value_bytes(value)))
+}
+
 private let stringOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void = {
   context, count, arguments in
   guard count == 4, let arguments else {
@@ -168,20 +198,33 @@ private let stringOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutabl
   }
   let op = operators[code]
   let options = StringOptions(rawValue: UInt8(truncatingIfNeeded: sqlite3_value_int64(arguments[1])))
-  let lhs = SQLiteFunctions.string(arguments[2])
-  let rhs = SQLiteFunctions.string(arguments[3])
-  guard let lhs, let rhs else {
+  let lhsIsNull = sqlite3_value_type(arguments[2]) == SQLITE_NULL
+  let rhsIsNull = sqlite3_value_type(arguments[3]) == SQLITE_NULL
+  guard !lhsIsNull, !rhsIsNull else {
     let result: Bool
     switch op {
-    case .equalTo: result = lhs == nil && rhs == nil
-    case .notEqualTo: result = !(lhs == nil && rhs == nil)
+    case .equalTo: result = lhsIsNull && rhsIsNull
+    case .notEqualTo: result = !(lhsIsNull && rhsIsNull)
     default: result = false
     }
     sqlite3_result_int(context, result ? 1 : 0)
     return
   }
   do {
-    sqlite3_result_int(context, try StringSemantics.evaluate(op, lhs, rhs, options) ? 1 : 0)
+    let rhs = textBytes(arguments[3])
+    let matcher: StringMatcher
+    if let pointer = sqlite3_get_auxdata(context, 3),
+      case let prepared = RetainedPointer<PreparedOperand>.object(at: pointer),
+      prepared.isPrepared(for: op, options, rhs)
+    {
+      matcher = prepared.matcher
+    } else {
+      matcher = try StringMatcher(op, String(decoding: rhs, as: UTF8.self), options)
+      let prepared = PreparedOperand(matcher, Array(rhs))
+      // SQLite may call the destructor at once (when the argument is not a constant); `matcher` is ours.
+      sqlite3_set_auxdata(context, 3, RetainedPointer.make(prepared), releasePreparedOperand)
+    }
+    sqlite3_result_int(context, try matcher.matches(utf8: textBytes(arguments[2])) ? 1 : 0)
   } catch let error as StoreError {
     sqlite3_result_error(context, error.message, -1)
   } catch {

@@ -663,8 +663,66 @@ struct SQLiteQueryCompiler {
     -> Fragment
   {
     if op != .equalTo && op != .notEqualTo && (left.isNullConstant || right.isNullConstant) { return "0" }
+    if let native = nativeStringOperation(left, op, right, options) { return native }
     let head = "\(SQLiteFunctions.stringFunction)(\(SQLiteFunctions.operatorCode(op)), \(options.rawValue), "
     return Fragment(head) + left.fragment + Fragment(", ") + right.fragment + Fragment(")")
+  }
+}
+
+// MARK: Native string operators
+
+extension SQLiteQueryCompiler {
+  /// A literal (`[n]` or no option) `CONTAINS`, `BEGINSWITH` or `ENDSWITH` of a string against a string
+  /// constant in SQLite's own operators, which compare the same UTF-8 bytes ``StringSemantics`` compares;
+  /// `nil` for anything else (it goes through `strata_string`). An empty constant matches nothing.
+  /// - `CONTAINS`: `instr(x, ?) > 0` (a byte search that starts only at character boundaries, where every
+  ///   occurrence of a whole needle starts);
+  /// - `BEGINSWITH`: `x >= p AND x < p′`, where `p′` is `p` with its last code point incremented: in code
+  ///   point (byte) order exactly the strings that start with `p` lie in that range, and an index on `x`
+  ///   can serve it; a left side that is computed, or a needle ending in U+10FFFF, compares
+  ///   `substr(CAST(x AS BLOB), 1, n) = p` on bytes instead;
+  /// - `ENDSWITH`: `substr(CAST(x AS BLOB), -n) = p` on bytes (a shorter `x` comes back whole, and differs).
+  fileprivate static func nativeStringOperation(
+    _ left: Operand, _ op: ComparisonOperator, _ right: Operand, _ options: StringOptions
+  ) -> Fragment? {
+    guard left.kind == .string, options.isEmpty || options.contains(.normalized),
+      op == .contains || op == .beginsWith || op == .endsWith,
+      right.fragment.sql == "?", right.fragment.bindings.count == 1,
+      case .text(let needle) = right.fragment.bindings[0]
+    else { return nil }
+    if needle.isEmpty { return "0" }
+    let bytes = Data(needle.utf8)
+    switch op {
+    case .contains:
+      return Fragment("COALESCE(instr(") + left.fragment + Fragment(", ?) > 0, 0)", [.text(needle)])
+    case .beginsWith:
+      if !left.isComputed, let upper = successor(of: needle) {
+        var guards: [Fragment] = []
+        if left.nullable { guards.append(left.fragment + Fragment(" IS NOT NULL")) }
+        guards.append(left.fragment + Fragment(" >= ?", [.text(needle)]))
+        guards.append(left.fragment + Fragment(" < ?", [.text(upper)]))
+        return Fragment.joined(guards, "AND", empty: "1")
+      }
+      return Fragment("COALESCE(substr(CAST(") + left.fragment
+        + Fragment(" AS BLOB), 1, ?) = ?, 0)", [.integer(Int64(bytes.count)), .blob(bytes)])
+    default:
+      return Fragment("COALESCE(substr(CAST(") + left.fragment
+        + Fragment(" AS BLOB), ?) = ?, 0)", [.integer(-Int64(bytes.count)), .blob(bytes)])
+    }
+  }
+
+  /// `s` with its last code point replaced by the next one (skipping the surrogates): the least string
+  /// greater than every string that starts with `s`. `nil` when that code point is U+10FFFF.
+  static func successor(of s: String) -> String? {
+    var scalars = Array(s.unicodeScalars)
+    guard let last = scalars.last else { return nil }
+    var next = last.value + 1
+    if next == 0xD800 { next = 0xE000 }
+    guard let scalar = Unicode.Scalar(next) else { return nil }
+    scalars[scalars.count - 1] = scalar
+    var result = ""
+    result.unicodeScalars.append(contentsOf: scalars)
+    return result
   }
 }
 

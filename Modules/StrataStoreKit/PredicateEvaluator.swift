@@ -69,6 +69,51 @@ public struct PredicateEvaluator: Sendable {
     try root.evaluate(snapshot, source)
   }
 
+  /// When the predicate is one comparison, or an `AND` of comparisons, each of an attribute of the object
+  /// itself against a constant: those comparisons, whose conjunction is the predicate. A store that reads
+  /// records in an encoding of its own can decide such a predicate from the attributes' stored values
+  /// (``AttributeTest/holds(_:)``, and ``AttributeTest/holds(utf8:)`` for a string without making one)
+  /// before decoding a record; `nil` for any other predicate.
+  package var attributeTests: [AttributeTest]? {
+    func test(_ node: PredicateNode) -> AttributeTest? {
+      guard case .comparison(let comparison) = node, let direct = comparison.direct,
+        case .attribute(let index) = direct.left
+      else { return nil }
+      return AttributeTest(index: index, comparison: comparison)
+    }
+    switch root {
+    case .comparison: return test(root).map { [$0] }
+    case .and(let parts):
+      var tests: [AttributeTest] = []
+      for part in parts {
+        guard let one = test(part) else { return nil }
+        tests.append(one)
+      }
+      return tests.isEmpty ? nil : tests
+    default: return nil
+    }
+  }
+
+  /// One comparison of an attribute of the object itself against a constant (``attributeTests``).
+  package struct AttributeTest: Sendable {
+    /// The attribute's position in the entity's attributes.
+    package let index: Int
+    fileprivate let comparison: CompiledComparison
+
+    /// Whether the comparison holds for the attribute value `value`, exactly as ``evaluate(_:source:)``
+    /// decides it for a snapshot holding that value.
+    package func holds(_ value: Value) throws -> Bool {
+      try comparison.holds(value, comparison.direct?.right ?? .null)
+    }
+
+    /// ``holds(_:)`` of the string whose UTF-8 is `utf8`, without making the string when the comparison
+    /// has a ``StringMatcher``.
+    package func holds(utf8: UnsafeBufferPointer<UInt8>) throws -> Bool {
+      if let matcher = comparison.matcher, comparison.op != .matches { return try matcher.matches(utf8: utf8) }
+      return try holds(.string(String(decoding: utf8, as: UTF8.self)))
+    }
+  }
+
   /// The snapshots that match, in their given order.
   public func filter(_ snapshots: [Snapshot], source: some EvaluationSource) throws -> [Snapshot] {
     var result: [Snapshot] = []
@@ -147,6 +192,11 @@ final class CompiledComparison: Sendable {
   /// The commonest comparison — an attribute or to-one of the object itself against a constant — read
   /// without copying either operand out of its enum.
   let direct: (left: DirectRead, right: Value)?
+  /// For a string operator (or a folded comparison) against a constant string: the constant prepared
+  /// once (folded needle, parsed `LIKE` pattern, compiled `MATCHES` expression), applied to each string on
+  /// the left. `nil` when the constant is not a string, or when preparing it throws (an invalid
+  /// `MATCHES` pattern then throws from every evaluation, as ``ValueComparison`` does).
+  let matcher: StringMatcher?
 
   init(
     left: EvaluationOperand, op: ComparisonOperator, right: EvaluationOperand, modifier: ComparisonModifier,
@@ -163,6 +213,24 @@ final class CompiledComparison: Sendable {
     } else {
       direct = nil
     }
+    matcher = Self.matcher(op, right, options)
+  }
+
+  private static func matcher(
+    _ op: ComparisonOperator, _ right: EvaluationOperand, _ options: StringOptions
+  )
+    -> StringMatcher?
+  {
+    guard case .constant(.string(let text)) = right else { return nil }
+    switch op {
+    case .contains, .beginsWith, .endsWith, .like, .matches, .in:
+      return try? StringMatcher(op, text, options)
+    case .equalTo, .notEqualTo, .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
+      let folds = !options.contains(.normalized) && !options.isDisjoint(with: [.caseInsensitive, .diacriticInsensitive])
+      return folds ? try? StringMatcher(op, text, options) : nil
+    case .between:
+      return nil
+    }
   }
 
   /// The IDs of `right` when it is a constant list of at least 8 object IDs and nothing else.
@@ -177,7 +245,9 @@ final class CompiledComparison: Sendable {
   }
 
   /// `lhs op rhs`, through ``idMembership`` when there is one.
-  private func holds(_ lhs: Value, _ rhs: Value) throws -> Bool {
+  fileprivate func holds(_ lhs: Value, _ rhs: Value) throws -> Bool {
+    // `matcher` is set only when `rhs` is its constant string.
+    if let matcher, case .string(let text) = lhs { return try matcher.matches(text) }
     if let idMembership {
       guard case .objectID(let id) = lhs else { return false }
       return idMembership.contains(id)
