@@ -37,6 +37,15 @@ struct JSONMovie: Encodable {
   }
 }
 
+/// The day a date flag names; a value that is not one is a usage error naming the flag.
+func usageDate(_ text: String, flag: String) throws -> Date {
+  do {
+    return try ReleaseDate.parse(text, field: "\(flag) date", key: flag)
+  } catch let error as StoreError {
+    throw UsageError(error.message)
+  }
+}
+
 func openLibrary(_ options: StoreFlags, readingOnly: Bool = false) throws -> MovieLibrary {
   if options.startsFromPreview { return try MovieLibrary.preview(registry: options.registry) }
   let description = try options.storeDescription(
@@ -59,7 +68,7 @@ extension FaveFlicksCommand {
 
     func run() throws {
       try runReportingErrors(tool: "fave-flicks") {
-        let date = try ReleaseDate.parse(releaseDate)
+        let date = try usageDate(releaseDate, flag: "--release-date")
         let movie = try openLibrary(storeOptions).add(title: title, genre: genre, releaseDate: date, seasons: seasons)
         let kind = movie.seasons.map { ", a series of \($0) season\($0 == 1 ? "" : "s")" } ?? ""
         print("Added \(movie.title) (\(movie.genre), \(ReleaseDate.format(movie.releaseDate))\(kind))")

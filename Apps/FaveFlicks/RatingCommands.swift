@@ -34,7 +34,7 @@ extension FaveFlicksCommand {
 
     func run() throws {
       try runReportingErrors(tool: "fave-flicks") {
-        let date = try on.map(ReleaseDate.parse) ?? Date.now
+        let date = try on.map { try usageDate($0, flag: "--on") } ?? Date.now
         let times = try openLibrary(storeOptions).watched(title: title, on: date)
         print("Watched \(title) on \(ReleaseDate.format(date)) (\(times) time\(times == 1 ? "" : "s"))")
       }

@@ -19,8 +19,12 @@ extension FireballWatchCommand {
     func validate() throws {
       if file != nil, url != nil { throw ValidationError("give --file or --url, not both") }
       if let url {
-        guard let parsed = URL(string: url), ["https", "http"].contains(parsed.scheme?.lowercased()), parsed.host != nil else {
-          throw ValidationError("--url '\(url)' is not an https address")
+        // Plain http only for this machine (a local mirror of the API, a test server): never across a network.
+        let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"]
+        guard let parsed = URL(string: url), let host = parsed.host,
+          parsed.scheme?.lowercased() == "https" || (parsed.scheme?.lowercased() == "http" && loopback.contains(host))
+        else {
+          throw ValidationError("--url '\(url)' is not an https address (plain http only for localhost)")
         }
       }
     }

@@ -51,7 +51,14 @@ extension FireballWatchCommand.History {
 
     func run() throws {
       try runReportingErrors(tool: "fireball-watch") {
-        let entries = try openWatch(storeOptions).history(after: afterToken?.token, excludingAuthor: excludeAuthor)
+        let watch = try openWatch(storeOptions)
+        let entries: [FireballHistoryEntry]
+        do {
+          entries = try watch.history(after: afterToken?.token, excludingAuthor: excludeAuthor)
+        } catch let error as StoreError {
+          throw forCommandLine(error)
+        }
+        if entries.isEmpty { warnIfAhead(afterToken?.token, of: try watch.currentHistoryToken(), tool: "fireball-watch") }
         if json {
           print(try jsonString(entries.map(JSONHistoryEntry.init)))
         } else if entries.isEmpty {

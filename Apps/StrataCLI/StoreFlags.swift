@@ -155,7 +155,15 @@ extension StoreType: ExpressibleByArgument {
   public init?(argument: String) { self.init(argument) }
 }
 
-/// Runs a command body, turning any error into one line on standard error and exit code 1.
+/// A bad flag value found while a command runs (a sort key the store's model lacks, say): reported like
+/// the parser's usage errors, naming where help is, with exit code 64.
+public struct UsageError: Error, CustomStringConvertible {
+  public var description: String
+  public init(_ description: String) { self.description = description }
+}
+
+/// Runs a command body, turning any error into one line on standard error and exit code 1 (64 for a
+/// ``UsageError``).
 /// A store the failed command created and left empty (``StoreFlags/noteOpening(_:)``) is removed again.
 public func runReportingErrors(tool: String, _ body: () throws -> Void) throws {
   do {
@@ -167,6 +175,10 @@ public func runReportingErrors(tool: String, _ body: () throws -> Void) throws {
   } catch let exit as ExitCode {
     StoreFlags.removeEmptyNewStores()
     throw exit
+  } catch let usage as UsageError {
+    StoreFlags.removeEmptyNewStores()
+    printError(tool: tool, "\(usage.description) (see '\(tool) --help')")
+    throw ExitCode(64)
   } catch {
     StoreFlags.removeEmptyNewStores()
     printError(tool: tool, "\(error)")
@@ -252,7 +264,8 @@ extension ParsableCommand {
   public static func mainReportingUsageErrors(_ arguments: [String]? = nil) {
     var command: any ParsableCommand
     do {
-      command = try parseAsRoot(movingStoreFlagsAfterSubcommands(arguments ?? Array(CommandLine.arguments.dropFirst())))
+      command = try parseAsRoot(
+        movingStoreFlagsAfterSubcommands(keepingNegativeNumbers(arguments ?? Array(CommandLine.arguments.dropFirst()))))
     } catch {
       guard exitCode(for: error) != .success else { exit(withError: error) }
       let tool = configuration.commandName ?? "command"
@@ -264,6 +277,59 @@ extension ParsableCommand {
     } catch {
       exit(withError: error)
     }
+  }
+
+  /// `arguments` with negative numbers kept as values (the parser reads `-1` as a flag): `--stars -1` becomes
+  /// `--stars=-1`, and a negative number among the last positional arguments (`rate Agria -1`) stands
+  /// after `--`. The command's own checks then judge the value, as they do `--stars 6`.
+  static func keepingNegativeNumbers(_ arguments: [String]) -> [String] {
+    func isNegativeNumber(_ token: String) -> Bool {
+      token.count > 1 && token.hasPrefix("-") && Double(token) != nil
+    }
+    guard arguments.contains(where: isNegativeNumber), !arguments.contains("--") else { return arguments }
+    var result: [String] = []
+    var index = 0
+    while index < arguments.count {
+      let token = arguments[index]
+      if token.hasPrefix("--"), !token.contains("="), index + 1 < arguments.count, isNegativeNumber(arguments[index + 1]) {
+        result.append(token + "=" + arguments[index + 1])
+        index += 2
+      } else if isNegativeNumber(token), let (options, positionals) = Self.splitTrailing(arguments[index...], isNegativeNumber) {
+        return result + options + ["--"] + positionals
+      } else {
+        result.append(token)
+        index += 1
+      }
+    }
+    return result
+  }
+
+  /// The last arguments split into options and positional values, when that is certain: the options are
+  /// the store flags with their values, `--name=value` and flags followed by another option or nothing.
+  /// `nil` when an option might take the value after it.
+  private static func splitTrailing(
+    _ tail: ArraySlice<String>, _ isNegativeNumber: (String) -> Bool
+  ) -> (options: [String], positionals: [String])? {
+    var options: [String] = []
+    var positionals: [String] = []
+    var index = tail.startIndex
+    while index < tail.endIndex {
+      let token = tail[index]
+      let next = index + 1 < tail.endIndex ? tail[index + 1] : nil
+      if StoreFlags.valueOptions.contains(token), let next {
+        options += [token, next]
+        index += 2
+        continue
+      }
+      if token.hasPrefix("-") && !isNegativeNumber(token) {
+        guard token.contains("=") || next.map({ $0.hasPrefix("-") && !isNegativeNumber($0) }) ?? true else { return nil }
+        options.append(token)
+      } else {
+        positionals.append(token)
+      }
+      index += 1
+    }
+    return (options, positionals)
   }
 
   /// `arguments` with the store flags written before a subcommand's name moved after it, level by level

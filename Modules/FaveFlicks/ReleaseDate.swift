@@ -9,7 +9,11 @@ public enum ReleaseDate {
     return calendar
   }
 
-  public static func parse(_ text: String) throws -> Date {
+  /// The day `text` names (`YYYY-MM-DD`).
+  ///
+  /// - Parameter field: what the date is, for the error: `release date` unless given.
+  /// - Throws: `.validation` naming `field` when `text` is not a real day written `YYYY-MM-DD`.
+  public static func parse(_ text: String, field: String = "release date", key: String = "releaseDate") throws -> Date {
     let parts = text.split(separator: "-", omittingEmptySubsequences: false)
     guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
       let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
@@ -17,7 +21,7 @@ public enum ReleaseDate {
       format(date) == text
     else {
       throw StoreError(
-        .validation, "release date '\(text)' is not a date written YYYY-MM-DD", key: "releaseDate", value: .string(text))
+        .validation, "\(field) '\(text)' is not a date written YYYY-MM-DD", key: key, value: .string(text))
     }
     return date
   }

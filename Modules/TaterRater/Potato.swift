@@ -7,10 +7,15 @@ public final class Potato: ManagedObject {
   @Attribute(minimum: 0, maximum: 5) public var userRating: Int16
   @Relationship(inverse: "potato", deleteRule: .cascade) public var tastings: Set<Tasting>
 
-  /// The tasting notes, oldest first, one per line; `nil` without any.
+  /// The tasting notes, oldest first, one per line; `nil` without any. Notes written together (one `note`
+  /// of several lines) keep the order they were typed in: the order they were saved in.
   var notes: String? {
-    let lines = tastings.sorted { ($0.writtenAt ?? .distantPast, $0.text) < ($1.writtenAt ?? .distantPast, $1.text) }.map(\.text)
+    let lines = tastings.sorted { Self.writingOrder($0) < Self.writingOrder($1) }.map(\.text)
     return lines.isEmpty ? nil : lines.joined(separator: "\n")
+  }
+
+  private static func writingOrder(_ tasting: Tasting) -> (Date, Int64) {
+    (tasting.writtenAt ?? .distantPast, tasting.objectID.primaryKey ?? .max)
   }
 }
 

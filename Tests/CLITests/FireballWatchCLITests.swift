@@ -115,6 +115,7 @@ struct FireballWatchCLITests {
       (["import", "--file", "/nonexistent/f.json"], 1, "/nonexistent/f.json: cannot be read"),
       (["import", "--file", "x.json", "--url", "https://example.com"], 64, "not both"),
       (["import", "--url", "ftp://example.com/f.json"], 64, "--url"),
+      (["import", "--url", "http://ssd-api.jpl.nasa.gov/fireball.api"], 64, "is not an https address"),
       (["import", "--url", "https://127.0.0.1:1/fireball.api"], 1, "https://127.0.0.1:1/fireball.api: cannot be read"),
       (["list", "--sort", "size"], 64, "'size'"),
       (["list", "--store", "nope"], 64, "unknown store type 'nope'"),

@@ -187,6 +187,16 @@ struct StrataToolTests {
       #expect(result.stderr.hasPrefix("strata: error: "), "\(result.stderr)")
       #expect(result.stderr.contains(needle), "\(arguments): \(result.stderr)")
     }
+    let usageMistakes: [[String]] = [
+      ["fetch", store, "--entity", "Movie", "--limit", "-1"], ["fetch", store, "--entity", "Movie", "--offset", "-2"],
+      ["fetch", store, "--entity", "Movie", "--sort", "bogus:desc"], ["fetch", store, "--entity", "Movie", "--where", "title =="],
+      ["fetch", store, "--entity", "Movie", "--limit", "many"],
+    ]
+    for arguments in usageMistakes {
+      let result = try Executables.run("strata", arguments)
+      #expect(result.status == 64, "a bad flag value is a usage error, as in every app: \(arguments): \(result.stderr)")
+      #expect(result.stderr.hasSuffix("(see 'strata --help')\n"), "\(result.stderr)")
+    }
     #expect(!FileManager.default.fileExists(atPath: missing))
     #expect(try Data(contentsOf: URL(fileURLWithPath: text)) == Data("hello, not a database\n".utf8))
     let after = try faveFlicks("list", "--json", "--path", store)

@@ -420,7 +420,10 @@ import Testing
       #expect(ofStep.first?.completed == 0 && ofStep.last?.completed == ofStep.last?.total, "step \(step) starts and ends")
     }
     #expect(progress.contains { $0.phase == "rebuilt the table of Person (3 rows copied)" }, "\(progress.map(\.phase))")
-    #expect(progress.filter { $0.step == 1 }.count == 2 + 2 + 3, "start, two stages, Person, Team, indexes, end")
+    #expect(fractions.filter { $0 == 1 }.count == 1, "completion is reported once: \(fractions)")
+    #expect(
+      progress.filter { $0.step == 1 }.count == 2 + 2 + 2,
+      "start, two stages, Person, Team, indexes; the end comes at 1.0 with the last stage, reported once")
   }
 
   // MARK: Dry runs

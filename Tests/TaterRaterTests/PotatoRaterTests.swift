@@ -146,6 +146,10 @@ struct PotatoRaterTests {
         == PotatoRecord(variety: "Désirée", crowdRating: crowd, userRating: 5, notes: "Red skin, yellow flesh"))
     #expect(try rater.note("Désirée", text: "").notes == nil)
     #expect(try fresh.potato("Désirée").notes == nil)
+    #expect(try rater.note("Désirée", text: "zeta first\nalpha second").notes == "zeta first\nalpha second")
+    #expect(try rater.note("Désirée", text: "omega third").notes == "zeta first\nalpha second\nomega third")
+    #expect(try fresh.potato("Désirée").notes == "zeta first\nalpha second\nomega third", "the order typed survives")
+    #expect(try rater.note("Désirée", text: "").notes == nil)
     #expect(try rater.rate("Désirée", stars: 0).stars == "")
   }
 

@@ -74,10 +74,16 @@ struct FetchCommand: ParsableCommand {
 
   /// Builds the fetch from the flags, checking the paging numbers and sort keys first.
   func makeRequest(entity: EntityDescription, model: ObjectModel) throws -> FetchDescription {
-    if let limit, limit < 0 { throw ToolError("--limit must be 0 or more, not \(limit)") }
-    guard offset >= 0 else { throw ToolError("--offset must be 0 or more, not \(offset)") }
+    if let limit, limit < 0 { throw UsageError("--limit must be 0 or more, not \(limit)") }
+    guard offset >= 0 else { throw UsageError("--offset must be 0 or more, not \(offset)") }
     var request = FetchDescription(entityName: entity.name, fetchLimit: limit, fetchOffset: offset)
-    if let predicate { request.predicate = try QueryPredicate(format: predicate) }
+    if let predicate {
+      do {
+        request.predicate = try QueryPredicate(format: predicate)
+      } catch let error as StoreError {
+        throw UsageError("bad --where '\(predicate)': \(error.message)")
+      }
+    }
     request.sortDescriptors = try sort.map { try Self.parseSort($0, entity: entity, model: model) }
     return request
   }
@@ -92,15 +98,15 @@ struct FetchCommand: ParsableCommand {
       switch text[text.index(after: colon)...].lowercased() {
       case "asc": ascending = true
       case "desc": ascending = false
-      default: throw ToolError("bad --sort '\(text)': the direction must be asc or desc (\(usage))")
+      default: throw UsageError("bad --sort '\(text)': the direction must be asc or desc (\(usage))")
       }
     }
-    guard !key.isEmpty else { throw ToolError("bad --sort '\(text)': no key (\(usage))") }
+    guard !key.isEmpty else { throw UsageError("bad --sort '\(text)': no key (\(usage))") }
     let sort = QuerySort(String(key), ascending: ascending, comparator: .default)
     do {
       try QueryValidator.check([sort], entity: entity, model: model)
     } catch let error as StoreError {
-      throw ToolError("bad --sort '\(text)': \(error.message) (\(usage))")
+      throw UsageError("bad --sort '\(text)': \(error.message) (\(usage))")
     }
     return sort
   }

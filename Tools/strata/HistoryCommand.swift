@@ -30,9 +30,15 @@ struct HistoryCommand: ParsableCommand {
       let request = HistoryRequest(
         after: afterToken.flatMap(HistoryToken.init(string:)).map(HistoryCutoff.token),
         predicate: try excludeAuthor.map { try QueryPredicate(format: "author != %@", $0) })
+      let after = afterToken.flatMap(HistoryToken.init(string:))
       let transactions = try location.withStore(tracksHistory: true) { store -> [HistoryTransaction] in
-        guard case .transactions(let found) = try store.fetchHistory(request) else { return [] }
-        return found
+        do {
+          guard case .transactions(let found) = try store.fetchHistory(request) else { return [] }
+          if found.isEmpty { warnIfAhead(after, of: try store.currentHistoryToken(), tool: "strata") }
+          return found
+        } catch let error as StoreError {
+          throw forCommandLine(error)
+        }
       }
       let rows = transactions.map(HistoryRow.init)
       if json {

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+@Suite("A new user's first hour with the CLIs")
+struct NewUserCLITests {
+  @Test func negativeNumbersGetTheRangeMessageNotAMissingValue() throws {
+    let store = temporaryStore()
+    _ = try faveFlicks("add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", "--path", store)
+    let tooMany = try faveFlicks("rate", "--title", "Heat", "--stars", "6", "--path", store)
+    let negative = try faveFlicks("rate", "--title", "Heat", "--stars", "-1", "--path", store)
+    #expect(negative.status == tooMany.status && negative.status != 0, "\(negative.stderr)")
+    #expect(!negative.stderr.contains("Missing value"), "\(negative.stderr)")
+    #expect(negative.stderr.contains("must be from 0 to 5, not -1"), "\(negative.stderr) beside \(tooMany.stderr)")
+
+    let potatoes = temporaryStore().replacingOccurrences(of: "FaveFlicks", with: "TaterRater")
+    #expect(try Executables.run("tater-rater", ["import", "--seed", "1", "--path", potatoes]).status == 0)
+    for arguments in [
+      ["rate", "Agria", "-1", "--path", potatoes], ["rate", "--path", potatoes, "Agria", "-1"],
+      ["rate", "Agria", "-1", "--path=\(potatoes)"],
+    ] {
+      let result = try Executables.run("tater-rater", arguments)
+      #expect(result.status == 1, "\(arguments): \(result.stderr)")
+      #expect(result.stderr.contains("must be at least 0 (got -1)"), "\(arguments): \(result.stderr)")
+    }
+    for (tool, arguments, needle) in [
+      ("tater-rater", ["import", "--delay", "-1", "--store", "memory"], "--delay must be from 0"),
+      ("tater-rater", ["import", "--seed", "-3", "--store", "memory"], "'-3'"),
+      ("fireball-watch", ["list", "--limit", "-1", "--store", "memory"], "--limit must be at least 1"),
+      ("strata", ["fetch", store, "--entity", "Movie", "--limit", "-1"], "--limit must be 0 or more"),
+    ] {
+      let result = try Executables.run(tool, arguments)
+      #expect(result.status == 64, "\(tool) \(arguments): \(result.stderr)")
+      #expect(result.stderr.contains(needle), "\(tool) \(arguments): \(result.stderr)")
+    }
+    let lowest = try Executables.run("fireball-watch", ["list", "--min-impact", "-5", "--store", "memory", "--json"])
+    #expect(lowest.status == 0, "\(lowest.stderr)")
+  }
+
+  @Test func aBadDateNamesItsFlagAndIsAUsageError() throws {
+    let store = temporaryStore()
+    _ = try faveFlicks("add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", "--path", store)
+    let watched = try faveFlicks("watched", "--title", "Heat", "--on", "2024-02-30", "--path", store)
+    #expect(watched.status == 64)
+    #expect(watched.stderr.contains("--on date '2024-02-30'") && !watched.stderr.contains("release"), "\(watched.stderr)")
+    let added = try faveFlicks("add", "--title", "X", "--genre", "Y", "--release-date", "2023-02-30", "--path", store)
+    #expect(added.status == 64 && added.stderr.contains("--release-date date '2023-02-30'"), "\(added.stderr)")
+  }
+
+  @Test func notesKeepTheOrderTheyWereTypedIn() throws {
+    let potatoes = temporaryStore().replacingOccurrences(of: "FaveFlicks", with: "TaterRater")
+    #expect(try Executables.run("tater-rater", ["import", "--seed", "1", "--path", potatoes]).status == 0)
+    let noted = try Executables.run("tater-rater", ["note", "Bintje", "zeta first\nalpha second", "--path", potatoes])
+    #expect(noted.status == 0, "\(noted.stderr)")
+    let shown = try Executables.run("tater-rater", ["show", "Bintje", "--json", "--path", potatoes])
+    #expect(shown.stdout.contains(#""notes" : "zeta first\nalpha second""#), "\(shown.stdout)")
+  }
+
+  @Test func historyTokensOfAnotherStoreOrAheadOfTheHistorySpeakToAShellUser() throws {
+    let directory = FileManager.default.temporaryDirectory.appending(path: "tokens-\(UUID().uuidString)").path
+    let (first, second) = (directory + "/a.sqlite", directory + "/b.sqlite")
+    for store in [first, second] {
+      #expect(try Executables.run("fireball-watch", ["group", "create", "Night", "--path", store]).status == 0)
+    }
+    func newestToken(_ store: String) throws -> String {
+      let listed = try Executables.run("fireball-watch", ["history", "--json", "--path", store])
+      let rows = try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]]
+      return try #require(rows?.last?["token"] as? String)
+    }
+    let foreign = try newestToken(second)
+    let newest = try newestToken(first)
+    let sequence = try #require(newest.split(separator: ":").last.flatMap { Int($0) })
+    let ahead = newest.split(separator: ":").dropLast().joined(separator: ":") + ":\(sequence + 100)"
+    for (tool, arguments) in [
+      ("fireball-watch", ["history", "--after-token", foreign, "--path", first]),
+      ("strata", ["history", first, "--after-token", foreign]),
+    ] {
+      let result = try Executables.run(tool, arguments)
+      #expect(result.status == 1, "\(tool): \(result.stderr)")
+      #expect(result.stderr.contains("belongs to another store"), "\(tool): \(result.stderr)")
+      #expect(!result.stderr.contains("currentHistoryToken()"), "\(tool): \(result.stderr)")
+    }
+    for (tool, arguments) in [
+      ("fireball-watch", ["history", "--after-token", ahead, "--path", first]),
+      ("strata", ["history", first, "--after-token", ahead]),
+    ] {
+      let result = try Executables.run(tool, arguments)
+      #expect(result.status == 0 && result.stdout == "No history.\n", "\(tool): \(result.stdout)\(result.stderr)")
+      #expect(result.stderr.contains("warning: the token \(ahead) is ahead of the store's history"), "\(tool): \(result.stderr)")
+    }
+  }
+}
