@@ -189,7 +189,8 @@ struct StrataToolTests {
     }
     let usageMistakes: [[String]] = [
       ["fetch", store, "--entity", "Movie", "--limit", "-1"], ["fetch", store, "--entity", "Movie", "--offset", "-2"],
-      ["fetch", store, "--entity", "Movie", "--sort", "bogus:desc"], ["fetch", store, "--entity", "Movie", "--where", "title =="],
+      ["fetch", store, "--entity", "Movie", "--sort", "bogus:desc"],
+      ["fetch", store, "--entity", "Movie", "--where", "title =="],
       ["fetch", store, "--entity", "Movie", "--limit", "many"],
     ]
     for arguments in usageMistakes {
