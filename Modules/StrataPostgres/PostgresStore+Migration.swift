@@ -60,7 +60,7 @@ extension PostgresStore {
             if stored == destination.fingerprint { return true }
             throw StoreError(
               .schemaMismatch,
-              "the store \(location) (schema \(schema.name)) now holds model \(stored ?? "?"), written by another process; "
+              "the store \(location) now holds model \(stored ?? "?"), written by another process; "
                 + "this migration leads from \(model.fingerprint) to \(destination.fingerprint), so nothing was changed")
           }
           // Every constraint checked statement by statement: no deferred trigger event may stand in the

@@ -74,7 +74,8 @@ public final class PostgresStore: PersistentStore {
   ///
   /// - Throws: `.io` for a malformed URI, a server that does not answer ("is the server running?") or
   ///   refused credentials; `.notFound` for a missing database, or a missing store when `model` is `nil`
-  ///   or the store is read-only; `.corrupted` when the schema holds tables that are not a Strata store;
+  ///   or the store is read-only; `.corrupted` when the schema holds tables that are not a Strata store,
+  ///   or a table or column of the store is missing (dropped or renamed by hand; one catalog query);
   ///   `.schemaMismatch` when the stored model differs. Nothing is created or changed on any error.
   public init(
     url: URL, model: ObjectModel?, options: StoreOptions = StoreOptions(),
@@ -87,6 +88,7 @@ public final class PostgresStore: PersistentStore {
     do {
       opened = try Self.openOrCreate(first, target: target, model: model, options: options)
       layout = try PostgresSchema(model: opened.model, schema: target.schema)
+      try layout.checkTables(first, store: target.display)
       if !options.isReadOnly { try PostgresHistory.prepare(first, layout, tracksHistory: options.tracksHistory) }
     } catch let error as PostgresError {
       first.close()
@@ -138,13 +140,14 @@ public final class PostgresStore: PersistentStore {
   private static func openOrCreate(
     _ connection: PostgresConnection, target: PostgresLocation, model: ObjectModel?, options: StoreOptions
   ) throws -> (identifier: String, model: ObjectModel) {
-    let where_ = "\(target.display) (schema \(target.schema))"
+    let where_ = target.display
     // One statement reads both, so a store another process commits in between is never half seen.
     let (hasMetadata, tables) = try contents(connection, target.schema)
     if !hasMetadata {
       if tables > 0 {
+        let holds = "\(tables) \(tables == 1 ? "table" : "tables")"
         throw StoreError(
-          .corrupted, "\(where_) is not a Strata store: the schema holds \(tables) tables but no \(PostgresSchema.metadataTable)")
+          .corrupted, "\(where_) is not a Strata store: the schema holds \(holds) but no \(PostgresSchema.metadataTable)")
       }
       guard let model, !options.isReadOnly else {
         throw StoreError(.notFound, "there is no store at \(where_) (open it with a model to create one)")
@@ -326,7 +329,7 @@ public final class PostgresStore: PersistentStore {
 struct PostgresLocation: Sendable {
   /// What libpq is given (the URI without the `schema` query item).
   let conninfo: String
-  /// The URI for messages, without a password.
+  /// The URI for messages: without a password, with the schema as its `schema` query item.
   let display: String
   let schema: String
 
@@ -368,8 +371,10 @@ struct PostgresLocation: Sendable {
       throw StoreError(
         .io, "malformed PostgreSQL URI '\(text)': \(reason.trimmingCharacters(in: .whitespacesAndNewlines))")
     }
+    // Shown with its schema (several stores share a database) and never with its password.
     var shown = components
     if shown.password != nil { shown.password = "***" }
+    shown.queryItems = items + [URLQueryItem(name: "schema", value: schema)]
     self.conninfo = conninfo
     self.display = shown.string ?? text
     self.schema = schema

@@ -61,4 +61,90 @@ struct PostgresOperatorTests {
     _ = try unnamed.count(FetchDescription(entityName: "Note"))
     #expect(try Self.sessions(named: configured, admin) >= 1)
   }
+
+  /// Potatoes and their tastings, as TaterRater keeps them.
+  static let tastingModel: ObjectModel = {
+    do {
+      return try ObjectModel(entities: [
+        EntityDescription(
+          name: "Potato",
+          attributes: [
+            AttributeDescription(name: "name", type: .string), AttributeDescription(name: "crowdRating", type: .double),
+          ],
+          relationships: [RelationshipDescription(name: "tastings", destination: "Tasting", inverse: "potato", isToMany: true)]),
+        EntityDescription(
+          name: "Tasting", attributes: [AttributeDescription(name: "notes", type: .string)],
+          relationships: [RelationshipDescription(name: "potato", destination: "Potato", inverse: "tastings")]),
+      ])
+    } catch {
+      preconditionFailure("the test model is valid: \(error)")
+    }
+  }()
+
+  /// What a schema holds: its relations with their columns, and its metadata rows.
+  static func contents(_ schema: String, _ admin: PostgresConnection) throws -> String {
+    let literal = quoteLiteral(schema)
+    let relations = try admin.textQuery(
+      "SELECT coalesce(string_agg(c.relname || ':' || a.attname, ',' ORDER BY c.relname, a.attnum), '') FROM pg_class c "
+        + "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 "
+        + "AND NOT a.attisdropped WHERE n.nspname = \(literal)")
+    let metadata = try admin.textQuery(
+      "SELECT string_agg(key || '=' || value, ',' ORDER BY key) FROM \(quoteIdentifier(schema))._strata_metadata")
+    return relations + "\n" + metadata
+  }
+
+  enum Damage: String, CaseIterable, CustomTestStringConvertible {
+    case droppedTable, droppedColumn, renamedTable
+
+    var sql: String {
+      switch self {
+      case .droppedTable: "DROP TABLE \"Tasting\""
+      case .droppedColumn: "ALTER TABLE \"Potato\" DROP COLUMN \"crowdRating\""
+      case .renamedTable: "ALTER TABLE \"Potato\" RENAME TO \"Potato_old\""
+      }
+    }
+
+    /// What the error names.
+    var missing: String {
+      switch self {
+      case .droppedTable: "the table \"Tasting\" is missing"
+      case .droppedColumn: "the column \"Potato\".\"crowdRating\" is missing"
+      case .renamedTable: "the table \"Potato\" is missing"
+      }
+    }
+
+    var testDescription: String { rawValue }
+  }
+
+  @Test(arguments: Damage.allCases)
+  func aDamagedStoreIsRefusedAtOpenNamingWhatIsMissing(_ damage: Damage) throws {
+    let admin = try Self.admin()
+    defer { admin.close() }
+    let url = try Self.location()
+    let schema = try PostgresLocation(url: url, defaultSchema: "strata").schema
+    let created = try PostgresStore(url: url, model: Self.tastingModel)
+    _ = try created.save(
+      ChangeSet(inserted: [
+        ObjectChange(
+          objectID: .makeTemporary(entityName: "Potato"), attributes: [.string("Agria"), .double(4)], toOne: [])
+      ]))
+    created.close()
+    _ = try admin.textQuery("SET search_path = \(quoteIdentifier(schema)); \(damage.sql); SELECT 1")
+    let before = try Self.contents(schema, admin)
+    // Opened with history on, so that an open that went on would add the history tables.
+    for options in [StoreOptions(tracksHistory: true), StoreOptions(isReadOnly: true)] {
+      do {
+        let store = try PostgresStore(url: url, model: Self.tastingModel, options: options)
+        store.close()
+        Issue.record("the damaged store opened (\(damage))")
+      } catch let error as StoreError {
+        #expect(error.code == .corrupted, "\(error)")
+        #expect(error.message.contains(damage.missing), "\(error.message)")
+        #expect(error.message.contains("schema=\(schema)") && !error.message.contains("\n"), "\(error.message)")
+        #expect(error.entity == (damage == .droppedTable ? "Tasting" : "Potato"))
+        if damage == .droppedColumn { #expect(error.key == "crowdRating") }
+      }
+    }
+    #expect(try Self.contents(schema, admin) == before, "nothing was written")
+  }
 }
