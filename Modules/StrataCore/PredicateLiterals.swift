@@ -113,7 +113,9 @@ enum FormatLiterals {
   private static func convert(_ value: Value, to type: String) -> Value? {
     switch (type, value) {
     case ("NSDate", .date): return value
-    case ("NSDate", .string(let s)): return Double(s).map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
+    case ("NSDate", .string(let s)):
+      if let seconds = Double(s) { return .date(Date(timeIntervalSinceReferenceDate: seconds)) }
+      return iso8601Date(s).map { .date($0) }
     case ("NSDate", _): return value.numericValue.map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
     case ("NSNumber", .int), ("NSNumber", .double), ("NSNumber", .decimal): return value
     case ("NSNumber", .bool(let b)): return .int(b ? 1 : 0)
@@ -213,4 +215,17 @@ enum FormatLiterals {
     guard let data = try? JSONSerialization.data(withJSONObject: json) else { return nil }
     return try? JSONDecoder().decode(ObjectID.self, from: data)
   }
+}
+
+/// A date written in ISO 8601 as people type it: `2024-01-01`, `2024-01-01T12:30:00Z`, with fractional
+/// seconds or a `+02:00` offset; a day alone is midnight UTC. `nil` for anything else.
+func iso8601Date(_ text: String) -> Date? {
+  let full = ISO8601DateFormatter()
+  if let date = full.date(from: text) { return date }
+  full.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+  if let date = full.date(from: text) { return date }
+  let day = ISO8601DateFormatter()
+  day.formatOptions = [.withFullDate]
+  day.timeZone = TimeZone(identifier: "UTC")
+  return text.count == 10 ? day.date(from: text) : nil
 }

@@ -88,4 +88,17 @@ struct NewUserCLITests {
       #expect(result.stderr.contains("warning: the token \(ahead) is ahead of the store's history"), "\(tool): \(result.stderr)")
     }
   }
+
+  @Test func dateFiltersTakeISO8601() throws {
+    let store = FileManager.default.temporaryDirectory.appending(path: "iso-\(UUID().uuidString)/f.sqlite").path
+    #expect(try Executables.run("fireball-watch", ["import", "--path", store]).status == 0)
+    let seconds = Date(timeIntervalSince1970: 1_704_067_200).timeIntervalSinceReferenceDate
+    let numeric = try Executables.run(
+      "strata", ["fetch", store, "--entity", "Fireball", "--where", "dateTimeStamp > CAST(\(seconds), 'NSDate')", "--count"])
+    let iso = try Executables.run(
+      "strata",
+      ["fetch", store, "--entity", "Fireball", "--where", "dateTimeStamp > CAST('2024-01-01T00:00:00Z', 'NSDate')", "--count"])
+    #expect(iso.status == 0, "\(iso.stderr)")
+    #expect(iso.stdout == numeric.stdout && (Int(iso.stdout.dropLast()) ?? 0) > 0, "\(iso.stdout) vs \(numeric.stdout)")
+  }
 }

@@ -206,6 +206,12 @@ private func expr(_ format: String, _ arguments: any PredicateArgument...) throw
     #expect(try expr("CAST(-10, \"NSDate\")") == const(.date(Date(timeIntervalSinceReferenceDate: -10))))
     #expect(try expr("CAST(%@, 'NSDate')", date) == const(.date(date)))
     #expect(try expr("CAST(stamp, 'NSDate')") == .function("castObject:toType:", [key("stamp"), const("NSDate")]))
+    let newYear = Date(timeIntervalSince1970: 1_704_067_200)
+    #expect(try expr("CAST('2024-01-01T00:00:00Z', 'NSDate')") == const(.date(newYear)))
+    #expect(try expr("CAST('2024-01-01T02:00:00+02:00', 'NSDate')") == const(.date(newYear)))
+    #expect(try expr("CAST('2024-01-01T00:00:00.250Z', 'NSDate')") == const(.date(newYear.addingTimeInterval(0.25))))
+    #expect(try expr("CAST('2024-01-01', 'NSDate')") == const(.date(newYear)))
+    #expect(throws: (any Error).self) { try expr("CAST('2024-13-45', 'NSDate')") }
     #expect(try expr("CAST('1.25', 'NSDecimalNumber')") == const(.decimal(Decimal(string: "1.25")!)))
     #expect(try expr("CAST('7', 'NSNumber')") == const(7))
     #expect(try expr("CAST('inf', 'NSNumber')") == const(.double(.infinity)))
