@@ -10,6 +10,8 @@ final class LMDBReader: EvaluationSource {
   let schema: LMDBSchema
   let storeIdentifier: String
   private var cache: [ObjectID: Snapshot?] = [:]
+  /// Counts the records decoded in the task that sets it (tests; see ``RecordDecodeCounter``).
+  @TaskLocal package static var decodeCounter: RecordDecodeCounter?
 
   init(txn: LMDBTransaction, schema: LMDBSchema, storeIdentifier: String) {
     self.txn = txn
@@ -38,6 +40,7 @@ final class LMDBReader: EvaluationSource {
     let snapshot = try txn.get(table.records, primaryKey: pk) { bytes in
       try bytes.map { try table.decoder.decode($0, primaryKey: pk) }
     }
+    if snapshot != nil { Self.decodeCounter?.add() }
     guard let snapshot, !schema.model.inheritance.isEmpty else { return snapshot }
     return try resolvingReferences(snapshot)
   }
@@ -88,12 +91,14 @@ final class LMDBReader: EvaluationSource {
     let resolves = table.entity.toOneRelationships.contains { inheritance.hasSubentities($0.destination) }
     var tally = MapReadTally(txn)
     defer { tally.flush() }
+    let counter = Self.decodeCounter
     try txn.withCursor(table.records) { cursor in
       var entry = try cursor.next(.first)
       while let (key, value) = entry {
         tally.add(key, value)
         let pk = try KeyCoding.primaryKey(key)
         remaining = max(remaining - 1, 0)
+        counter?.add()
         var snapshot = try decoder.decode(value, primaryKey: pk)
         if resolves { snapshot = try resolvingReferences(snapshot) }
         // Moved, not copied: a copy retained the snapshot's arrays for the call and released them after.

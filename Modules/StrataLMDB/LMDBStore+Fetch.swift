@@ -167,6 +167,15 @@ struct LMDBFetch {
   /// For a fetch of an entity with sub-entities: the tables of every entity it reads (their keys are
   /// unique across the hierarchy, so their records merge in key order); empty otherwise.
   let hierarchy: [LMDBSchema.Table]
+  /// For each table a scan reads (``scannedTables``): the probe that rejects records without decoding
+  /// them, when the predicate is made of attribute tests.
+  let probes: [RecordProbe?]
+  /// When every sort descriptor is an attribute of the entity itself: their positions, so that a sorted
+  /// top-N reads a record's sort values without decoding it.
+  let sortAttributes: [Int]?
+
+  /// The tables a scan reads: the entity's, or each entity's of its hierarchy.
+  var scannedTables: [LMDBSchema.Table] { hierarchy.isEmpty ? [table] : hierarchy }
 
   /// - Throws: `.invalidQuery` / `.unsupported` from the validator and ``DictionaryFetch``.
   init(_ request: FetchDescription, scope: LMDBScope) throws {
@@ -185,6 +194,9 @@ struct LMDBFetch {
     }
     sorter = try SnapshotSorter(request.sortDescriptors, entity: table.entity, model: model)
     dictionaries = request.resultType == .dictionaries ? try DictionaryFetch(request, model: model) : nil
+    let scanned = hierarchy.isEmpty ? [table] : hierarchy
+    probes = scanned.map { [evaluator] in RecordProbe(evaluator, entity: $0.entity) }
+    sortAttributes = Self.sortAttributes(request.sortDescriptors, entity: table.entity)
   }
 
   /// The query and plan ``LMDBStore/explain(_:)`` reports.
@@ -218,15 +230,14 @@ struct LMDBFetch {
     return QueryPlan(query: query, steps: steps)
   }
 
-  /// The fetch's result, read in `txn`.
+  /// The fetch's result, read in `txn`, with work proportional to the answer: a count reads no record
+  /// when the entity's entry count or an index answers it; an unsorted page stops at its limit and passes
+  /// over its offset (without a predicate, without decoding those records); a sorted page with a limit
+  /// keeps a bounded top-N; a record the predicate's probe rejects is never decoded. Only dictionary
+  /// results (grouped, then paged) and sorts without a limit hold every match.
   func run(_ txn: LMDBTransaction) throws -> FetchResult {
     let reader = scope.reader(txn)
-    if !hierarchy.isEmpty {
-      var rows = try hierarchyMatches(reader)
-      if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
-      return try request.result(from: rows, dictionaries: dictionaries, source: reader)
-    }
-    if request.resultType == .count {
+    if request.resultType == .count && hierarchy.isEmpty {
       if evaluator == nil {
         return .count(Self.page(count: try txn.entries(table.records), request))
       }
@@ -237,6 +248,18 @@ struct LMDBFetch {
         }
         return .count(Self.page(count: total, request))
       }
+    }
+    if request.resultType == .count && dictionaries == nil {
+      if evaluator == nil {
+        let total = try scannedTables.reduce(0) { $0 + (try txn.entries($1.records)) }
+        return .count(Self.page(count: total, request))
+      }
+      var total = 0
+      try eachMatch(txn, reader, skipping: 0) { _, _ in
+        total += 1
+        return true
+      }
+      return .count(Self.page(count: total, request))
     }
     if request.resultType == .objectIDs && request.sortDescriptors.isEmpty && dictionaries == nil {
       if evaluator == nil && hierarchy.isEmpty { return .objectIDs(try keyedIDs(txn)) }
@@ -250,18 +273,36 @@ struct LMDBFetch {
       }
       return .objectIDs(ids)
     }
-    var rows: [Snapshot] = []
-    // Read before the loop: the closure reading `evaluator` captured the whole fetch, copied (its request,
-    // tables and sorter retained and released) for every record.
+    let offset = max(request.fetchOffset, 0)
     let everyCandidateMatches = evaluator == nil
-    try forEachMatch(txn, reader) { snapshot, remaining in
-      // Room for every candidate only when every candidate matches.
-      if rows.isEmpty && everyCandidateMatches { rows.reserveCapacity(remaining + 1) }
-      rows.append(snapshot)
-      return true
+    var rows: [Snapshot] = []
+    if dictionaries != nil || (!request.sortDescriptors.isEmpty && request.effectiveLimit == nil) {
+      // Every match: dictionaries page their groups, and an unlimited sort returns them all.
+      try eachMatch(txn, reader, skipping: 0) { snapshot, remaining in
+        // Room for every candidate only when every candidate matches.
+        if rows.isEmpty && everyCandidateMatches { rows.reserveCapacity(remaining + 1) }
+        rows.append(snapshot)
+        return true
+      }
+      if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
+      return try request.result(from: rows, dictionaries: dictionaries, source: reader)
     }
-    if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
-    return try request.result(from: rows, dictionaries: dictionaries, source: reader)
+    if let limit = request.effectiveLimit, !request.sortDescriptors.isEmpty {
+      let (top, overflow) = offset.addingReportingOverflow(limit)
+      rows = Array(try topMatches(txn, reader, count: overflow ? .max : top).dropFirst(offset))
+    } else {
+      let limit = request.effectiveLimit ?? .max
+      try eachMatch(txn, reader, skipping: offset) { snapshot, remaining in
+        if rows.isEmpty && everyCandidateMatches { rows.reserveCapacity(min(remaining + 1, limit)) }
+        rows.append(snapshot)
+        return rows.count < limit
+      }
+    }
+    switch request.resultType {
+    case .objectIDs: return .objectIDs(rows.map(\.objectID))
+    case .count: return .count(rows.count)
+    default: return .snapshots(rows)
+    }
   }
 
   /// The IDs of every object of the entity, in primary-key order within the request's offset and limit,
@@ -291,57 +332,36 @@ struct LMDBFetch {
   /// Hands each matching snapshot of an unsorted fetch to `body` as it is read, within the request's
   /// offset and limit.
   func stream(_ txn: LMDBTransaction, _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void) throws {
-    var page = Page(skipping: request.fetchOffset, limit: request.effectiveLimit)
-    if !hierarchy.isEmpty {
-      let rows = try hierarchyMatches(scope.reader(txn))
-      for (i, row) in rows.enumerated() where page.admit() {
-        try body(row, page.bound(rows.count - i - 1))
-        if page.isFull { return }
-      }
-      return
-    }
-    try forEachMatch(txn, scope.reader(txn)) { snapshot, remaining in
-      guard page.admit() else { return true }
-      try body(consume snapshot, page.bound(remaining))
-      return !page.isFull
+    var left = request.effectiveLimit ?? .max
+    guard left > 0 else { return }
+    try eachMatch(txn, scope.reader(txn), skipping: request.fetchOffset) { snapshot, remaining in
+      left -= 1
+      try body(consume snapshot, min(remaining, left))
+      return left > 0
     }
   }
 
-  /// Hands each object that matches to `body`, in candidate order (the index's, else primary keys'),
-  /// with how many candidates follow it, until `body` returns false.
-  private func forEachMatch(
-    _ txn: LMDBTransaction, _ reader: LMDBReader, _ body: (consuming Snapshot, _ remaining: Int) throws -> Bool
+  /// Hands each object that matches to `body`, in candidate order (the index's, else primary keys',
+  /// merged across a hierarchy's tables), with how many candidates follow it, until `body` returns false;
+  /// the first `skipping` matches are passed over (see ``scanMatches(_:_:skipping:admits:_:)``).
+  func eachMatch(
+    _ txn: LMDBTransaction, _ reader: LMDBReader, skipping: Int,
+    admits: ((_ table: Int, _ pk: Int64, _ record: UnsafeRawBufferPointer) throws -> Bool)? = nil,
+    _ body: (consuming Snapshot, _ remaining: Int) throws -> Bool
   ) throws {
-    func matches(_ snapshot: Snapshot) throws -> Bool {
-      try evaluator.map { try $0.evaluate(snapshot, source: reader) } ?? true
-    }
-    guard let plan else {
-      // Without a predicate each snapshot goes straight to `body`: checked on the way, it was copied
-      // (its arrays retained and released) and the optional evaluator with it, once per record.
-      guard let evaluator else { return try reader.forEachRecord(table, body) }
-      return try reader.forEachRecord(table) { snapshot, remaining in
-        guard try evaluator.evaluate(snapshot, source: reader) else { return true }
-        return try body(snapshot, remaining)
-      }
-    }
+    guard let plan else { return try scanMatches(txn, reader, skipping: skipping, admits: admits, body) }
+    var skip = max(skipping, 0)
     let candidates = try plan.candidates(txn)
     for (i, pk) in candidates.enumerated() {
-      guard let snapshot = try reader.record(table, pk), try matches(snapshot) else { continue }
+      guard let snapshot = try reader.record(table, pk),
+        try evaluator.map({ try $0.evaluate(snapshot, source: reader) }) ?? true
+      else { continue }
+      if skip > 0 {
+        skip -= 1
+        continue
+      }
       guard try body(snapshot, candidates.count - i - 1) else { return }
     }
-  }
-
-  /// The matching objects of every entity of `hierarchy`, in primary-key order.
-  private func hierarchyMatches(_ reader: LMDBReader) throws -> [Snapshot] {
-    var rows: [Snapshot] = []
-    for table in hierarchy {
-      try reader.forEachRecord(table) { snapshot, _ in
-        if try evaluator.map({ try $0.evaluate(snapshot, source: reader) }) ?? true { rows.append(snapshot) }
-        return true
-      }
-    }
-    if hierarchy.count > 1 { rows.sort { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) } }
-    return rows
   }
 
   /// How many of `count` results remain after the request's offset and limit.
