@@ -196,7 +196,9 @@ public func printError(tool: String, _ message: String) {
 public func jsonString<T: Encodable>(_ value: T) throws -> String {
   let encoder = JSONEncoder()
   encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-  return String(decoding: try encoder.encode(value), as: UTF8.self)
+  let text = String(decoding: try encoder.encode(value), as: UTF8.self)
+  // Foundation prints an empty array as "[\n\n]".
+  return text.filter { !$0.isWhitespace } == "[]" ? "[]" : text
 }
 
 /// The most characters a table cell shows; a longer value is cut, saying how long it is (JSON output
@@ -207,16 +209,40 @@ public let tableCellLimit = 200
 /// cell longer than ``tableCellLimit`` is cut (`…` and its length), so one huge value cannot widen every line.
 public func textTable(headers: [String], rows: [[String]]) -> String {
   let rows = rows.map { $0.map { truncatedCell(escapingControlCharacters($0)) } }
-  var widths = headers.map(\.count)
+  var widths = headers.map(displayWidth)
   for row in rows {
-    for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], cell.count) }
+    for (i, cell) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], displayWidth(cell)) }
   }
   func line(_ cells: [String]) -> String {
     cells.enumerated().map { i, cell in
-      i == cells.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+      i == cells.count - 1 ? cell : cell + String(repeating: " ", count: max(widths[i] - displayWidth(cell), 0))
     }.joined(separator: "  ")
   }
   return ([line(headers), line(widths.map { String(repeating: "-", count: $0) })] + rows.map(line)).joined(separator: "\n")
+}
+
+/// How many terminal columns `text` takes: two for a wide character (CJK, a fullwidth form, an emoji shown
+/// as one), none for a combining mark alone, one otherwise.
+public func displayWidth(_ text: String) -> Int {
+  text.reduce(0) { width, character in
+    let scalars = character.unicodeScalars
+    if scalars.contains(where: { $0.properties.isEmojiPresentation || isWide($0.value) }) { return width + 2 }
+    let zeroWidth = scalars.allSatisfy {
+      [.nonspacingMark, .enclosingMark, .format].contains($0.properties.generalCategory)
+    }
+    return width + (zeroWidth ? 0 : 1)
+  }
+}
+
+/// East Asian wide and fullwidth code points (Unicode's East_Asian_Width W and F, by block).
+private func isWide(_ value: UInt32) -> Bool {
+  switch value {
+  case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xA000...0xA4CF,
+    0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60, 0xFFE0...0xFFE6, 0x1F300...0x1F64F,
+    0x1F900...0x1F9FF, 0x20000...0x3FFFD:
+    true
+  default: false
+  }
 }
 
 /// `cell` cut to ``tableCellLimit`` characters, ending `… (N characters)` when it was longer.

@@ -101,4 +101,28 @@ struct NewUserCLITests {
     #expect(iso.status == 0, "\(iso.stderr)")
     #expect(iso.stdout == numeric.stdout && (Int(iso.stdout.dropLast()) ?? 0) > 0, "\(iso.stdout) vs \(numeric.stdout)")
   }
+
+  @Test func tablesAlignWideCharactersAndEmptyListsPrintAsOneLine() throws {
+    let store = temporaryStore()
+    for (title, genre) in [("日出茶太", "Drama"), ("Heat", "Crime"), ("Südhimmel 🌠", "Doc")] {
+      let added = try faveFlicks("add", "--title", title, "--genre", genre, "--release-date", "2001-01-01", "--path", store)
+      #expect(added.status == 0, "\(added.stderr)")
+    }
+    func columns(_ text: Substring) -> Int {
+      text.unicodeScalars.reduce(0) { width, scalar in
+        width + ((0x4E00...0x9FFF).contains(scalar.value) || scalar.properties.isEmojiPresentation ? 2 : 1)
+      }
+    }
+    let lines = try faveFlicks("list", "--path", store).stdout.split(separator: "\n").filter {
+      $0.contains("Drama") || $0.contains("Crime") || $0.contains("Doc")
+    }
+    let genreColumns = lines.compactMap { line in
+      ["Drama", "Crime", "Doc"].lazy.compactMap { line.range(of: $0) }.first.map { columns(line[..<$0.lowerBound]) }
+    }
+    #expect(genreColumns.count == 3 && Set(genreColumns).count == 1, "\(lines)")
+
+    let empty = temporaryStore()
+    let emptyList = try faveFlicks("list", "--json", "--path", empty)
+    #expect(emptyList.stdout == "[]\n", "\(emptyList.stdout.debugDescription)")
+  }
 }
