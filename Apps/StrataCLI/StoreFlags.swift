@@ -22,7 +22,8 @@ public struct StoreFlags: ParsableArguments, Sendable {
     name: .long,
     help: ArgumentHelp(
       "The store backend: sqlite (default), lmdb (a directory), postgres (a schema on a PostgreSQL server), or memory (starts from the preview data and keeps nothing).",
-      valueName: "type"))
+      valueName: "type"),
+    completion: .list(["sqlite", "lmdb", "postgres", "memory"]))
   public var store: StoreType = .sqlite
 
   @Option(

@@ -35,6 +35,9 @@ struct SharedFlagsCLITests {
     #expect(help.stdout.contains("--generate-completion-script bash|zsh|fish"), "\(help.stdout)")
     let completion = try Executables.run(tool, ["--generate-completion-script", "bash"])
     #expect(completion.status == 0 && completion.stdout.hasPrefix("#!/bin/bash"), "\(completion.stderr)")
+    if tool != "strata" {
+      #expect(completion.stdout.contains("'sqlite'$'\\n''lmdb'$'\\n''postgres'$'\\n''memory'"), "--store offers its values")
+    }
   }
 
   @Test func readingCreatesNothingAndAnEmptyPathIsAUsageError() throws {
