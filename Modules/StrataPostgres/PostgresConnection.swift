@@ -46,6 +46,30 @@ struct PostgresError: Error, Sendable, CustomStringConvertible {
 
   var description: String { message + (sqlState.map { " (SQLSTATE \($0))" } ?? "") }
 
+  /// A failure; `message` is kept on one line (libpq's connection messages span several, indented by tabs).
+  init(sqlState: String? = nil, message: String, sql: String? = nil, connectionLost: Bool = false) {
+    self.sqlState = sqlState
+    self.message = Self.oneLine(message)
+    self.sql = sql
+    self.connectionLost = connectionLost
+  }
+
+  /// `text` with every run of whitespace that holds a line break or a tab made one space, trimmed.
+  ///
+  /// ```swift
+  /// PostgresError.oneLine("server closed the connection unexpectedly\n\tThis probably means …")
+  /// // "server closed the connection unexpectedly This probably means …"
+  /// ```
+  static func oneLine(_ text: String) -> String {
+    guard text.contains(where: { $0.isNewline || $0 == "\t" }) else {
+      return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    return text.split(whereSeparator: { $0.isNewline || $0 == "\t" })
+      .map { $0.trimmingCharacters(in: .whitespaces) }
+      .filter { !$0.isEmpty }
+      .joined(separator: " ")
+  }
+
   var isUniqueViolation: Bool { sqlState == "23505" }
   var isSerializationFailure: Bool { sqlState == "40001" || sqlState == "40P01" }
 }
@@ -102,6 +126,16 @@ final class PGRows {
   func data(_ row: Int32, _ column: Int32) -> Data { Data(bytes(row, column)) }
 }
 
+/// Where the connections log their statements and the server's notices (``StrataLog``).
+let postgresLog = StrataLog.logger("strata.postgres")
+
+/// libpq's notice processor for every connection: a notice or warning from the server goes to the log
+/// (with `STRATA_SQL_DEBUG` set), never raw to standard error.
+private func strataPostgresNotice(_: UnsafeMutableRawPointer?, _ message: UnsafePointer<CChar>?) {
+  guard StrataLog.level > 0, let message else { return }
+  postgresLog.debug("server: \(PostgresError.oneLine(String(cString: message)))")
+}
+
 /// One libpq connection: statements with parameters, binary results, transactions.
 ///
 /// Not thread-safe; it is `@unchecked Sendable` only to live inside a ``PostgresPool``'s slots, whose
@@ -124,6 +158,10 @@ final class PostgresConnection: @unchecked Sendable {
       throw PostgresError(message: message, connectionLost: true)
     }
     handle = connection
+    // The server's notices and warnings (`NOTICE: schema … already exists, skipping`, a `FATAL` sent as
+    // the server ends the session) go to Strata's log, not raw to standard error; errors reach the
+    // caller through the failing call.
+    PQsetNoticeProcessor(connection, strataPostgresNotice, nil)
     var setup = ["SET TimeZone = 'UTC'", "SET DateStyle = 'ISO'", "SET extra_float_digits = 3"]
     if let schema { setup.append("SET search_path = \(quoteIdentifier(schema)), public") }
     for (name, value) in settings.sorted(by: { $0.key < $1.key }) {
@@ -153,6 +191,27 @@ final class PostgresConnection: @unchecked Sendable {
   var isTransactionFailed: Bool {
     guard let handle else { return true }
     return PQtransactionStatus(handle) == PQTRANS_INERROR
+  }
+
+  /// Logs a statement (``StrataLog``, `STRATA_SQL_DEBUG`): its SQL; from level 2 its parameters and,
+  /// when `started` is given, its duration.
+  static func log(_ sql: String, _ parameters: [PGParameter], started: ContinuousClock.Instant?) {
+    guard StrataLog.level >= 2 else {
+      postgresLog.debug("\(sql)")
+      return
+    }
+    let values =
+      parameters.isEmpty
+      ? ""
+      : " ["
+        + parameters.map { parameter in
+          switch parameter {
+          case .null: "NULL"
+          case .text(let text, _): "'" + text.prefix(200) + (text.count > 200 ? "…" : "") + "'"
+          case .binary(let bytes, _): "<\(bytes.count) bytes>"
+          }
+        }.joined(separator: ", ") + "]"
+    postgresLog.debug("\(sql)\(values)\(started.map { " — " + StrataLog.milliseconds(since: $0) } ?? "")")
   }
 
   static func message(_ pointer: UnsafePointer<CChar>?) -> String {
@@ -210,6 +269,8 @@ final class PostgresConnection: @unchecked Sendable {
   @discardableResult
   func query(_ sql: String, _ parameters: [PGParameter] = [], preparedAs: String? = nil) throws -> PGRows {
     let handle = try requireHandle()
+    let started = StrataLog.level >= 2 ? ContinuousClock.now : nil
+    defer { if StrataLog.level > 0 { Self.log(sql, parameters, started: started) } }
     let count = parameters.count
     var types = [UInt32](repeating: 0, count: count)
     var formats = [Int32](repeating: 0, count: count)
@@ -274,6 +335,7 @@ final class PostgresConnection: @unchecked Sendable {
   /// Runs one or more statements without parameters (simple query protocol).
   func execute(_ sql: String) throws {
     let handle = try requireHandle()
+    if StrataLog.level > 0 { Self.log(sql, [], started: nil) }
     guard let result = PQexec(handle, sql) else {
       throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
     }
@@ -292,6 +354,7 @@ final class PostgresConnection: @unchecked Sendable {
   /// value of the last one's result as text (`""` when it returned no rows).
   func textQuery(_ sql: String) throws -> String {
     let handle = try requireHandle()
+    if StrataLog.level > 0 { Self.log(sql, [], started: nil) }
     guard let result = PQexec(handle, sql) else {
       throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
     }
@@ -308,6 +371,7 @@ final class PostgresConnection: @unchecked Sendable {
   @discardableResult
   func copyIn(_ sql: String, _ data: [UInt8]) throws -> Int {
     let handle = try requireHandle()
+    if StrataLog.level > 0 { Self.log(sql + " (\(data.count) bytes)", [], started: nil) }
     guard let start = PQexec(handle, sql) else {
       throw PostgresError(message: Self.message(PQerrorMessage(handle)), sql: sql, connectionLost: !isOpen)
     }

@@ -147,4 +147,46 @@ struct PostgresOperatorTests {
     }
     #expect(try Self.contents(schema, admin) == before, "nothing was written")
   }
+
+  @Test func aLostConnectionIsOneLineNamingTheStoreWithItsSchema() throws {
+    let url = try Self.location()
+    let schema = try PostgresLocation(url: url, defaultSchema: "strata").schema
+    let store = try PostgresStore(url: url, model: Self.model)
+    defer { store.close() }
+    store.faults.withLock { $0.terminateBeforeCommit = true }
+    do {
+      _ = try store.save(
+        ChangeSet(inserted: [
+          ObjectChange(objectID: .makeTemporary(entityName: "Note"), attributes: [.string("lost"), .int(1)], toOne: [])
+        ]))
+      Issue.record("expected the lost connection to be reported")
+    } catch let error as StoreError {
+      #expect(error.code == .io && error.message.contains("was lost"), "\(error.message)")
+      #expect(!error.message.contains("\t") && !error.message.contains("\n"), "one line: \(error.message.debugDescription)")
+      #expect(error.message.contains("schema=\(schema)"), "\(error.message)")
+    }
+    // libpq's own multi-line, tab-indented message, as the server's end of a session gives it.
+    let libpq = "server closed the connection unexpectedly\n\tThis probably means the server terminated abnormally\n"
+    #expect(
+      PostgresError(message: libpq, connectionLost: true).message
+        == "server closed the connection unexpectedly This probably means the server terminated abnormally")
+  }
+
+  @Test func aSchemaOfOtherTablesIsRefusedInGoodEnglish() throws {
+    let admin = try Self.admin()
+    defer { admin.close() }
+    let url = try Self.location()
+    let schema = try PostgresLocation(url: url, defaultSchema: "strata").schema
+    _ = try admin.textQuery(
+      "CREATE SCHEMA \(quoteIdentifier(schema)); CREATE TABLE \(quoteIdentifier(schema)).notes (id int); SELECT 1")
+    do {
+      let store = try PostgresStore(url: url, model: Self.model)
+      store.close()
+      Issue.record("a schema of other tables opened as a store")
+    } catch let error as StoreError {
+      #expect(error.code == .corrupted, "\(error)")
+      #expect(error.message.contains("the schema holds 1 table but no _strata_metadata"), "\(error.message)")
+      #expect(error.message.contains("schema=\(schema)"), "\(error.message)")
+    }
+  }
 }
