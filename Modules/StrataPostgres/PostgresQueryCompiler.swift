@@ -605,8 +605,19 @@ struct PostgresQueryCompiler {
     return folded(operand, options)
   }
 
+  /// An operand folded under `options` in SQL. One without bound values (a column) is folded by ``fold(_:_:)``
+  /// only when it holds non-ASCII text: ASCII text (as many bytes as characters) folds to itself lowercased
+  /// under `[c]` and to itself under `[d]` alone, as ``StringSemantics/fold(_:_:)`` folds it, without ICU's
+  /// lowercasing and the two normalizations per row. (Counting characters apart from bytes needs a UTF-8
+  /// database, which `normalize()` in the full fold needs already.)
   private static func folded(_ operand: Operand, _ options: StringOptions) -> Fragment {
-    Fragment(fold(operand.fragment.sql, options), operand.fragment.bindings)
+    let sql = operand.fragment.sql
+    let full = fold(sql, options)
+    guard operand.fragment.bindings.isEmpty, full != sql else { return Fragment(full, operand.fragment.bindings) }
+    let text = "(\(sql))::text"
+    let ascii = options.contains(.caseInsensitive) ? "lower(\(text) COLLATE \"C\")" : text
+    return Fragment(
+      "(CASE WHEN octet_length(\(text)) = char_length(\(text)) THEN (\(ascii) COLLATE \"C\") ELSE \(full) END)")
   }
 
   static func compare(
