@@ -7,8 +7,8 @@ import StrataCLI
 extension FireballWatchCommand {
   struct Group: ParsableCommand {
     static let configuration = CommandConfiguration(
-      abstract: "Make groups of fireballs and put fireballs in them or take them out.",
-      subcommands: [Create.self, Add.self, Remove.self])
+      abstract: "Make groups of fireballs, put fireballs in them or take them out, rename or delete them.",
+      subcommands: [Create.self, Add.self, Remove.self, Rename.self, Delete.self])
   }
 }
 
@@ -23,6 +23,36 @@ extension FireballWatchCommand.Group {
       try runReportingErrors(tool: "fireball-watch") {
         let group = try openWatch(storeOptions).createGroup(name)
         print("Created group '\(group.name)'")
+      }
+    }
+  }
+
+  struct Rename: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Give a group another name.")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Argument(help: "The group's name.") var name: String
+    @Argument(help: "Its new name, unique among groups.") var newName: String
+
+    func run() throws {
+      try runReportingErrors(tool: "fireball-watch") {
+        let group = try openWatch(storeOptions).renameGroup(name, to: newName)
+        print("Renamed group '\(name)' to '\(group.name)'")
+      }
+    }
+  }
+
+  struct Delete: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      abstract: "Delete a group (its fireballs stay in the store and in their other groups).")
+
+    @OptionGroup var storeOptions: StoreFlags
+    @Argument(help: "The group's name.") var name: String
+
+    func run() throws {
+      try runReportingErrors(tool: "fireball-watch") {
+        try openWatch(storeOptions).deleteGroup(name)
+        print("Deleted group '\(name)'")
       }
     }
   }

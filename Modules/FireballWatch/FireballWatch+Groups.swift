@@ -18,24 +18,67 @@ extension FireballWatch {
     }
   }
 
+  /// The longest name a group may have, in characters.
+  public static let groupNameLimit = 100
+
   /// Makes an empty group.
-  /// - Throws: `.validation` for an empty name; `.constraintConflict` when a group has the name already.
+  /// - Throws: `.validation` for an empty, multi-line or over-long name; `.constraintConflict` when a group
+  ///   has the name already.
   @discardableResult
   public func createGroup(_ name: String) throws -> FireballGroupRecord {
     try context.performAndWait {
-      let name = name.trimmingCharacters(in: .whitespacesAndNewlines)
-      guard !name.isEmpty else {
-        throw StoreError(.validation, "a group needs a name", entity: "FireballGroup", key: "name", value: .string(name))
-      }
-      guard try context.count(for: FetchRequest<FireballGroup>(where: \.name == name)) == 0 else {
-        throw StoreError(
-          .constraintConflict, "a group named '\(name)' exists already", entity: "FireballGroup", key: "name",
-          value: .string(name))
-      }
+      let name = try Self.groupName(name)
+      try requireFreeGroupName(name)
       let group = FireballGroup(context: context)
       group.name = name
       try save()
       return FireballGroupRecord(group)
+    }
+  }
+
+  /// Gives the group named `name` the name `newName`; its fireballs stay in it.
+  /// - Throws: `.notFound` naming the group; `.validation` or `.constraintConflict` for `newName` as
+  ///   ``createGroup(_:)`` does.
+  @discardableResult
+  public func renameGroup(_ name: String, to newName: String) throws -> FireballGroupRecord {
+    try context.performAndWait {
+      let newName = try Self.groupName(newName)
+      let group = try findGroup(name)
+      if newName != group.name { try requireFreeGroupName(newName) }
+      group.name = newName
+      try save()
+      return FireballGroupRecord(group)
+    }
+  }
+
+  /// Deletes the group named `name`; its fireballs stay in the store (and in their other groups).
+  /// - Throws: `.notFound` naming the group.
+  public func deleteGroup(_ name: String) throws {
+    try context.performAndWait {
+      context.delete(try findGroup(name))
+      try save()
+    }
+  }
+
+  /// `name` without surrounding white space, checked: one line, 1 to ``groupNameLimit`` characters.
+  static func groupName(_ name: String) throws -> String {
+    let name = name.trimmingCharacters(in: .whitespacesAndNewlines)
+    func refuse(_ problem: String) -> StoreError {
+      StoreError(.validation, "a group name \(problem)", entity: "FireballGroup", key: "name", value: .string(name))
+    }
+    guard !name.isEmpty else { throw refuse("must not be empty") }
+    guard !name.contains(where: \.isNewline) else { throw refuse("must be one line") }
+    guard name.count <= groupNameLimit else {
+      throw refuse("must be at most \(groupNameLimit) characters long (this one has \(name.count))")
+    }
+    return name
+  }
+
+  private func requireFreeGroupName(_ name: String) throws {
+    guard try context.count(for: FetchRequest<FireballGroup>(where: \.name == name)) == 0 else {
+      throw StoreError(
+        .constraintConflict, "a group named '\(name)' exists already", entity: "FireballGroup", key: "name",
+        value: .string(name))
     }
   }
 

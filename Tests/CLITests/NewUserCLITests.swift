@@ -125,4 +125,30 @@ struct NewUserCLITests {
     let emptyList = try faveFlicks("list", "--json", "--path", empty)
     #expect(emptyList.stdout == "[]\n", "\(emptyList.stdout.debugDescription)")
   }
+
+  @Test func aGroupCanBeRenamedAndDeletedAndItsNameIsOneShortLine() throws {
+    let store = FileManager.default.temporaryDirectory.appending(path: "groups-\(UUID().uuidString)/f.sqlite").path
+    func watch(_ arguments: String...) throws -> CommandResult {
+      try Executables.run("fireball-watch", arguments + ["--path", store])
+    }
+    #expect(try watch("import").status == 0)
+    #expect(try watch("group", "create", "Night").status == 0)
+    #expect(try watch("group", "add", "Night", "2024-02-26 11:21:01").status == 0)
+    let renamed = try watch("group", "rename", "Night", "Late night")
+    #expect(renamed.status == 0 && renamed.stdout == "Renamed group 'Night' to 'Late night'\n", "\(renamed.stderr)")
+    let groups = try watch("groups", "--json")
+    #expect(groups.stdout.contains("\"Late night\"") && groups.stdout.contains("\"fireballCount\" : 1"), "\(groups.stdout)")
+    let deleted = try watch("group", "delete", "Late night")
+    #expect(deleted.status == 0, "\(deleted.stderr)")
+    #expect(try watch("groups", "--json").stdout == "[]\n")
+    #expect(try watch("list", "--limit", "1000", "--json").stdout.contains("2024-02-26T11:21:01"), "its fireballs stay")
+    let missing = try watch("group", "delete", "Nothing")
+    #expect(missing.status == 1 && missing.stderr.contains("no group is named 'Nothing'"), "\(missing.stderr)")
+    for bad in ["two\nlines", String(repeating: "x", count: 100_000)] {
+      let result = try watch("group", "create", bad)
+      #expect(result.status == 1, "\(result.stderr.prefix(200))")
+      #expect(result.stderr.count < 400 && result.stderr.contains("a group name must"), "\(result.stderr.prefix(400))")
+    }
+    #expect(try watch("groups", "--json").stdout == "[]\n", "nothing was created")
+  }
 }
