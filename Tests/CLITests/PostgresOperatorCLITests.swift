@@ -59,4 +59,28 @@ struct PostgresOperatorCLITests {
     #expect(process.terminationStatus == 0, "\(output)\(errors)")
     #expect(!errors.contains("FATAL") && !errors.contains("NOTICE") && !errors.contains("\t"), "\(errors)")
   }
+
+  @Test func explainShowsTheSQLSentAndPostgresPlanAndDebugLogsStatements() throws {
+    let store = try PostgresServer.freshLocation()
+    #expect(try fireballWatch("import", "--store", "postgres", "--path", store).status == 0)
+    let explained = try Executables.run(
+      "strata",
+      [
+        "fetch", store, "--entity", "Fireball", "--where", "impactEnergy > 1", "--sort", "dateTimeStamp:desc", "--limit", "2",
+        "--explain",
+      ])
+    #expect(explained.status == 0, "\(explained.stderr)")
+    let text = explained.stdout
+    #expect(text.contains("ORDER BY t0.\"dateTimeStamp\" DESC") && text.contains("LIMIT $2"), "the SQL sent: \(text)")
+    #expect(text.contains("$2 = 2"), "its bound values: \(text)")
+    #expect(text.contains("Limit  (cost=") && text.contains("Sort Key:"), "PostgreSQL's own EXPLAIN: \(text)")
+    #expect(!text.contains("read every") && !text.contains("shared evaluator"), "\(text)")
+
+    let logged = try Executables.run(
+      "strata", ["fetch", store, "--entity", "Fireball", "--count"], environment: ["STRATA_SQL_DEBUG": "1"])
+    #expect(logged.status == 0, "\(logged.stderr)")
+    #expect(logged.stderr.contains("strata.postgres") && logged.stderr.contains("SELECT COUNT(*) FROM"), "\(logged.stderr)")
+    let quiet = try Executables.run("strata", ["fetch", store, "--entity", "Fireball", "--count"])
+    #expect(quiet.stderr.isEmpty, "nothing logged without STRATA_SQL_DEBUG: \(quiet.stderr)")
+  }
 }
