@@ -86,11 +86,14 @@ public struct StoreFlags: ParsableArguments, Sendable {
     let isEmptyDirectory = exists && (try? FileManager.default.contentsOfDirectory(atPath: url.path).isEmpty) == true
     if forReadingOnly && (!exists || isEmptyDirectory) { return StoreDescription(type: .memory) }
     var description = StoreDescription(type: store, url: url)
-    if ReadOnlyMedia.contains(url.path) {
+    if exists && ReadOnlyMedia.cannotWrite(url.path) {
       guard forReadingOnly else {
-        throw StoreError(.readOnly, "the store \(url.path) is on a read-only file system: it can be read but not changed")
+        let place = ReadOnlyMedia.contains(url.path) ? "on a read-only file system" : "in a directory this user cannot write"
+        throw StoreError(.readOnly, "the store \(url.path) is \(place): it can be read but not changed")
       }
       description.options.isReadOnly = true
+    } else if ReadOnlyMedia.contains(url.path) {
+      throw StoreError(.readOnly, "the store \(url.path) is on a read-only file system: it can be read but not changed")
     }
     return description
   }

@@ -132,9 +132,9 @@ final class LMDBEnvironment: @unchecked Sendable {
       // NOMETASYNC: like SQLite's synchronous=NORMAL, a crash may lose the last commit, never integrity.
       var flags = UInt32(MDB_NOTLS | MDB_NOMETASYNC)
       if isReadOnly { flags |= UInt32(MDB_RDONLY) }
-      // On read-only media the lock file cannot be written and no other process can write the data:
-      // read without the lock table.
-      if isReadOnly && ReadOnlyMedia.contains(path) { flags |= UInt32(MDB_NOLOCK) }
+      // Where this process cannot write (read-only media, a directory it may not write to) the lock file
+      // cannot be made or written: read without the lock table.
+      if isReadOnly && ReadOnlyMedia.cannotWrite(path) { flags |= UInt32(MDB_NOLOCK) }
       try check(mdb_env_open(env, path, flags, 0o644), "mdb_env_open")
       // Slots of readers whose process died would pin old pages forever: clear them now.
       var dead: Int32 = 0

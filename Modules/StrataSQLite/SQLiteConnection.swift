@@ -74,11 +74,15 @@ final class SQLiteConnection: @unchecked Sendable {
     self.path = path
     self.isReadOnly = flags & SQLITE_OPEN_READONLY != 0
     var db: OpaquePointer?
-    // On read-only media no process can write the file, and SQLite could not create the WAL index it
-    // would otherwise need: read it as immutable.
+    // Where this process cannot write (read-only media, a directory it may not write to), SQLite could not
+    // create the WAL index it would otherwise need: without a `-wal` file (all of it in the database file)
+    // read the file as immutable. With one, SQLite reads it read-only through the existing `-shm` (immutable
+    // would skip the commits still in the WAL).
     var name = path
     var openFlags = flags | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
-    if flags & SQLITE_OPEN_READONLY != 0 && ReadOnlyMedia.contains(path) {
+    if flags & SQLITE_OPEN_READONLY != 0 && ReadOnlyMedia.cannotWrite(path)
+      && !FileManager.default.fileExists(atPath: path + "-wal")
+    {
       let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
       name = "file:\(encoded)?immutable=1"
       openFlags |= SQLITE_OPEN_URI

@@ -151,4 +151,53 @@ struct NewUserCLITests {
     }
     #expect(try watch("groups", "--json").stdout == "[]\n", "nothing was created")
   }
+
+  /// Read commands as a user who may read a store but not write its directory (a root-owned 755 directory
+  /// read by `nobody`): they read, and say nothing of creating a store.
+  @Test func storesInADirectoryTheUserCannotWriteAreRead() throws {
+    let directory = FileManager.default.temporaryDirectory.appending(path: "unwritable-\(UUID().uuidString)")
+    let tools = directory.appending(path: "bin")
+    let stores = directory.appending(path: "stores")
+    try FileManager.default.createDirectory(at: tools, withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(at: stores, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    // Copies of the tools (with the resources beside them) where any user may run them.
+    for name in ["strata", "fireball-watch", "Strata_FireballWatch.resources"] {
+      try FileManager.default.copyItem(at: Executables.url(name), to: tools.appending(path: name))
+    }
+    for backend in ["sqlite", "lmdb"] {
+      let imported = try Executables.run(
+        "fireball-watch", ["import", "--store", backend, "--path", stores.appending(path: "f.\(backend)").path])
+      #expect(imported.status == 0, "\(imported.stderr)")
+    }
+    let asRoot = getuid() == 0
+    let readable: [FileAttributeKey: Any] = [.posixPermissions: asRoot ? 0o755 : 0o555]
+    for url in [directory, tools, stores] { try FileManager.default.setAttributes(readable, ofItemAtPath: url.path) }
+    try FileManager.default.setAttributes(
+      [.posixPermissions: asRoot ? 0o755 : 0o555], ofItemAtPath: stores.appending(path: "f.lmdb").path)
+    defer {
+      for url in [stores, stores.appending(path: "f.lmdb")] {
+        try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: url.path)
+      }
+    }
+    func unprivileged(_ tool: String, _ arguments: [String]) throws -> CommandResult {
+      let path = tools.appending(path: tool).path
+      return asRoot
+        ? try Executables.runTool("runuser", ["-u", "nobody", "--", path] + arguments) : try Executables.runTool(path, arguments)
+    }
+    for backend in ["sqlite", "lmdb"] {
+      let store = stores.appending(path: "f.\(backend)").path
+      let before = try FileManager.default.contentsOfDirectory(atPath: stores.path).sorted()
+      let info = try unprivileged("strata", ["info", store])
+      #expect(info.status == 0 && info.stdout.contains("Fireball"), "\(backend): \(info.stderr)")
+      let count = try unprivileged("strata", ["fetch", store, "--entity", "Fireball", "--count"])
+      #expect(count.status == 0 && count.stdout == "973\n", "\(backend): \(count.stdout)\(count.stderr)")
+      let list = try unprivileged("fireball-watch", ["list", "--limit", "2", "--store", backend, "--path", store])
+      #expect(list.status == 0, "\(backend): \(list.stderr)")
+      #expect(!list.stderr.contains("cannot create"), "\(list.stderr)")
+      let write = try unprivileged("fireball-watch", ["group", "create", "Night", "--store", backend, "--path", store])
+      #expect(write.status == 1 && write.stderr.contains("cannot write"), "\(backend): \(write.stderr)")
+      #expect(try FileManager.default.contentsOfDirectory(atPath: stores.path).sorted() == before)
+    }
+  }
 }
