@@ -97,8 +97,8 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
   /// `$XDG_DATA_HOME/fireball-watch`): `directory/watch-tokens/<storeIdentifier>.json`.
   ///
   /// ```swift
-  /// FireballHistoryWatcher.tokenFile(in: URL(filePath: "/data/fireball-watch"), storeIdentifier: "5F0…")
-  /// // /data/fireball-watch/watch-tokens/5F0….json
+  /// let file = FireballHistoryWatcher.tokenFile(in: URL(filePath: "/data/fireball-watch"), storeIdentifier: "5F0C")
+  /// print(file.path)   // /data/fireball-watch/watch-tokens/5F0C.json
   /// ```
   public static func tokenFile(in directory: URL, storeIdentifier: String) -> URL {
     let name = storeIdentifier.unicodeScalars.map {

@@ -512,9 +512,10 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
   /// `fallback_application_name`).
   ///
   /// ```swift
-  /// PostgresStoreConfiguration(applicationName: "catalogue-web")
-  /// // postgresql:///catalogue                          → catalogue-web
-  /// // postgresql:///catalogue?application_name=worker-2 → worker-2
+  /// let configuration = PostgresStoreConfiguration(applicationName: "catalogue-web")
+  /// print(configuration.applicationName)
+  /// // pg_stat_activity shows, for postgresql:///catalogue                   catalogue-web
+  /// //                      for postgresql:///catalogue?application_name=w2  w2
   /// ```
   public var applicationName: String
   /// How many times a write is run again after the server reports a serialization failure (SQLSTATE
