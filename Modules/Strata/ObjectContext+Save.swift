@@ -23,10 +23,12 @@ extension ObjectContext {
   /// when the store is empty", decided where it cannot race).
   ///
   /// ```swift
-  /// for record in seed { insert(record, into: context) }
-  /// guard try context.save(ifStoreHasNo: Venue.self) else {
+  /// for name in ["Tbaar", "Vivi Bubble Tea"] {
+  ///   let venue = Venue(context: context)
+  ///   venue.name = name
+  /// }
+  /// if try !context.save(ifStoreHasNo: Venue.self) {
   ///   context.rollback()   // another process seeded the store first
-  ///   return
   /// }
   /// ```
   ///

@@ -71,15 +71,20 @@ struct FireballListAndGroupTests {
     try await watch.importFireballs()
     let dates = try watch.fireballs(FireballQuery(limit: 2)).map(\.dateTimeStamp)
     try watch.createGroup("Recent")
+    try watch.createGroup("Bright")
     try watch.add([dates[0]], toGroup: "Recent")
     let groups = try watch.groups()
     let count = try watch.fireballCount()
     let unknownDate = try #require(FireballDate.parse("2001-01-01 00:00:00"))
     let attempts: [(String, StoreError.Code, String, (FireballWatch) throws -> Void)] = [
       ("duplicate", .constraintConflict, "a group named 'Recent' exists already", { try $0.createGroup("Recent") }),
-      ("empty name", .validation, "a group needs a name", { try $0.createGroup("  ") }),
+      ("empty name", .validation, "a group name must not be empty", { try $0.createGroup("  ") }),
       ("unknown group", .notFound, "no group is named 'Nope'", { try $0.add([dates[1]], toGroup: "Nope") }),
       ("unknown group", .notFound, "no group is named 'Nope'", { try $0.remove([dates[0]], fromGroup: "Nope") }),
+      ("unknown group", .notFound, "no group is named 'Nope'", { try $0.renameGroup("Nope", to: "Yes") }),
+      ("unknown group", .notFound, "no group is named 'Nope'", { try $0.deleteGroup("Nope") }),
+      ("rename onto another", .constraintConflict, "exists already", { try $0.renameGroup("Recent", to: "Bright") }),
+      ("two lines", .validation, "a group name must be one line", { try $0.createGroup("a\nb") }),
       (
         "unknown date", .notFound, "no fireball was seen at 2001-01-01 00:00:00",
         { try $0.add([dates[1], unknownDate], toGroup: "Recent") }

@@ -18,13 +18,24 @@ import Testing
 // Modules/FireballWatch/FireballWatch+History.swift, example 1, on `public final class FireballHistoryWatcher: @unchecked Sendable`
 func FireballWatch_FireballWatch_History_1(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
-  let url: URL = scope.url
   let change: ObjectChange = scope.change
   do {
     let watch = FireballWatch(container: container)
+    let url = FireballHistoryWatcher.tokenFile(
+      in: PersistentContainer.defaultDirectoryURL().appending(path: "fireball-watch"),
+      storeIdentifier: container.storeIdentifier ?? "")
     let watcher = try FireballHistoryWatcher(watch: watch, tokenFile: url)
     for await _ in watch.container.persistentStoreRemoteChanges() {
       for change in try watcher.catchUp() { print(change) }
     }
+  }
+}
+
+// Modules/FireballWatch/FireballWatch+History.swift, example 2, on `public static func tokenFile(in directory: URL, storeIdentifier: String) -> URL`
+func FireballWatch_FireballWatch_History_2(_ scope: DocScope) throws {
+  let data: Data = scope.data
+  do {
+    let file = FireballHistoryWatcher.tokenFile(in: URL(filePath: "/data/fireball-watch"), storeIdentifier: "5F0C")
+    print(file.path)   // /data/fireball-watch/watch-tokens/5F0C.json
   }
 }

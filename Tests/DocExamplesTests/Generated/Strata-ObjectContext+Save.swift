@@ -14,8 +14,22 @@ import StrataStoreKit
 import Synchronization
 import Testing
 
-// Modules/Strata/ObjectContext+Save.swift, example 1, on `public func execute(_ request: BatchRequest) throws -> BatchResult`
+// Modules/Strata/ObjectContext+Save.swift, example 1, on `public func save<T: ManagedObject>(ifStoreHasNo type: T.Type) throws -> Bool`
 func Strata_ObjectContext_Save_1(_ scope: DocScope) throws {
+  let context: ObjectContext = scope.context
+  do {
+    for name in ["Tbaar", "Vivi Bubble Tea"] {
+      let venue = Venue(context: context)
+      venue.name = name
+    }
+    if try !context.save(ifStoreHasNo: Venue.self) {
+      context.rollback()   // another process seeded the store first
+    }
+  }
+}
+
+// Modules/Strata/ObjectContext+Save.swift, example 2, on `public func execute(_ request: BatchRequest) throws -> BatchResult`
+func Strata_ObjectContext_Save_2(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   let context: ObjectContext = scope.context
   do {

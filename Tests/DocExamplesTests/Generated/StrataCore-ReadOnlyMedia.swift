@@ -21,3 +21,11 @@ func StrataCore_ReadOnlyMedia_1(_ scope: DocScope) throws {
     if ReadOnlyMedia.contains("/mnt/cdrom/Movies.sqlite") { options.isReadOnly = true }
   }
 }
+
+// Modules/StrataCore/ReadOnlyMedia.swift, example 2, on `public static func cannotWrite(_ path: String) -> Bool`
+func StrataCore_ReadOnlyMedia_2(_ scope: DocScope) throws {
+  var options: StoreOptions = scope.options
+  do {
+    if ReadOnlyMedia.cannotWrite("/srv/shared/Movies.sqlite") { options.isReadOnly = true }
+  }
+}

@@ -41,8 +41,18 @@ func StrataPostgres_PostgresStore_3(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataPostgres/PostgresStore.swift, example 4, on `public struct PostgresStoreFactory: PersistentStoreFactory`
+// Modules/StrataPostgres/PostgresStore.swift, example 4, on `public var applicationName: String`
 func StrataPostgres_PostgresStore_4(_ scope: DocScope) throws {
+  do {
+    let configuration = PostgresStoreConfiguration(applicationName: "catalogue-web")
+    print(configuration.applicationName)
+    // pg_stat_activity shows, for postgresql:///catalogue                   catalogue-web
+    //                      for postgresql:///catalogue?application_name=w2  w2
+  }
+}
+
+// Modules/StrataPostgres/PostgresStore.swift, example 5, on `public struct PostgresStoreFactory: PersistentStoreFactory`
+func StrataPostgres_PostgresStore_5(_ scope: DocScope) throws {
   let model: ObjectModel = scope.model
   do {
     let registry = StoreRegistry([PostgresStoreFactory(schema: "movies")])
