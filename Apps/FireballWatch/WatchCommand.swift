@@ -87,19 +87,54 @@ final class ChangeReport: @unchecked Sendable {
     }
   }
 
+  /// One change as JSON, with the value types `list --json` and `groups --json` use (numbers as numbers).
   private func line(_ change: FireballChange) throws -> String {
-    var object: [String: String?] = [:]
-    switch change {
-    case .fireball(let kind, let date, let impact):
-      object = [
-        "change": kind.rawValue, "entity": "Fireball", "dateTimeStamp": date.map(FireballDate.iso8601),
-        "impactEnergy": impact.map { "\($0)" },
-      ]
-    case .group(let kind, let name, let count):
-      object = ["change": kind.rawValue, "entity": "FireballGroup", "name": name, "fireballCount": count.map { "\($0)" }]
-    }
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    return String(decoding: try encoder.encode(object), as: UTF8.self)
+    switch change {
+    case .fireball(let kind, let date, let impact):
+      let object = JSONFireballChange(
+        change: kind.rawValue, entity: "Fireball", dateTimeStamp: date.map(FireballDate.iso8601), impactEnergy: impact)
+      return String(decoding: try encoder.encode(object), as: UTF8.self)
+    case .group(let kind, let name, let count):
+      let object = JSONGroupChange(change: kind.rawValue, entity: "FireballGroup", name: name, fireballCount: count)
+      return String(decoding: try encoder.encode(object), as: UTF8.self)
+    }
   }
+}
+
+/// A fireball change as `watch --json` prints it; a value history did not keep is `null`.
+struct JSONFireballChange: Encodable {
+  var change: String
+  var entity: String
+  var dateTimeStamp: String?
+  var impactEnergy: Double?
+
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(change, forKey: .change)
+    try container.encode(entity, forKey: .entity)
+    try container.encode(dateTimeStamp, forKey: .dateTimeStamp)
+    try container.encode(impactEnergy, forKey: .impactEnergy)
+  }
+
+  enum CodingKeys: String, CodingKey { case change, entity, dateTimeStamp, impactEnergy }
+}
+
+/// A group change as `watch --json` prints it.
+struct JSONGroupChange: Encodable {
+  var change: String
+  var entity: String
+  var name: String?
+  var fireballCount: Int64?
+
+  func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(change, forKey: .change)
+    try container.encode(entity, forKey: .entity)
+    try container.encode(name, forKey: .name)
+    try container.encode(fireballCount, forKey: .fireballCount)
+  }
+
+  enum CodingKeys: String, CodingKey { case change, entity, name, fireballCount }
 }

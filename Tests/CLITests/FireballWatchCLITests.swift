@@ -240,6 +240,33 @@ struct FireballWatchHistoryCLITests {
     #expect(again.stderr.isEmpty, "\(again.stderr)")
   }
 
+  @Test func watchJSONHasTheValueTypesOfListJSON() throws {
+    let store = fireballStore()
+    #expect(try fireballWatch("group", "create", "Later", "--path", store).status == 0)
+    let watcher = try RunningWatcher(["--for", "120", "--json", "--path", store], tool: "fireball-watch")
+    // --json prints no "Watching" line: import one more row at a time until the watcher reports one.
+    var last = ""
+    for rows in 1...8 {
+      let (file, dates) = try snapshotFile(rows: rows)
+      #expect(try fireballWatch("import", "--file", file.path, "--path", store).status == 0)
+      last = dates[rows - 1].replacingOccurrences(of: " ", with: "T")
+      if watcher.waitFor(timeout: 3, { $0.contains(last) }) { break }
+    }
+    let (status, output) = watcher.stop { $0.contains(last) }
+    #expect(status == 0)
+    let changes = output.split(separator: "\n").compactMap {
+      try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+    }
+    let listed = try jsonRows(try fireballWatch("list", "--json", "--path", store))
+    #expect(!changes.isEmpty, "\(output)")
+    for change in changes {
+      let date = try #require(change["dateTimeStamp"] as? String)
+      let row = try #require(listed.first { $0["dateTimeStamp"] as? String == date })
+      #expect(change["impactEnergy"] is NSNumber, "a number, as in list --json: \(change)")
+      #expect((change["impactEnergy"] as? Double) == (row["impactEnergy"] as? Double), "\(change) vs \(row)")
+    }
+  }
+
   @Test func historyListsAndPrunes() throws {
     let store = fireballStore()
     let (file, _) = try snapshotFile(rows: 2)
