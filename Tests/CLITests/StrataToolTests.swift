@@ -36,18 +36,18 @@ private func withoutIDs(_ objects: [[String: Any]]) -> [[String: String]] {
 }
 
 private let amelie = [
-  "title": "Amélie", "genre": "Comédie, Romance", "releaseDate": "2001-04-25T00:00:00.000Z", "titleSearch": "amelie",
+  "title": "Amélie", "genre": "Comédie, Romance", "releaseDate": "2001-04-25T00:00:00Z", "titleSearch": "amelie",
   "rating": "0",
 ]
 private let heat = [
-  "title": "Heat", "genre": "Crime, Drama", "releaseDate": "1995-12-15T00:00:00.000Z", "titleSearch": "heat", "rating": "0",
+  "title": "Heat", "genre": "Crime, Drama", "releaseDate": "1995-12-15T00:00:00Z", "titleSearch": "heat", "rating": "0",
 ]
 private let elite = [
-  "title": "Élite Squad", "genre": "Action, Drama", "releaseDate": "2007-10-05T00:00:00.000Z", "titleSearch": "elite squad",
+  "title": "Élite Squad", "genre": "Action, Drama", "releaseDate": "2007-10-05T00:00:00Z", "titleSearch": "elite squad",
   "rating": "0",
 ]
 private let zodiac = [
-  "title": "Zodiac", "genre": "Mystery, Thriller", "releaseDate": "2007-03-02T00:00:00.000Z", "titleSearch": "zodiac",
+  "title": "Zodiac", "genre": "Mystery, Thriller", "releaseDate": "2007-03-02T00:00:00Z", "titleSearch": "zodiac",
   "rating": "0",
 ]
 
@@ -114,7 +114,7 @@ struct StrataToolTests {
     #expect(lines.first?.hasPrefix("objectID") == true)
     #expect(lines.first?.contains("title") == true && lines.first?.contains("releaseDate") == true)
     #expect(table.stdout.contains("Élite Squad"))
-    #expect(table.stdout.contains("1995-12-15T00:00:00.000Z"))
+    #expect(table.stdout.contains("1995-12-15T00:00:00Z"))
   }
 
   @Test func fetchFiltersSortsAndPages() throws {

@@ -23,7 +23,7 @@ enum JSONValue: Encodable {
     }
   }
 
-  /// A stored value as JSON: dates ISO-8601 (UTC, fractional seconds), data base64, UUID/URL/decimal strings.
+  /// A stored value as JSON: dates ISO-8601 (UTC, fractional seconds when they have any), data base64, UUID/URL/decimal strings.
   init(_ value: Value) {
     switch value {
     case .null: self = .null
@@ -32,7 +32,9 @@ enum JSONValue: Encodable {
     case .decimal(let d): self = .string("\(d)")
     case .string(let s): self = .string(s)
     case .bool(let b): self = .bool(b)
-    case .date(let d): self = .string(d.formatted(isoDate))
+    case .date(let d):
+      self = .string(
+        d.formatted(d.timeIntervalSinceReferenceDate.rounded() == d.timeIntervalSinceReferenceDate ? isoSeconds : isoDate))
     case .data(let d): self = .string(d.base64EncodedString())
     case .uuid(let u): self = .string(u.uuidString)
     case .url(let u): self = .string(u.absoluteString)
@@ -54,7 +56,9 @@ enum JSONValue: Encodable {
   }
 }
 
+/// Dates as the apps print them (`2001-04-25T00:00:00Z`), with fractional seconds only when a value has them.
 private let isoDate = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
+private let isoSeconds = Date.ISO8601FormatStyle(timeZone: .gmt)
 
 /// Fetched snapshots shaped for output: stored attributes (transient ones are never stored) and to-one targets.
 struct FetchedRows {
