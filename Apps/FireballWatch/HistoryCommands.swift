@@ -47,7 +47,8 @@ extension FireballWatchCommand.History {
     var afterToken: HistoryTokenArgument?
     @Option(help: ArgumentHelp("Leave out the transactions of this author, e.g. FireballWatch.", valueName: "name"))
     var excludeAuthor: String?
-    @Flag(help: "Print a JSON array of {token, timestamp, author, contextName, inserted, updated, deleted}.") var json = false
+    @Flag(help: "Print a JSON array of {token, timestamp, author, contextName, processID, inserted, updated, deleted}.")
+    var json = false
 
     func run() throws {
       try runReportingErrors(tool: "fireball-watch") {
@@ -99,7 +100,7 @@ struct JSONHistoryEntry: Encodable {
   var entry: FireballHistoryEntry
 
   enum CodingKeys: String, CodingKey {
-    case token, timestamp, author, contextName, inserted, updated, deleted
+    case token, timestamp, author, contextName, processID, inserted, updated, deleted
   }
 
   func encode(to encoder: any Encoder) throws {
@@ -108,6 +109,7 @@ struct JSONHistoryEntry: Encodable {
     try container.encode(FireballDate.iso8601(entry.timestamp), forKey: .timestamp)
     try container.encode(entry.author, forKey: .author)
     try container.encode(entry.contextName, forKey: .contextName)
+    try container.encode(entry.processID, forKey: .processID)
     try container.encode(entry.inserted, forKey: .inserted)
     try container.encode(entry.updated, forKey: .updated)
     try container.encode(entry.deleted, forKey: .deleted)

@@ -7,6 +7,8 @@ public struct FireballHistoryEntry: Sendable, Hashable, Codable {
   public var timestamp: Date
   public var author: String?
   public var contextName: String?
+  /// The process that made the change.
+  public var processID: Int32
   public var inserted: Int
   public var updated: Int
   public var deleted: Int
@@ -16,6 +18,7 @@ public struct FireballHistoryEntry: Sendable, Hashable, Codable {
     timestamp = transaction.timestamp
     author = transaction.author
     contextName = transaction.contextName
+    processID = transaction.processID
     inserted = transaction.count(of: .insert)
     updated = transaction.count(of: .update)
     deleted = transaction.count(of: .delete)

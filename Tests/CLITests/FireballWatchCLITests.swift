@@ -277,7 +277,7 @@ struct FireballWatchHistoryCLITests {
     let entries = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [[String: Any]])
     #expect(entries.map { $0["author"] as? String } == ["Fireball Data Import", "FireballWatch"])
     #expect(entries.map { $0["inserted"] as? Int } == [2, 1])
-    let keys: Set = ["token", "timestamp", "author", "contextName", "inserted", "updated", "deleted"]
+    let keys: Set = ["token", "timestamp", "author", "contextName", "processID", "inserted", "updated", "deleted"]
     #expect(entries.allSatisfy { Set($0.keys) == keys })
     let tokens = entries.compactMap { $0["token"] as? String }
     let excluded = try fireballWatch("history", "--exclude-author", "FireballWatch", "--json", "--path", store)
