@@ -664,6 +664,13 @@ extension ManagedObject {
       load(snapshot)
       awakeFromFetch()
     } else if let info {
+      // Not silent: the values read next are defaults, not the object's. `existingObject(with:)` throws
+      // `.notFound` for it, for code that must know.
+      if managedObjectContext != nil {
+        contextLog.warning(
+          "the fault of \(objectID) cannot be fulfilled: the object was deleted from the store, so its attributes read as defaults (existingObject(with:) throws .notFound for it)"
+        )
+      }
       values = info.entity.attributes.map(\.initialValue)
       toOne = Array(repeating: nil, count: info.entity.toOneRelationships.count)
       toMany = Array(repeating: [], count: info.entity.toManyRelationships.count)

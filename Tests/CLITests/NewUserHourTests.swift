@@ -8,6 +8,9 @@ struct NewUserHourTests {
     let result = try Executables.run("library-hour", [backend])
     #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
     #expect(!result.stdout.contains("FAIL"), "\(result.stdout)")
-    #expect(result.stdout.components(separatedBy: "\nok ").count >= 4, "\(result.stdout)")
+    #expect(result.stdout.components(separatedBy: "\nok ").count >= 5, "\(result.stdout)")
+    #expect(
+      result.stderr.contains("cannot be fulfilled: the object was deleted from the store"),
+      "reading a dead fault is not silent: \(result.stderr)")
   }
 }

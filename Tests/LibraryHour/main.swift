@@ -111,6 +111,33 @@ await check("merged batch delete leaves no deleted objects in loaded relationshi
   }
 }
 
+await check("a fault whose object another context deleted") {
+  let container = try makeContainer("DeadFault")
+  let view = container.viewContext
+  let id = try view.performAndWait {
+    let book = Book(context: view)
+    book.title = "Gone"
+    try view.save()
+    return book.objectID
+  }
+  let stale = container.newBackgroundContext()
+  let fault = stale.performAndWait { stale.object(with: id) as? Book }
+  try await container.performBackgroundTask { context in
+    context.delete(try context.existingObject(with: id))
+    try context.save()
+  }
+  try stale.performAndWait {
+    _ = fault?.title
+    try expect(fault?.isDeleted == true, "the dead fault does not report isDeleted")
+    do {
+      _ = try stale.existingObject(with: id)
+      throw CheckFailure(description: "existingObject(with:) found a deleted object")
+    } catch let error as StoreError {
+      try expect(error.code == .notFound, "existingObject(with:) threw \(error)")
+    }
+  }
+}
+
 await check("rollback of an inserted object") {
   let container = try makeContainer("Rollback")
   let view = container.viewContext
