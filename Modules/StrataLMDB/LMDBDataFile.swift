@@ -146,7 +146,7 @@ enum LMDBDataFile {
   }
 
   /// The meta page at `offset`, or `nil` when it is missing or not a valid one.
-  private static func readMeta(_ descriptor: Int32, offset: Int) throws -> Meta? {
+  static func readMeta(_ descriptor: Int32, offset: Int) throws -> Meta? {
     var bytes = [UInt8](repeating: 0, count: pageHeaderSize + metaSize)
     let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
     guard count >= 0 else { throw StoreError(.io, "cannot read data.mdb: \(String(cString: strerror(errno)))") }

@@ -92,7 +92,7 @@ public final class LMDBStore: PersistentStore {
       throw error.storeError(path: path)
     }
     do {
-      if !isNew { try Self.checkPages(environment, path: path) }
+      if !isNew { try Self.checkPages(environment, path: path, recordsValidation: !options.isReadOnly) }
       opened = try Self.openSchema(environment, path: path, model: model, options: options)
     } catch {
       // Leave a directory that is not ours as it was: remove the lock file liblmdb just made.
@@ -178,13 +178,22 @@ public final class LMDBStore: PersistentStore {
   /// (``LMDBDataFile/checkPages(directory:transactionID:)``), inside a read transaction so that no writer
   /// reuses the pages meanwhile. When writers of other processes commit so fast that the transaction's
   /// meta page is overwritten before it is read, eight times in a row, the store opens unchecked.
-  private static func checkPages(_ environment: LMDBEnvironment, path: String) throws {
+  ///
+  /// A file in the state Strata last walked it or left it at a clean close (``LMDBValidationMarker``) is not
+  /// walked again; a writable store records the state it walked.
+  private static func checkPages(_ environment: LMDBEnvironment, path: String, recordsValidation: Bool) throws {
+    if LMDBValidationMarker.isValidated(directory: path) { return }
     for _ in 0..<8 {
+      var walked: UInt64 = 0
       let checked = try environment.read { txn in
         // A transaction ID is a 64-bit unsigned number; liblmdb hands it back as a signed `size_t`.
-        try LMDBDataFile.checkPages(directory: path, transactionID: UInt64(truncatingIfNeeded: mdb_txn_id(txn.txn)))
+        walked = UInt64(truncatingIfNeeded: mdb_txn_id(txn.txn))
+        return try LMDBDataFile.checkPages(directory: path, transactionID: walked)
       }
-      if checked != nil { return }
+      if checked != nil {
+        if recordsValidation { LMDBValidationMarker.record(directory: path, at: walked) }
+        return
+      }
     }
   }
 
@@ -371,6 +380,8 @@ public final class LMDBStore: PersistentStore {
     }
     for transaction in all { transaction.end(environment) }
     environment.release()
+    // What this store wrote, liblmdb wrote: the next open need not walk the file while it stays so.
+    if !options.isReadOnly { LMDBValidationMarker.record(directory: path) }
     broadcaster.finish()
   }
 }
