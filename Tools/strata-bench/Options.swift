@@ -22,7 +22,8 @@ struct Options {
       --runs N        runs per scenario; medians are printed (default 3)
       --only B        one backend's scenarios (sqlite, lmdb), the history comparison (history), the SQLite
                       migration (migration, also part of a full run), lmdb-migration (run only when named)
-                      or the concurrent saves (concurrent); postgres, postgres-concurrent: Strata against raw
+                      or the concurrent saves (concurrent), the queries people type (queries: query_first,
+                      query_page, query_top10, query_search, query_count; run only when named); postgres, postgres-concurrent: Strata against raw
                       libpq on a server (--postgres-uri URI, or STRATA_POSTGRES_URI)
       --scenario S,…  only these scenarios (names as printed, without the row count), e.g. insert,fetch
       --scaling       every scenario at each row count of --levels (default 10000,100000,1000000), then per

@@ -6,6 +6,11 @@ func runScenarios(rows count: Int, options: Options, recorder: Recorder) throws 
   for backend in ["sqlite", "lmdb"] {
     for _ in 0..<options.runs { try runBackendScenarios(backend, rows: rows, options: options, recorder: recorder) }
   }
+  if options.only == "queries" || options.scenarios?.contains(where: { $0.hasPrefix("query_") }) == true {
+    for backend in ["sqlite", "lmdb"] {
+      for _ in 0..<options.runs { try runQueryScenarios(backend, rows: rows, options: options, recorder: recorder) }
+    }
+  }
   if options.wants("batch_insert_history", in: "history") {
     let objects = dictionaries(rows)
     for backend in ["sqlite", "lmdb"] {
