@@ -59,8 +59,15 @@ struct LargeValueTests {
     let rows = try JSONSerialization.jsonObject(with: Data(movies.stdout.utf8)) as? [[String: Any]]
     #expect(rows?.compactMap { $0["title"] as? String } == [title, title])
 
-    let group = Self.text("Group ", characters: 40_000)
+    // A group name is one line of at most 100 characters: a long one is refused in one line, the longest
+    // allowed (multi-byte) round-trips and stays unique.
     let fireballs = directory + "/fireballs." + store
+    let tooLong = try runBounded(
+      "fireball-watch", ["group", "create", Self.text("Group ", characters: 40_000), "--store", store, "--path", fireballs])
+    #expect(
+      tooLong.status == 1 && isOneLineError(tooLong.stderr, tool: "fireball-watch")
+        && tooLong.stderr.contains("at most 100 characters"), "\(tooLong.stderr.prefix(300))")
+    let group = Self.text("Group ", characters: 100)
     let created = try runBounded("fireball-watch", ["group", "create", group, "--store", store, "--path", fireballs])
     #expect(created.status == 0, "\(created.stderr.prefix(300))")
     let again = try runBounded("fireball-watch", ["group", "create", group, "--store", store, "--path", fireballs])
