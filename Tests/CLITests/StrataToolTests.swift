@@ -279,7 +279,7 @@ struct StrataToolTests {
     let lines = plan.stdout.split(separator: "\n").map(String.init)
     #expect(lines.first == "Query:" && lines.contains("Plan:"), "\(plan.stdout)")
     #expect(lines.contains { $0.hasPrefix("  SELECT ") && $0.contains("FROM \"Movie\"") }, "\(plan.stdout)")
-    #expect(lines.contains("  bound: 'He'"), "\(plan.stdout)")
+    #expect(lines.contains("  bound: 'He', 'Hf'"), "a case-sensitive BEGINSWITH is a range of the column: \(plan.stdout)")
     #expect(lines.contains { $0.contains("SCAN t0") }, "SQLite's own EXPLAIN QUERY PLAN: \(plan.stdout)")
     #expect(!plan.stdout.contains("Heat"), "nothing is fetched")
 
