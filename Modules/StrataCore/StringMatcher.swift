@@ -7,7 +7,7 @@ import Foundation
 /// needle, pattern or regular expression) once, and works on the left side's UTF-8 without building a
 /// `String` or a `Character`:
 /// - an ASCII left side folds with a table (`[c]` lowercases, `[d]` keeps it as it is), on the stack;
-/// - a left side with non-ASCII text folds run by run (``StringSemantics/appendFolded(_:_:into:)``):
+/// - a left side with non-ASCII text folds run by run (`StringSemantics.appendFolded`):
 ///   only the runs around non-ASCII bytes go through Foundation's full Unicode folding;
 /// - `LIKE` runs on the bytes of an ASCII left side (each byte one character), and on `Character`s only
 ///   for a non-ASCII one; `MATCHES` compiles its regular expression once (ICU still needs a `String`).
