@@ -1,6 +1,7 @@
 import Foundation
 
-/// A string operator whose right side is fixed, prepared once and then applied to many left sides: what a
+/// A string operator whose right side is fixed, prepared once and then applied to many left sides (a class:
+/// every row reads it where it lies, where copying a struct retained each of its arrays): what a
 /// predicate such as `title CONTAINS[cd] %@` costs per row in the evaluator and in SQLite's `strata_string`.
 ///
 /// It answers exactly what ``StringSemantics/evaluate(_:_:_:_:)`` answers, but folds the right side (the
@@ -16,7 +17,7 @@ import Foundation
 /// let matcher = try StringMatcher(.contains, "NUMBER 99", [.caseInsensitive, .diacriticInsensitive])
 /// try matcher.matches("Movie number 991")   // true
 /// ```
-public struct StringMatcher: Sendable {
+public final class StringMatcher: Sendable {
   /// The operator.
   public let op: ComparisonOperator
   /// The right side as given.

@@ -212,19 +212,19 @@ private let stringOperation: @convention(c) (OpaquePointer?, Int32, UnsafeMutabl
   }
   do {
     let rhs = textBytes(arguments[3])
-    let matcher: StringMatcher
+    // The matcher is used where it lies: a copy of it retained and released each of its arrays per row.
+    let prepared: PreparedOperand
     if let pointer = sqlite3_get_auxdata(context, 3),
-      case let prepared = RetainedPointer<PreparedOperand>.object(at: pointer),
-      prepared.isPrepared(for: op, options, rhs)
+      case let kept = RetainedPointer<PreparedOperand>.object(at: pointer),
+      kept.isPrepared(for: op, options, rhs)
     {
-      matcher = prepared.matcher
+      prepared = kept
     } else {
-      matcher = try StringMatcher(op, String(decoding: rhs, as: UTF8.self), options)
-      let prepared = PreparedOperand(matcher, Array(rhs))
-      // SQLite may call the destructor at once (when the argument is not a constant); `matcher` is ours.
+      prepared = PreparedOperand(try StringMatcher(op, String(decoding: rhs, as: UTF8.self), options), Array(rhs))
+      // SQLite may call the destructor at once (when the argument is not a constant); `prepared` is ours.
       sqlite3_set_auxdata(context, 3, RetainedPointer.make(prepared), releasePreparedOperand)
     }
-    sqlite3_result_int(context, try matcher.matches(utf8: textBytes(arguments[2])) ? 1 : 0)
+    sqlite3_result_int(context, try prepared.matcher.matches(utf8: textBytes(arguments[2])) ? 1 : 0)
   } catch let error as StoreError {
     sqlite3_result_error(context, error.message, -1)
   } catch {
