@@ -43,7 +43,7 @@ extension PostgresStore {
   }
 
   /// Tells other stores on the schema that a transaction committed (delivered at commit).
-  /// Throws ``StoreError/storeNotEmpty(_:)`` when one of `entities` holds an object. Each entity's table is
+  /// Throws `StoreError.storeNotEmpty(_:)` when one of `entities` holds an object. Each entity's table is
   /// locked against other writers first (SHARE ROW EXCLUSIVE conflicts with itself and with inserts), so two
   /// processes importing into an empty store at once cannot both find it empty.
   func checkEmpty(_ entities: [String], on connection: PostgresConnection) throws {

@@ -50,7 +50,7 @@ extension SQLiteStore {
 }
 
 extension SQLiteStore {
-  /// Throws ``StoreError/storeNotEmpty(_:)`` when one of `entities` holds an object, read on the writing
+  /// Throws `StoreError.storeNotEmpty(_:)` when one of `entities` holds an object, read on the writing
   /// connection inside its transaction (which holds SQLite's write lock: no other process can insert).
   func checkEmpty(_ entities: [String], on connection: SQLiteConnection) throws {
     for entity in entities {

@@ -185,7 +185,7 @@ public struct ChangeSet: Sendable, Hashable {
   /// Entities that must hold no objects (of their own or of a sub-entity) when the change set commits:
   /// "import when the store is empty", decided inside the store's write transaction so that two processes
   /// importing at once cannot both see an empty store. When one holds an object the store writes nothing
-  /// and throws ``StoreError/storeNotEmpty(_:)``.
+  /// and throws `StoreError.storeNotEmpty(_:)`.
   public var requiredEmptyEntities: [String] = []
 
   /// A change set; contexts build it.
