@@ -125,10 +125,19 @@ extension LMDBFetch {
       }
       let templates = tables.map(\.decoder.idTemplate)
       let sorter = self.sorter
+      let sorts = request.sortDescriptors
+      // One string key in code-point order (the commonest sort): its bytes compared where they lie.
+      let byBytes = positions.count == 1 && sorts.count == 1 && sorts[0].comparator == .default
+      let ascending = sorts.first?.ascending ?? true
       admits = { index, pk, record in
-        guard let worst = heap.worst,
-          let values = Self.values(at: positions, of: record, fields: fields[index])
-        else { return true }
+        guard let worst = heap.worst else { return true }
+        if byBytes, case .string(let worstText) = worst.values[0],
+          let bytes = Self.stringBytes(at: positions[0], of: record, fields: fields[index])
+        {
+          let order = worstText.withUTF8Contents { StringMatcher.compare(bytes, $0) }
+          if order != 0 { return ascending ? order < 0 : order > 0 }
+        }
+        guard let values = Self.values(at: positions, of: record, fields: fields[index]) else { return true }
         return sorter.order((values, templates[index].withPrimaryKey(pk)), worst) < 0
       }
     }
@@ -138,6 +147,27 @@ extension LMDBFetch {
       return true
     }
     return heap.sorted()
+  }
+
+  /// The UTF-8 of the string attribute at `position` in a stored record, where it lies; `nil` when the value
+  /// is nil, not a string or damaged.
+  static func stringBytes(
+    at position: Int, of record: UnsafeRawBufferPointer, fields: [RecordField]
+  )
+    -> UnsafeBufferPointer<UInt8>?
+  {
+    guard fields.indices.contains(position), fields[position] == .string else { return nil }
+    var reader = RecordReader(bytes: record)
+    do throws(RecordHeaderDamage) {
+      _ = try reader.header()
+    } catch {
+      return nil
+    }
+    for field in fields[..<position] {
+      guard reader.skipValue(field) else { return nil }
+    }
+    guard reader.byte() == RecordField.string.rawValue, let slice = reader.slice() else { return nil }
+    return slice.assumingMemoryBound(to: UInt8.self)
   }
 
   /// The values of the attributes at `positions` in a stored record, as decoding would give them; `nil`

@@ -84,6 +84,10 @@ struct LMDBFetchWorkTests {
     let topTen = try Self.fetch(store, top)
     #expect(Self.titles(topTen.result) == Array(sorted[3..<13]))
     #expect(topTen.decoded < Self.total / 5, "sorted top-10 decoded \(topTen.decoded)")
+    top.sortDescriptors = [QuerySort("title", ascending: false)]
+    let lastTen = try Self.fetch(store, top)
+    #expect(Self.titles(lastTen.result) == Array(sorted.reversed()[3..<13]))
+    #expect(lastTen.decoded < Self.total / 5, "sorted top-10 descending decoded \(lastTen.decoded)")
     top.sortDescriptors = [QuerySort("rating", ascending: false), QuerySort("title")]
     top.fetchOffset = 0
     let byRating = Self.titles(try Self.fetch(store, top).result)
