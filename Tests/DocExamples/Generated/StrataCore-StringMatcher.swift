@@ -14,7 +14,7 @@ import StrataStoreKit
 import Synchronization
 import Testing
 
-// Modules/StrataCore/StringMatcher.swift, example 1, on `public struct StringMatcher: Sendable`
+// Modules/StrataCore/StringMatcher.swift, example 1, on `public final class StringMatcher: Sendable`
 func StrataCore_StringMatcher_1(_ scope: DocScope) throws {
   do {
     let matcher = try StringMatcher(.contains, "NUMBER 99", [.caseInsensitive, .diacriticInsensitive])
