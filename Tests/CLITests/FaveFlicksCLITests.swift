@@ -21,8 +21,17 @@ enum Executables {
   }
 
   static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+    try run(url(name), arguments, environment: environment)
+  }
+
+  /// Runs a program found on `PATH` (psql, runuser, say).
+  static func runTool(_ name: String, _ arguments: [String]) throws -> CommandResult {
+    try run(URL(fileURLWithPath: "/usr/bin/env"), [name] + arguments)
+  }
+
+  static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
     let process = Process()
-    process.executableURL = url(name)
+    process.executableURL = executable
     process.arguments = arguments
     var env = ProcessInfo.processInfo.environment
     for (key, value) in environment { env[key] = value }

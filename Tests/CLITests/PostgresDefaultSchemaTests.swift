@@ -63,23 +63,3 @@ struct PostgresDefaultSchemaTests {
     #expect(!mixedUp.stderr.contains("newer release"), "\(mixedUp.stderr)")
   }
 }
-
-extension Executables {
-  /// Runs a program found on `PATH` (psql, say).
-  static func runTool(_ name: String, _ arguments: [String]) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [name] + arguments
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return CommandResult(
-      status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-      stderr: String(decoding: errData, as: UTF8.self))
-  }
-}
