@@ -133,18 +133,10 @@ func rawLMDBFetchedResults(expecting count: Int, changes: Int, at url: URL) thro
   var ordered: [KeyedRow] = []
   let initial = try milliseconds {
     try raw.transaction(readOnly: true) { txn in
-      var dbi: MDB_dbi = 0
-      try RawLMDB.check(mdb_dbi_open(txn, "BenchItem", 0, &dbi), "mdb_dbi_open")
-      var cursor: OpaquePointer?
-      try RawLMDB.check(mdb_cursor_open(txn, dbi, &cursor), "mdb_cursor_open")
-      defer { mdb_cursor_close(cursor) }
-      var key = MDB_val()
-      var value = MDB_val()
-      var op = MDB_FIRST
-      while mdb_cursor_get(cursor, &key, &value, op) == MDB_SUCCESS {
-        op = MDB_NEXT
+      try RawLMDB.forEachRecord(in: txn) { key, value in
         let k = Int(UInt64(bigEndian: key.mv_data.loadUnaligned(as: UInt64.self)))
-        ordered.append(KeyedRow(key: k, row: decodeRawRecord(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size))))
+        ordered.append(KeyedRow(key: k, row: decodeRawRecord(value)))
+        return true
       }
     }
     ordered.sort { $0.row.count < $1.row.count || ($0.row.count == $1.row.count && $0.key < $1.key) }

@@ -125,18 +125,7 @@ private func rawLMDBWalk(at url: URL, _ body: (UnsafeRawBufferPointer) -> Bool) 
   try milliseconds {
     let raw = try RawLMDB(path: url)
     try raw.transaction(readOnly: true) { txn in
-      var dbi: MDB_dbi = 0
-      try RawLMDB.check(mdb_dbi_open(txn, "BenchItem", 0, &dbi), "mdb_dbi_open")
-      var cursor: OpaquePointer?
-      try RawLMDB.check(mdb_cursor_open(txn, dbi, &cursor), "mdb_cursor_open")
-      defer { mdb_cursor_close(cursor) }
-      var key = MDB_val()
-      var value = MDB_val()
-      var op = MDB_FIRST
-      while mdb_cursor_get(cursor, &key, &value, op) == MDB_SUCCESS {
-        op = MDB_NEXT
-        guard body(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)) else { return }
-      }
+      try RawLMDB.forEachRecord(in: txn) { _, value in body(value) }
     }
   }
 }

@@ -37,6 +37,26 @@ final class RawLMDB {
     }
     try Self.check(mdb_txn_commit(txn), "mdb_txn_commit")
   }
+
+  /// Walks every BenchItem record of `txn` with one cursor, in key order: `body` gets each key and value
+  /// until it returns false.
+  @inline(__always)
+  static func forEachRecord(
+    in txn: OpaquePointer, _ body: (_ key: MDB_val, _ value: UnsafeRawBufferPointer) throws -> Bool
+  ) throws {
+    var dbi: MDB_dbi = 0
+    try check(mdb_dbi_open(txn, "BenchItem", 0, &dbi), "mdb_dbi_open")
+    var cursor: OpaquePointer?
+    try check(mdb_cursor_open(txn, dbi, &cursor), "mdb_cursor_open")
+    defer { mdb_cursor_close(cursor) }
+    var key = MDB_val()
+    var value = MDB_val()
+    var op = MDB_FIRST
+    while mdb_cursor_get(cursor, &key, &value, op) == MDB_SUCCESS {
+      op = MDB_NEXT
+      guard try body(key, UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)) else { return }
+    }
+  }
 }
 
 private func appendVarint(_ value: Int, to buffer: inout [UInt8]) {
@@ -185,17 +205,9 @@ private func rawLMDBForEachRow(at url: URL, _ body: (Row) -> Void) throws -> Dou
   let raw = try RawLMDB(path: url)
   return try milliseconds {
     try raw.transaction(readOnly: true) { txn in
-      var dbi: MDB_dbi = 0
-      try RawLMDB.check(mdb_dbi_open(txn, "BenchItem", 0, &dbi), "mdb_dbi_open")
-      var cursor: OpaquePointer?
-      try RawLMDB.check(mdb_cursor_open(txn, dbi, &cursor), "mdb_cursor_open")
-      defer { mdb_cursor_close(cursor) }
-      var key = MDB_val()
-      var value = MDB_val()
-      var op = MDB_FIRST
-      while mdb_cursor_get(cursor, &key, &value, op) == MDB_SUCCESS {
-        op = MDB_NEXT
-        body(decodeRawRecord(UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size)))
+      try RawLMDB.forEachRecord(in: txn) { _, value in
+        body(decodeRawRecord(value))
+        return true
       }
     }
   }
