@@ -204,6 +204,8 @@ extension Conformance {
     // The same on a unique attribute, which a store may read through its index (in the index's order).
     let studios = try context.fetch(FetchRequest<Studio>(format: "name >= %@", "A"))
     #expect(studios.count > 2)
+    // Without sorts the results still come in key order (creation order), not in the index's order.
+    #expect(studios.map(\.name) == SampleData.studios.map(\.name).filter { $0 >= "A" }, "\(studios.map(\.name))")
     let second = try context.fetch(
       FetchRequest<Studio>(predicate: try QueryPredicate(format: "name >= 'A'"), fetchLimit: 1, fetchOffset: 1))
     #expect(second.map(\.objectID) == [studios[1].objectID])

@@ -32,23 +32,44 @@ extension SQLiteStore {
         guard case .integer(let n) = try connection.scalar(statement.sql, statement.bindings) else { return .count(0) }
         return .count(Int(n))
       case .objectIDs:
-        return .objectIDs(
-          try connection.query(statement.sql, statement.bindings) { [id = RowIDs(table, storeIdentifier: identifier).object] in
-            id.withPrimaryKey($0.int64(0))
-          })
+        var ids = try connection.query(statement.sql, statement.bindings) {
+          [id = RowIDs(table, storeIdentifier: identifier).object] in id.withPrimaryKey($0.int64(0))
+        }
+        if statement.ordersByKeyAfterwards { Self.restoreKeyOrder(&ids, key: \.primaryKey) }
+        return .objectIDs(ids)
       case .snapshots, .dictionaries:
         let ids = RowIDs(table, storeIdentifier: identifier)
-        let snapshots = try connection.query(statement.sql, statement.bindings) { try $0.snapshot(table, ids: ids) }
+        var snapshots = try connection.query(statement.sql, statement.bindings) { try $0.snapshot(table, ids: ids) }
+        if statement.ordersByKeyAfterwards { Self.restoreKeyOrder(&snapshots, key: \.objectID.primaryKey) }
         return .snapshots(try resolvingReferences(snapshots, connection: connection))
       }
     }
   }
 
+  /// Puts rows read without `ORDER BY` back in primary-key order: a pass that finds them ascending (a
+  /// table scan reads them so), a sort when an index gave another order.
+  private static func restoreKeyOrder<Row>(_ rows: inout [Row], key: (Row) -> Int64?) {
+    var previous = Int64.min
+    for row in rows {
+      let current = key(row) ?? .min
+      if current < previous {
+        rows.sort { (key($0) ?? .min) < (key($1) ?? .min) }
+        return
+      }
+      previous = current
+    }
+  }
+
   /// The one `SELECT` a snapshot, object-ID or count fetch runs, with its bindings.
+  ///
+  /// A fetch without sort descriptors, limit or offset has no `ORDER BY`: its rows are put in key order
+  /// afterwards (`ordersByKeyAfterwards`), so SQLite's planner may answer the predicate from an index
+  /// (`SEARCH t0 USING INDEX`) instead of scanning the table to read it in key order. With a limit or an
+  /// offset, `ORDER BY t0._pk` stays: the page must be cut from the ordered results.
   func selectStatement(
     for request: FetchDescription
   ) throws -> (
-    sql: String, bindings: [SQLValue], table: SQLiteSchema.Table
+    sql: String, bindings: [SQLValue], table: SQLiteSchema.Table, ordersByKeyAfterwards: Bool
   ) {
     let query = try SQLiteQueryCompiler.compile(request, schema: schema, storeIdentifier: identifier)
     let table = query.table
@@ -59,7 +80,8 @@ extension SQLiteStore {
       pagingBindings = [.integer(Int64(request.effectiveLimit ?? -1)), .integer(Int64(max(request.fetchOffset, 0)))]
     }
     let from = query.fromClause
-    let order = " ORDER BY " + query.orderBy.joined(separator: ", ")
+    let ordersByKeyAfterwards = request.sortDescriptors.isEmpty && paging.isEmpty
+    let order = ordersByKeyAfterwards ? "" : " ORDER BY " + query.orderBy.joined(separator: ", ")
     let sql: String
     switch request.resultType {
     case .count:
@@ -71,7 +93,7 @@ extension SQLiteStore {
     case .snapshots, .dictionaries:
       sql = "SELECT \(table.selectList(alias: "t0")) \(from.sql)\(order)\(paging)"
     }
-    return (sql, from.bindings + pagingBindings, table)
+    return (sql, from.bindings + pagingBindings, table, ordersByKeyAfterwards)
   }
 
   /// The `SELECT` a fetch compiles to, with its bound values, and SQLite's `EXPLAIN QUERY PLAN` for it,
