@@ -85,7 +85,7 @@ extension FireballWatchCommand {
     static let configuration = CommandConfiguration(abstract: "Delete one fireball; the groups holding it count one fewer.")
 
     @OptionGroup var storeOptions: StoreFlags
-    @Argument(help: ArgumentHelp("When it was seen, as yyyy-MM-dd HH:mm:ss (UTC).", valueName: "date"))
+    @Argument(help: ArgumentHelp("When it was seen, as yyyy-MM-dd HH:mm:ss or ISO 8601 (UTC).", valueName: "date"))
     var date: FireballDateArgument
 
     func run() throws {

@@ -82,7 +82,7 @@ extension FireballWatchCommand.Group {
 
 struct GroupMembers: ParsableArguments {
   @Argument(help: "The group's name.") var name: String
-  @Argument(help: ArgumentHelp("When each fireball was seen, as yyyy-MM-dd HH:mm:ss (UTC).", valueName: "date"))
+  @Argument(help: ArgumentHelp("When each fireball was seen, as yyyy-MM-dd HH:mm:ss or ISO 8601 (UTC).", valueName: "date"))
   var dates: [FireballDateArgument]
 
   func validate() throws {

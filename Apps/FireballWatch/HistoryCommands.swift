@@ -67,11 +67,11 @@ extension FireballWatchCommand.History {
         } else {
           print(
             textTable(
-              headers: ["Token", "Time (UTC)", "Author", "Inserted", "Updated", "Deleted"],
+              headers: ["Token", "Time (UTC)", "Author", "PID", "Inserted", "Updated", "Deleted"],
               rows: entries.map {
                 [
-                  $0.token, FireballDate.string(from: $0.timestamp), $0.author ?? "-", String($0.inserted), String($0.updated),
-                  String($0.deleted),
+                  $0.token, FireballDate.iso8601($0.timestamp), $0.author ?? "-", String($0.processID),
+                  String($0.inserted), String($0.updated), String($0.deleted),
                 ]
               }))
         }
@@ -81,7 +81,7 @@ extension FireballWatchCommand.History {
 
   struct Prune: ParsableCommand {
     static let configuration = CommandConfiguration(
-      abstract: "Delete the history before a token (which stays) or a date (yyyy-MM-dd HH:mm:ss, UTC).")
+      abstract: "Delete the history before a token (which stays) or a date (yyyy-MM-dd HH:mm:ss or ISO 8601, UTC).")
 
     @OptionGroup var storeOptions: StoreFlags
     @Option(help: ArgumentHelp("A token as printed by 'history', or a date.", valueName: "token-or-date"))

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The timestamps JPL uses: `yyyy-MM-dd HH:mm:ss`, UTC.
+/// The timestamps JPL uses: `yyyy-MM-dd HH:mm:ss`, UTC; read also in the ISO 8601 form the app's JSON and
+/// history print (`yyyy-MM-ddTHH:mm:ssZ`), so a time copied from either can be typed back.
 public enum FireballDate {
   private static let calendar: Calendar = {
     var calendar = Calendar(identifier: .gregorian)
@@ -10,9 +11,18 @@ public enum FireballDate {
 
   private static let pattern = Array("0000-00-00 00:00:00".utf8)
 
-  /// The date `text` names, or `nil` when it is not exactly `yyyy-MM-dd HH:mm:ss` of a real time.
+  /// The date `text` names, or `nil` when it is not exactly `yyyy-MM-dd HH:mm:ss` or
+  /// `yyyy-MM-ddTHH:mm:ssZ` of a real time.
+  ///
+  /// ```swift
+  /// FireballDate.parse("2024-02-26 11:21:01") == FireballDate.parse("2024-02-26T11:21:01Z")  // true
+  /// ```
   public static func parse(_ text: String) -> Date? {
-    let bytes = Array(text.utf8)
+    var bytes = Array(text.utf8)
+    if bytes.count == pattern.count + 1, bytes[10] == UInt8(ascii: "T"), bytes.last == UInt8(ascii: "Z") {
+      bytes.removeLast()
+      bytes[10] = UInt8(ascii: " ")
+    }
     let digits = UInt8(ascii: "0")...UInt8(ascii: "9")
     func matches(_ byte: UInt8, _ expected: UInt8) -> Bool {
       expected == digits.lowerBound ? digits.contains(byte) : byte == expected
@@ -22,7 +32,7 @@ public enum FireballDate {
     let components = DateComponents(
       year: number(0..<4), month: number(5..<7), day: number(8..<10), hour: number(11..<13), minute: number(14..<16),
       second: number(17..<19))
-    guard let date = calendar.date(from: components), string(from: date) == text else { return nil }
+    guard let date = calendar.date(from: components), Array(string(from: date).utf8) == bytes else { return nil }
     return date
   }
 

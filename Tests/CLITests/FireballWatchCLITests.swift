@@ -285,8 +285,18 @@ struct FireballWatchHistoryCLITests {
     let after = try fireballWatch("history", "--after-token", tokens[0], "--json", "--path", store)
     #expect(try jsonRows(after).compactMap { $0["token"] as? String } == [tokens[1]])
 
+    let table = try fireballWatch("history", "--path", store)
+    let stamps = entries.compactMap { $0["timestamp"] as? String }
+    let rows = table.stdout.split(separator: "\n").dropFirst(2).map { $0.split(separator: " ").map(String.init) }
+    #expect(rows.map { Array($0.prefix(2)) } == zip(tokens, stamps).map { [$0, $1] }, "the table's times are the JSON's")
+    #expect(table.stdout.split(separator: "\n").first?.contains("PID") == true, "\(table.stdout)")
+    let jplForm = String(stamps[0].replacingOccurrences(of: "T", with: " ").dropLast())
+    let nothingBefore = try fireballWatch("history", "prune", "--before", jplForm, "--path", store)
+    #expect(nothingBefore.stdout == "Pruned 0 transactions\n", "a date in JPL's form: \(nothingBefore.stderr)")
     let pruned = try fireballWatch("history", "prune", "--before", tokens[1], "--path", store)
     #expect(pruned.stdout == "Pruned 1 transaction\n")
+    let copied = try fireballWatch("history", "prune", "--before", stamps[0], "--path", store)
+    #expect(copied.status == 0, "a time copied from the table is accepted: \(copied.stderr)")
     let expired = try fireballWatch("history", "--after-token", String(tokens[0].prefix { $0 != ":" }) + ":0", "--path", store)
     #expect(expired.status == 1)
     #expect(expired.stderr.contains("expired"), "\(expired.stderr)")

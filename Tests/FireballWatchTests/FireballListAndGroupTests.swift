@@ -110,9 +110,11 @@ struct FireballListAndGroupTests {
     #expect(date.timeIntervalSince1970 == 1_709_251_199)
     #expect(FireballDate.string(from: date) == "2024-02-29 23:59:59")
     #expect(FireballDate.iso8601(date) == "2024-02-29T23:59:59Z")
+    #expect(FireballDate.parse(FireballDate.iso8601(date)) == date, "the ISO form the JSON prints reads back")
     for bad in [
       "2023-02-29 00:00:00", "2024-02-29", "2024-02-29T23:59:59", "2024-2-29 23:59:59", "2024-02-29 24:00:00",
-      " 2024-02-29 23:59:5", "２０２４-02-29 23:59:59",
+      " 2024-02-29 23:59:5", "２０２４-02-29 23:59:59", "2024-02-29 23:59:59Z", "2024-02-29T23:59:59+01:00",
+      "2023-02-29T00:00:00Z",
     ] {
       #expect(FireballDate.parse(bad) == nil, "\(bad)")
     }
