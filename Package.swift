@@ -175,6 +175,10 @@ let package = Package(
     .executableTarget(
       name: "strata-worker", dependencies: ["StrataConformanceWorker", "StrataSQLite", "StrataLMDB"], path: "Tests/StrataWorker",
       swiftSettings: swiftSettings),
+    // The parser's libFuzzer target: `scripts/torture fuzz` builds it with `--sanitize fuzzer` in a scratch path
+    // of its own; an ordinary build replays the inputs named on its command line.
+    .executableTarget(
+      name: "fuzz-parser", dependencies: ["StrataCore"], path: "Tests/FuzzParser", swiftSettings: swiftSettings),
     .testTarget(
       name: "FaveFlicksTests",
       dependencies: [

@@ -1,15 +1,20 @@
-// A libFuzzer target for the predicate parser and validator (StrataCore), built by `scripts/torture fuzz`
-// into the StrataCore module itself (so it reaches internal API) with `-sanitize=fuzzer,address`:
+// A libFuzzer target for the predicate parser and validator (StrataCore). `scripts/torture fuzz` builds it
+// through SwiftPM in a scratch path of its own, StrataCore instrumented with it:
 //
-//   swiftc -sanitize=fuzzer,address -parse-as-library -module-name StrataCore \
-//     Modules/StrataCore/*.swift scripts/fuzz-parser.swift -o .build/fuzz-parser
-//   .build/fuzz-parser -max_total_time=60 corpus/
+//   swift build --product fuzz-parser --scratch-path .build-fuzz --sanitize fuzzer --sanitize address \
+//     --disable-dead-strip -Xswiftc -DSTRATA_LIBFUZZER
+//   .build-fuzz/debug/fuzz-parser -max_total_time=60 corpus/
+//
+// libFuzzer's own `main` then drives `LLVMFuzzerTestOneInput`. An ordinary build (`swift build`) has no
+// libFuzzer: its `main` replays the files named on the command line (a directory: every file in it), so a
+// crash libFuzzer saved can be run again without sanitizers: `swift run fuzz-parser crash-…`.
 //
 // Property, as in Tests/StrataCoreTests/QueryFuzzTests.swift: every input parses or fails with
 // `.invalidQuery`; every predicate that parses validates against a small model or fails with
 // `.invalidQuery` or `.unsupported`, and its description parses back. A violation prints the input and
 // exits with status 1, which libFuzzer reports (and saves as a crash-… file) like a crash.
 import Foundation
+import StrataCore
 
 private let fuzzModel: ObjectModel? = try? ObjectModel(entities: [
   EntityDescription(
@@ -69,3 +74,28 @@ public func fuzzParserOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CIn
   }
   return 0
 }
+
+#if !STRATA_LIBFUZZER
+  @main enum ReplayInputs {
+    static func main() throws {
+      var inputs = 0
+      for argument in CommandLine.arguments.dropFirst() {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else {
+          FileHandle.standardError.write(Data("fuzz-parser: no file at \(argument)\n".utf8))
+          exit(64)
+        }
+        let paths =
+          isDirectory.boolValue
+          ? try FileManager.default.contentsOfDirectory(atPath: argument).sorted().map { argument + "/" + $0 } : [argument]
+        for path in paths {
+          // One byte past the input, so that even an empty input has a buffer to point at.
+          let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) + [0]
+          _ = bytes.withUnsafeBufferPointer { fuzzParserOneInput($0.baseAddress!, $0.count - 1) }
+          inputs += 1
+        }
+      }
+      print("fuzz-parser: \(inputs) inputs replayed, no violation")
+    }
+  }
+#endif
