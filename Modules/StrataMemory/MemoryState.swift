@@ -40,8 +40,25 @@ struct LinkTable: Sendable, Hashable {
 /// Everything a memory store holds at one moment. A value: copying it is cheap (copy-on-write), so a
 /// save builds the next state on a copy and a pinned query generation keeps an old one.
 struct MemoryState: Sendable {
-  /// Rows per entity name, by primary key.
-  var rows: [String: [Int64: Snapshot]] = [:]
+  /// Rows per entity name, by primary key. Changing them drops ``derived`` (in place: `_modify` yields the
+  /// stored dictionary, so a save's row writes copy nothing).
+  var rows: [String: [Int64: Snapshot]] {
+    get { storedRows }
+    _modify {
+      derived = nil
+      yield &storedRows
+    }
+  }
+  private var storedRows: [String: [Int64: Snapshot]] = [:]
+  /// What is computed from ``rows`` once and shared by every copy of this state: the to-many groups read
+  /// through foreign keys. `nil` after a change to the rows until ``makeDerived()`` (a save or migration
+  /// does it when it commits), so a cache never describes rows that changed after it was made.
+  private(set) var derived: MemoryDerivedIndexes? = MemoryDerivedIndexes()
+
+  /// Gives a state about to be committed a fresh, empty cache of what its rows imply.
+  mutating func makeDerived() {
+    if derived == nil { derived = MemoryDerivedIndexes() }
+  }
   /// The last primary key assigned per entity name.
   var lastPrimaryKey: [String: Int64] = [:]
   /// Join-table links, keyed by the owning side's `Entity.relationship` (see `ObjectModel.joinTableOwner`).
@@ -132,9 +149,44 @@ struct MemoryState: Sendable {
     guard let inverse = model.inverse(of: relationship),
       let inverseIndex = model.entity(named: destination)?.toOneIndex(named: inverse.name)
     else { return [] }
+    if let derived {
+      return derived.sources(of: id, through: inverse.name, index: inverseIndex, destination: destination) {
+        foreignKeyGroups(destination: destination, index: inverseIndex, model: model)
+      }
+    }
     return orderedRows(of: model.inheritance.entityAndDescendants(destination)).filter { row in
       inverseIndex < row.toOne.count && row.toOne[inverseIndex] == id
     }.map(\.objectID)
+  }
+
+  /// The rows of `destination` (and its sub-entities) grouped by the object their to-one at `index`
+  /// names, each group in primary-key order: every to-many read through that foreign key, in one scan.
+  func foreignKeyGroups(destination: String, index: Int, model: ObjectModel) -> [ObjectID: [ObjectID]] {
+    var groups: [ObjectID: [ObjectID]] = [:]
+    for row in orderedRows(of: model.inheritance.entityAndDescendants(destination)) where index < row.toOne.count {
+      if let owner = row.toOne[index] { groups[owner, default: []].append(row.objectID) }
+    }
+    return groups
+  }
+}
+
+/// The foreign-key groups of one ``MemoryState``, made on first use and shared by the copies of that
+/// state (readers on any thread): without them each `director.films` of a memory store scanned and
+/// sorted every film.
+final class MemoryDerivedIndexes: Sendable {
+  private let groups = Locked<[String: [ObjectID: [ObjectID]]]>([:])
+
+  /// The objects of `destination` whose to-one `inverse` (at `index`) names `owner`, in primary-key order;
+  /// `make` computes every owner's group the first time the relationship is read.
+  func sources(
+    of owner: ObjectID, through inverse: String, index: Int, destination: String,
+    make: () -> [ObjectID: [ObjectID]]
+  ) -> [ObjectID] {
+    let key = "\(destination).\(inverse)"
+    if let found = groups.withLock({ $0[key] }) { return found[owner] ?? [] }
+    let made = make()
+    groups.withLock { $0[key] = made }
+    return made[owner] ?? []
   }
 }
 
@@ -163,13 +215,14 @@ final class MemoryEvaluationSource: EvaluationSource {
     else {
       return state.relatedObjectIDs(of: id, relationship: relationship, model: model, storeIdentifier: storeIdentifier)
     }
+    if let derived = state.derived {
+      return derived.sources(of: id, through: inverse.name, index: inverseIndex, destination: relationship.destination) {
+        state.foreignKeyGroups(destination: relationship.destination, index: inverseIndex, model: model)
+      }
+    }
     let key = "\(relationship.destination).\(inverse.name)"
     if let groups = inverseGroups[key] { return groups[id] ?? [] }
-    var groups: [ObjectID: [ObjectID]] = [:]
-    for row in state.orderedRows(of: model.inheritance.entityAndDescendants(relationship.destination))
-    where inverseIndex < row.toOne.count {
-      if let owner = row.toOne[inverseIndex] { groups[owner, default: []].append(row.objectID) }
-    }
+    let groups = state.foreignKeyGroups(destination: relationship.destination, index: inverseIndex, model: model)
     inverseGroups[key] = groups
     return groups[id] ?? []
   }

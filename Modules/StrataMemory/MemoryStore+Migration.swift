@@ -42,6 +42,7 @@ extension MemoryStore {
       if options.tracksHistory {
         _ = history.append(log.changes, author: MigrationStep.historyAuthor, contextName: nil, storeIdentifier: identifier)
       }
+      state.makeDerived()
       migrated.storage.withLock { [state, history] in
         $0.state = state
         $0.history = history
@@ -59,7 +60,9 @@ extension MemoryStore {
     identifier: String, log: inout MigrationChangeLog
   ) throws -> MemoryState {
     let working = MemoryStore(model: model, options: StoreOptions(tracksHistory: true), identifier: identifier)
-    working.storage.withLock { $0.state = state }
+    var state = state
+    state.makeDerived()
+    working.storage.withLock { [state] in $0.state = state }
     defer { working.close() }
     try work(working)
     return working.storage.withLock { storage in

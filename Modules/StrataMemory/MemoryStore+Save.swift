@@ -41,6 +41,7 @@ extension MemoryStore {
         change.historyToken = token
       }
       storage.state = transaction.state
+      storage.state.makeDerived()
       // Yielding under the lock keeps notifications in commit order.
       broadcaster.yield(change)
       return result
