@@ -11,6 +11,9 @@ struct Options {
   var json: String?
   var seconds = 20.0
   var processes = 4
+  /// The PostgreSQL server of the postgres scenarios and the PostgreSQL queries (`--postgres-uri`, else
+  /// `STRATA_POSTGRES_URI`).
+  var postgresURI = ProcessInfo.processInfo.environment["STRATA_POSTGRES_URI"].flatMap { $0.isEmpty ? nil : $0 }
   /// The arguments of a concurrent-saves worker process (`--concurrent-worker`, not for people).
   var worker: [String]?
 
@@ -23,7 +26,8 @@ struct Options {
       --only B        one backend's scenarios (sqlite, lmdb), the history comparison (history), the SQLite
                       migration (migration, also part of a full run), lmdb-migration (run only when named)
                       or the concurrent saves (concurrent), the queries people type (queries: query_first,
-                      query_page, query_top10, query_search, query_count; run only when named); postgres, postgres-concurrent: Strata against raw
+                      query_page, query_top10, query_search, query_count, also on PostgreSQL when a server is
+                      given; run only when named); postgres, postgres-concurrent: Strata against raw
                       libpq on a server (--postgres-uri URI, or STRATA_POSTGRES_URI)
       --scenario S,…  only these scenarios (names as printed, without the row count), e.g. insert,fetch
       --scaling       every scenario at each row count of --levels (default 10000,100000,1000000), then per
@@ -71,7 +75,7 @@ struct Options {
           return rows
         }
       case "--json": json = try value(argument)
-      case "--postgres-uri": _ = try value(argument)  // read by postgresBenchURI (PostgresBench.swift)
+      case "--postgres-uri": postgresURI = try value(argument)
       case "--seconds":
         guard let seconds = Double(try value(argument)), seconds > 0 else {
           throw BenchError.usage("--seconds takes a positive number")

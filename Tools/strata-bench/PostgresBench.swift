@@ -7,12 +7,6 @@ import StrataPostgres
 // Strata against raw libpq loops on the same server, each in a schema of its own, dropped afterwards.
 // `--only postgres-concurrent` runs four processes saving for 30 s (`STRATA_BENCH_SECONDS` changes it).
 
-/// The server URI given to the bench, or nil.
-func postgresBenchURI(_ arguments: [String]) -> String? {
-  if let index = arguments.firstIndex(of: "--postgres-uri"), index + 1 < arguments.count { return arguments[index + 1] }
-  return ProcessInfo.processInfo.environment["STRATA_POSTGRES_URI"]
-}
-
 /// `base` with `schema` as its second path segment (the store's schema).
 func postgresLocation(_ base: String, schema: String) throws -> URL {
   guard var components = URLComponents(string: base) else { throw BenchError.store("malformed URI \(base)") }
@@ -44,14 +38,20 @@ final class RawPG {
     }
   }
 
-  /// The first value of a query's text result.
-  func scalar(_ sql: String) throws -> String {
+  /// The first column of a query's text result, one string per row.
+  func texts(_ sql: String) throws -> [String] {
     guard let result = PQexec(handle, sql) else { throw BenchError.store("no result for \(sql)") }
     defer { PQclear(result) }
-    guard PQresultStatus(result) == PGRES_TUPLES_OK, PQntuples(result) > 0 else {
+    guard PQresultStatus(result) == PGRES_TUPLES_OK else {
       throw BenchError.store("\(sql): \(String(cString: PQerrorMessage(handle)))")
     }
-    return String(cString: PQgetvalue(result, 0, 0))
+    return (0..<PQntuples(result)).map { String(cString: PQgetvalue(result, $0, 0)) }
+  }
+
+  /// The first value of a query's text result.
+  func scalar(_ sql: String) throws -> String {
+    guard let first = try texts(sql).first else { throw BenchError.store("\(sql): no rows") }
+    return first
   }
 
   /// Sends `COPY … FROM STDIN` rows in text format.

@@ -10,10 +10,13 @@ import Strata
 /// - `query_page`: the five objects at offset n − 10, in primary-key order;
 /// - `query_top10`: the first ten by name (`ORDER BY name LIMIT 10`; no index);
 /// - `query_search`: how many names contain "ITEM 99" ignoring case and diacritics (`CONTAINS[cd]`; raw
-///   SQLite's `LIKE '%ITEM 99%'`, ASCII-case-insensitive, gives the same answer on these ASCII names; raw
-///   LMDB lowercases each name and searches it);
+///   SQLite's `LIKE '%ITEM 99%'` and PostgreSQL's `ILIKE '%ITEM 99%'`, case-insensitive, give the same answer
+///   on these ASCII names; raw LMDB lowercases each name and searches it);
 /// - `query_count`: how many are in "category-3" (no index).
-/// Run with `--only queries` (both backends), `--rows` or `--scaling` for 100k and 1M.
+/// Run with `--only queries` (SQLite, LMDB, and PostgreSQL on the server of `--postgres-uri` or
+/// `STRATA_POSTGRES_URI` when one is given), `--rows` or `--scaling` for 100k and 1M. On PostgreSQL each
+/// run loads fresh schemas (raw libpq table and Strata store, both vacuumed and analysed before timing)
+/// and drops them afterwards.
 func runQueryScenarios(_ backend: String, rows: [Row], options: Options, recorder: Recorder) throws {
   func wants(_ scenario: String) -> Bool { options.wants(scenario, in: "queries") }
   let scenarios = ["query_first", "query_page", "query_top10", "query_search", "query_count"]
@@ -21,11 +24,49 @@ func runQueryScenarios(_ backend: String, rows: [Row], options: Options, recorde
   let n = rows.count
   let directory = try freshDirectory()
   defer { try? FileManager.default.removeItem(at: directory) }
-  let isSQLite = backend == "sqlite"
   let rawURL = directory.appending(path: "raw.\(backend)")
-  let store = StoreDescription(type: isSQLite ? .sqlite : .lmdb, url: directory.appending(path: "strata.\(backend)"))
-  _ = try isSQLite ? rawSQLiteInsert(rows, at: rawURL) : rawLMDBInsert(rows, at: rawURL)
+  // The raw side of SQLite and PostgreSQL: a query whose first column, as text, must be `expected`.
+  let rawSQL: ((_ sql: String, _ expected: [String]) throws -> Double)?
+  // The raw table, its name column as searched and sorted, and its search.
+  var table = "BenchItem"
+  var nameColumn = "name"
+  var like = "LIKE"
+  let store: StoreDescription
+  var dropSchemas: () -> Void = {}
+  defer { dropSchemas() }
+  var afterLoad: () throws -> Void = {}
+  switch backend {
+  case "sqlite":
+    _ = try rawSQLiteInsert(rows, at: rawURL)
+    store = StoreDescription(type: .sqlite, url: directory.appending(path: "strata.sqlite"))
+    rawSQL = { sql, expected in try rawSQLiteNames(sql, at: rawURL, expecting: expected) }
+  case "postgres":
+    guard let uri = options.postgresURI else { throw BenchError.usage("the PostgreSQL queries need --postgres-uri URI") }
+    let schema = "bench_" + UUID().uuidString.lowercased().filter(\.isHexDigit).prefix(12)
+    let connection = try RawPG(uri)
+    dropSchemas = {
+      try? connection.exec("DROP SCHEMA IF EXISTS \(schema) CASCADE")
+      try? connection.exec("DROP SCHEMA IF EXISTS \(schema)_strata CASCADE")
+    }
+    try connection.exec("CREATE SCHEMA \(schema)")
+    _ = try rawPostgresInsert(rows, connection, schema: schema)
+    store = StoreDescription(type: .postgres, url: try postgresLocation(uri, schema: schema + "_strata"))
+    table = "\(schema).raw_insert"
+    like = "ILIKE"
+    nameColumn = "name COLLATE \"C\""  // as Strata's text columns are: code-point order, ASCII-only folding
+    rawSQL = { sql, expected in try rawPostgresNames(sql, uri: uri, expecting: expected) }
+    // Both tables as a server holds them after a while: visibility hints set, statistics gathered.
+    afterLoad = {
+      try connection.exec("VACUUM ANALYZE \(table)")
+      try connection.exec("VACUUM ANALYZE \(schema)_strata.\"BenchItem\"")
+    }
+  default:
+    _ = try rawLMDBInsert(rows, at: rawURL)
+    store = StoreDescription(type: .lmdb, url: directory.appending(path: "strata.lmdb"))
+    rawSQL = nil
+  }
   _ = try strataInsert(rows, store: store)
+  try afterLoad()
 
   let names = rows.map(\.name)
   let firstName = names.first ?? ""
@@ -63,60 +104,64 @@ func runQueryScenarios(_ backend: String, rows: [Row], options: Options, recorde
 
   if wants("query_first") {
     try recorder.raw("query_first", backend) {
-      try isSQLite
-        ? rawSQLiteNames("SELECT name FROM BenchItem ORDER BY _pk LIMIT 1", at: rawURL, expecting: [firstName])
-        : rawLMDBNames(at: rawURL, skipping: 0, taking: 1, expecting: [firstName])
+      try rawSQL?("SELECT name FROM \(table) ORDER BY _pk LIMIT 1", [firstName])
+        ?? rawLMDBNames(at: rawURL, skipping: 0, taking: 1, expecting: [firstName])
     }
     try strata("query_first", FetchRequest<BenchItem>(fetchLimit: 1), [firstName])
   }
   if wants("query_page") {
     try recorder.raw("query_page", backend) {
-      try isSQLite
-        ? rawSQLiteNames(
-          "SELECT name FROM BenchItem ORDER BY _pk LIMIT 5 OFFSET \(max(n - 10, 0))", at: rawURL, expecting: pageNames)
-        : rawLMDBNames(at: rawURL, skipping: max(n - 10, 0), taking: 5, expecting: pageNames)
+      try rawSQL?("SELECT name FROM \(table) ORDER BY _pk LIMIT 5 OFFSET \(max(n - 10, 0))", pageNames)
+        ?? rawLMDBNames(at: rawURL, skipping: max(n - 10, 0), taking: 5, expecting: pageNames)
     }
     try strata("query_page", FetchRequest<BenchItem>(fetchLimit: 5, fetchOffset: max(n - 10, 0)), pageNames)
   }
   if wants("query_top10") {
     try recorder.raw("query_top10", backend) {
-      try isSQLite
-        ? rawSQLiteNames("SELECT name FROM BenchItem ORDER BY name LIMIT 10", at: rawURL, expecting: topNames)
-        : rawLMDBTopNames(at: rawURL, expecting: topNames)
+      try rawSQL?("SELECT name FROM \(table) ORDER BY \(nameColumn) LIMIT 10", topNames)
+        ?? rawLMDBTopNames(at: rawURL, expecting: topNames)
     }
     try strata("query_top10", FetchRequest<BenchItem>(sortDescriptors: [QuerySort("name")], fetchLimit: 10), topNames)
   }
   if wants("query_search") {
     try recorder.raw("query_search", backend) {
-      try isSQLite
-        ? rawSQLiteNames(
-          "SELECT COUNT(*) FROM BenchItem WHERE name LIKE '%ITEM 99%'", at: rawURL, expecting: ["\(searchCount)"])
-        : rawLMDBCount(at: rawURL, expecting: searchCount) { row in row.name.lowercased().contains("item 99") }
+      try rawSQL?("SELECT COUNT(*) FROM \(table) WHERE \(nameColumn) \(like) '%ITEM 99%'", ["\(searchCount)"])
+        ?? rawLMDBCount(at: rawURL, expecting: searchCount) { row in row.name.lowercased().contains("item 99") }
     }
     try strataCount("query_search", "name CONTAINS[cd] 'ITEM 99'", searchCount)
   }
   if wants("query_count") {
     try recorder.raw("query_count", backend) {
-      try isSQLite
-        ? rawSQLiteNames(
-          "SELECT COUNT(*) FROM BenchItem WHERE category = 'category-3'", at: rawURL, expecting: ["\(categoryCount)"])
-        : rawLMDBCount(at: rawURL, expecting: categoryCount) { $0.category == "category-3" }
+      try rawSQL?("SELECT COUNT(*) FROM \(table) WHERE category = 'category-3'", ["\(categoryCount)"])
+        ?? rawLMDBCount(at: rawURL, expecting: categoryCount) { $0.category == "category-3" }
     }
     try strataCount("query_count", "category == 'category-3'", categoryCount)
   }
 }
 
+/// Times `run` (which opens what it reads), whose rows must be `expected`.
+private func rawNames(_ sql: String, expecting expected: [String], _ run: () throws -> [String]) throws -> Double {
+  var found: [String] = []
+  let time = try milliseconds { found = try run() }
+  guard found == expected else { throw BenchError.store("raw \(sql): \(found.prefix(3)), expected \(expected.prefix(3))") }
+  return time
+}
+
 /// Opens the raw file and runs `sql`, whose rows' first column (as text) must be `expected`.
 private func rawSQLiteNames(_ sql: String, at url: URL, expecting expected: [String]) throws -> Double {
-  var found: [String] = []
-  let time = try milliseconds {
+  try rawNames(sql, expecting: expected) {
+    var found: [String] = []
     let raw = try RawSQLite(url)
     try raw.withStatement(sql) { statement in
       while sqlite3_step(statement) == SQLITE_ROW { found.append(sqliteText(statement, 0)) }
     }
+    return found
   }
-  guard found == expected else { throw BenchError.sqlite("\(sql): \(found.prefix(3)), expected \(expected.prefix(3))") }
-  return time
+}
+
+/// Connects to the server at `uri` and runs `sql`, whose rows' first column (as text) must be `expected`.
+private func rawPostgresNames(_ sql: String, uri: String, expecting expected: [String]) throws -> Double {
+  try rawNames(sql, expecting: expected) { try RawPG(uri).texts(sql) }
 }
 
 /// Opens the raw environment and walks its records with one cursor: `body` gets each record's bytes until

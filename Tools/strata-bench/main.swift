@@ -7,7 +7,11 @@ func runScenarios(rows count: Int, options: Options, recorder: Recorder) throws 
     for _ in 0..<options.runs { try runBackendScenarios(backend, rows: rows, options: options, recorder: recorder) }
   }
   if options.only == "queries" || options.scenarios?.contains(where: { $0.hasPrefix("query_") }) == true {
-    for backend in ["sqlite", "lmdb"] {
+    if options.postgresURI == nil {
+      let note = "strata-bench: no PostgreSQL server (--postgres-uri URI): the queries on SQLite and LMDB only\n"
+      FileHandle.standardError.write(Data(note.utf8))
+    }
+    for backend in ["sqlite", "lmdb"] + (options.postgresURI == nil ? [] : ["postgres"]) {
       for _ in 0..<options.runs { try runQueryScenarios(backend, rows: rows, options: options, recorder: recorder) }
     }
   }
@@ -34,13 +38,13 @@ do {
   switch options.only {
   case "postgres":
     let rows = (0..<options.rows).map(Row.make)
-    try runPostgresBench(rows, dictionaries(rows), runs: options.runs, uri: postgresBenchURI(CommandLine.arguments))
+    try runPostgresBench(rows, dictionaries(rows), runs: options.runs, uri: options.postgresURI)
     exit(0)
   case "postgres-concurrent":
-    try runPostgresConcurrent(uri: postgresBenchURI(CommandLine.arguments))
+    try runPostgresConcurrent(uri: options.postgresURI)
     exit(0)
   case "postgres-saver":
-    try runPostgresSaver(uri: postgresBenchURI(CommandLine.arguments))
+    try runPostgresSaver(uri: options.postgresURI)
     exit(0)
   default: break
   }
