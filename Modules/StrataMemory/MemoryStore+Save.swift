@@ -109,9 +109,7 @@ struct MemorySaveTransaction {
       result.versions[row.objectID] = stored.version
       if stored != expectedSnapshot(sent: original, stored: stored) { result.storedSnapshots[row.objectID] = stored }
     }
-    for (temporary, permanent) in permanentIDs where temporary.isTemporary {
-      result.permanentIDs[temporary] = permanent
-    }
+    result.permanentIDs = permanentIDs.filter { $0.key.isTemporary }
     let insertedIDs = Set(changes.inserted.compactMap { permanentIDs[$0.objectID] })
     change.inserted = written.map(\.snapshot.objectID).filter { insertedIDs.contains($0) && !deleted.contains($0) }
     let updatedIDs = changes.updated.map(\.objectID).filter { !deleted.contains($0) }

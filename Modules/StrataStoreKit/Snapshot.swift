@@ -220,6 +220,14 @@ public struct SaveResult: Sendable, Hashable {
       assignedIDs = newValue
       listedIDs = nil
     }
+    // In place: `result.permanentIDs[id] = permanent` in a loop adds one entry, not a copy of them all.
+    _modify {
+      if let listed = listedIDs {
+        assignedIDs = listed.map
+        listedIDs = nil
+      }
+      yield &assignedIDs
+    }
   }
   private var assignedIDs: [ObjectID: ObjectID]
   private var listedIDs: ListedIDs?
