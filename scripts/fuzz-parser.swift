@@ -5,7 +5,7 @@
 //     Modules/StrataCore/*.swift scripts/fuzz-parser.swift -o .build/fuzz-parser
 //   .build/fuzz-parser -max_total_time=60 corpus/
 //
-// Property, as in Tests/StrataCoreTests/QueryFuzzTests.swift: every input parses or fails with
+// Property, as in Tests/StrataStoreKitTests/QueryFuzzTests.swift: every input parses or fails with
 // `.invalidQuery`; every predicate that parses validates against a small model or fails with
 // `.invalidQuery` or `.unsupported`, and its description parses back. A violation prints the input and
 // exits with status 1, which libFuzzer reports (and saves as a crash-… file) like a crash.

@@ -40,7 +40,7 @@ extension Conformance {
 }
 
 extension Conformance.Area {
-  /// The cases of this area, in the order ``Conformance/run(_:on:)`` runs them one after another.
+  /// The cases of this area, in the order `Conformance.run(_:on:)` runs them one after another.
   ///
   /// ```swift
   /// let names = Conformance.Area.batchInsert.cases.map(\.name)

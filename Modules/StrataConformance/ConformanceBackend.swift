@@ -104,6 +104,6 @@ public struct ConformanceBackend: Sendable {
 
 /// The backend conformance suite: the definition of a correct backend. Each ``Area`` is a list of small
 /// named cases (``Case``), each a function over a ``ConformanceBackend``; a backend's test target runs them
-/// all with one parameterized `@Test` line over ``cases`` calling ``run(_:on:)``. Every case starts from
+/// all with one parameterized `@Test` line over ``cases`` calling `run(_:on:)`. Every case starts from
 /// fresh stores and checks answers written out by hand.
 public enum Conformance {}
