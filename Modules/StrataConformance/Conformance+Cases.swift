@@ -61,7 +61,11 @@ extension Conformance.Area {
         "insertingThenDeletingWritesNothing": CRUDCases.insertingThenDeletingWritesNothing,
         "rollbackAndResetDropUnsavedState": CRUDCases.rollbackAndResetDropUnsavedState,
       ])
-    case .relationships: return named(["bothSidesStayInStep": C.relationships])
+    case .relationships:
+      return named([
+        "relationshipTargetsAreFaultsUntilTouched": C.relationshipTargetsAreFaultsUntilTouched,
+        "bothSidesStayInStepThroughASave": C.bothSidesStayInStepThroughASave,
+      ])
     case .deleteRules: return named(["nullifyCascadeAndDenyDeletes": C.deleteRules])
     case .uniqueness:
       return named([
@@ -312,7 +316,14 @@ extension Conformance.Area {
         "plainValuesAnswerAlike": CompositeCases.plainValuesAnswerAlike,
         "randomDocumentsAnswerAsTheEvaluator": CompositeCases.randomDocumentsAnswerAsTheEvaluator,
       ])
-    case .enumAttributes: return named(["enumsStoreRawValues": C.enumAttributes])
+    case .enumAttributes:
+      return named([
+        "enumsAreStoredAsRawValues": C.enumsAreStoredAsRawValues,
+        "predicatesMatchCasesAndRawValues": C.predicatesMatchCasesAndRawValues,
+        "enumsSortByRawValue": C.enumsSortByRawValue,
+        "unknownRawValuesAreCorruptedOrTheFallback": C.unknownRawValuesAreCorruptedOrTheFallback,
+        "plainAttributesBecomeEnums": C.plainAttributesBecomeEnumsCase,
+      ])
     case .inheritance:
       return named([
         "subentitiesInheritTheirParentsProperties": InheritanceCases.subentitiesInheritTheirParentsProperties,

@@ -105,7 +105,7 @@ extension Conformance {
   static let dishTypes: [ManagedObject.Type] = [Dish.self, JSONInvalid.self]
 
   /// Predicates over Codable attributes; the expected names worked out by hand from ``dishes`` (enums have
-  /// their own area, ``Conformance/enumAttributes(_:)``).
+  /// their own area, ``Conformance/Area/enumAttributes``).
   static let compositeCases: [PredicateCase] = [
     // Membership: CONTAINS and IN on an array, a set; with options.
     PredicateCase("tags CONTAINS 'French'", [], ["Crêpe", "Café au lait"]),
