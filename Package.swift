@@ -67,9 +67,13 @@ let package = Package(
       name: "StrataPostgres", dependencies: ["StrataStoreKit", "CLibPQ"], path: "Modules/StrataPostgres",
       swiftSettings: swiftSettings),
     .target(
-      name: "StrataConformance", dependencies: ["Strata", "StrataStoreKit", "StrataConformanceWorker"],
+      name: "StrataConformance", dependencies: ["Strata", "StrataStoreKit", "StrataConformanceWorker", "StrataTestSupport"],
       path: "Modules/StrataConformance",
       swiftSettings: swiftSettings),
+    // Test helpers any test target may use, above StrataCore only (so the core's tests need nothing more):
+    // error expectations (`expectStoreError`), predicate-format helpers. The suite re-exports it.
+    .target(
+      name: "StrataTestSupport", dependencies: ["StrataCore"], path: "Modules/StrataTestSupport", swiftSettings: swiftSettings),
     // The second process of the suite's multi-process areas; a backend package supplies it in one line.
     .target(
       name: "StrataConformanceWorker", dependencies: ["StrataStoreKit"], path: "Modules/StrataConformanceWorker",
@@ -139,7 +143,15 @@ let package = Package(
       path: "Tools/strata", swiftSettings: swiftSettings),
 
     // MARK: Tests
-    .testTarget(name: "StrataCoreTests", dependencies: ["StrataConformance", "StrataStoreKit"], swiftSettings: swiftSettings),
+    // One test target per module: the core's (nothing above StrataCore), the kit's (the shared evaluator), the
+    // object graph's (over the memory store and the suite's sample model), then each backend's.
+    .testTarget(name: "StrataCoreTests", dependencies: ["StrataCore", "StrataTestSupport"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "StrataStoreKitTests", dependencies: ["StrataStoreKit", "StrataTestSupport"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "StrataTests",
+      dependencies: ["Strata", "StrataStoreKit", "StrataMemory", "StrataConformance", "StrataTestSupport"],
+      swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataSQLiteTests",
       dependencies: [

@@ -99,20 +99,23 @@ extension Conformance {
     public var testDescription: String { rawValue }
   }
 
-  /// Runs `area` on `backend`, or skips it when the backend does not declare what the area needs: the
-  /// test case is cancelled (`Test.cancel`, a skip in the event stream and xUnit output) and a warning
-  /// naming the missing capabilities is recorded, so the console says why. It never passes silently.
+  /// Runs one case on `backend`, or skips it when the backend does not declare what the case's area
+  /// needs: the test case is cancelled (`Test.cancel`, a skip in the event stream and xUnit output) and a
+  /// warning naming the missing capabilities is recorded, so the console says why. It never passes
+  /// silently. A failure names the case (`area/case`, the test's argument) and the backend (the test).
   ///
   /// ```swift
-  /// @Test(arguments: Conformance.Area.allCases)
-  /// func conformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: backend) }
+  /// @Test("My store conformance", arguments: Conformance.cases)
+  /// func conformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: backend) }
   /// ```
-  public static func run(_ area: Area, on backend: ConformanceBackend) async throws {
+  public static func run(_ check: Case, on backend: ConformanceBackend) async throws {
+    let area = check.area
     let missing = area.requirements.subtracting(backend.capabilities)
     if !missing.isEmpty {
       // The case is cancelled (a skip to event-stream and xUnit readers); the warning carries the reason
       // to the console, which shows nothing of a cancelled test case.
-      let reason = "skipped: the \(backend.factory.storeType) backend does not declare \(missing), which \(area) needs"
+      let reason =
+        "skipped: the \(backend.factory.storeType) backend does not declare \(missing), which \(area) needs (\(check))"
       Issue.record(Comment(rawValue: reason), severity: .warning)
       try Test.cancel(Comment(rawValue: reason))
     }
@@ -120,51 +123,17 @@ extension Conformance {
       Issue.record("the \(backend.factory.storeType) backend declares multiProcess but names no worker executable")
       return
     }
-    switch area {
-    case .crud: try await crud(backend)
-    case .relationships: try await relationships(backend)
-    case .deleteRules: try await deleteRules(backend)
-    case .uniqueness: try await uniqueness(backend)
-    case .fetching: try await fetching(backend)
-    case .concurrency: try await concurrency(backend)
-    case .errors: try await errors(backend)
-    case .expressions: try await expressions(backend)
-    case .predicates: try await predicates(backend)
-    case .orderedRelationships: try await orderedRelationships(backend)
-    case .dictionaries: try await dictionaries(backend)
-    case .batch: try await batch(backend)
-    case .faulting: try await faulting(backend)
-    case .boundedWalk: try await boundedWalk(backend)
-    case .identityMap:
-      try await identityMap(backend)
-      try await identityMapSweeps(backend)
-    case .pendingChanges: try await pendingChanges(backend)
-    case .asynchronousFetch: try await asynchronousFetch(backend)
-    case .mergePolicies: try await mergePolicies(backend)
-    case .transientAttributes: try await transientAttributes(backend)
-    case .lifecycle: try await lifecycle(backend)
-    case .undo: try await undo(backend)
-    case .derivedAttributes: try await derivedAttributes(backend)
-    case .fetchedResults: try await fetchedResults(backend)
-    case .fetchedResultsUnderLoad: try await fetchedResultsUnderLoad(backend)
-    case .remoteChanges: try await remoteChanges(backend)
-    case .history: try await history(backend)
-    case .historyNotifications: try await historyNotifications(backend)
-    case .historyBetweenStores: try await historyBetweenStores(backend)
-    case .historyFromAnotherProcess: try await historyFromAnotherProcess(backend)
-    case .childContexts: try await childContexts(backend)
-    case .batchInsert: try await batchInsert(backend)
-    case .queryGenerations: try await queryGenerations(backend)
-    case .migration: try await migration(backend)
-    case .queryLimits: try await queryLimits(backend)
-    case .creation: try await creation(backend)
-    case .copy: try await copy(backend)
-    case .migrationCrash: try await migrationCrash(backend)
-    case .writeCrash: try await writeCrash(backend)
-    case .compositeAttributes: try await compositeAttributes(backend)
-    case .enumAttributes: try await enumAttributes(backend)
-    case .inheritance: try await inheritance(backend)
-    case .unchangedUpserts: try await unchangedUpserts(backend)
-    }
+    try await check.body(backend)
+  }
+
+  /// Runs every case of `area` on `backend`, one after another; a test over ``cases`` instead names the
+  /// case that fails and runs the cases in parallel.
+  ///
+  /// ```swift
+  /// @Test(arguments: Conformance.Area.allCases)
+  /// func conformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: backend) }
+  /// ```
+  public static func run(_ area: Area, on backend: ConformanceBackend) async throws {
+    for check in area.cases { try await run(check, on: backend) }
   }
 }

@@ -3,16 +3,21 @@ import Strata
 import StrataStoreKit
 import Testing
 
-extension Conformance {
-  /// Asynchronous fetches: the completion gets what a synchronous fetch gets (unsaved changes included),
-  /// progress counts every object, `cancel()` and task cancellation end the fetch with `.cancelled`, and
-  /// a bad predicate ends it with the error naming the key.
-  public static func asynchronousFetch(_ backend: ConformanceBackend) async throws {
+/// Asynchronous fetches: the completion gets what a synchronous fetch gets (unsaved changes included),
+/// progress counts every object, `cancel()` and task cancellation end the fetch with `.cancelled`, and
+/// a bad predicate ends it with the error naming the key.
+enum AsynchronousFetchCases {
+  /// A background context on the sample store, and a fetch of every film by title.
+  static func sampleContext(_ backend: ConformanceBackend) throws -> (ObjectContext, FetchRequest<Film>) {
     let (container, _) = try backend.sampleContainer()
-    let context = container.newBackgroundContext()
     let byTitle = FetchRequest<Film>(sortDescriptors: [QuerySort("title", comparator: .localizedStandard)])
-    let expected = try context.performAndWait { try context.fetch(byTitle).map(\.title) }
+    return (container.newBackgroundContext(), byTitle)
+  }
 
+  /// The completion and an awaited fetch get what a synchronous fetch gets; progress counts every object.
+  static func completionGetsWhatAFetchGets(_ backend: ConformanceBackend) async throws {
+    let (context, byTitle) = try sampleContext(backend)
+    let expected = try context.performAndWait { try context.fetch(byTitle).map(\.title) }
     let finished = await withCheckedContinuation { (done: CheckedContinuation<FetchOutcome, Never>) in
       let request = AsynchronousFetchRequest(fetchRequest: byTitle, chunkSize: 3) { result in
         done.resume(returning: FetchOutcome(result))
@@ -26,8 +31,11 @@ extension Conformance {
 
     let awaited = try await context.fetch(AsynchronousFetchRequest(fetchRequest: byTitle))
     #expect(context.performAndWait { awaited.map(\.title) } == expected)
+  }
 
-    // Unsaved changes show, as in a synchronous fetch.
+  /// Unsaved changes show, as in a synchronous fetch.
+  static func unsavedChangesShow(_ backend: ConformanceBackend) async throws {
+    let (context, _) = try sampleContext(backend)
     try context.performAndWait {
       let extra = Film(context: context)
       extra.title = "Zulu"
@@ -40,8 +48,11 @@ extension Conformance {
         fetchRequest: try FetchRequest<Film>(format: "genre == 'Crime'", sortDescriptors: [QuerySort("title")])))
     #expect(context.performAndWait { crime.map(\.title) } == ["Memories of Murder", "Zulu"])
     context.performAndWait { context.rollback() }
+  }
 
-    // cancel() before the first chunk: the fetch reads its IDs only once the context's queue is free.
+  /// cancel() before the first chunk: the fetch reads its IDs only once the context's queue is free.
+  static func cancelBeforeTheFirstChunk(_ backend: ConformanceBackend) async throws {
+    let (context, byTitle) = try sampleContext(backend)
     let cancelled = await withCheckedContinuation { (done: CheckedContinuation<FetchOutcome, Never>) in
       let request = AsynchronousFetchRequest(fetchRequest: byTitle, chunkSize: 1) { result in
         done.resume(returning: FetchOutcome(result))
@@ -50,8 +61,11 @@ extension Conformance {
     }
     #expect(cancelled.titles == nil)
     #expect(cancelled.error == .cancelled)
+  }
 
-    // Cancelling the awaiting task cancels the fetch.
+  /// Cancelling the awaiting task cancels the fetch.
+  static func cancellingTheTaskCancelsTheFetch(_ backend: ConformanceBackend) async throws {
+    let (context, byTitle) = try sampleContext(backend)
     let gate = DispatchSemaphore(value: 0)
     let entered = DispatchSemaphore(value: 0)
     DispatchQueue.global().async {
@@ -70,8 +84,11 @@ extension Conformance {
     } catch let error as StoreError {
       #expect(error.code == .cancelled)
     }
+  }
 
-    // A bad predicate ends the fetch with the error, naming the key.
+  /// A bad predicate ends the fetch with the error, naming the key.
+  static func badPredicatesEndTheFetch(_ backend: ConformanceBackend) async throws {
+    let (context, _) = try sampleContext(backend)
     do {
       _ = try await context.fetch(AsynchronousFetchRequest(fetchRequest: try FetchRequest<Film>(format: "nosuchkey == 1")))
       Issue.record("a bad predicate should fail")

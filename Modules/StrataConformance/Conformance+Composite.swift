@@ -105,7 +105,7 @@ extension Conformance {
   static let dishTypes: [ManagedObject.Type] = [Dish.self, JSONInvalid.self]
 
   /// Predicates over Codable attributes; the expected names worked out by hand from ``dishes`` (enums have
-  /// their own area, ``Conformance/enumAttributes(_:)``).
+  /// their own area, ``Conformance/Area/enumAttributes``).
   static let compositeCases: [PredicateCase] = [
     // Membership: CONTAINS and IN on an array, a set; with options.
     PredicateCase("tags CONTAINS 'French'", [], ["Crêpe", "Café au lait"]),
@@ -179,16 +179,19 @@ extension Conformance {
     PredicateCase("stops[FIRST].city == nil", [], ["Salad"]),
     PredicateCase("stops[SIZE] == 2", [], ["Crêpe", "Café au lait"]),
   ]
+}
 
-  /// Codable attributes (arrays, sets, dictionaries, structs): stored values read back equal (with the
-  /// two enums of ``Dish``); the stored JSON is canonical (sorted keys, sorted sets); predicates on
-  /// collections and members; errors for unsupported comparisons and sorts; a value that no longer decodes
-  /// is a `.corrupted` error naming the object and key, and the store stays as it was. Enums are tested in
-  /// ``enumAttributes(_:)``.
-  public static func compositeAttributes(_ backend: ConformanceBackend) async throws {
-    let (container, url) = try backend.container(types: dishTypes)
+/// The composite-attributes area's starting store: every dish of ``Conformance/dishes``, saved.
+struct DishStore {
+  let backend: ConformanceBackend
+  let container: PersistentContainer
+  let url: URL?
+
+  init(_ backend: ConformanceBackend) throws {
+    self.backend = backend
+    (container, url) = try backend.container(types: Conformance.dishTypes)
     let context = container.viewContext
-    for seed in dishes {
+    for seed in Conformance.dishes {
       let dish = Dish(context: context)
       dish.name = seed.name
       dish.tags = seed.tags
@@ -201,8 +204,22 @@ extension Conformance {
       dish.spice = seed.spice
     }
     try context.save()
+  }
 
-    let fresh = try backend.freshContext(container, url, types: dishTypes)
+  func fresh() throws -> ObjectContext { try backend.freshContext(container, url, types: Conformance.dishTypes) }
+}
+
+/// Codable attributes (arrays, sets, dictionaries, structs): stored values read back equal (with the
+/// two enums of ``Dish``); the stored JSON is canonical (sorted keys, sorted sets); predicates on
+/// collections and members; errors for unsupported comparisons and sorts; a value that no longer decodes
+/// is a `.corrupted` error naming the object and key, and the store stays as it was. Enums are tested in
+/// the enum area.
+enum CompositeCases {
+  static let dishes = Conformance.dishes
+
+  /// Stored values read back equal, field by field.
+  static func storedValuesReadBackEqual(_ backend: ConformanceBackend) async throws {
+    let fresh = try DishStore(backend).fresh()
     let read = try fresh.fetch(FetchRequest<Dish>(sortDescriptors: [QuerySort("name")]))
     #expect(read.map(\.name) == dishes.map(\.name).sorted())
     for dish in read {
@@ -216,8 +233,11 @@ extension Conformance {
       #expect(dish.course == seed.course, "\(dish.name)")
       #expect(dish.spice == seed.spice, "\(dish.name)")
     }
+  }
 
-    // The stored text: keys sorted, a set's elements sorted, so equal values store equal bytes.
+  /// The stored text: keys sorted, a set's elements sorted, so equal values store equal bytes.
+  static func storedJSONIsCanonical(_ backend: ConformanceBackend) async throws {
+    let fresh = try DishStore(backend).fresh()
     var rowsRequest = try FetchRequest<Dish>(format: "name == 'Crêpe'")
     rowsRequest.propertiesToFetch = [.keyPath("allergens"), .keyPath("address"), .keyPath("course"), .keyPath("spice")]
     let row = try #require(try fresh.fetchDictionaries(rowsRequest).first)
@@ -225,8 +245,14 @@ extension Conformance {
     #expect(row["address"] == .string(#"{"city":"Paris","street":"Rue A","zip":75001}"#))
     #expect(row["course"] == .string("dessert"))
     #expect(row["spice"] == nil)
+  }
 
-    for testCase in compositeCases {
+  /// Predicates on collections, struct and dictionary members (``Conformance/compositeCases``): fetches
+  /// and counts; unsaved changes are matched by the same rules.
+  static func predicatesReadCollectionsAndMembers(_ backend: ConformanceBackend) async throws {
+    let fresh = try DishStore(backend).fresh()
+    let read = try fresh.fetch(FetchRequest<Dish>())
+    for testCase in Conformance.compositeCases {
       let request = try FetchRequest<Dish>(format: testCase.format, argumentArray: testCase.arguments)
       #expect(Set(try fresh.fetch(request).map(\.name)) == testCase.expected, "Dish \(testCase.format)")
       #expect(try fresh.count(for: request) == testCase.expected.count, "count of Dish \(testCase.format)")
@@ -240,8 +266,12 @@ extension Conformance {
         "Crêpe", "Ramen", "Café au lait",
       ])
     fresh.rollback()
+  }
 
-    // Comparisons a Codable attribute does not support, and sorting by one.
+  /// Comparisons a Codable attribute does not support, subscripts that are not constant indexes, reads
+  /// inside one from an expression or a dictionary result, and sorting by one are refused.
+  static func unsupportedComparisonsAreRefused(_ backend: ConformanceBackend) async throws {
+    let fresh = try DishStore(backend).fresh()
     for format in ["tags == 'French'", "tags > 'a'", "tags BEGINSWITH 'F'", "address LIKE '*'", "ANY tags.@count > 1"] {
       _ = expectStoreError(.invalidQuery, "Dish \(format)") { try fresh.fetch(FetchRequest<Dish>(format: format)) }
     }
@@ -272,11 +302,18 @@ extension Conformance {
     _ = expectStoreError(.invalidQuery, "sorting by a Codable attribute") {
       try fresh.fetch(FetchRequest<Dish>(sortDescriptors: [QuerySort("tags")]))
     }
+  }
 
-    try await undecodableValues(backend, container, url)
+  /// A value that no longer decodes (see ``Conformance/undecodableValues(_:_:_:)``).
+  static func undecodableValuesAreCorrupted(_ backend: ConformanceBackend) async throws {
+    let s = try DishStore(backend)
+    try await Conformance.undecodableValues(backend, s.container, s.url)
+  }
 
-    // A value JSON cannot hold (NaN) fails the save with .validation naming the key; nothing is written.
-    let writer = try backend.freshContext(container, url, types: dishTypes)
+  /// A value JSON cannot hold (NaN) fails the save with .validation naming the key; nothing is written.
+  static func valuesJSONCannotHoldAreRefused(_ backend: ConformanceBackend) async throws {
+    let s = try DishStore(backend)
+    let writer = try s.fresh()
     let spoilt = try #require(try writer.fetch(FetchRequest<Dish>(format: "name == 'Chili'")).first)
     spoilt.labels = ["heat": "high"]
     let nan = Dish(context: writer)
@@ -289,16 +326,29 @@ extension Conformance {
     let saveError = expectStoreError(.validation, "a NaN in a Codable attribute") { try writer.save() }
     #expect(saveError?.key == "readings" || saveError?.message.contains("readings") == true, "\(saveError?.message ?? "")")
     writer.rollback()
-    let after = try backend.freshContext(container, url, types: dishTypes)
+    let after = try s.fresh()
     #expect(try after.count(for: FetchRequest<Dish>(format: "name == 'NaN' OR labels.heat == 'high'")) == 0)
-    if backend.capabilities.contains(.migration) { try scalarsBecomeCodable(backend) }
-    try plainValues()
-    try randomDocuments(backend)
   }
 
+  /// Plain attributes migrated into Codable ones (backends with migration).
+  static func scalarsBecomeCodable(_ backend: ConformanceBackend) async throws {
+    guard backend.capabilities.contains(.migration) else { return }
+    try Conformance.scalarsBecomeCodable(backend)
+  }
+
+  /// The predicate cases answered over plain Swift values (see ``Conformance/plainValues()``).
+  static func plainValuesAnswerAlike(_ backend: ConformanceBackend) async throws { try Conformance.plainValues() }
+
+  /// Random JSON documents (see ``Conformance/randomDocuments(_:)``).
+  static func randomDocumentsAnswerAsTheEvaluator(_ backend: ConformanceBackend) async throws {
+    try Conformance.randomDocuments(backend)
+  }
+}
+
+extension Conformance {
   /// Random JSON documents (mixed kinds, nesting, nulls, missing members) and random comparisons of every
   /// form: the store's answer equals the shared evaluator's over the same stored snapshots.
-  private static func randomDocuments(_ backend: ConformanceBackend) throws {
+  static func randomDocuments(_ backend: ConformanceBackend) throws {
     let model = try ObjectModel(entities: [
       EntityDescription(
         name: "Doc",
@@ -482,7 +532,7 @@ extension Conformance {
 
   /// A migration that changes scalar attributes to Codable ones: each value becomes a one-element array
   /// that decodes as `[T]`, nil stays nil, and the new attributes answer collection predicates.
-  private static func scalarsBecomeCodable(_ backend: ConformanceBackend) throws {
+  static func scalarsBecomeCodable(_ backend: ConformanceBackend) throws {
     let title = AttributeDescription(name: "title", type: .string)
     let v1 = try ObjectModel(entities: [
       EntityDescription(
@@ -530,8 +580,7 @@ extension Conformance {
 
   /// A stored value that no longer decodes as the property's type: a fetch that reads it throws
   /// `.corrupted` naming the entity, object and key; the store is unchanged.
-  private static func undecodableValues(_ backend: ConformanceBackend, _ container: PersistentContainer, _ url: URL?) async throws
-  {
+  static func undecodableValues(_ backend: ConformanceBackend, _ container: PersistentContainer, _ url: URL?) async throws {
     let live = container.viewContext
     let before = try live.fetchDictionaries(allDishRows())
     let breakAddress = BatchRequest.update(

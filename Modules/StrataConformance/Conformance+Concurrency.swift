@@ -3,14 +3,14 @@ import Strata
 import StrataStoreKit
 import Testing
 
-extension Conformance {
-  /// Two contexts saving in turn; a background context saving while the view context reads; an
-  /// optimistic-lock conflict when two contexts change the same object.
-  public static func concurrency(_ backend: ConformanceBackend) async throws {
+/// Two contexts saving in turn; a background context saving while the view context reads; an
+/// optimistic-lock conflict when two contexts change the same object.
+enum ConcurrencyCases {
+  /// A background context and the view context save in turn; each sees the other's objects.
+  static func contextsSaveInTurn(_ backend: ConformanceBackend) async throws {
     let (container, _) = try backend.sampleContainer()
     let view = container.viewContext
     let background = container.newBackgroundContext()
-
     try await background.perform {
       let director = Director(context: background)
       director.name = "Background One"
@@ -27,8 +27,11 @@ extension Conformance {
     let names = Set(try view.fetch(FetchRequest<Director>()).map(\.name))
     #expect(names.isSuperset(of: ["Background One", "View One", "Background Two"]))
     #expect(names.count == SampleData.directors.count + 3)
+  }
 
-    // A writer task saves in batches while the reader counts: counts never go down and end complete.
+  /// A writer task saves in batches while the reader counts: counts never go down and end complete.
+  static func readersSeeWholeSaves(_ backend: ConformanceBackend) async throws {
+    let (container, _) = try backend.sampleContainer()
     let batches = 10
     let perBatch = 20
     let writer = Task {
@@ -56,8 +59,12 @@ extension Conformance {
     #expect(!decreased)
     let total = try await reader.perform { try reader.count(for: FetchRequest<Actor>(format: "name BEGINSWITH 'Extra'")) }
     #expect(total == batches * perBatch)
+  }
 
-    // Two contexts edit the same object and save in turn: the second save reports the conflict.
+  /// Two contexts edit the same object and save in turn: the second save reports the conflict.
+  static func secondSaveOfOneObjectConflicts(_ backend: ConformanceBackend) async throws {
+    let (container, _) = try backend.sampleContainer()
+    let view = container.viewContext
     let first = container.newBackgroundContext()
     let second = container.newBackgroundContext()
     let heatID = try #require(try view.fetchObjectIDs(FetchRequest<Film>(format: "title == 'Heat'")).first)

@@ -31,37 +31,76 @@ final class TodoTag: ManagedObject {
   @Derived("items.@count") var useCount: Int32
 }
 
-extension Conformance {
-  /// Derived attributes: zero values before the first save, values computed by the store on save, and
-  /// recomputed when what they read changes — the object's own attributes, an item inserted, deleted or
-  /// moved (both lists), a list renamed, a many-to-many link added — through a context, a raw change set, batch update and batch
-  /// delete; stored, so fresh contexts, predicates and sorts see them; checked when the model is built;
-  /// read-only for the app.
-  public static func derivedAttributes(_ backend: ConformanceBackend) async throws {
-    let types: [ManagedObject.Type] = [TodoList.self, TodoItem.self, TodoTag.self]
-    let url = try backend.makeLocation()
-    let container = try backend.container(at: url, types: types)
-    let context = container.viewContext
-    func fresh() throws -> ObjectContext { try backend.freshContext(container, url, types: types) }
-    func list(named name: String, in context: ObjectContext) throws -> TodoList {
-      try #require(try context.fetch(FetchRequest<TodoList>(format: "name == %@", name)).first)
-    }
-    func item(_ title: String, _ price: Double, _ list: TodoList) -> TodoItem {
-      let item = TodoItem(context: context)
+/// The derived-attributes area's starting store: lists "Épicerie Fine" (Milk 1.5, BREAD 2.25) and
+/// "Hardware" (Nails 4), saved unless told otherwise; `urgent` is a tag once ``applyEarlierEdits()`` made it.
+final class DerivedStore {
+  static let types: [ManagedObject.Type] = [TodoList.self, TodoItem.self, TodoTag.self]
+  let backend: ConformanceBackend
+  let container: PersistentContainer
+  let url: URL?
+  let context: ObjectContext
+  let groceries: TodoList
+  let hardware: TodoList
+  let milk: TodoItem
+  let bread: TodoItem
+  let nails: TodoItem
+  var urgent: TodoTag?
+
+  init(_ backend: ConformanceBackend, save: Bool = true) throws {
+    self.backend = backend
+    url = try backend.makeLocation()
+    container = try backend.container(at: url, types: Self.types)
+    context = container.viewContext
+    groceries = TodoList(context: context)
+    groceries.name = "Épicerie Fine"
+    hardware = TodoList(context: context)
+    hardware.name = "Hardware"
+    milk = TodoItem(context: context)
+    bread = TodoItem(context: context)
+    nails = TodoItem(context: context)
+    for (item, title, price, list) in [
+      (milk, "Milk", 1.5, groceries), (bread, "BREAD", 2.25, groceries), (nails, "Nails", 4, hardware),
+    ] {
       item.title = title
       item.price = price
       item.list = list
-      return item
     }
+    if save { try context.save() }
+  }
 
-    // Before the first save: each type's zero value (nil when optional).
-    let groceries = TodoList(context: context)
-    groceries.name = "Épicerie Fine"
-    let hardware = TodoList(context: context)
-    hardware.name = "Hardware"
-    let milk = item("Milk", 1.5, groceries)
-    let bread = item("BREAD", 2.25, groceries)
-    let nails = item("Nails", 4, hardware)
+  func fresh() throws -> ObjectContext { try backend.freshContext(container, url, types: Self.types) }
+
+  func list(named name: String, in context: ObjectContext) throws -> TodoList {
+    try #require(try context.fetch(FetchRequest<TodoList>(format: "name == %@", name)).first)
+  }
+
+  func useCount() throws -> Int32? { try fresh().fetch(FetchRequest<TodoTag>()).first?.useCount }
+
+  /// BREAD retitled "Sourdough", Milk at 2.5, "Hardware" renamed "Tools", Nails and Milk tagged `urgent`.
+  func applyEarlierEdits() throws {
+    bread.title = "Sourdough"
+    milk.price = 2.5
+    hardware.name = "Tools"
+    let urgent = TodoTag(context: context)
+    urgent.label = "urgent"
+    nails.tags = [urgent]
+    milk.tags = [urgent]
+    self.urgent = urgent
+    try context.save()
+  }
+}
+
+/// Derived attributes: zero values before the first save, values computed by the store on save, and
+/// recomputed when what they read changes — the object's own attributes, an item inserted, deleted or
+/// moved (both lists), a list renamed, a many-to-many link added — through a context, a raw change set,
+/// batch update and batch delete; stored, so fresh contexts, predicates and sorts see them; checked when
+/// the model is built; read-only for the app.
+enum DerivedAttributeCases {
+  /// Before the first save each derived attribute holds its type's zero value (nil when optional); after
+  /// it, what the store computed.
+  static func computedOnTheFirstSave(_ backend: ConformanceBackend) async throws {
+    let s = try DerivedStore(backend, save: false)
+    let (context, groceries, hardware, milk, bread, nails) = (s.context, s.groceries, s.hardware, s.milk, s.bread, s.nails)
     #expect(groceries.itemCount == 0 && groceries.total == 0 && groceries.nameKey == "" && groceries.upper == "")
     #expect(milk.listName == nil && milk.titleLower == "" && milk.stamped == Date(timeIntervalSince1970: 0))
 
@@ -77,9 +116,13 @@ extension Conformance {
     #expect(milk.stamped >= beforeSave && milk.stamped <= afterSave)
     #expect(!groceries.hasChanges && !milk.hasChanges)
 
-    // Stored: a fresh context reads them, predicates and sorts use them.
-    let reader = try fresh()
-    let storedGroceries = try list(named: "Épicerie Fine", in: reader)
+  }
+
+  /// Stored: a fresh context reads them, predicates and sorts use them.
+  static func storedForPredicatesAndSorts(_ backend: ConformanceBackend) async throws {
+    let s = try DerivedStore(backend)
+    let reader = try s.fresh()
+    let storedGroceries = try s.list(named: "Épicerie Fine", in: reader)
     #expect(storedGroceries.itemCount == 2 && storedGroceries.total == 3.75 && storedGroceries.upper == "ÉPICERIE FINE")
     #expect(try reader.fetch(FetchRequest<TodoList>(format: "itemCount == 2")).map(\.name) == ["Épicerie Fine"])
     #expect(try reader.fetch(FetchRequest<TodoList>(where: \.upper == "HARDWARE")).map(\.name) == ["Hardware"])
@@ -91,49 +134,70 @@ extension Conformance {
     let byTitle = FetchRequest<TodoItem>(sortDescriptors: [QuerySort("titleLower")])
     #expect(try reader.fetch(byTitle).map(\.title) == ["BREAD", "Milk", "Nails"])
 
-    // The object's own attribute: recomputed, and now() stamped again.
+  }
+
+  /// The object's own attribute: recomputed, and now() stamped again.
+  static func ownAttributesRecomputeAndRestamp(_ backend: ConformanceBackend) async throws {
+    let s = try DerivedStore(backend)
+    let bread = s.bread
     let firstStamp = bread.stamped
     bread.title = "Sourdough"
-    try context.save()
+    try s.context.save()
     #expect(bread.titleLower == "sourdough")
     #expect(bread.stamped >= firstStamp)
 
-    // An item's price: its list is not part of the save, yet shows the new total.
-    milk.price = 2.5
-    #expect(!groceries.hasChanges)
-    try context.save()
-    #expect(groceries.total == 4.75)
-    #expect(try list(named: "Épicerie Fine", in: try fresh()).total == 4.75)
+  }
 
-    // A list renamed: every item copies the new name; their now() stamps stay (they were not saved).
+  /// An item's price: its list is not part of the save, yet shows the new total.
+  static func anItemsPriceReachesItsList(_ backend: ConformanceBackend) async throws {
+    let s = try DerivedStore(backend)
+    s.milk.price = 2.5
+    #expect(!s.groceries.hasChanges)
+    try s.context.save()
+    #expect(s.groceries.total == 4.75)
+    #expect(try s.list(named: "Épicerie Fine", in: try s.fresh()).total == 4.75)
+  }
+
+  /// A list renamed: every item copies the new name; their now() stamps stay (they were not saved).
+  static func aRenamedListReachesItsItems(_ backend: ConformanceBackend) async throws {
+    let s = try DerivedStore(backend)
+    let (nails, hardware) = (s.nails, s.hardware)
     let nailsStamp = nails.stamped
     hardware.name = "Tools"
-    try context.save()
+    try s.context.save()
     #expect(nails.listName == "Tools" && hardware.upper == "TOOLS")
     #expect(nails.stamped == nailsStamp)
-    #expect(try fresh().fetch(FetchRequest<TodoItem>(format: "listName == 'Tools'")).map(\.title) == ["Nails"])
+    #expect(try s.fresh().fetch(FetchRequest<TodoItem>(format: "listName == 'Tools'")).map(\.title) == ["Nails"])
+  }
 
-    // An item inserted, then another deleted: the list's count and total follow.
-    let screws = item("Screws", 3, hardware)
+  /// An item inserted, then another deleted: the list's count and total follow; a many-to-many tag counts
+  /// the items linked to it.
+  static func insertsDeletesAndLinksAreCounted(_ backend: ConformanceBackend) async throws {
+    let s = try DerivedStore(backend)
+    let (context, hardware) = (s.context, s.hardware)
+    let screws = TodoItem(context: context)
+    screws.title = "Screws"
+    screws.price = 3
+    screws.list = hardware
     try context.save()
-    #expect(hardware.itemCount == 2 && hardware.total == 7 && screws.listName == "Tools")
+    #expect(hardware.itemCount == 2 && hardware.total == 7 && screws.listName == "Hardware")
     context.delete(screws)
     try context.save()
     #expect(hardware.itemCount == 1 && hardware.total == 4)
-    #expect(try list(named: "Tools", in: try fresh()).itemCount == 1)
+    #expect(try s.list(named: "Hardware", in: try s.fresh()).itemCount == 1)
+    try s.applyEarlierEdits()
+    #expect(s.urgent?.useCount == 2)
+  }
 
-    // Many-to-many: a tag counts the items linked to it.
-    let urgent = TodoTag(context: context)
-    urgent.label = "urgent"
-    nails.tags = [urgent]
-    milk.tags = [urgent]
-    try context.save()
-    #expect(urgent.useCount == 2)
-    func useCount() throws -> Int32? { try fresh().fetch(FetchRequest<TodoTag>()).first?.useCount }
-
-    // An item moved by a raw change set that names only the item: the store recomputes both lists and
-    // reports them.
-    let store = try #require(container.persistentStore)
+  /// An item moved by a raw change set that names only the item: the store recomputes both lists and
+  /// reports them; a link added by a raw change set that names neither object: the tag is recomputed and
+  /// reported; an item moved through a context: the old list and the new one.
+  static func movesAndLinksRecomputeBothSides(_ backend: ConformanceBackend) async throws {
+    let s = try DerivedStore(backend)
+    try s.applyEarlierEdits()
+    let (context, groceries, hardware, milk, bread) = (s.context, s.groceries, s.hardware, s.milk, s.bread)
+    let urgent = try #require(s.urgent)
+    let store = try #require(s.container.persistentStore)
     let row = try #require(try store.snapshots(for: [bread.objectID], generation: nil).first)
     let moved = try store.save(
       ChangeSet(updated: [
@@ -142,9 +206,9 @@ extension Conformance {
           changedKeys: ["list"])
       ]))
     #expect(moved.storedSnapshots[groceries.objectID] != nil && moved.storedSnapshots[hardware.objectID] != nil)
-    let afterMove = try fresh()
-    let oldList = try list(named: "Épicerie Fine", in: afterMove)
-    let newList = try list(named: "Tools", in: afterMove)
+    let afterMove = try s.fresh()
+    let oldList = try s.list(named: "Épicerie Fine", in: afterMove)
+    let newList = try s.list(named: "Tools", in: afterMove)
     #expect(oldList.itemCount == 1 && oldList.total == 2.5)
     #expect(newList.itemCount == 2 && newList.total == 6.25)
     #expect(try afterMove.fetch(FetchRequest<TodoItem>(format: "title == 'Sourdough'")).first?.listName == "Tools")
@@ -156,7 +220,7 @@ extension Conformance {
           entityName: "TodoItem", relationship: "tags", source: bread.objectID, target: urgent.objectID, isInsertion: true)
       ]))
     #expect(linked.storedSnapshots[urgent.objectID]?.objectID == urgent.objectID)
-    #expect(try useCount() == 3)
+    #expect(try s.useCount() == 3)
     context.refreshAllObjects()
     #expect(groceries.itemCount == 1 && hardware.itemCount == 2)
 
@@ -165,28 +229,38 @@ extension Conformance {
     try context.save()
     #expect(groceries.itemCount == 0 && groceries.total == 0 && hardware.itemCount == 3 && hardware.total == 8.75)
     #expect(milk.listName == "Tools")
-    #expect(try list(named: "Épicerie Fine", in: try fresh()).itemCount == 0)
+    #expect(try s.list(named: "Épicerie Fine", in: try s.fresh()).itemCount == 0)
 
-    // Batch update of what a derivation reads: the lists are recomputed and reported for merging.
+  }
+
+  /// Batch update of what a derivation reads: the lists are recomputed and reported for merging; a batch
+  /// update of a derived attribute itself is refused.
+  static func batchUpdatesRecompute(_ backend: ConformanceBackend) async throws {
+    let s = try DerivedStore(backend)
+    try s.applyEarlierEdits()
+    let (context, hardware) = (s.context, s.hardware)
+    s.bread.list = hardware
+    s.milk.list = hardware
+    try context.save()
     let doubled = BatchRequest.update(
       entityName: "TodoItem", predicate: try QueryPredicate(format: "title == 'Nails'"),
       propertiesToUpdate: ["price": try QueryExpression(format: "price * 2")])
     let doubledResult = try context.execute(doubled)
     #expect(doubledResult.count == 1 && doubledResult.recomputedObjectIDs == [hardware.objectID])
-    #expect(try list(named: "Tools", in: try fresh()).total == 12.75)
+    #expect(try s.list(named: "Tools", in: try s.fresh()).total == 12.75)
     ObjectContext.mergeChanges(fromRemoteContextSave: doubledResult.changes(of: doubled), into: [context])
     #expect(hardware.total == 12.75)
     _ = try context.execute(
       .update(
         entityName: "TodoItem", predicate: try QueryPredicate(format: "title == 'Milk'"),
         propertiesToUpdate: ["title": .constant("Oat Milk")]))
-    #expect(try fresh().fetch(FetchRequest<TodoItem>(format: "titleLower == 'oat milk'")).count == 1)
+    #expect(try s.fresh().fetch(FetchRequest<TodoItem>(format: "titleLower == 'oat milk'")).count == 1)
     _ = try context.execute(
       .update(
         entityName: "TodoList", predicate: try QueryPredicate(format: "name == 'Tools'"),
         propertiesToUpdate: ["name": .constant("Atelier Réparé")]))
-    let renamed = try fresh()
-    #expect(try list(named: "Atelier Réparé", in: renamed).nameKey == "atelier repare")
+    let renamed = try s.fresh()
+    #expect(try s.list(named: "Atelier Réparé", in: renamed).nameKey == "atelier repare")
     #expect(try renamed.fetch(FetchRequest<TodoItem>(format: "listName == 'Atelier Réparé'")).count == 3)
     do {
       _ = try context.execute(
@@ -196,16 +270,30 @@ extension Conformance {
       #expect(error.code == .invalidQuery && error.entity == "TodoList" && error.key == "itemCount")
     }
 
-    // Batch delete: the lists of the deleted items.
+  }
+
+  /// Batch delete: the lists and tags of the deleted items are recomputed and reported.
+  static func batchDeletesRecompute(_ backend: ConformanceBackend) async throws {
+    let s = try DerivedStore(backend)
+    try s.applyEarlierEdits()
+    let (context, hardware) = (s.context, s.hardware)
+    let urgent = try #require(s.urgent)
+    s.bread.list = hardware
+    s.milk.list = hardware
+    try context.save()
     let cheap = BatchRequest.delete(entityName: "TodoItem", predicate: try QueryPredicate(format: "price < 3"))
     let deleted = try context.execute(cheap)
     #expect(deleted.count == 2 && Set(deleted.recomputedObjectIDs) == [hardware.objectID, urgent.objectID])
-    let afterDelete = try list(named: "Atelier Réparé", in: try fresh())
-    #expect(afterDelete.itemCount == 1 && afterDelete.total == 8)
-    #expect(try useCount() == 1)
+    let afterDelete = try s.list(named: "Tools", in: try s.fresh())
+    #expect(afterDelete.itemCount == 1 && afterDelete.total == 4)
+    #expect(try s.useCount() == 1)
+  }
 
-    // Read-only for the app.
-    context.refreshAllObjects()
+  /// Read-only for the app: `setValue` of a derived attribute is a misuse and changes nothing.
+  static func derivedAttributesAreReadOnly(_ backend: ConformanceBackend) async throws {
+    let s = try DerivedStore(backend)
+    let hardware = s.hardware
+    s.context.refreshAllObjects()
     do {
       try hardware.setValue(Int64(5), forKey: "itemCount")
       Issue.record("setValue changed a derived attribute")
@@ -213,12 +301,10 @@ extension Conformance {
       #expect(error.code == .misuse && error.entity == "TodoList" && error.key == "itemCount")
     }
     #expect(hardware.itemCount == 1 && !hardware.hasChanges)
-
-    try badDerivations()
   }
 
   /// Derivations the model refuses when it is built, each `.invalidModel` naming the entity and key.
-  private static func badDerivations() throws {
+  static func theModelRefusesBadDerivations(_ backend: ConformanceBackend) async throws {
     func model(_ derivation: String, type: AttributeType = .string, isTransient: Bool = false) throws -> ObjectModel {
       let list = EntityDescription(
         name: "List",

@@ -60,11 +60,13 @@ extension Conformance {
       ("strength != %@ AND size == %@", [CupStrength.regular, CupSize.large], { $0.strength != .regular && $0.size == .large }),
     ]
 
-  /// Enum attributes (`String` and `Int` raw values): stored as their raw values, matched by predicates
-  /// against a case or a raw value, sorted by raw value; a raw value the enum does not know is
-  /// `.corrupted` naming the entity, object and key, or reads as the enum's fallback (`unknownCase`);
-  /// a migration that turns a `String` or integer attribute into an enum keeps every value.
-  public static func enumAttributes(_ backend: ConformanceBackend) async throws {
+  // Enum attributes (`String` and `Int` raw values): stored as their raw values, matched by predicates
+  // against a case or a raw value, sorted by raw value; a raw value the enum does not know is
+  // `.corrupted` naming the entity, object and key, or reads as the enum's fallback (`unknownCase`);
+  // a migration that turns a `String` or integer attribute into an enum keeps every value.
+
+  /// A store of ``cups`` and a fresh context reading it.
+  static func cupStore(_ backend: ConformanceBackend) throws -> (PersistentContainer, URL?, ObjectContext) {
     let (container, url) = try backend.container(types: [Cup.self])
     let context = container.viewContext
     for seed in cups {
@@ -74,8 +76,12 @@ extension Conformance {
       cup.strength = seed.strength
     }
     try context.save()
+    return (container, url, try backend.freshContext(container, url, types: [Cup.self]))
+  }
 
-    let fresh = try backend.freshContext(container, url, types: [Cup.self])
+  /// Enum attributes read back as stored, and are stored as their raw values.
+  static func enumsAreStoredAsRawValues(_ backend: ConformanceBackend) async throws {
+    let (_, _, fresh) = try cupStore(backend)
     let read = try fresh.fetch(FetchRequest<Cup>(sortDescriptors: [QuerySort("name")]))
     #expect(read.map(\.name) == cups.map(\.name).sorted())
     for cup in read {
@@ -86,15 +92,22 @@ extension Conformance {
     raw.propertiesToFetch = [.keyPath("size"), .keyPath("strength")]
     let row = try fresh.fetchDictionaries(raw).first
     #expect(row?["size"] == .string("small") && row?["strength"] == .int(3), "stored as raw values")
+  }
 
+  /// Predicates match enums against a case or a raw value (``enumCases``).
+  static func predicatesMatchCasesAndRawValues(_ backend: ConformanceBackend) async throws {
+    let (_, _, fresh) = try cupStore(backend)
     for testCase in enumCases {
       let request = try FetchRequest<Cup>(format: testCase.format, argumentArray: testCase.arguments)
       let expected = Set(cups.filter(testCase.matches).map(\.name))
       #expect(Set(try fresh.fetch(request).map(\.name)) == expected, "Cup \(testCase.format)")
       #expect(try fresh.count(for: request) == expected.count, "count of Cup \(testCase.format)")
     }
+  }
 
-    // Sorted by raw value: the String's order, the integer's order, either way round.
+  /// Sorted by raw value: the String's order, the integer's order, either way round.
+  static func enumsSortByRawValue(_ backend: ConformanceBackend) async throws {
+    let (_, _, fresh) = try cupStore(backend)
     let bySize = try fresh.fetch(FetchRequest<Cup>(sortDescriptors: [QuerySort("size"), QuerySort("name")]))
     #expect(bySize.map(\.name) == cups.sorted { ($0.size.rawValue, $0.name) < ($1.size.rawValue, $1.name) }.map(\.name))
     var byStrength = try FetchRequest<Cup>(format: "strength != nil")
@@ -103,8 +116,12 @@ extension Conformance {
     #expect(
       try fresh.fetch(byStrength).map(\.name) == strengths.sorted { ($1.1, $0.0) < ($0.1, $1.0) }.map(\.0),
       "strongest first, then by name")
+  }
 
-    // A raw value the enum does not know: an error naming the object and key, or the fallback.
+  /// A raw value the enum does not know: an error naming the object and key, or the fallback.
+  static func unknownRawValuesAreCorruptedOrTheFallback(_ backend: ConformanceBackend) async throws {
+    let (container, url, _) = try cupStore(backend)
+    let context = container.viewContext
     _ = try context.execute(
       BatchRequest.update(
         entityName: "Cup", predicate: try QueryPredicate(format: "name == 'Latte'"),
@@ -126,13 +143,17 @@ extension Conformance {
     stored.propertiesToFetch = [.keyPath("strength")]
     #expect(try reader.fetchDictionaries(stored).first?["strength"] == .int(9), "the stored value is untouched")
     #expect(try reader.fetch(FetchRequest<Cup>(format: "name != 'Latte'")).count == cups.count - 1)
+  }
 
-    if backend.capabilities.contains(.migration) { try plainAttributesBecomeEnums(backend) }
+  /// Plain attributes migrated into enums (backends with migration).
+  static func plainAttributesBecomeEnumsCase(_ backend: ConformanceBackend) async throws {
+    guard backend.capabilities.contains(.migration) else { return }
+    try plainAttributesBecomeEnums(backend)
   }
 
   /// A store whose `Cup` holds a `String` and an `Int16` migrates to the model where they are a `String`
   /// enum and an `Int` enum: every object keeps its values, read back as the cases they name.
-  private static func plainAttributesBecomeEnums(_ backend: ConformanceBackend) throws {
+  static func plainAttributesBecomeEnums(_ backend: ConformanceBackend) throws {
     let url = try backend.makeLocation()
     let plain = try ObjectModel(types: [PlainCup.self])
     let store = try backend.factory.openStore(at: url, model: plain, options: StoreOptions())

@@ -3,23 +3,24 @@ import Strata
 import StrataStoreKit
 import Testing
 
-extension Conformance {
-  /// Faults and what reading them costs: fetched objects are faults that already hold their values;
-  /// `fetchBatchSize` loads one batch per store call; prefetching loads to-one, to-many (through the
-  /// inverse and through join tables) and nested relationship targets with the objects, so that reading
-  /// them costs no store call; a to-many's targets load in one store call when one of them is read; `IN` a long list of object IDs (what a prefetch asks) matches as ID by ID
-  /// does; a bad prefetch key path is an error naming it; a batched collection walks the same objects in
-  /// the same order; one object's snapshot (`snapshot(for:generation:)`) is what `snapshots(for:)` gives.
-  public static func faulting(_ backend: ConformanceBackend) async throws {
+/// Faults and what reading them costs: fetched objects are faults that already hold their values;
+/// `fetchBatchSize` loads one batch per store call; prefetching loads to-one, to-many (through the
+/// inverse and through join tables) and nested relationship targets with the objects, so that reading
+/// them costs no store call; a to-many's targets load in one store call when one of them is read; `IN` a
+/// long list of object IDs (what a prefetch asks) matches as ID by ID does; a bad prefetch key path is an
+/// error naming it; a batched collection walks the same objects in the same order; one object's snapshot
+/// (`snapshot(for:generation:)`) is what `snapshots(for:)` gives. Each case counts its store's calls.
+enum FaultingCases {
+  static let byTitle = [QuerySort("title", comparator: .localizedStandard)]
+  static let titles = [
+    "Amélie", "Collateral", "Delicatessen", "File2", "file10", "Heat", "Memories of Murder", "Parasite",
+    "Straße", "Untitled Project",
+  ]
+
+  /// Faults holding their values: no store call to read them; a fetch told so returns no faults.
+  static func fetchedFaultsHoldTheirValues(_ backend: ConformanceBackend) async throws {
     let (container, counts) = try backend.countedSampleContainer()
     let context = container.newBackgroundContext()
-    let byTitle = [QuerySort("title", comparator: .localizedStandard)]
-    let titles = [
-      "Amélie", "Collateral", "Delicatessen", "File2", "file10", "Heat", "Memories of Murder", "Parasite",
-      "Straße", "Untitled Project",
-    ]
-
-    // Faults holding their values: no store call to read them.
     let faults = try context.fetch(FetchRequest<Film>(sortDescriptors: byTitle))
     #expect(faults.allSatisfy { $0.isFault })
     counts.reset()
@@ -29,8 +30,11 @@ extension Conformance {
     loaded.returnsObjectsAsFaults = false
     let fresh = container.newBackgroundContext()
     #expect(try fresh.fetch(loaded).allSatisfy { !$0.isFault })
+  }
 
-    // Batch faulting: one store read per batch of three, when the batch is first read.
+  /// Batch faulting: one store read per batch of three, when the batch is first read.
+  static func batchesLoadWhenFirstRead(_ backend: ConformanceBackend) async throws {
+    let (container, counts) = try backend.countedSampleContainer()
     let batched = container.newBackgroundContext()
     var request = FetchRequest<Film>(sortDescriptors: byTitle)
     request.fetchBatchSize = 3
@@ -44,8 +48,11 @@ extension Conformance {
     #expect(counts.snapshotReads == 1)
     #expect(films.map(\.title) == titles)
     #expect(counts.snapshotReads == 4)
+  }
 
-    // The batched collection: the same objects, one store read per batch.
+  /// The batched collection: the same objects, one store read per batch.
+  static func batchedCollectionsWalkTheSameObjects(_ backend: ConformanceBackend) async throws {
+    let (container, counts) = try backend.countedSampleContainer()
     let walker = container.newBackgroundContext()
     counts.reset()
     let collection = try walker.fetch(FetchRequest<Film>(sortDescriptors: byTitle), batchSize: 4)
@@ -53,8 +60,12 @@ extension Conformance {
     #expect(collection.map(\.title) == titles)
     #expect(counts.snapshotReads == 3)
     #expect(collection.objectIDs == (try walker.fetchObjectIDs(FetchRequest<Film>(sortDescriptors: byTitle))))
+  }
 
-    // Without prefetching, reading directors costs store calls; with it, none.
+  /// Without prefetching, reading directors costs store calls; with it (to-one, to-many, join tables,
+  /// nested), none.
+  static func prefetchedRelationshipsCostNoStoreCall(_ backend: ConformanceBackend) async throws {
+    let (container, counts) = try backend.countedSampleContainer()
     let plain = container.newBackgroundContext()
     let unprefetched = try plain.fetch(FetchRequest<Film>(sortDescriptors: byTitle))
     counts.reset()
@@ -82,8 +93,11 @@ extension Conformance {
     #expect(studios == ["UGC", "Warner", "UGC", "Warner", "Warner", "Warner", nil, nil, nil, nil])
     #expect(casts[5] == ["Al Pacino", "Robert De Niro"])
     #expect(filmographies[1] == ["Collateral", "Heat"])
+  }
 
-    // A to-many through its inverse: one fetch for every director's films.
+  /// A to-many through its inverse: one fetch for every director's films.
+  static func prefetchingAToManyThroughItsInverse(_ backend: ConformanceBackend) async throws {
+    let (container, counts) = try backend.countedSampleContainer()
     let owners = container.newBackgroundContext()
     var directorRequest = FetchRequest<Director>(sortDescriptors: [QuerySort("name")])
     directorRequest.relationshipKeyPathsForPrefetching = ["films"]
@@ -96,17 +110,23 @@ extension Conformance {
         ["Memories of Murder", "Parasite"], ["Amélie", "Delicatessen"], ["Collateral", "Heat"], [],
       ])
     #expect(counts.reads == 0)
+  }
 
-    // A to-many's targets load together when one is read: one store read for the set, not one per target.
+  /// A to-many's targets load together when one is read: one store read for the set, not one per target.
+  static func aToManysTargetsLoadTogether(_ backend: ConformanceBackend) async throws {
+    let (container, counts) = try backend.countedSampleContainer()
     let lazy = container.newBackgroundContext()
     let mann = try lazy.fetch(FetchRequest<Director>(format: "name == 'Michael Mann'")).first
     counts.reset()
     #expect(mann?.films.map(\.title).sorted() == ["Collateral", "Heat"])
     #expect(counts.relationshipReads == 1 && counts.snapshotReads == 1)
+  }
 
-    // `IN` a long list of object IDs, as a prefetch of many objects asks its store (stores may hash such
-    // a list, or hand it to SQL as one value): the films a film-by-film check finds, and under NOT the
-    // rest, films without a director included.
+  /// `IN` a long list of object IDs, as a prefetch of many objects asks its store (stores may hash such
+  /// a list, or hand it to SQL as one value): the films a film-by-film check finds, and under NOT the
+  /// rest, films without a director included.
+  static func longListsOfIDsMatchAsIDByIDDoes(_ backend: ConformanceBackend) async throws {
+    let (container, _) = try backend.countedSampleContainer()
     let adder = container.newBackgroundContext()
     try adder.performAndWait {
       for n in 0..<80 { Director(context: adder).name = "Extra \(n)" }
@@ -123,9 +143,16 @@ extension Conformance {
     let rest = try reader.fetch(FetchRequest<Film>(format: "NOT (director IN %@)", Array(chosen), sortDescriptors: byTitle))
     #expect(rest.map(\.title) == everyFilm.map(\.title).filter { !inList.contains($0) })
     #expect(rest.contains { $0.director == nil })
+  }
 
-    // Prefetching a to-many for more objects than a predicate may name: the same films, no store call
-    // to read them.
+  /// Prefetching a to-many for more objects than a predicate may name: the same films, no store call
+  /// to read them.
+  static func prefetchingBeyondThePredicateLimit(_ backend: ConformanceBackend) async throws {
+    let (container, counts) = try backend.countedSampleContainer()
+    let adder = container.newBackgroundContext()
+    // Objects keep their context alive only while the caller holds it: `reader` is held to the end.
+    let reader = container.newBackgroundContext()
+    let everyFilm = try reader.fetch(FetchRequest<Film>(sortDescriptors: byTitle))
     try adder.performAndWait {
       for n in 0..<QueryLimits.maxConstants { Director(context: adder).name = "Crowd \(n)" }
       try adder.save()
@@ -142,8 +169,13 @@ extension Conformance {
     #expect(counts.reads == 0)
     #expect(filmsByDirector["Michael Mann"] == ["Collateral", "Heat"])
     #expect(filmsByDirector.values.reduce(0) { $0 + $1.count } == everyFilm.filter { $0.director != nil }.count)
+    withExtendedLifetime(reader) {}
+  }
 
-    // Bad key paths name the key.
+  /// Bad prefetch key paths are an invalid query naming the key.
+  static func badPrefetchKeyPathsNameTheKey(_ backend: ConformanceBackend) async throws {
+    let (container, _) = try backend.countedSampleContainer()
+    let context = container.newBackgroundContext()
     for bad in ["directr", "title", "director.nme"] {
       var wrong = FetchRequest<Film>()
       wrong.relationshipKeyPathsForPrefetching = [bad]
@@ -155,12 +187,39 @@ extension Conformance {
         #expect(error.message.contains(bad.split(separator: ".").last.map(String.init) ?? bad))
       }
     }
-    try singleSnapshots(backend)
-    try faultsOfEveryEntity(backend)
-    try objectsOutliveTheirContext(backend)
-    try objectsReachTheirOwnContext(backend)
   }
 
+  /// One object's snapshot is what `snapshots(for:)` gives (see ``Conformance/singleSnapshots(_:)``).
+  static func singleSnapshots(_ backend: ConformanceBackend) async throws { try Conformance.singleSnapshots(backend) }
+
+  /// At a pinned generation (see ``Conformance/pinnedSnapshots(_:)``).
+  static func pinnedSnapshots(_ backend: ConformanceBackend) async throws { try Conformance.pinnedSnapshots(backend) }
+
+  /// Stale versions in one save (see ``Conformance/staleVersionsInOneSaveAreAllListed(_:)``).
+  static func staleVersionsInOneSaveAreAllListed(_ backend: ConformanceBackend) async throws {
+    try Conformance.staleVersionsInOneSaveAreAllListed(backend)
+  }
+
+  /// A closed store (see ``Conformance/closedStoresGiveNoSnapshot(_:)``).
+  static func closedStoresGiveNoSnapshot(_ backend: ConformanceBackend) async throws {
+    try Conformance.closedStoresGiveNoSnapshot(backend)
+  }
+
+  /// Faults of every entity fired in random order (see ``Conformance/faultsOfEveryEntity(_:)``).
+  static func faultsOfEveryEntity(_ backend: ConformanceBackend) async throws { try Conformance.faultsOfEveryEntity(backend) }
+
+  /// Objects outlive their context (see ``Conformance/objectsOutliveTheirContext(_:)``).
+  static func objectsOutliveTheirContext(_ backend: ConformanceBackend) async throws {
+    try Conformance.objectsOutliveTheirContext(backend)
+  }
+
+  /// Objects reach their own context (see ``Conformance/objectsReachTheirOwnContext(_:)``).
+  static func objectsReachTheirOwnContext(_ backend: ConformanceBackend) async throws {
+    try Conformance.objectsReachTheirOwnContext(backend)
+  }
+}
+
+extension Conformance {
   /// Faults of every entity of one store, fired in random order in one context, load the values a fetch
   /// of the same objects reads in another.
   static func faultsOfEveryEntity(_ backend: ConformanceBackend) throws {
@@ -260,42 +319,16 @@ extension Conformance {
     #expect(saved.prefix(4).map(\.rating) == [9.5, 9.5, 9.5, 1])
   }
 
-  /// `snapshot(for:generation:)`, what firing one fault asks the store, answers as `snapshots(for:)` does
-  /// for one ID: each stored object's snapshot (to-one targets included), `nil` for a deleted object, a
-  /// key never given, a temporary ID and another store's ID; at a pinned generation the object as it was
-  /// then; an unknown entity either way alike; on a closed store `.misuse`.
+  /// One object's snapshot is what `snapshots(for:)` gives: stored objects, deleted ones, IDs never
+  /// given or of another store, an unknown entity.
   static func singleSnapshots(_ backend: ConformanceBackend) throws {
-    let model = try ObjectModel(entities: [
-      EntityDescription(
-        name: "Shelf", attributes: [AttributeDescription(name: "label", type: .string)],
-        relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "shelf", isToMany: true)]),
-      EntityDescription(
-        name: "Item",
-        attributes: [
-          AttributeDescription(name: "name", type: .string), AttributeDescription(name: "count", type: .int64),
-          AttributeDescription(name: "note", type: .string, isOptional: true),
-        ],
-        relationships: [RelationshipDescription(name: "shelf", destination: "Shelf", inverse: "items")]),
-    ])
-    let store = try backend.factory.openStore(at: try backend.makeLocation(), model: model, options: StoreOptions())
-    let shelf = ObjectID.makeTemporary(entityName: "Shelf")
-    let items = (0..<6).map { _ in ObjectID.makeTemporary(entityName: "Item") }
-    let saved = try store.save(
-      ChangeSet(
-        inserted: [ObjectChange(objectID: shelf, attributes: ["Top"], toOne: [])]
-          + items.enumerated().map { i, id in
-            ObjectChange(
-              objectID: id, attributes: [.string("item \(i)"), .int(Int64(i * 7)), i % 2 == 0 ? .null : "odd"],
-              toOne: [i < 4 ? shelf : nil])
-          }))
-    let shelfID = try #require(saved.permanentIDs[shelf])
-    let itemIDs = try items.map { try #require(saved.permanentIDs[$0]) }
-    let stored = itemIDs + [shelfID]
-
+    let s = try SnapshotStore(backend)
+    defer { s.store.close() }
+    let (store, shelfID, itemIDs) = (s.store, s.shelfID, s.itemIDs)
     func agrees(_ id: ObjectID, generation: QueryGeneration? = nil, _ comment: Comment) throws {
-      let many = try store.snapshots(for: [id], generation: generation)
-      #expect(try store.snapshot(for: id, generation: generation) == many.first, comment)
+      try s.agrees(id, generation: generation, comment)
     }
+    let stored = itemIDs + [shelfID]
     for id in stored { try agrees(id, "\(id)") }
     let third = try #require(try store.snapshot(for: itemIDs[3], generation: nil))
     #expect(third.objectID == itemIDs[3] && third.attributes == ["item 3", 21, "odd"] && third.toOne == [shelfID])
@@ -319,7 +352,13 @@ extension Conformance {
     let one = outcome { try store.snapshot(for: unknown, generation: nil) }
     let many = outcome { try store.snapshots(for: [unknown], generation: nil).first }
     #expect(one == many, "an unknown entity")
+  }
 
+  /// At a pinned generation, a snapshot is what it was, as `snapshots(for:)` gives it.
+  static func pinnedSnapshots(_ backend: ConformanceBackend) throws {
+    let s = try SnapshotStore(backend)
+    defer { s.store.close() }
+    let (store, itemIDs) = (s.store, s.itemIDs)
     let generation = try store.pinGeneration()
     let change = ObjectChange(
       objectID: itemIDs[1], attributes: ["item 1", 100, "changed"], toOne: [nil],
@@ -327,11 +366,24 @@ extension Conformance {
     _ = try store.save(ChangeSet(updated: [change]))
     #expect(try store.snapshot(for: itemIDs[1], generation: nil)?.attributes == ["item 1", 100, "changed"])
     #expect(try store.snapshot(for: itemIDs[1], generation: generation)?.attributes == ["item 1", 7, "odd"])
-    try agrees(itemIDs[1], generation: generation, "at the pinned generation")
+    try s.agrees(itemIDs[1], generation: generation, "at the pinned generation")
     store.unpin(generation)
+  }
 
-    // Stale versions, in one save: every conflict is listed (with the stored values of the changed keys)
-    // and nothing is written; the right versions then go through.
+  /// Stale versions, in one save: every conflict is listed (with the stored values of the changed keys)
+  /// and nothing is written; the right versions then go through.
+  static func staleVersionsInOneSaveAreAllListed(_ backend: ConformanceBackend) throws {
+    let s = try SnapshotStore(backend)
+    defer { s.store.close() }
+    let (store, itemIDs) = (s.store, s.itemIDs)
+    _ = try store.save(ChangeSet(deleted: [ObjectDeletion(objectID: itemIDs[5])]))
+    let first = try #require(try store.snapshot(for: itemIDs[1], generation: nil))
+    _ = try store.save(
+      ChangeSet(updated: [
+        ObjectChange(
+          objectID: itemIDs[1], attributes: ["item 1", 100, "changed"], toOne: [nil], expectedVersion: first.version,
+          changedKeys: ["count", "note", "shelf"])
+      ]))
     let updatedItem = try #require(try store.snapshot(for: itemIDs[1], generation: nil))
     let kept = try #require(try store.snapshot(for: itemIDs[2], generation: nil))
     let stale = ObjectChange(
@@ -359,7 +411,13 @@ extension Conformance {
         deleted: [ObjectDeletion(objectID: itemIDs[2], expectedVersion: kept.version)]))
     #expect(try store.snapshot(for: itemIDs[1], generation: nil)?.attributes == ["item 1", 5, "fresh"])
     #expect(try store.snapshot(for: itemIDs[2], generation: nil) == nil)
+  }
 
+  /// A closed store refuses to give a snapshot.
+  static func closedStoresGiveNoSnapshot(_ backend: ConformanceBackend) throws {
+    let s = try SnapshotStore(backend)
+    let (store, itemIDs) = (s.store, s.itemIDs)
+    store.close()
     store.close()
     _ = expectStoreError(.misuse, "a closed store") { try store.snapshot(for: itemIDs[0], generation: nil) }
   }
@@ -462,5 +520,46 @@ extension Conformance {
       #expect(!context.registeredObjects.contains(doomed))
       #expect(context.object(with: doomed.objectID) !== doomed)
     }
+  }
+}
+
+/// The single-snapshot cases' store: shelf "Top" and six items (0…3 on the shelf; odd ones noted "odd").
+struct SnapshotStore {
+  let store: any PersistentStore
+  let shelfID: ObjectID
+  let itemIDs: [ObjectID]
+
+  init(_ backend: ConformanceBackend) throws {
+    let model = try ObjectModel(entities: [
+      EntityDescription(
+        name: "Shelf", attributes: [AttributeDescription(name: "label", type: .string)],
+        relationships: [RelationshipDescription(name: "items", destination: "Item", inverse: "shelf", isToMany: true)]),
+      EntityDescription(
+        name: "Item",
+        attributes: [
+          AttributeDescription(name: "name", type: .string), AttributeDescription(name: "count", type: .int64),
+          AttributeDescription(name: "note", type: .string, isOptional: true),
+        ],
+        relationships: [RelationshipDescription(name: "shelf", destination: "Shelf", inverse: "items")]),
+    ])
+    store = try backend.factory.openStore(at: try backend.makeLocation(), model: model, options: StoreOptions())
+    let shelf = ObjectID.makeTemporary(entityName: "Shelf")
+    let items = (0..<6).map { _ in ObjectID.makeTemporary(entityName: "Item") }
+    let saved = try store.save(
+      ChangeSet(
+        inserted: [ObjectChange(objectID: shelf, attributes: ["Top"], toOne: [])]
+          + items.enumerated().map { i, id in
+            ObjectChange(
+              objectID: id, attributes: [.string("item \(i)"), .int(Int64(i * 7)), i % 2 == 0 ? .null : "odd"],
+              toOne: [i < 4 ? shelf : nil])
+          }))
+    shelfID = try #require(saved.permanentIDs[shelf])
+    itemIDs = try items.map { try #require(saved.permanentIDs[$0]) }
+  }
+
+  /// `snapshot(for:generation:)` of `id` is what `snapshots(for:)` gives.
+  func agrees(_ id: ObjectID, generation: QueryGeneration? = nil, _ comment: Comment) throws {
+    let many = try store.snapshots(for: [id], generation: generation)
+    #expect(try store.snapshot(for: id, generation: generation) == many.first, comment)
   }
 }

@@ -93,54 +93,6 @@ extension Conformance {
       ["Amélie", "Collateral", "Delicatessen", "Untitled Project", "File2", "file10"]),
   ]
 
-  /// Predicates (comparison operators on every attribute type, nil on either side, string options,
-  /// to-one key paths, to-many ANY/ALL/NONE and @count), sorting with every comparator, limit and offset,
-  /// counts — identical answers on every backend.
-  public static func fetching(_ backend: ConformanceBackend) async throws {
-    let (container, url) = try backend.sampleContainer()
-    let context = try backend.freshContext(container, url)
-
-    for testCase in filmCases {
-      let request = try FetchRequest<Film>(format: testCase.format, argumentArray: testCase.arguments)
-      let titles = Set(try context.fetch(request).map(\.title))
-      #expect(titles == testCase.expected, "\(testCase.format)")
-      #expect(try context.count(for: request) == testCase.expected.count, "count of \(testCase.format)")
-    }
-
-    // A fetched array is an ordinary array of its type: it grows, shrinks and sorts like any other.
-    var films = try context.fetch(FetchRequest<Film>())
-    let fetchedCount = films.count
-    films.append(contentsOf: try context.fetch(FetchRequest<Film>(format: "year < 2000")))
-    films.append(Film(context: context))
-    #expect(films.count > fetchedCount + 1)
-    films.removeFirst()
-    films.sort { $0.title < $1.title }
-    #expect(films.allSatisfy { type(of: $0) == Film.self } && films.last?.title != nil)
-    context.rollback()
-
-    let directorsWithoutFilms = try context.fetch(FetchRequest<Director>(format: "films.@count == 0"))
-    #expect(directorsWithoutFilms.map(\.name) == ["Nobody"])
-    let recent = try context.fetch(FetchRequest<Director>(format: "ANY films.year > 2015"))
-    #expect(recent.map(\.name) == ["Bong Joon-ho"])
-
-    // Typed predicates give the same answers as their format strings.
-    let typed: [(Where<Film>, Set<String>)] = [
-      (\.year == 1995, ["Heat"]),
-      (\.rating > 8.2, ["Heat", "Amélie", "Parasite"]),
-      (\.genre == nil, ["Untitled Project"]),
-      (\.title ~= "amelie", ["Amélie"]),
-      ((\Film.title).beginsWith("file", options: .caseInsensitive), ["File2", "file10"]),
-      (\.director?.name == "Michael Mann", ["Heat", "Collateral"]),
-      (\.year >= 2010 && \.released == true, ["Parasite", "Straße"]),
-      (!(\Film.genre).contains("r"), ["Amélie", "Delicatessen", "Untitled Project"]),
-    ]
-    for (condition, expected) in typed {
-      #expect(Set(try context.fetch(FetchRequest(where: condition)).map(\.title)) == expected, "\(condition.predicate)")
-    }
-
-    try sorting(context)
-  }
-
   static func titles(_ context: ObjectContext, _ sorts: [QuerySort], limit: Int? = nil, offset: Int = 0) throws -> [String] {
     try context.fetch(FetchRequest<Film>(sortDescriptors: sorts, fetchLimit: limit, fetchOffset: offset)).map(\.title)
   }
@@ -213,5 +165,67 @@ extension Conformance {
       FetchRequest<Film>(
         predicate: try QueryPredicate(format: "rating > 7"), sortDescriptors: [QuerySort("rating")], fetchLimit: 2))
     #expect(rated.map(\.title) == ["Collateral", "Delicatessen"])
+  }
+}
+
+/// Predicates (comparison operators on every attribute type, nil on either side, string options,
+/// to-one key paths, to-many ANY/ALL/NONE and @count), sorting with every comparator, limit and offset,
+/// counts — identical answers on every backend.
+enum FetchingCases {
+  /// The film table (``Conformance/filmCases``): fetches and counts answer as written by hand.
+  static func filmPredicatesAnswerAsWrittenByHand(_ backend: ConformanceBackend) async throws {
+    let context = try PredicateCases.sampleContext(backend)
+    for testCase in Conformance.filmCases {
+      let request = try FetchRequest<Film>(format: testCase.format, argumentArray: testCase.arguments)
+      let titles = Set(try context.fetch(request).map(\.title))
+      #expect(titles == testCase.expected, "\(testCase.format)")
+      #expect(try context.count(for: request) == testCase.expected.count, "count of \(testCase.format)")
+    }
+  }
+
+  /// A fetched array is an ordinary array of its type: it grows, shrinks and sorts like any other.
+  static func fetchedArraysAreOrdinaryArrays(_ backend: ConformanceBackend) async throws {
+    let context = try PredicateCases.sampleContext(backend)
+    var films = try context.fetch(FetchRequest<Film>())
+    let fetchedCount = films.count
+    films.append(contentsOf: try context.fetch(FetchRequest<Film>(format: "year < 2000")))
+    films.append(Film(context: context))
+    #expect(films.count > fetchedCount + 1)
+    films.removeFirst()
+    films.sort { $0.title < $1.title }
+    #expect(films.allSatisfy { type(of: $0) == Film.self } && films.last?.title != nil)
+    context.rollback()
+  }
+
+  /// To-many counts and ANY over a relationship, from the other side.
+  static func toManyPredicatesOnDirectors(_ backend: ConformanceBackend) async throws {
+    let context = try PredicateCases.sampleContext(backend)
+    let directorsWithoutFilms = try context.fetch(FetchRequest<Director>(format: "films.@count == 0"))
+    #expect(directorsWithoutFilms.map(\.name) == ["Nobody"])
+    let recent = try context.fetch(FetchRequest<Director>(format: "ANY films.year > 2015"))
+    #expect(recent.map(\.name) == ["Bong Joon-ho"])
+  }
+
+  /// Typed predicates give the same answers as their format strings.
+  static func typedPredicatesAgreeWithFormatStrings(_ backend: ConformanceBackend) async throws {
+    let context = try PredicateCases.sampleContext(backend)
+    let typed: [(Where<Film>, Set<String>)] = [
+      (\.year == 1995, ["Heat"]),
+      (\.rating > 8.2, ["Heat", "Amélie", "Parasite"]),
+      (\.genre == nil, ["Untitled Project"]),
+      (\.title ~= "amelie", ["Amélie"]),
+      ((\Film.title).beginsWith("file", options: .caseInsensitive), ["File2", "file10"]),
+      (\.director?.name == "Michael Mann", ["Heat", "Collateral"]),
+      (\.year >= 2010 && \.released == true, ["Parasite", "Straße"]),
+      (!(\Film.genre).contains("r"), ["Amélie", "Delicatessen", "Untitled Project"]),
+    ]
+    for (condition, expected) in typed {
+      #expect(Set(try context.fetch(FetchRequest(where: condition)).map(\.title)) == expected, "\(condition.predicate)")
+    }
+  }
+
+  /// Sorting with every comparator, limit and offset (see ``Conformance/sorting(_:)``).
+  static func sortsComparatorsAndPaging(_ backend: ConformanceBackend) async throws {
+    try Conformance.sorting(try PredicateCases.sampleContext(backend))
   }
 }

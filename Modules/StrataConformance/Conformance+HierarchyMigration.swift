@@ -97,19 +97,27 @@ enum HierarchyVersions {
   }
 }
 
-extension Conformance {
-  /// Models that already have a hierarchy migrate (``Conformance/Capabilities/hierarchyMigration``):
-  /// attributes added to a root (inherited) and a sub-entity, one renamed, a sub-entity added below
-  /// another and an unrelated entity changed; a sub-entity removed (its objects dropped, relationships to
-  /// them gone); an existing root moved under a new abstract parent that takes an attribute; a sub-entity
-  /// leaving its hierarchy; an entity outside the hierarchy changing next to it. After each step every
-  /// object keeps its primary key and its entity, its values are what the test computes from what it
-  /// stored, fetches of a parent include its sub-entities, and relationships hold what they held. A
-  /// backend without the capability refuses the first step with `.unsupported` and keeps its data.
-  static func existingHierarchiesMigrate(_ backend: ConformanceBackend) throws {
+/// One run of the hierarchy-migration steps over one store: what it stored, what the test expects of
+/// each object after each step (its entity and values, in the entity's attribute order), and the steps.
+final class HierarchyMigrationRun {
+  var store: any PersistentStore
+  var model: ObjectModel
+  let mannID: ObjectID
+  var keys: [String: Int64] = [:]
+  var expected: [String: (entity: String, attributes: [Value])] = [
+    "Heat": ("Movie", ["Heat", 1995]), "Thief": ("Movie", ["Thief", 1981]),
+    "Miami Vice": ("Series", ["Miami Vice", 1984, 5]),
+  ]
+  var directed: Set<String> = ["Heat", "Miami Vice"]
+  var miniKey: Int64?
+  var vice: (entity: String, attributes: [Value])?
+
+  /// A store of ``HierarchyVersions/v1()``: Mann directing Heat (a movie) and Miami Vice (a series), and
+  /// Thief without a director.
+  init(_ backend: ConformanceBackend) throws {
     let url = try backend.makeLocation()
-    let v1 = try HierarchyVersions.v1()
-    var store = try backend.factory.openStore(at: url, model: v1, options: StoreOptions())
+    model = try HierarchyVersions.v1()
+    store = try backend.factory.openStore(at: url, model: model, options: StoreOptions())
     let mann = ObjectID.makeTemporary(entityName: "Director")
     let temporary = [
       "Heat": ObjectID.makeTemporary(entityName: "Movie"), "Thief": ObjectID.makeTemporary(entityName: "Movie"),
@@ -122,51 +130,48 @@ extension Conformance {
         ObjectChange(objectID: temporary["Thief"]!, attributes: ["Thief", 1981], toOne: [nil]),
         ObjectChange(objectID: temporary["Miami Vice"]!, attributes: ["Miami Vice", 1984, 5], toOne: [mann]),
       ]))
-    let mannID = try #require(saved.permanentIDs[mann])
-    var keys: [String: Int64] = [:]
+    mannID = try #require(saved.permanentIDs[mann])
     for (title, id) in temporary { keys[title] = try #require(saved.permanentIDs[id]?.primaryKey) }
-    // What the test expects of each object: its entity and values (in the entity's attribute order).
-    var expected: [String: (entity: String, attributes: [Value])] = [
-      "Heat": ("Movie", ["Heat", 1995]), "Thief": ("Movie", ["Thief", 1981]),
-      "Miami Vice": ("Series", ["Miami Vice", 1984, 5]),
-    ]
-    var directed: Set<String> = ["Heat", "Miami Vice"]
+  }
 
-    func check(_ step: String, root: String = "Movie", seriesInHierarchy: Bool = true) throws {
-      let rows = try rows(store, root)
-      #expect(Set(rows.keys) == Set(expected.keys), "\(step): the objects of \(root)")
-      for (title, object) in expected {
-        let row = rows[title]
-        #expect(row?.objectID.entityName == object.entity, "\(step): the entity of \(title)")
-        #expect(row?.objectID.primaryKey == keys[title], "\(step): the key of \(title)")
-        #expect(row?.attributes == object.attributes, "\(step): the values of \(title)")
-      }
-      var own = FetchDescription(entityName: "Series")
-      own.includesSubentities = false
-      if seriesInHierarchy {
-        #expect(
-          try store.count(own) == expected.values.count { $0.entity == "Series" }, "\(step): the objects of Series alone")
-      }
-      let related = try store.relatedObjectIDs(of: mannID, relationship: "movies", generation: nil)
-      #expect(Set(related.compactMap(\.primaryKey)) == Set(directed.compactMap { keys[$0] }), "\(step): Mann's movies")
+  /// Every object of `root` has its expected entity, key and values; Series alone holds its own; Mann's
+  /// movies are the directed ones, with their entities.
+  func check(_ step: String, root: String = "Movie", seriesInHierarchy: Bool = true) throws {
+    let rows = try Conformance.rows(store, root)
+    #expect(Set(rows.keys) == Set(expected.keys), "\(step): the objects of \(root)")
+    for (title, object) in expected {
+      let row = rows[title]
+      #expect(row?.objectID.entityName == object.entity, "\(step): the entity of \(title)")
+      #expect(row?.objectID.primaryKey == keys[title], "\(step): the key of \(title)")
+      #expect(row?.attributes == object.attributes, "\(step): the values of \(title)")
+    }
+    var own = FetchDescription(entityName: "Series")
+    own.includesSubentities = false
+    if seriesInHierarchy {
       #expect(
-        related.allSatisfy { id in expected.first { keys[$0.key] == id.primaryKey }?.value.entity == id.entityName },
-        "\(step): Mann's movies keep their entities")
+        try store.count(own) == expected.values.count { $0.entity == "Series" }, "\(step): the objects of Series alone")
     }
-    try check("before")
+    let related = try store.relatedObjectIDs(of: mannID, relationship: "movies", generation: nil)
+    #expect(Set(related.compactMap(\.primaryKey)) == Set(directed.compactMap { keys[$0] }), "\(step): Mann's movies")
+    #expect(
+      related.allSatisfy { id in expected.first { keys[$0.key] == id.primaryKey }?.value.entity == id.entityName },
+      "\(step): Mann's movies keep their entities")
+  }
 
-    // 1. Attributes added to the root and a sub-entity, one renamed, a sub-entity added below another,
-    // an entity outside the hierarchy changed.
+  /// A backend without the capability refuses the first step, naming an entity, and keeps its data.
+  func refuseTheFirstStep() throws {
     let v2 = try HierarchyVersions.v2()
-    guard backend.capabilities.contains(.hierarchyMigration) else {
-      let refused = expectStoreError(.unsupported) { try store.migrated(by: try ModelMigration(from: v1, to: v2)) }
-      #expect(refused?.entity != nil)
-      try check("refused")
-      store.close()
-      return
-    }
-    store = try store.migrated(by: try ModelMigration(from: v1, to: v2))
-    defer { store.close() }
+    let refused = expectStoreError(.unsupported) { try store.migrated(by: try ModelMigration(from: model, to: v2)) }
+    #expect(refused?.entity != nil)
+    try check("refused")
+  }
+
+  /// 1. Attributes added to the root and a sub-entity, one renamed, a sub-entity added below another,
+  /// an entity outside the hierarchy changed.
+  func addAttributesAndASubentity() throws {
+    let v2 = try HierarchyVersions.v2()
+    store = try store.migrated(by: try ModelMigration(from: model, to: v2))
+    model = v2
     expected["Heat"]!.attributes.append(.null)
     expected["Thief"]!.attributes.append(.null)
     expected["Miami Vice"]!.attributes.insert(.null, at: 2)
@@ -186,24 +191,31 @@ extension Conformance {
     let added = try store.save(
       ChangeSet(inserted: [ObjectChange(objectID: mini, attributes: ["Mini", 2020, nil, 1, "HBO", 6], toOne: [mannID])]))
     let miniKey = try #require(added.permanentIDs[mini]?.primaryKey)
+    self.miniKey = miniKey
     #expect(!keys.values.contains(miniKey), "keys stay unique across the hierarchy")
     keys["Mini"] = miniKey
     expected["Mini"] = ("Miniseries", ["Mini", 2020, nil, 1, "HBO", 6])
     directed.insert("Mini")
     try check("a sub-entity added below a sub-entity")
+  }
 
-    // 2. A sub-entity removed: its objects go, relationships to them too.
+  /// 2. A sub-entity removed: its objects go, relationships to them too.
+  func removeASubentity() throws {
     let v3 = try HierarchyVersions.v2(miniseries: false)
-    store = try store.migrated(by: try ModelMigration(from: v2, to: v3))
+    store = try store.migrated(by: try ModelMigration(from: model, to: v3))
+    model = v3
     expected["Mini"] = nil
     directed.remove("Mini")
     try check("a sub-entity removed")
-    let gone = ObjectID(entityName: "Movie", storeIdentifier: store.identifier, primaryKey: miniKey)
+    let gone = ObjectID(entityName: "Movie", storeIdentifier: store.identifier, primaryKey: try #require(miniKey))
     #expect(try store.snapshots(for: [gone], generation: nil).isEmpty)
+  }
 
-    // 3. The root moves under a new abstract parent, which takes `title` and adds `rating`.
+  /// 3. The root moves under a new abstract parent, which takes `title` and adds `rating`.
+  func moveTheRootUnderANewParent() throws {
     let v4 = try HierarchyVersions.v4()
-    store = try store.migrated(by: try ModelMigration(from: v3, to: v4))
+    store = try store.migrated(by: try ModelMigration(from: model, to: v4))
+    model = v4
     for title in expected.keys { expected[title]!.attributes.insert(.null, at: 1) }
     try check("a new parent", root: "Media")
     try check("a new parent", root: "Movie")
@@ -216,24 +228,30 @@ extension Conformance {
     expected["Collateral"] = ("Movie", ["Collateral", nil, 2004, nil])
     directed.insert("Collateral")
     try check("an object added under the new parent", root: "Media")
+  }
 
-    // 4. A sub-entity leaves its hierarchy: its objects become a plain entity's, with their keys.
+  /// 4. A sub-entity leaves its hierarchy: its objects become a plain entity's, with their keys.
+  func letASubentityLeave() throws {
     let v5 = try HierarchyVersions.v5()
-    store = try store.migrated(by: try ModelMigration(from: v4, to: v5))
-    let vice = expected.removeValue(forKey: "Miami Vice")
+    store = try store.migrated(by: try ModelMigration(from: model, to: v5))
+    model = v5
+    vice = expected.removeValue(forKey: "Miami Vice")
     directed.remove("Miami Vice")
     try check("a sub-entity leaving", root: "Media", seriesInHierarchy: false)
-    let series = try rows(store, "Series")
+    let series = try Conformance.rows(store, "Series")
     #expect(series.count == 1)
     #expect(series["Miami Vice"]?.objectID.primaryKey == keys["Miami Vice"])
     #expect(series["Miami Vice"]?.attributes == vice?.attributes)
+  }
 
-    // 5. An entity outside the hierarchy changes next to it: the hierarchy keeps its storage and objects.
+  /// 5. An entity outside the hierarchy changes next to it: the hierarchy keeps its storage and objects.
+  func changeAnUnrelatedEntity() throws {
     let v6 = try HierarchyVersions.v6()
-    store = try store.migrated(by: try ModelMigration(from: v5, to: v6))
+    store = try store.migrated(by: try ModelMigration(from: model, to: v6))
+    model = v6
     try check("an unrelated entity changed", root: "Media", seriesInHierarchy: false)
     #expect(try store.snapshots(for: [mannID], generation: nil).map(\.attributes) == [["Michael Mann", nil, "US"]])
-    #expect(try rows(store, "Series")["Miami Vice"]?.attributes == vice?.attributes)
+    #expect(try Conformance.rows(store, "Series")["Miami Vice"]?.attributes == vice?.attributes)
     let heist = ObjectID.makeTemporary(entityName: "Movie")
     let later = try store.save(
       ChangeSet(inserted: [ObjectChange(objectID: heist, attributes: ["Heist", nil, 2001, nil], toOne: [mannID])]))
@@ -245,10 +263,13 @@ extension Conformance {
         ]))
     }
     #expect(clashing != nil, "the kept hierarchy's uniqueness constraint still holds")
+  }
 
-    // Refused, the store unchanged: two existing tables merged into one hierarchy (Series back under
-    // Movie: their keys could clash), and an entity that has objects becoming abstract.
-    let before = try rows(store, "Media")
+  /// Refused, the store unchanged: two existing tables merged into one hierarchy (Series back under
+  /// Movie: their keys could clash), and an entity that has objects becoming abstract.
+  func refuseMergesAndAbstractions() throws {
+    let v6 = model
+    let before = try Conformance.rows(store, "Media")
     let merged = try ObjectModel(
       entities: v6.entities.map { $0.name == "Series" ? HierarchyVersions.series : $0 })
     let merging = expectStoreError(.unsupported) { try store.migrated(by: try ModelMigration(from: v6, to: merged)) }
@@ -262,7 +283,30 @@ extension Conformance {
       })
     let abstracting = expectStoreError(.unsupported) { try store.migrated(by: try ModelMigration(from: v6, to: abstract)) }
     #expect(abstracting?.entity == "Movie")
-    #expect(try rows(store, "Media") == before)
+    #expect(try Conformance.rows(store, "Media") == before)
+  }
+}
+
+extension Conformance {
+  /// Models that already have a hierarchy migrate (``Conformance/Capabilities/hierarchyMigration``):
+  /// attributes added to a root (inherited) and a sub-entity, one renamed, a sub-entity added below
+  /// another and an unrelated entity changed; a sub-entity removed (its objects dropped, relationships to
+  /// them gone); an existing root moved under a new abstract parent that takes an attribute; a sub-entity
+  /// leaving its hierarchy; an entity outside the hierarchy changing next to it. After each step every
+  /// object keeps its primary key and its entity, its values are what the test computes from what it
+  /// stored, fetches of a parent include its sub-entities, and relationships hold what they held. A
+  /// backend without the capability refuses the first step with `.unsupported` and keeps its data.
+  static func existingHierarchiesMigrate(_ backend: ConformanceBackend) throws {
+    let run = try HierarchyMigrationRun(backend)
+    defer { run.store.close() }
+    try run.check("before")
+    guard backend.capabilities.contains(.hierarchyMigration) else { return try run.refuseTheFirstStep() }
+    try run.addAttributesAndASubentity()
+    try run.removeASubentity()
+    try run.moveTheRootUnderANewParent()
+    try run.letASubentityLeave()
+    try run.changeAnUnrelatedEntity()
+    try run.refuseMergesAndAbstractions()
   }
 }
 

@@ -36,37 +36,18 @@ enum InheritanceModel {
   static let types: [ManagedObject.Type] = [Media.self, Feature.self, ShortFeature.self, Series.self, Shelf.self]
 }
 
-extension Conformance {
-  /// Entity inheritance: sub-entities inherit their parent's properties and constraints; a fetch of a
-  /// parent returns the objects of every sub-entity as their own classes (`includesSubentities = false`
-  /// opts out); predicates, sorts, counts, aggregates and batches work over a hierarchy; relationships to a
-  /// parent hold objects of its sub-entities; an abstract entity cannot be inserted.
-  public static func inheritance(_ backend: ConformanceBackend) async throws {
-    let model = try ObjectModel(types: InheritanceModel.types)
-    let feature = try #require(model.entity(named: "Feature"))
-    let short = try #require(model.entity(named: "ShortFeature"))
-    #expect(feature.parentEntity == "Media")
-    #expect(short.parentEntity == "Feature")
-    #expect(model.entity(named: "Media")?.isAbstract == true)
-    #expect(short.attributes.map(\.name) == ["title", "year", "runtime", "festival"])
-    #expect(short.relationships.map(\.name) == ["shelf", "fans"])
-    #expect(try ObjectModel.decode(jsonData: model.jsonData()) == model)
-    #expect(model.inheritance.fetchedEntities("Media") == ["Feature", "Series", "ShortFeature"])
+/// The inheritance area's starting store: shelf A (Heat, a Feature; The Wire, a Series; picks The Wire;
+/// favours Zidane and The Office), shelf B (Zidane, a ShortFeature; Amélie, a Feature; picks Zidane), and
+/// The Office (a Series) on no shelf; saved.
+struct InheritanceStore {
+  let backend: ConformanceBackend
+  let container: PersistentContainer
+  let url: URL?
 
-    let (container, url) = try backend.container(types: InheritanceModel.types)
-    #expect(container.persistentStore?.model.entity(named: "Series")?.parentEntity == "Media")
+  init(_ backend: ConformanceBackend) throws {
+    self.backend = backend
+    (container, url) = try backend.container(types: InheritanceModel.types)
     let context = container.viewContext
-
-    // An abstract entity cannot be inserted: the save fails naming it, nothing is written.
-    _ = Media(context: context)
-    let lone = Series(context: context)
-    lone.title = "Lone"
-    #expect(expectStoreError(.validation) { try context.save() }?.entity == "Media")
-    context.rollback()
-    #expect(try context.count(for: FetchRequest<Media>()) == 0)
-    #expect(expectStoreError(.validation) { try context.insertObject(entityName: "Media") }?.entity == "Media")
-    context.rollback()
-
     func add<T: Media>(_ item: T, _ title: String, _ year: Int, on shelf: Shelf?) -> T {
       item.title = title
       item.year = year
@@ -93,10 +74,52 @@ extension Conformance {
     a.favorites = [zidane, office]
     try context.save()
     #expect(Set([heat, wire, zidane, amelie, office].map(\.objectID.primaryKey)).count == 5)
+  }
 
-    let fresh = try backend.freshContext(container, url, types: InheritanceModel.types)
-    // A fetch of the parent returns every sub-entity's objects, each as its own class, sorted by an
-    // inherited attribute.
+  func fresh() throws -> ObjectContext { try backend.freshContext(container, url, types: InheritanceModel.types) }
+}
+
+/// Entity inheritance: sub-entities inherit their parent's properties and constraints; a fetch of a
+/// parent returns the objects of every sub-entity as their own classes (`includesSubentities = false`
+/// opts out); predicates, sorts, counts, aggregates and batches work over a hierarchy; relationships to a
+/// parent hold objects of its sub-entities; an abstract entity cannot be inserted.
+enum InheritanceCases {
+  /// Sub-entities inherit their parent's properties in order; the hierarchy survives JSON and reaches the
+  /// store's model.
+  static func subentitiesInheritTheirParentsProperties(_ backend: ConformanceBackend) async throws {
+    let model = try ObjectModel(types: InheritanceModel.types)
+    let feature = try #require(model.entity(named: "Feature"))
+    let short = try #require(model.entity(named: "ShortFeature"))
+    #expect(feature.parentEntity == "Media")
+    #expect(short.parentEntity == "Feature")
+    #expect(model.entity(named: "Media")?.isAbstract == true)
+    #expect(short.attributes.map(\.name) == ["title", "year", "runtime", "festival"])
+    #expect(short.relationships.map(\.name) == ["shelf", "fans"])
+    #expect(try ObjectModel.decode(jsonData: model.jsonData()) == model)
+    #expect(model.inheritance.fetchedEntities("Media") == ["Feature", "Series", "ShortFeature"])
+
+    let (container, _) = try backend.container(types: InheritanceModel.types)
+    #expect(container.persistentStore?.model.entity(named: "Series")?.parentEntity == "Media")
+  }
+
+  /// An abstract entity cannot be inserted: the save fails naming it, nothing is written.
+  static func abstractEntitiesCannotBeInserted(_ backend: ConformanceBackend) async throws {
+    let (container, _) = try backend.container(types: InheritanceModel.types)
+    let context = container.viewContext
+    _ = Media(context: context)
+    let lone = Series(context: context)
+    lone.title = "Lone"
+    #expect(expectStoreError(.validation) { try context.save() }?.entity == "Media")
+    context.rollback()
+    #expect(try context.count(for: FetchRequest<Media>()) == 0)
+    #expect(expectStoreError(.validation) { try context.insertObject(entityName: "Media") }?.entity == "Media")
+    context.rollback()
+  }
+
+  /// A fetch of the parent returns every sub-entity's objects, each as its own class, sorted by an
+  /// inherited attribute.
+  static func parentFetchesReturnEverySubentity(_ backend: ConformanceBackend) async throws {
+    let fresh = try InheritanceStore(backend).fresh()
     let all = try fresh.fetch(FetchRequest<Media>(sortDescriptors: [QuerySort("title")]))
     #expect(all.map(\.title) == ["Amélie", "Heat", "The Office", "The Wire", "Zidane"])
     #expect(all.map { String(describing: type(of: $0)) } == ["Feature", "Feature", "Series", "Series", "ShortFeature"])
@@ -104,8 +127,12 @@ extension Conformance {
     #expect((all.last as? ShortFeature)?.festival == "Cannes")
     #expect((all.first as? Feature)?.runtime == 122)
     #expect(try fresh.count(for: FetchRequest<Media>()) == 5)
+  }
 
-    // Predicates on inherited and own attributes; a sub-entity's fetch includes its own sub-entities.
+  /// Predicates on inherited and own attributes; a sub-entity's fetch includes its own sub-entities
+  /// unless told; paging; a key only a sub-entity has is unknown to the parent.
+  static func predicatesSortsAndPagesOverAHierarchy(_ backend: ConformanceBackend) async throws {
+    let fresh = try InheritanceStore(backend).fresh()
     let recent = try fresh.fetch(
       FetchRequest<Media>(format: "year >= 2002", sortDescriptors: [QuerySort("year", ascending: false)]))
     #expect(recent.map(\.title) == ["Zidane", "The Office", "The Wire"])
@@ -127,8 +154,11 @@ extension Conformance {
     // A key only a sub-entity has is unknown to the parent.
     let unknown = expectStoreError(.invalidQuery) { try fresh.fetch(FetchRequest<Media>(format: "runtime > 100")) }
     #expect(unknown?.key == "runtime")
+  }
 
-    // Relationships to the parent hold objects of its sub-entities, both ways.
+  /// Relationships to the parent hold objects of its sub-entities, both ways, and predicates follow them.
+  static func relationshipsToAParentHoldSubentities(_ backend: ConformanceBackend) async throws {
+    let fresh = try InheritanceStore(backend).fresh()
     let shelves = try fresh.fetch(FetchRequest<Shelf>(sortDescriptors: [QuerySort("name")]))
     #expect(shelves.map(\.name) == ["A", "B"])
     let shelfA = shelves[0]
@@ -151,8 +181,12 @@ extension Conformance {
     #expect(picked.map(\.name) == ["B"])
     let seriesFans = try fresh.fetch(FetchRequest<Series>(format: "ANY fans.name == 'A'"))
     #expect(seriesFans.map(\.title) == ["The Office"])
+  }
 
-    // Aggregates over the hierarchy.
+  /// Aggregates span the hierarchy; a uniqueness constraint declared on the parent holds across its
+  /// sub-entities.
+  static func aggregatesAndConstraintsSpanTheHierarchy(_ backend: ConformanceBackend) async throws {
+    let fresh = try InheritanceStore(backend).fresh()
     var sum = FetchRequest<Media>()
     sum.propertiesToFetch = [
       .expression(name: "total", expression: try QueryExpression(format: "sum:(year)"), resultType: .int64)
@@ -167,37 +201,54 @@ extension Conformance {
     expectStoreError(.constraintConflict) { try fresh.save() }
     fresh.rollback()
     #expect(try fresh.count(for: FetchRequest<Media>()) == 5)
+  }
 
-    // Batch update and delete over the hierarchy.
+  /// Batch update and delete over the hierarchy; a derived count over a relationship to the parent
+  /// follows its sub-entities' objects.
+  static func batchesSpanTheHierarchy(_ backend: ConformanceBackend) async throws {
+    let s = try InheritanceStore(backend)
+    let fresh = try s.fresh()
     let updated = try fresh.execute(
       .update(
         entityName: "Media", predicate: try QueryPredicate(format: "year < 2002"),
         propertiesToUpdate: ["year": try QueryExpression(format: "year + 100")]))
     #expect(updated.count == 2)
-    let check = try backend.freshContext(container, url, types: InheritanceModel.types)
+    let check = try s.fresh()
     let years = try check.fetch(FetchRequest<Media>(sortDescriptors: [QuerySort("title")])).map(\.year)
     #expect(years == [2101, 2095, 2005, 2002, 2006])
     let deleted = try check.execute(.delete(entityName: "Feature", predicate: try QueryPredicate(format: "year > 2050")))
     #expect(deleted.count == 2)
-    let left = try backend.freshContext(container, url, types: InheritanceModel.types)
+    let left = try s.fresh()
     #expect(
       try left.fetch(FetchRequest<Media>(sortDescriptors: [QuerySort("title")])).map(\.title) == [
         "The Office", "The Wire", "Zidane",
       ])
     // A derived count over a relationship to the parent follows its sub-entities' objects.
     #expect(try left.fetch(FetchRequest<Shelf>(sortDescriptors: [QuerySort("name")])).map(\.itemCount) == [1, 1])
+  }
 
-    // Deleting a picked object clears the reference to it.
+  /// Deleting a picked object clears the reference to it.
+  static func deletingAPickedObjectClearsTheReference(_ backend: ConformanceBackend) async throws {
+    let s = try InheritanceStore(backend)
+    let left = try s.fresh()
+    _ = try left.execute(.delete(entityName: "Feature", predicate: try QueryPredicate(format: "year < 2002")))
     let wireLeft = try #require(try left.fetch(FetchRequest<Series>(format: "title == 'The Wire'")).first)
     left.delete(wireLeft)
     try left.save()
-    let last = try backend.freshContext(container, url, types: InheritanceModel.types)
+    let last = try s.fresh()
     let shelfLast = try #require(try last.fetch(FetchRequest<Shelf>(format: "name == 'A'")).first)
     #expect(shelfLast.pick == nil)
     #expect(shelfLast.items.isEmpty)
     #expect(shelfLast.itemCount == 0)
+  }
 
-    // A copy holds each object once, as its own entity, with its relationships.
+  /// A copy holds each object once, as its own entity, with its relationships.
+  static func aCopyHoldsEachObjectOnce(_ backend: ConformanceBackend) async throws {
+    let s = try InheritanceStore(backend)
+    let container = s.container
+    let left = try s.fresh()
+    _ = try left.execute(
+      .delete(entityName: "Media", predicate: try QueryPredicate(format: "title IN {'Heat', 'Amélie', 'The Wire'}")))
     let copy = StoreDescription(type: backend.factory.storeType, url: try backend.makeLocation())
     #expect(try container.migratePersistentStore(to: copy) == 4)
     let copied = container.newBackgroundContext()
@@ -207,13 +258,29 @@ extension Conformance {
       }
     }
     #expect(copiedMedia == ["The Office Series - 1", "Zidane ShortFeature B 1"])
+  }
 
-    try versionsInAHierarchy(backend)
-    if backend.capabilities.contains(.migration) {
-      try addingASubentityMigrates(backend)
-      try existingHierarchiesMigrate(backend)
-      if backend.capabilities.contains(.hierarchyMigration) { try removingASubentityClearsReferences(backend) }
-    }
+  /// Optimistic locking over a hierarchy (see ``Conformance/versionsInAHierarchy(_:)``).
+  static func versionsInAHierarchy(_ backend: ConformanceBackend) async throws {
+    try Conformance.versionsInAHierarchy(backend)
+  }
+
+  /// Migrations that add a sub-entity (backends with migration).
+  static func addingASubentityMigrates(_ backend: ConformanceBackend) async throws {
+    guard backend.capabilities.contains(.migration) else { return }
+    try Conformance.addingASubentityMigrates(backend)
+  }
+
+  /// Migrations of existing hierarchies (backends with migration).
+  static func existingHierarchiesMigrate(_ backend: ConformanceBackend) async throws {
+    guard backend.capabilities.contains(.migration) else { return }
+    try Conformance.existingHierarchiesMigrate(backend)
+  }
+
+  /// A sub-entity removed clears the references to its objects (backends with hierarchy migration).
+  static func removingASubentityClearsReferences(_ backend: ConformanceBackend) async throws {
+    guard backend.capabilities.isSuperset(of: [.migration, .hierarchyMigration]) else { return }
+    try Conformance.removingASubentityClearsReferences(backend)
   }
 }
 

@@ -32,28 +32,6 @@ enum MigrationModels {
 }
 
 extension Conformance {
-  /// Migration to a model inferred from the stored one (see `ModelMigration`), on an open store
-  /// (`PersistentStore.migrated(by:)`) and, for backends whose stores have a location, when a container
-  /// with the new model opens a store written with the old one: attributes added, removed, renamed,
-  /// widened, made required or optional; entities added, removed, renamed; relationships renamed and made
-  /// to-many; one old entity feeding two new ones (renamed, and a new entity taking its old name);
-  /// relationships made ordered and unordered; primary keys and history tokens kept; a clashing uniqueness constraint, a narrowing change
-  /// and automatic migration turned off each leave the store as it was; a chain of three versions.
-  public static func migration(_ backend: ConformanceBackend) async throws {
-    try attributesAndEntitiesMigrate(backend)
-    try oneEntityFeedsTwo(backend)
-    try relationshipsMigrate(backend)
-    try aClashingConstraintChangesNothing(backend)
-    try threeVersionsInOrder(backend)
-    try migrationStages(backend)
-    try derivedAttributesAreComputed(backend)
-    try orderingMigrates(backend)
-    if backend.location != nil {
-      try containersMigrateStoresOnOpen(backend)
-      try containersRunCustomStages(backend)
-    }
-  }
-
   /// A store of the migration area's version 1 at a fresh location, holding Heat (1995, 10 votes, seen,
   /// directed by Mann), Ronin (1998, no votes, unseen, directed by Frankenheimer), Thief (1981, seen, no
   /// director) and a genre.
@@ -101,7 +79,7 @@ extension Conformance {
     return rows
   }
 
-  private static func attributesAndEntitiesMigrate(_ backend: ConformanceBackend) throws {
+  static func attributesAndEntitiesMigrate(_ backend: ConformanceBackend) throws {
     let (store, _, ids) = try migrationStore(backend)
     let token = try store.currentHistoryToken()
     let v2 = try MigrationModels.model(
@@ -162,7 +140,7 @@ extension Conformance {
   /// Movie renamed to Film, and a new entity named Movie: both are fed from the old Movie (a new entity
   /// matches the old one of its name, as Core Data's inferred mapping matches by name or renaming
   /// identifier). Film keeps the keys and relationships; Movie holds a copy of the attributes it keeps.
-  private static func oneEntityFeedsTwo(_ backend: ConformanceBackend) throws {
+  static func oneEntityFeedsTwo(_ backend: ConformanceBackend) throws {
     let (store, _, ids) = try migrationStore(backend)
     let v2 = try MigrationModels.model(
       movieName: "Film", movieRenamedFrom: "Movie",
@@ -199,7 +177,7 @@ extension Conformance {
     #expect(try migrated.relatedObjectIDs(of: mann, relationship: "movies", generation: nil).count == 2)
   }
 
-  private static func relationshipsMigrate(_ backend: ConformanceBackend) throws {
+  static func relationshipsMigrate(_ backend: ConformanceBackend) throws {
     let (store, _, ids) = try migrationStore(backend)
     // Movie.director becomes to-many (many-to-many with Director.movies) and is renamed; the delete rule
     // of Director.movies changes.
@@ -224,7 +202,7 @@ extension Conformance {
     #expect(matching == 1)
   }
 
-  private static func aClashingConstraintChangesNothing(_ backend: ConformanceBackend) throws {
+  static func aClashingConstraintChangesNothing(_ backend: ConformanceBackend) throws {
     let (store, url, _) = try migrationStore(backend)
     // Two movies share seen == true: a uniqueness constraint on seen cannot be added.
     let clashing = try MigrationModels.model(movieConstraints: [["seen"]])
@@ -258,7 +236,7 @@ extension Conformance {
     }
   }
 
-  private static func threeVersionsInOrder(_ backend: ConformanceBackend) throws {
+  static func threeVersionsInOrder(_ backend: ConformanceBackend) throws {
     let (store, _, _) = try migrationStore(backend)
     let v2 = try MigrationModels.model(movie: [
       MigrationModels.title, MigrationModels.year, MigrationModels.votes, MigrationModels.seen, MigrationModels.note,
@@ -289,7 +267,7 @@ extension Conformance {
     #expect(once.model.versionName == "3")
   }
 
-  private static func containersMigrateStoresOnOpen(_ backend: ConformanceBackend) throws {
+  static func containersMigrateStoresOnOpen(_ backend: ConformanceBackend) throws {
     let (store, location, _) = try migrationStore(backend)
     store.close()
     let url = try #require(location)
@@ -334,7 +312,7 @@ extension Conformance {
   /// A derived attribute added (an uppercased title on Movie, a movie count on Director) and a derivation
   /// changed: every object's value is computed in the migration, the saves recorded in its one history
   /// transaction.
-  private static func derivedAttributesAreComputed(_ backend: ConformanceBackend) throws {
+  static func derivedAttributesAreComputed(_ backend: ConformanceBackend) throws {
     let (store, _, ids) = try migrationStore(backend)
     let token = try store.currentHistoryToken()
     let count = AttributeDescription(name: "movieCount", type: .int64, derivation: "movies.@count")

@@ -44,12 +44,6 @@ extension Conformance {
   /// Custom stages (`PersistentStore.migrated(along:reporting:)`): work before and after each structural
   /// change inside the one transaction, recorded as one history transaction, reported as progress; a
   /// stage that throws, or saves what the new model refuses, leaves the store as it was.
-  static func migrationStages(_ backend: ConformanceBackend) throws {
-    try stagesSplitDeduplicateAndInsert(backend)
-    try aFailingStageChangesNothing(backend)
-    try storageChangesChangeNothing(backend)
-  }
-
   /// A store of the stage models' version 1: three people and four tags, two of them named "swift".
   private static func peopleStore(_ backend: ConformanceBackend) throws -> (store: any PersistentStore, url: URL?) {
     let url = try backend.makeLocation()
@@ -101,7 +95,7 @@ extension Conformance {
       reread.map { $0.attributes[1] } == [.string("Ada"), .string("Alan"), .string("Grace")], "a stage reads its own saves")
   }
 
-  private static func stagesSplitDeduplicateAndInsert(_ backend: ConformanceBackend) throws {
+  static func stagesSplitDeduplicateAndInsert(_ backend: ConformanceBackend) throws {
     let (store, _) = try peopleStore(backend)
     let before = try snapshots(store, "Tag")
     let peopleBefore = try snapshots(store, "Person")
@@ -168,7 +162,7 @@ extension Conformance {
     #expect(Set(changes.filter { $0.changeType == .insert }.map(\.objectID.entityName)) == ["Tag", "Human"])
   }
 
-  private static func aFailingStageChangesNothing(_ backend: ConformanceBackend) throws {
+  static func aFailingStageChangesNothing(_ backend: ConformanceBackend) throws {
     let (store, url) = try peopleStore(backend)
     let people = try snapshots(store, "Person")
     let tags = try snapshots(store, "Tag")
@@ -215,7 +209,7 @@ extension Conformance {
     }
   }
 
-  private static func storageChangesChangeNothing(_ backend: ConformanceBackend) throws {
+  static func storageChangesChangeNothing(_ backend: ConformanceBackend) throws {
     let (store, _) = try peopleStore(backend)
     defer { store.close() }
     let v2 = try ObjectModel(entities: [

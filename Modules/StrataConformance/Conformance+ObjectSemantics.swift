@@ -58,84 +58,6 @@ extension Conformance {
     expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Film>(sortDescriptors: [QuerySort("scratch")])) }
   }
 
-  /// Lifecycle hooks in order, primitive accessors that change nothing, `awake(fromSnapshotEvents:)`,
-  /// and validation: model rules and a subclass's own methods, every failure of one save in one error,
-  /// the store unchanged.
-  public static func lifecycle(_ backend: ConformanceBackend) async throws {
-    let (container, _) = try backend.container(types: [Journal.self, JournalEntry.self])
-    let context = container.newBackgroundContext()
-
-    let journal = Journal(context: context)
-    #expect(journal.events == ["awakeFromInsert"])
-    #expect(journal.created == Journal.creation, "set in awakeFromInsert with a primitive")
-    journal.title = "Field notes"
-    let entry = JournalEntry(context: context)
-    entry.text = "First"
-    entry.journal = journal
-    try context.save()
-    #expect(journal.events == ["awakeFromInsert", "willSave", "didSave"])
-    #expect(
-      journal.validatedValues == ["title=String", "created=Date", "lastModified=Date", "rating=Int64", "locked=Bool"],
-      "a ValueValidating class is asked about every stored attribute, with its Swift value")
-    let firstStamp = try #require(journal.lastModified)
-    #expect(!journal.hasChanges, "a primitive set in willSave marks nothing")
-
-    journal.title = "Field notes, vol. 2"
-    try context.save()
-    #expect((journal.lastModified ?? .distantPast) > firstStamp)
-    let reader = container.newBackgroundContext()
-    let read = try #require(try reader.fetch(FetchRequest<Journal>()).first)
-    #expect(read.events.isEmpty)
-    #expect(read.lastModified == journal.lastModified, "the stamp set in willSave is stored")
-    #expect(read.events == ["awakeFromFetch"])
-    reader.refresh(read, mergeChanges: false)
-    _ = read.title
-    #expect(read.events == ["awakeFromFetch", "awakeFromFetch"])
-    read.title = "Changed"
-    reader.refresh(read, mergeChanges: true)
-    #expect(read.snapshotEvents == [.refresh])
-    reader.rollback()
-    #expect(read.snapshotEvents.last == .rollback)
-    #expect(read.title == "Field notes, vol. 2")
-
-    try journal.setPrimitiveValue("Quiet", forKey: "title")
-    #expect(journal.title == "Quiet" && !journal.hasChanges)
-    expectStoreError(.invalidQuery) { try journal.setPrimitiveValue("x", forKey: "nosuchkey") }
-    expectStoreError(.validation) { try journal.setPrimitiveValue(12, forKey: "title") }
-    context.refresh(journal, mergeChanges: false)
-
-    context.delete(entry)
-    #expect(entry.events.contains("prepareForDeletion"))
-    try context.save()
-
-    // Validation: model rules and the subclass's own, all reported together; nothing is written.
-    let bad = Journal(context: context)
-    bad.title = "   "
-    bad.rating = 9
-    let orphan = JournalEntry(context: context)
-    orphan.text = ""
-    do {
-      try context.save()
-      Issue.record("an invalid save should throw")
-    } catch let error as StoreError {
-      #expect(error.code == .validation)
-      let keys = Set(error.conflicts.flatMap(\.keys))
-      #expect(keys == ["title", "rating", "text", "journal"], "\(error.message)")
-      #expect(error.message.contains("must not be blank"))
-      #expect(error.message.contains("at most 5"))
-    }
-    #expect(try container.newBackgroundContext().count(for: FetchRequest<Journal>()) == 1)
-    context.rollback()
-
-    let kept = try #require(try context.fetch(FetchRequest<Journal>()).first)
-    kept.locked = true
-    try context.save()
-    context.delete(kept)
-    expectStoreError(.validation) { try context.save() }
-    #expect(try container.newBackgroundContext().count(for: FetchRequest<Journal>()) == 1)
-    context.rollback()
-  }
-
   /// Undo and redo before a save: attribute and relationship changes, inserts, deletes with their
   /// cascades, explicit groups; a save clears the stacks.
   public static func undo(_ backend: ConformanceBackend) async throws {
@@ -254,4 +176,111 @@ public final class JournalEntry: ManagedObject {
 
   var events: [String] = []
   public override func prepareForDeletion() { events.append("prepareForDeletion") }
+}
+
+/// Lifecycle hooks in order, primitive accessors that change nothing, `awake(fromSnapshotEvents:)`,
+/// and validation: model rules and a subclass's own methods, every failure of one save in one error,
+/// the store unchanged.
+enum LifecycleCases {
+  /// A store holding the journal "Field notes" with one entry, saved; a background context on it.
+  static func journalStore(
+    _ backend: ConformanceBackend
+  ) throws -> (container: PersistentContainer, context: ObjectContext, journal: Journal, entry: JournalEntry) {
+    let (container, _) = try backend.container(types: [Journal.self, JournalEntry.self])
+    let context = container.newBackgroundContext()
+    let journal = Journal(context: context)
+    journal.title = "Field notes"
+    let entry = JournalEntry(context: context)
+    entry.text = "First"
+    entry.journal = journal
+    try context.save()
+    return (container, context, journal, entry)
+  }
+
+  /// Hooks in order: awake from insert, will and did save (a primitive set in willSave marks nothing and
+  /// is stored), awake from fetch, snapshot events of a refresh and a rollback.
+  static func hooksRunInOrder(_ backend: ConformanceBackend) async throws {
+    let (container, _) = try backend.container(types: [Journal.self, JournalEntry.self])
+    let context = container.newBackgroundContext()
+    let journal = Journal(context: context)
+    #expect(journal.events == ["awakeFromInsert"])
+    #expect(journal.created == Journal.creation, "set in awakeFromInsert with a primitive")
+    journal.title = "Field notes"
+    let entry = JournalEntry(context: context)
+    entry.text = "First"
+    entry.journal = journal
+    try context.save()
+    #expect(journal.events == ["awakeFromInsert", "willSave", "didSave"])
+    #expect(
+      journal.validatedValues == ["title=String", "created=Date", "lastModified=Date", "rating=Int64", "locked=Bool"],
+      "a ValueValidating class is asked about every stored attribute, with its Swift value")
+    let firstStamp = try #require(journal.lastModified)
+    #expect(!journal.hasChanges, "a primitive set in willSave marks nothing")
+
+    journal.title = "Field notes, vol. 2"
+    try context.save()
+    #expect((journal.lastModified ?? .distantPast) > firstStamp)
+    let reader = container.newBackgroundContext()
+    let read = try #require(try reader.fetch(FetchRequest<Journal>()).first)
+    #expect(read.events.isEmpty)
+    #expect(read.lastModified == journal.lastModified, "the stamp set in willSave is stored")
+    #expect(read.events == ["awakeFromFetch"])
+    reader.refresh(read, mergeChanges: false)
+    _ = read.title
+    #expect(read.events == ["awakeFromFetch", "awakeFromFetch"])
+    read.title = "Changed"
+    reader.refresh(read, mergeChanges: true)
+    #expect(read.snapshotEvents == [.refresh])
+    reader.rollback()
+    #expect(read.snapshotEvents.last == .rollback)
+    #expect(read.title == "Field notes, vol. 2")
+  }
+
+  /// Primitive accessors change nothing (and check keys and types); a delete prepares the object.
+  static func primitiveAccessorsChangeNothing(_ backend: ConformanceBackend) async throws {
+    let (_, context, journal, entry) = try journalStore(backend)
+    try journal.setPrimitiveValue("Quiet", forKey: "title")
+    #expect(journal.title == "Quiet" && !journal.hasChanges)
+    expectStoreError(.invalidQuery) { try journal.setPrimitiveValue("x", forKey: "nosuchkey") }
+    expectStoreError(.validation) { try journal.setPrimitiveValue(12, forKey: "title") }
+    context.refresh(journal, mergeChanges: false)
+
+    context.delete(entry)
+    #expect(entry.events.contains("prepareForDeletion"))
+    try context.save()
+  }
+
+  /// Validation: model rules and the subclass's own, all reported together; nothing is written.
+  static func validationFailuresAreReportedTogether(_ backend: ConformanceBackend) async throws {
+    let (container, context, _, _) = try journalStore(backend)
+    let bad = Journal(context: context)
+    bad.title = "   "
+    bad.rating = 9
+    let orphan = JournalEntry(context: context)
+    orphan.text = ""
+    do {
+      try context.save()
+      Issue.record("an invalid save should throw")
+    } catch let error as StoreError {
+      #expect(error.code == .validation)
+      let keys = Set(error.conflicts.flatMap(\.keys))
+      #expect(keys == ["title", "rating", "text", "journal"], "\(error.message)")
+      #expect(error.message.contains("must not be blank"))
+      #expect(error.message.contains("at most 5"))
+    }
+    #expect(try container.newBackgroundContext().count(for: FetchRequest<Journal>()) == 1)
+    context.rollback()
+  }
+
+  /// A subclass's `validateForDelete` refuses the delete of a locked journal; nothing is written.
+  static func validateForDeleteCanRefuse(_ backend: ConformanceBackend) async throws {
+    let (container, context, _, _) = try journalStore(backend)
+    let kept = try #require(try context.fetch(FetchRequest<Journal>()).first)
+    kept.locked = true
+    try context.save()
+    context.delete(kept)
+    expectStoreError(.validation) { try context.save() }
+    #expect(try container.newBackgroundContext().count(for: FetchRequest<Journal>()) == 1)
+    context.rollback()
+  }
 }

@@ -19,35 +19,34 @@ enum OrderedModel {
   static let types: [ManagedObject.Type] = [Playlist.self, Track.self]
 }
 
-extension Conformance {
-  /// Ordered to-many relationships (`[T]`, Core Data's `isOrdered`), one-to-many and many-to-many: insert
-  /// at an index, move, remove, repeats kept once, the inverse's to-one appending; the order survives
-  /// saves, faults, fresh containers, merges of another context's save, child contexts and undo.
-  /// Expected orders are computed with Swift arrays beside the edits.
-  public static func orderedRelationships(_ backend: ConformanceBackend) async throws {
-    let model = try ObjectModel(types: OrderedModel.types)
-    #expect(model.entity(named: "Playlist")?.relationship(named: "tracks")?.isOrdered == true)
-    #expect(model.entity(named: "Playlist")?.relationship(named: "picks")?.isOrdered == true)
-    #expect(model.entity(named: "Track")?.relationship(named: "mixes")?.isOrdered == false)
-    #expect(try ObjectModel.decode(jsonData: model.jsonData()) == model)
+/// The ordered-relationships area's starting store: tracks a…g; playlist "mix" with tracks c, e, a, b, d
+/// (assigned, appended through the inverse, inserted at an index; a repeat kept once) and picks g, a, f;
+/// playlist "other" with picks f, g; saved. `expected` and `expectedPicks` follow the edits of a case.
+final class OrderedStore {
+  let backend: ConformanceBackend
+  let container: PersistentContainer
+  let url: URL?
+  let context: ObjectContext
+  var byTitle: [String: Track] = [:]
+  let mix: Playlist
+  let other: Playlist
+  var expected = ["c", "a", "b"]
+  var expectedPicks = ["g", "a", "f"]
 
-    let (container, url) = try backend.container(types: OrderedModel.types)
-    let context = container.viewContext
-    let titles = ["a", "b", "c", "d", "e", "f", "g"]
-    var byTitle: [String: Track] = [:]
-    for title in titles {
+  init(_ backend: ConformanceBackend) throws {
+    self.backend = backend
+    (container, url) = try backend.container(types: OrderedModel.types)
+    context = container.viewContext
+    for title in ["a", "b", "c", "d", "e", "f", "g"] {
       let track = Track(context: context)
       track.title = title
       byTitle[title] = track
     }
-    func tracks(_ names: [String]) -> [Track] { names.compactMap { byTitle[$0] } }
-    let mix = Playlist(context: context)
+    mix = Playlist(context: context)
     mix.name = "mix"
-    let other = Playlist(context: context)
+    other = Playlist(context: context)
     other.name = "other"
-
     // Assign, append through the inverse, insert at an index; a repeat keeps its first place.
-    var expected = ["c", "a", "b"]
     mix.tracks = tracks(expected + ["a"])
     #expect(mix.tracks.map(\.title) == expected)
     byTitle["d"]?.playlist = mix
@@ -56,67 +55,99 @@ extension Conformance {
     expected.insert("e", at: 1)
     #expect(mix.tracks.map(\.title) == expected)
     #expect(byTitle["e"]?.playlist === mix)
-    var expectedPicks = ["g", "a", "f"]
     mix.picks = tracks(expectedPicks)
     other.picks = tracks(["f", "g"])
     try context.save()
     #expect(mix.tracks.map(\.title) == expected)
+  }
 
-    func storedOrder(_ keyPath: KeyPath<Playlist, [Track]>, in context: ObjectContext) throws -> [String] {
-      let found = try context.fetch(FetchRequest<Playlist>(format: "name == 'mix'"))
-      return try #require(found.first)[keyPath: keyPath].map(\.title)
-    }
-    try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
-    try #expect(storedOrder(\.picks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expectedPicks)
-    try #expect(
-      storedOrder(\.picks, in: backend.freshContext(container, url, types: OrderedModel.types)).count == 3)
-    let otherReader = try backend.freshContext(container, url, types: OrderedModel.types)
+  func tracks(_ names: [String]) -> [Track] { names.compactMap { byTitle[$0] } }
+
+  func fresh() throws -> ObjectContext { try backend.freshContext(container, url, types: OrderedModel.types) }
+
+  /// The order of "mix"'s list at `keyPath` as `context` reads it.
+  func storedOrder(_ keyPath: KeyPath<Playlist, [Track]>, in context: ObjectContext? = nil) throws -> [String] {
+    let reader = try context ?? fresh()
+    let found = try reader.fetch(FetchRequest<Playlist>(format: "name == 'mix'"))
+    return try #require(found.first)[keyPath: keyPath].map(\.title)
+  }
+}
+
+/// Ordered to-many relationships (`[T]`, Core Data's `isOrdered`), one-to-many and many-to-many: insert
+/// at an index, move, remove, repeats kept once, the inverse's to-one appending; the order survives
+/// saves, faults, fresh containers, merges of another context's save, child contexts and undo.
+/// Expected orders are computed with Swift arrays beside the edits.
+enum OrderedRelationshipCases {
+  /// The model marks `[T]` relationships ordered and `Set<T>` ones not, and keeps that through JSON.
+  static func modelMarksOrderedRelationships(_ backend: ConformanceBackend) async throws {
+    let model = try ObjectModel(types: OrderedModel.types)
+    #expect(model.entity(named: "Playlist")?.relationship(named: "tracks")?.isOrdered == true)
+    #expect(model.entity(named: "Playlist")?.relationship(named: "picks")?.isOrdered == true)
+    #expect(model.entity(named: "Track")?.relationship(named: "mixes")?.isOrdered == false)
+    #expect(try ObjectModel.decode(jsonData: model.jsonData()) == model)
+  }
+
+  /// Assigned, appended and inserted lists read back in order from fresh readers, both kinds.
+  static func editsKeepTheirOrderThroughASave(_ backend: ConformanceBackend) async throws {
+    let s = try OrderedStore(backend)
+    try #expect(s.storedOrder(\.tracks) == s.expected)
+    try #expect(s.storedOrder(\.picks) == s.expectedPicks)
+    try #expect(s.storedOrder(\.picks).count == 3)
+    let otherReader = try s.fresh()
     let otherPicks = try otherReader.fetch(FetchRequest<Playlist>(format: "name == 'other'")).first?.picks.map(\.title)
     #expect(otherPicks == ["f", "g"])
+  }
 
-    // A second context that has the lists loaded sees a reorder after merging the save.
-    let reader = container.newBackgroundContext()
+  /// Move, remove (the removed track leaves the playlist), reorder the many-to-many: a second context
+  /// that has the lists loaded sees it after merging the save; refaulted, the list reads back in order.
+  static func movesAndRemovalsReachOtherContexts(_ backend: ConformanceBackend) async throws {
+    let s = try OrderedStore(backend)
+    let (context, mix) = (s.context, s.mix)
+    let reader = s.container.newBackgroundContext()
     let readerMix = try reader.performAndWait { try reader.fetch(FetchRequest<Playlist>(format: "name == 'mix'")).first }
-    #expect(reader.performAndWait { readerMix?.tracks.map(\.title) } == expected)
-
-    // Move, remove (the removed track leaves the playlist), reorder the many-to-many.
+    #expect(reader.performAndWait { readerMix?.tracks.map(\.title) } == s.expected)
     var list = mix.tracks
     let moved = list.remove(at: 0)
     list.append(moved)
     mix.tracks = list
-    expected.append(expected.removeFirst())
-    let removedTitle = expected.remove(at: 2)
+    s.expected.append(s.expected.removeFirst())
+    let removedTitle = s.expected.remove(at: 2)
     mix.tracks.remove(at: 2)
-    #expect(byTitle[removedTitle]?.playlist == nil)
+    #expect(s.byTitle[removedTitle]?.playlist == nil)
     mix.picks = mix.picks.reversed()
-    expectedPicks.reverse()
-    #expect(mix.tracks.map(\.title) == expected)
+    s.expectedPicks.reverse()
+    #expect(mix.tracks.map(\.title) == s.expected)
     try context.save()
-    let saved = ContextDidSave(updatedObjectIDs: Set([mix.objectID] + byTitle.values.map(\.objectID)))
-    try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
-    try #expect(storedOrder(\.picks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expectedPicks)
+    let saved = ContextDidSave(updatedObjectIDs: Set([mix.objectID] + s.byTitle.values.map(\.objectID)))
+    try #expect(s.storedOrder(\.tracks) == s.expected)
+    try #expect(s.storedOrder(\.picks) == s.expectedPicks)
     ObjectContext.mergeChanges(fromRemoteContextSave: saved, into: [reader])
-    #expect(reader.performAndWait { readerMix?.tracks.map(\.title) } == expected)
-    #expect(reader.performAndWait { readerMix?.picks.map(\.title) } == expectedPicks)
-
-    // Refaulted, the list reads back in order.
+    #expect(reader.performAndWait { readerMix?.tracks.map(\.title) } == s.expected)
+    #expect(reader.performAndWait { readerMix?.picks.map(\.title) } == s.expectedPicks)
     context.refresh(mix, mergeChanges: false)
-    #expect(mix.tracks.map(\.title) == expected)
+    #expect(mix.tracks.map(\.title) == s.expected)
+  }
 
-    // A child context's reorder reaches the parent, then the store.
-    let child = context.newChildContext(concurrencyType: .mainQueue)
-    let draft = try #require(child.object(with: mix.objectID) as? Playlist)
+  /// A child context's reorder reaches the parent, then the store.
+  static func childContextReorderReachesTheStore(_ backend: ConformanceBackend) async throws {
+    let s = try OrderedStore(backend)
+    let child = s.context.newChildContext(concurrencyType: .mainQueue)
+    let draft = try #require(child.object(with: s.mix.objectID) as? Playlist)
     draft.tracks = draft.tracks.reversed()
     try child.save()
-    expected.reverse()
-    #expect(mix.tracks.map(\.title) == expected)
-    try context.save()
-    try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
+    s.expected.reverse()
+    #expect(s.mix.tracks.map(\.title) == s.expected)
+    try s.context.save()
+    try #expect(s.storedOrder(\.tracks) == s.expected)
+  }
 
-    // Undo puts the previous order back; rollback the saved one.
+  /// Undo puts the previous order back; rollback the saved one.
+  static func undoAndRollbackRestoreTheOrder(_ backend: ConformanceBackend) async throws {
+    let s = try OrderedStore(backend)
+    let (context, mix) = (s.context, s.mix)
     let undo = ContextUndoManager()
     context.undoManager = undo
-    let beforeUndo = expected
+    let beforeUndo = s.expected
     mix.tracks.swapAt(0, mix.tracks.count - 1)
     #expect(mix.tracks.map(\.title) != beforeUndo)
     undo.undo()
@@ -125,46 +156,59 @@ extension Conformance {
     context.rollback()
     #expect(mix.tracks.map(\.title) == beforeUndo)
     context.undoManager = nil
+  }
 
-    // Moving a track to another playlist through its to-one appends it there.
+  /// Moving a track to another playlist through its to-one appends it there; deleting a track leaves
+  /// the others in order.
+  static func movesAndDeletesOfTracksKeepTheOthersInOrder(_ backend: ConformanceBackend) async throws {
+    let s = try OrderedStore(backend)
+    let (context, mix) = (s.context, s.mix)
     let last = try #require(mix.tracks.first)
-    last.playlist = other
-    expected.removeFirst()
+    last.playlist = s.other
+    s.expected.removeFirst()
     try context.save()
-    let fresh = try backend.freshContext(container, url, types: OrderedModel.types)
-    try #expect(storedOrder(\.tracks, in: fresh) == expected)
+    let fresh = try s.fresh()
+    try #expect(s.storedOrder(\.tracks, in: fresh) == s.expected)
     #expect(try fresh.fetch(FetchRequest<Playlist>(format: "name == 'other'")).first?.tracks.map(\.title) == [last.title])
     withExtendedLifetime(fresh) {}
 
-    // Deleting a track leaves the others in order.
     let doomed = try #require(mix.tracks.dropFirst().first)
-    expected.removeAll { $0 == doomed.title }
-    expectedPicks.removeAll { $0 == doomed.title }
+    s.expected.removeAll { $0 == doomed.title }
+    s.expectedPicks.removeAll { $0 == doomed.title }
     context.delete(doomed)
     try context.save()
-    try #expect(storedOrder(\.tracks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expected)
-    try #expect(storedOrder(\.picks, in: backend.freshContext(container, url, types: OrderedModel.types)) == expectedPicks)
+    try #expect(s.storedOrder(\.tracks) == s.expected)
+    try #expect(s.storedOrder(\.picks) == s.expectedPicks)
+  }
 
-    // A second container on the same store (as another process would be) sees a reorder once it refreshes.
-    if let url {
-      let other = try backend.container(at: url, types: OrderedModel.types)
-      defer { other.close() }
-      let seen = try #require(try other.viewContext.fetch(FetchRequest<Playlist>(format: "name == 'mix'")).first)
-      #expect(seen.tracks.map(\.title) == expected)
-      mix.tracks = mix.tracks.reversed()
-      expected.reverse()
-      try context.save()
-      other.viewContext.refreshAllObjects()
-      #expect(seen.tracks.map(\.title) == expected)
-    }
+  /// A second container on the same store (as another process would be) sees a reorder once it refreshes.
+  static func anotherContainerSeesAReorderAfterARefresh(_ backend: ConformanceBackend) async throws {
+    let s = try OrderedStore(backend)
+    guard let url = s.url else { return }
+    let other = try backend.container(at: url, types: OrderedModel.types)
+    defer { other.close() }
+    let seen = try #require(try other.viewContext.fetch(FetchRequest<Playlist>(format: "name == 'mix'")).first)
+    #expect(seen.tracks.map(\.title) == s.expected)
+    s.mix.tracks = s.mix.tracks.reversed()
+    s.expected.reverse()
+    try s.context.save()
+    other.viewContext.refreshAllObjects()
+    #expect(seen.tracks.map(\.title) == s.expected)
+  }
 
-    // Predicates: [SIZE] of an ordered relationship is its count, [FIRST].key, [LAST].key and [n].key read
-    // an element's attribute (nil past the end), [n] alone the element as an object and [n].toOne.key
-    // through to-ones from it; a to-many after an element is refused naming it; a subscript of an
-    // unordered relationship is an invalid query.
+  /// Predicates: [SIZE] of an ordered relationship is its count, [FIRST].key, [LAST].key and [n].key read
+  /// an element's attribute (nil past the end), [n] alone the element as an object and [n].toOne.key
+  /// through to-ones from it; each answers what the same test in Swift does.
+  static func predicatesReadElements(_ backend: ConformanceBackend) async throws {
+    let s = try OrderedStore(backend)
+    let context = s.context
+    let moved = try #require(s.mix.tracks.first)
+    moved.playlist = s.other
+    s.expected.removeFirst()
     let empty = Playlist(context: context)
     empty.name = "empty"
     try context.save()
+    let (expected, expectedPicks) = (s.expected, s.expectedPicks)
     let playlists = try context.fetch(FetchRequest<Playlist>())
     for (format, keep) in [
       ("tracks[SIZE] > 2", { (p: Playlist) in p.tracks.count > 2 }), ("tracks[SIZE] == 0", { $0.tracks.isEmpty }),
@@ -179,10 +223,19 @@ extension Conformance {
       let found = try context.fetch(FetchRequest<Playlist>(format: format)).map(\.name).sorted()
       #expect(found == playlists.filter(keep).map(\.name).sorted(), "\(format)")
     }
-    for (format, arguments, keep) in objectElementCases(tracks: tracks(expected), picks: tracks(expectedPicks), byTitle) {
+    for (format, arguments, keep) in objectElementCases(
+      tracks: s.tracks(expected), picks: s.tracks(expectedPicks), s.byTitle)
+    {
       let found = try context.fetch(FetchRequest<Playlist>(format: format, argumentArray: arguments)).map(\.name).sorted()
       #expect(found == playlists.filter(keep).map(\.name).sorted(), "\(format)")
     }
+  }
+
+  /// A to-many after an element is refused naming it; a subscript of an unordered relationship, a
+  /// negative, fractional or SIZE index read as an element, and a key an element lacks are invalid queries.
+  static func badElementPredicatesAreRefused(_ backend: ConformanceBackend) async throws {
+    let s = try OrderedStore(backend)
+    let context = s.context
     let beyond = expectStoreError(.unsupported) {
       try context.fetch(FetchRequest<Playlist>(format: "picks[FIRST].mixes.name == 'mix'"))
     }
@@ -203,9 +256,14 @@ extension Conformance {
     expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Playlist>(format: "tracks[-1].title == 'a'")) }
     expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Playlist>(format: "tracks[1.5].title == 'a'")) }
     expectStoreError(.invalidQuery) { try context.fetch(FetchRequest<Playlist>(format: "tracks[SIZE].title == 1")) }
+  }
 
-    // A list for an unordered relationship is refused with the whole save: nothing of it is written.
-    let store = try #require(container.persistentStore)
+  /// A list for an unordered relationship is refused with the whole save: nothing of it is written.
+  static func aListForAnUnorderedRelationshipIsRefused(_ backend: ConformanceBackend) async throws {
+    let s = try OrderedStore(backend)
+    let (context, mix) = (s.context, s.mix)
+    let last = try #require(s.byTitle["d"])
+    let store = try #require(s.container.persistentStore)
     var bad = ChangeSet(inserted: [
       ObjectChange(objectID: .makeTemporary(entityName: "Playlist"), attributes: [.string("bad")], toOne: [])
     ])
@@ -215,23 +273,23 @@ extension Conformance {
     let refused = expectStoreError(.misuse) { try store.save(bad) }
     #expect(refused?.key == "mixes", "\(refused?.message ?? "")")
     #expect(try context.count(for: FetchRequest<Playlist>(format: "name == 'bad'")) == 0)
+  }
 
-    // A copy into a new store (`strata copy`) keeps every list's order.
+  /// A copy into a new store (`strata copy`) keeps every list's order.
+  static func aCopyKeepsEveryOrder(_ backend: ConformanceBackend) async throws {
+    let s = try OrderedStore(backend)
     let destination = StoreDescription(type: backend.factory.storeType, url: try backend.makeLocation())
-    _ = try container.migratePersistentStore(to: destination)
-    let copied = container.newBackgroundContext()
+    _ = try s.container.migratePersistentStore(to: destination)
+    let copied = s.container.newBackgroundContext()
     try copied.performAndWait {
-      try #expect(storedOrder(\.tracks, in: copied) == expected)
-      try #expect(storedOrder(\.picks, in: copied) == expectedPicks)
+      try #expect(s.storedOrder(\.tracks, in: copied) == s.expected)
+      try #expect(s.storedOrder(\.picks, in: copied) == s.expectedPicks)
     }
-    try orderedHistory(backend)
-    try orderedBatches(backend)
-    try orderedFaultsOfABatch(backend)
   }
 
   /// Faults of a batched fetch whose ordered relationship is read before their attributes: the order is
   /// the stored one, and the fault still loads with its batch (one store read for the batch).
-  private static func orderedFaultsOfABatch(_ backend: ConformanceBackend) throws {
+  static func faultsOfABatchReadTheStoredOrder(_ backend: ConformanceBackend) async throws {
     let counts = StoreCallCounts()
     let counted = ConformanceBackend(
       factory: CountingStoreFactory(inner: backend.factory, counts: counts), location: backend.location)
@@ -263,7 +321,7 @@ extension Conformance {
   }
 
   /// Batch updates and deletes of targets leave the others in their order.
-  private static func orderedBatches(_ backend: ConformanceBackend) throws {
+  static func batchUpdatesAndDeletesKeepTheOrder(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.container(types: OrderedModel.types)
     let context = container.viewContext
     let list = Playlist(context: context)
@@ -290,7 +348,7 @@ extension Conformance {
   }
 
   /// Predicates reading elements of `Playlist.tracks` and `picks`, with the same test in Swift.
-  private static func elementCases(first: String, second: String, last: String) -> [(String, (Playlist) -> Bool)] {
+  static func elementCases(first: String, second: String, last: String) -> [(String, (Playlist) -> Bool)] {
     [
       ("tracks[FIRST].title == '\(first)'", { $0.tracks.first?.title == first }),
       ("tracks[LAST].title == '\(last)'", { $0.tracks.last?.title == last }),
@@ -309,7 +367,7 @@ extension Conformance {
   /// Predicates comparing elements of `Playlist.tracks` and `picks` as objects, or reading through a
   /// to-one from them, with the same test in Swift. `tracks` and `picks` are the lists of the playlist that
   /// has them; arguments are managed objects or object IDs.
-  private static func objectElementCases(
+  static func objectElementCases(
     tracks: [Track], picks: [Track], _ byTitle: [String: Track]
   ) -> [(String, [any PredicateArgument], (Playlist) -> Bool)] {
     let first = tracks.first
@@ -343,7 +401,7 @@ extension Conformance {
   }
 
   /// Persistent history records a reorder as an update of the relationship on its source.
-  private static func orderedHistory(_ backend: ConformanceBackend) throws {
+  static func historyRecordsAReorder(_ backend: ConformanceBackend) async throws {
     let container = PersistentContainer(
       name: "Ordered", model: try ObjectModel(types: OrderedModel.types), types: OrderedModel.types,
       registry: StoreRegistry([backend.factory]))
@@ -351,7 +409,7 @@ extension Conformance {
       StoreDescription(
         type: backend.factory.storeType, url: try backend.makeLocation(), options: StoreOptions(tracksHistory: true))
     ]
-    try container.loadPersistentStores()
+    try await container.loadPersistentStores()
     defer { container.close() }
     let context = container.viewContext
     let list = Playlist(context: context)

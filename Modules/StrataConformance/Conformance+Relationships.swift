@@ -4,11 +4,10 @@ import StrataStoreKit
 import Testing
 
 extension Conformance {
-  /// Both sides of to-one/to-many and many-to-many relationships stay in step before and after saves;
-  /// relationship targets are faults until touched.
-  public static func relationships(_ backend: ConformanceBackend) async throws {
+  /// Relationship targets are faults until touched; both sides of to-one, to-many and many-to-many
+  /// relationships read back as stored.
+  static func relationshipTargetsAreFaultsUntilTouched(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
-    let context = container.viewContext
     let fresh = try backend.freshContext(container, url)
 
     let heat = try #require(try fresh.fetch(FetchRequest<Film>(format: "title == 'Heat'")).first)
@@ -21,8 +20,13 @@ extension Conformance {
     let deNiro = try #require(heat.actors.first { $0.name == "Robert De Niro" })
     #expect(Set(deNiro.films.map(\.title)) == ["Heat", "Straße"])
     #expect(heat.studio?.name == "Warner")
+  }
 
-    // Setting a to-one updates the old and new inverse before saving.
+  /// Both sides of to-one/to-many and many-to-many relationships stay in step before and after saves:
+  /// setting a to-one updates the old and new inverse before saving.
+  static func bothSidesStayInStepThroughASave(_ backend: ConformanceBackend) async throws {
+    let (container, url) = try backend.sampleContainer()
+    let context = container.viewContext
     let jeunet = try #require(try context.fetch(FetchRequest<Director>(format: "name == 'Jean-Pierre Jeunet'")).first)
     let mann = try #require(try context.fetch(FetchRequest<Director>(format: "name == 'Michael Mann'")).first)
     let collateral = try #require(try context.fetch(FetchRequest<Film>(format: "title == 'Collateral'")).first)

@@ -21,52 +21,74 @@ final class Probe: ManagedObject {
   @Derived("canonical:(name)") var nameKey: String
 }
 
-extension Conformance {
-  /// Upserts that change no value write nothing: a batch insert whose rows name stored objects and give
-  /// the values those objects hold bumps no `_version`, records no history transaction, and reports those
-  /// objects as unchanged (`BatchResult.unchangedObjectIDs`), outside `count` and `objectIDs` — on the
-  /// native path (an entity without derived attributes) and the general one. A batch mixing changed,
-  /// unchanged and new rows writes the changed and new ones only, and history names only those.
-  public static func unchangedUpserts(_ backend: ConformanceBackend) async throws {
-    let types: [ManagedObject.Type] = [Reading.self, Probe.self]
+/// The unchanged-upserts area's store (history tracked), its history and stored versions, and the three
+/// readings its cases insert first (`rows`).
+final class UpsertStore {
+  static let types: [ManagedObject.Type] = [Reading.self, Probe.self]
+  static let taken = Date(timeIntervalSinceReferenceDate: 733_000_000.125)
+  static let rows: [[String: Value]] = [
+    ["code": "r1", "value": 1.5, "taken": .date(taken), "note": "first"],
+    ["code": "r2", "value": 0.1, "taken": .date(taken.addingTimeInterval(60)), "note": .null, "count": 7],
+    ["code": "r3", "value": -2, "taken": .date(taken.addingTimeInterval(120))],
+  ]
+  let container: PersistentContainer
+  let store: any PersistentStore
+  let context: ObjectContext
+
+  init(_ backend: ConformanceBackend) async throws {
     let url = try backend.makeLocation()
-    let container = PersistentContainer(
-      name: "UnchangedUpserts", model: try ObjectModel(types: types), types: types,
+    container = PersistentContainer(
+      name: "UnchangedUpserts", model: try ObjectModel(types: Self.types), types: Self.types,
       registry: StoreRegistry([backend.factory]))
     container.storeDescriptions = [
       StoreDescription(type: backend.factory.storeType, url: url, options: StoreOptions(tracksHistory: true))
     ]
     try await container.loadPersistentStores()
-    defer { container.close() }
-    let store = try #require(container.persistentStore)
-    let context = container.viewContext
-    func transactions() throws -> [HistoryTransaction] {
-      guard case .transactions(let all) = try context.execute(PersistentHistoryRequest.fetchHistory(after: nil as HistoryToken?))
-      else {
-        Issue.record("expected history transactions")
-        return []
-      }
-      return all
+    store = try #require(container.persistentStore)
+    context = container.viewContext
+  }
+
+  func transactions() throws -> [HistoryTransaction] {
+    guard case .transactions(let all) = try context.execute(PersistentHistoryRequest.fetchHistory(after: nil as HistoryToken?))
+    else {
+      Issue.record("expected history transactions")
+      return []
     }
-    func versions(_ entity: String) throws -> [ObjectID: Int64] {
-      guard case .snapshots(let snapshots) = try store.fetch(FetchDescription(entityName: entity), generation: nil) else {
-        Issue.record("expected snapshots of \(entity)")
-        return [:]
-      }
-      return Dictionary(uniqueKeysWithValues: snapshots.map { ($0.objectID, $0.version) })
+    return all
+  }
+
+  func versions(_ entity: String) throws -> [ObjectID: Int64] {
+    guard case .snapshots(let snapshots) = try store.fetch(FetchDescription(entityName: entity), generation: nil) else {
+      Issue.record("expected snapshots of \(entity)")
+      return [:]
     }
-    let taken = Date(timeIntervalSinceReferenceDate: 733_000_000.125)
-    let rows: [[String: Value]] = [
-      ["code": "r1", "value": 1.5, "taken": .date(taken), "note": "first"],
-      ["code": "r2", "value": 0.1, "taken": .date(taken.addingTimeInterval(60)), "note": .null, "count": 7],
-      ["code": "r3", "value": -2, "taken": .date(taken.addingTimeInterval(120))],
-    ]
-    let first = try context.execute(BatchRequest.insert(entityName: "Reading", objects: rows, resultType: .objectIDs))
+    return Dictionary(uniqueKeysWithValues: snapshots.map { ($0.objectID, $0.version) })
+  }
+
+  /// The three readings, inserted; their IDs.
+  func insertReadings() throws -> BatchResult {
+    try context.execute(BatchRequest.insert(entityName: "Reading", objects: Self.rows, resultType: .objectIDs))
+  }
+}
+
+/// Upserts that change no value write nothing: a batch insert whose rows name stored objects and give
+/// the values those objects hold bumps no `_version`, records no history transaction, and reports those
+/// objects as unchanged (`BatchResult.unchangedObjectIDs`), outside `count` and `objectIDs` — on the
+/// native path (an entity without derived attributes) and the general one. A batch mixing changed,
+/// unchanged and new rows writes the changed and new ones only, and history names only those.
+enum UnchangedUpsertCases {
+  /// The first insert writes every row, one transaction, every version 1; the same rows again (one
+  /// twice, one giving fewer attributes) write nothing and report all three unchanged.
+  static func theSameRowsAgainWriteNothing(_ backend: ConformanceBackend) async throws {
+    let s = try await UpsertStore(backend)
+    defer { s.container.close() }
+    let (store, context, rows) = (s.store, s.context, UpsertStore.rows)
+    let first = try s.insertReadings()
     #expect(first.count == 3 && first.updatedObjectIDs.isEmpty && first.unchangedObjectIDs.isEmpty)
     let ids = first.objectIDs
-    #expect(try transactions().count == 1)
+    #expect(try s.transactions().count == 1)
     let token = try store.currentHistoryToken()
-    let stored = try versions("Reading")
+    let stored = try s.versions("Reading")
     #expect(Set(stored.values) == [1])
 
     // 1. The same rows again (one twice, one giving fewer attributes): nothing written, all three unchanged.
@@ -76,14 +98,20 @@ extension Conformance {
     #expect(again.count == 0 && again.objectIDs.isEmpty && again.updatedObjectIDs.isEmpty)
     #expect(again.unchangedObjectIDs == ids)
     #expect(again.historyToken == nil)
-    #expect(try versions("Reading") == stored)
-    #expect(try transactions().count == 1)
+    #expect(try s.versions("Reading") == stored)
+    #expect(try s.transactions().count == 1)
     #expect(try store.currentHistoryToken() == token)
     let counted = try context.execute(BatchRequest.insert(entityName: "Reading", objects: rows, resultType: .count))
     #expect(counted.count == 0)
-    #expect(try transactions().count == 1 && (try versions("Reading")) == stored)
+    #expect(try s.transactions().count == 1 && (try s.versions("Reading")) == stored)
+  }
 
-    // 2. Changed, unchanged and new rows in one batch: only the changed and the new are written.
+  /// Changed, unchanged and new rows in one batch: only the changed and the new are written.
+  static func aMixedBatchWritesOnlyWhatChanged(_ backend: ConformanceBackend) async throws {
+    let s = try await UpsertStore(backend)
+    defer { s.container.close() }
+    let (context, taken) = (s.context, UpsertStore.taken)
+    let ids = try s.insertReadings().objectIDs
     let mixed = try context.execute(
       BatchRequest.insert(
         entityName: "Reading",
@@ -96,28 +124,33 @@ extension Conformance {
     let r4 = try #require(mixed.objectIDs.last)
     #expect(mixed.count == 2 && mixed.objectIDs == [ids[1], r4] && mixed.updatedObjectIDs == [ids[1]])
     #expect(mixed.unchangedObjectIDs == [ids[0], ids[2]])
-    let after = try versions("Reading")
+    let after = try s.versions("Reading")
     #expect(after[ids[0]] == 1 && after[ids[1]] == 2 && after[ids[2]] == 1 && after[r4] == 1)
-    let history = try transactions()
+    let history = try s.transactions()
     #expect(history.count == 2)
     let changed = Set(history.last?.changes.map(\.objectID) ?? [])
     #expect(changed == [ids[1], r4])
+  }
 
-    // 3. The general path (an entity whose derived attribute the rows could change) behaves alike.
+  /// The general path (an entity whose derived attribute the rows could change) behaves alike.
+  static func theGeneralPathBehavesAlike(_ backend: ConformanceBackend) async throws {
+    let s = try await UpsertStore(backend)
+    defer { s.container.close() }
+    let context = s.context
     let probes: [[String: Value]] = [["serial": "p1", "name": "Alpha"], ["serial": "p2", "name": "Beta"]]
     let made = try context.execute(BatchRequest.insert(entityName: "Probe", objects: probes, resultType: .objectIDs))
     #expect(made.count == 2)
-    let probeVersions = try versions("Probe")
-    let before = try transactions().count
+    let probeVersions = try s.versions("Probe")
+    let before = try s.transactions().count
     let same = try context.execute(BatchRequest.insert(entityName: "Probe", objects: probes, resultType: .objectIDs))
     #expect(same.count == 0 && same.objectIDs.isEmpty && same.unchangedObjectIDs == made.objectIDs)
-    #expect(try versions("Probe") == probeVersions && (try transactions().count) == before)
+    #expect(try s.versions("Probe") == probeVersions && (try s.transactions().count) == before)
     let renamed = try context.execute(
       BatchRequest.insert(
         entityName: "Probe", objects: [["serial": "p1", "name": "Alpha"], ["serial": "p2", "name": "Gamma"]],
         resultType: .objectIDs))
     #expect(renamed.count == 1 && renamed.updatedObjectIDs == [made.objectIDs[1]])
     #expect(renamed.unchangedObjectIDs == [made.objectIDs[0]])
-    #expect(try transactions().count == before + 1)
+    #expect(try s.transactions().count == before + 1)
   }
 }

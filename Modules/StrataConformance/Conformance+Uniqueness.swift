@@ -3,10 +3,12 @@ import Strata
 import StrataStoreKit
 import Testing
 
-extension Conformance {
-  /// Uniqueness constraints: a clash with a stored object or within one save fails the whole save with
-  /// one error listing every clash; the store is unchanged; nil values never clash.
-  public static func uniqueness(_ backend: ConformanceBackend) async throws {
+/// Uniqueness constraints: a clash with a stored object or within one save fails the whole save with
+/// one error listing every clash; the store is unchanged; nil values never clash.
+enum UniquenessCases {
+  /// Clashes with stored objects fail the whole save with one error listing every clash; the store is
+  /// unchanged and the context keeps its changes.
+  static func clashesWithStoredObjectsAreAllListed(_ backend: ConformanceBackend) async throws {
     let (container, url) = try backend.sampleContainer()
     let context = container.viewContext
     let heatID = try #require(try context.fetchObjectIDs(FetchRequest<Film>(format: "title == 'Heat'")).first)
@@ -36,8 +38,13 @@ extension Conformance {
     #expect(try fresh.count(for: FetchRequest<Film>()) == SampleData.films.count)
     #expect(try fresh.count(for: FetchRequest<Film>(format: "title == 'Fine'")) == 0)
     context.rollback()
+  }
 
-    // Two new objects with the same key in one save.
+  /// Two new objects with the same key in one save clash.
+  static func twoNewObjectsWithOneKeyClash(_ backend: ConformanceBackend) async throws {
+    let (container, url) = try backend.sampleContainer()
+    let context = container.viewContext
+    let fresh = try backend.freshContext(container, url)
     let a = Studio(context: context)
     a.name = "Pixar"
     let b = Studio(context: context)
@@ -45,8 +52,13 @@ extension Conformance {
     expectStoreError(.constraintConflict) { try context.save() }
     #expect(try fresh.count(for: FetchRequest<Studio>()) == SampleData.studios.count)
     context.rollback()
+  }
 
-    // nil never clashes; distinct values save.
+  /// nil never clashes; distinct values save.
+  static func nilNeverClashes(_ backend: ConformanceBackend) async throws {
+    let (container, url) = try backend.sampleContainer()
+    let context = container.viewContext
+    let fresh = try backend.freshContext(container, url)
     for n in 0..<3 {
       let actor = Actor(context: context)
       actor.name = "Extra \(n)"
@@ -55,16 +67,23 @@ extension Conformance {
     try context.save()
     let withoutID = SampleData.actors.filter { $0.imdbID == nil }.count
     #expect(try fresh.count(for: FetchRequest<Actor>(format: "imdbID == nil")) == withoutID + 3)
+  }
 
-    // Changing a stored object's key to a taken value fails; to a free value succeeds.
+  /// Changing a stored object's key to a taken value fails; to a free value succeeds.
+  static func changedKeysAreCheckedToo(_ backend: ConformanceBackend) async throws {
+    let (container, url) = try backend.sampleContainer()
+    let context = container.viewContext
+    let fresh = try backend.freshContext(container, url)
     let collateral = try #require(try context.fetch(FetchRequest<Film>(format: "title == 'Collateral'")).first)
     collateral.uuid = SampleData.uuid(1)
     expectStoreError(.constraintConflict) { try context.save() }
     collateral.uuid = SampleData.uuid(800)
     try context.save()
     #expect(try fresh.count(for: FetchRequest<Film>(format: "uuid == %@", SampleData.uuid(800))) == 1)
+  }
 
-    // A derived attribute declared unique: values that fold to one key clash like given ones.
+  /// A derived attribute declared unique: values that fold to one key clash like given ones.
+  static func uniqueDerivedAttributesClashByTheirFoldedKey(_ backend: ConformanceBackend) async throws {
     let (handles, handlesURL) = try backend.container(types: [Handle.self])
     let handleContext = handles.viewContext
     let first = Handle(context: handleContext)
@@ -82,10 +101,18 @@ extension Conformance {
     }
     let afterClash = try backend.freshContext(handles, handlesURL, types: [Handle.self])
     #expect(try afterClash.fetch(FetchRequest<Handle>()).map(\.display) == ["Café"])
-    try uniquenessAmongManyInserts(backend)
-    try saveIfStoreHasNo(backend)
   }
 
+  /// One clash among many new objects (see ``Conformance/uniquenessAmongManyInserts(_:)``).
+  static func oneClashAmongManyInsertsIsNamed(_ backend: ConformanceBackend) async throws {
+    try Conformance.uniquenessAmongManyInserts(backend)
+  }
+
+  /// Saves conditional on the store holding no such object (see ``Conformance/saveIfStoreHasNo(_:)``).
+  static func saveIfTheStoreHasNone(_ backend: ConformanceBackend) async throws { try Conformance.saveIfStoreHasNo(backend) }
+}
+
+extension Conformance {
   /// A save of many new objects (stores may write them several rows at a time): one clash among them
   /// fails the save naming that object, the store unchanged; without it every object is stored with its
   /// own values and references, also to objects inserted after it in the same save.

@@ -4,15 +4,15 @@ import StrataStoreKit
 
 /// A backend under test: its factory, what it can do, and how to make a fresh location for each store.
 ///
-/// A backend's whole conformance test is one parameterized line over every area:
+/// A backend's whole conformance test is one parameterized line over every case of every area:
 ///
 /// ```swift
 /// let backend = ConformanceBackend(
 ///   factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess], worker: "strata-worker"
 /// ) { directory in directory.appending(path: "store.sqlite") }
 ///
-/// @Test(arguments: Conformance.Area.allCases)
-/// func conformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: backend) }
+/// @Test("SQLite conformance", arguments: Conformance.cases)
+/// func conformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: backend) }
 /// ```
 public struct ConformanceBackend: Sendable {
   /// The factory that opens the backend's stores.
@@ -102,7 +102,8 @@ public struct ConformanceBackend: Sendable {
   func sampleModel() throws -> ObjectModel { try ObjectModel(types: sampleTypes) }
 }
 
-/// The backend conformance suite: the definition of a correct backend. Each ``Area`` is a function over
-/// a ``ConformanceBackend``; a backend's test target runs them all with one parameterized `@Test` line
-/// calling ``run(_:on:)``. Every area starts from fresh stores and checks answers written out by hand.
+/// The backend conformance suite: the definition of a correct backend. Each ``Area`` is a list of small
+/// named cases (``Case``), each a function over a ``ConformanceBackend``; a backend's test target runs them
+/// all with one parameterized `@Test` line over ``cases`` calling `run(_:on:)`. Every case starts from
+/// fresh stores and checks answers written out by hand.
 public enum Conformance {}

@@ -9,7 +9,7 @@
 // libFuzzer: its `main` replays the files named on the command line (a directory: every file in it), so a
 // crash libFuzzer saved can be run again without sanitizers: `swift run fuzz-parser crash-…`.
 //
-// Property, as in Tests/StrataCoreTests/QueryFuzzTests.swift: every input parses or fails with
+// Property, as in Tests/StrataStoreKitTests/QueryFuzzTests.swift: every input parses or fails with
 // `.invalidQuery`; every predicate that parses validates against a small model or fails with
 // `.invalidQuery` or `.unsupported`, and its description parses back. A violation prints the input and
 // exits with status 1, which libFuzzer reports (and saves as a crash-… file) like a crash.

@@ -1,6 +1,6 @@
 import Foundation
-import StrataConformance
-import StrataStoreKit
+import StrataCore
+import StrataTestSupport
 import Testing
 
 @Suite("Inferred model migration")

@@ -1,5 +1,5 @@
 import Foundation
-import StrataStoreKit
+import StrataCore
 import Testing
 
 @Suite("Object model")

@@ -1,5 +1,4 @@
 import Foundation
-import StrataConformance
 import Testing
 
 @testable import StrataCore

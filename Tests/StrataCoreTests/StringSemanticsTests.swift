@@ -1,5 +1,5 @@
 import Foundation
-import StrataConformance
+import StrataTestSupport
 import Testing
 
 @testable import StrataCore

@@ -10,8 +10,8 @@ let lmdbBackend = ConformanceBackend(
   worker: "strata-worker",
   location: { $0.appending(path: "conformance.lmdb") }, integrityCheck: checkLMDBIntegrity)
 
-@Test("LMDB conformance", arguments: Conformance.Area.allCases)
-func lmdbConformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: lmdbBackend) }
+@Test("LMDB conformance", arguments: Conformance.cases)
+func lmdbConformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: lmdbBackend) }
 
 /// Walks every entry of every named database of the environment with liblmdb alone, in one read-only
 /// transaction: a damaged B-tree page gives an error here.

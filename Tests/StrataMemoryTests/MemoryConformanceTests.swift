@@ -5,5 +5,5 @@ import Testing
 let memoryBackend = ConformanceBackend(
   factory: MemoryStoreFactory(), capabilities: [.migration, .inheritance, .hierarchyMigration])
 
-@Test("Memory conformance", arguments: Conformance.Area.allCases)
-func memoryConformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: memoryBackend) }
+@Test("Memory conformance", arguments: Conformance.cases)
+func memoryConformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: memoryBackend) }

@@ -9,8 +9,8 @@ let postgresBackend = ConformanceBackend(
   worker: "postgres-worker"
 ) { directory in PostgresTestServer.freshLocation(directory.lastPathComponent) }
 
-@Test("PostgreSQL conformance", arguments: Conformance.Area.allCases)
-func postgresConformance(_ area: Conformance.Area) async throws {
+@Test("PostgreSQL conformance", arguments: Conformance.cases)
+func postgresConformance(_ check: Conformance.Case) async throws {
   _ = try PostgresTestServer.uri()
-  try await Conformance.run(area, on: postgresBackend)
+  try await Conformance.run(check, on: postgresBackend)
 }

@@ -10,8 +10,8 @@ let sqliteBackend = ConformanceBackend(
   worker: "strata-worker",
   location: { $0.appending(path: "conformance.sqlite") }, integrityCheck: checkSQLiteIntegrity)
 
-@Test("SQLite conformance", arguments: Conformance.Area.allCases)
-func sqliteConformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: sqliteBackend) }
+@Test("SQLite conformance", arguments: Conformance.cases)
+func sqliteConformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: sqliteBackend) }
 
 /// `PRAGMA integrity_check` on a read-only connection (the file's WAL included, nothing written).
 @Sendable func checkSQLiteIntegrity(_ url: URL) throws {

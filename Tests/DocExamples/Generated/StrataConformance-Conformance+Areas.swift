@@ -21,8 +21,14 @@ func StrataConformance_Conformance_Areas_1(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataConformance/Conformance+Areas.swift, example 2, on `public static func run(_ area: Area, on backend: ConformanceBackend) async throws`
+// Modules/StrataConformance/Conformance+Areas.swift, example 2, on `public static func run(_ check: Case, on backend: ConformanceBackend) async throws`
 @Suite(.disabled("a documentation example: compiled, not run")) struct StrataConformance_Conformance_Areas_2 {
+  @Test("My store conformance", arguments: Conformance.cases)
+  func conformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: backend) }
+}
+
+// Modules/StrataConformance/Conformance+Areas.swift, example 3, on `public static func run(_ area: Area, on backend: ConformanceBackend) async throws`
+@Suite(.disabled("a documentation example: compiled, not run")) struct StrataConformance_Conformance_Areas_3 {
   @Test(arguments: Conformance.Area.allCases)
   func conformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: backend) }
 }

@@ -20,8 +20,8 @@ import Testing
     factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess], worker: "strata-worker"
   ) { directory in directory.appending(path: "store.sqlite") }
 
-  @Test(arguments: Conformance.Area.allCases)
-  func conformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: backend) }
+  @Test("SQLite conformance", arguments: Conformance.cases)
+  func conformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: backend) }
 }
 
 // Modules/StrataConformance/ConformanceBackend.swift, example 2, on `public let integrityCheck: (@Sendable (URL) throws -> Void)?`

@@ -20,6 +20,6 @@ import Testing
     factory: SQLiteStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration], worker: "strata-worker"
   ) { directory in directory.appending(path: "store.sqlite") }
 
-  @Test(arguments: Conformance.Area.allCases)
-  func conformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: backend) }
+  @Test("My store conformance", arguments: Conformance.cases)
+  func conformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: backend) }
 }

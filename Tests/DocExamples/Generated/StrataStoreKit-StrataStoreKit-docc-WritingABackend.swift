@@ -22,8 +22,8 @@ import Testing
     factory: MyStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration], worker: "my-store-worker"
   ) { directory in directory.appending(path: "store.mine") }
 
-  @Test(arguments: Conformance.Area.allCases)
-  func conformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: backend) }
+  @Test("My store conformance", arguments: Conformance.cases)
+  func conformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: backend) }
 }
 
 // Modules/StrataStoreKit/StrataStoreKit.docc/WritingABackend.md, example 2

@@ -16,6 +16,6 @@ import Testing
 
 // docs/ARCHITECTURE.md, example 1
 @Suite(.disabled("a documentation example: compiled, not run")) struct docs_ARCHITECTURE_1 {
-  @Test(arguments: Conformance.Area.allCases)
-  func conformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: backend) }
+  @Test("My store conformance", arguments: Conformance.cases)
+  func conformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: backend) }
 }

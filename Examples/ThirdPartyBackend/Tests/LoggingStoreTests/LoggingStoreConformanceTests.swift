@@ -8,5 +8,5 @@ let loggingBackend = ConformanceBackend(
   capabilities: [.sharedLocation, .multiProcess, .migration, .inheritance, .hierarchyMigration], worker: "logging-store-worker"
 ) { $0.appending(path: "logged.sqlite") }
 
-@Test("Logging store conformance", arguments: Conformance.Area.allCases)
-func loggingConformance(_ area: Conformance.Area) async throws { try await Conformance.run(area, on: loggingBackend) }
+@Test("Logging store conformance", arguments: Conformance.cases)
+func loggingConformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: loggingBackend) }

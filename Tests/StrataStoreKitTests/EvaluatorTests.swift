@@ -1,6 +1,6 @@
 import Foundation
-import StrataConformance
 import StrataStoreKit
+import StrataTestSupport
 import Testing
 
 @testable import StrataCore

@@ -1,5 +1,6 @@
 import Foundation
 import StrataStoreKit
+import StrataTestSupport
 import Testing
 
 @testable import StrataCore

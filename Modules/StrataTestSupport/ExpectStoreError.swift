@@ -1,4 +1,4 @@
-import StrataStoreKit
+import StrataCore
 import Testing
 
 /// Expects `body` to throw a `StoreError` with `code`, and returns it. Any other error, or a

@@ -1,6 +1,10 @@
 /// The characters that follow a `%` outside quoted strings of a predicate format (`@`, `K`, `d`, …), in
 /// order: what the fuzz tests supply arguments for, so that mutated inputs reach the parser.
-func formatSpecifiers(in format: String) -> [Character] {
+///
+/// ```swift
+/// #expect(formatSpecifiers(in: "title == %@ AND year > %d AND note == '%@'") == ["@", "d"])
+/// ```
+public func formatSpecifiers(in format: String) -> [Character] {
   var specifiers: [Character] = []
   var quote: Character?
   var previous: Character = " "
