@@ -83,7 +83,7 @@ extension PredicateParserTests {
     ]
     for input in deep { check(input) }
 
-    let total = FuzzSettings.iterations(default: 100_000)
+    let total = ProcessInfo.processInfo.environment["STRATA_FUZZ_ITERATIONS"].flatMap { Int($0) }.map { max(1, $0) } ?? 100_000
     for i in 0..<max(0, total - deep.count) {
       switch i % 4 {
       case 0:
