@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// A value bound to a `$n` parameter: SQL NULL, text in PostgreSQL's input syntax (the server infers

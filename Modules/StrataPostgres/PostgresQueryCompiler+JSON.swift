@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// Comparisons of Codable attributes in SQL: the rules of `JSONComparison` (docs/QUERY-SEMANTICS.md,

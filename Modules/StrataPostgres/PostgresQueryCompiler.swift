@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// A piece of SQL with `?` placeholders and the values bound to them, in order; numbered `$1`, `$2`, …

@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// How the store lays the model out in one PostgreSQL schema: tables with real column types, foreign

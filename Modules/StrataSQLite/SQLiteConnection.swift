@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// A value as SQLite stores it: what the store binds to statements and reads from rows.

@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// Comparisons of Codable attributes with SQLite's JSON functions (`json_each`, `json_type`,

@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// A piece of SQL and the values bound to its `?` placeholders, in order.

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// Persistent history in two tables, readable in the `sqlite3` shell:

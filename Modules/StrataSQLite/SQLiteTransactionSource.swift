@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// Reads objects and relationships through one connection for the shared evaluator, inside the

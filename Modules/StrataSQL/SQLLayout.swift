@@ -1,4 +1,5 @@
 import Foundation
+import StrataStoreKit
 
 // The table layout the SQL backends (SQLite, PostgreSQL) share: one table per entity (`_pk`, `_version`,
 // then the stored attributes and the to-one columns), a join table per many-to-many relationship, and
@@ -215,32 +216,6 @@ package enum SQLLayout {
       result.append(SQLIndex(name: "\(join.name)_target", table: join.name, columns: ["target"], isUnique: false))
     }
     return result
-  }
-}
-
-extension StoreError {
-  /// The `.schemaMismatch` error for a store at `location` created with `stored` (fingerprint
-  /// `storedFingerprint`) but opened with `given`: names the entities that differ.
-  package static func modelMismatch(
-    _ location: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel
-  ) -> StoreError {
-    var differences: [String] = []
-    for entity in given.entities {
-      if let old = stored.entity(named: entity.name) {
-        if old != entity { differences.append("\(entity.name) (changed)") }
-      } else {
-        differences.append("\(entity.name) (only in the new model)")
-      }
-    }
-    for entity in stored.entities where given.entity(named: entity.name) == nil {
-      differences.append("\(entity.name) (only in the stored model)")
-    }
-    let detail =
-      differences.isEmpty ? "fetch request templates differ" : "entities that differ: \(differences.joined(separator: ", "))"
-    return StoreError(
-      .schemaMismatch,
-      "the store \(location) was created with model \(storedFingerprint) but is opened with model \(given.fingerprint); \(detail)",
-      entity: differences.first.flatMap { $0.split(separator: " ").first.map(String.init) })
   }
 }
 

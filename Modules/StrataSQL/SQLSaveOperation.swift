@@ -1,4 +1,5 @@
 import Foundation
+import StrataStoreKit
 
 /// The work of one save of an SQL backend, as far as it does not depend on the dialect: checking the
 /// change set, encoding to-one targets, deleting rows, resolving link changes, building the save's
