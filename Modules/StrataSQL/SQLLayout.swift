@@ -95,7 +95,7 @@ extension SQLTableDescription {
 package protocol SQLSchemaDescription: Sendable {
   associatedtype Table: SQLTableDescription
   /// A value bound to a statement parameter.
-  associatedtype Binding
+  associatedtype Binding: Sendable
 
   var model: ObjectModel { get }
   /// The table of `entityName`; `.invalidQuery` when the model has no such entity.
@@ -113,6 +113,9 @@ package protocol SQLSchemaDescription: Sendable {
 
 /// The names and shapes of the SQL backends' tables, computed from the model.
 package enum SQLLayout {
+  /// The column of a hierarchy's table naming the entity each row was inserted as.
+  package static let entityColumn = "_entity"
+
   /// `"name"`: an SQL identifier, quoted (inner quotes doubled).
   package static func quote(_ identifier: String) -> String {
     // Most names hold no quote: Foundation's search and copy cost ~100,000 instructions per fired fault.
