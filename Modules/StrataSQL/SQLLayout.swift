@@ -98,9 +98,10 @@ package protocol SQLSchemaDescription: Sendable {
   associatedtype Binding: Sendable
 
   var model: ObjectModel { get }
-  /// The table of `entityName`; `.invalidQuery` when the model has no such entity.
-  func table(_ entityName: String) throws -> Table
-  func toManyStorage(_ entity: String, _ relationship: RelationshipDescription) -> SQLToManyStorage
+  /// Every entity's table, by entity name.
+  var tables: [String: Table] { get }
+  /// Every join table of the model.
+  var joinTables: [SQLJoinTable] { get }
   /// A value already of its attribute's type, as bound.
   static func encode(_ value: Value) -> Binding
   /// The value the store hands back after writing `value` to an attribute of `type`.
@@ -109,6 +110,42 @@ package protocol SQLSchemaDescription: Sendable {
   static func storedForm(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> Value
   /// The parameter placeholder at (1-based) `position`: `?` or `$n`.
   static func placeholder(_ position: Int) -> String
+}
+
+extension SQLSchemaDescription {
+  /// The table of `entityName`.
+  ///
+  /// - Throws: `.invalidQuery` when the model has no such entity.
+  package func table(_ entityName: String) throws -> Table {
+    guard let table = tables[entityName] else {
+      throw StoreError(.invalidQuery, "unknown entity '\(entityName)'", entity: entityName)
+    }
+    return table
+  }
+
+  /// The storage of the to-many relationship `relationship` of `entity`.
+  package func toManyStorage(_ entity: String, _ relationship: RelationshipDescription) -> SQLToManyStorage {
+    SQLLayout.toManyStorage(model, entity, relationship)
+  }
+
+  /// The table of `id`'s entity and its relationship named `relationship`, for `relatedObjectIDs`.
+  ///
+  /// - Throws: `.notFound` for an unknown entity or relationship.
+  package func relationship(
+    _ relationship: String, of id: ObjectID
+  ) throws -> (table: Table, relationship: RelationshipDescription) {
+    guard let table = tables[id.entityName] else {
+      throw StoreError(.notFound, "\(id) names unknown entity '\(id.entityName)'", entity: id.entityName)
+    }
+    guard let rel = table.entity.relationship(named: relationship) else {
+      throw StoreError(
+        .notFound, "\(id.entityName) has no relationship '\(relationship)'", entity: id.entityName, key: relationship)
+    }
+    return (table, rel)
+  }
+
+  /// Every index of every table (and, where the dialect keeps them as constraints, unique constraint).
+  package func indexes() -> [SQLIndex] { SQLLayout.indexes(model, joinTables: joinTables) }
 }
 
 /// The names and shapes of the SQL backends' tables, computed from the model.
