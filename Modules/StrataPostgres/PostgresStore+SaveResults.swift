@@ -21,4 +21,9 @@ extension SaveOperation: SQLSaveOperation {
     let found = try connection.query(sql, bindings)
     return found.count > 0 ? try found.snapshot(0, table, storeIdentifier: storeIdentifier) : nil
   }
+
+  func keys(_ sql: String, _ bindings: [PGParameter]) throws -> [Int64] {
+    let rows = try connection.query(sql, bindings)
+    return (0..<rows.count).map { rows.int64($0, 0) }
+  }
 }

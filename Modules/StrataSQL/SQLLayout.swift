@@ -79,6 +79,8 @@ package protocol SQLTableDescription: AnyObject, Sendable {
   var dataColumns: [String] { get }
   /// The table as statements name it: quoted, and qualified where the dialect has namespaces.
   var sqlName: String { get }
+  /// The snapshot columns (`selectList(alias: "t0")`) of one row, bound to its `_pk`.
+  var selectByKeySQL: String { get }
 }
 
 extension SQLTableDescription {
@@ -102,6 +104,9 @@ package protocol SQLSchemaDescription: Sendable {
   var tables: [String: Table] { get }
   /// Every join table of the model.
   var joinTables: [SQLJoinTable] { get }
+  /// The keys of the targets of `relationship` of one object of `entity` (bound to its `_pk`), in
+  /// primary-key order (an ordered relationship: by its position column, then key).
+  func relatedKeysSQL(_ entity: String, _ relationship: RelationshipDescription) -> String
   /// A value already of its attribute's type, as bound.
   static func encode(_ value: Value) -> Binding
   /// The value the store hands back after writing `value` to an attribute of `type`.

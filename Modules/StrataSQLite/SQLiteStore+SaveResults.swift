@@ -18,4 +18,8 @@ extension SaveOperation: SQLSaveOperation {
   func firstSnapshot(_ sql: String, _ bindings: [SQLValue], _ table: SQLiteSchema.Table) throws -> Snapshot? {
     try connection.query(sql, bindings) { try $0.snapshot(table, storeIdentifier: storeIdentifier) }.first
   }
+
+  func keys(_ sql: String, _ bindings: [SQLValue]) throws -> [Int64] {
+    try connection.query(sql, bindings) { $0.int64(0) }
+  }
 }
