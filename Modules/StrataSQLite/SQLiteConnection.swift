@@ -349,7 +349,7 @@ final class SQLiteConnection: @unchecked Sendable {
 }
 
 /// A prepared statement borrowed from a connection's cache for the duration of one call.
-struct Statement {
+struct Statement: SQLRow {
   let pointer: OpaquePointer
   unowned let connection: SQLiteConnection
   let sql: String
