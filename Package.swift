@@ -13,6 +13,7 @@ let package = Package(
     .library(name: "StrataCore", targets: ["StrataCore"]),
     .library(name: "StrataStoreKit", targets: ["StrataStoreKit"]),
     .library(name: "Strata", targets: ["Strata"]),
+    .library(name: "StrataSQL", targets: ["StrataSQL"]),
     .library(name: "StrataSQLite", targets: ["StrataSQLite"]),
     .library(name: "StrataMemory", targets: ["StrataMemory"]),
     .library(name: "StrataLMDB", targets: ["StrataLMDB"]),
@@ -53,9 +54,12 @@ let package = Package(
     .target(name: "CStrataSlots", path: "Modules/CStrataSlots"),
 
     // MARK: Backends
+    // What the SQL backends share: the table layout, the query compiler over a dialect, the save, schema,
+    // migration, batch and hierarchy code, and the compiler corpus their characterization tests compile.
+    .target(name: "StrataSQL", dependencies: ["StrataStoreKit"], path: "Modules/StrataSQL", swiftSettings: swiftSettings),
     .systemLibrary(name: "CSQLite", path: "Modules/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
     .target(
-      name: "StrataSQLite", dependencies: ["StrataStoreKit", "CSQLite"], path: "Modules/StrataSQLite",
+      name: "StrataSQLite", dependencies: ["StrataStoreKit", "StrataSQL", "CSQLite"], path: "Modules/StrataSQLite",
       swiftSettings: swiftSettings),
     .target(name: "StrataMemory", dependencies: ["StrataStoreKit"], path: "Modules/StrataMemory", swiftSettings: swiftSettings),
     .systemLibrary(name: "CLMDB", path: "Modules/CLMDB", providers: [.apt(["liblmdb-dev"])]),
@@ -64,7 +68,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     .systemLibrary(name: "CLibPQ", path: "Modules/CLibPQ", providers: [.apt(["libpq-dev"])]),
     .target(
-      name: "StrataPostgres", dependencies: ["StrataStoreKit", "CLibPQ"], path: "Modules/StrataPostgres",
+      name: "StrataPostgres", dependencies: ["StrataStoreKit", "StrataSQL", "CLibPQ"], path: "Modules/StrataPostgres",
       swiftSettings: swiftSettings),
     .target(
       name: "StrataConformance", dependencies: ["Strata", "StrataStoreKit", "StrataConformanceWorker", "StrataTestSupport"],

@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// A value bound to a `$n` parameter: SQL NULL, text in PostgreSQL's input syntax (the server infers
@@ -75,6 +76,17 @@ struct PostgresError: Error, Sendable, CustomStringConvertible {
 }
 
 /// The rows of one query, in libpq's binary result format; freed when it goes away.
+/// One row of a result.
+struct PGRow: SQLRow {
+  let rows: PGRows
+  let row: Int32
+
+  func isNull(_ column: Int32) -> Bool { rows.isNull(row, column) }
+  func int64(_ column: Int32) -> Int64 { rows.int64(row, column) }
+  func double(_ column: Int32) -> Double { rows.double(row, column) }
+  func text(_ column: Int32) -> String { rows.text(row, column) }
+}
+
 final class PGRows {
   let result: OpaquePointer
   let count: Int32
@@ -87,6 +99,9 @@ final class PGRows {
   }
 
   deinit { PQclear(result) }
+
+  /// Each row, for the shared row decoders.
+  var rows: [PGRow] { (0..<count).map { PGRow(rows: self, row: $0) } }
 
   func isNull(_ row: Int32, _ column: Int32) -> Bool { PQgetisnull(result, row, column) != 0 }
 

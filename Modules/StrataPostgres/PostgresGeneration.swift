@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// A pinned query generation: a `REPEATABLE READ` transaction whose snapshot is exported

@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// One migration of a PostgreSQL schema: planned from the two layouts (``plan()``), then run inside the

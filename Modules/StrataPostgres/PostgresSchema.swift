@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// How the store lays the model out in one PostgreSQL schema: tables with real column types, foreign
@@ -91,17 +92,6 @@ struct PostgresSchema: Sendable {
   /// `"schema"."name"`.
   func qualify(_ table: String) -> String { quoteIdentifier(name) + "." + quoteIdentifier(table) }
 
-  func table(_ entityName: String) throws -> Table {
-    guard let table = tables[entityName] else {
-      throw StoreError(.invalidQuery, "unknown entity '\(entityName)'", entity: entityName)
-    }
-    return table
-  }
-
-  func toManyStorage(_ entity: String, _ relationship: RelationshipDescription) -> ToManyStorage {
-    SQLLayout.toManyStorage(model, entity, relationship)
-  }
-
   /// The primary keys of the targets of `relationship` of one object (`$1`), in primary-key order (an
   /// ordered relationship: by its position column, then key).
   func relatedKeysSQL(_ entity: String, _ relationship: RelationshipDescription) -> String {
@@ -181,9 +171,6 @@ struct PostgresSchema: Sendable {
     }
     return "CREATE INDEX \(quoteIdentifier(index.name)) ON \(qualify(index.table)) (\(columns))"
   }
-
-  /// Every index and unique constraint of every table.
-  func indexes() -> [Index] { SQLLayout.indexes(model, joinTables: joinTables) }
 
   func createTableSQL(_ entity: EntityDescription) -> String {
     var columns = [

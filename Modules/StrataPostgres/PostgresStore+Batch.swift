@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension PostgresStore {
@@ -87,12 +88,7 @@ extension PostgresStore {
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
     let tombstones = historyRecorder != nil && HistoryLog.recordsTombstone(entityName, model: model)
-    var delete = Fragment("DELETE FROM \(table.qualified) AS t0")
-    if !query.joins.isEmpty {
-      delete = delete + Fragment(" WHERE t0.\"_pk\" IN (SELECT t0.\"_pk\" ") + query.fromClause + Fragment(")")
-    } else if let condition = query.condition {
-      delete = delete + Fragment(" WHERE ") + condition
-    }
+    var delete = Fragment("DELETE FROM \(table.qualified) AS t0") + query.rowFilter
     delete.sql += " RETURNING " + (tombstones ? table.selectList(alias: "t0") : "t0.\"_pk\"")
     let (identifier, schema, model) = (self.identifier, self.schema, self.model)
     let history = historyRecorder
@@ -145,23 +141,14 @@ extension PostgresStore {
     return BatchResult(count: change.deleted.count, objectIDs: change.deleted, historyToken: token)
   }
 
-  /// The `UPDATE` of a batch update the store runs natively, or an error when it cannot (the caller then
-  /// runs the general path, which reports problems precisely).
+  /// The `UPDATE` of a batch update the store runs natively (constants only), or an error when it cannot
+  /// (the caller then runs the general path, which reports problems precisely).
   private func nativeUpdate(
     _ entityName: String, _ predicate: QueryPredicate?, _ properties: [String: QueryExpression]
   ) throws -> Fragment {
-    guard !model.derivedAttributes.isAffected(byUpdating: properties.keys, of: entityName) else {
-      throw StoreError(.unsupported, "derived attributes must be recomputed (the general path does)")
-    }
-    guard !model.inheritance.isInHierarchy(entityName) else {
-      throw StoreError(.unsupported, "the rows of a hierarchy are of several entities (the general path names them)")
-    }
-    let table = try schema.table(entityName)
-    let entity = table.entity
-    let query = try PostgresQueryCompiler.compile(
-      FetchDescription(entityName: entityName, predicate: predicate), schema: schema, storeIdentifier: identifier)
-    var assignments: [Fragment] = []
-    for (key, expression) in properties.sorted(by: { $0.key < $1.key }) {
+    let update = try PostgresQueryCompiler.batchUpdate(
+      entityName, predicate, properties, schema: schema, storeIdentifier: identifier
+    ) { entity, key, expression in
       guard let attribute = entity.attributes.first(where: { $0.name == key }), attribute.isPersistent,
         attribute.derivation == nil
       else {
@@ -172,16 +159,7 @@ extension PostgresStore {
         throw StoreError(.unsupported, "not a constant the attribute takes")
       }
       let value = try PostgresSchema.encode(constant, as: attribute.type, entity: entityName, key: key)
-      assignments.append(Fragment("\(quoteIdentifier(attribute.name)) = ?", [value]))
-    }
-    guard !assignments.isEmpty else { throw StoreError(.unsupported, "nothing to set") }
-    var update = Fragment("UPDATE \(table.qualified) AS t0 SET ")
-    for assignment in assignments { update = update + assignment + Fragment(", ") }
-    update = update + Fragment("\"_version\" = t0.\"_version\" + 1")
-    if !query.joins.isEmpty {
-      update = update + Fragment(" WHERE t0.\"_pk\" IN (SELECT t0.\"_pk\" ") + query.fromClause + Fragment(")")
-    } else if let condition = query.condition {
-      update = update + Fragment(" WHERE ") + condition
+      return Fragment("\(quoteIdentifier(attribute.name)) = ?", [value])
     }
     return update + Fragment(" RETURNING t0.\"_pk\"")
   }

@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension PostgresStore {
@@ -52,17 +53,9 @@ extension PostgresStore {
     } catch let error as StoreError where error.code == .constraintConflict || error.code == .validation {
       return nil
     }
-    guard !outcome.ids.isEmpty else {
-      return BatchResult(count: 0, unchangedObjectIDs: outcome.unchanged).reported(as: request.resultType)
-    }
-    broadcaster.yield(
-      StoreChange(
-        storeIdentifier: identifier, historyToken: outcome.token, inserted: outcome.inserted, updated: outcome.updated))
-    return BatchResult(
-      count: outcome.ids.count, objectIDs: outcome.ids, historyToken: outcome.token, updatedObjectIDs: outcome.updated,
-      unchangedObjectIDs: outcome.unchanged
-    )
-    .reported(as: request.resultType)
+    return .nativeInsert(
+      ids: outcome.ids, inserted: outcome.inserted, updated: outcome.updated, unchanged: outcome.unchanged,
+      token: outcome.token, storeIdentifier: identifier, broadcaster: broadcaster, as: request.resultType)
   }
 }
 

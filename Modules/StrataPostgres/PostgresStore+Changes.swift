@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension PostgresStore {

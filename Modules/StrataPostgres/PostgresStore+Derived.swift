@@ -1,35 +1,8 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
-/// Reads objects and relationships through one connection for the shared evaluator, inside the
-/// connection's open transaction: a save sees its own writes before it commits.
-struct PostgresTransactionSource: EvaluationSource {
-  let connection: PostgresConnection
-  let schema: PostgresSchema
-  let storeIdentifier: String
-
-  func snapshot(for id: ObjectID) throws -> Snapshot? {
-    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey, let table = schema.tables[id.entityName] else {
-      return nil
-    }
-    let rows = try connection.query(table.selectByKeySQL, [.int(pk)])
-    return rows.count > 0 ? try rows.snapshot(0, table, storeIdentifier: storeIdentifier) : nil
-  }
-
-  func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
-    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return [] }
-    let rows = try connection.query(schema.relatedKeysSQL(id.entityName, relationship), [.int(pk)])
-    return (0..<rows.count).map {
-      ObjectID(entityName: relationship.destination, storeIdentifier: storeIdentifier, primaryKey: rows.int64($0, 0))
-    }
-  }
-}
-
 extension SaveOperation {
-  var transactionSource: PostgresTransactionSource {
-    PostgresTransactionSource(connection: connection, schema: schema, storeIdentifier: storeIdentifier)
-  }
-
   /// Computes the derived attributes the save changes (``DerivedRecomputation``, after every write) and
   /// writes them with one `UPDATE … SET <derived columns>` per object, leaving `_version` alone.
   /// - Returns: the recomputed snapshots, values in their stored form.

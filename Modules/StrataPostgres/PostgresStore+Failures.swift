@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// Faults a test injects into a store's writes (through `@testable import`); empty in normal use.

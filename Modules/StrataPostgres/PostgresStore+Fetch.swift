@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension PostgresStore {
@@ -65,13 +66,7 @@ extension PostgresStore {
   ///
   /// - Throws: `.notFound` for an unknown entity or relationship; `.misuse` when the store is closed.
   public func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID] {
-    guard let table = schema.tables[id.entityName] else {
-      throw StoreError(.notFound, "\(id) names unknown entity '\(id.entityName)'", entity: id.entityName)
-    }
-    guard let rel = table.entity.relationship(named: relationship) else {
-      throw StoreError(
-        .notFound, "\(id.entityName) has no relationship '\(relationship)'", entity: id.entityName, key: relationship)
-    }
+    let (table, rel) = try schema.relationship(relationship, of: id)
     guard id.storeIdentifier == identifier, let pk = id.primaryKey else { return [] }
     let sql = schema.relatedKeysSQL(table.name, rel)
     let identifier = self.identifier

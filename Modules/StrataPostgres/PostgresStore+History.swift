@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// Persistent history in two tables of the store's schema:
@@ -163,38 +164,15 @@ extension PostgresStore {
         let rows = try connection.query(
           "SELECT seq, \"timestamp\", author, context_name, pid FROM \(schema.qualify(PostgresHistory.transactionTable)) "
             + "WHERE seq > $1 ORDER BY seq", [.int(start)])
-        var transactions: [HistoryTransaction] = []
-        var position: [Int64: Int] = [:]
-        for row in 0..<rows.count {
-          let sequence = rows.int64(row, 0)
-          position[sequence] = transactions.count
-          transactions.append(
-            HistoryTransaction(
-              token: HistoryToken(storeIdentifier: identifier, sequence: sequence),
-              timestamp: Date(timeIntervalSinceReferenceDate: rows.double(row, 1)),
-              author: rows.isNull(row, 2) ? nil : rows.text(row, 2),
-              contextName: rows.isNull(row, 3) ? nil : rows.text(row, 3),
-              processID: Int32(truncatingIfNeeded: rows.int64(row, 4)), changes: []))
-        }
+        var transactions = rows.rows.map { SQLHistoryRows.transaction($0, storeIdentifier: identifier) }
         guard request.resultType == .transactionsAndChanges, !transactions.isEmpty else { return transactions }
         let decoder = JSONDecoder()
         let changes = try connection.query(
           "SELECT transaction_seq, entity, pk, change_type, array_to_string(updated_properties, ','), tombstone::text "
             + "FROM \(schema.qualify(PostgresHistory.changeTable)) WHERE transaction_seq > $1 ORDER BY transaction_seq, position",
           [.int(start)])
-        for row in 0..<changes.count {
-          let type = HistoryChangeType(rawValue: changes.text(row, 3)) ?? .update
-          let properties =
-            changes.isNull(row, 4) ? [] : changes.text(row, 4).split(separator: ",").map(String.init)
-          let tombstone =
-            changes.isNull(row, 5)
-            ? [:] : (try? decoder.decode([String: Value].self, from: Data(changes.text(row, 5).utf8))) ?? [:]
-          let id = ObjectID(entityName: changes.text(row, 1), storeIdentifier: identifier, primaryKey: changes.int64(row, 2))
-          if let index = position[changes.int64(row, 0)] {
-            transactions[index].changes.append(
-              HistoryChange(objectID: id, changeType: type, updatedProperties: properties, tombstone: tombstone))
-          }
-        }
+        SQLHistoryRows.attach(
+          changes.rows.map { SQLHistoryRows.change($0, storeIdentifier: identifier, decoder: decoder) }, to: &transactions)
         return transactions
       }
     }

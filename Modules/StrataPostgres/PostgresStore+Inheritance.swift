@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 // Entity hierarchies on PostgreSQL, laid out as on SQLite: one table per hierarchy, named after its root

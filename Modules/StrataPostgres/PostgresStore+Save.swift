@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension PostgresStore {
@@ -121,12 +122,6 @@ struct SaveOperation {
   }
 
   // MARK: Checks
-
-  func storedSnapshot(_ table: PostgresSchema.Table, _ id: ObjectID) throws -> Snapshot? {
-    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }
-    let rows = try connection.query(table.selectByKeySQL, [.int(pk)])
-    return rows.count > 0 ? try rows.snapshot(0, table, storeIdentifier: storeIdentifier) : nil
-  }
 
   func storedVersion(_ table: PostgresSchema.Table, _ id: ObjectID) throws -> Int64? {
     guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }

@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension PostgresSchema: SQLSchemaDescription {
@@ -19,5 +20,10 @@ extension SaveOperation: SQLSaveOperation {
   func firstSnapshot(_ sql: String, _ bindings: [PGParameter], _ table: PostgresSchema.Table) throws -> Snapshot? {
     let found = try connection.query(sql, bindings)
     return found.count > 0 ? try found.snapshot(0, table, storeIdentifier: storeIdentifier) : nil
+  }
+
+  func keys(_ sql: String, _ bindings: [PGParameter]) throws -> [Int64] {
+    let rows = try connection.query(sql, bindings)
+    return (0..<rows.count).map { rows.int64($0, 0) }
   }
 }

@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import StrataSQL
 import StrataStoreKit
 import Synchronization
 
@@ -155,23 +156,7 @@ public final class PostgresStore: PersistentStore {
       try create(connection, target: target, model: model)
     }
     let metadata = try readMetadata(connection, target.schema, where_)
-    guard let identifier = metadata["store_id"], !identifier.isEmpty else {
-      throw StoreError(.corrupted, "\(where_) is not a Strata store (its metadata has no store_id)")
-    }
-    guard let json = metadata["model"] else {
-      throw StoreError(.corrupted, "\(where_) is a damaged Strata store (its metadata holds no model)")
-    }
-    let stored: ObjectModel
-    do {
-      stored = try ObjectModel.decode(jsonData: Data(json.utf8))
-    } catch let error as StoreError {
-      throw StoreError(.corrupted, "\(where_): \(error.message)")
-    }
-    let storedFingerprint = metadata["model_fingerprint"] ?? stored.fingerprint
-    if let model, model.fingerprint != storedFingerprint {
-      throw StoreError.modelMismatch(where_, stored: stored, storedFingerprint: storedFingerprint, given: model)
-    }
-    return (identifier, model ?? stored)
+    return try SQLLayout.identity(metadata, of: where_, kind: "Strata store", opening: model)
   }
 
   private static func hasMetadata(_ connection: PostgresConnection, _ schema: String) throws -> Bool {

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// A value as SQLite stores it: what the store binds to statements and reads from rows.
@@ -348,7 +349,7 @@ final class SQLiteConnection: @unchecked Sendable {
 }
 
 /// A prepared statement borrowed from a connection's cache for the duration of one call.
-struct Statement {
+struct Statement: SQLRow {
   let pointer: OpaquePointer
   unowned let connection: SQLiteConnection
   let sql: String

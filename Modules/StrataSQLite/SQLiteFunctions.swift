@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// The SQL functions and collations every connection registers. They call ``StringSemantics`` so that

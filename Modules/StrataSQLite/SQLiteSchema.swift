@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// `"name"`: an SQL identifier, quoted.
@@ -116,18 +117,6 @@ struct SQLiteSchema: Sendable {
     try checkNames()
   }
 
-  func table(_ entityName: String) throws -> Table {
-    guard let table = tables[entityName] else {
-      throw StoreError(.invalidQuery, "unknown entity '\(entityName)'", entity: entityName)
-    }
-    return table
-  }
-
-  /// The storage of the to-many relationship `relationship` of `entity`.
-  func toManyStorage(_ entity: String, _ relationship: RelationshipDescription) -> ToManyStorage {
-    SQLLayout.toManyStorage(model, entity, relationship)
-  }
-
   /// The query for the primary keys of the targets of `relationship` of one object of `entity` (bound
   /// to its `_pk`), in primary-key order (an ordered relationship: by its position column, then key): a
   /// to-one column, the inverse's foreign key, or a join table.
@@ -182,9 +171,6 @@ struct SQLiteSchema: Sendable {
       try claim(order.indexName, "the position index of \(order.table).\(order.keyColumn)")
     }
   }
-
-  /// Every index of every table.
-  func indexes() -> [Index] { SQLLayout.indexes(model, joinTables: joinTables) }
 
   /// The statements that create `entity`'s table: its own; for the root of a hierarchy, the table of the
   /// whole hierarchy (every column of every entity in it, those of sub-entities nullable, and

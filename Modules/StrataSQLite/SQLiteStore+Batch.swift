@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension SQLiteStore {
@@ -67,21 +68,10 @@ extension SQLiteStore {
   /// the general path, which reports problems precisely).
   private func nativeUpdate(
     _ entityName: String, _ predicate: QueryPredicate?, _ properties: [String: QueryExpression]
-  )
-    throws -> Fragment
-  {
-    guard !model.derivedAttributes.isAffected(byUpdating: properties.keys, of: entityName) else {
-      throw StoreError(.unsupported, "derived attributes must be recomputed (the general path does)")
-    }
-    guard !model.inheritance.isInHierarchy(entityName) else {
-      throw StoreError(.unsupported, "the rows of a hierarchy are of several entities (the general path names them)")
-    }
-    let table = try schema.table(entityName)
-    let entity = table.entity
-    let query = try SQLiteQueryCompiler.compile(
-      FetchDescription(entityName: entityName, predicate: predicate), schema: schema, storeIdentifier: identifier)
-    var assignments: [Fragment] = []
-    for (key, expression) in properties.sorted(by: { $0.key < $1.key }) {
+  ) throws -> Fragment {
+    try SQLiteQueryCompiler.batchUpdate(
+      entityName, predicate, properties, schema: schema, storeIdentifier: identifier
+    ) { entity, key, expression in
       guard let attribute = entity.attributes.first(where: { $0.name == key }), !attribute.isTransient else {
         throw StoreError(.unsupported, "not an attribute")
       }
@@ -124,18 +114,8 @@ extension SQLiteStore {
           throw StoreError(.unsupported, "needs a conversion")
         }
       }
-      assignments.append(Fragment("\(quote(attribute.name)) = ") + value)
+      return Fragment("\(quote(attribute.name)) = ") + value
     }
-    guard !assignments.isEmpty else { throw StoreError(.unsupported, "nothing to set") }
-    var update = Fragment("UPDATE \(quote(table.name)) AS t0 SET ")
-    for assignment in assignments { update = update + assignment + Fragment(", ") }
-    update = update + Fragment("\"_version\" = t0.\"_version\" + 1")
-    if !query.joins.isEmpty {
-      update = update + Fragment(" WHERE t0.\"_pk\" IN (SELECT t0.\"_pk\" ") + query.fromClause + Fragment(")")
-    } else if let condition = query.condition {
-      update = update + Fragment(" WHERE ") + condition
-    }
-    return update
   }
 }
 

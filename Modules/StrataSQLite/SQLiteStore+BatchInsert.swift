@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension SQLiteStore {
@@ -106,17 +107,9 @@ extension SQLiteStore {
       }
     }
     guard wantsIDs else { return BatchResult(count: 0) }
-    guard !written.ids.isEmpty else {
-      return BatchResult(count: 0, unchangedObjectIDs: written.unchanged).reported(as: request.resultType)
-    }
-    broadcaster.yield(
-      StoreChange(
-        storeIdentifier: identifier, historyToken: written.token, inserted: written.inserted, updated: written.updated))
-    return BatchResult(
-      count: written.ids.count, objectIDs: written.ids, historyToken: written.token, updatedObjectIDs: written.updated,
-      unchangedObjectIDs: written.unchanged
-    )
-    .reported(as: request.resultType)
+    return .nativeInsert(
+      ids: written.ids, inserted: written.inserted, updated: written.updated, unchanged: written.unchanged,
+      token: written.token, storeIdentifier: identifier, broadcaster: broadcaster, as: request.resultType)
   }
 }
 

@@ -1,12 +1,8 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension SaveOperation {
-  /// A reader of the store as this save's transaction sees it.
-  var transactionSource: SQLiteTransactionSource {
-    SQLiteTransactionSource(connection: connection, schema: schema, storeIdentifier: storeIdentifier)
-  }
-
   /// Computes the derived attributes the save changes (``DerivedRecomputation``, after every write) and
   /// writes them with one `UPDATE … SET <derived columns>` per object, leaving `_version` alone.
   /// - Returns: the recomputed snapshots, values in their stored form.

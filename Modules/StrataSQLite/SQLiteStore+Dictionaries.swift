@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension SQLiteStore {
@@ -21,7 +22,7 @@ extension SQLiteStore {
     }
     if compiled.columns.isEmpty { select.sql += "1" }
     var sql = select + Fragment(" ") + from
-    if !compiled.groupBy.isEmpty { sql.sql += " GROUP BY " + compiled.groupBy.joined(separator: ", ") }
+    if !compiled.groupBy.isEmpty { sql.sql += " GROUP BY " + compiled.groupBy.map(\.sql).joined(separator: ", ") }
     if !compiled.query.orderBy.isEmpty { sql.sql += " ORDER BY " + compiled.query.orderBy.joined(separator: ", ") }
     let pagesInSQL = plan.having == nil && !plan.isDistinct
     if pagesInSQL, request.effectiveLimit != nil || request.fetchOffset > 0 {

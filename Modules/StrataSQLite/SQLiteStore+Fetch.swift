@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension SQLiteStore {
@@ -185,13 +186,7 @@ extension SQLiteStore {
   ) throws
     -> [ObjectID]
   {
-    guard let table = schema.tables[id.entityName] else {
-      throw StoreError(.notFound, "\(id) names unknown entity '\(id.entityName)'", entity: id.entityName)
-    }
-    guard let rel = table.entity.relationship(named: relationship) else {
-      throw StoreError(
-        .notFound, "\(id.entityName) has no relationship '\(relationship)'", entity: id.entityName, key: relationship)
-    }
+    let (table, rel) = try schema.relationship(relationship, of: id)
     guard id.storeIdentifier == identifier, let pk = id.primaryKey else { return [] }
     let sql = schema.relatedKeysSQL(table.name, rel)
     let identifier = self.identifier

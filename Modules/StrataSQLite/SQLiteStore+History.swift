@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// Persistent history in two tables, readable in the `sqlite3` shell:
@@ -162,29 +163,14 @@ extension SQLiteStore {
       var transactions = try connection.query(
         "SELECT seq, timestamp, author, context_name, pid FROM \(SQLiteHistory.transactionTable) WHERE seq > ? ORDER BY seq",
         [.integer(start)]
-      ) { row in
-        HistoryTransaction(
-          token: HistoryToken(storeIdentifier: identifier, sequence: row.int64(0)),
-          timestamp: Date(timeIntervalSinceReferenceDate: row.double(1)), author: row.isNull(2) ? nil : row.text(2),
-          contextName: row.isNull(3) ? nil : row.text(3), processID: Int32(truncatingIfNeeded: row.int64(4)), changes: [])
-      }
+      ) { SQLHistoryRows.transaction($0, storeIdentifier: identifier) }
       guard request.resultType == .transactionsAndChanges, !transactions.isEmpty else { return transactions }
-      var position: [Int64: Int] = [:]
-      for (index, transaction) in transactions.enumerated() { position[transaction.token.sequence] = index }
       let decoder = JSONDecoder()
       let changes = try connection.query(
         "SELECT transaction_seq, entity, pk, change_type, updated_properties, tombstone FROM \(SQLiteHistory.changeTable) "
           + "WHERE transaction_seq > ? ORDER BY transaction_seq, position", [.integer(start)]
-      ) { row -> (Int64, HistoryChange) in
-        let type = HistoryChangeType(rawValue: row.text(3)) ?? .update
-        let properties = row.isNull(4) ? [] : row.text(4).split(separator: ",").map(String.init)
-        let tombstone = row.isNull(5) ? [:] : (try? decoder.decode([String: Value].self, from: Data(row.text(5).utf8))) ?? [:]
-        let id = ObjectID(entityName: row.text(1), storeIdentifier: identifier, primaryKey: row.int64(2))
-        return (row.int64(0), HistoryChange(objectID: id, changeType: type, updatedProperties: properties, tombstone: tombstone))
-      }
-      for (sequence, change) in changes {
-        if let index = position[sequence] { transactions[index].changes.append(change) }
-      }
+      ) { SQLHistoryRows.change($0, storeIdentifier: identifier, decoder: decoder) }
+      SQLHistoryRows.attach(changes, to: &transactions)
       return transactions
     }
     return try HistoryLog.answer(request, transactions: transactions)

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension SQLiteStore {
@@ -132,13 +133,6 @@ struct SaveOperation {
   }
 
   // MARK: Checks
-
-  func storedSnapshot(_ table: SQLiteSchema.Table, _ id: ObjectID) throws -> Snapshot? {
-    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }
-    return try connection.query(table.selectByKeySQL, [.integer(pk)]) {
-      try $0.snapshot(table, storeIdentifier: storeIdentifier)
-    }.first
-  }
 
   func storedVersion(_ table: SQLiteSchema.Table, _ id: ObjectID) throws -> Int64? {
     guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return nil }

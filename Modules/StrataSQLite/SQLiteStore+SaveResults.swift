@@ -1,4 +1,5 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 extension SQLiteSchema: SQLSchemaDescription {
@@ -16,5 +17,9 @@ extension SaveOperation: SQLSaveOperation {
 
   func firstSnapshot(_ sql: String, _ bindings: [SQLValue], _ table: SQLiteSchema.Table) throws -> Snapshot? {
     try connection.query(sql, bindings) { try $0.snapshot(table, storeIdentifier: storeIdentifier) }.first
+  }
+
+  func keys(_ sql: String, _ bindings: [SQLValue]) throws -> [Int64] {
+    try connection.query(sql, bindings) { $0.int64(0) }
   }
 }

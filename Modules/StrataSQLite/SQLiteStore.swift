@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import StrataSQL
 import StrataStoreKit
 import Synchronization
 
@@ -279,23 +280,8 @@ public final class SQLiteStore: PersistentStore {
     _ connection: SQLiteConnection, path: String, model: ObjectModel?, options: StoreOptions,
     configuration: SQLiteStoreConfiguration
   ) throws -> Opened {
-    let metadata = try readMetadata(connection, path: path)
-    guard let identifier = metadata["store_id"], !identifier.isEmpty else {
-      throw StoreError(.corrupted, "\(path) is not a Strata SQLite store (its metadata has no store_id)")
-    }
-    guard let json = metadata["model"] else {
-      throw StoreError(.corrupted, "\(path) is a damaged Strata SQLite store (its metadata holds no model)")
-    }
-    let stored: ObjectModel
-    do {
-      stored = try ObjectModel.decode(jsonData: Data(json.utf8))
-    } catch let error as StoreError {
-      throw StoreError(.corrupted, "\(path): \(error.message)")
-    }
-    let storedFingerprint = metadata["model_fingerprint"] ?? stored.fingerprint
-    if let model, model.fingerprint != storedFingerprint {
-      throw StoreError.modelMismatch(path, stored: stored, storedFingerprint: storedFingerprint, given: model)
-    }
+    let (identifier, model) = try SQLLayout.identity(
+      try readMetadata(connection, path: path), of: path, kind: "Strata SQLite store", opening: model)
     if !options.isReadOnly {
       guard !connection.isDatabaseReadOnly else {
         throw StoreError(.io, "\(path) is not writable (open it with isReadOnly to read it)")
@@ -307,7 +293,7 @@ public final class SQLiteStore: PersistentStore {
       }
     }
     return Opened(
-      identifier: identifier, model: model ?? stored, schema: try SQLiteSchema(model: model ?? stored),
+      identifier: identifier, model: model, schema: try SQLiteSchema(model: model),
       writer: options.isReadOnly ? nil : connection)
   }
 

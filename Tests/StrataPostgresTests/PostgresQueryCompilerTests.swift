@@ -1,5 +1,5 @@
 import Foundation
-import StrataConformance
+import StrataSQL
 import StrataStoreKit
 import Testing
 
@@ -33,6 +33,6 @@ import Testing
         return (columns + [Self.text(query.query.fromClause), "group: \(groups)", "order: \(query.query.orderBy)"])
           .joined(separator: "\n")
       })
-    try SQLCompilerCorpus.check(cases, against: Self.expectation)
+    #expect(try SQLCompilerCorpus.mismatch(cases, against: Self.expectation) == nil)
   }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import StrataConformance
+import StrataSQL
 import StrataStoreKit
 import Testing
 
@@ -44,6 +44,6 @@ import Testing
           try QueryExpression(format: format), entity: item, model: schema.model)
         return Self.text(try SQLiteQueryCompiler.compileValue(checked, schema: schema, storeIdentifier: store, root: item))
       })
-    try SQLCompilerCorpus.check(cases, against: Self.expectation)
+    #expect(try SQLCompilerCorpus.mismatch(cases, against: Self.expectation) == nil)
   }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import StrataStoreKit
 
 /// How the SQL stores name a reference into a hierarchy: a to-one target whose destination has
 /// sub-entities is stored as a bare key, so reading it back asks the hierarchy's table which entity each

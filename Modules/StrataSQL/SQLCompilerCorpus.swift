@@ -1,6 +1,5 @@
 import Foundation
 import StrataStoreKit
-import Testing
 
 /// A broad set of fetch descriptions for the SQL backends' query compilers: every comparison operator and
 /// string option, every key-path kind (attribute, to-one, to-many, aggregate, ordered element, Codable
@@ -235,7 +234,7 @@ package enum SQLCompilerCorpus {
   ///
   /// ```swift
   /// let cases = try SQLCompilerCorpus.compiledCases(query: { try render($0) }, dictionary: { try renderDictionary($0) })
-  /// try SQLCompilerCorpus.check(cases, against: expectation)
+  /// #expect(try SQLCompilerCorpus.mismatch(cases, against: expectation) == nil)
   /// ```
   package static func compiledCases(
     query: (FetchDescription) throws -> String, dictionary: (FetchDescription) throws -> String,
@@ -256,22 +255,23 @@ package enum SQLCompilerCorpus {
   }
 
   /// Compares `compiled` (each case's name and the text its compiler made of it) with the text recorded in
-  /// `expectation`, reporting the first case that differs. With `STRATA_RECORD_COMPILED_SQL=1` in the
-  /// environment it writes `expectation` instead, and records an issue so that a recording run never passes.
-  package static func check(_ compiled: [(name: String, text: String)], against expectation: URL) throws {
+  /// `expectation`: `nil` when they match, else what differs (the case count, and the first case that
+  /// differs), for the test to report. With `STRATA_RECORD_COMPILED_SQL=1` in the environment it writes
+  /// `expectation` instead, and says so, so that a recording run never passes.
+  package static func mismatch(_ compiled: [(name: String, text: String)], against expectation: URL) throws -> String? {
     let text = compiled.map { "=== \($0.name)\n\($0.text)\n" }.joined()
     if ProcessInfo.processInfo.environment["STRATA_RECORD_COMPILED_SQL"] == "1" {
       try text.write(to: expectation, atomically: true, encoding: .utf8)
-      Issue.record("recorded \(compiled.count) cases in \(expectation.path)")
-      return
+      return "recorded \(compiled.count) cases in \(expectation.path)"
     }
     let recorded = try String(contentsOf: expectation, encoding: .utf8)
     let expected = recorded.components(separatedBy: "=== ").dropFirst()
     let actual = text.components(separatedBy: "=== ").dropFirst()
-    #expect(expected.count == actual.count, "\(actual.count) cases, \(expected.count) recorded")
-    for (was, now) in zip(expected, actual) where was != now {
-      Issue.record("compiled differently:\nrecorded: \(was)\nnow:      \(now)")
-      return
+    var problems: [String] = []
+    if expected.count != actual.count { problems.append("\(actual.count) cases, \(expected.count) recorded") }
+    if let (was, now) = zip(expected, actual).first(where: { $0 != $1 }) {
+      problems.append("compiled differently:\nrecorded: \(was)\nnow:      \(now)")
     }
+    return problems.isEmpty ? nil : problems.joined(separator: "\n")
   }
 }

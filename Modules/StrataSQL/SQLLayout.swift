@@ -1,4 +1,5 @@
 import Foundation
+import StrataStoreKit
 
 // The table layout the SQL backends (SQLite, PostgreSQL) share: one table per entity (`_pk`, `_version`,
 // then the stored attributes and the to-one columns), a join table per many-to-many relationship, and
@@ -78,6 +79,8 @@ package protocol SQLTableDescription: AnyObject, Sendable {
   var dataColumns: [String] { get }
   /// The table as statements name it: quoted, and qualified where the dialect has namespaces.
   var sqlName: String { get }
+  /// The snapshot columns (`selectList(alias: "t0")`) of one row, bound to its `_pk`.
+  var selectByKeySQL: String { get }
 }
 
 extension SQLTableDescription {
@@ -94,12 +97,16 @@ extension SQLTableDescription {
 package protocol SQLSchemaDescription: Sendable {
   associatedtype Table: SQLTableDescription
   /// A value bound to a statement parameter.
-  associatedtype Binding
+  associatedtype Binding: Sendable
 
   var model: ObjectModel { get }
-  /// The table of `entityName`; `.invalidQuery` when the model has no such entity.
-  func table(_ entityName: String) throws -> Table
-  func toManyStorage(_ entity: String, _ relationship: RelationshipDescription) -> SQLToManyStorage
+  /// Every entity's table, by entity name.
+  var tables: [String: Table] { get }
+  /// Every join table of the model.
+  var joinTables: [SQLJoinTable] { get }
+  /// The keys of the targets of `relationship` of one object of `entity` (bound to its `_pk`), in
+  /// primary-key order (an ordered relationship: by its position column, then key).
+  func relatedKeysSQL(_ entity: String, _ relationship: RelationshipDescription) -> String
   /// A value already of its attribute's type, as bound.
   static func encode(_ value: Value) -> Binding
   /// The value the store hands back after writing `value` to an attribute of `type`.
@@ -110,8 +117,47 @@ package protocol SQLSchemaDescription: Sendable {
   static func placeholder(_ position: Int) -> String
 }
 
+extension SQLSchemaDescription {
+  /// The table of `entityName`.
+  ///
+  /// - Throws: `.invalidQuery` when the model has no such entity.
+  package func table(_ entityName: String) throws -> Table {
+    guard let table = tables[entityName] else {
+      throw StoreError(.invalidQuery, "unknown entity '\(entityName)'", entity: entityName)
+    }
+    return table
+  }
+
+  /// The storage of the to-many relationship `relationship` of `entity`.
+  package func toManyStorage(_ entity: String, _ relationship: RelationshipDescription) -> SQLToManyStorage {
+    SQLLayout.toManyStorage(model, entity, relationship)
+  }
+
+  /// The table of `id`'s entity and its relationship named `relationship`, for `relatedObjectIDs`.
+  ///
+  /// - Throws: `.notFound` for an unknown entity or relationship.
+  package func relationship(
+    _ relationship: String, of id: ObjectID
+  ) throws -> (table: Table, relationship: RelationshipDescription) {
+    guard let table = tables[id.entityName] else {
+      throw StoreError(.notFound, "\(id) names unknown entity '\(id.entityName)'", entity: id.entityName)
+    }
+    guard let rel = table.entity.relationship(named: relationship) else {
+      throw StoreError(
+        .notFound, "\(id.entityName) has no relationship '\(relationship)'", entity: id.entityName, key: relationship)
+    }
+    return (table, rel)
+  }
+
+  /// Every index of every table (and, where the dialect keeps them as constraints, unique constraint).
+  package func indexes() -> [SQLIndex] { SQLLayout.indexes(model, joinTables: joinTables) }
+}
+
 /// The names and shapes of the SQL backends' tables, computed from the model.
 package enum SQLLayout {
+  /// The column of a hierarchy's table naming the entity each row was inserted as.
+  package static let entityColumn = "_entity"
+
   /// `"name"`: an SQL identifier, quoted (inner quotes doubled).
   package static func quote(_ identifier: String) -> String {
     // Most names hold no quote: Foundation's search and copy cost ~100,000 instructions per fired fault.
@@ -215,32 +261,6 @@ package enum SQLLayout {
       result.append(SQLIndex(name: "\(join.name)_target", table: join.name, columns: ["target"], isUnique: false))
     }
     return result
-  }
-}
-
-extension StoreError {
-  /// The `.schemaMismatch` error for a store at `location` created with `stored` (fingerprint
-  /// `storedFingerprint`) but opened with `given`: names the entities that differ.
-  package static func modelMismatch(
-    _ location: String, stored: ObjectModel, storedFingerprint: String, given: ObjectModel
-  ) -> StoreError {
-    var differences: [String] = []
-    for entity in given.entities {
-      if let old = stored.entity(named: entity.name) {
-        if old != entity { differences.append("\(entity.name) (changed)") }
-      } else {
-        differences.append("\(entity.name) (only in the new model)")
-      }
-    }
-    for entity in stored.entities where given.entity(named: entity.name) == nil {
-      differences.append("\(entity.name) (only in the stored model)")
-    }
-    let detail =
-      differences.isEmpty ? "fetch request templates differ" : "entities that differ: \(differences.joined(separator: ", "))"
-    return StoreError(
-      .schemaMismatch,
-      "the store \(location) was created with model \(storedFingerprint) but is opened with model \(given.fingerprint); \(detail)",
-      entity: differences.first.flatMap { $0.split(separator: " ").first.map(String.init) })
   }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import StrataStoreKit
 
 extension SQLSaveOperation {
   /// The save's result and change announcement: permanent IDs, new versions, and the stored snapshots of

@@ -1,14 +1,25 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// Comparisons of Codable attributes with SQLite's JSON functions (`json_each`, `json_type`,
 /// `json_extract`, `json_array_length`), by the rules of `JSONComparison` (docs/QUERY-SEMANTICS.md, "Codable
 /// attributes"). Subscripts are path steps (`'$.stops[0].city'`, `'$[#-1]'` for `[LAST]`). `@sum`, `@avg`,
 /// `@min`, `@max` and member names SQLite's JSON paths cannot quote go through `strata_json` instead.
-extension SQLiteQueryCompiler {
-  /// `column` (a Codable attribute's text) compared as `comparison` says, `rhs` its checked constant; `nil`
-  /// when `strata_json` must answer.
+extension SQLiteDialect {
+  /// `column` (a Codable attribute's text) compared as `comparison` says, `rhs` its checked constant: in
+  /// SQLite's JSON functions, or through `strata_json` (JSONComparison itself) for the folds they cannot
+  /// compute as the evaluator does.
   static func jsonComparison(
+    _ column: String, _ path: ResolvedKeyPath, _ comparison: Comparison, _ rhs: Value, entity: String
+  ) throws -> Fragment {
+    if let native = try nativeJSONComparison(column, path, comparison, rhs, entity: entity) { return native }
+    let test = SQLiteFunctions.jsonTest(path, comparison, rhs)
+    return Fragment("\(SQLiteFunctions.jsonFunction)(\(column), ?)", [.text(test)])
+  }
+
+  /// `column` compared in SQLite's JSON functions; `nil` when `strata_json` must answer.
+  private static func nativeJSONComparison(
     _ column: String, _ path: ResolvedKeyPath, _ comparison: Comparison, _ rhs: Value, entity: String
   ) throws -> Fragment? {
     var jsonPath = "'$"

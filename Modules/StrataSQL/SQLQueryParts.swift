@@ -1,4 +1,5 @@
 import Foundation
+import StrataStoreKit
 
 /// Where the targets of a to-many relationship are, as a query reads them (see
 /// ``SQLLayout/toManySource(_:ownerAlias:newAlias:tableName:)``).

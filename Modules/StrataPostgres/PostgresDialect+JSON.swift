@@ -1,9 +1,10 @@
 import Foundation
+import StrataSQL
 import StrataStoreKit
 
 /// Comparisons of Codable attributes in SQL: the rules of `JSONComparison` (docs/QUERY-SEMANTICS.md,
 /// "Codable attributes") over the column read as `jsonb`.
-extension PostgresQueryCompiler {
+extension PostgresDialect {
   /// `column` (a Codable attribute's text) compared as `comparison` says, `rhs` its checked constant.
   static func jsonComparison(
     _ column: String, _ path: ResolvedKeyPath, _ comparison: Comparison, _ rhs: Value, entity: String

@@ -1,4 +1,5 @@
 import Foundation
+import StrataStoreKit
 
 /// The work of one save of an SQL backend, as far as it does not depend on the dialect: checking the
 /// change set, encoding to-one targets, deleting rows, resolving link changes, building the save's
@@ -23,8 +24,6 @@ package protocol SQLSaveOperation {
   /// Whether the save records history (and so keeps tombstones of deleted objects).
   var recordsHistory: Bool { get }
 
-  /// The stored state of `id`; `nil` when it is not stored.
-  func storedSnapshot(_ table: Table, _ id: ObjectID) throws -> Snapshot?
   /// The stored version of `id`, the rest of its row unread; `nil` when it is not stored, or (in a
   /// hierarchy) when its row is of an entity that is neither `table`'s nor one of its sub-entities.
   func storedVersion(_ table: Table, _ id: ObjectID) throws -> Int64?
@@ -32,6 +31,8 @@ package protocol SQLSaveOperation {
   func deleteRow(_ table: Table, _ pk: Int64) throws -> Bool
   /// The first row (in `_pk` order) `sql` selects (`table.selectList(alias: "t0")` first).
   func firstSnapshot(_ sql: String, _ bindings: [Schema.Binding], _ table: Table) throws -> Snapshot?
+  /// The first column, an integer, of every row `sql` selects.
+  func keys(_ sql: String, _ bindings: [Schema.Binding]) throws -> [Int64]
   /// Whether a write a uniqueness constraint refused but whose clash no stored row shows is still
   /// reported (on the entity's first constraint).
   static var reportsUnmatchedRefusals: Bool { get }

@@ -1,4 +1,5 @@
 import Foundation
+import StrataStoreKit
 
 /// Where a join table of a migration's destination model comes from, in an SQL backend.
 package enum SQLJoinSource: Sendable {
