@@ -44,7 +44,8 @@ public final class PostgresStore: PersistentStore {
   let nextGeneration = Atomic<UInt64>(0)
   let closed = Atomic<Bool>(false)
   let broadcaster = ChangeBroadcaster()
-  /// What a test makes the next writes do wrong.
+  /// The test hook (`PostgresStore+TestFaults.swift`): what a test makes the next writes do wrong; empty
+  /// in normal use.
   let faults = Locked(PostgresFaults())
   let remoteWatcher = RemoteCommitWatcher(name: "strata-postgres-listen")
   /// The connection listening for other stores' commits, while a change stream is open.

@@ -2,17 +2,6 @@ import Foundation
 import StrataSQL
 import StrataStoreKit
 
-/// Faults a test injects into a store's writes (through `@testable import`); empty in normal use.
-struct PostgresFaults: Sendable {
-  /// Statements run inside the next writes just before `COMMIT`, one per write (a `DO` block raising
-  /// SQLSTATE 40001 simulates a serialization failure).
-  var beforeCommit: [String] = []
-  /// The next write's connection is terminated just before `COMMIT` is sent.
-  var terminateBeforeCommit = false
-  /// The next write commits, then its connection closes as if the server's reply had been lost.
-  var loseCommitReply = false
-}
-
 extension PostgresStore {
   /// Runs `body` in one transaction on `connection`, retrying it from the start (up to
   /// ``PostgresStoreConfiguration/retryLimit`` times) when the server reports a serialization failure
