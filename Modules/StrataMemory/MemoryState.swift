@@ -40,8 +40,8 @@ struct LinkTable: Sendable, Hashable {
 /// Everything a memory store holds at one moment. A value: copying it is cheap (copy-on-write), so a
 /// save builds the next state on a copy and a pinned query generation keeps an old one.
 struct MemoryState: Sendable {
-  /// Rows per entity name, by primary key. Changing them drops ``derived`` (in place: `_modify` yields the
-  /// stored dictionary, so a save's row writes copy nothing).
+  /// Rows per entity name, by primary key. Changing them drops ``derived``; `_modify` yields the stored
+  /// dictionary, so a write stays in place (copy-on-write copies a table once per save, not per row).
   var rows: [String: [Int64: Snapshot]] {
     get { storedRows }
     _modify {
