@@ -112,6 +112,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// What only some objects use: a fault batch alone, or the side allocation (``ObjectExtras``).
   @exclusivity(unchecked) private var sideState: SideState?
   @exclusivity(unchecked) var isDeletedStorage = false
+  /// Whether the object's fault fired after the object had left the store: its values are defaults.
+  @exclusivity(unchecked) var isInaccessibleStorage = false
 
   /// Creates an object; called by the framework. Use `init(context:)` to insert a new object.
   public required init(_ construction: ObjectConstruction) {
@@ -639,6 +641,35 @@ extension ManagedObject {
     return extras
   }
 
+  /// Loads the object's values now, and throws when the store no longer has them.
+  ///
+  /// Reading an attribute of a fault loads the fault with no way to fail: when the object is gone from
+  /// the store (another context or process deleted it and this context has not merged that yet), the
+  /// object is marked deleted, a warning is logged, and its attributes read as their defaults — Core
+  /// Data's behaviour with `shouldDeleteInaccessibleFaults`. A settable Swift property cannot throw, so
+  /// code for which a default must never pass for a value asks first:
+  ///
+  /// ```swift
+  /// for book in author.books {
+  ///   try book.fulfill()
+  ///   print(book.title)
+  /// }
+  /// ```
+  ///
+  /// An object whose values are loaded, or one inserted in its context, returns at once. An object
+  /// deleted in its context and not saved yet keeps its values and returns too.
+  /// - Throws: ``StoreError`` `.notFound` when the object no longer exists in the store and its values
+  ///   were never loaded (the same error ``ObjectContext/existingObject(with:)`` throws for it).
+  public func fulfill() throws {
+    fireFault()
+    guard isInaccessibleStorage else { return }
+    throw StoreError(
+      .notFound,
+      "\(objectID) no longer exists in the store: its values cannot be loaded",
+      entity: objectID.entityName
+    )
+  }
+
   /// Loads the values of a fault. An object that no longer exists in the store is marked deleted and
   /// keeps default values (it never crashes the app).
   /// A fault fetched with its values (`returnsObjectsAsFaults`, prefetching, a loaded fault batch) keeps
@@ -668,7 +699,7 @@ extension ManagedObject {
       // `.notFound` for it, for code that must know.
       if managedObjectContext != nil {
         contextLog.warning(
-          "the fault of \(objectID) cannot be fulfilled: the object was deleted from the store, so its attributes read as defaults (existingObject(with:) throws .notFound for it)"
+          "the fault of \(objectID) cannot be fulfilled: the object was deleted from the store, so its attributes read as defaults (fulfill() and existingObject(with:) throw .notFound for it)"
         )
       }
       values = info.entity.attributes.map(\.initialValue)
@@ -679,6 +710,7 @@ extension ManagedObject {
       committedToManyOrder = [:]
       isFaultStorage = false
       isDeletedStorage = managedObjectContext != nil
+      isInaccessibleStorage = true
     }
   }
 
@@ -696,6 +728,7 @@ extension ManagedObject {
     changedKeys = []
     isFaultStorage = true
     isDeletedStorage = false
+    isInaccessibleStorage = false
   }
 
   @inline(__always)

@@ -127,14 +127,42 @@ await check("a fault whose object another context deleted") {
     try context.save()
   }
   try stale.performAndWait {
-    _ = fault?.title
-    try expect(fault?.isDeleted == true, "the dead fault does not report isDeleted")
+    guard let fault else { throw CheckFailure(description: "object(with:) gave no Book") }
+    do {
+      try fault.fulfill()
+      throw CheckFailure(description: "fulfill() of a dead fault did not throw; title reads \(fault.title.debugDescription)")
+    } catch let error as StoreError {
+      try expect(error.code == .notFound, "fulfill() threw \(error)")
+    }
+    try expect(fault.isDeleted, "the dead fault does not report isDeleted")
     do {
       _ = try stale.existingObject(with: id)
       throw CheckFailure(description: "existingObject(with:) found a deleted object")
     } catch let error as StoreError {
       try expect(error.code == .notFound, "existingObject(with:) threw \(error)")
     }
+  }
+}
+
+await check("fulfill() of live objects") {
+  let container = try makeContainer("Fulfill")
+  let view = container.viewContext
+  let id = try view.performAndWait {
+    let book = Book(context: view)
+    book.title = "Here"
+    try book.fulfill()
+    try view.save()
+    return book.objectID
+  }
+  let other = container.newBackgroundContext()
+  try other.performAndWait {
+    let fault = other.object(with: id)
+    try expect(fault.isFault, "object(with:) did not give a fault")
+    try fault.fulfill()
+    try expect(!fault.isFault, "fulfill() left the object a fault")
+    try expect((fault as? Book)?.title == "Here", "fulfill() loaded \((fault as? Book)?.title ?? "nil")")
+    other.delete(fault)
+    try fault.fulfill()
   }
 }
 

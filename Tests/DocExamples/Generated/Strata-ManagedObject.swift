@@ -78,3 +78,13 @@ func Strata_ManagedObject_5(_ scope: DocScope) throws {
     }
   }
 }
+
+// Modules/Strata/ManagedObject.swift, example 6, on `public func fulfill() throws`
+func Strata_ManagedObject_6(_ scope: DocScope) throws {
+  do {
+    for book in author.books {
+      try book.fulfill()
+      print(book.title)
+    }
+  }
+}
