@@ -349,40 +349,17 @@ final class SQLiteMigration {
     progress("built the indexes")
   }
 
-  /// The position columns of ordered relationships: kept with their positions where the relationship
-  /// stays ordered and its table is kept or altered; added (positions NULL: the list reads in primary-key
-  /// order) for a relationship made ordered or a table rebuilt; dropped with their index for one made
-  /// unordered.
+  /// The position columns of ordered relationships (``SQLLayout/migrateOrderColumns(_:oldModel:newModel:naming:hasColumn:execute:)``).
   private func migrateOrderColumns() throws {
-    func hasColumn(_ order: SQLOrderColumn) throws -> Bool {
-      let found = try connection.scalar(
-        "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", [.text(order.table), .text(order.column)])
-      if case .integer(let n)? = found { return n > 0 }
-      return false
-    }
-    // A renamed to-one takes its position column along (the table itself was altered in place).
-    for (previous, renamed) in SQLLayout.orderColumnRenames(migration, oldModel: old.model, newModel: new.model) {
-      guard try hasColumn(previous), try !hasColumn(renamed) else { continue }
-      try connection.execute("DROP INDEX IF EXISTS \(quote(previous.indexName))")
-      try connection.execute(
-        "ALTER TABLE \(quote(previous.table)) RENAME COLUMN \(quote(previous.column)) TO \(quote(renamed.column))")
-    }
-    let wanted = SQLLayout.orderColumns(of: new.model)
-    let wantedNames = Set(wanted.map { [$0.table, $0.column] })
-    for order in SQLLayout.orderColumns(of: old.model) where !wantedNames.contains([order.table, order.column]) {
-      try connection.execute("DROP INDEX IF EXISTS \(quote(order.indexName))")
-      if try hasColumn(order) {
-        try connection.execute("ALTER TABLE \(quote(order.table)) DROP COLUMN \(quote(order.column))")
-      }
-    }
-    for order in wanted {
-      if try !hasColumn(order) {
-        try connection.execute("ALTER TABLE \(quote(order.table)) ADD COLUMN \(quote(order.column)) INTEGER")
-      }
-      try connection.execute(
-        "CREATE INDEX IF NOT EXISTS \(quote(order.indexName)) ON \(quote(order.table)) "
-          + "(\(quote(order.keyColumn)), \(quote(order.column)))")
-    }
+    try SQLLayout.migrateOrderColumns(
+      migration, oldModel: old.model, newModel: new.model,
+      naming: SQLOrderColumnNaming(table: quote, droppedIndex: quote, columnType: "INTEGER", clearsInHierarchies: false),
+      hasColumn: { order in
+        let found = try connection.scalar(
+          "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", [.text(order.table), .text(order.column)])
+        if case .integer(let n)? = found { return n > 0 }
+        return false
+      }, execute: { try connection.execute($0) })
   }
 
   /// Makes each root that gains sub-entities the table of its hierarchy: `_entity` (its rows keep the
@@ -471,40 +448,15 @@ final class SQLiteMigration {
 
   /// What the plan does to each entity's storage (see ``SQLiteStore/storageChanges(for:)``).
   func storageChanges() throws -> [String: StorageChange] {
-    var changes: [String: StorageChange] = [:]
-    for mapping in migration.entities where mapping.source == nil { changes[mapping.entity.name] = .created }
-    for name in hierarchy?.rebuiltEntities ?? [] where changes[name] == nil { changes[name] = .rebuilt }
-    for name in hierarchy?.keptEntities ?? [] { changes[name] = .unchanged }
-    let keptNames = Set(keptIndexes.map(\.name))
-    let renamedJoins = Set(
-      joins.compactMap { join -> String? in
-        if case .renamed(let oldName) = join.source { oldName } else { nil }
-      })
-    for plan in entities {
-      let name = plan.mapping.entity.name
-      if plan.rebuilds {
-        changes[name] = .rebuilt
-        continue
-      }
+    try SQLLayout.storageChanges(
+      migration, hierarchy: hierarchy, rebuiltHierarchy: .rebuilt, old: old, new: new, keptIndexes: keptIndexes,
+      joins: joins, entities: entities.map { ($0.mapping.entity.name, $0.source.name) }
+    ) { position in
+      let plan = entities[position]
+      if plan.rebuilds { return .rebuilt }
       let alteration = try alteration(plan)
-      if alteration.rewritesRows {
-        changes[name] = .rewritten
-        continue
-      }
-      let indexesChange =
-        old.indexes().contains { $0.table == plan.source.name && !keptIndexes.contains($0) }
-        || new.indexes().contains { $0.table == name && !keptNames.contains($0.name) }
-      let ownJoins = Set(new.joinTables.filter { $0.sourceEntity == name }.map(\.name))
-      let joinsChange =
-        joins.contains { join in
-          guard ownJoins.contains(join.name) else { return false }
-          if case .renamed(let oldName) = join.source { return oldName != join.name }
-          return true
-        }
-        || old.joinTables.contains { $0.sourceEntity == plan.source.name && !renamedJoins.contains($0.name) }
-      changes[name] = alteration.isEmpty && !indexesChange && !joinsChange ? .unchanged : .alteredInPlace
+      return alteration.rewritesRows ? .rewritten : alteration.isEmpty ? nil : .alteredInPlace
     }
-    return changes
   }
 
   private func temporaryName() -> String {
