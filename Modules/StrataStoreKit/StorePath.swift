@@ -89,7 +89,7 @@ public enum StorePath {
   ///   - storeName: how messages name the store, e.g. "a Strata SQLite store".
   /// - Returns: whether something of the expected kind is there (`false`: nothing is, and a store may
   ///   be created).
-  /// - Throws: ``StoreError`` `.corrupted` when the path holds something else (a FIFO, a socket, a
+  /// - Throws: `StoreError` `.corrupted` when the path holds something else (a FIFO, a socket, a
   ///   device, a directory where a file is expected or the other way round); `.io` when it is a
   ///   symbolic-link loop, a link to nothing, or cannot be looked at. Each message names the path and
   ///   what is there.
@@ -114,7 +114,7 @@ public enum StorePath {
   /// ```swift
   /// let exists = try StorePath.checkUsable(url.path)   // throws for a FIFO, never blocks
   /// ```
-  /// - Throws: ``StoreError`` as ``check(_:expecting:storeName:)`` does.
+  /// - Throws: `StoreError` as ``check(_:expecting:storeName:)`` does.
   public static func checkUsable(_ path: String) throws -> Bool {
     let found = kind(of: path)
     switch found {
