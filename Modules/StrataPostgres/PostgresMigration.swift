@@ -11,7 +11,7 @@ import StrataStoreKit
 /// dropped; removed entities' tables dropped; each carried entity's table altered in place, renamed ones
 /// moved to temporary names; then every temporary name becomes its final one, added tables are created,
 /// and the new foreign keys, indexes and unique constraints made, clashes collected.
-final class PostgresMigration {
+final class PostgresMigration: SQLMigrationRun {
   let migration: ModelMigration
   let old: PostgresSchema
   let new: PostgresSchema

@@ -277,3 +277,49 @@ extension SQLLayout {
     }
   }
 }
+
+/// One step's structural change in an SQL backend: planned from the two layouts, then run inside the
+/// migration's transaction.
+package protocol SQLMigrationRun {
+  /// The units of work ``execute(progress:)`` reports.
+  var unitCount: Int { get }
+  /// Works out every statement's inputs; changes nothing.
+  func plan() throws
+  /// Runs the plan, calling `progress` after each unit of work with a phrase naming it.
+  func execute(progress: (String) -> Void) throws
+}
+
+extension SQLLayout {
+  /// Runs `steps` one after another inside the caller's transaction, from the layout `schema` through
+  /// `schemas` (one per step): each step's plan (`run` makes it from the step and the layouts before and
+  /// after), its `willMigrate` stage on its source model, its structural change, its `didMigrate` stage on
+  /// its destination model, each reported to `reporter`, and the stages' writes carried in `log` through
+  /// the step's renames. `stage` runs a custom stage on a store bound to the transaction. Returns the last
+  /// layout.
+  package static func runMigrationSteps<Schema, Run: SQLMigrationRun>(
+    _ steps: [MigrationStep], from schema: Schema, through schemas: [Schema], reporter: MigrationReporter,
+    log: Locked<MigrationChangeLog>?, run makeRun: (MigrationStep, Schema, Schema) -> Run,
+    stage: (@Sendable (any PersistentStore) throws -> Void, ObjectModel, Schema) throws -> Void
+  ) throws -> Schema {
+    var current = schema
+    for (index, step) in steps.enumerated() {
+      let run = makeRun(step, current, schemas[index])
+      try run.plan()
+      let stages = (step.willMigrate == nil ? 0 : 1) + (step.didMigrate == nil ? 0 : 1)
+      reporter.start(step: index, total: stages + run.unitCount, phase: "migrating step \(index + 1) of \(steps.count)")
+      if let willMigrate = step.willMigrate {
+        try stage(willMigrate, step.migration.source, current)
+        reporter.advance("ran the custom stage before step \(index + 1)")
+      }
+      try run.execute { reporter.advance($0) }
+      log?.withLock { $0.carry(through: step.migration) }
+      current = schemas[index]
+      if let didMigrate = step.didMigrate {
+        try stage(didMigrate, step.migration.destination, current)
+        reporter.advance("ran the custom stage after step \(index + 1)")
+      }
+      reporter.finish("finished step \(index + 1) of \(steps.count)")
+    }
+    return current
+  }
+}

@@ -53,28 +53,12 @@ extension SQLiteStore {
       defer { migratingThread.withLock { $0 = nil } }
       let reporter = MigrationReporter(report: progress, stepCount: steps.count)
       try connection.transaction {
-        var schema = self.schema
-        for (index, step) in steps.enumerated() {
-          let run = SQLiteMigration(
-            migration: step.migration, old: schema, new: schemas[index], storeIdentifier: identifier, connection: connection)
-          try run.plan()
-          let stages = (step.willMigrate == nil ? 0 : 1) + (step.didMigrate == nil ? 0 : 1)
-          reporter.start(step: index, total: stages + run.unitCount, phase: "migrating step \(index + 1) of \(steps.count)")
-          if let stage = step.willMigrate {
-            try runStage(stage, on: connection, model: step.migration.source, schema: schema, log: log)
-            reporter.advance("ran the custom stage before step \(index + 1)")
-          }
-          try connection.withHandle { try SQLiteFunctions.registerConversions(run.conversions, on: $0) }
-          defer { _ = try? connection.withHandle { SQLiteFunctions.removeConversions(on: $0) } }
-          try run.execute { reporter.advance($0) }
-          log?.withLock { $0.carry(through: step.migration) }
-          schema = schemas[index]
-          if let stage = step.didMigrate {
-            try runStage(stage, on: connection, model: step.migration.destination, schema: schema, log: log)
-            reporter.advance("ran the custom stage after step \(index + 1)")
-          }
-          reporter.finish("finished step \(index + 1) of \(steps.count)")
-        }
+        _ = try SQLLayout.runMigrationSteps(
+          steps, from: schema, through: schemas, reporter: reporter, log: log,
+          run: { step, old, new in
+            SQLiteMigration(migration: step.migration, old: old, new: new, storeIdentifier: identifier, connection: connection)
+          },
+          stage: { try runStage($0, on: connection, model: $1, schema: $2, log: log) })
         try connection.run(
           "UPDATE \(quote(SQLiteSchema.metadataTable)) SET \"value\" = ? WHERE \"key\" = 'model'", [.text(json)])
         try connection.run(
@@ -149,7 +133,7 @@ extension SQLiteStore {
 /// carried entity's table altered in place or rebuilt, renamed ones moved to temporary names; then every
 /// temporary name becomes its final one, added tables are created, and the new indexes built, unique
 /// ones checked for clashes.
-final class SQLiteMigration {
+final class SQLiteMigration: SQLMigrationRun {
   let migration: ModelMigration
   let old: SQLiteSchema
   let new: SQLiteSchema
@@ -274,6 +258,8 @@ final class SQLiteMigration {
   /// Runs the plan inside the caller's transaction, calling `progress` after each unit of work (see
   /// ``unitCount``) with a phrase naming it.
   func execute(progress: (String) -> Void = { _ in }) throws {
+    try connection.withHandle { try SQLiteFunctions.registerConversions(conversions, on: $0) }
+    defer { _ = try? connection.withHandle { SQLiteFunctions.removeConversions(on: $0) } }
     for index in old.indexes() where !keptIndexes.contains(index) {
       try connection.execute("DROP INDEX IF EXISTS \(quote(index.name))")
     }
