@@ -95,3 +95,23 @@ extension SQLSchemaDescription {
     }
   }
 }
+
+extension SQLLayout {
+  /// The entity whose table stores the hierarchy under `root`: every attribute and relationship of every
+  /// entity in it, each once (the first to declare it), those of sub-entities optional. `_entity` is the
+  /// dialect's to add.
+  package static func hierarchyStorage(_ root: String, in model: ObjectModel) -> EntityDescription {
+    var attributes: [AttributeDescription] = []
+    var relationships: [RelationshipDescription] = []
+    var seen = Set<String>()
+    for name in model.inheritance.entityAndDescendants(root) {
+      guard let member = model.entity(named: name) else { continue }
+      for var attribute in member.attributes where seen.insert(attribute.name).inserted {
+        if name != root { attribute.isOptional = true }
+        attributes.append(attribute)
+      }
+      for rel in member.relationships where seen.insert(rel.name).inserted { relationships.append(rel) }
+    }
+    return EntityDescription(name: root, attributes: attributes, relationships: relationships)
+  }
+}
