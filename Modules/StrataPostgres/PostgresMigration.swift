@@ -11,7 +11,7 @@ import StrataStoreKit
 /// dropped; removed entities' tables dropped; each carried entity's table altered in place, renamed ones
 /// moved to temporary names; then every temporary name becomes its final one, added tables are created,
 /// and the new foreign keys, indexes and unique constraints made, clashes collected.
-final class PostgresMigration {
+final class PostgresMigration: SQLMigrationRun {
   let migration: ModelMigration
   let old: PostgresSchema
   let new: PostgresSchema
@@ -260,39 +260,17 @@ final class PostgresMigration {
 
   /// What the plan does to each entity's storage (see ``PostgresStore/storageChanges(for:)``).
   func storageChanges() -> [String: StorageChange] {
-    var changes: [String: StorageChange] = [:]
-    for mapping in migration.entities where mapping.source == nil { changes[mapping.entity.name] = .created }
-    for name in hierarchy?.rebuiltEntities ?? [] where changes[name] == nil { changes[name] = .rewritten }
-    for name in hierarchy?.keptEntities ?? [] { changes[name] = .unchanged }
-    let keptNames = Set(keptIndexes.map(\.name))
-    let renamedJoins = Set(
-      joins.compactMap { join -> String? in
-        if case .renamed(let oldName) = join.source { oldName } else { nil }
-      })
-    for plan in entities {
-      let name = plan.mapping.entity.name
-      if plan.alteration.rewritesRows || plan.isCopy {
-        changes[name] = .rewritten
-        continue
-      }
-      let indexesChange =
-        old.indexes().contains { $0.table == plan.source.name && !keptIndexes.contains($0) }
-        || new.indexes().contains { $0.table == name && !keptNames.contains($0.name) }
+    SQLLayout.storageChanges(
+      migration, hierarchy: hierarchy, rebuiltHierarchy: .rewritten, old: old, new: new, keptIndexes: keptIndexes,
+      joins: joins, entities: entities.map { ($0.mapping.entity.name, $0.source.name) }
+    ) { position in
+      let plan = entities[position]
+      if plan.alteration.rewritesRows || plan.isCopy { return .rewritten }
       let keysChange =
         Self.foreignKeys(old.model).contains { $0.table == plan.source.name && !keptForeignKeys.contains($0) }
-        || Self.foreignKeys(new.model).contains { $0.table == name && !keptForeignKeys.contains($0) }
-      let ownJoins = Set(new.joinTables.filter { $0.sourceEntity == name }.map(\.name))
-      let joinsChange =
-        joins.contains { join in
-          guard ownJoins.contains(join.name) else { return false }
-          if case .renamed(let oldName) = join.source { return oldName != join.name }
-          return true
-        }
-        || old.joinTables.contains { $0.sourceEntity == plan.source.name && !renamedJoins.contains($0.name) }
-      changes[name] =
-        plan.alteration.isEmpty && !indexesChange && !keysChange && !joinsChange ? .unchanged : .alteredInPlace
+        || Self.foreignKeys(new.model).contains { $0.table == plan.mapping.entity.name && !keptForeignKeys.contains($0) }
+      return plan.alteration.isEmpty && !keysChange ? nil : .alteredInPlace
     }
-    return changes
   }
 
   // MARK: Running
@@ -542,45 +520,20 @@ final class PostgresMigration {
     }
   }
 
-  /// The position columns of ordered relationships: kept with their positions where the relationship
-  /// stays ordered and its table is kept or altered; added (positions NULL: the list reads in primary-key
-  /// order) for a relationship made ordered or a table rebuilt; for one made unordered, dropped with their
-  /// index, or set to NULL where views of a hierarchy's sub-entities select them.
+  /// The position columns of ordered relationships (``SQLLayout/migrateOrderColumns(_:oldModel:newModel:naming:hasColumn:execute:)``;
+  /// a column views of a hierarchy's sub-entities select is set to NULL, not dropped).
   private func migrateOrderColumns(on connection: PostgresConnection) throws {
-    func hasColumn(_ order: SQLOrderColumn) throws -> Bool {
-      try connection.query(
-        "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = $3",
-        [.string(new.name), .string(order.table), .string(order.column)]
-      ).count > 0
-    }
-    // A renamed to-one takes its position column along (the table itself was altered in place).
-    for (previous, renamed) in SQLLayout.orderColumnRenames(migration, oldModel: old.model, newModel: new.model) {
-      guard try hasColumn(previous), try !hasColumn(renamed) else { continue }
-      try connection.execute("DROP INDEX IF EXISTS \(new.qualify(previous.indexName))")
-      try connection.execute(
-        "ALTER TABLE \(new.qualify(previous.table)) RENAME COLUMN \(quoteIdentifier(previous.column)) TO \(quoteIdentifier(renamed.column))"
-      )
-    }
-    let wanted = SQLLayout.orderColumns(of: new.model)
-    let wantedNames = Set(wanted.map { [$0.table, $0.column] })
-    for order in SQLLayout.orderColumns(of: old.model) where !wantedNames.contains([order.table, order.column]) {
-      guard try hasColumn(order) else { continue }
-      try connection.execute("DROP INDEX IF EXISTS \(new.qualify(order.indexName))")
-      if new.model.inheritance.isInHierarchy(order.table) {
-        try connection.execute("UPDATE \(new.qualify(order.table)) SET \(quoteIdentifier(order.column)) = NULL")
-      } else {
-        try connection.execute("ALTER TABLE \(new.qualify(order.table)) DROP COLUMN \(quoteIdentifier(order.column))")
-      }
-    }
-    for order in wanted {
-      if try !hasColumn(order) {
-        try connection.execute(
-          "ALTER TABLE \(new.qualify(order.table)) ADD COLUMN \(quoteIdentifier(order.column)) bigint")
-      }
-      try connection.execute(
-        "CREATE INDEX IF NOT EXISTS \(quoteIdentifier(order.indexName)) ON \(new.qualify(order.table)) "
-          + "(\(quoteIdentifier(order.keyColumn)), \(quoteIdentifier(order.column)))")
-    }
+    let new = self.new
+    try SQLLayout.migrateOrderColumns(
+      migration, oldModel: old.model, newModel: new.model,
+      naming: SQLOrderColumnNaming(
+        table: { new.qualify($0) }, droppedIndex: { new.qualify($0) }, columnType: "bigint", clearsInHierarchies: true),
+      hasColumn: { order in
+        try connection.query(
+          "SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 AND column_name = $3",
+          [.string(new.name), .string(order.table), .string(order.column)]
+        ).count > 0
+      }, execute: { try connection.execute($0) })
   }
 
   /// Alters `plan`'s table in place. Returns the temporary name to rename when the entity is renamed.

@@ -233,18 +233,7 @@ struct PostgresSchema: Sendable {
         "ALTER VIEW \(qualify(entity.name)) ALTER COLUMN \(entityColumn) SET DEFAULT \(tag)",
       ]
     }
-    var attributes: [AttributeDescription] = []
-    var relationships: [RelationshipDescription] = []
-    var seen = Set<String>()
-    for name in inheritance.entityAndDescendants(root) {
-      guard let member = model.entity(named: name) else { continue }
-      for var attribute in member.attributes where seen.insert(attribute.name).inserted {
-        if name != root { attribute.isOptional = true }
-        attributes.append(attribute)
-      }
-      for rel in member.relationships where seen.insert(rel.name).inserted { relationships.append(rel) }
-    }
-    let create = createTableSQL(EntityDescription(name: root, attributes: attributes, relationships: relationships))
+    let create = createTableSQL(SQLLayout.hierarchyStorage(root, in: model))
     return [String(create.dropLast()) + ", \(entityColumn) text NOT NULL DEFAULT \(tag))"]
   }
 

@@ -67,28 +67,13 @@ extension PostgresStore {
           // Every constraint checked statement by statement: no deferred trigger event may stand in the
           // way of an ALTER TABLE.
           try connection.execute("SET CONSTRAINTS ALL IMMEDIATE")
-          var current = self.schema
-          for (index, step) in steps.enumerated() {
-            let run = PostgresMigration(
-              migration: step.migration, old: current, new: schemas[index], storeIdentifier: identifier,
-              connection: connection)
-            try run.plan()
-            let stages = (step.willMigrate == nil ? 0 : 1) + (step.didMigrate == nil ? 0 : 1)
-            reporter.start(
-              step: index, total: stages + run.unitCount, phase: "migrating step \(index + 1) of \(steps.count)")
-            if let stage = step.willMigrate {
-              try runStage(stage, on: connection, model: step.migration.source, schema: current, log: log)
-              reporter.advance("ran the custom stage before step \(index + 1)")
-            }
-            try run.execute { reporter.advance($0) }
-            log?.withLock { $0.carry(through: step.migration) }
-            current = schemas[index]
-            if let stage = step.didMigrate {
-              try runStage(stage, on: connection, model: step.migration.destination, schema: current, log: log)
-              reporter.advance("ran the custom stage after step \(index + 1)")
-            }
-            reporter.finish("finished step \(index + 1) of \(steps.count)")
-          }
+          let current = try SQLLayout.runMigrationSteps(
+            steps, from: schema, through: schemas, reporter: reporter, log: log,
+            run: { step, old, new in
+              PostgresMigration(
+                migration: step.migration, old: old, new: new, storeIdentifier: identifier, connection: connection)
+            },
+            stage: { try runStage($0, on: connection, model: $1, schema: $2, log: log) })
           let metadata = current.qualify(PostgresSchema.metadataTable)
           for (key, value) in [("model", json), ("model_fingerprint", destination.fingerprint)] {
             try connection.run(

@@ -66,3 +66,52 @@ package enum SQLHierarchyReferences {
     return result
   }
 }
+
+extension SQLSchemaDescription {
+  /// `relatedObjectIDs` of an SQL store: the targets of `relationship` of `id`, in primary-key order (an
+  /// ordered relationship's in its order; a to-one's target if any), each resolved to its own entity
+  /// when the destination has sub-entities. `read` runs its body on a connection of the wanted
+  /// generation; `keys` runs a one-column query with the object's key bound; `concreteIDs` is the store's
+  /// ``SQLHierarchyReferences/concreteIDs(_:model:lookup:)``.
+  ///
+  /// - Throws: `.notFound` for an unknown entity or relationship; what the three closures throw.
+  package func relatedObjectIDs<Connection>(
+    of id: ObjectID, relationship: String, storeIdentifier: String,
+    read: ((Connection) throws -> [ObjectID]) throws -> [ObjectID],
+    keys: @escaping (Connection, String, Int64) throws -> [Int64],
+    concreteIDs: @escaping ([ObjectID], Connection) throws -> [ObjectID: ObjectID]
+  ) throws -> [ObjectID] {
+    let (table, rel) = try self.relationship(relationship, of: id)
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { return [] }
+    let sql = relatedKeysSQL(table.name, rel)
+    let resolves = model.inheritance.hasSubentities(rel.destination)
+    return try read { connection in
+      let ids = try keys(connection, sql, pk).map {
+        ObjectID(entityName: rel.destination, storeIdentifier: storeIdentifier, primaryKey: $0)
+      }
+      guard resolves else { return ids }
+      let concrete = try concreteIDs(ids, connection)
+      return ids.map { concrete[$0] ?? $0 }
+    }
+  }
+}
+
+extension SQLLayout {
+  /// The entity whose table stores the hierarchy under `root`: every attribute and relationship of every
+  /// entity in it, each once (the first to declare it), those of sub-entities optional. `_entity` is the
+  /// dialect's to add.
+  package static func hierarchyStorage(_ root: String, in model: ObjectModel) -> EntityDescription {
+    var attributes: [AttributeDescription] = []
+    var relationships: [RelationshipDescription] = []
+    var seen = Set<String>()
+    for name in model.inheritance.entityAndDescendants(root) {
+      guard let member = model.entity(named: name) else { continue }
+      for var attribute in member.attributes where seen.insert(attribute.name).inserted {
+        if name != root { attribute.isOptional = true }
+        attributes.append(attribute)
+      }
+      for rel in member.relationships where seen.insert(rel.name).inserted { relationships.append(rel) }
+    }
+    return EntityDescription(name: root, attributes: attributes, relationships: relationships)
+  }
+}

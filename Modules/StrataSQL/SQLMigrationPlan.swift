@@ -167,3 +167,159 @@ extension SQLLayout {
     return conflicts.isEmpty ? [StoreError.Conflict(objectID: nil, entity: table.name, keys: columns)] : conflicts
   }
 }
+
+extension SQLLayout {
+  /// What a migration plan does to each entity's storage, for ``PersistentStore/storageChanges(for:)``:
+  /// `.created` for a new entity; a rebuilt hierarchy's entities `rebuiltHierarchy` (unless created), its
+  /// kept ones `.unchanged`; each other kept entity what `change` decides (a rebuild, rows rewritten, columns
+  /// altered), else `.alteredInPlace` when one of its indexes or join tables is not carried over as it was,
+  /// else `.unchanged`.
+  ///
+  /// - Parameters:
+  ///   - entities: every kept entity's name and its source's name.
+  ///   - change: the backend's verdict on one entity's table (from its alteration plan); `nil` when its
+  ///     columns stay as they are.
+  package static func storageChanges(
+    _ migration: ModelMigration, hierarchy: HierarchyMigration?, rebuiltHierarchy: StorageChange,
+    old: some SQLSchemaDescription, new: some SQLSchemaDescription, keptIndexes: Set<SQLIndex>,
+    joins: [(name: String, source: SQLJoinSource)], entities: [(name: String, source: String)],
+    change: (Int) throws -> StorageChange?
+  ) rethrows -> [String: StorageChange] {
+    var changes: [String: StorageChange] = [:]
+    for mapping in migration.entities where mapping.source == nil { changes[mapping.entity.name] = .created }
+    for name in hierarchy?.rebuiltEntities ?? [] where changes[name] == nil { changes[name] = rebuiltHierarchy }
+    for name in hierarchy?.keptEntities ?? [] { changes[name] = .unchanged }
+    let keptNames = Set(keptIndexes.map(\.name))
+    let renamedJoins = Set(
+      joins.compactMap { join -> String? in
+        if case .renamed(let oldName) = join.source { oldName } else { nil }
+      })
+    for (position, entity) in entities.enumerated() {
+      if let decided = try change(position) {
+        changes[entity.name] = decided
+        continue
+      }
+      let indexesChange =
+        old.indexes().contains { $0.table == entity.source && !keptIndexes.contains($0) }
+        || new.indexes().contains { $0.table == entity.name && !keptNames.contains($0.name) }
+      let ownJoins = Set(new.joinTables.filter { $0.sourceEntity == entity.name }.map(\.name))
+      let joinsChange =
+        joins.contains { join in
+          guard ownJoins.contains(join.name) else { return false }
+          if case .renamed(let oldName) = join.source { return oldName != join.name }
+          return true
+        }
+        || old.joinTables.contains { $0.sourceEntity == entity.source && !renamedJoins.contains($0.name) }
+      changes[entity.name] = indexesChange || joinsChange ? .alteredInPlace : .unchanged
+    }
+    return changes
+  }
+}
+
+/// How an SQL backend names things in the statements that migrate position columns.
+package struct SQLOrderColumnNaming {
+  /// A table, quoted (and qualified where the dialect has namespaces).
+  let table: (String) -> String
+  /// An index, as `DROP INDEX` names it.
+  let droppedIndex: (String) -> String
+  /// A position column's type.
+  let columnType: String
+  /// Whether a position column no longer wanted is set to NULL instead of dropped on a hierarchy's table
+  /// (where views of its sub-entities select it).
+  let clearsInHierarchies: Bool
+
+  package init(
+    table: @escaping (String) -> String, droppedIndex: @escaping (String) -> String, columnType: String,
+    clearsInHierarchies: Bool
+  ) {
+    self.table = table
+    self.droppedIndex = droppedIndex
+    self.columnType = columnType
+    self.clearsInHierarchies = clearsInHierarchies
+  }
+}
+
+extension SQLLayout {
+  /// Migrates the position columns of ordered relationships: kept with their positions where the
+  /// relationship stays ordered and its table is kept or altered; renamed with a renamed to-one; added
+  /// (positions NULL: the list reads in primary-key order) for a relationship made ordered or a table
+  /// rebuilt; for one made unordered, dropped with their index (or cleared, see
+  /// ``SQLOrderColumnNaming/clearsInHierarchies``). `hasColumn` asks the database; `execute` runs a statement.
+  package static func migrateOrderColumns(
+    _ migration: ModelMigration, oldModel: ObjectModel, newModel: ObjectModel, naming: SQLOrderColumnNaming,
+    hasColumn: (SQLOrderColumn) throws -> Bool, execute: (String) throws -> Void
+  ) throws {
+    // A renamed to-one takes its position column along (the table itself was altered in place).
+    for (previous, renamed) in orderColumnRenames(migration, oldModel: oldModel, newModel: newModel) {
+      guard try hasColumn(previous), try !hasColumn(renamed) else { continue }
+      try execute("DROP INDEX IF EXISTS \(naming.droppedIndex(previous.indexName))")
+      try execute(
+        "ALTER TABLE \(naming.table(previous.table)) RENAME COLUMN \(quote(previous.column)) TO \(quote(renamed.column))")
+    }
+    let wanted = orderColumns(of: newModel)
+    let wantedNames = Set(wanted.map { [$0.table, $0.column] })
+    for order in orderColumns(of: oldModel) where !wantedNames.contains([order.table, order.column]) {
+      try execute("DROP INDEX IF EXISTS \(naming.droppedIndex(order.indexName))")
+      guard try hasColumn(order) else { continue }
+      if naming.clearsInHierarchies && newModel.inheritance.isInHierarchy(order.table) {
+        try execute("UPDATE \(naming.table(order.table)) SET \(quote(order.column)) = NULL")
+      } else {
+        try execute("ALTER TABLE \(naming.table(order.table)) DROP COLUMN \(quote(order.column))")
+      }
+    }
+    for order in wanted {
+      if try !hasColumn(order) {
+        try execute("ALTER TABLE \(naming.table(order.table)) ADD COLUMN \(quote(order.column)) \(naming.columnType)")
+      }
+      try execute(
+        "CREATE INDEX IF NOT EXISTS \(quote(order.indexName)) ON \(naming.table(order.table)) "
+          + "(\(quote(order.keyColumn)), \(quote(order.column)))")
+    }
+  }
+}
+
+/// One step's structural change in an SQL backend: planned from the two layouts, then run inside the
+/// migration's transaction.
+package protocol SQLMigrationRun {
+  /// The units of work ``execute(progress:)`` reports.
+  var unitCount: Int { get }
+  /// Works out every statement's inputs; changes nothing.
+  func plan() throws
+  /// Runs the plan, calling `progress` after each unit of work with a phrase naming it.
+  func execute(progress: (String) -> Void) throws
+}
+
+extension SQLLayout {
+  /// Runs `steps` one after another inside the caller's transaction, from the layout `schema` through
+  /// `schemas` (one per step): each step's plan (`run` makes it from the step and the layouts before and
+  /// after), its `willMigrate` stage on its source model, its structural change, its `didMigrate` stage on
+  /// its destination model, each reported to `reporter`, and the stages' writes carried in `log` through
+  /// the step's renames. `stage` runs a custom stage on a store bound to the transaction. Returns the last
+  /// layout.
+  package static func runMigrationSteps<Schema, Run: SQLMigrationRun>(
+    _ steps: [MigrationStep], from schema: Schema, through schemas: [Schema], reporter: MigrationReporter,
+    log: Locked<MigrationChangeLog>?, run makeRun: (MigrationStep, Schema, Schema) -> Run,
+    stage: (@Sendable (any PersistentStore) throws -> Void, ObjectModel, Schema) throws -> Void
+  ) throws -> Schema {
+    var current = schema
+    for (index, step) in steps.enumerated() {
+      let run = makeRun(step, current, schemas[index])
+      try run.plan()
+      let stages = (step.willMigrate == nil ? 0 : 1) + (step.didMigrate == nil ? 0 : 1)
+      reporter.start(step: index, total: stages + run.unitCount, phase: "migrating step \(index + 1) of \(steps.count)")
+      if let willMigrate = step.willMigrate {
+        try stage(willMigrate, step.migration.source, current)
+        reporter.advance("ran the custom stage before step \(index + 1)")
+      }
+      try run.execute { reporter.advance($0) }
+      log?.withLock { $0.carry(through: step.migration) }
+      current = schemas[index]
+      if let didMigrate = step.didMigrate {
+        try stage(didMigrate, step.migration.destination, current)
+        reporter.advance("ran the custom stage after step \(index + 1)")
+      }
+      reporter.finish("finished step \(index + 1) of \(steps.count)")
+    }
+    return current
+  }
+}

@@ -191,20 +191,7 @@ struct SQLiteSchema: Sendable {
   /// The `CREATE TABLE` statement of the table of the hierarchy under `root`, called `name`: every column
   /// of every entity in it (those of sub-entities nullable) and `_entity`.
   func hierarchyTableSQL(_ root: String, named tableName: String) -> String {
-    let inheritance = model.inheritance
-    var attributes: [AttributeDescription] = []
-    var relationships: [RelationshipDescription] = []
-    var seen = Set<String>()
-    for name in inheritance.entityAndDescendants(root) {
-      guard let member = model.entity(named: name) else { continue }
-      for var attribute in member.attributes where seen.insert(attribute.name).inserted {
-        if name != root { attribute.isOptional = true }
-        attributes.append(attribute)
-      }
-      for rel in member.relationships where seen.insert(rel.name).inserted { relationships.append(rel) }
-    }
-    let storage = EntityDescription(name: root, attributes: attributes, relationships: relationships)
-    let create = Self.createTableSQL(storage, named: tableName)
+    let create = Self.createTableSQL(SQLLayout.hierarchyStorage(root, in: model), named: tableName)
     return String(create.dropLast()) + ", \(quote(Self.entityColumn)) TEXT NOT NULL)"
   }
 

@@ -181,24 +181,11 @@ extension SQLiteStore {
   /// ```
   ///
   /// - Throws: `.notFound` for an unknown entity or relationship; `.misuse` when the store is closed.
-  public func relatedObjectIDs(
-    of id: ObjectID, relationship: String, generation: QueryGeneration?
-  ) throws
-    -> [ObjectID]
-  {
-    let (table, rel) = try schema.relationship(relationship, of: id)
-    guard id.storeIdentifier == identifier, let pk = id.primaryKey else { return [] }
-    let sql = schema.relatedKeysSQL(table.name, rel)
-    let identifier = self.identifier
-    let resolves = schema.model.inheritance.hasSubentities(rel.destination)
-    return try read(generation: generation) { connection -> [ObjectID] in
-      let ids = try connection.query(sql, [.integer(pk)]) {
-        ObjectID(entityName: rel.destination, storeIdentifier: identifier, primaryKey: $0.int64(0))
-      }
-      guard resolves else { return ids }
-      let concrete = try concreteIDs(ids, connection: connection)
-      return ids.map { concrete[$0] ?? $0 }
-    }
+  public func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID] {
+    try schema.relatedObjectIDs(
+      of: id, relationship: relationship, storeIdentifier: identifier, read: { try read(generation: generation, $0) },
+      keys: { connection, sql, pk in try connection.query(sql, [.integer(pk)]) { $0.int64(0) } },
+      concreteIDs: { try self.concreteIDs($0, connection: $1) })
   }
 
   // MARK: Query generations

@@ -53,28 +53,12 @@ extension SQLiteStore {
       defer { migratingThread.withLock { $0 = nil } }
       let reporter = MigrationReporter(report: progress, stepCount: steps.count)
       try connection.transaction {
-        var schema = self.schema
-        for (index, step) in steps.enumerated() {
-          let run = SQLiteMigration(
-            migration: step.migration, old: schema, new: schemas[index], storeIdentifier: identifier, connection: connection)
-          try run.plan()
-          let stages = (step.willMigrate == nil ? 0 : 1) + (step.didMigrate == nil ? 0 : 1)
-          reporter.start(step: index, total: stages + run.unitCount, phase: "migrating step \(index + 1) of \(steps.count)")
-          if let stage = step.willMigrate {
-            try runStage(stage, on: connection, model: step.migration.source, schema: schema, log: log)
-            reporter.advance("ran the custom stage before step \(index + 1)")
-          }
-          try connection.withHandle { try SQLiteFunctions.registerConversions(run.conversions, on: $0) }
-          defer { _ = try? connection.withHandle { SQLiteFunctions.removeConversions(on: $0) } }
-          try run.execute { reporter.advance($0) }
-          log?.withLock { $0.carry(through: step.migration) }
-          schema = schemas[index]
-          if let stage = step.didMigrate {
-            try runStage(stage, on: connection, model: step.migration.destination, schema: schema, log: log)
-            reporter.advance("ran the custom stage after step \(index + 1)")
-          }
-          reporter.finish("finished step \(index + 1) of \(steps.count)")
-        }
+        _ = try SQLLayout.runMigrationSteps(
+          steps, from: schema, through: schemas, reporter: reporter, log: log,
+          run: { step, old, new in
+            SQLiteMigration(migration: step.migration, old: old, new: new, storeIdentifier: identifier, connection: connection)
+          },
+          stage: { try runStage($0, on: connection, model: $1, schema: $2, log: log) })
         try connection.run(
           "UPDATE \(quote(SQLiteSchema.metadataTable)) SET \"value\" = ? WHERE \"key\" = 'model'", [.text(json)])
         try connection.run(
@@ -149,7 +133,7 @@ extension SQLiteStore {
 /// carried entity's table altered in place or rebuilt, renamed ones moved to temporary names; then every
 /// temporary name becomes its final one, added tables are created, and the new indexes built, unique
 /// ones checked for clashes.
-final class SQLiteMigration {
+final class SQLiteMigration: SQLMigrationRun {
   let migration: ModelMigration
   let old: SQLiteSchema
   let new: SQLiteSchema
@@ -274,6 +258,8 @@ final class SQLiteMigration {
   /// Runs the plan inside the caller's transaction, calling `progress` after each unit of work (see
   /// ``unitCount``) with a phrase naming it.
   func execute(progress: (String) -> Void = { _ in }) throws {
+    try connection.withHandle { try SQLiteFunctions.registerConversions(conversions, on: $0) }
+    defer { _ = try? connection.withHandle { SQLiteFunctions.removeConversions(on: $0) } }
     for index in old.indexes() where !keptIndexes.contains(index) {
       try connection.execute("DROP INDEX IF EXISTS \(quote(index.name))")
     }
@@ -349,40 +335,17 @@ final class SQLiteMigration {
     progress("built the indexes")
   }
 
-  /// The position columns of ordered relationships: kept with their positions where the relationship
-  /// stays ordered and its table is kept or altered; added (positions NULL: the list reads in primary-key
-  /// order) for a relationship made ordered or a table rebuilt; dropped with their index for one made
-  /// unordered.
+  /// The position columns of ordered relationships (``SQLLayout/migrateOrderColumns(_:oldModel:newModel:naming:hasColumn:execute:)``).
   private func migrateOrderColumns() throws {
-    func hasColumn(_ order: SQLOrderColumn) throws -> Bool {
-      let found = try connection.scalar(
-        "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", [.text(order.table), .text(order.column)])
-      if case .integer(let n)? = found { return n > 0 }
-      return false
-    }
-    // A renamed to-one takes its position column along (the table itself was altered in place).
-    for (previous, renamed) in SQLLayout.orderColumnRenames(migration, oldModel: old.model, newModel: new.model) {
-      guard try hasColumn(previous), try !hasColumn(renamed) else { continue }
-      try connection.execute("DROP INDEX IF EXISTS \(quote(previous.indexName))")
-      try connection.execute(
-        "ALTER TABLE \(quote(previous.table)) RENAME COLUMN \(quote(previous.column)) TO \(quote(renamed.column))")
-    }
-    let wanted = SQLLayout.orderColumns(of: new.model)
-    let wantedNames = Set(wanted.map { [$0.table, $0.column] })
-    for order in SQLLayout.orderColumns(of: old.model) where !wantedNames.contains([order.table, order.column]) {
-      try connection.execute("DROP INDEX IF EXISTS \(quote(order.indexName))")
-      if try hasColumn(order) {
-        try connection.execute("ALTER TABLE \(quote(order.table)) DROP COLUMN \(quote(order.column))")
-      }
-    }
-    for order in wanted {
-      if try !hasColumn(order) {
-        try connection.execute("ALTER TABLE \(quote(order.table)) ADD COLUMN \(quote(order.column)) INTEGER")
-      }
-      try connection.execute(
-        "CREATE INDEX IF NOT EXISTS \(quote(order.indexName)) ON \(quote(order.table)) "
-          + "(\(quote(order.keyColumn)), \(quote(order.column)))")
-    }
+    try SQLLayout.migrateOrderColumns(
+      migration, oldModel: old.model, newModel: new.model,
+      naming: SQLOrderColumnNaming(table: quote, droppedIndex: quote, columnType: "INTEGER", clearsInHierarchies: false),
+      hasColumn: { order in
+        let found = try connection.scalar(
+          "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?", [.text(order.table), .text(order.column)])
+        if case .integer(let n)? = found { return n > 0 }
+        return false
+      }, execute: { try connection.execute($0) })
   }
 
   /// Makes each root that gains sub-entities the table of its hierarchy: `_entity` (its rows keep the
@@ -471,40 +434,15 @@ final class SQLiteMigration {
 
   /// What the plan does to each entity's storage (see ``SQLiteStore/storageChanges(for:)``).
   func storageChanges() throws -> [String: StorageChange] {
-    var changes: [String: StorageChange] = [:]
-    for mapping in migration.entities where mapping.source == nil { changes[mapping.entity.name] = .created }
-    for name in hierarchy?.rebuiltEntities ?? [] where changes[name] == nil { changes[name] = .rebuilt }
-    for name in hierarchy?.keptEntities ?? [] { changes[name] = .unchanged }
-    let keptNames = Set(keptIndexes.map(\.name))
-    let renamedJoins = Set(
-      joins.compactMap { join -> String? in
-        if case .renamed(let oldName) = join.source { oldName } else { nil }
-      })
-    for plan in entities {
-      let name = plan.mapping.entity.name
-      if plan.rebuilds {
-        changes[name] = .rebuilt
-        continue
-      }
+    try SQLLayout.storageChanges(
+      migration, hierarchy: hierarchy, rebuiltHierarchy: .rebuilt, old: old, new: new, keptIndexes: keptIndexes,
+      joins: joins, entities: entities.map { ($0.mapping.entity.name, $0.source.name) }
+    ) { position in
+      let plan = entities[position]
+      if plan.rebuilds { return .rebuilt }
       let alteration = try alteration(plan)
-      if alteration.rewritesRows {
-        changes[name] = .rewritten
-        continue
-      }
-      let indexesChange =
-        old.indexes().contains { $0.table == plan.source.name && !keptIndexes.contains($0) }
-        || new.indexes().contains { $0.table == name && !keptNames.contains($0.name) }
-      let ownJoins = Set(new.joinTables.filter { $0.sourceEntity == name }.map(\.name))
-      let joinsChange =
-        joins.contains { join in
-          guard ownJoins.contains(join.name) else { return false }
-          if case .renamed(let oldName) = join.source { return oldName != join.name }
-          return true
-        }
-        || old.joinTables.contains { $0.sourceEntity == plan.source.name && !renamedJoins.contains($0.name) }
-      changes[name] = alteration.isEmpty && !indexesChange && !joinsChange ? .unchanged : .alteredInPlace
+      return alteration.rewritesRows ? .rewritten : alteration.isEmpty ? nil : .alteredInPlace
     }
-    return changes
   }
 
   private func temporaryName() -> String {

@@ -53,7 +53,7 @@ func StrataSQLite_SQLiteStore_Fetch_4(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataSQLite/SQLiteStore+Fetch.swift, example 5, on `public func relatedObjectIDs(`
+// Modules/StrataSQLite/SQLiteStore+Fetch.swift, example 5, on `public func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID]`
 func StrataSQLite_SQLiteStore_Fetch_5(_ scope: DocScope) throws {
   let directorID: ObjectID = scope.directorID
   let store: SQLiteStore = scope.sqliteStore
