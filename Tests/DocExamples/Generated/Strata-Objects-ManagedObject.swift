@@ -79,8 +79,8 @@ func Strata_Objects_ManagedObject_5(_ scope: DocScope) throws {
   }
 }
 
-// Modules/Strata/ManagedObject.swift, example 6, on `public func fulfill() throws`
-func Strata_ManagedObject_6(_ scope: DocScope) throws {
+// Modules/Strata/Objects/ManagedObject.swift, example 6, on `public func fulfill() throws`
+func Strata_Objects_ManagedObject_6(_ scope: DocScope) throws {
   do {
     for book in author.books {
       try book.fulfill()
