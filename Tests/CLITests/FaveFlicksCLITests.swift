@@ -8,7 +8,15 @@ struct CommandResult {
 }
 
 enum Executables {
+  /// Programs of the test targets (not the apps'), always taken from the build that made this test bundle.
+  static let testPrograms: Set<String> = ["library-hour"]
+
+  /// The built program `name`. `STRATA_APP_BIN_PATH` names another build's folder to take the apps' CLIs
+  /// from: `scripts/sanitize` runs these tests against the plain debug CLIs (docs/SANITIZERS.md).
   static func url(_ name: String) -> URL {
+    if !testPrograms.contains(name), let folder = ProcessInfo.processInfo.environment["STRATA_APP_BIN_PATH"] {
+      return URL(fileURLWithPath: folder).appending(path: name)
+    }
     let here = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     var directory = here
     for _ in 0..<4 {
