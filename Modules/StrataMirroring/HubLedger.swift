@@ -74,7 +74,10 @@ public struct HubLedger: Sendable {
       return receipt
     }
     var merge = Merge(position: lastPosition + 1, transaction: transaction)
-    for change in transaction.changes {
+    // Inserts first: a change of the same local transaction may reference an object listed after it.
+    let ordered = transaction.changes.filter { $0.kind == .insert } + transaction.changes.filter { $0.kind != .insert }
+    for var change in ordered {
+      dropUnknownReferences(of: &change)
       switch change.kind {
       case .insert: insert(change, &merge)
       case .update: update(change, &merge)
@@ -106,6 +109,17 @@ public struct HubLedger: Sendable {
     let transaction: MirrorTransaction
     var logged: [MirrorChange] = []
     var conflicts: [MirrorConflict] = []
+  }
+
+  /// A replica reads an object's values when it pushes, not when its transaction was made: an insert or
+  /// update can name a target whose own insert comes in a later transaction of the same push. Such a
+  /// reference is not applied (an insert gets no target); the later transaction that set it carries it
+  /// again once the target exists.
+  private func dropUnknownReferences(of change: inout MirrorChange) {
+    for (name, field) in change.fields {
+      guard case .reference(let target?) = field, objects[target] == nil else { continue }
+      change.fields[name] = change.kind == .insert ? .reference(nil) : nil
+    }
   }
 
   private mutating func insert(_ change: MirrorChange, _ merge: inout Merge) {
