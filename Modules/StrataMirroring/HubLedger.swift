@@ -9,8 +9,8 @@ import StrataCore
 /// every hub.
 ///
 /// ```swift
-/// var ledger = HubLedger(model: model)
-/// let receipt = ledger.apply(transaction)
+/// var ledger = HubLedger(model: container.model)
+/// let receipt = ledger.apply(MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: []))
 /// ```
 public struct HubLedger: Sendable {
   /// One object as the hub holds it.
@@ -48,7 +48,7 @@ public struct HubLedger: Sendable {
   /// An empty ledger for objects of `model` (its delete rules are applied on the hub).
   ///
   /// ```swift
-  /// var ledger = HubLedger(model: model)
+  /// var ledger = HubLedger(model: container.model)
   /// ```
   public init(model: ObjectModel) {
     self.model = model
@@ -64,8 +64,10 @@ public struct HubLedger: Sendable {
   /// receipt, marked as a duplicate, and changes nothing.
   ///
   /// ```swift
-  /// let first = ledger.apply(transaction)
-  /// let again = ledger.apply(transaction)  // again.wasDuplicate, again.position == first.position
+  /// var ledger = HubLedger(model: container.model)
+  /// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: [])
+  /// let first = ledger.apply(pushed)
+  /// let again = ledger.apply(pushed)  // again.wasDuplicate, again.position == first.position
   /// ```
   public mutating func apply(_ transaction: MirrorTransaction) -> MirrorReceipt {
     let key = Key(replicaID: transaction.replicaID, localSequence: transaction.localSequence)
@@ -97,6 +99,7 @@ public struct HubLedger: Sendable {
   /// The log entries after `position`, at most `limit`.
   ///
   /// ```swift
+  /// let ledger = HubLedger(model: container.model)
   /// let entries = ledger.entries(after: 0, limit: 500)
   /// ```
   public func entries(after position: Int64, limit: Int) -> [MirrorLogEntry] {

@@ -7,7 +7,7 @@ import Synchronization
 /// to lose the reply of the next push after applying it, to test offline work and retries.
 ///
 /// ```swift
-/// let hub = MemoryHub(model: model)
+/// let hub = MemoryHub(model: container.model)
 /// let mirror = try StoreMirror(container: container, hub: hub)
 /// hub.isReachable = false  // sync() now throws MirrorError.hubUnreachable
 /// ```

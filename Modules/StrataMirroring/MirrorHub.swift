@@ -8,7 +8,7 @@ import StrataCore
 /// imports a backend.
 ///
 /// ```swift
-/// let hub = MemoryHub(model: model)
+/// let hub = MemoryHub(model: container.model)
 /// let mirror = try StoreMirror(container: container, hub: hub)
 /// let report = try await mirror.sync()
 /// ```
@@ -72,7 +72,7 @@ public struct MirrorChange: Sendable, Hashable, Codable {
   /// A change of the object `globalID` of `entityName`.
   ///
   /// ```swift
-  /// let change = MirrorChange(globalID: id, entityName: "Potato", kind: .update, fields: ["rating": .value(.int(4))])
+  /// let change = MirrorChange(globalID: UUID(), entityName: "Potato", kind: .update, fields: ["variety": .value(.string("Russet"))])
   /// ```
   public init(globalID: UUID, entityName: String, kind: Kind, fields: [String: MirrorField] = [:]) {
     self.globalID = globalID
@@ -85,7 +85,7 @@ public struct MirrorChange: Sendable, Hashable, Codable {
 /// One local transaction of a replica, as pushed to the hub.
 ///
 /// ```swift
-/// let transaction = MirrorTransaction(replicaID: replica, localSequence: 7, basePosition: 12, changes: changes)
+/// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 7, basePosition: 12, changes: [])
 /// ```
 public struct MirrorTransaction: Sendable, Hashable, Codable {
   /// The replica that made the transaction.
@@ -100,7 +100,7 @@ public struct MirrorTransaction: Sendable, Hashable, Codable {
   /// A transaction of `replicaID`.
   ///
   /// ```swift
-  /// let transaction = MirrorTransaction(replicaID: replica, localSequence: 7, basePosition: 12, changes: [])
+  /// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 7, basePosition: 12, changes: [])
   /// ```
   public init(replicaID: UUID, localSequence: Int64, basePosition: Int64, changes: [MirrorChange]) {
     self.replicaID = replicaID
@@ -113,7 +113,8 @@ public struct MirrorTransaction: Sendable, Hashable, Codable {
 /// The hub's answer to a push.
 ///
 /// ```swift
-/// let receipt = try await hub.push(transaction)
+/// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: [])
+/// let receipt = try await hub.push(pushed)
 /// print(receipt.position, receipt.conflicts.count)
 /// ```
 public struct MirrorReceipt: Sendable, Hashable, Codable {
@@ -155,7 +156,7 @@ public struct MirrorLogEntry: Sendable, Hashable, Codable {
   /// An entry at `position`.
   ///
   /// ```swift
-  /// let entry = MirrorLogEntry(position: 1, replicaID: replica, localSequence: 1, changes: [])
+  /// let entry = MirrorLogEntry(position: 1, replicaID: UUID(), localSequence: 1, changes: [])
   /// ```
   public init(position: Int64, replicaID: UUID, localSequence: Int64, changes: [MirrorChange]) {
     self.position = position
@@ -206,9 +207,9 @@ public struct MirrorConflict: Sendable, Hashable, Codable {
   ///
   /// ```swift
   /// let conflict = MirrorConflict(
-  ///   kind: .updateVersusUpdate, globalID: id, entityName: "Potato", field: "rating",
-  ///   losingFields: ["rating": .value(.int(3))], winningReplica: b, winningPosition: 9, losingReplica: a,
-  ///   losingPosition: 8)
+  ///   kind: .updateVersusUpdate, globalID: UUID(), entityName: "Potato", field: "variety",
+  ///   losingFields: ["variety": .value(.string("Russet"))], winningReplica: UUID(), winningPosition: 9,
+  ///   losingReplica: UUID(), losingPosition: 8)
   /// ```
   public init(
     kind: Kind, globalID: UUID, entityName: String, field: String?, losingFields: [String: MirrorField],

@@ -10,8 +10,8 @@ import Strata
 /// applied pull.
 ///
 /// ```swift
-/// let model = try MirrorModel.adding(to: ObjectModel(Potato.self, Tasting.self))
-/// let container = PersistentContainer(name: "Potatoes", model: model, types: [Potato.self, Tasting.self], registry: registry)
+/// let mirrored = try MirrorModel.adding(to: ObjectModel(Potato.self, Tasting.self))
+/// let potatoes = PersistentContainer(name: "Potatoes", model: mirrored, types: [Potato.self, Tasting.self], registry: registry)
 /// ```
 public enum MirrorModel {
   /// The attribute holding an object's global identity.

@@ -11,12 +11,12 @@ import Synchronization
 /// automatically merge changes, as any other save does.
 ///
 /// ```swift
-/// let model = try MirrorModel.adding(to: ObjectModel(Potato.self, Tasting.self))
-/// let container = PersistentContainer(name: "Potatoes", model: model, types: [Potato.self, Tasting.self], registry: registry)
-/// container.storeDescriptions = [StoreDescription(type: .sqlite, url: url, options: StoreOptions(tracksHistory: true))]
-/// try container.loadPersistentStores()
-/// let mirror = try StoreMirror(container: container, hub: hub)
-/// let report = try await mirror.sync()
+/// let mirrored = try MirrorModel.adding(to: ObjectModel(Potato.self, Tasting.self))
+/// let potatoes = PersistentContainer(name: "Potatoes", model: mirrored, types: [Potato.self, Tasting.self], registry: registry)
+/// potatoes.storeDescriptions = [StoreDescription(type: .sqlite, url: url, options: StoreOptions(tracksHistory: true))]
+/// try await potatoes.loadPersistentStores()
+/// let replica = try StoreMirror(container: potatoes, hub: MemoryHub(model: mirrored))
+/// let report = try await replica.sync()
 /// print("pushed \(report.pushed), pulled \(report.pulled), conflicts \(report.conflicts)")
 /// ```
 public final class StoreMirror: Sendable {

@@ -71,23 +71,15 @@ struct MirrorConvergenceTests {
     for (store, replica) in zip(ReplicaStore.allCases, replicas) {
       let dump = try replica.canonicalDump()
       if dump != expected {
-        let differing = Set(dump.keys).symmetricDifference(expected.keys).count
+        let differing =
+          Set(dump.keys).symmetricDifference(expected.keys).count
           + dump.keys.filter { expected[$0] != nil && expected[$0] != dump[$0] }.count
         let example = Set(dump.keys).union(expected.keys).sorted { $0.uuidString < $1.uuidString }
           .first { dump[$0] != expected[$0] }
-        if let example, ProcessInfo.processInfo.environment["DEBUG_MIRROR"] != nil {
-          var ids: Set<UUID> = [example]
-          if case .reference(let t?)? = expected[example]?["crate"] { ids.insert(t) }
-          for entry in hub.ledger.log {
-            for change in entry.changes where ids.contains(change.globalID) || change.fields.values.contains(where: { if case .reference(let t?) = $0 { return ids.contains(t) } else { return false } }) {
-              print("DEBUG \(entry.position) \(replicas.firstIndex { (try? $0.mirror.status().replicaID) == entry.replicaID } ?? -1) \(change.globalID) \(change.kind) \(change.fields)")
-            }
-          }
-          for replica in replicas { print("DEBUG status", (try? replica.mirror.status()) as Any) }
-        }
         failures.append(
           "the \(store) replica differs from the hub in \(differing) objects, such as "
-            + "\(example.map { "\($0): replica \(String(describing: dump[$0])), hub \(String(describing: expected[$0]))" } ?? "")")
+            + "\(example.map { "\($0): replica \(String(describing: dump[$0])), hub \(String(describing: expected[$0]))" } ?? "")"
+        )
       }
       let pending = try replica.mirror.status().pendingTransactions
       if pending != 0 { failures.append("the \(store) replica still has \(pending) pending transactions") }

@@ -204,7 +204,8 @@ struct MirrorScenarioTests {
   }
 
   @Test func statusCountsPendingTransactionsAndPositions() async throws {
-    #expect(try a.mirror.status() == MirrorStatus(replicaID: nil, pendingTransactions: 0, lastPushedPosition: 0, lastPulledPosition: 0))
+    #expect(
+      try a.mirror.status() == MirrorStatus(replicaID: nil, pendingTransactions: 0, lastPushedPosition: 0, lastPulledPosition: 0))
     for label in ["one", "two"] {
       let crate = Crate(context: a.context)
       crate.label = label

@@ -8,6 +8,7 @@ import StrataConformanceWorker
 import StrataCore
 import StrataLMDB
 import StrataMemory
+import StrataMirroring
 import StrataPostgres
 import StrataSQLite
 import StrataStoreKit
