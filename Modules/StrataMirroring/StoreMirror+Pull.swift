@@ -23,7 +23,8 @@ extension StoreMirror {
     return try context.performAndWait {
       var state = try MirrorState(context)
       let replica = try state.requireReplicaID(in: context)
-      var applier = PullApplier(context: context, model: container.model)
+      if context.hasChanges { try context.save() }
+      var applier = PullApplier(context: context, model: container.model, identity: identity(of: replica))
       try applier.notePending(try pendingTransactions(after: state.acknowledged, in: context))
       var fromOthers = 0
       for entry in entries where entry.position > state.pulled {
@@ -41,13 +42,15 @@ extension StoreMirror {
 struct PullApplier {
   let context: ObjectContext
   let model: ObjectModel
+  let identity: GlobalIdentity
   private var found: [UUID: ManagedObject?] = [:]
   private var pendingFields: [ObjectID: Set<String>] = [:]
   private var pendingDeletes: Set<UUID> = []
 
-  init(context: ObjectContext, model: ObjectModel) {
+  init(context: ObjectContext, model: ObjectModel, identity: GlobalIdentity) {
     self.context = context
     self.model = model
+    self.identity = identity
   }
 
   /// Notes what local transactions not yet pushed changed.
@@ -60,7 +63,8 @@ struct PullApplier {
         case .update:
           pendingFields[change.objectID, default: []].formUnion(change.updatedProperties)
         case .delete:
-          if case .uuid(let id)? = change.tombstone[MirrorModel.identityAttribute] { pendingDeletes.insert(id) }
+          let stored = change.tombstone[MirrorModel.identityAttribute]
+          if let id = identity.globalID(of: change.objectID, stored: stored) { pendingDeletes.insert(id) }
         }
       }
     }
@@ -113,6 +117,11 @@ struct PullApplier {
   /// The live local object with global identity `id`, `nil` when there is none.
   private mutating func find(_ id: UUID, entity: String) throws -> ManagedObject? {
     if let known = found[id] { return known }
+    if let local = identity.localObjectID(for: id) {
+      let object = (try? context.existingObject(with: local)).flatMap { $0.isDeleted ? nil : $0 }
+      found[id] = .some(object)
+      return object
+    }
     var request = FetchRequest<ManagedObject>(
       entityName: entity,
       predicate: try QueryPredicate(format: "\(MirrorModel.identityAttribute) == %@", argumentArray: [id]))

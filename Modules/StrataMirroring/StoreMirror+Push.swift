@@ -45,19 +45,21 @@ extension StoreMirror {
   }
 
   /// Reads the history after the acknowledged token and turns each local transaction into a
-  /// `MirrorTransaction`. Objects pushed for the first time get their global identity here, saved
-  /// locally before anything is sent, so a retry sends the same identities.
+  /// `MirrorTransaction`. Global identities need no write (see `GlobalIdentity`), so a retry sends the
+  /// same identities and the app's objects keep their versions.
   func prepareOutbox() throws -> Outbox {
     let context = mirrorContext()
     return try context.performAndWait {
       var state = try MirrorState(context)
       let replica = try state.requireReplicaID(in: context)
+      if context.hasChanges { try context.save() }
+      let identity = identity(of: replica)
       guard case .transactions(let all) = try context.execute(.fetchHistory(after: state.acknowledged)) else {
         return Outbox()
       }
       var outbox = Outbox(scannedThrough: all.last?.token, skipped: all.count { $0.author == Self.author })
       for transaction in all where transaction.author != Self.author {
-        let changes = try transaction.changes.compactMap { try mirrorChange(for: $0, in: context) }
+        let changes = transaction.changes.compactMap { mirrorChange(for: $0, identity: identity, in: context) }
         outbox.transactions.append(
           (
             transaction.token,
@@ -65,18 +67,18 @@ extension StoreMirror {
               replicaID: replica, localSequence: transaction.token.sequence, basePosition: state.pulled, changes: changes)
           ))
       }
-      if context.hasChanges { try context.save() }
       return outbox
     }
   }
 
   /// The change as it travels: an insert with every field, an update with the changed fields, a delete
   /// as a tombstone. `nil` for an object gone since (a later transaction deletes it) or never pushed.
-  private func mirrorChange(for change: HistoryChange, in context: ObjectContext) throws -> MirrorChange? {
+  private func mirrorChange(for change: HistoryChange, identity: GlobalIdentity, in context: ObjectContext) -> MirrorChange? {
     guard let entity = container.model.entity(named: change.objectID.entityName), entity.name != MirrorModel.stateEntity
     else { return nil }
     if change.changeType == .delete {
-      guard case .uuid(let id)? = change.tombstone[MirrorModel.identityAttribute] else { return nil }
+      guard let id = identity.globalID(of: change.objectID, stored: change.tombstone[MirrorModel.identityAttribute])
+      else { return nil }
       return MirrorChange(globalID: id, entityName: entity.name, kind: .delete)
     }
     guard let object = try? context.existingObject(with: change.objectID), !object.isDeleted else { return nil }
@@ -88,19 +90,14 @@ extension StoreMirror {
     }
     for name in references where changed?.contains(name) ?? true {
       let target = object.value(forKey: name) as? ManagedObject
-      fields[name] = .reference(try target.map { try globalID(of: $0) })
+      fields[name] = .reference(
+        target.flatMap { identity.globalID(of: $0.objectID, stored: $0.primitiveValue(forKey: MirrorModel.identityAttribute)) })
     }
     if change.changeType == .update && fields.isEmpty { return nil }
+    guard let id = identity.globalID(of: object.objectID, stored: object.primitiveValue(forKey: MirrorModel.identityAttribute))
+    else { return nil }
     return MirrorChange(
-      globalID: try globalID(of: object), entityName: entity.name, kind: change.changeType == .insert ? .insert : .update,
+      globalID: id, entityName: entity.name, kind: change.changeType == .insert ? .insert : .update,
       fields: fields)
-  }
-
-  /// The object's global identity, given now (and staged in its context) if it has none yet.
-  func globalID(of object: ManagedObject) throws -> UUID {
-    if case .uuid(let id)? = object.primitiveValue(forKey: MirrorModel.identityAttribute) { return id }
-    let id = UUID()
-    try object.setValue(id, forKey: MirrorModel.identityAttribute)
-    return id
   }
 }

@@ -102,6 +102,27 @@ public final class StoreMirror: Sendable {
     try await hub.conflicts()
   }
 
+  /// The global identity of `object`, `nil` for an object not saved yet or before this replica's first
+  /// sync (its identity is part of every identity it creates). Call it on the object's context.
+  ///
+  /// ```swift
+  /// let potato = try context.fetch(FetchRequest<Potato>()).first
+  /// let id = try potato.flatMap { try mirror.globalID(of: $0) }
+  /// ```
+  ///
+  /// - Throws: a `StoreError` when the mirror's state cannot be read.
+  public func globalID(of object: ManagedObject) throws -> UUID? {
+    let stored = object.primitiveValue(forKey: MirrorModel.identityAttribute)
+    if case .uuid(let id)? = stored { return id }
+    let context = mirrorContext()
+    guard let replica = try context.performAndWait({ try MirrorState(context).replicaID }) else { return nil }
+    return identity(of: replica).globalID(of: object.objectID, stored: stored)
+  }
+
+  func identity(of replica: UUID) -> GlobalIdentity {
+    GlobalIdentity(replicaID: replica, storeIdentifier: container.storeIdentifier ?? "", model: container.model)
+  }
+
   func mirrorContext() -> ObjectContext {
     let context = container.newBackgroundContext()
     context.transactionAuthor = Self.author

@@ -71,7 +71,7 @@ struct Replica {
   func canonicalDump() throws -> [UUID: [String: MirrorField]] {
     var dump: [UUID: [String: MirrorField]] = [:]
     for object in try crates() as [ManagedObject] + apples() {
-      guard case .uuid(let id)? = object.primitiveValue(forKey: MirrorModel.identityAttribute) else {
+      guard let id = try mirror.globalID(of: object) else {
         Issue.record("\(object.objectID) has no global identity after a sync")
         continue
       }
@@ -81,11 +81,7 @@ struct Replica {
       }
       for relationship in object.entity.toOneRelationships {
         let target = object.value(forKey: relationship.name) as? ManagedObject
-        if let target, case .uuid(let targetID)? = target.primitiveValue(forKey: MirrorModel.identityAttribute) {
-          fields[relationship.name] = .reference(targetID)
-        } else {
-          fields[relationship.name] = .reference(nil)
-        }
+        fields[relationship.name] = .reference(try target.flatMap { try mirror.globalID(of: $0) })
       }
       dump[id] = fields
     }
