@@ -57,8 +57,18 @@ func StrataMirroring_StoreMirror_4(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 5, on `public struct SyncReport: Sendable, Hashable, Codable`
-func StrataMirroring_StoreMirror_5(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 5, on `public func globalID(of object: ManagedObject) throws -> UUID?`
+func StrataMirroring_StoreMirror_5(_ scope: DocScope) throws {
+  let context: ObjectContext = scope.context
+  let mirror: StoreMirror = scope.mirror
+  do {
+    let potato = try context.fetch(FetchRequest<Potato>()).first
+    let id = try potato.flatMap { try mirror.globalID(of: $0) }
+  }
+}
+
+// Modules/StrataMirroring/StoreMirror.swift, example 6, on `public struct SyncReport: Sendable, Hashable, Codable`
+func StrataMirroring_StoreMirror_6(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     let report = try await mirror.sync()
@@ -66,15 +76,15 @@ func StrataMirroring_StoreMirror_5(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 6, on `public init(pushed: Int = 0, pulled: Int = 0, conflicts: Int = 0)`
-func StrataMirroring_StoreMirror_6(_ scope: DocScope) throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 7, on `public init(pushed: Int = 0, pulled: Int = 0, conflicts: Int = 0)`
+func StrataMirroring_StoreMirror_7(_ scope: DocScope) throws {
   do {
     let nothing = SyncReport()
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 7, on `public struct MirrorStatus: Sendable, Hashable, Codable`
-func StrataMirroring_StoreMirror_7(_ scope: DocScope) throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 8, on `public struct MirrorStatus: Sendable, Hashable, Codable`
+func StrataMirroring_StoreMirror_8(_ scope: DocScope) throws {
   let mirror: StoreMirror = scope.mirror
   do {
     let status = try mirror.status()
@@ -82,8 +92,8 @@ func StrataMirroring_StoreMirror_7(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 8, on `public init(replicaID: UUID?, pendingTransactions: Int, lastPushedPosition: Int64, lastPulledPosition: Int64)`
-func StrataMirroring_StoreMirror_8(_ scope: DocScope) throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 9, on `public init(replicaID: UUID?, pendingTransactions: Int, lastPushedPosition: Int64, lastPulledPosition: Int64)`
+func StrataMirroring_StoreMirror_9(_ scope: DocScope) throws {
   do {
     let status = MirrorStatus(replicaID: nil, pendingTransactions: 0, lastPushedPosition: 0, lastPulledPosition: 0)
   }
