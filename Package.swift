@@ -19,6 +19,7 @@ let package = Package(
     .library(name: "StrataLMDB", targets: ["StrataLMDB"]),
     .library(name: "StrataPostgres", targets: ["StrataPostgres"]),
     .library(name: "StrataMirroring", targets: ["StrataMirroring"]),
+    .library(name: "StrataPostgresHub", targets: ["StrataPostgresHub"]),
     .library(name: "StrataConformance", targets: ["StrataConformance"]),
     .library(name: "StrataConformanceWorker", targets: ["StrataConformanceWorker"]),
     .library(name: "FaveFlicks", targets: ["FaveFlicks"]),
@@ -89,6 +90,10 @@ let package = Package(
     // the object graph. It imports no backend: composition roots and tests pass it the hub.
     .target(
       name: "StrataMirroring", dependencies: ["Strata", "StrataCore"], path: "Modules/StrataMirroring",
+      swiftSettings: swiftSettings),
+    // The PostgreSQL hub: the mirror tables in a schema, each push one PostgreSQL transaction (libpq directly).
+    .target(
+      name: "StrataPostgresHub", dependencies: ["StrataMirroring", "StrataCore", "CLibPQ"], path: "Modules/StrataPostgresHub",
       swiftSettings: swiftSettings),
 
     // MARK: Features
@@ -166,7 +171,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataMirroringTests",
-      dependencies: ["StrataMirroring", "Strata", "StrataMemory", "StrataSQLite", "StrataLMDB"],
+      dependencies: ["StrataMirroring", "StrataPostgresHub", "Strata", "StrataMemory", "StrataSQLite", "StrataLMDB"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataSQLiteTests",

@@ -25,6 +25,8 @@ public struct HubLedger: Sendable {
     public var fieldReplicas: [String: UUID]
     /// The position of the delete, for a tombstone.
     public var deletedAt: Int64?
+    /// The replica whose push deleted it, for a tombstone.
+    public var deletedBy: UUID?
   }
 
   /// The idempotency key of a pushed transaction.
@@ -37,8 +39,10 @@ public struct HubLedger: Sendable {
 
   /// The objects by global identity, tombstones included.
   public private(set) var objects: [UUID: Object] = [:]
-  /// Every accepted transaction, in order (the entry at index i has position i + 1).
+  /// The accepted transactions this ledger applied or was given, in order.
   public private(set) var log: [MirrorLogEntry] = []
+  /// The last position given, 0 before the first push.
+  public private(set) var lastPosition: Int64 = 0
   /// The receipt of every applied (replica, local sequence).
   public private(set) var receipts: [Key: MirrorReceipt] = [:]
   /// Every conflict resolved, in order.
@@ -54,8 +58,18 @@ public struct HubLedger: Sendable {
     self.model = model
   }
 
-  /// The last position given, 0 before the first push.
-  public var lastPosition: Int64 { Int64(log.count) }
+  /// A ledger that goes on from a hub's stored state: the objects a push may touch (with every live
+  /// object that may reference them, for the delete rules) and the last position given. Its `log`,
+  /// `receipts` and `conflicts` then hold only what it applies.
+  ///
+  /// ```swift
+  /// var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
+  /// ```
+  public init(model: ObjectModel, objects: [UUID: Object], lastPosition: Int64) {
+    self.model = model
+    self.objects = objects
+    self.lastPosition = lastPosition
+  }
 
   /// The live (not deleted) objects.
   public var liveObjects: [UUID: Object] { objects.filter { $0.value.deletedAt == nil } }
@@ -86,6 +100,7 @@ public struct HubLedger: Sendable {
       case .delete: delete(change.globalID, &merge, conflictWithUpdates: true)
       }
     }
+    lastPosition = merge.position
     log.append(
       MirrorLogEntry(
         position: merge.position, replicaID: transaction.replicaID, localSequence: transaction.localSequence,
@@ -103,8 +118,8 @@ public struct HubLedger: Sendable {
   /// let entries = ledger.entries(after: 0, limit: 500)
   /// ```
   public func entries(after position: Int64, limit: Int) -> [MirrorLogEntry] {
-    let start = Int(max(0, min(position, lastPosition)))
-    return Array(log[start..<min(log.count, start + max(0, limit))])
+    let first = log.partitionPoint { $0.position <= position }
+    return Array(log[first...].prefix(max(0, limit)))
   }
 
   private struct Merge {
@@ -155,7 +170,7 @@ public struct HubLedger: Sendable {
         merge.conflicts.append(
           MirrorConflict(
             kind: .deleteVersusUpdate, globalID: change.globalID, entityName: object.entityName, field: nil,
-            losingFields: change.fields, winningReplica: deleter(of: change.globalID, at: deletedAt) ?? replica,
+            losingFields: change.fields, winningReplica: object.deletedBy ?? replica,
             winningPosition: deletedAt, losingReplica: replica, losingPosition: merge.position))
       }
       return
@@ -207,6 +222,7 @@ public struct HubLedger: Sendable {
     guard var object = objects[id], object.deletedAt == nil else { return }
     let replica = merge.transaction.replicaID
     object.deletedAt = merge.position
+    object.deletedBy = replica
     objects[id] = object
     if conflictWithUpdates {
       let unseen = object.fieldPositions.filter { name, at in
@@ -250,9 +266,18 @@ public struct HubLedger: Sendable {
     }
     return model.entity(named: rel.destination)?.relationship(named: inverse)?.deleteRule
   }
+}
 
-  private func deleter(of id: UUID, at position: Int64) -> UUID? {
-    guard position >= 1, Int(position) <= log.count else { return nil }
-    return log[Int(position) - 1].replicaID
+extension Array {
+  /// The index of the first element for which `belongsBefore` is false, in an array where every element for
+  /// which it is true comes first.
+  fileprivate func partitionPoint(_ belongsBefore: (Element) -> Bool) -> Int {
+    var low = 0
+    var high = count
+    while low < high {
+      let mid = (low + high) / 2
+      if belongsBefore(self[mid]) { low = mid + 1 } else { high = mid }
+    }
+    return low
   }
 }

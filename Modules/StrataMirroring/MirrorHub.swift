@@ -239,6 +239,8 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
   case unsupported(String)
   /// Another sync of the same mirror is running.
   case syncInProgress
+  /// The hub was reached but failed the request (the reason is the hub's message); nothing was applied.
+  case hubFailed(String)
 
   /// One line for a person.
   public var description: String {
@@ -246,6 +248,7 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
     case .hubUnreachable(let reason): "offline: the mirror hub cannot be reached (\(reason)); local saves are kept"
     case .unsupported(let reason): "cannot mirror this store: \(reason)"
     case .syncInProgress: "a sync of this store is already running"
+    case .hubFailed(let reason): "the mirror hub failed the request: \(reason)"
     }
   }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Strata
 import StrataMirroring
+import StrataPostgresHub
 import Testing
 
 /// A seeded convergence property: three replicas (memory, SQLite, LMDB) make random transactions on a
@@ -22,6 +23,16 @@ struct MirrorConvergenceTests {
     ProcessInfo.processInfo.environment["STRATA_MIRROR_TRANSACTIONS"].flatMap(Int.init) ?? 100
   }
 
+  @Test func replicasConvergeOnAPostgreSQLHub() async throws {
+    let schema = "mirror_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(20)
+    let hub = try PostgresHub(uri: try PostgresHubTests.serverURI(), schema: String(schema), model: orchardModel)
+    let seed = Self.seeds[0]
+    let failures = try await Self.run(seed: seed, transactionsPerReplica: 30, hub: hub) { hub in
+      try (hub as? PostgresHub)?.liveObjects().mapValues(\.fields) ?? [:]
+    }
+    #expect(failures.isEmpty, "seed \(seed) (rerun with STRATA_MIRROR_SEED=\(seed)): \(failures.joined(separator: "; "))")
+  }
+
   @Test func replicasConvergeAfterRandomTransactionsAndSyncs() async throws {
     for seed in Self.seeds {
       let failures = try await Self.run(seed: seed, transactionsPerReplica: Self.transactionsPerReplica)
@@ -30,11 +41,13 @@ struct MirrorConvergenceTests {
   }
 
   /// Runs one seed; returns what did not hold.
-  static func run(seed: UInt64, transactionsPerReplica: Int) async throws -> [String] {
+  static func run(
+    seed: UInt64, transactionsPerReplica: Int, hub: any MirrorHub = MemoryHub(model: orchardModel),
+    hubDump: (any MirrorHub) throws -> [UUID: [String: MirrorField]] = { canonicalDump(of: $0) }
+  ) async throws -> [String] {
     var random = SeededGenerator(seed: seed)
     let directory = try temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
-    let hub = MemoryHub(model: orchardModel)
     let replicas = try ReplicaStore.allCases.map { try Replica($0, hub: hub, in: directory, name: $0.rawValue) }
     let first = replicas[0]
     for i in 0..<4 {
@@ -67,7 +80,7 @@ struct MirrorConvergenceTests {
     }
 
     var failures: [String] = []
-    let expected = canonicalDump(of: hub)
+    let expected = try hubDump(hub)
     for (store, replica) in zip(ReplicaStore.allCases, replicas) {
       let dump = try replica.canonicalDump()
       if dump != expected {
@@ -84,7 +97,7 @@ struct MirrorConvergenceTests {
       let pending = try replica.mirror.status().pendingTransactions
       if pending != 0 { failures.append("the \(store) replica still has \(pending) pending transactions") }
     }
-    let keys = hub.ledger.log.map { "\($0.replicaID)/\($0.localSequence)" }
+    let keys = try await hub.pull(after: 0, limit: .max).map { "\($0.replicaID)/\($0.localSequence)" }
     if Set(keys).count != keys.count { failures.append("a local transaction was applied twice on the hub") }
     return failures
   }

@@ -90,8 +90,8 @@ struct Replica {
 }
 
 /// The hub's live objects in the form of `Replica.canonicalDump()`.
-func canonicalDump(of hub: MemoryHub) -> [UUID: [String: MirrorField]] {
-  hub.ledger.liveObjects.mapValues(\.fields)
+func canonicalDump(of hub: any MirrorHub) -> [UUID: [String: MirrorField]] {
+  (hub as? MemoryHub)?.ledger.liveObjects.mapValues(\.fields) ?? [:]
 }
 
 /// A fresh temporary directory, removed by the caller.
