@@ -9,7 +9,7 @@ final class HubConnection: @unchecked Sendable {
 
   /// Connects with `conninfo` (a libpq URI or key/value string).
   ///
-  /// - Throws: ``MirrorError/hubUnreachable(_:)`` with libpq's reason (never the URI, which may hold a
+  /// - Throws: `MirrorError.hubUnreachable` with libpq's reason (never the URI, which may hold a
   ///   password).
   init(_ conninfo: String) throws {
     guard let handle = PQconnectdb(conninfo) else {
@@ -29,7 +29,7 @@ final class HubConnection: @unchecked Sendable {
 
   /// Runs `sql` with text parameters (`nil` is SQL NULL); returns the rows as text (`nil` for NULL).
   ///
-  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the connection is lost, ``MirrorError/hubFailed(_:)``
+  /// - Throws: `MirrorError.hubUnreachable` when the connection is lost, `MirrorError.hubFailed`
   ///   when the statement fails.
   @discardableResult
   func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {

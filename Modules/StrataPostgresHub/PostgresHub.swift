@@ -3,7 +3,7 @@ import StrataCore
 import StrataMirroring
 import Synchronization
 
-/// A hub in a PostgreSQL schema: the merge rules of every hub (``HubLedger``) applied inside one
+/// A hub in a PostgreSQL schema: the merge rules of every hub (`HubLedger`) applied inside one
 /// PostgreSQL transaction per push, with the idempotency key written in that same transaction.
 ///
 /// Its tables, created on first use in the schema it is given:
@@ -33,7 +33,7 @@ public final class PostgresHub: MirrorHub {
   /// A hub in `schema` of the database `uri` names (a libpq URI or key/value string). Nothing connects
   /// until the first call.
   ///
-  /// - Throws: ``MirrorError/unsupported(_:)`` for a schema name that is not a plain identifier.
+  /// - Throws: `MirrorError.unsupported` for a schema name that is not a plain identifier.
   public init(uri: String, schema: String, model: ObjectModel) throws {
     guard let first = schema.first, first.isLetter || first == "_",
       schema.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }), schema.count <= 63
@@ -56,8 +56,8 @@ public final class PostgresHub: MirrorHub {
 
   /// Applies `transaction` in one PostgreSQL transaction, exactly once.
   ///
-  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the server cannot be reached,
-  ///   ``MirrorError/hubFailed(_:)`` when it fails the statements (nothing is applied).
+  /// - Throws: `MirrorError.hubUnreachable` when the server cannot be reached,
+  ///   `MirrorError.hubFailed` when it fails the statements (nothing is applied).
   public func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt {
     try withConnection { connection, state in
       let receipt = try connection.transaction { try apply(transaction, on: connection) }
@@ -71,7 +71,7 @@ public final class PostgresHub: MirrorHub {
 
   /// The log entries after `position`, at most `limit`.
   ///
-  /// - Throws: ``MirrorError/hubUnreachable(_:)`` or ``MirrorError/hubFailed(_:)``.
+  /// - Throws: `MirrorError.hubUnreachable` or `MirrorError.hubFailed`.
   public func pull(after position: Int64, limit: Int) async throws -> [MirrorLogEntry] {
     try withConnection { connection, _ in
       try connection.query(
@@ -83,7 +83,7 @@ public final class PostgresHub: MirrorHub {
 
   /// Every conflict resolved, in order.
   ///
-  /// - Throws: ``MirrorError/hubUnreachable(_:)`` or ``MirrorError/hubFailed(_:)``.
+  /// - Throws: `MirrorError.hubUnreachable` or `MirrorError.hubFailed`.
   public func conflicts() async throws -> [MirrorConflict] {
     try withConnection { connection, _ in
       try connection.query("SELECT conflict FROM \(table("conflicts")) ORDER BY id").map {
@@ -94,7 +94,7 @@ public final class PostgresHub: MirrorHub {
 
   /// The live objects' current fields, by global identity (what every replica converges to).
   ///
-  /// - Throws: ``MirrorError/hubUnreachable(_:)`` or ``MirrorError/hubFailed(_:)``.
+  /// - Throws: `MirrorError.hubUnreachable` or `MirrorError.hubFailed`.
   public func liveObjects() throws -> [UUID: HubLedger.Object] {
     try withConnection { connection, _ in try loadObjects(connection).filter { $0.value.deletedAt == nil } }
   }

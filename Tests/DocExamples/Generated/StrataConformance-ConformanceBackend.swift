@@ -10,6 +10,7 @@ import StrataLMDB
 import StrataMemory
 import StrataMirroring
 import StrataPostgres
+import StrataPostgresHub
 import StrataSQLite
 import StrataStoreKit
 import Synchronization

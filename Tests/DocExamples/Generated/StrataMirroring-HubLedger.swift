@@ -10,6 +10,7 @@ import StrataLMDB
 import StrataMemory
 import StrataMirroring
 import StrataPostgres
+import StrataPostgresHub
 import StrataSQLite
 import StrataStoreKit
 import Synchronization
@@ -32,8 +33,16 @@ func StrataMirroring_HubLedger_2(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 3, on `public mutating func apply(_ transaction: MirrorTransaction) -> MirrorReceipt`
+// Modules/StrataMirroring/HubLedger.swift, example 3, on `public init(model: ObjectModel, objects: [UUID: Object], lastPosition: Int64)`
 func StrataMirroring_HubLedger_3(_ scope: DocScope) throws {
+  let container: PersistentContainer = scope.container
+  do {
+    var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
+  }
+}
+
+// Modules/StrataMirroring/HubLedger.swift, example 4, on `public mutating func apply(_ transaction: MirrorTransaction) -> MirrorReceipt`
+func StrataMirroring_HubLedger_4(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     var ledger = HubLedger(model: container.model)
@@ -43,8 +52,8 @@ func StrataMirroring_HubLedger_3(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 4, on `public func entries(after position: Int64, limit: Int) -> [MirrorLogEntry]`
-func StrataMirroring_HubLedger_4(_ scope: DocScope) throws {
+// Modules/StrataMirroring/HubLedger.swift, example 5, on `public func entries(after position: Int64, limit: Int) -> [MirrorLogEntry]`
+func StrataMirroring_HubLedger_5(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     let ledger = HubLedger(model: container.model)

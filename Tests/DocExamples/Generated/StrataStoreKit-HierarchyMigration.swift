@@ -13,6 +13,7 @@ import StrataLMDB
 import StrataMemory
 import StrataMirroring
 import StrataPostgres
+import StrataPostgresHub
 import StrataSQLite
 import StrataStoreKit
 import Synchronization
