@@ -5,7 +5,8 @@ extension StoreMirror {
   /// Pulls the hub's entries after the last pulled position in batches; each batch is applied and the
   /// new position recorded in one local transaction.
   func pull(into report: inout SyncReport) async throws {
-    var position = try status().lastPulledPosition
+    let context = mirrorContext()
+    var position = try context.performAndWait { try MirrorState(context).pulled }
     while true {
       let entries = try await hub.pull(after: position, limit: pullBatchSize)
       guard let last = entries.last else { return }
