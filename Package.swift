@@ -18,6 +18,8 @@ let package = Package(
     .library(name: "StrataMemory", targets: ["StrataMemory"]),
     .library(name: "StrataLMDB", targets: ["StrataLMDB"]),
     .library(name: "StrataPostgres", targets: ["StrataPostgres"]),
+    .library(name: "StrataMirroring", targets: ["StrataMirroring"]),
+    .library(name: "StrataPostgresHub", targets: ["StrataPostgresHub"]),
     .library(name: "StrataConformance", targets: ["StrataConformance"]),
     .library(name: "StrataConformanceWorker", targets: ["StrataConformanceWorker"]),
     .library(name: "FaveFlicks", targets: ["FaveFlicks"]),
@@ -81,6 +83,17 @@ let package = Package(
     // The second process of the suite's multi-process areas; a backend package supplies it in one line.
     .target(
       name: "StrataConformanceWorker", dependencies: ["StrataStoreKit"], path: "Modules/StrataConformanceWorker",
+      swiftSettings: swiftSettings),
+
+    // MARK: Mirroring
+    // A local store synced both ways with a hub through persistent history; above the store contract, beside
+    // the object graph. It imports no backend: composition roots and tests pass it the hub.
+    .target(
+      name: "StrataMirroring", dependencies: ["Strata", "StrataCore"], path: "Modules/StrataMirroring",
+      swiftSettings: swiftSettings),
+    // The PostgreSQL hub: the mirror tables in a schema, each push one PostgreSQL transaction (libpq directly).
+    .target(
+      name: "StrataPostgresHub", dependencies: ["StrataMirroring", "StrataCore", "CLibPQ"], path: "Modules/StrataPostgresHub",
       swiftSettings: swiftSettings),
 
     // MARK: Features
@@ -155,6 +168,10 @@ let package = Package(
     .testTarget(
       name: "StrataTests",
       dependencies: ["Strata", "StrataStoreKit", "StrataMemory", "StrataConformance", "StrataTestSupport"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "StrataMirroringTests",
+      dependencies: ["StrataMirroring", "StrataPostgresHub", "Strata", "StrataMemory", "StrataSQLite", "StrataLMDB"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataSQLiteTests",

@@ -3,6 +3,7 @@ import Strata
 import StrataConformance
 import StrataLMDB
 import StrataMemory
+import StrataMirroring
 import StrataPostgres
 import StrataSQLite
 import StrataStoreKit
@@ -162,6 +163,9 @@ final class DocScope {
   var predicate: QueryPredicate = .constant(true)
   var options: StoreOptions = StoreOptions()
   var data: Data = Data()
+  /// A mirrored app's hub and the mirror of its container (StrataMirroring).
+  var hub: MemoryHub!
+  var mirror: StoreMirror!
 
   // A backend's store, named `store` in the examples of its module
   var store: any PersistentStore

@@ -1,0 +1,283 @@
+import Foundation
+import StrataCore
+
+/// The hub's state and its merge rules, as a value: current objects with the position and replica of
+/// each field's last change, tombstones, the log, the idempotency keys and the recorded conflicts.
+///
+/// A hub keeps one ledger and applies each push to it inside one of its own transactions; the rules
+/// (three-way merge per field, delete wins, delete rules, exactly once) live here, written once for
+/// every hub.
+///
+/// ```swift
+/// var ledger = HubLedger(model: container.model)
+/// let receipt = ledger.apply(MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: []))
+/// ```
+public struct HubLedger: Sendable {
+  /// One object as the hub holds it.
+  public struct Object: Sendable, Hashable, Codable {
+    /// The object's entity.
+    public var entityName: String
+    /// The current value of every field.
+    public var fields: [String: MirrorField]
+    /// The position of each field's last change.
+    public var fieldPositions: [String: Int64]
+    /// The replica of each field's last change.
+    public var fieldReplicas: [String: UUID]
+    /// The position of the delete, for a tombstone.
+    public var deletedAt: Int64?
+    /// The replica whose push deleted it, for a tombstone.
+    public var deletedBy: UUID?
+  }
+
+  /// The idempotency key of a pushed transaction.
+  public struct Key: Sendable, Hashable, Codable {
+    /// The pushing replica.
+    public var replicaID: UUID
+    /// Its local history sequence.
+    public var localSequence: Int64
+  }
+
+  /// The objects by global identity, tombstones included.
+  public private(set) var objects: [UUID: Object] = [:]
+  /// The accepted transactions this ledger applied or was given, in order.
+  public private(set) var log: [MirrorLogEntry] = []
+  /// The last position given, 0 before the first push.
+  public private(set) var lastPosition: Int64 = 0
+  /// The receipt of every applied (replica, local sequence).
+  public private(set) var receipts: [Key: MirrorReceipt] = [:]
+  /// Every conflict resolved, in order.
+  public private(set) var conflicts: [MirrorConflict] = []
+  private let model: ObjectModel
+
+  /// An empty ledger for objects of `model` (its delete rules are applied on the hub).
+  ///
+  /// ```swift
+  /// var ledger = HubLedger(model: container.model)
+  /// ```
+  public init(model: ObjectModel) {
+    self.model = model
+  }
+
+  /// A ledger that goes on from a hub's stored state: the objects a push may touch (with every live
+  /// object that may reference them, for the delete rules) and the last position given. Its `log`,
+  /// `receipts` and `conflicts` then hold only what it applies.
+  ///
+  /// ```swift
+  /// var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
+  /// ```
+  public init(model: ObjectModel, objects: [UUID: Object], lastPosition: Int64) {
+    self.model = model
+    self.objects = objects
+    self.lastPosition = lastPosition
+  }
+
+  /// The live (not deleted) objects.
+  public var liveObjects: [UUID: Object] { objects.filter { $0.value.deletedAt == nil } }
+
+  /// Applies `transaction` once: a retry of an applied (replica, local sequence) returns the first
+  /// receipt, marked as a duplicate, and changes nothing.
+  ///
+  /// ```swift
+  /// var ledger = HubLedger(model: container.model)
+  /// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: [])
+  /// let first = ledger.apply(pushed)
+  /// let again = ledger.apply(pushed)  // again.wasDuplicate, again.position == first.position
+  /// ```
+  public mutating func apply(_ transaction: MirrorTransaction) -> MirrorReceipt {
+    let key = Key(replicaID: transaction.replicaID, localSequence: transaction.localSequence)
+    if var receipt = receipts[key] {
+      receipt.wasDuplicate = true
+      return receipt
+    }
+    var merge = Merge(position: lastPosition + 1, transaction: transaction)
+    // Inserts first: a change of the same local transaction may reference an object listed after it.
+    let ordered = transaction.changes.filter { $0.kind == .insert } + transaction.changes.filter { $0.kind != .insert }
+    for var change in ordered {
+      dropUnknownReferences(of: &change)
+      switch change.kind {
+      case .insert: insert(change, &merge)
+      case .update: update(change, &merge)
+      case .delete: delete(change.globalID, &merge, conflictWithUpdates: true)
+      }
+    }
+    lastPosition = merge.position
+    log.append(
+      MirrorLogEntry(
+        position: merge.position, replicaID: transaction.replicaID, localSequence: transaction.localSequence,
+        changes: merge.logged))
+    conflicts += merge.conflicts
+    let receipt = MirrorReceipt(position: merge.position, wasDuplicate: false, conflicts: merge.conflicts)
+    receipts[key] = receipt
+    return receipt
+  }
+
+  /// The log entries after `position`, at most `limit`.
+  ///
+  /// ```swift
+  /// let ledger = HubLedger(model: container.model)
+  /// let entries = ledger.entries(after: 0, limit: 500)
+  /// ```
+  public func entries(after position: Int64, limit: Int) -> [MirrorLogEntry] {
+    let first = log.partitionPoint { $0.position <= position }
+    return Array(log[first...].prefix(max(0, limit)))
+  }
+
+  private struct Merge {
+    let position: Int64
+    let transaction: MirrorTransaction
+    var logged: [MirrorChange] = []
+    var conflicts: [MirrorConflict] = []
+  }
+
+  /// A replica reads an object's values when it pushes, not when its transaction was made: an insert or
+  /// update can name a target whose own insert comes in a later transaction of the same push. Such a
+  /// reference is not applied (an insert gets no target); the later transaction that set it carries it
+  /// again once the target exists.
+  private func dropUnknownReferences(of change: inout MirrorChange) {
+    for (name, field) in change.fields {
+      guard case .reference(let target?) = field, objects[target] == nil else { continue }
+      change.fields[name] = change.kind == .insert ? .reference(nil) : nil
+    }
+  }
+
+  private mutating func insert(_ change: MirrorChange, _ merge: inout Merge) {
+    if objects[change.globalID] != nil {
+      update(change, &merge)
+      return
+    }
+    var object = Object(entityName: change.entityName, fields: [:], fieldPositions: [:], fieldReplicas: [:])
+    for (name, field) in change.fields {
+      object.fields[name] = field
+      object.fieldPositions[name] = merge.position
+      object.fieldReplicas[name] = merge.transaction.replicaID
+    }
+    objects[change.globalID] = object
+    var logged = MirrorChange(globalID: change.globalID, entityName: change.entityName, kind: .insert, fields: object.fields)
+    if resolveReferences(of: change.globalID, &logged, &merge) {
+      merge.logged.append(logged)
+    } else {
+      // A reference to a deleted object whose delete rule cascades: the new object goes with it.
+      merge.logged.append(logged)
+      delete(change.globalID, &merge, conflictWithUpdates: false)
+    }
+  }
+
+  private mutating func update(_ change: MirrorChange, _ merge: inout Merge) {
+    let replica = merge.transaction.replicaID
+    guard var object = objects[change.globalID] else { return }
+    if let deletedAt = object.deletedAt {
+      if !change.fields.isEmpty {
+        merge.conflicts.append(
+          MirrorConflict(
+            kind: .deleteVersusUpdate, globalID: change.globalID, entityName: object.entityName, field: nil,
+            losingFields: change.fields, winningReplica: object.deletedBy ?? replica,
+            winningPosition: deletedAt, losingReplica: replica, losingPosition: merge.position))
+      }
+      return
+    }
+    var applied: [String: MirrorField] = [:]
+    for name in change.fields.keys.sorted() {
+      guard let field = change.fields[name] else { continue }
+      let previous = object.fields[name]
+      if previous == field { continue }
+      if let at = object.fieldPositions[name], at > merge.transaction.basePosition,
+        let other = object.fieldReplicas[name], other != replica
+      {
+        merge.conflicts.append(
+          MirrorConflict(
+            kind: .updateVersusUpdate, globalID: change.globalID, entityName: object.entityName, field: name,
+            losingFields: previous.map { [name: $0] } ?? [:], winningReplica: replica, winningPosition: merge.position,
+            losingReplica: other, losingPosition: at))
+      }
+      object.fields[name] = field
+      object.fieldPositions[name] = merge.position
+      object.fieldReplicas[name] = replica
+      applied[name] = field
+    }
+    objects[change.globalID] = object
+    guard !applied.isEmpty else { return }
+    var logged = MirrorChange(globalID: change.globalID, entityName: object.entityName, kind: .update, fields: applied)
+    let keeps = resolveReferences(of: change.globalID, &logged, &merge)
+    merge.logged.append(logged)
+    if !keeps { delete(change.globalID, &merge, conflictWithUpdates: false) }
+  }
+
+  /// Points references to deleted objects at nothing; `false` when one of them cascades (the referencing
+  /// object must be deleted too).
+  private mutating func resolveReferences(of id: UUID, _ logged: inout MirrorChange, _ merge: inout Merge) -> Bool {
+    guard var object = objects[id] else { return true }
+    var keeps = true
+    for (name, field) in logged.fields {
+      guard case .reference(let target?) = field, let targetObject = objects[target], targetObject.deletedAt != nil
+      else { continue }
+      if inverseRule(of: name, in: object.entityName) == .cascade { keeps = false }
+      object.fields[name] = .reference(nil)
+      logged.fields[name] = .reference(nil)
+    }
+    objects[id] = object
+    return keeps
+  }
+
+  private mutating func delete(_ id: UUID, _ merge: inout Merge, conflictWithUpdates: Bool) {
+    guard var object = objects[id], object.deletedAt == nil else { return }
+    let replica = merge.transaction.replicaID
+    object.deletedAt = merge.position
+    object.deletedBy = replica
+    objects[id] = object
+    if conflictWithUpdates {
+      let unseen = object.fieldPositions.filter { name, at in
+        at > merge.transaction.basePosition && object.fieldReplicas[name] != replica
+      }
+      if let (name, at) = unseen.max(by: { $0.value < $1.value }), let loser = object.fieldReplicas[name] {
+        merge.conflicts.append(
+          MirrorConflict(
+            kind: .deleteVersusUpdate, globalID: id, entityName: object.entityName, field: nil,
+            losingFields: object.fields.filter { unseen[$0.key] != nil }, winningReplica: replica,
+            winningPosition: merge.position, losingReplica: loser, losingPosition: at))
+      }
+    }
+    // The delete rules, children first, so a replica replaying the entry never deletes a parent that
+    // still has children it would have to cascade or nullify on its own.
+    for otherID in objects.keys.sorted(by: { $0.uuidString < $1.uuidString }) {
+      guard let other = objects[otherID], other.deletedAt == nil else { continue }
+      let referencing = other.fields.keys.sorted().filter { other.fields[$0] == .reference(id) }
+      if referencing.contains(where: { inverseRule(of: $0, in: other.entityName) == .cascade }) {
+        delete(otherID, &merge, conflictWithUpdates: false)
+        continue
+      }
+      guard !referencing.isEmpty else { continue }
+      var nullified = other
+      var fields: [String: MirrorField] = [:]
+      for name in referencing {
+        nullified.fields[name] = .reference(nil)
+        nullified.fieldPositions[name] = merge.position
+        nullified.fieldReplicas[name] = replica
+        fields[name] = .reference(nil)
+      }
+      objects[otherID] = nullified
+      merge.logged.append(MirrorChange(globalID: otherID, entityName: other.entityName, kind: .update, fields: fields))
+    }
+    merge.logged.append(MirrorChange(globalID: id, entityName: object.entityName, kind: .delete))
+  }
+
+  private func inverseRule(of relationship: String, in entityName: String) -> DeleteRule? {
+    guard let rel = model.entity(named: entityName)?.relationship(named: relationship), let inverse = rel.inverse else {
+      return nil
+    }
+    return model.entity(named: rel.destination)?.relationship(named: inverse)?.deleteRule
+  }
+}
+
+extension Array {
+  /// The index of the first element for which `belongsBefore` is false, in an array where every element for
+  /// which it is true comes first.
+  fileprivate func partitionPoint(_ belongsBefore: (Element) -> Bool) -> Int {
+    var low = 0
+    var high = count
+    while low < high {
+      let mid = (low + high) / 2
+      if belongsBefore(self[mid]) { low = mid + 1 } else { high = mid }
+    }
+    return low
+  }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import StrataCore
+import Synchronization
+
+/// A hub held in memory: the same merge rules as every hub (``HubLedger``), applied under a lock, for
+/// fast deterministic simulations of many replicas. It can be switched off (``isReachable``) and told
+/// to lose the reply of the next push after applying it, to test offline work and retries.
+///
+/// ```swift
+/// let hub = MemoryHub(model: container.model)
+/// let mirror = try StoreMirror(container: container, hub: hub)
+/// hub.isReachable = false  // sync() now throws MirrorError.hubUnreachable
+/// ```
+public final class MemoryHub: MirrorHub {
+  private struct State {
+    var ledger: HubLedger
+    var isReachable = true
+    var losesReplies = 0
+  }
+
+  private let state: Mutex<State>
+
+  /// An empty hub for objects of `model`.
+  ///
+  /// ```swift
+  /// let hub = MemoryHub(model: try ObjectModel(Potato.self, Tasting.self))
+  /// ```
+  public init(model: ObjectModel) {
+    state = Mutex(State(ledger: HubLedger(model: model)))
+  }
+
+  /// Whether pushes and pulls reach the hub; `false` makes them throw ``MirrorError/hubUnreachable(_:)``.
+  public var isReachable: Bool {
+    get { state.withLock { $0.isReachable } }
+    set { state.withLock { $0.isReachable = newValue } }
+  }
+
+  /// Makes the next `count` pushes apply their transaction and then throw as if the reply was lost.
+  ///
+  /// ```swift
+  /// hub.loseReplies(1)
+  /// ```
+  public func loseReplies(_ count: Int) {
+    state.withLock { $0.losesReplies += count }
+  }
+
+  /// A copy of the hub's state: objects, log, idempotency keys and conflicts.
+  public var ledger: HubLedger { state.withLock { $0.ledger } }
+
+  /// Applies `transaction` once (see ``HubLedger/apply(_:)``).
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when switched off or losing this reply.
+  public func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt {
+    try state.withLock { state in
+      guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
+      let receipt = state.ledger.apply(transaction)
+      if state.losesReplies > 0 {
+        state.losesReplies -= 1
+        throw MirrorError.hubUnreachable("the memory hub lost the reply to a push it applied")
+      }
+      return receipt
+    }
+  }
+
+  /// The log entries after `position`.
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when switched off.
+  public func pull(after position: Int64, limit: Int) async throws -> [MirrorLogEntry] {
+    try state.withLock { state in
+      guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
+      return state.ledger.entries(after: position, limit: limit)
+    }
+  }
+
+  /// Every conflict resolved so far.
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when switched off.
+  public func conflicts() async throws -> [MirrorConflict] {
+    try state.withLock { state in
+      guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
+      return state.ledger.conflicts
+    }
+  }
+}

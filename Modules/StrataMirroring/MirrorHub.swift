@@ -1,0 +1,254 @@
+import Foundation
+import StrataCore
+
+/// The shared side of mirroring: it applies each replica transaction once, merges it field by field and
+/// gives every accepted transaction a position in one total order that replicas pull.
+///
+/// A hub is injected by the composition root (an app, a tool or a test); the mirroring engine never
+/// imports a backend.
+///
+/// ```swift
+/// let hub = MemoryHub(model: container.model)
+/// let mirror = try StoreMirror(container: container, hub: hub)
+/// let report = try await mirror.sync()
+/// ```
+public protocol MirrorHub: Sendable {
+  /// Applies `transaction` in one hub transaction, exactly once: a second push with the same
+  /// (replica, local sequence) returns the first receipt and changes nothing.
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
+  func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt
+
+  /// The log entries after `position`, in order, at most `limit` of them.
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
+  func pull(after position: Int64, limit: Int) async throws -> [MirrorLogEntry]
+
+  /// Every conflict the hub resolved, in the order of the positions that resolved them.
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
+  func conflicts() async throws -> [MirrorConflict]
+}
+
+/// The value of one mirrored field: an attribute's value, or a to-one relationship's target by global
+/// identity (`nil` for no target).
+///
+/// ```swift
+/// let name = MirrorField.value(.string("Russet"))
+/// let shelf = MirrorField.reference(UUID())
+/// ```
+public enum MirrorField: Sendable, Hashable, Codable {
+  /// An attribute's stored value.
+  case value(Value)
+  /// A to-one relationship's target, by global identity.
+  case reference(UUID?)
+}
+
+/// What happened to one object in a mirrored transaction.
+///
+/// ```swift
+/// let kind = MirrorChange.Kind.update
+/// ```
+public struct MirrorChange: Sendable, Hashable, Codable {
+  /// Insert, update or delete.
+  public enum Kind: String, Sendable, Hashable, Codable {
+    /// The object was created; `fields` holds every persistent attribute and to-one relationship.
+    case insert
+    /// The object changed; `fields` holds only the changed fields.
+    case update
+    /// The object was deleted (a tombstone); `fields` is empty.
+    case delete
+  }
+
+  /// The object's global identity, given by the replica that created it.
+  public var globalID: UUID
+  /// The object's entity.
+  public var entityName: String
+  /// Insert, update or delete.
+  public var kind: Kind
+  /// The fields that travel, by attribute or relationship name.
+  public var fields: [String: MirrorField]
+
+  /// A change of the object `globalID` of `entityName`.
+  ///
+  /// ```swift
+  /// let change = MirrorChange(globalID: UUID(), entityName: "Potato", kind: .update, fields: ["variety": .value(.string("Russet"))])
+  /// ```
+  public init(globalID: UUID, entityName: String, kind: Kind, fields: [String: MirrorField] = [:]) {
+    self.globalID = globalID
+    self.entityName = entityName
+    self.kind = kind
+    self.fields = fields
+  }
+}
+
+/// One local transaction of a replica, as pushed to the hub.
+///
+/// ```swift
+/// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 7, basePosition: 12, changes: [])
+/// ```
+public struct MirrorTransaction: Sendable, Hashable, Codable {
+  /// The replica that made the transaction.
+  public var replicaID: UUID
+  /// The local history sequence of the transaction; with `replicaID`, the idempotency key.
+  public var localSequence: Int64
+  /// The last hub position the replica had pulled when it pushed: the base of the three-way merge.
+  public var basePosition: Int64
+  /// The changed objects, in the order the local transaction listed them.
+  public var changes: [MirrorChange]
+
+  /// A transaction of `replicaID`.
+  ///
+  /// ```swift
+  /// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 7, basePosition: 12, changes: [])
+  /// ```
+  public init(replicaID: UUID, localSequence: Int64, basePosition: Int64, changes: [MirrorChange]) {
+    self.replicaID = replicaID
+    self.localSequence = localSequence
+    self.basePosition = basePosition
+    self.changes = changes
+  }
+}
+
+/// The hub's answer to a push.
+///
+/// ```swift
+/// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: [])
+/// let receipt = try await hub.push(pushed)
+/// print(receipt.position, receipt.conflicts.count)
+/// ```
+public struct MirrorReceipt: Sendable, Hashable, Codable {
+  /// The position the transaction was given.
+  public var position: Int64
+  /// Whether this push was a retry of an already applied transaction (nothing was applied again).
+  public var wasDuplicate: Bool
+  /// The conflicts resolved while applying the transaction.
+  public var conflicts: [MirrorConflict]
+
+  /// A receipt for the transaction at `position`.
+  ///
+  /// ```swift
+  /// let receipt = MirrorReceipt(position: 3, wasDuplicate: false, conflicts: [])
+  /// ```
+  public init(position: Int64, wasDuplicate: Bool, conflicts: [MirrorConflict]) {
+    self.position = position
+    self.wasDuplicate = wasDuplicate
+    self.conflicts = conflicts
+  }
+}
+
+/// One accepted transaction in the hub's total order: the changes as the hub applied them (after the
+/// merge and the delete rules), which every replica replays.
+///
+/// ```swift
+/// for entry in try await hub.pull(after: 0, limit: 100) { print(entry.position, entry.changes.count) }
+/// ```
+public struct MirrorLogEntry: Sendable, Hashable, Codable {
+  /// The entry's position; positions start at 1 and have no gaps.
+  public var position: Int64
+  /// The replica that pushed the transaction.
+  public var replicaID: UUID
+  /// The replica's local sequence of the transaction.
+  public var localSequence: Int64
+  /// The resulting changes: merged values, tombstones and the effects of delete rules.
+  public var changes: [MirrorChange]
+
+  /// An entry at `position`.
+  ///
+  /// ```swift
+  /// let entry = MirrorLogEntry(position: 1, replicaID: UUID(), localSequence: 1, changes: [])
+  /// ```
+  public init(position: Int64, replicaID: UUID, localSequence: Int64, changes: [MirrorChange]) {
+    self.position = position
+    self.replicaID = replicaID
+    self.localSequence = localSequence
+    self.changes = changes
+  }
+}
+
+/// A conflict the hub resolved: the same field changed by two replicas, or an object updated by one
+/// replica and deleted by another.
+///
+/// ```swift
+/// for conflict in try await mirror.conflicts() where conflict.kind == .deleteVersusUpdate {
+///   print(conflict.entityName, conflict.losingFields)
+/// }
+/// ```
+public struct MirrorConflict: Sendable, Hashable, Codable {
+  /// What collided.
+  public enum Kind: String, Sendable, Hashable, Codable {
+    /// The same field changed on two replicas; the later push won it.
+    case updateVersusUpdate
+    /// An object updated on one replica and deleted on another; the delete won.
+    case deleteVersusUpdate
+  }
+
+  /// What collided.
+  public var kind: Kind
+  /// The object's global identity.
+  public var globalID: UUID
+  /// The object's entity.
+  public var entityName: String
+  /// The field (update/update) — `nil` for delete/update.
+  public var field: String?
+  /// The values that lost, by field name.
+  public var losingFields: [String: MirrorField]
+  /// The replica whose change won, and the position it was given.
+  public var winningReplica: UUID
+  /// The position of the winning change.
+  public var winningPosition: Int64
+  /// The replica whose change lost.
+  public var losingReplica: UUID
+  /// The position of the losing change (for a change that was never applied, the position of the push
+  /// that carried it).
+  public var losingPosition: Int64
+
+  /// A recorded conflict.
+  ///
+  /// ```swift
+  /// let conflict = MirrorConflict(
+  ///   kind: .updateVersusUpdate, globalID: UUID(), entityName: "Potato", field: "variety",
+  ///   losingFields: ["variety": .value(.string("Russet"))], winningReplica: UUID(), winningPosition: 9,
+  ///   losingReplica: UUID(), losingPosition: 8)
+  /// ```
+  public init(
+    kind: Kind, globalID: UUID, entityName: String, field: String?, losingFields: [String: MirrorField],
+    winningReplica: UUID, winningPosition: Int64, losingReplica: UUID, losingPosition: Int64
+  ) {
+    self.kind = kind
+    self.globalID = globalID
+    self.entityName = entityName
+    self.field = field
+    self.losingFields = losingFields
+    self.winningReplica = winningReplica
+    self.winningPosition = winningPosition
+    self.losingReplica = losingReplica
+    self.losingPosition = losingPosition
+  }
+}
+
+/// The errors of mirroring.
+///
+/// ```swift
+/// do { _ = try await mirror.sync() } catch MirrorError.hubUnreachable(let reason) { print("offline: \(reason)") }
+/// ```
+public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The hub could not be reached; nothing was lost and the next sync resumes.
+  case hubUnreachable(String)
+  /// The local store or its model cannot be mirrored (the reason says what to change).
+  case unsupported(String)
+  /// Another sync of the same mirror is running.
+  case syncInProgress
+  /// The hub was reached but failed the request (the reason is the hub's message); nothing was applied.
+  case hubFailed(String)
+
+  /// One line for a person.
+  public var description: String {
+    switch self {
+    case .hubUnreachable(let reason): "offline: the mirror hub cannot be reached (\(reason)); local saves are kept"
+    case .unsupported(let reason): "cannot mirror this store: \(reason)"
+    case .syncInProgress: "a sync of this store is already running"
+    case .hubFailed(let reason): "the mirror hub failed the request: \(reason)"
+    }
+  }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Strata
+
+/// The mirror's own state, one `StrataMirrorState` object per key in the local store, read and written
+/// through a context of the mirror so that it is saved in the same local transaction as the data it
+/// describes.
+struct MirrorState {
+  private enum Key: String, CaseIterable {
+    case replica, acknowledged, pushed, pulled
+  }
+
+  private var rows: [String: ManagedObject] = [:]
+  private(set) var replicaID: UUID?
+  private(set) var acknowledged: HistoryToken?
+  private(set) var pushed: Int64 = 0
+  private(set) var pulled: Int64 = 0
+
+  init(_ context: ObjectContext) throws {
+    let request = FetchRequest<ManagedObject>(entityName: MirrorModel.stateEntity)
+    for row in try context.fetch(request) {
+      guard let key = row.primitiveValue(forKey: "key"), case .string(let name) = key,
+        case .string(let value)? = row.primitiveValue(forKey: "value")
+      else { continue }
+      rows[name] = row
+      switch Key(rawValue: name) {
+      case .replica: replicaID = UUID(uuidString: value)
+      case .acknowledged: acknowledged = HistoryToken(string: value)
+      case .pushed: pushed = Int64(value) ?? 0
+      case .pulled: pulled = Int64(value) ?? 0
+      case nil: break
+      }
+    }
+  }
+
+  /// This replica's identity, given (and staged in `context`) on first use.
+  mutating func requireReplicaID(in context: ObjectContext) throws -> UUID {
+    if let replicaID { return replicaID }
+    let id = UUID()
+    try set(.replica, id.uuidString, in: context)
+    replicaID = id
+    return id
+  }
+
+  mutating func setAcknowledged(_ token: HistoryToken, position: Int64?, in context: ObjectContext) throws {
+    try set(.acknowledged, token.description, in: context)
+    acknowledged = token
+    if let position, position > pushed {
+      try set(.pushed, String(position), in: context)
+      pushed = position
+    }
+  }
+
+  mutating func setPulled(_ position: Int64, in context: ObjectContext) throws {
+    try set(.pulled, String(position), in: context)
+    pulled = position
+  }
+
+  private mutating func set(_ key: Key, _ value: String, in context: ObjectContext) throws {
+    let row: ManagedObject
+    if let existing = rows[key.rawValue] {
+      row = existing
+    } else {
+      row = try context.insertObject(entityName: MirrorModel.stateEntity)
+      try row.setValue(key.rawValue, forKey: "key")
+      rows[key.rawValue] = row
+    }
+    try row.setValue(value, forKey: "value")
+  }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Strata
+
+extension StoreMirror {
+  /// Pulls the hub's entries after the last pulled position in batches; each batch is applied and the
+  /// new position recorded in one local transaction.
+  func pull(into report: inout SyncReport) async throws {
+    let context = mirrorContext()
+    var position = try context.performAndWait { try MirrorState(context).pulled }
+    while true {
+      let entries = try await hub.pull(after: position, limit: pullBatchSize)
+      guard let last = entries.last else { return }
+      report.pulled += try apply(entries)
+      position = last.position
+      if entries.count < pullBatchSize { return }
+    }
+  }
+
+  /// Applies `entries` in order in one save of the mirror's context; returns how many came from other
+  /// replicas. Fields that local transactions not yet pushed have changed are left alone (those
+  /// transactions push them later, and the later push wins on the hub).
+  private func apply(_ entries: [MirrorLogEntry]) throws -> Int {
+    let context = mirrorContext()
+    return try context.performAndWait {
+      var state = try MirrorState(context)
+      let replica = try state.requireReplicaID(in: context)
+      if context.hasChanges { try context.save() }
+      var applier = PullApplier(context: context, model: container.model, identity: identity(of: replica))
+      try applier.notePending(try pendingTransactions(after: state.acknowledged, in: context))
+      var fromOthers = 0
+      for entry in entries where entry.position > state.pulled {
+        try applier.apply(entry, isOwn: entry.replicaID == replica)
+        if entry.replicaID != replica { fromOthers += 1 }
+      }
+      if let last = entries.last, last.position > state.pulled { try state.setPulled(last.position, in: context) }
+      if context.hasChanges { try context.save() }
+      return fromOthers
+    }
+  }
+}
+
+/// Applies hub entries to a context: finds objects by global identity, creates, updates and deletes them.
+struct PullApplier {
+  let context: ObjectContext
+  let model: ObjectModel
+  let identity: GlobalIdentity
+  private var found: [UUID: ManagedObject?] = [:]
+  private var pendingFields: [ObjectID: Set<String>] = [:]
+  private var pendingDeletes: Set<UUID> = []
+
+  init(context: ObjectContext, model: ObjectModel, identity: GlobalIdentity) {
+    self.context = context
+    self.model = model
+    self.identity = identity
+  }
+
+  /// Notes what local transactions not yet pushed changed.
+  mutating func notePending(_ transactions: [HistoryTransaction]) throws {
+    for transaction in transactions {
+      for change in transaction.changes {
+        switch change.changeType {
+        case .insert:
+          pendingFields[change.objectID] = ["*"]
+        case .update:
+          pendingFields[change.objectID, default: []].formUnion(change.updatedProperties)
+        case .delete:
+          let stored = change.tombstone[MirrorModel.identityAttribute]
+          if let id = identity.globalID(of: change.objectID, stored: stored) { pendingDeletes.insert(id) }
+        }
+      }
+    }
+  }
+
+  /// Applies one entry: creations and attributes first, then references (a target may be listed after its
+  /// source), then deletes (the hub lists a delete after the changes its delete rules made).
+  mutating func apply(_ entry: MirrorLogEntry, isOwn: Bool) throws {
+    for change in entry.changes where change.kind != .delete {
+      guard let entity = model.entity(named: change.entityName) else { continue }
+      var object = try find(change.globalID, entity: entity.name)
+      if object == nil {
+        // An own insert gone locally was deleted or cascaded here since; the delete reaches the hub later
+        // or the hub's log deletes it too.
+        guard change.kind == .insert, !isOwn, !pendingDeletes.contains(change.globalID) else { continue }
+        let created = try context.insertObject(entityName: entity.name)
+        try created.setValue(change.globalID, forKey: MirrorModel.identityAttribute)
+        found[change.globalID] = created
+        object = created
+      }
+      guard let object else { continue }
+      for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
+        guard case .value(let value) = field, isWritable(name, of: object) else { continue }
+        try object.setValue(value.swiftValue, forKey: name)
+      }
+    }
+    for change in entry.changes where change.kind != .delete {
+      guard let entity = model.entity(named: change.entityName), let object = try find(change.globalID, entity: entity.name)
+      else { continue }
+      for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
+        guard case .reference(let target) = field, isWritable(name, of: object),
+          let destination = entity.relationship(named: name)?.destination
+        else { continue }
+        let targetObject = try target.flatMap { try find($0, entity: destination) }
+        try object.setValue(targetObject, forKey: name)
+      }
+    }
+    for change in entry.changes where change.kind == .delete {
+      guard let object = try find(change.globalID, entity: change.entityName) else { continue }
+      context.delete(object)
+      found[change.globalID] = .some(nil)
+    }
+  }
+
+  private func isWritable(_ field: String, of object: ManagedObject) -> Bool {
+    guard let pending = pendingFields[object.objectID] else { return true }
+    return !pending.contains("*") && !pending.contains(field)
+  }
+
+  /// The live local object with global identity `id`, `nil` when there is none.
+  private mutating func find(_ id: UUID, entity: String) throws -> ManagedObject? {
+    if let known = found[id] { return known }
+    if let local = identity.localObjectID(for: id) {
+      let object = (try? context.existingObject(with: local)).flatMap { $0.isDeleted ? nil : $0 }
+      found[id] = .some(object)
+      return object
+    }
+    var request = FetchRequest<ManagedObject>(
+      entityName: entity,
+      predicate: try QueryPredicate(format: "\(MirrorModel.identityAttribute) == %@", argumentArray: [id]))
+    request.fetchLimit = 1
+    let object = try context.fetch(request).first.flatMap { $0.isDeleted ? nil : $0 }
+    found[id] = .some(object)
+    return object
+  }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Strata
+
+extension StoreMirror {
+  /// The local transactions to push, built from the history after the acknowledged token.
+  struct Outbox {
+    var transactions: [(token: HistoryToken, transaction: MirrorTransaction)] = []
+    /// The last history token read, the mirror's own transactions included.
+    var scannedThrough: HistoryToken?
+    /// How many of the mirror's own transactions the read skipped.
+    var skipped = 0
+  }
+
+  /// Pushes the outbox one transaction at a time; records the acknowledged token (and the last pushed
+  /// position) in the local store after the last success, also when a later push fails.
+  func push(into report: inout SyncReport) async throws {
+    let outbox = try prepareOutbox()
+    var acknowledged: (token: HistoryToken, position: Int64?)?
+    do {
+      for (token, transaction) in outbox.transactions {
+        let receipt = try await hub.push(transaction)
+        report.pushed += 1
+        report.conflicts += receipt.conflicts.count
+        acknowledged = (token, receipt.position)
+      }
+    } catch {
+      if let acknowledged { try recordAcknowledged(acknowledged.token, position: acknowledged.position) }
+      throw error
+    }
+    // The mirror's own transactions need no acknowledgment: skipping a few on every read is cheaper than a
+    // save of the token (itself one more transaction of the mirror) after every sync.
+    if let last = outbox.scannedThrough, !outbox.transactions.isEmpty || outbox.skipped > 32 {
+      try recordAcknowledged(last, position: acknowledged?.position)
+    }
+  }
+
+  private func recordAcknowledged(_ token: HistoryToken, position: Int64?) throws {
+    let context = mirrorContext()
+    try context.performAndWait {
+      var state = try MirrorState(context)
+      if let current = state.acknowledged, current.sequence >= token.sequence { return }
+      try state.setAcknowledged(token, position: position, in: context)
+      try context.save()
+    }
+  }
+
+  /// Reads the history after the acknowledged token and turns each local transaction into a
+  /// `MirrorTransaction`. Global identities need no write (see `GlobalIdentity`), so a retry sends the
+  /// same identities and the app's objects keep their versions.
+  func prepareOutbox() throws -> Outbox {
+    let context = mirrorContext()
+    return try context.performAndWait {
+      var state = try MirrorState(context)
+      let replica = try state.requireReplicaID(in: context)
+      if context.hasChanges { try context.save() }
+      let identity = identity(of: replica)
+      guard case .transactions(let all) = try context.execute(.fetchHistory(after: state.acknowledged)) else {
+        return Outbox()
+      }
+      var outbox = Outbox(scannedThrough: all.last?.token, skipped: all.count { $0.author == Self.author })
+      for transaction in all where transaction.author != Self.author {
+        let changes = transaction.changes.compactMap { mirrorChange(for: $0, identity: identity, in: context) }
+        outbox.transactions.append(
+          (
+            transaction.token,
+            MirrorTransaction(
+              replicaID: replica, localSequence: transaction.token.sequence, basePosition: state.pulled, changes: changes)
+          ))
+      }
+      return outbox
+    }
+  }
+
+  /// The change as it travels: an insert with every field, an update with the changed fields, a delete
+  /// as a tombstone. `nil` for an object gone since (a later transaction deletes it) or never pushed.
+  private func mirrorChange(for change: HistoryChange, identity: GlobalIdentity, in context: ObjectContext) -> MirrorChange? {
+    guard let entity = container.model.entity(named: change.objectID.entityName), entity.name != MirrorModel.stateEntity
+    else { return nil }
+    if change.changeType == .delete {
+      guard let id = identity.globalID(of: change.objectID, stored: change.tombstone[MirrorModel.identityAttribute])
+      else { return nil }
+      return MirrorChange(globalID: id, entityName: entity.name, kind: .delete)
+    }
+    guard let object = try? context.existingObject(with: change.objectID), !object.isDeleted else { return nil }
+    let (attributes, references) = MirrorModel.fields(of: entity)
+    let changed = change.changeType == .insert ? nil : Set(change.updatedProperties)
+    var fields: [String: MirrorField] = [:]
+    for name in attributes where changed?.contains(name) ?? true {
+      fields[name] = .value(object.primitiveValue(forKey: name) ?? .null)
+    }
+    for name in references where changed?.contains(name) ?? true {
+      let target = object.value(forKey: name) as? ManagedObject
+      fields[name] = .reference(
+        target.flatMap { identity.globalID(of: $0.objectID, stored: $0.primitiveValue(forKey: MirrorModel.identityAttribute)) })
+    }
+    if change.changeType == .update && fields.isEmpty { return nil }
+    guard let id = identity.globalID(of: object.objectID, stored: object.primitiveValue(forKey: MirrorModel.identityAttribute))
+    else { return nil }
+    return MirrorChange(
+      globalID: id, entityName: entity.name, kind: change.changeType == .insert ? .insert : .update,
+      fields: fields)
+  }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import StrataCore
+import StrataMirroring
+import Synchronization
+
+/// A hub in a PostgreSQL schema: the merge rules of every hub (`HubLedger`) applied inside one
+/// PostgreSQL transaction per push, with the idempotency key written in that same transaction.
+///
+/// Its tables, created on first use in the schema it is given:
+/// - `strata_mirror_log(position, replica, local_sequence, changes)`: the total order replicas pull;
+/// - `strata_mirror_keys(replica, local_sequence, position, receipt)`: one row per applied local
+///   transaction, the idempotency key (a retry returns `receipt` and applies nothing);
+/// - `strata_mirror_objects(id, entity, deleted_at, state)`: each object's current fields with the
+///   position and replica of each field's last change, tombstones included;
+/// - `strata_mirror_conflicts(id, position, conflict)`: every resolved conflict.
+/// Payloads are JSON text. Pushes are serialized by an exclusive lock on the log table.
+///
+/// ```swift
+/// let hub = try PostgresHub(uri: "postgresql:///potatoes?host=/run/postgresql", schema: "mirror", model: container.model)
+/// let mirror = try StoreMirror(container: container, hub: hub)
+/// ```
+public final class PostgresHub: MirrorHub {
+  private struct State {
+    var connection: HubConnection?
+    var losesReplies = 0
+  }
+
+  private let uri: String
+  private let schema: String
+  private let model: ObjectModel
+  private let state = Mutex(State())
+
+  /// A hub in `schema` of the database `uri` names (a libpq URI or key/value string). Nothing connects
+  /// until the first call.
+  ///
+  /// - Throws: `MirrorError.unsupported` for a schema name that is not a plain identifier.
+  public init(uri: String, schema: String, model: ObjectModel) throws {
+    guard let first = schema.first, first.isLetter || first == "_",
+      schema.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }), schema.count <= 63
+    else {
+      throw MirrorError.unsupported("the hub schema '\(schema)' is not a plain identifier (letters, digits, _)")
+    }
+    self.uri = uri
+    self.schema = schema
+    self.model = model
+  }
+
+  /// Makes the next `count` pushes commit and then throw as if the reply was lost (for tests).
+  ///
+  /// ```swift
+  /// hub.loseReplies(1)
+  /// ```
+  public func loseReplies(_ count: Int) {
+    state.withLock { $0.losesReplies += count }
+  }
+
+  /// Applies `transaction` in one PostgreSQL transaction, exactly once.
+  ///
+  /// - Throws: `MirrorError.hubUnreachable` when the server cannot be reached,
+  ///   `MirrorError.hubFailed` when it fails the statements (nothing is applied).
+  public func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt {
+    try withConnection { connection, state in
+      let receipt = try connection.transaction { try apply(transaction, on: connection) }
+      if state.losesReplies > 0 {
+        state.losesReplies -= 1
+        throw MirrorError.hubUnreachable("the reply to a committed push was lost (a test fault)")
+      }
+      return receipt
+    }
+  }
+
+  /// The log entries after `position`, at most `limit`.
+  ///
+  /// - Throws: `MirrorError.hubUnreachable` or `MirrorError.hubFailed`.
+  public func pull(after position: Int64, limit: Int) async throws -> [MirrorLogEntry] {
+    try withConnection { connection, _ in
+      try connection.query(
+        "SELECT changes FROM \(table("log")) WHERE position > $1 ORDER BY position LIMIT $2",
+        [String(position), String(max(0, limit))]
+      ).map { try decode(MirrorLogEntry.self, $0.first ?? nil) }
+    }
+  }
+
+  /// Every conflict resolved, in order.
+  ///
+  /// - Throws: `MirrorError.hubUnreachable` or `MirrorError.hubFailed`.
+  public func conflicts() async throws -> [MirrorConflict] {
+    try withConnection { connection, _ in
+      try connection.query("SELECT conflict FROM \(table("conflicts")) ORDER BY id").map {
+        try decode(MirrorConflict.self, $0.first ?? nil)
+      }
+    }
+  }
+
+  /// The live objects' current fields, by global identity (what every replica converges to).
+  ///
+  /// - Throws: `MirrorError.hubUnreachable` or `MirrorError.hubFailed`.
+  public func liveObjects() throws -> [UUID: HubLedger.Object] {
+    try withConnection { connection, _ in try loadObjects(connection).filter { $0.value.deletedAt == nil } }
+  }
+
+  // MARK: Inside a transaction
+
+  private func apply(_ transaction: MirrorTransaction, on connection: HubConnection) throws -> MirrorReceipt {
+    try connection.query("LOCK TABLE \(table("log")) IN EXCLUSIVE MODE")
+    let key = [transaction.replicaID.uuidString, String(transaction.localSequence)]
+    if let stored = try connection.query(
+      "SELECT receipt FROM \(table("keys")) WHERE replica = $1 AND local_sequence = $2", key
+    ).first {
+      var receipt = try decode(MirrorReceipt.self, stored.first ?? nil)
+      receipt.wasDuplicate = true
+      return receipt
+    }
+    let last = try connection.query("SELECT coalesce(max(position), 0) FROM \(table("log"))").first?.first ?? nil
+    let before = try loadObjects(connection)
+    var ledger = HubLedger(model: model, objects: before, lastPosition: last.flatMap { Int64($0) } ?? 0)
+    let receipt = ledger.apply(transaction)
+    for (id, object) in ledger.objects where before[id] != object {
+      try connection.query(
+        "INSERT INTO \(table("objects")) (id, entity, deleted_at, state) VALUES ($1, $2, $3, $4) "
+          + "ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at, state = excluded.state",
+        [id.uuidString, object.entityName, object.deletedAt.map(String.init), try encode(object)])
+    }
+    for entry in ledger.log {
+      try connection.query(
+        "INSERT INTO \(table("log")) (position, replica, local_sequence, changes) VALUES ($1, $2, $3, $4)",
+        [String(entry.position), entry.replicaID.uuidString, String(entry.localSequence), try encode(entry)])
+    }
+    for conflict in ledger.conflicts {
+      try connection.query(
+        "INSERT INTO \(table("conflicts")) (position, conflict) VALUES ($1, $2)",
+        [String(conflict.winningPosition), try encode(conflict)])
+    }
+    try connection.query(
+      "INSERT INTO \(table("keys")) (replica, local_sequence, position, receipt) VALUES ($1, $2, $3, $4)",
+      key + [String(receipt.position), try encode(receipt)])
+    return receipt
+  }
+
+  /// Every object, tombstones included: the delete rules look for the live objects that reference a deleted
+  /// one (this milestone reads them all on each push).
+  private func loadObjects(_ connection: HubConnection) throws -> [UUID: HubLedger.Object] {
+    var objects: [UUID: HubLedger.Object] = [:]
+    for row in try connection.query("SELECT id, state FROM \(table("objects"))") {
+      guard row.count == 2, let id = row[0].flatMap(UUID.init(uuidString:)) else { continue }
+      objects[id] = try decode(HubLedger.Object.self, row[1])
+    }
+    return objects
+  }
+
+  // MARK: Connection
+
+  private func withConnection<R>(_ body: (HubConnection, inout State) throws -> R) throws -> R {
+    try state.withLock { state in
+      if state.connection?.isBroken ?? true {
+        let connection = try HubConnection(uri)
+        try createTables(connection)
+        state.connection = connection
+      }
+      guard let connection = state.connection else { throw MirrorError.hubUnreachable("no connection") }
+      return try body(connection, &state)
+    }
+  }
+
+  private func createTables(_ connection: HubConnection) throws {
+    try connection.query("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
+    try connection.query(
+      "CREATE TABLE IF NOT EXISTS \(table("log")) (position bigint PRIMARY KEY, replica uuid NOT NULL, "
+        + "local_sequence bigint NOT NULL, changes text NOT NULL)")
+    try connection.query(
+      "CREATE TABLE IF NOT EXISTS \(table("keys")) (replica uuid NOT NULL, local_sequence bigint NOT NULL, "
+        + "position bigint NOT NULL, receipt text NOT NULL, PRIMARY KEY (replica, local_sequence))")
+    try connection.query(
+      "CREATE TABLE IF NOT EXISTS \(table("objects")) (id uuid PRIMARY KEY, entity text NOT NULL, "
+        + "deleted_at bigint, state text NOT NULL)")
+    try connection.query(
+      "CREATE TABLE IF NOT EXISTS \(table("conflicts")) (id bigserial PRIMARY KEY, position bigint NOT NULL, "
+        + "conflict text NOT NULL)")
+  }
+
+  private func table(_ name: String) -> String { "\"\(schema)\".strata_mirror_\(name)" }
+
+  private func encode(_ value: some Encodable) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
+  }
+
+  private func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T {
+    guard let text else { throw MirrorError.hubFailed("a hub row holds no \(type)") }
+    return try JSONDecoder().decode(type, from: Data(text.utf8))
+  }
+}

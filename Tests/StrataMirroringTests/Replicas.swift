@@ -1,0 +1,102 @@
+import Foundation
+import Strata
+import StrataLMDB
+import StrataMemory
+import StrataMirroring
+import StrataSQLite
+import Testing
+
+final class Crate: ManagedObject {
+  @Attribute var label: String
+  @Attribute var note: String?
+  @Relationship(inverse: "crate", deleteRule: .cascade) var apples: Set<Apple>
+}
+
+final class Apple: ManagedObject {
+  @Attribute var variety: String
+  @Attribute var weight: Int64
+  @Relationship(inverse: "apples") var crate: Crate?
+}
+
+/// The mirrored model of the tests: the classes' entities plus the mirror's additions.
+let orchardModel: ObjectModel = {
+  do {
+    return try MirrorModel.adding(to: ObjectModel(Crate.self, Apple.self))
+  } catch {
+    preconditionFailure("the test model is invalid: \(error)")
+  }
+}()
+
+enum ReplicaStore: String, CaseIterable, Sendable {
+  case memory, sqlite, lmdb
+}
+
+/// One replica: a container on a local store of its own and its mirror.
+struct Replica {
+  let container: PersistentContainer
+  let mirror: StoreMirror
+  var context: ObjectContext { container.viewContext }
+
+  init(_ store: ReplicaStore, hub: any MirrorHub, in directory: URL, name: String) throws {
+    let registry = StoreRegistry([MemoryStoreFactory(), SQLiteStoreFactory(), LMDBStoreFactory()])
+    container = PersistentContainer(name: name, model: orchardModel, types: [Crate.self, Apple.self], registry: registry)
+    let options = StoreOptions(tracksHistory: true)
+    switch store {
+    case .memory: container.storeDescriptions = [StoreDescription(type: .memory, options: options)]
+    case .sqlite:
+      container.storeDescriptions = [
+        StoreDescription(type: .sqlite, url: directory.appending(path: "\(name).sqlite"), options: options)
+      ]
+    case .lmdb:
+      container.storeDescriptions = [
+        StoreDescription(type: .lmdb, url: directory.appending(path: "\(name).lmdb"), options: options)
+      ]
+    }
+    try container.loadPersistentStores()
+    mirror = try StoreMirror(container: container, hub: hub)
+  }
+
+  func crates() throws -> [Crate] { try context.fetch(FetchRequest<Crate>()) }
+  func apples() throws -> [Apple] { try context.fetch(FetchRequest<Apple>()) }
+
+  func crate(labelled label: String) throws -> Crate {
+    try #require(try crates().first { $0.label == label }, "no crate labelled \(label)")
+  }
+
+  func apple(_ variety: String) throws -> Apple {
+    try #require(try apples().first { $0.variety == variety }, "no apple \(variety)")
+  }
+
+  /// Every object by global identity with its fields as they travel (references by global identity).
+  func canonicalDump() throws -> [UUID: [String: MirrorField]] {
+    var dump: [UUID: [String: MirrorField]] = [:]
+    for object in try crates() as [ManagedObject] + apples() {
+      guard let id = try mirror.globalID(of: object) else {
+        Issue.record("\(object.objectID) has no global identity after a sync")
+        continue
+      }
+      var fields: [String: MirrorField] = [:]
+      for attribute in object.entity.attributes where attribute.name != MirrorModel.identityAttribute {
+        fields[attribute.name] = .value(object.primitiveValue(forKey: attribute.name) ?? .null)
+      }
+      for relationship in object.entity.toOneRelationships {
+        let target = object.value(forKey: relationship.name) as? ManagedObject
+        fields[relationship.name] = .reference(try target.flatMap { try mirror.globalID(of: $0) })
+      }
+      dump[id] = fields
+    }
+    return dump
+  }
+}
+
+/// The hub's live objects in the form of `Replica.canonicalDump()`.
+func canonicalDump(of hub: any MirrorHub) -> [UUID: [String: MirrorField]] {
+  (hub as? MemoryHub)?.ledger.liveObjects.mapValues(\.fields) ?? [:]
+}
+
+/// A fresh temporary directory, removed by the caller.
+func temporaryDirectory() throws -> URL {
+  let url = FileManager.default.temporaryDirectory.appending(path: "strata-mirror-\(UUID().uuidString)")
+  try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+  return url
+}
