@@ -8,14 +8,14 @@ import Testing
 /// shared pool of objects and sync in a random order; once every replica has synced twice with no new
 /// edits, all of them and the hub hold identical objects, and the hub applied each local transaction once.
 ///
-/// `STRATA_MIRROR_SEED=n` reruns one seed; `STRATA_FUZZ_ITERATIONS=n` runs n seeds (default 2) and
+/// `STRATA_MIRROR_SEED=n` reruns one seed; `STRATA_MIRROR_SEEDS=n` runs n seeds (default 2) and
 /// `STRATA_MIRROR_TRANSACTIONS=n` makes n transactions per replica (default 100).
 @Suite("Mirror convergence")
 struct MirrorConvergenceTests {
   static var seeds: [UInt64] {
     let environment = ProcessInfo.processInfo.environment
     if let seed = environment["STRATA_MIRROR_SEED"].flatMap(UInt64.init) { return [seed] }
-    let count = environment["STRATA_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 2
+    let count = environment["STRATA_MIRROR_SEEDS"].flatMap(Int.init) ?? 2
     return (0..<UInt64(max(1, count))).map { 0x5eed_0000 + $0 }
   }
 
