@@ -93,6 +93,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   @exclusivity(unchecked) private(set) var isDetached = false
   @usableFromInline @exclusivity(unchecked) final var isFaultStorage = true
   @usableFromInline @exclusivity(unchecked) final var isInsertedStorage = false
+  /// Whether a tracking (`withObservationTracking`) read the object: its changes are announced to it.
+  @usableFromInline @exclusivity(unchecked) final var isObservedStorage = false
   @usableFromInline @exclusivity(unchecked) final var slotBase: Int32 = 0
 
   /// The entity info and the context's signals; `nil` for a prototype.
@@ -367,7 +369,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     let attribute = info.entity.attributes[index]
     let stored = try Value(swiftValue: value, for: attribute, entity: info.entity.name)
     fireFault()
-    values[index] = stored
+    replaceAttribute(stored, at: index)
   }
 
   // MARK: Lifecycle hooks
@@ -482,6 +484,8 @@ final class ObjectExtras {
   @exclusivity(unchecked) var committedToManyOrder = [Int: [ObjectID]]()
   /// ``ManagedObject/changedKeys``.
   @exclusivity(unchecked) var changedKeys: Set<String> = []
+  /// ``ManagedObject/observation``.
+  @exclusivity(unchecked) var observation: ObjectObservation?
 
   init(prototypeLayout: ClassLayout? = nil) {
     self.prototypeLayout = prototypeLayout
@@ -499,6 +503,8 @@ final class EntityBinding {
   /// `info.attributeIndexBySlot`, here so that an inlined attribute getter loads it through one
   /// reference fewer.
   @usableFromInline let attributeIndexBySlot: [Int]
+  /// Asked by every getter of the objects whether a tracking is recording (see `ManagedObject+Observation.swift`).
+  @usableFromInline let observationProbe = ObservationProbe()
 
   init(info: EntityInfo, signals: ChangeSignals) {
     self.info = info
@@ -522,6 +528,12 @@ extension ManagedObject {
     get { extras?.changedKeys ?? [] }
     set { if !newValue.isEmpty || extras != nil { madeExtras.changedKeys = newValue } }
     _modify { yield &madeExtras.changedKeys }
+  }
+
+  /// The registrar and observed properties of an object read under tracking (in the side allocation).
+  var observation: ObjectObservation? {
+    get { extras?.observation }
+    set { if newValue != nil || extras != nil { madeExtras.observation = newValue } }
   }
 
   /// Whether ``changedKeys`` is not empty (tested without copying the set).
@@ -753,10 +765,11 @@ extension ManagedObject {
 
   /// The position in `values` of the attribute declared at `slot`, for an attribute setter that may store
   /// the value straight away: the object is new and nothing (undo, observers) wants to hear of changes.
-  /// `nil` sends the setter the long way, through ``setAttributeValue(_:slot:)``.
+  /// `nil` sends the setter the long way, through ``setAttributeValue(_:slot:)`` (also for an observed
+  /// object, whose trackings hear of the change).
   @inlinable @inline(__always)
   func quietlySettableAttributeIndex(slot: Int32) -> Int? {
-    guard isInsertedStorage, signals?.wantsChanges != true else { return nil }
+    guard isInsertedStorage, !isObservedStorage, signals?.wantsChanges != true else { return nil }
     return attributeIndex(slot: slot)
   }
 
@@ -814,7 +827,7 @@ extension ManagedObject {
           context.noteChange(self, .updated)
         }
       }
-      values[index] = value
+      replaceAttribute(value, at: index)
       return
     }
     fireFault()
@@ -823,7 +836,7 @@ extension ManagedObject {
       context.recordUndo(.attribute(self, index: index, value: values[index]))
       context.noteChange(self, .updated)
     }
-    values[index] = value
+    replaceAttribute(value, at: index)
     changedKeys.insert(info.entity.attributes[index].name)
     withContext { $0.registerUpdated(self) }
   }
