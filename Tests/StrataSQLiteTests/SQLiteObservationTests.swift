@@ -78,13 +78,13 @@ final class ChangeCount: Sendable {
     let id = try savePotato(in: container)
     let reader = container.newBackgroundContext()
     reader.automaticallyMergesChangesFromParent = true
-    let (changes, titleChanges) = try reader.performAndWait {
+    let (potato, changes, titleChanges) = try reader.performAndWait {
       let potato = try #require(try reader.existingObject(with: id) as? Potato)
       let changes = ChangeCount()
       let titleChanges = ChangeCount()
       withObservationTracking { _ = potato.userRating } onChange: { changes.increment() }
       withObservationTracking { _ = potato.title } onChange: { titleChanges.increment() }
-      return (changes, titleChanges)
+      return (potato, changes, titleChanges)
     }
     try await Task.sleep(for: .milliseconds(120))  // the store's watcher has taken its first look
 
@@ -101,6 +101,6 @@ final class ChangeCount: Sendable {
     for _ in 0..<500 where changes.value == 0 { try await Task.sleep(for: .milliseconds(20)) }
     #expect(changes.value == 1)
     #expect(titleChanges.value == 0)
-    #expect(reader.performAndWait { (reader.object(with: id) as? Potato)?.userRating } == 1)
+    #expect(reader.performAndWait { potato.userRating } == 1)
   }
 }

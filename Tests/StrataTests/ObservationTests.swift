@@ -184,15 +184,15 @@ struct ObservationTests {
     let container = try container()
     let view = container.viewContext
     view.automaticallyMergesChangesFromParent = true
-    let (id, changes, titleChanges) = try view.performAndWait {
+    let (potato, changes, titleChanges) = try view.performAndWait {
       let potato = try savedPotato(in: container, context: view)
-      return (potato.objectID, tracking { _ = potato.userRating }, tracking { _ = potato.title })
+      return (potato, tracking { _ = potato.userRating }, tracking { _ = potato.title })
     }
-    _ = try changeElsewhere(id, in: container) { $0.userRating = 5 }
+    _ = try changeElsewhere(potato.objectID, in: container) { $0.userRating = 5 }
     for _ in 0..<500 where changes.value == 0 { try await Task.sleep(for: .milliseconds(20)) }
     #expect(changes.value == 1)
     #expect(titleChanges.value == 0)
-    #expect(view.performAndWait { (view.object(with: id) as? Potato)?.userRating } == 5)
+    #expect(view.performAndWait { potato.userRating } == 5)
   }
 
   @Test func toOneRelationshipReadsAreObservable() throws {
