@@ -18,6 +18,13 @@ final class ChangeCount: Sendable {
   func increment() { count.withLock { $0 += 1 } }
 }
 
+/// Runs `read` under `withObservationTracking`, counting the changes it hears of.
+func tracking(_ read: () -> Void) -> ChangeCount {
+  let changes = ChangeCount()
+  withObservationTracking(read) { changes.increment() }
+  return changes
+}
+
 /// Observation of objects in an SQLite store, changed by another context and by another process.
 @Suite struct SQLiteObservationTests {
   func container(_ url: URL, postsRemoteChanges: Bool = false) throws -> PersistentContainer {
@@ -52,10 +59,8 @@ final class ChangeCount: Sendable {
     let reader = container.newBackgroundContext()
     let (potato, changes, genreChanges) = try reader.performAndWait {
       let potato = try #require(try reader.existingObject(with: id) as? Potato)
-      let changes = ChangeCount()
-      let genreChanges = ChangeCount()
-      withObservationTracking { _ = potato.userRating } onChange: { changes.increment() }
-      withObservationTracking { _ = potato.genre } onChange: { genreChanges.increment() }
+      let changes = tracking { _ = potato.userRating }
+      let genreChanges = tracking { _ = potato.genre }
       return (potato, changes, genreChanges)
     }
     let writer = container.newBackgroundContext()
@@ -80,10 +85,8 @@ final class ChangeCount: Sendable {
     reader.automaticallyMergesChangesFromParent = true
     let (potato, changes, titleChanges) = try reader.performAndWait {
       let potato = try #require(try reader.existingObject(with: id) as? Potato)
-      let changes = ChangeCount()
-      let titleChanges = ChangeCount()
-      withObservationTracking { _ = potato.userRating } onChange: { changes.increment() }
-      withObservationTracking { _ = potato.title } onChange: { titleChanges.increment() }
+      let changes = tracking { _ = potato.userRating }
+      let titleChanges = tracking { _ = potato.title }
       return (potato, changes, titleChanges)
     }
     try await Task.sleep(for: .milliseconds(120))  // the store's watcher has taken its first look
