@@ -670,7 +670,7 @@ extension ManagedObject {
   ///
   /// An object whose values are loaded, or one inserted in its context, returns at once. An object
   /// deleted in its context and not saved yet keeps its values and returns too.
-  /// - Throws: ``StoreError`` `.notFound` when the object no longer exists in the store and its values
+  /// - Throws: `StoreError` `.notFound` when the object no longer exists in the store and its values
   ///   were never loaded (the same error ``ObjectContext/existingObject(with:)`` throws for it).
   public func fulfill() throws {
     fireFault()
