@@ -7,15 +7,23 @@ internal import StrataStoreKit
 // `withObservationTracking { _ = potato.userRating }` follows a Strata object the same way.
 //
 // What an unobserved object pays: Observation keeps "is a tracking recording on this thread?" in a
-// thread-local of its own that only `ObservationRegistrar.access` reads. Every getter therefore makes one
-// call, into the context's `ObservationProbe`, which asks Observation through a registrar of its own; an
-// object gets a registrar (in its side allocation) only when it is read while a tracking records. Setters
-// and the context's replacements of values look at one flag of the object (`isObservedStorage`).
+// thread-local of its own (a pointer to the access list being filled, null otherwise) that only
+// `ObservationRegistrar.access` reads, out of line. Strata reads that thread-local where it lies: once per
+// process it finds libswiftObservation's thread-local block (`dl_iterate_phdr`) and the one word of it
+// that is set inside `withObservationTracking` and null outside (`ObservationThreadLocal`); each thread
+// then keeps the word's address in a C thread-local of its own (`strata_observation_slot`). Every getter
+// loads the two (`strata_observation_may_be_recording`, inlined) and goes on; only a read inside a
+// tracking (or a thread's first read) takes the slow path, and an object gets a registrar (in its side
+// allocation) only when it is read there. Setters and the context's replacements of values look at one
+// flag of the object (`isObservedStorage`).
 //
-// The probe sees the recording through its key path's subscript argument: a tracking that records an
-// access hashes the key path into its set of properties, and hashing it hashes the argument, which notes
-// the hit in a C thread-local (`strata_observation_probe_hits`). The observation tests fail if
-// Observation ever stops hashing what it records.
+// Where the word cannot be found (Observation linked statically, another platform, a future Observation
+// that keeps its state elsewhere: the calibration checks the behaviour, not a name), every read asks
+// Observation through the context's `ObservationProbe`: one call per read, correct but not free. The
+// probe sees the recording through its key path's subscript argument: a tracking that records an access
+// hashes the key path into its set of properties, and hashing it hashes the argument, which notes the hit
+// in a C thread-local (`strata_observation_probe_hits`). The observation tests run whichever way the
+// process uses, and `ObservationThreadLocalTests` checks that the fast way is found here.
 
 extension ManagedObject: Observable {}
 
@@ -54,6 +62,48 @@ final class ObservationProbe: Observable {
   }
 }
 
+/// Where Observation's thread-local lies in its TLS block, found once per process by watching it change
+/// around a `withObservationTracking`.
+enum ObservationThreadLocal {
+  /// The TLS module of libswiftObservation and the word of its block that is set while a tracking
+  /// records; `nil` when not found (the getters then ask through ``ObservationProbe``).
+  static let location: (module: Int, word: Int)? = calibrate()
+
+  private static func calibrate() -> (module: Int, word: Int)? {
+    var size = 0
+    let module = strata_observation_tls_module(&size)
+    let words = size / MemoryLayout<UnsafeRawPointer?>.stride
+    guard module != 0, words > 0, let block = strata_tls_block(module) else { return nil }
+    let slots = block.assumingMemoryBound(to: UnsafeRawPointer?.self)
+    let outside = (0..<words).map { slots[$0] }
+    var inside: [UnsafeRawPointer?] = []
+    // Nothing is read inside, so the tracking installs nothing. This may run inside a tracking (the first
+    // getter to ask may be in one): the word then holds the outer tracking's list before and after, the
+    // inner one's inside.
+    withObservationTracking {
+      inside = (0..<words).map { slots[$0] }
+    } onChange: {
+    }
+    let after = (0..<words).map { slots[$0] }
+    let flipping = (0..<words).filter { inside[$0] != nil && inside[$0] != outside[$0] && after[$0] == outside[$0] }
+    guard flipping.count == 1, let word = flipping.first else { return nil }
+    return (Int(module), word)
+  }
+
+  /// Points this thread's `strata_observation_slot` at its copy of Observation's thread-local; `false`
+  /// when the location is unknown.
+  static func locateOnThisThread() -> Bool {
+    guard let location, let block = strata_tls_block(location.module) else { return false }
+    let slot = block.assumingMemoryBound(to: UnsafeRawPointer?.self) + location.word
+    strata_set_observation_tls_slot(UnsafeRawPointer(slot).assumingMemoryBound(to: UnsafeMutableRawPointer?.self))
+    return true
+  }
+
+  /// Whether a tracking records on this thread, by the located thread-local (after
+  /// ``locateOnThisThread()`` succeeded on this thread).
+  static var isRecording: Bool { strata_observation_tls_slot()?.pointee != nil }
+}
+
 /// An observed object's registrar and the properties read while a tracking recorded (in ``ObjectExtras``).
 final class ObjectObservation {
   let registrar = ObservationRegistrar()
@@ -75,7 +125,17 @@ extension ManagedObject {
   /// object's registrar when a tracking is recording.
   @inlinable @inline(__always)
   final func noteAccess(slot: Int32) {
-    if let binding, _slowPath(binding.observationProbe.isRecording()) { recordTrackedAccess(slot: slot) }
+    if _slowPath(strata_observation_may_be_recording() != 0) { noteAccessSlowly(slot: slot) }
+  }
+
+  /// A read that may be inside a tracking: recorded with the object's registrar if it is.
+  @usableFromInline
+  final func noteAccessSlowly(slot: Int32) {
+    guard let binding else { return }
+    let recording =
+      strata_observation_tls_slot() != nil || ObservationThreadLocal.locateOnThisThread()
+      ? ObservationThreadLocal.isRecording : binding.observationProbe.isRecording()
+    if recording { recordTrackedAccess(slot: slot) }
   }
 
   /// The key path under which the property called `name` is registered with the object's registrar.
