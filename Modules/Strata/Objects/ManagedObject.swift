@@ -93,8 +93,6 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   @exclusivity(unchecked) private(set) var isDetached = false
   @usableFromInline @exclusivity(unchecked) final var isFaultStorage = true
   @usableFromInline @exclusivity(unchecked) final var isInsertedStorage = false
-  /// Whether a tracking (`withObservationTracking`) read the object: its changes are announced to it.
-  @usableFromInline @exclusivity(unchecked) final var isObservedStorage = false
   @usableFromInline @exclusivity(unchecked) final var slotBase: Int32 = 0
 
   /// The entity info and the context's signals; `nil` for a prototype.
@@ -116,6 +114,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   @exclusivity(unchecked) var isDeletedStorage = false
   /// Whether the object's fault fired after the object had left the store: its values are defaults.
   @exclusivity(unchecked) var isInaccessibleStorage = false
+  /// Whether a tracking (`withObservationTracking`) read the object: its changes are announced to it. Here,
+  /// in the padding before the subclass's slots (after `objectID` there is room for three flags only).
+  @usableFromInline @exclusivity(unchecked) final var isObservedStorage = false
 
   /// Creates an object; called by the framework. Use `init(context:)` to insert a new object.
   public required init(_ construction: ObjectConstruction) {
