@@ -15,7 +15,10 @@ func runBackendScenarios(_ backend: String, rows: [Row], options: Options, recor
   let type: StoreType = isSQLite ? .sqlite : .lmdb
   let rawURL = directory.appending(path: "raw.\(backend)")
   let store = StoreDescription(type: type, url: directory.appending(path: "strata.\(backend)"))
-  let reads = ["fetch", "faults", "batched_fetch", "frc_initial", "frc_diffs", "count_where", "sum", "batch_update"]
+  let reads = [
+    "fetch", "faults", "loaded_reads", "loaded_writes", "batched_fetch", "frc_initial", "frc_diffs", "count_where", "sum",
+    "batch_update",
+  ]
   if wants("insert") || reads.contains(where: wants) {
     let rawInsert = { try isSQLite ? rawSQLiteInsert(rows, at: rawURL) : rawLMDBInsert(rows, at: rawURL) }
     let strataSide = { try strataInsert(rows, store: store) }
@@ -40,6 +43,16 @@ func runBackendScenarios(_ backend: String, rows: [Row], options: Options, recor
     let ids = order.map { stored[$0] }
     try recorder.raw("faults", backend) { try isSQLite ? rawSQLiteGets(keys, at: rawURL) : rawLMDBGets(keys, at: rawURL) }
     try recorder.strata("faults", backend) { try strataFaults(ids, store: store) }
+  }
+  if wants("loaded_reads") {
+    try recorder.raw("loaded_reads", backend) { try rawLoadedReads(rows, passes: loadedReadPasses) }
+    try recorder.strata("loaded_reads", backend) {
+      try strataLoadedReads(expecting: n, passes: loadedReadPasses, store: store)
+    }
+  }
+  if wants("loaded_writes") {
+    try recorder.raw("loaded_writes", backend) { try rawLoadedWrites(rows) }
+    try recorder.strata("loaded_writes", backend) { try strataLoadedWrites(expecting: n, store: store) }
   }
   if wants("batched_fetch") {
     try recorder.raw("batched_fetch", backend) {

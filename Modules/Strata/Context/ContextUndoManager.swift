@@ -148,7 +148,7 @@ extension ObjectContext {
     switch action {
     case .attribute(let object, let index, let value):
       recordUndo(.attribute(object, index: index, value: object.values[index]))
-      object.values[index] = value
+      object.replaceAttribute(value, at: index)
       return [object]
     case .relationship(let object, let rel, let targets):
       let previous = currentTargets(of: object, rel)

@@ -104,6 +104,10 @@ extension ObjectContext {
 
   /// Gives a changed or deleted object its last saved state back.
   func restoreSavedState(of object: ManagedObject) {
+    object.withObservedChanges { restoreSavedStateNow(of: object) }
+  }
+
+  private func restoreSavedStateNow(of object: ManagedObject) {
     object.isDeletedStorage = false
     object.changedKeys = []
     if let snapshot = object.snapshot {

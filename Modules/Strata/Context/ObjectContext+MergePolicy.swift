@@ -99,6 +99,10 @@ extension ObjectContext {
   /// Gives `object` the stored state `stored`, except for the properties in `keep`, which keep the
   /// object's values and stay changed.
   private func adopt(_ stored: Snapshot, into object: ManagedObject, keeping keep: Set<String>, events: SnapshotEvents) {
+    object.withObservedChanges { adoptNow(stored, into: object, keeping: keep, events: events) }
+  }
+
+  private func adoptNow(_ stored: Snapshot, into object: ManagedObject, keeping keep: Set<String>, events: SnapshotEvents) {
     guard let info = object.info else { return }
     var values = stored.attributes
     var toOne = stored.toOne

@@ -6,11 +6,21 @@ extension ObjectContext {
   /// unsaved changes; with true it takes the stored values but keeps the properties it changed.
   /// Either way transient attributes go back to their defaults, and a loaded object gets
   /// ``ManagedObject/awake(fromSnapshotEvents:)`` with `.refresh`.
+  ///
+  /// Trackings (`withObservationTracking`) that read a property of the object hear of the refresh when
+  /// it changed that property's value; with `mergeChanges` false, the object's values are dropped, so
+  /// every property they read counts as changed. An object read under tracking is not turned into a
+  /// fault by a refresh with `mergeChanges`: it takes the stored values at once, so that its
+  /// observers hear of exactly the properties that changed.
   public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+    object.withObservedChanges { refreshNow(object, mergeChanges: mergeChanges) }
+  }
+
+  private func refreshNow(_ object: ManagedObject, mergeChanges: Bool) {
     guard object.managedObjectContext === self, !object.isInsertedStorage, let info = object.info else { return }
     forgetPrefetched(object.objectID)
     noteChange(object, .refreshed)
-    guard mergeChanges, object.isUpdated, !object.isFaultStorage else {
+    guard mergeChanges, object.isUpdated || object.isObservedStorage, !object.isFaultStorage else {
       tracker.updated[object.objectID] = nil
       if !object.isDeletedStorage { object.turnIntoFault() }
       return
@@ -79,25 +89,30 @@ extension ObjectContext {
     guard !gone.isEmpty else { return }
     forgetPrefetched()
     for object in registry.objects + tracker.liveInsertions where !object.isFaultStorage {
-      for i in object.toMany.indices {
-        if let targets = object.toMany[i], !targets.isDisjoint(with: gone) {
-          object.toMany[i] = targets.subtracting(gone)
-        }
-        if i < object.committedToMany.count, let targets = object.committedToMany[i], !targets.isDisjoint(with: gone) {
-          object.committedToMany[i] = targets.subtracting(gone)
-        }
+      object.withObservedChanges { Self.drop(gone, fromRelationshipsOf: object) }
+    }
+  }
+
+  /// Takes `gone` out of the loaded relationships of `object`.
+  private static func drop(_ gone: Set<ObjectID>, fromRelationshipsOf object: ManagedObject) {
+    for i in object.toMany.indices {
+      if let targets = object.toMany[i], !targets.isDisjoint(with: gone) {
+        object.toMany[i] = targets.subtracting(gone)
       }
-      if !object.toManyOrder.isEmpty {
-        object.toManyOrder = object.toManyOrder.mapValues { $0.filter { !gone.contains($0) } }
-        object.committedToManyOrder = object.committedToManyOrder.mapValues { $0.filter { !gone.contains($0) } }
+      if i < object.committedToMany.count, let targets = object.committedToMany[i], !targets.isDisjoint(with: gone) {
+        object.committedToMany[i] = targets.subtracting(gone)
       }
-      for i in object.toOne.indices {
-        guard let target = object.toOne[i], gone.contains(target) else { continue }
-        object.toOne[i] = nil
-        if var state = object.storedState, i < state.toOne.count, state.toOne[i] == target {
-          state.toOne[i] = nil
-          object.storedState = state
-        }
+    }
+    if !object.toManyOrder.isEmpty {
+      object.toManyOrder = object.toManyOrder.mapValues { $0.filter { !gone.contains($0) } }
+      object.committedToManyOrder = object.committedToManyOrder.mapValues { $0.filter { !gone.contains($0) } }
+    }
+    for i in object.toOne.indices {
+      guard let target = object.toOne[i], gone.contains(target) else { continue }
+      object.toOne[i] = nil
+      if var state = object.storedState, i < state.toOne.count, state.toOne[i] == target {
+        state.toOne[i] = nil
+        object.storedState = state
       }
     }
   }

@@ -82,7 +82,7 @@ extension ObjectContext {
         recordUndo(.relationship(object, rel, targets: currentOrder.map { self.object(with: $0) }))
         object.toManyOrder[index] = wantedOrder
         if wanted == current {
-          if markingSource { markRelationshipChanged(object, rel.name) }
+          markRelationshipChanged(object, rel.name, marking: markingSource)
           return
         }
       } else {
@@ -90,7 +90,7 @@ extension ObjectContext {
         recordUndo(.relationship(object, rel, targets: current.map { self.object(with: $0) }))
       }
       object.toMany[index] = wanted
-      if markingSource { markRelationshipChanged(object, rel.name) }
+      markRelationshipChanged(object, rel.name, marking: markingSource)
       guard let inverse else { return }
       for id in current.subtracting(wanted) { unlink(self.object(with: id), inverse, from: object) }
       for target in targets where !current.contains(target.objectID) { link(target, inverse, to: object) }
@@ -102,7 +102,7 @@ extension ObjectContext {
       guard old != new else { return }
       recordUndo(.relationship(object, rel, targets: old.map { [self.object(with: $0)] } ?? []))
       object.toOne[index] = new
-      if markingSource { markRelationshipChanged(object, rel.name) }
+      markRelationshipChanged(object, rel.name, marking: markingSource)
       guard let inverse else { return }
       if let old { unlink(self.object(with: old), inverse, from: object) }
       if let target = targets.first { link(target, inverse, to: object) }
@@ -159,7 +159,11 @@ extension ObjectContext {
     markRelationshipChanged(target, rel.name)
   }
 
-  private func markRelationshipChanged(_ object: ManagedObject, _ key: String) {
+  /// Tells the trackings of `object`'s relationship `key` that it changed and, when `marking`, marks the
+  /// object changed.
+  private func markRelationshipChanged(_ object: ManagedObject, _ key: String, marking: Bool = true) {
+    object.notifyObservers(ofProperty: key)
+    guard marking else { return }
     if !object.isDeletedStorage { noteChange(object, .updated) }
     guard !object.isInsertedStorage, !object.isDeletedStorage else { return }
     object.changedKeys.insert(key)

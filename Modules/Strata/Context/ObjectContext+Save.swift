@@ -189,7 +189,7 @@ extension ObjectContext {
       if !object.isFaultStorage, let entity = object.info?.entity {
         for (i, attribute) in entity.attributes.enumerated()
         where attribute.derivation != nil && i < stored.attributes.count && i < object.values.count {
-          object.values[i] = stored.attributes[i]
+          object.replaceAttribute(stored.attributes[i], at: i)
         }
         object.snapshot = stored
       } else if object.hasSnapshot {
@@ -202,7 +202,7 @@ extension ObjectContext {
   private func recordSaved(_ object: ManagedObject, _ result: SaveResult) {
     let id = object.objectID
     if !result.storedSnapshots.isEmpty, let stored = result.storedSnapshots[id] {
-      object.load(stored)
+      object.withObservedChanges { object.load(stored) }
     } else {
       object.snapshot = Snapshot(
         objectID: id, version: (result.versions.isEmpty ? nil : result.versions[id]) ?? (object.snapshotVersion ?? 0) + 1,

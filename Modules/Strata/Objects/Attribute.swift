@@ -105,7 +105,11 @@ public struct Attribute<Value: AttributeValue> {
   ) -> Value {
     // Always inlined: a getter left out of line takes the storage key path as an argument and
     // instantiates it at run time on every read, where inlined it folds into a field load.
-    @inline(__always) get { object.attributeValue(slot: object[keyPath: storageKeyPath].slot, as: Value.self) }
+    @inline(__always) get {
+      let slot = object[keyPath: storageKeyPath].slot
+      object.noteAccess(slot: slot)
+      return object.attributeValue(slot: slot, as: Value.self)
+    }
     @inline(__always) set {
       let slot = object[keyPath: storageKeyPath].slot
       if let index = object.quietlySettableAttributeIndex(slot: slot) {

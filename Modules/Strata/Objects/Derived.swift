@@ -58,7 +58,11 @@ public struct Derived<Value: AttributeValue> {
   ) -> Value {
     // Always inlined, as `Attribute`'s getter is: out of line, the storage key path is instantiated on
     // every read.
-    @inline(__always) get { object.attributeValue(slot: object[keyPath: storageKeyPath].slot, as: Value.self) }
+    @inline(__always) get {
+      let slot = object[keyPath: storageKeyPath].slot
+      object.noteAccess(slot: slot)
+      return object.attributeValue(slot: slot, as: Value.self)
+    }
   }
 }
 

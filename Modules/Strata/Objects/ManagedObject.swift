@@ -114,6 +114,9 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   @exclusivity(unchecked) var isDeletedStorage = false
   /// Whether the object's fault fired after the object had left the store: its values are defaults.
   @exclusivity(unchecked) var isInaccessibleStorage = false
+  /// Whether a tracking (`withObservationTracking`) read the object: its changes are announced to it. Here,
+  /// in the padding before the subclass's slots (after `objectID` there is room for three flags only).
+  @usableFromInline @exclusivity(unchecked) final var isObservedStorage = false
 
   /// Creates an object; called by the framework. Use `init(context:)` to insert a new object.
   public required init(_ construction: ObjectConstruction) {
@@ -367,7 +370,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     let attribute = info.entity.attributes[index]
     let stored = try Value(swiftValue: value, for: attribute, entity: info.entity.name)
     fireFault()
-    values[index] = stored
+    replaceAttribute(stored, at: index)
   }
 
   // MARK: Lifecycle hooks
@@ -482,6 +485,8 @@ final class ObjectExtras {
   @exclusivity(unchecked) var committedToManyOrder = [Int: [ObjectID]]()
   /// ``ManagedObject/changedKeys``.
   @exclusivity(unchecked) var changedKeys: Set<String> = []
+  /// ``ManagedObject/observation``.
+  @exclusivity(unchecked) var observation: ObjectObservation?
 
   init(prototypeLayout: ClassLayout? = nil) {
     self.prototypeLayout = prototypeLayout
@@ -499,6 +504,8 @@ final class EntityBinding {
   /// `info.attributeIndexBySlot`, here so that an inlined attribute getter loads it through one
   /// reference fewer.
   @usableFromInline let attributeIndexBySlot: [Int]
+  /// Asked by every getter of the objects whether a tracking is recording (see `ManagedObject+Observation.swift`).
+  @usableFromInline let observationProbe = ObservationProbe()
 
   init(info: EntityInfo, signals: ChangeSignals) {
     self.info = info
@@ -522,6 +529,12 @@ extension ManagedObject {
     get { extras?.changedKeys ?? [] }
     set { if !newValue.isEmpty || extras != nil { madeExtras.changedKeys = newValue } }
     _modify { yield &madeExtras.changedKeys }
+  }
+
+  /// The registrar and observed properties of an object read under tracking (in the side allocation).
+  var observation: ObjectObservation? {
+    get { extras?.observation }
+    set { if newValue != nil || extras != nil { madeExtras.observation = newValue } }
   }
 
   /// Whether ``changedKeys`` is not empty (tested without copying the set).
@@ -658,7 +671,7 @@ extension ManagedObject {
   ///
   /// An object whose values are loaded, or one inserted in its context, returns at once. An object
   /// deleted in its context and not saved yet keeps its values and returns too.
-  /// - Throws: ``StoreError`` `.notFound` when the object no longer exists in the store and its values
+  /// - Throws: `StoreError` `.notFound` when the object no longer exists in the store and its values
   ///   were never loaded (the same error ``ObjectContext/existingObject(with:)`` throws for it).
   public func fulfill() throws {
     fireFault()
@@ -753,10 +766,11 @@ extension ManagedObject {
 
   /// The position in `values` of the attribute declared at `slot`, for an attribute setter that may store
   /// the value straight away: the object is new and nothing (undo, observers) wants to hear of changes.
-  /// `nil` sends the setter the long way, through ``setAttributeValue(_:slot:)``.
+  /// `nil` sends the setter the long way, through ``setAttributeValue(_:slot:)`` (also for an observed
+  /// object, whose trackings hear of the change).
   @inlinable @inline(__always)
   func quietlySettableAttributeIndex(slot: Int32) -> Int? {
-    guard isInsertedStorage, signals?.wantsChanges != true else { return nil }
+    guard isInsertedStorage, !isObservedStorage, signals?.wantsChanges != true else { return nil }
     return attributeIndex(slot: slot)
   }
 
@@ -814,7 +828,7 @@ extension ManagedObject {
           context.noteChange(self, .updated)
         }
       }
-      values[index] = value
+      replaceAttribute(value, at: index)
       return
     }
     fireFault()
@@ -823,7 +837,7 @@ extension ManagedObject {
       context.recordUndo(.attribute(self, index: index, value: values[index]))
       context.noteChange(self, .updated)
     }
-    values[index] = value
+    replaceAttribute(value, at: index)
     changedKeys.insert(info.entity.attributes[index].name)
     withContext { $0.registerUpdated(self) }
   }

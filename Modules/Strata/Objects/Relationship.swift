@@ -143,7 +143,9 @@ public struct Relationship<Value: RelationshipValue> {
     storage storageKeyPath: ReferenceWritableKeyPath<Object, Self>
   ) -> Value {
     get {
-      Value.make(from: object.relatedObjects(slot: object[keyPath: storageKeyPath].slot))
+      let slot = object[keyPath: storageKeyPath].slot
+      object.noteAccess(slot: slot)
+      return Value.make(from: object.relatedObjects(slot: slot))
     }
     set {
       object.setRelatedObjects(newValue.relatedObjects, slot: object[keyPath: storageKeyPath].slot)

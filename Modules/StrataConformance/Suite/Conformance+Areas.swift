@@ -83,6 +83,9 @@ extension Conformance {
     /// Batch-insert upserts that change no value: nothing written, no version bump, no history, reported
     /// as unchanged.
     case unchangedUpserts
+    /// Observation of objects: a tracking hears of another context's merged save to the property it read,
+    /// and of nothing else.
+    case observation
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {

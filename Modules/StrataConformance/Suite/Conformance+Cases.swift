@@ -346,6 +346,7 @@ extension Conformance.Area {
         "aMixedBatchWritesOnlyWhatChanged": UnchangedUpsertCases.aMixedBatchWritesOnlyWhatChanged,
         "theGeneralPathBehavesAlike": UnchangedUpsertCases.theGeneralPathBehavesAlike,
       ])
+    case .observation: return named(["observersHearOfMergedSaves": C.observersHearOfMergedSaves])
     }
   }
 }
