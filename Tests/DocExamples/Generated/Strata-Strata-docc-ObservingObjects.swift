@@ -9,7 +9,9 @@ import StrataConformanceWorker
 import StrataCore
 import StrataLMDB
 import StrataMemory
+import StrataMirroring
 import StrataPostgres
+import StrataPostgresHub
 import StrataSQLite
 import StrataStoreKit
 import Synchronization
