@@ -6,7 +6,7 @@ import Testing
 struct StrataBenchTests {
   static let everyBackend = [
     "insert", "fetch", "faults", "batched_fetch", "frc_initial", "frc_diffs", "batch_insert", "traverse_prefetch",
-    "traverse_faults", "batch_insert_history", "concurrent_saves", "count_where",
+    "traverse_faults", "batch_insert_history", "concurrent_saves", "count_where", "loaded_reads", "loaded_writes",
   ]
   static let sqliteOnly = ["sum", "batch_update", "migrate_add_rename"]
 
