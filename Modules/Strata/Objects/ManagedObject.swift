@@ -663,9 +663,9 @@ extension ManagedObject {
   /// code for which a default must never pass for a value asks first:
   ///
   /// ```swift
-  /// for book in author.books {
-  ///   try book.fulfill()
-  ///   print(book.title)
+  /// for film in movie.director?.movies ?? [] {
+  ///   try film.fulfill()
+  ///   print(film.title)
   /// }
   /// ```
   ///

@@ -83,10 +83,11 @@ func Strata_Objects_ManagedObject_5(_ scope: DocScope) throws {
 
 // Modules/Strata/Objects/ManagedObject.swift, example 6, on `public func fulfill() throws`
 func Strata_Objects_ManagedObject_6(_ scope: DocScope) throws {
+  let movie: Movie = scope.movie
   do {
-    for book in author.books {
-      try book.fulfill()
-      print(book.title)
+    for film in movie.director?.movies ?? [] {
+      try film.fulfill()
+      print(film.title)
     }
   }
 }
