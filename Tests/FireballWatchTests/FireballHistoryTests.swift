@@ -19,7 +19,7 @@ extension Backend {
 
 @Suite("FireballWatch history and watching")
 struct FireballHistoryTests {
-  let sample = try! JPLFile(JPLFile.shipped).records().prefix(5).map { $0 }
+  let sample = try! JPLFile(JPLFile.shipped).records(first: 5)
 
   func tokenFile() -> URL {
     FileManager.default.temporaryDirectory.appending(path: "fireball-token-\(UUID().uuidString).json")

@@ -122,8 +122,9 @@ struct FireballImportTests {
   func badInputNamesTheRowAndImportsNothing(_ input: BadInput) async throws {
     var file = try JPLFile(JPLFile.shipped)
     input.edit(&file)
+    let data = try file.data()
     do {
-      _ = try FireballData.decode(try file.data())
+      _ = try FireballData.decode(data)
       Issue.record("\(input.name) should be refused")
     } catch let error as FireballDataError {
       #expect(error.row == input.row)
@@ -136,12 +137,12 @@ struct FireballImportTests {
         }
       }
     }
-    let preloaded = Array(try JPLFile(JPLFile.shipped).records().prefix(3))
+    let preloaded = try JPLFile(JPLFile.shipped).records(first: 3)
+    let url = try JPLFile.write(data)
     for backend in Backend.allCases {
       let watch = try backend.makeWatch()
       try await watch.importFireballs(preloaded)
       let before = try watch.fireballs()
-      let url = try file.write()
       await #expect(throws: FireballDataError.self) { try await watch.importFireballs(from: url) }
       #expect(try watch.fireballs() == before, "\(backend)")
     }

@@ -7,7 +7,7 @@ import Testing
 /// documented recovery), never a token used against the wrong store or history.
 @Suite("FireballWatch token files")
 struct FireballTokenFileTests {
-  let sample = try! JPLFile(JPLFile.shipped).records().prefix(3).map { $0 }
+  let sample = try! JPLFile(JPLFile.shipped).records(first: 3)
 
   func tokenFile() -> URL {
     FileManager.default.temporaryDirectory.appending(path: "fireball-token-\(UUID().uuidString).json")

@@ -168,7 +168,10 @@ extension Conformance.Area {
         "objectsOutliveTheirContext": FaultingCases.objectsOutliveTheirContext,
         "objectsReachTheirOwnContext": FaultingCases.objectsReachTheirOwnContext,
       ])
-    case .boundedWalk: return named(["walksLargeResultsInBoundedMemory": { try await C.boundedWalk($0) }])
+    case .boundedWalk:
+      // STRATA_WALK_ROWS: scripts/sanitize walks fewer rows (still fifty batches); 100,000 otherwise.
+      let rows = ProcessInfo.processInfo.environment["STRATA_WALK_ROWS"].flatMap(Int.init) ?? 100_000
+      return named(["walksLargeResultsInBoundedMemory": { try await C.boundedWalk($0, rows: max(rows, 25_000)) }])
     case .identityMap:
       return named([
         "oneObjectPerID": C.identityMap,
