@@ -10,7 +10,7 @@ import StrataCore
 ///
 /// ```swift
 /// var ledger = HubLedger(model: container.model)
-/// let receipt = ledger.apply(MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: []))
+/// let receipt = try ledger.apply(MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: []))
 /// ```
 public struct HubLedger: Sendable {
   /// One object as the hub holds it.
@@ -47,7 +47,7 @@ public struct HubLedger: Sendable {
   public private(set) var receipts: [Key: MirrorReceipt] = [:]
   /// Every conflict resolved, in order.
   public private(set) var conflicts: [MirrorConflict] = []
-  private let model: ObjectModel
+  let model: ObjectModel
 
   /// An empty ledger for objects of `model` (its delete rules are applied on the hub).
   ///
@@ -80,15 +80,20 @@ public struct HubLedger: Sendable {
   /// ```swift
   /// var ledger = HubLedger(model: container.model)
   /// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: [])
-  /// let first = ledger.apply(pushed)
-  /// let again = ledger.apply(pushed)  // again.wasDuplicate, again.position == first.position
+  /// let first = try ledger.apply(pushed)
+  /// let again = try ledger.apply(pushed)  // again.wasDuplicate, again.position == first.position
   /// ```
-  public mutating func apply(_ transaction: MirrorTransaction) -> MirrorReceipt {
+  ///
+  /// - Throws: ``MirrorError/rejected(_:)`` when the transaction does not fit the ledger's model (an
+  ///   unknown entity or field, a value of the wrong type or out of its bounds, no value for a required
+  ///   attribute); the ledger is left as it was and the key stays free, so a retry is judged again.
+  public mutating func apply(_ transaction: MirrorTransaction) throws -> MirrorReceipt {
     let key = Key(replicaID: transaction.replicaID, localSequence: transaction.localSequence)
     if var receipt = receipts[key] {
       receipt.wasDuplicate = true
       return receipt
     }
+    try check(transaction)
     var merge = Merge(position: lastPosition + 1, transaction: transaction)
     // Inserts first: a change of the same local transaction may reference an object listed after it.
     let ordered = transaction.changes.filter { $0.kind == .insert } + transaction.changes.filter { $0.kind != .insert }

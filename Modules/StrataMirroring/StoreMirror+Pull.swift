@@ -12,6 +12,7 @@ extension StoreMirror {
       guard let last = entries.last else { return }
       report.pulled += try apply(entries)
       position = last.position
+      noteHubPosition(position)
       if entries.count < pullBatchSize { return }
     }
   }
@@ -118,16 +119,7 @@ struct PullApplier {
   /// The live local object with global identity `id`, `nil` when there is none.
   private mutating func find(_ id: UUID, entity: String) throws -> ManagedObject? {
     if let known = found[id] { return known }
-    if let local = identity.localObjectID(for: id) {
-      let object = (try? context.existingObject(with: local)).flatMap { $0.isDeleted ? nil : $0 }
-      found[id] = .some(object)
-      return object
-    }
-    var request = FetchRequest<ManagedObject>(
-      entityName: entity,
-      predicate: try QueryPredicate(format: "\(MirrorModel.identityAttribute) == %@", argumentArray: [id]))
-    request.fetchLimit = 1
-    let object = try context.fetch(request).first.flatMap { $0.isDeleted ? nil : $0 }
+    let object = try identity.liveObject(id, entity: entity, in: context)
     found[id] = .some(object)
     return object
   }
