@@ -222,6 +222,8 @@ public final class PostgresHub: MirrorHub {
   }
 
   private func createTables(_ connection: HubConnection) throws {
+    // `IF NOT EXISTS` notices ("already exists, skipping") would go to standard error on every connection.
+    try connection.query("SET client_min_messages TO warning")
     try connection.query("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
     try connection.query(
       "CREATE TABLE IF NOT EXISTS \(table("log")) (position bigint PRIMARY KEY, replica uuid NOT NULL, "
