@@ -65,6 +65,9 @@ public struct MirrorChange: Sendable, Hashable, Codable {
     case update
     /// The object was deleted (a tombstone); `fields` is empty.
     case delete
+    /// The object was a second creation of a unique key another replica had created first: the hub merged
+    /// it into that object, named by `fields["into"]` (a reference). Only the hub's log holds this kind.
+    case merged
   }
 
   /// The object's global identity, given by the replica that created it.

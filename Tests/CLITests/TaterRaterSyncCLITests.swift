@@ -24,29 +24,47 @@ struct TaterRaterSyncCLITests {
     try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "not a JSON object: \(text)")
   }
 
+  /// "pushed N, pulled M, conflicts K, rejected R" as numbers.
+  func counts(_ line: String) throws -> [String: Int] {
+    var counts: [String: Int] = [:]
+    for part in line.trimmingCharacters(in: .newlines).components(separatedBy: ", ") {
+      let words = part.split(separator: " ")
+      guard words.count == 2, let count = Int(words[1]) else { continue }
+      counts[String(words[0])] = count
+    }
+    #expect(counts.keys.sorted() == ["conflicts", "pulled", "pushed", "rejected"], "\(line)")
+    return counts
+  }
+
   @Test func twoReplicasWorkingOfflineConvergeThroughTheServer() throws {
     defer { try? FileManager.default.removeItem(at: directory) }
     let server = try PostgresServer.freshLocation()
-    // A imports, rates and notes before any server is known.
+    // Two people import, rate and note offline, before any server is known.
     _ = try ok(a, "import", "--seed", "7")
     _ = try ok(a, "rate", "Agria", "4")
     _ = try ok(a, "note", "Bintje", "Waxy")
+    _ = try ok(b, "import", "--seed", "8")
+    _ = try ok(b, "note", "Bintje", "Good mash")
     let first = try json(try ok(a, "sync", "--server", server, "--json"))
-    #expect((first["pushed"] as? Int ?? 0) >= 3, "\(first)")
-    #expect(first["pulled"] as? Int == 0 && first["conflicts"] as? Int == 0 && first["rejected"] as? Int == 0)
+    #expect(first["pushed"] as? Int == 3 && first["pulled"] as? Int == 0, "\(first)")
+    #expect(first["conflicts"] as? Int == 0 && first["rejected"] as? Int == 0, "\(first)")
 
-    // B starts empty and takes everything from the server.
-    let joined = try ok(b, "sync", "--server", server)
-    #expect(joined.hasPrefix("pushed 0, pulled "), "\(joined)")
-    #expect(joined.hasSuffix(", conflicts 0, rejected 0\n"), "\(joined)")
-    #expect(try ok(b, "import").contains("already has"))
-    #expect(try ok(b, "list", "--json") == (try ok(a, "list", "--json")))
+    // B's import meets A's on the server: one potato per variety, B's later push winning the fields both set.
+    let joined = try counts(try ok(b, "sync", "--server", server))
+    #expect(joined["pushed"] == 2 && joined["pulled"] == 3 && joined["rejected"] == 0, "\(joined)")
+    #expect((joined["conflicts"] ?? 0) > 0, "\(joined)")
+    #expect(try counts(try ok(a, "sync")) == ["pushed": 0, "pulled": 2, "conflicts": 0, "rejected": 0])
+    let merged = try ok(a, "list", "--json")
+    #expect(try ok(b, "list", "--json") == merged)
+    let once = try #require(try JSONSerialization.jsonObject(with: Data(merged.utf8)) as? [[String: Any]])
+    #expect(once.count == (try PotatoesFile.varieties().count), "one potato per variety")
+    #expect(once.first { $0["variety"] as? String == "Bintje" }?["notes"] as? String == "Waxy\nGood mash")
 
     // Both work offline; both rate Cara (the same attribute), each notes Bintje.
     _ = try ok(a, "rate", "Cara", "5")
     _ = try ok(a, "note", "Agria", "Buttery")
     _ = try ok(b, "rate", "Cara", "1")
-    _ = try ok(b, "note", "Bintje", "Good mash")
+    _ = try ok(b, "note", "Bintje", "Crumbly")
     _ = try ok(b, "rate", "Désirée", "3")
     let pending = try json(try ok(b, "sync", "status", "--json"))
     #expect(pending["pending"] as? Int == 3, "\(pending)")
@@ -62,16 +80,16 @@ struct TaterRaterSyncCLITests {
     func potato(_ variety: String) -> [String: Any]? { potatoes.first { $0["variety"] as? String == variety } }
     #expect(potato("Cara")?["userRating"] as? Int == 5)
     #expect(potato("Désirée")?["userRating"] as? Int == 3)
-    #expect(potato("Bintje")?["notes"] as? String == "Waxy\nGood mash")
+    #expect(potato("Bintje")?["notes"] as? String == "Waxy\nGood mash\nCrumbly")
     #expect(potato("Agria")?["notes"] as? String == "Buttery")
     #expect(potatoes.count == (try PotatoesFile.varieties().count))
 
     let conflicts = try #require(
       try JSONSerialization.jsonObject(with: Data(try ok(b, "sync", "conflicts", "--json").utf8)) as? [[String: Any]])
-    #expect(conflicts.count == 1)
-    #expect(conflicts.first?["kind"] as? String == "updateVersusUpdate")
-    #expect(conflicts.first?["field"] as? String == "userRating")
-    #expect((conflicts.first?["losingValues"] as? [String: Any])?["userRating"] as? String == "1")
+    let last = try #require(conflicts.last)
+    #expect(conflicts.count == 1 + (joined["conflicts"] ?? 0))
+    #expect(last["kind"] as? String == "updateVersusUpdate" && last["field"] as? String == "userRating", "\(last)")
+    #expect((last["losingValues"] as? [String: Any])?["userRating"] as? String == "1", "\(last)")
 
     for replica in [a, b] {
       let status = try json(try ok(replica, "sync", "status", "--json"))
