@@ -25,7 +25,7 @@ extension TaterRaterCommand {
     @OptionGroup var storeOptions: StoreFlags
     @Option(
       help: ArgumentHelp(
-        "The server: a libpq URI naming the database and the schema (postgresql://user@host/database/schema, or ?schema=name; default schema: taterrater). Remembered in the store after a sync that reaches it.",
+        "The server: a libpq URI naming the database and the schema (postgresql://user@host/database/schema, or ?schema=name; default schema: taterrater_hub, beside the taterrater schema of --store postgres). Remembered in the store after a sync that reaches it.",
         valueName: "uri"))
     var server: String?
     @Flag(help: "Print {pushed, pulled, conflicts, rejected} as one JSON object (with --watch, one per event).")
@@ -206,8 +206,8 @@ extension TaterRaterCommand {
   }
 }
 
-/// The schema a server URI naming none uses: the app's own, as for `--store postgres`.
-let defaultServerSchema = "taterrater"
+/// The schema a server URI naming none uses: beside the app's own (`--store postgres` keeps its store in `taterrater`).
+let defaultServerSchema = "taterrater_hub"
 
 /// The mirror of `rater`'s store with the server `server`, else the one the store remembers. Without
 /// either: a usage error when `required`, else a mirror whose hub says no server is known.
