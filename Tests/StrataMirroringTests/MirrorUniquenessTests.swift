@@ -3,6 +3,7 @@ import Strata
 import StrataLMDB
 import StrataMemory
 import StrataMirroring
+import StrataPostgresHub
 import StrataSQLite
 import Testing
 
@@ -74,10 +75,26 @@ struct VarietyReplica {
 /// everywhere, the hub included, with the relationships of both.
 @Suite("Mirror uniqueness across replicas")
 struct MirrorUniquenessTests {
-  @Test func theSameUniqueKeyCreatedOnTwoReplicasIsOneObjectEverywhere() async throws {
+  enum Hub: String, CaseIterable, Sendable { case memory, postgres }
+
+  /// A fresh hub of `kind` and a way to read its live objects.
+  static func make(_ kind: Hub) throws -> (any MirrorHub, () throws -> [UUID: HubLedger.Object]) {
+    switch kind {
+    case .memory:
+      let hub = MemoryHub(model: varietyModel)
+      return (hub, { hub.ledger.liveObjects })
+    case .postgres:
+      let schema = "mirror_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(20)
+      let hub = try PostgresHub(uri: try PostgresHubTests.serverURI(), schema: String(schema), model: varietyModel)
+      return (hub, { try hub.liveObjects() })
+    }
+  }
+
+  @Test(arguments: Hub.allCases)
+  func theSameUniqueKeyCreatedOnTwoReplicasIsOneObjectEverywhere(_ kind: Hub) async throws {
     let directory = try temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
-    let hub = MemoryHub(model: varietyModel)
+    let (hub, liveObjects) = try Self.make(kind)
     let a = try VarietyReplica(.sqlite, hub: hub, in: directory, name: "a")
     let b = try VarietyReplica(.lmdb, hub: hub, in: directory, name: "b")
     try a.add("Agria", rating: 4, note: "Buttery")
@@ -95,10 +112,10 @@ struct MirrorUniquenessTests {
     #expect(expected.count == 2)
     let other = try b.contents()
     #expect(other.mapValues(\.0) == expected.mapValues(\.0) && other.mapValues(\.1) == expected.mapValues(\.1))
-    let live = hub.ledger.liveObjects.values
+    let live = try liveObjects().values
     #expect(live.count { $0.entityName == "Variety" } == 2)
     #expect(live.count { $0.entityName == "VarietyNote" } == 3)
-    let survivor = try #require(hub.ledger.liveObjects.first { $0.value.fields["name"] == .value(.string("Agria")) }?.key)
+    let survivor = try #require(try liveObjects().first { $0.value.fields["name"] == .value(.string("Agria")) }?.key)
     #expect(live.filter { $0.entityName == "VarietyNote" }.count { $0.fields["variety"] == .reference(survivor) } == 2)
 
     // The merged object keeps working under its survivor's name: b's later edits and deletes reach a.
@@ -114,7 +131,7 @@ struct MirrorUniquenessTests {
     _ = try await a.mirror.sync()
     #expect(try a.contents()["Agria"] == nil)
     #expect(try a.contents().keys.sorted() == ["Cara"])
-    #expect(hub.ledger.liveObjects.values.count { $0.entityName == "VarietyNote" } == 1)
+    #expect(try liveObjects().values.count { $0.entityName == "VarietyNote" } == 1)
   }
 
   @Test func aPulledObjectTakesOverALocalOneWithTheSameKeyNotPushedYet() async throws {
