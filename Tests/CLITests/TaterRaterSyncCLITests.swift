@@ -130,6 +130,41 @@ struct TaterRaterSyncCLITests {
     #expect(statusAfter["replica"] is NSNull, "nothing of the mirror was written: \(statusAfter)")
   }
 
+  @Test func aPasswordInTheServerURINeverShows() throws {
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let location = try PostgresServer.freshLocation()
+    // The test server trusts its socket: a password in the URI is accepted and ignored.
+    let server = try #require(
+      location.hasPrefix("postgresql://")
+        ? "postgresql://postgres:s3cret-word@" + location.dropFirst("postgresql://".count) : nil,
+      "\(location)")
+    _ = try ok(a, "import", "--seed", "5")
+    let synced = try run(a, "sync", "--server", server)
+    #expect(synced.status == 0, "\(synced.stderr)")
+    let outputs = [
+      synced, try run(a, "sync", "status"), try run(a, "sync", "status", "--json"), try run(a, "sync", "--json"),
+      try run(a, "sync", "conflicts", "--json"), try run(a, "sync", "rejected", "--json"),
+    ]
+    for output in outputs {
+      #expect(output.status == 0, "\(output.stderr)")
+      #expect(!(output.stdout + output.stderr).contains("s3cret-word"), "\(output.stdout)\(output.stderr)")
+    }
+    #expect(outputs[1].stdout.contains("postgres:***@"), "\(outputs[1].stdout)")
+  }
+
+  @Test func badRejectedListRequestsAreOneLine() throws {
+    defer { try? FileManager.default.removeItem(at: directory) }
+    _ = try ok(a, "import", "--seed", "5")
+    #expect(try ok(a, "sync", "rejected", "--json") == "[]\n")
+    for arguments in [["sync", "rejected", "--discard", "12"], ["sync", "rejected", "--retry", "--discard", "1"]] {
+      let refused = try Executables.run("tater-rater", arguments + a)
+      #expect(refused.status == 64, "\(arguments): \(refused.stderr)")
+      #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+    }
+    let retry = try run(a, "sync", "rejected", "--retry")
+    #expect(retry.status == 64 && retry.stderr.contains("--server"), "\(retry.stderr)")
+  }
+
   @Test func everySyncCommandHasHelp() throws {
     for command in [["sync"], ["sync", "round"], ["sync", "status"], ["sync", "conflicts"], ["sync", "rejected"]] {
       let help = try Executables.run("tater-rater", command + ["--help"])
