@@ -104,7 +104,7 @@ let package = Package(
       name: "BubbleTeaFinder", dependencies: ["Strata"], path: "Modules/BubbleTeaFinder",
       resources: [.copy("Resources/seed.json"), .copy("Resources/attribution.txt")], swiftSettings: swiftSettings),
     .target(
-      name: "TaterRater", dependencies: ["Strata"], path: "Modules/TaterRater",
+      name: "TaterRater", dependencies: ["Strata", "StrataMirroring"], path: "Modules/TaterRater",
       resources: [.copy("Resources/Potatoes.txt")], swiftSettings: swiftSettings),
     .target(
       name: "FireballWatch", dependencies: ["Strata"], path: "Modules/FireballWatch",
@@ -135,7 +135,7 @@ let package = Package(
     .executableTarget(
       name: "tater-rater",
       dependencies: [
-        "TaterRater", "Strata", "StrataCLI",
+        "TaterRater", "Strata", "StrataCLI", "StrataMirroring", "StrataPostgresHub",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Apps/TaterRater", swiftSettings: swiftSettings),

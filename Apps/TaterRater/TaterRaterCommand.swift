@@ -11,7 +11,7 @@ struct TaterRaterCommand: ParsableCommand {
     abstract: "Rate potato varieties in a Strata store, and watch the ratings change.",
     discussion: exitStatusHelp,
     version: strataVersion,
-    subcommands: [Import.self, List.self, Rate.self, Note.self, Show.self, Watch.self])
+    subcommands: [Import.self, List.self, Rate.self, Note.self, Show.self, Watch.self, Sync.self])
 
   static func main() { mainReportingUsageErrors() }
 }

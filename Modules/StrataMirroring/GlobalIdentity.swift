@@ -45,6 +45,18 @@ struct GlobalIdentity: Sendable {
     return ObjectID(entityName: entityName, storeIdentifier: storeIdentifier, primaryKey: Int64(bitPattern: primaryKey))
   }
 
+  /// The live object of `entity` in `context` with global identity `id`, `nil` when there is none.
+  func liveObject(_ id: UUID, entity: String, in context: ObjectContext) throws -> ManagedObject? {
+    if let local = localObjectID(for: id) {
+      return (try? context.existingObject(with: local)).flatMap { $0.isDeleted ? nil : $0 }
+    }
+    var request = FetchRequest<ManagedObject>(
+      entityName: entity,
+      predicate: try QueryPredicate(format: "\(MirrorModel.identityAttribute) == %@", argumentArray: [id]))
+    request.fetchLimit = 1
+    return try context.fetch(request).first.flatMap { $0.isDeleted ? nil : $0 }
+  }
+
   /// FNV-1a over the replica's bytes and the entity's name: stable across processes and machines.
   private static func prefix(_ replicaID: UUID, _ entityName: String) -> UInt64 {
     var hash: UInt64 = 0xcbf2_9ce4_8422_2325

@@ -10,7 +10,7 @@ import StrataCore
 ///
 /// ```swift
 /// var ledger = HubLedger(model: container.model)
-/// let receipt = ledger.apply(MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: []))
+/// let receipt = try ledger.apply(MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: []))
 /// ```
 public struct HubLedger: Sendable {
   /// One object as the hub holds it.
@@ -27,6 +27,9 @@ public struct HubLedger: Sendable {
     public var deletedAt: Int64?
     /// The replica whose push deleted it, for a tombstone.
     public var deletedBy: UUID?
+    /// For an object another replica had already created under the same unique key: the survivor this
+    /// identity now names (the object itself is a tombstone that is never alive again).
+    public var mergedInto: UUID? = nil
   }
 
   /// The idempotency key of a pushed transaction.
@@ -47,7 +50,7 @@ public struct HubLedger: Sendable {
   public private(set) var receipts: [Key: MirrorReceipt] = [:]
   /// Every conflict resolved, in order.
   public private(set) var conflicts: [MirrorConflict] = []
-  private let model: ObjectModel
+  let model: ObjectModel
 
   /// An empty ledger for objects of `model` (its delete rules are applied on the hub).
   ///
@@ -80,24 +83,31 @@ public struct HubLedger: Sendable {
   /// ```swift
   /// var ledger = HubLedger(model: container.model)
   /// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: [])
-  /// let first = ledger.apply(pushed)
-  /// let again = ledger.apply(pushed)  // again.wasDuplicate, again.position == first.position
+  /// let first = try ledger.apply(pushed)
+  /// let again = try ledger.apply(pushed)  // again.wasDuplicate, again.position == first.position
   /// ```
-  public mutating func apply(_ transaction: MirrorTransaction) -> MirrorReceipt {
+  ///
+  /// - Throws: ``MirrorError/rejected(_:)`` when the transaction does not fit the ledger's model (an
+  ///   unknown entity or field, a value of the wrong type or out of its bounds, no value for a required
+  ///   attribute); the ledger is left as it was and the key stays free, so a retry is judged again.
+  public mutating func apply(_ transaction: MirrorTransaction) throws -> MirrorReceipt {
     let key = Key(replicaID: transaction.replicaID, localSequence: transaction.localSequence)
     if var receipt = receipts[key] {
       receipt.wasDuplicate = true
       return receipt
     }
+    try check(transaction)
     var merge = Merge(position: lastPosition + 1, transaction: transaction)
     // Inserts first: a change of the same local transaction may reference an object listed after it.
     let ordered = transaction.changes.filter { $0.kind == .insert } + transaction.changes.filter { $0.kind != .insert }
     for var change in ordered {
+      resolveMerged(&change)
       dropUnknownReferences(of: &change)
       switch change.kind {
       case .insert: insert(change, &merge)
       case .update: update(change, &merge)
       case .delete: delete(change.globalID, &merge, conflictWithUpdates: true)
+      case .merged: break
       }
     }
     lastPosition = merge.position
@@ -145,6 +155,10 @@ public struct HubLedger: Sendable {
       update(change, &merge)
       return
     }
+    if let survivor = liveObject(sharingAUniqueKeyWith: change) {
+      mergeDuplicate(change, into: survivor, &merge)
+      return
+    }
     var object = Object(entityName: change.entityName, fields: [:], fieldPositions: [:], fieldReplicas: [:])
     for (name, field) in change.fields {
       object.fields[name] = field
@@ -160,6 +174,48 @@ public struct HubLedger: Sendable {
       merge.logged.append(logged)
       delete(change.globalID, &merge, conflictWithUpdates: false)
     }
+  }
+
+  /// Uniqueness across replicas: two replicas that create the same unique key end with one object. The
+  /// later one's identity becomes an alias of the survivor (logged as `merged`, so that its replica renames
+  /// its object), and its fields merge into the survivor as an update with the usual rules.
+  private mutating func mergeDuplicate(_ change: MirrorChange, into survivor: UUID, _ merge: inout Merge) {
+    objects[change.globalID] = Object(
+      entityName: change.entityName, fields: [:], fieldPositions: [:], fieldReplicas: [:], deletedAt: merge.position,
+      deletedBy: merge.transaction.replicaID, mergedInto: survivor)
+    merge.logged.append(
+      MirrorChange(
+        globalID: change.globalID, entityName: change.entityName, kind: .merged, fields: ["into": .reference(survivor)]))
+    update(MirrorChange(globalID: survivor, entityName: change.entityName, kind: .update, fields: change.fields), &merge)
+  }
+
+  /// The live object of the change's entity holding the same values for one of its uniqueness constraints.
+  private func liveObject(sharingAUniqueKeyWith change: MirrorChange) -> UUID? {
+    guard let entity = model.entity(named: change.entityName), !entity.uniquenessConstraints.isEmpty else { return nil }
+    for constraint in entity.uniquenessConstraints {
+      let key = constraint.map { change.fields[$0] }
+      guard key.allSatisfy({ $0 != nil && $0 != .value(.null) }) else { continue }
+      let match = objects.first { _, object in
+        object.deletedAt == nil && object.entityName == change.entityName && constraint.map { object.fields[$0] } == key
+      }
+      if let match { return match.key }
+    }
+    return nil
+  }
+
+  /// A change with identities merged into survivors replaced by the survivors.
+  private func resolveMerged(_ change: inout MirrorChange) {
+    change.globalID = survivor(of: change.globalID)
+    for (name, field) in change.fields {
+      if case .reference(let target?) = field { change.fields[name] = .reference(survivor(of: target)) }
+    }
+  }
+
+  private func survivor(of id: UUID) -> UUID {
+    var current = id
+    var seen: Set<UUID> = []
+    while let next = objects[current]?.mergedInto, seen.insert(current).inserted { current = next }
+    return current
   }
 
   private mutating func update(_ change: MirrorChange, _ merge: inout Merge) {

@@ -49,11 +49,12 @@ public final class MemoryHub: MirrorHub {
 
   /// Applies `transaction` once (see ``HubLedger/apply(_:)``).
   ///
-  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when switched off or losing this reply.
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when switched off or losing this reply;
+  ///   ``MirrorError/rejected(_:)`` when the transaction does not fit the hub's model.
   public func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt {
     try state.withLock { state in
       guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
-      let receipt = state.ledger.apply(transaction)
+      let receipt = try state.ledger.apply(transaction)
       if state.losesReplies > 0 {
         state.losesReplies -= 1
         throw MirrorError.hubUnreachable("the memory hub lost the reply to a push it applied")
@@ -79,6 +80,16 @@ public final class MemoryHub: MirrorHub {
     try state.withLock { state in
       guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
       return state.ledger.conflicts
+    }
+  }
+
+  /// The last position given.
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when switched off.
+  public func lastPosition() async throws -> Int64 {
+    try state.withLock { state in
+      guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
+      return state.ledger.lastPosition
     }
   }
 }

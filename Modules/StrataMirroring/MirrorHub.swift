@@ -16,7 +16,9 @@ public protocol MirrorHub: Sendable {
   /// Applies `transaction` in one hub transaction, exactly once: a second push with the same
   /// (replica, local sequence) returns the first receipt and changes nothing.
   ///
-  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached;
+  ///   ``MirrorError/rejected(_:)`` when the hub refuses this transaction (it applies nothing of it, and
+  ///   the replica goes on with its next one).
   func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt
 
   /// The log entries after `position`, in order, at most `limit` of them.
@@ -28,6 +30,11 @@ public protocol MirrorHub: Sendable {
   ///
   /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
   func conflicts() async throws -> [MirrorConflict]
+
+  /// The last position the hub gave, 0 before the first push: how far replicas can pull.
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
+  func lastPosition() async throws -> Int64
 }
 
 /// The value of one mirrored field: an attribute's value, or a to-one relationship's target by global
@@ -58,6 +65,9 @@ public struct MirrorChange: Sendable, Hashable, Codable {
     case update
     /// The object was deleted (a tombstone); `fields` is empty.
     case delete
+    /// The object was a second creation of a unique key another replica had created first: the hub merged
+    /// it into that object, named by `fields["into"]` (a reference). Only the hub's log holds this kind.
+    case merged
   }
 
   /// The object's global identity, given by the replica that created it.
@@ -241,6 +251,10 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
   case syncInProgress
   /// The hub was reached but failed the request (the reason is the hub's message); nothing was applied.
   case hubFailed(String)
+  /// The hub refused one pushed transaction (it does not fit the hub's model: an unknown entity or
+  /// field, a value of the wrong type or out of its bounds); nothing of it was applied. The replica keeps
+  /// it in its rejected list (``StoreMirror/rejected()``) and goes on with its next transaction.
+  case rejected(String)
 
   /// One line for a person.
   public var description: String {
@@ -249,6 +263,7 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
     case .unsupported(let reason): "cannot mirror this store: \(reason)"
     case .syncInProgress: "a sync of this store is already running"
     case .hubFailed(let reason): "the mirror hub failed the request: \(reason)"
+    case .rejected(let reason): "the mirror hub refused the transaction: \(reason)"
     }
   }
 }

@@ -6,7 +6,7 @@ import Strata
 /// describes.
 struct MirrorState {
   private enum Key: String, CaseIterable {
-    case replica, acknowledged, pushed, pulled
+    case replica, acknowledged, pushed, pulled, hub, rejected
   }
 
   private var rows: [String: ManagedObject] = [:]
@@ -14,6 +14,10 @@ struct MirrorState {
   private(set) var acknowledged: HistoryToken?
   private(set) var pushed: Int64 = 0
   private(set) var pulled: Int64 = 0
+  /// Where the hub is, as the app gave it (``StoreMirror/rememberHub(_:)``).
+  private(set) var hub: String?
+  /// The transactions the hub refused, oldest first.
+  private(set) var rejected: [RejectedTransaction] = []
 
   init(_ context: ObjectContext) throws {
     let request = FetchRequest<ManagedObject>(entityName: MirrorModel.stateEntity)
@@ -27,6 +31,8 @@ struct MirrorState {
       case .acknowledged: acknowledged = HistoryToken(string: value)
       case .pushed: pushed = Int64(value) ?? 0
       case .pulled: pulled = Int64(value) ?? 0
+      case .hub: hub = value
+      case .rejected: rejected = try Self.decodeRejected(value)
       case nil: break
       }
     }
@@ -50,9 +56,32 @@ struct MirrorState {
     }
   }
 
+  mutating func setPushed(_ position: Int64, in context: ObjectContext) throws {
+    guard position > pushed else { return }
+    try set(.pushed, String(position), in: context)
+    pushed = position
+  }
+
   mutating func setPulled(_ position: Int64, in context: ObjectContext) throws {
     try set(.pulled, String(position), in: context)
     pulled = position
+  }
+
+  mutating func setHub(_ location: String, in context: ObjectContext) throws {
+    try set(.hub, location, in: context)
+    hub = location
+  }
+
+  /// Replaces the rejected list (kept in order of local sequence, one entry per sequence).
+  mutating func setRejected(_ list: [RejectedTransaction], in context: ObjectContext) throws {
+    var bySequence: [Int64: RejectedTransaction] = [:]
+    for entry in list { bySequence[entry.localSequence] = entry }
+    let sorted = bySequence.values.sorted { $0.localSequence < $1.localSequence }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    encoder.dateEncodingStrategy = .iso8601
+    try set(.rejected, String(decoding: try encoder.encode(sorted), as: UTF8.self), in: context)
+    rejected = sorted
   }
 
   private mutating func set(_ key: Key, _ value: String, in context: ObjectContext) throws {
@@ -65,5 +94,11 @@ struct MirrorState {
       rows[key.rawValue] = row
     }
     try row.setValue(value, forKey: "value")
+  }
+
+  private static func decodeRejected(_ text: String) throws -> [RejectedTransaction] {
+    let decoder = JSONDecoder()
+    decoder.dateDecodingStrategy = .iso8601
+    return try decoder.decode([RejectedTransaction].self, from: Data(text.utf8))
   }
 }

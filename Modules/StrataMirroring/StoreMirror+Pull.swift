@@ -12,6 +12,7 @@ extension StoreMirror {
       guard let last = entries.last else { return }
       report.pulled += try apply(entries)
       position = last.position
+      noteHubPosition(position)
       if entries.count < pullBatchSize { return }
     }
   }
@@ -71,17 +72,27 @@ struct PullApplier {
     }
   }
 
-  /// Applies one entry: creations and attributes first, then references (a target may be listed after its
-  /// source), then deletes (the hub lists a delete after the changes its delete rules made).
+  /// Applies one entry: merged identities first (the object takes its survivor's name), then creations and
+  /// attributes, then references (a target may be listed after its source), then deletes (the hub lists a
+  /// delete after the changes its delete rules made).
   mutating func apply(_ entry: MirrorLogEntry, isOwn: Bool) throws {
-    for change in entry.changes where change.kind != .delete {
+    for change in entry.changes where change.kind == .merged {
+      guard case .reference(let survivor?)? = change.fields["into"],
+        let object = try find(change.globalID, entity: change.entityName), try find(survivor, entity: change.entityName) == nil
+      else { continue }
+      try object.setValue(survivor, forKey: MirrorModel.identityAttribute)
+      found[survivor] = object
+    }
+    for change in entry.changes where change.kind == .insert || change.kind == .update {
       guard let entity = model.entity(named: change.entityName) else { continue }
       var object = try find(change.globalID, entity: entity.name)
       if object == nil {
         // An own insert gone locally was deleted or cascaded here since; the delete reaches the hub later
         // or the hub's log deletes it too.
         guard change.kind == .insert, !isOwn, !pendingDeletes.contains(change.globalID) else { continue }
-        let created = try context.insertObject(entityName: entity.name)
+        // A local object with the same unique key (created here before this replica saw the other's) takes
+        // the other's name: the hub merges the two the same way when this replica's insert reaches it.
+        let created = try localTwin(of: change, entity: entity) ?? context.insertObject(entityName: entity.name)
         try created.setValue(change.globalID, forKey: MirrorModel.identityAttribute)
         found[change.globalID] = created
         object = created
@@ -92,7 +103,7 @@ struct PullApplier {
         try object.setValue(value.swiftValue, forKey: name)
       }
     }
-    for change in entry.changes where change.kind != .delete {
+    for change in entry.changes where change.kind == .insert || change.kind == .update {
       guard let entity = model.entity(named: change.entityName), let object = try find(change.globalID, entity: entity.name)
       else { continue }
       for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
@@ -110,6 +121,25 @@ struct PullApplier {
     }
   }
 
+  /// The live local object holding the same values as `change` for one of the entity's uniqueness
+  /// constraints, `nil` when there is none.
+  private func localTwin(of change: MirrorChange, entity: EntityDescription) throws -> ManagedObject? {
+    for constraint in entity.uniquenessConstraints {
+      var values: [Value] = []
+      for name in constraint {
+        guard case .value(let value)? = change.fields[name], !value.isNull else { break }
+        values.append(value)
+      }
+      guard values.count == constraint.count else { continue }
+      let format = constraint.map { "\($0) == %@" }.joined(separator: " AND ")
+      var request = FetchRequest<ManagedObject>(
+        entityName: entity.name, predicate: try QueryPredicate(format: format, argumentArray: values))
+      request.fetchLimit = 1
+      if let twin = try context.fetch(request).first, !twin.isDeleted { return twin }
+    }
+    return nil
+  }
+
   private func isWritable(_ field: String, of object: ManagedObject) -> Bool {
     guard let pending = pendingFields[object.objectID] else { return true }
     return !pending.contains("*") && !pending.contains(field)
@@ -118,16 +148,7 @@ struct PullApplier {
   /// The live local object with global identity `id`, `nil` when there is none.
   private mutating func find(_ id: UUID, entity: String) throws -> ManagedObject? {
     if let known = found[id] { return known }
-    if let local = identity.localObjectID(for: id) {
-      let object = (try? context.existingObject(with: local)).flatMap { $0.isDeleted ? nil : $0 }
-      found[id] = .some(object)
-      return object
-    }
-    var request = FetchRequest<ManagedObject>(
-      entityName: entity,
-      predicate: try QueryPredicate(format: "\(MirrorModel.identityAttribute) == %@", argumentArray: [id]))
-    request.fetchLimit = 1
-    let object = try context.fetch(request).first.flatMap { $0.isDeleted ? nil : $0 }
+    let object = try identity.liveObject(id, entity: entity, in: context)
     found[id] = .some(object)
     return object
   }

@@ -12,35 +12,65 @@ extension StoreMirror {
   }
 
   /// Pushes the outbox one transaction at a time; records the acknowledged token (and the last pushed
-  /// position) in the local store after the last success, also when a later push fails.
+  /// position) in the local store after the last success, also when a later push fails. A transaction
+  /// the hub refuses is kept in the rejected list, saved with the acknowledged token that passes it, and
+  /// the push goes on. The hub is reached before anything local is written: offline, the store is left
+  /// as it was.
   func push(into report: inout SyncReport) async throws {
+    try await reachHub()
     let outbox = try prepareOutbox()
     var acknowledged: (token: HistoryToken, position: Int64?)?
+    var rejections: [RejectedTransaction] = []
     do {
       for (token, transaction) in outbox.transactions {
-        let receipt = try await hub.push(transaction)
-        report.pushed += 1
-        report.conflicts += receipt.conflicts.count
-        acknowledged = (token, receipt.position)
+        if let receipt = try await pushOrReject(transaction, into: &report, rejections: &rejections) {
+          acknowledged = (token, receipt.position)
+        } else {
+          acknowledged = (token, acknowledged?.position)
+        }
       }
     } catch {
-      if let acknowledged { try recordAcknowledged(acknowledged.token, position: acknowledged.position) }
+      if let acknowledged { try recordAcknowledged(acknowledged.token, position: acknowledged.position, rejections: rejections) }
       throw error
     }
     // The mirror's own transactions need no acknowledgment: skipping a few on every read is cheaper than a
     // save of the token (itself one more transaction of the mirror) after every sync.
     if let last = outbox.scannedThrough, !outbox.transactions.isEmpty || outbox.skipped > 32 {
-      try recordAcknowledged(last, position: acknowledged?.position)
+      try recordAcknowledged(last, position: acknowledged?.position, rejections: rejections)
     }
   }
 
-  private func recordAcknowledged(_ token: HistoryToken, position: Int64?) throws {
+  /// Pushes one transaction; `nil` when the hub refused it (then added to `rejections`, counted and
+  /// reported as an event).
+  func pushOrReject(
+    _ transaction: MirrorTransaction, into report: inout SyncReport, rejections: inout [RejectedTransaction]
+  ) async throws -> MirrorReceipt? {
+    let started = Date()
+    do {
+      let receipt = try await hub.push(transaction)
+      report.pushed += 1
+      report.conflicts += receipt.conflicts.count
+      noteHubPosition(receipt.position)
+      return receipt
+    } catch MirrorError.rejected(let reason) {
+      rejections.append(
+        RejectedTransaction(
+          localSequence: transaction.localSequence, reason: reason, rejectedAt: started, transaction: transaction))
+      report.rejected += 1
+      emit(MirrorEvent(kind: .rejection, count: 1, startedAt: started, error: reason))
+      return nil
+    }
+  }
+
+  private func recordAcknowledged(_ token: HistoryToken, position: Int64?, rejections: [RejectedTransaction]) throws {
     let context = mirrorContext()
     try context.performAndWait {
       var state = try MirrorState(context)
-      if let current = state.acknowledged, current.sequence >= token.sequence { return }
-      try state.setAcknowledged(token, position: position, in: context)
-      try context.save()
+      if state.acknowledged.map({ $0.sequence < token.sequence }) ?? true {
+        try state.setAcknowledged(token, position: position, in: context)
+      }
+      if !rejections.isEmpty { try state.setRejected(state.rejected + rejections, in: context) }
+      if context.hasChanges { try context.save() }
     }
   }
 
@@ -82,22 +112,31 @@ extension StoreMirror {
       return MirrorChange(globalID: id, entityName: entity.name, kind: .delete)
     }
     guard let object = try? context.existingObject(with: change.objectID), !object.isDeleted else { return nil }
-    let (attributes, references) = MirrorModel.fields(of: entity)
-    let changed = change.changeType == .insert ? nil : Set(change.updatedProperties)
-    var fields: [String: MirrorField] = [:]
-    for name in attributes where changed?.contains(name) ?? true {
-      fields[name] = .value(object.primitiveValue(forKey: name) ?? .null)
-    }
-    for name in references where changed?.contains(name) ?? true {
-      let target = object.value(forKey: name) as? ManagedObject
-      fields[name] = .reference(
-        target.flatMap { identity.globalID(of: $0.objectID, stored: $0.primitiveValue(forKey: MirrorModel.identityAttribute)) })
-    }
+    let fields = currentFields(
+      of: object, entity: entity, only: change.changeType == .insert ? nil : Set(change.updatedProperties), identity: identity)
     if change.changeType == .update && fields.isEmpty { return nil }
     guard let id = identity.globalID(of: object.objectID, stored: object.primitiveValue(forKey: MirrorModel.identityAttribute))
     else { return nil }
     return MirrorChange(
       globalID: id, entityName: entity.name, kind: change.changeType == .insert ? .insert : .update,
       fields: fields)
+  }
+
+  /// The object's fields as they travel now (all of them, or those named in `only`): attribute values, and
+  /// to-one targets by global identity.
+  func currentFields(
+    of object: ManagedObject, entity: EntityDescription, only names: Set<String>?, identity: GlobalIdentity
+  ) -> [String: MirrorField] {
+    let (attributes, references) = MirrorModel.fields(of: entity)
+    var fields: [String: MirrorField] = [:]
+    for name in attributes where names?.contains(name) ?? true {
+      fields[name] = .value(object.primitiveValue(forKey: name) ?? .null)
+    }
+    for name in references where names?.contains(name) ?? true {
+      let target = object.value(forKey: name) as? ManagedObject
+      fields[name] = .reference(
+        target.flatMap { identity.globalID(of: $0.objectID, stored: $0.primitiveValue(forKey: MirrorModel.identityAttribute)) })
+    }
+    return fields
   }
 }

@@ -30,6 +30,9 @@ public final class StoreMirror: Sendable {
   /// How many log entries one pull applies in one local transaction.
   public let pullBatchSize: Int
   private let isSyncing = Mutex(false)
+  /// What this mirror last learned of the hub.
+  let contact = Mutex(HubContact())
+  let subscribers = Mutex<[UUID: AsyncStream<MirrorEvent>.Continuation]>([:])
 
   /// A mirror of `container`'s loaded store with `hub`.
   ///
@@ -48,32 +51,38 @@ public final class StoreMirror: Sendable {
     self.pullBatchSize = max(1, pullBatchSize)
   }
 
+  /// Sets the sync flag to `running`; `false` when it already was (another sync runs).
+  func claimSync(_ running: Bool) -> Bool {
+    isSyncing.withLock { current in
+      if running && current { return false }
+      current = running
+      return true
+    }
+  }
+
+  deinit {
+    for continuation in subscribers.withLock({ $0.values }) { continuation.finish() }
+  }
+
   /// Pushes every local transaction not yet acknowledged, each applied on the hub once, then pulls and
-  /// applies every hub entry after the last pulled position.
+  /// applies every hub entry after the last pulled position. A transaction the hub refuses goes to the
+  /// rejected list (``rejected()``) and the push goes on with the next one.
   ///
   /// ```swift
   /// let report = try await mirror.sync()
   /// ```
   ///
-  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached (local data is kept and
-  ///   the next sync resumes where this one stopped); ``MirrorError/syncInProgress`` when another sync of
-  ///   this mirror is running; a `StoreError` when the local store fails.
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached (nothing local is
+  ///   written before the hub answers, and the next sync resumes where this one stopped);
+  ///   ``MirrorError/syncInProgress`` when another sync of this mirror is running; a `StoreError` when the
+  ///   local store fails.
   public func sync() async throws -> SyncReport {
-    let started = isSyncing.withLock { running in
-      if running { return false }
-      running = true
-      return true
-    }
-    guard started else { throw MirrorError.syncInProgress }
-    defer { isSyncing.withLock { $0 = false } }
-    var report = SyncReport()
-    try await push(into: &report)
-    try await pull(into: &report)
-    return report
+    try await round { report in try await self.push(into: &report) }
   }
 
-  /// Where this replica stands: local transactions waiting to be pushed and the last positions pushed
-  /// and pulled.
+  /// Where this replica stands: local transactions waiting to be pushed, rejected ones, the last positions
+  /// pushed and pulled, and what the mirror last learned of the hub (connected, its last position, the lag).
+  /// It reads the local store only; ``refreshStatus()`` asks the hub first.
   ///
   /// ```swift
   /// let status = try mirror.status()
@@ -82,13 +91,81 @@ public final class StoreMirror: Sendable {
   ///
   /// - Throws: a `StoreError` when the local store cannot be read.
   public func status() throws -> MirrorStatus {
+    let known = contact.withLock { $0 }
     let context = mirrorContext()
     return try context.performAndWait {
       let state = try MirrorState(context)
-      return MirrorStatus(
-        replicaID: state.replicaID, pendingTransactions: try pendingTransactions(after: state.acknowledged, in: context).count,
-        lastPushedPosition: state.pushed, lastPulledPosition: state.pulled)
+      let pending = try pendingTransactions(after: state.acknowledged, in: context)
+      var status = MirrorStatus(
+        replicaID: state.replicaID, pendingTransactions: pending.count, lastPushedPosition: state.pushed,
+        lastPulledPosition: state.pulled)
+      status.isConnected = known.isConnected
+      status.offlineReason = known.offlineReason
+      status.hubPosition = known.hubPosition
+      status.lag = known.hubPosition.map { max(0, $0 - state.pulled) }
+      status.oldestPendingAge = pending.first.map { max(0, Date().timeIntervalSince($0.timestamp)) }
+      status.rejectedTransactions = state.rejected.count
+      return status
     }
+  }
+
+  /// Asks the hub for its last position (so that ``MirrorStatus/isConnected`` and ``MirrorStatus/lag``
+  /// are current), then gives ``status()``. An unreachable hub is reported in the status, not thrown.
+  ///
+  /// ```swift
+  /// let status = try await mirror.refreshStatus()
+  /// print(status.isConnected ? "lag \(status.lag ?? 0)" : status.offlineReason ?? "offline")
+  /// ```
+  ///
+  /// - Throws: a `StoreError` when the local store cannot be read.
+  public func refreshStatus() async throws -> MirrorStatus {
+    do {
+      _ = try await reachHub()
+    } catch is MirrorError {
+      // Recorded in `contact` by `reachHub`.
+    }
+    return try status()
+  }
+
+  /// Syncs until this replica's own writes are acknowledged by the hub and pulled back: nothing pending
+  /// and every pushed position pulled. While the hub is unreachable it tries again every `interval`.
+  /// Rejected transactions are settled (listed by ``rejected()``), not waited for.
+  ///
+  /// ```swift
+  /// try await mirror.waitUntilSynced()
+  /// ```
+  ///
+  /// - Throws: `CancellationError` when the task is cancelled; a `StoreError` when the local store fails;
+  ///   ``MirrorError/hubFailed(_:)`` when the hub fails a request.
+  public func waitUntilSynced(retryingEvery interval: Duration = .milliseconds(500)) async throws {
+    while true {
+      try Task.checkCancellation()
+      do {
+        _ = try await sync()
+        let status = try status()
+        if status.pendingTransactions == 0 && status.lastPulledPosition >= status.lastPushedPosition { return }
+      } catch MirrorError.hubUnreachable, MirrorError.syncInProgress {
+        // Offline, or another caller is syncing: try again after the interval.
+      }
+      try await Task.sleep(for: interval)
+    }
+  }
+
+  /// The mirror's events from now on: each push and pull (with counts, start and end, and the error that
+  /// ended it), each batch of conflicts a push resolved, and each rejected transaction. Every call gives a
+  /// stream of its own; it ends when the mirror is released, and keeps the newest 256 events unread.
+  ///
+  /// ```swift
+  /// Task {
+  ///   for await event in mirror.events() { print(event.kind, event.count, event.error ?? "ok") }
+  /// }
+  /// ```
+  public func events() -> AsyncStream<MirrorEvent> {
+    let (stream, continuation) = AsyncStream.makeStream(of: MirrorEvent.self, bufferingPolicy: .bufferingNewest(256))
+    let id = UUID()
+    subscribers.withLock { $0[id] = continuation }
+    continuation.onTermination = { [weak self] _ in _ = self?.subscribers.withLock { $0.removeValue(forKey: id) } }
+    return stream
   }
 
   /// Every conflict the hub resolved, from every replica.
@@ -117,6 +194,41 @@ public final class StoreMirror: Sendable {
     let context = mirrorContext()
     guard let replica = try context.performAndWait({ try MirrorState(context).replicaID }) else { return nil }
     return identity(of: replica).globalID(of: object.objectID, stored: stored)
+  }
+
+  /// Keeps `location` (how the app names its hub, a URI say) in the local store's mirror state, so that
+  /// a later run finds the hub without being told (``rememberedHub(of:)``). The location is stored as
+  /// given: a password in it is stored too.
+  ///
+  /// ```swift
+  /// try mirror.rememberHub("postgresql://db.example.com/potatoes?schema=mirror")
+  /// ```
+  ///
+  /// - Throws: a `StoreError` when the local store cannot be written.
+  public func rememberHub(_ location: String) throws {
+    let context = mirrorContext()
+    try context.performAndWait {
+      var state = try MirrorState(context)
+      guard state.hub != location else { return }
+      try state.setHub(location, in: context)
+      try context.save()
+    }
+  }
+
+  /// The hub location last given to ``rememberHub(_:)`` in `container`'s store, `nil` when none was.
+  ///
+  /// ```swift
+  /// if let location = try StoreMirror.rememberedHub(of: container) { print("syncs with \(location)") }
+  /// ```
+  ///
+  /// - Throws: ``MirrorError/unsupported(_:)`` when the model lacks the mirror's additions; a `StoreError`
+  ///   when the store cannot be read.
+  public static func rememberedHub(of container: PersistentContainer) throws -> String? {
+    guard MirrorModel.isAugmented(container.model) else {
+      throw MirrorError.unsupported("the container's model lacks the mirror's additions; build it with MirrorModel.adding(to:)")
+    }
+    let context = container.newBackgroundContext()
+    return try context.performAndWait { try MirrorState(context).hub }
   }
 
   func identity(of replica: UUID) -> GlobalIdentity {
@@ -149,16 +261,19 @@ public struct SyncReport: Sendable, Hashable, Codable {
   public var pulled = 0
   /// Conflicts the hub resolved while applying this replica's pushes.
   public var conflicts = 0
+  /// Local transactions the hub refused, now in the rejected list (``StoreMirror/rejected()``).
+  public var rejected = 0
 
   /// A report of counts.
   ///
   /// ```swift
   /// let nothing = SyncReport()
   /// ```
-  public init(pushed: Int = 0, pulled: Int = 0, conflicts: Int = 0) {
+  public init(pushed: Int = 0, pulled: Int = 0, conflicts: Int = 0, rejected: Int = 0) {
     self.pushed = pushed
     self.pulled = pulled
     self.conflicts = conflicts
+    self.rejected = rejected
   }
 }
 
@@ -177,8 +292,20 @@ public struct MirrorStatus: Sendable, Hashable, Codable {
   public var lastPushedPosition: Int64
   /// The last hub position applied locally, 0 before the first pull.
   public var lastPulledPosition: Int64
+  /// Whether the mirror's last request to the hub succeeded (`false` before any).
+  public var isConnected = false
+  /// Why the last request to the hub failed (one line, starting `offline:` when it was unreachable).
+  public var offlineReason: String?
+  /// The hub's last position when the mirror last reached it, `nil` before that.
+  public var hubPosition: Int64?
+  /// How many hub entries this replica has not pulled yet, as of ``hubPosition``.
+  public var lag: Int64?
+  /// How long ago, in seconds, the oldest pending local transaction was saved; `nil` with none pending.
+  public var oldestPendingAge: TimeInterval?
+  /// Local transactions the hub refused, kept in the rejected list.
+  public var rejectedTransactions = 0
 
-  /// A status.
+  /// A status; the fields after these four start as before any contact with the hub.
   ///
   /// ```swift
   /// let status = MirrorStatus(replicaID: nil, pendingTransactions: 0, lastPushedPosition: 0, lastPulledPosition: 0)

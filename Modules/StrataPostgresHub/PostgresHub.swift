@@ -27,6 +27,8 @@ public final class PostgresHub: MirrorHub {
 
   private let uri: String
   private let schema: String
+  /// The URI's password in the forms an error message could quote it, to hide it there.
+  private let secrets: [String]
   private let model: ObjectModel
   private let state = Mutex(State())
 
@@ -43,8 +45,41 @@ public final class PostgresHub: MirrorHub {
     self.uri = uri
     self.schema = schema
     self.model = model
+    let components = URLComponents(string: uri)
+    secrets = [components?.password, components?.percentEncodedPassword].compactMap { $0 }.filter { !$0.isEmpty }
   }
 
+  /// A hub at `location`, a libpq URI naming the database and the schema as a PostgreSQL store's
+  /// location does: the schema is the path's second component (`postgresql://host/database/schema`) or
+  /// the `schema` query item, else `defaultSchema`. Nothing connects until the first call.
+  ///
+  /// ```swift
+  /// let hub = try PostgresHub(location: "postgresql://db.example.com/potatoes?schema=mirror", defaultSchema: "taterrater", model: model)
+  /// ```
+  ///
+  /// - Throws: `MirrorError.unsupported` for a location that is not a `postgresql://` URI, whose path has
+  ///   more than two components, or whose schema is not a plain identifier; the message never holds the
+  ///   password.
+  public convenience init(location: String, defaultSchema: String, model: ObjectModel) throws {
+    guard var components = URLComponents(string: location), components.scheme == "postgresql" || components.scheme == "postgres"
+    else {
+      throw MirrorError.unsupported(
+        "the hub location is not a PostgreSQL URI (expected postgresql://user@host:port/database/schema or ?schema=name)")
+    }
+    var schema = defaultSchema
+    let parts = components.path.split(separator: "/")
+    guard parts.count <= 2 else { throw MirrorError.unsupported("the hub URI's path must be /database or /database/schema") }
+    if parts.count == 2 {
+      schema = String(parts[1])
+      components.path = "/" + parts[0]
+    }
+    var items = components.queryItems ?? []
+    if let index = items.firstIndex(where: { $0.name == "schema" }) {
+      schema = items.remove(at: index).value ?? defaultSchema
+    }
+    components.queryItems = items.isEmpty ? nil : items
+    try self.init(uri: components.string ?? location, schema: schema, model: model)
+  }
   /// Makes the next `count` pushes commit and then throw as if the reply was lost (for tests).
   ///
   /// ```swift
@@ -92,6 +127,16 @@ public final class PostgresHub: MirrorHub {
     }
   }
 
+  /// The last position given, 0 before the first push.
+  ///
+  /// - Throws: `MirrorError.hubUnreachable` or `MirrorError.hubFailed`.
+  public func lastPosition() async throws -> Int64 {
+    try withConnection { connection, _ in
+      let last = try connection.query("SELECT coalesce(max(position), 0) FROM \(table("log"))").first?.first ?? nil
+      return last.flatMap { Int64($0) } ?? 0
+    }
+  }
+
   /// The live objects' current fields, by global identity (what every replica converges to).
   ///
   /// - Throws: `MirrorError.hubUnreachable` or `MirrorError.hubFailed`.
@@ -114,7 +159,7 @@ public final class PostgresHub: MirrorHub {
     let last = try connection.query("SELECT coalesce(max(position), 0) FROM \(table("log"))").first?.first ?? nil
     let before = try loadObjects(connection)
     var ledger = HubLedger(model: model, objects: before, lastPosition: last.flatMap { Int64($0) } ?? 0)
-    let receipt = ledger.apply(transaction)
+    let receipt = try ledger.apply(transaction)
     for (id, object) in ledger.objects where before[id] != object {
       try connection.query(
         "INSERT INTO \(table("objects")) (id, entity, deleted_at, state) VALUES ($1, $2, $3, $4) "
@@ -151,18 +196,34 @@ public final class PostgresHub: MirrorHub {
   // MARK: Connection
 
   private func withConnection<R>(_ body: (HubConnection, inout State) throws -> R) throws -> R {
-    try state.withLock { state in
-      if state.connection?.isBroken ?? true {
-        let connection = try HubConnection(uri)
-        try createTables(connection)
-        state.connection = connection
+    do {
+      return try state.withLock { state in
+        if state.connection?.isBroken ?? true {
+          let connection = try HubConnection(uri)
+          try createTables(connection)
+          state.connection = connection
+        }
+        guard let connection = state.connection else { throw MirrorError.hubUnreachable("no connection") }
+        return try body(connection, &state)
       }
-      guard let connection = state.connection else { throw MirrorError.hubUnreachable("no connection") }
-      return try body(connection, &state)
+    } catch let error as MirrorError {
+      throw hidingSecrets(error)
+    }
+  }
+
+  /// `error` with the URI's password, should libpq quote it, written as `***`.
+  private func hidingSecrets(_ error: MirrorError) -> MirrorError {
+    func hide(_ text: String) -> String { secrets.reduce(text) { $0.replacingOccurrences(of: $1, with: "***") } }
+    switch error {
+    case .hubUnreachable(let reason): return .hubUnreachable(hide(reason))
+    case .hubFailed(let reason): return .hubFailed(hide(reason))
+    case .unsupported, .syncInProgress, .rejected: return error
     }
   }
 
   private func createTables(_ connection: HubConnection) throws {
+    // `IF NOT EXISTS` notices ("already exists, skipping") would go to standard error on every connection.
+    try connection.query("SET client_min_messages TO warning")
     try connection.query("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
     try connection.query(
       "CREATE TABLE IF NOT EXISTS \(table("log")) (position bigint PRIMARY KEY, replica uuid NOT NULL, "

@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataMirroring
 import Synchronization
 
 extension PotatoRater {
@@ -23,9 +24,12 @@ extension PotatoRater {
   /// - "1": potatoes with free-text notes.
   /// - "2": each line of notes is a ``Tasting`` of its own. A custom stage carries the notes across: it
   ///   reads them on version "1" and writes one tasting per line on version "2".
+  /// - "3": mirrored (``MirrorModel/adding(to:)``): an optional global identity on potatoes and tastings,
+  ///   and the mirror's state entity; a lightweight migration from "2".
   public static func migrationPlan() throws -> MigrationPlan {
     let v1 = ModelVersion("1", try firstModel())
     let v2 = ModelVersion("2", try ObjectModel(Potato.self, Tasting.self), types: [Potato.self, Tasting.self])
+    let v3 = ModelVersion("3", try MirrorModel.adding(to: v2.model), types: [Potato.self, Tasting.self])
     let carried = CarriedNotes()
     let notesBecomeTastings = MigrationStage.custom(
       from: v1, to: v2,
@@ -51,7 +55,7 @@ extension PotatoRater {
         }
         try context.save()
       })
-    return try MigrationPlan([v1, v2], stages: [notesBecomeTastings])
+    return try MigrationPlan([v1, v2, v3], stages: [notesBecomeTastings])
   }
 }
 

@@ -10,16 +10,19 @@ public struct PotatoRater: Sendable {
 
   public static let name = "TaterRater"
 
-  /// The current model (version "2" of ``migrationPlan()``): potatoes and their tasting notes.
+  /// The current model (version "3" of ``migrationPlan()``): potatoes and their tasting notes, mirrored.
   public static func makeModel() throws -> ObjectModel { try migrationPlan().current.model }
 
   /// A container of the current model with `store` loaded; a store written by an earlier version
-  /// migrates when it opens, reporting to `migrationProgress`.
+  /// migrates when it opens, reporting to `migrationProgress`. The store tracks persistent history (a
+  /// writable one): it is the outbox of a `StoreMirror`, so ratings made offline are pushed by the next sync.
   public static func makeContainer(
     store: StoreDescription, registry: StoreRegistry, migrationProgress: (@Sendable (MigrationProgress) -> Void)? = nil
   ) throws -> PersistentContainer {
     let container = PersistentContainer(
       name: name, plan: try migrationPlan(), types: [Potato.self, Tasting.self], registry: registry)
+    var store = store
+    if !store.options.isReadOnly { store.options.tracksHistory = true }
     container.storeDescriptions = [store]
     container.migrationProgressHandler = migrationProgress
     try container.loadPersistentStores()

@@ -9,7 +9,7 @@ import Testing
 /// mirrored, and local saves made while a sync runs.
 @Suite("Mirror rules")
 struct MirrorRulesTests {
-  @Test func theLedgerAppliesATransactionOnceAndAnswersARetryWithTheFirstReceipt() {
+  @Test func theLedgerAppliesATransactionOnceAndAnswersARetryWithTheFirstReceipt() throws {
     var ledger = HubLedger(model: orchardModel)
     let crate = UUID()
     let pushed = MirrorTransaction(
@@ -19,24 +19,24 @@ struct MirrorRulesTests {
           globalID: crate, entityName: "Crate", kind: .insert,
           fields: ["label": .value(.string("north")), "note": .value(.null)])
       ])
-    let first = ledger.apply(pushed)
-    let again = ledger.apply(pushed)
+    let first = try ledger.apply(pushed)
+    let again = try ledger.apply(pushed)
     #expect(!first.wasDuplicate && again.wasDuplicate)
     #expect(again.position == first.position)
     #expect(ledger.log.count == 1 && ledger.lastPosition == 1)
     #expect(ledger.liveObjects[crate]?.fields["label"] == .value(.string("north")))
   }
 
-  @Test func aChangeThatRestoresTheHubsValueIsNotLoggedAgain() {
+  @Test func aChangeThatRestoresTheHubsValueIsNotLoggedAgain() throws {
     var ledger = HubLedger(model: orchardModel)
     let replica = UUID()
     let crate = UUID()
     let label: [String: MirrorField] = ["label": .value(.string("north"))]
-    _ = ledger.apply(
+    _ = try ledger.apply(
       MirrorTransaction(
         replicaID: replica, localSequence: 1, basePosition: 0,
         changes: [MirrorChange(globalID: crate, entityName: "Crate", kind: .insert, fields: label)]))
-    _ = ledger.apply(
+    _ = try ledger.apply(
       MirrorTransaction(
         replicaID: UUID(), localSequence: 1, basePosition: 0,
         changes: [MirrorChange(globalID: crate, entityName: "Crate", kind: .update, fields: label)]))
@@ -152,4 +152,6 @@ final class InterruptingHub: MirrorHub {
   }
 
   func conflicts() async throws -> [MirrorConflict] { try await hub.conflicts() }
+
+  func lastPosition() async throws -> Int64 { try await hub.lastPosition() }
 }

@@ -85,7 +85,42 @@ struct VersionOneStoreTests {
       #expect(plan.version(of: opened.model)?.name == "1")
       opened.close()
     }
-    #expect(plan.current.name == "2")
+    #expect(plan.current.name == "3")
+  }
+
+  /// Version "3" is version "2" mirrored: a store of version "2" (written here with a plan that ends
+  /// there) opens with today's model, keeps its potatoes, and can be mirrored.
+  @Test(arguments: [StoreType.sqlite, .lmdb])
+  func aVersionTwoStoreOpensMirrored(_ type: StoreType) throws {
+    let plan = try PotatoRater.migrationPlan()
+    let directory = FileManager.default.temporaryDirectory.appending(path: "taterrater-v2-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let description = StoreDescription(type: type, url: directory.appending(path: "TaterRater.\(type.rawValue)"))
+    let older = PersistentContainer(
+      name: "TaterRater", plan: try MigrationPlan(Array(plan.versions.prefix(2)), stages: plan.stages),
+      types: [Potato.self, Tasting.self], registry: Self.registry)
+    older.storeDescriptions = [description]
+    try older.loadPersistentStores()
+    let written = PotatoRater(container: older)
+    try written.container.viewContext.performAndWait {
+      for record in PotatoRater.previewPotatoes.prefix(3) {
+        let potato = Potato(context: written.container.viewContext)
+        potato.variety = record.variety
+        potato.crowdRating = record.crowdRating
+      }
+      try written.container.viewContext.save()
+    }
+    try written.note("Cara", text: "Floury")
+    let before = try written.potatoes()
+    older.close()
+
+    let container = try PotatoRater.makeContainer(store: description, registry: Self.registry)
+    defer { container.close() }
+    #expect(plan.version(of: container.model)?.name == "3")
+    #expect(try PotatoRater(container: container).potatoes() == before)
+    #expect(container.storeDescriptions.first?.options.tracksHistory == true)
+    #expect(container.model.entity(named: "StrataMirrorState") != nil)
   }
 
   @Test func aFailingStageLeavesTheVersionOneStoreAsItWas() throws {

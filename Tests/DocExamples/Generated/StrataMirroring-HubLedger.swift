@@ -21,7 +21,7 @@ func StrataMirroring_HubLedger_1(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     var ledger = HubLedger(model: container.model)
-    let receipt = ledger.apply(MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: []))
+    let receipt = try ledger.apply(MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: []))
   }
 }
 
@@ -41,14 +41,14 @@ func StrataMirroring_HubLedger_3(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 4, on `public mutating func apply(_ transaction: MirrorTransaction) -> MirrorReceipt`
+// Modules/StrataMirroring/HubLedger.swift, example 4, on `public mutating func apply(_ transaction: MirrorTransaction) throws -> MirrorReceipt`
 func StrataMirroring_HubLedger_4(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     var ledger = HubLedger(model: container.model)
     let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: [])
-    let first = ledger.apply(pushed)
-    let again = ledger.apply(pushed)  // again.wasDuplicate, again.position == first.position
+    let first = try ledger.apply(pushed)
+    let again = try ledger.apply(pushed)  // again.wasDuplicate, again.position == first.position
   }
 }
 

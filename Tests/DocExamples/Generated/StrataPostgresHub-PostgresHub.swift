@@ -25,8 +25,17 @@ func StrataPostgresHub_PostgresHub_1(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 2, on `public func loseReplies(_ count: Int)`
+// Modules/StrataPostgresHub/PostgresHub.swift, example 2, on `public convenience init(location: String, defaultSchema: String, model: ObjectModel) throws`
 func StrataPostgresHub_PostgresHub_2(_ scope: DocScope) throws {
+  let model: ObjectModel = scope.model
+  let mirror: StoreMirror = scope.mirror
+  do {
+    let hub = try PostgresHub(location: "postgresql://db.example.com/potatoes?schema=mirror", defaultSchema: "taterrater", model: model)
+  }
+}
+
+// Modules/StrataPostgresHub/PostgresHub.swift, example 3, on `public func loseReplies(_ count: Int)`
+func StrataPostgresHub_PostgresHub_3(_ scope: DocScope) throws {
   let hub: MemoryHub = scope.hub
   do {
     hub.loseReplies(1)

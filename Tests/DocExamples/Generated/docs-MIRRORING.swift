@@ -27,7 +27,8 @@ func docs_MIRRORING_1(_ scope: DocScope) async throws {
     potatoes.storeDescriptions = [StoreDescription(type: .sqlite, url: url, options: StoreOptions(tracksHistory: true))]
     try await potatoes.loadPersistentStores()
     let replica = try StoreMirror(container: potatoes, hub: MemoryHub(model: mirrored))
-    let report = try await replica.sync()  // pushed, pulled, conflicts
-    let status = try replica.status()  // pending local transactions, last pushed and pulled positions
+    let report = try await replica.sync()  // pushed, pulled, conflicts, rejected
+    let status = try await replica.refreshStatus()  // connected, pending, positions, lag
+    let refused = try replica.rejected()  // transactions the hub refused, kept until retried or discarded
   }
 }

@@ -1,0 +1,47 @@
+import Foundation
+import StrataCore
+
+extension HubLedger {
+  /// Refuses a transaction that does not fit the hub's model, before anything of it is applied: a replica
+  /// of a newer model (an entity or field the hub does not know), or a value the model's rules refuse.
+  func check(_ transaction: MirrorTransaction) throws {
+    for change in transaction.changes {
+      guard let entity = model.entity(named: change.entityName) else {
+        throw MirrorError.rejected("the hub's model has no entity \(change.entityName) (the hub's model is older)")
+      }
+      let references = Set(entity.toOneRelationships.map(\.name))
+      for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
+        let place = "\(entity.name).\(name)"
+        switch field {
+        case .reference:
+          guard references.contains(name) else {
+            throw MirrorError.rejected("the hub's model has no to-one relationship \(place) (the hub's model is older)")
+          }
+        case .value(let value):
+          guard let attribute = entity.attribute(named: name), !attribute.isTransient, attribute.derivation == nil else {
+            throw MirrorError.rejected("the hub's model has no stored attribute \(place) (the hub's model is older)")
+          }
+          try Self.check(value, of: attribute, at: place)
+        }
+      }
+    }
+  }
+
+  private static func check(_ value: Value, of attribute: AttributeDescription, at place: String) throws {
+    if value.isNull {
+      guard attribute.isOptional else { throw MirrorError.rejected("\(place) is required and was sent without a value") }
+      return
+    }
+    guard let coerced = attribute.type.coerce(value) else {
+      throw MirrorError.rejected("\(place) holds \(value), not a \(attribute.type.rawValue)")
+    }
+    guard let number = coerced.numericValue else { return }
+    let rules = attribute.validation
+    if let minimum = rules.minimum, number < minimum {
+      throw MirrorError.rejected("\(place) must be at least \(minimum.formatted()) (got \(number.formatted()))")
+    }
+    if let maximum = rules.maximum, number > maximum {
+      throw MirrorError.rejected("\(place) must be at most \(maximum.formatted()) (got \(number.formatted()))")
+    }
+  }
+}

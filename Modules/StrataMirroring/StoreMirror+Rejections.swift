@@ -1,0 +1,140 @@
+import Foundation
+import Strata
+
+/// A local transaction the hub refused: kept in the replica's rejected list, with the hub's reason, until
+/// it is retried (``StoreMirror/retryRejected(_:)``) or discarded (``StoreMirror/discardRejected(_:)``).
+/// The transactions after it were pushed as usual.
+///
+/// ```swift
+/// for rejected in try mirror.rejected() { print(rejected.localSequence, rejected.reason) }
+/// ```
+public struct RejectedTransaction: Sendable, Hashable, Codable {
+  /// The local history sequence of the transaction (its idempotency key with the replica).
+  public var localSequence: Int64
+  /// Why the hub refused it, one line.
+  public var reason: String
+  /// When the hub last refused it.
+  public var rejectedAt: Date
+  /// The transaction as it was pushed.
+  public var transaction: MirrorTransaction
+
+  /// A rejected transaction.
+  ///
+  /// ```swift
+  /// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 4, basePosition: 0, changes: [])
+  /// let rejected = RejectedTransaction(localSequence: 4, reason: "no entity Crate", rejectedAt: Date(), transaction: pushed)
+  /// ```
+  public init(localSequence: Int64, reason: String, rejectedAt: Date, transaction: MirrorTransaction) {
+    self.localSequence = localSequence
+    self.reason = reason
+    self.rejectedAt = rejectedAt
+    self.transaction = transaction
+  }
+}
+
+extension StoreMirror {
+  /// The local transactions the hub refused, oldest first. They are not pending: later transactions went
+  /// on without them.
+  ///
+  /// ```swift
+  /// let refused = try mirror.rejected()
+  /// ```
+  ///
+  /// - Throws: a `StoreError` when the local store cannot be read.
+  public func rejected() throws -> [RejectedTransaction] {
+    let context = mirrorContext()
+    return try context.performAndWait { try MirrorState(context).rejected }
+  }
+
+  /// Pushes the rejected transactions again (those with the given local sequences, or all), then pulls.
+  /// Each is sent with its objects' current values (an object deleted since sends nothing) and the
+  /// current pulled position as its base; one the hub accepts leaves the list, one it refuses again stays
+  /// with the new reason.
+  ///
+  /// ```swift
+  /// let report = try await mirror.retryRejected()
+  /// print("accepted \(report.pushed), still refused \(report.rejected)")
+  /// ```
+  ///
+  /// - Throws: the errors of ``sync()``.
+  public func retryRejected(_ localSequences: Set<Int64>? = nil) async throws -> SyncReport {
+    try await round { report in try await self.pushRejected(localSequences, into: &report) }
+  }
+
+  /// Removes rejected transactions from the list (those with the given local sequences, or all) and
+  /// returns them. Their changes stay in the local store, which keeps its values for those fields until
+  /// the next change of them, here or pulled.
+  ///
+  /// ```swift
+  /// let dropped = try mirror.discardRejected([4])
+  /// ```
+  ///
+  /// - Throws: a `StoreError` when the local store cannot be written.
+  @discardableResult
+  public func discardRejected(_ localSequences: Set<Int64>? = nil) throws -> [RejectedTransaction] {
+    let context = mirrorContext()
+    return try context.performAndWait {
+      var state = try MirrorState(context)
+      let dropped = state.rejected.filter { localSequences?.contains($0.localSequence) ?? true }
+      guard !dropped.isEmpty else { return [] }
+      try state.setRejected(state.rejected.filter { !(localSequences?.contains($0.localSequence) ?? true) }, in: context)
+      try context.save()
+      return dropped
+    }
+  }
+
+  private func pushRejected(_ localSequences: Set<Int64>?, into report: inout SyncReport) async throws {
+    try await reachHub()
+    let retries = try refreshedRejections(localSequences)
+    var accepted: [Int64: Int64] = [:]
+    var refused: [RejectedTransaction] = []
+    do {
+      for transaction in retries {
+        if let receipt = try await pushOrReject(transaction, into: &report, rejections: &refused) {
+          accepted[transaction.localSequence] = receipt.position
+        }
+      }
+    } catch {
+      try recordRetries(accepted: accepted, refused: refused)
+      throw error
+    }
+    try recordRetries(accepted: accepted, refused: refused)
+  }
+
+  /// The chosen rejected transactions with their objects' current values and the current base.
+  private func refreshedRejections(_ localSequences: Set<Int64>?) throws -> [MirrorTransaction] {
+    let context = mirrorContext()
+    return try context.performAndWait {
+      let state = try MirrorState(context)
+      guard let replica = state.replicaID else { return [] }
+      let identity = identity(of: replica)
+      return try state.rejected.filter { localSequences?.contains($0.localSequence) ?? true }.map { entry in
+        var transaction = entry.transaction
+        transaction.basePosition = state.pulled
+        transaction.changes = try transaction.changes.compactMap { change in
+          guard change.kind != .delete else { return change }
+          guard let entity = container.model.entity(named: change.entityName),
+            let object = try identity.liveObject(change.globalID, entity: entity.name, in: context)
+          else { return nil }
+          var current = change
+          current.fields = currentFields(
+            of: object, entity: entity, only: change.kind == .insert ? nil : Set(change.fields.keys), identity: identity)
+          return current
+        }
+        return transaction
+      }
+    }
+  }
+
+  private func recordRetries(accepted: [Int64: Int64], refused: [RejectedTransaction]) throws {
+    guard !accepted.isEmpty || !refused.isEmpty else { return }
+    let context = mirrorContext()
+    try context.performAndWait {
+      var state = try MirrorState(context)
+      let kept = state.rejected.filter { accepted[$0.localSequence] == nil }
+      try state.setRejected(kept + refused, in: context)
+      if let position = accepted.values.max() { try state.setPushed(position, in: context) }
+      try context.save()
+    }
+  }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import Strata
+import StrataLMDB
+import StrataMemory
+import StrataMirroring
+import StrataPostgresHub
+import StrataSQLite
+import Testing
+
+final class Variety: ManagedObject {
+  @Attribute(.unique) var name: String
+  @Attribute var rating: Int64
+  @Relationship(inverse: "variety", deleteRule: .cascade) var notes: Set<VarietyNote>
+}
+
+final class VarietyNote: ManagedObject {
+  @Attribute var text: String
+  @Relationship(inverse: "notes") var variety: Variety?
+}
+
+let varietyModel: ObjectModel = {
+  do {
+    return try MirrorModel.adding(to: ObjectModel(Variety.self, VarietyNote.self))
+  } catch {
+    preconditionFailure("the test model is invalid: \(error)")
+  }
+}()
+
+/// A replica of the varieties model.
+struct VarietyReplica {
+  let container: PersistentContainer
+  let mirror: StoreMirror
+  var context: ObjectContext { container.viewContext }
+
+  init(_ store: ReplicaStore, hub: any MirrorHub, in directory: URL, name: String) throws {
+    let registry = StoreRegistry([MemoryStoreFactory(), SQLiteStoreFactory(), LMDBStoreFactory()])
+    container = PersistentContainer(
+      name: name, model: varietyModel, types: [Variety.self, VarietyNote.self], registry: registry)
+    let options = StoreOptions(tracksHistory: true)
+    let url = directory.appending(path: "\(name).\(store.rawValue)")
+    container.storeDescriptions = [
+      store == .memory
+        ? StoreDescription(type: .memory, options: options)
+        : StoreDescription(type: StoreType(store.rawValue), url: url, options: options)
+    ]
+    try container.loadPersistentStores()
+    mirror = try StoreMirror(container: container, hub: hub)
+  }
+
+  @discardableResult
+  func add(_ name: String, rating: Int64, note: String) throws -> Variety {
+    let variety = Variety(context: context)
+    variety.name = name
+    variety.rating = rating
+    let written = VarietyNote(context: context)
+    written.text = note
+    written.variety = variety
+    try context.save()
+    return variety
+  }
+
+  /// name → (rating, sorted note texts), read afresh.
+  func contents() throws -> [String: (Int64, [String])] {
+    context.refreshAllObjects()
+    var result: [String: (Int64, [String])] = [:]
+    for variety in try context.fetch(FetchRequest<Variety>()) {
+      #expect(result[variety.name] == nil, "\(variety.name) is there twice")
+      result[variety.name] = (variety.rating, variety.notes.map(\.text).sorted())
+    }
+    return result
+  }
+}
+
+/// Uniqueness across replicas: two replicas that create the same unique key offline end with one object
+/// everywhere, the hub included, with the relationships of both.
+@Suite("Mirror uniqueness across replicas")
+struct MirrorUniquenessTests {
+  enum Hub: String, CaseIterable, Sendable { case memory, postgres }
+
+  /// A fresh hub of `kind` and a way to read its live objects.
+  static func make(_ kind: Hub) throws -> (any MirrorHub, () throws -> [UUID: HubLedger.Object]) {
+    switch kind {
+    case .memory:
+      let hub = MemoryHub(model: varietyModel)
+      return (hub, { hub.ledger.liveObjects })
+    case .postgres:
+      let schema = "mirror_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(20)
+      let hub = try PostgresHub(uri: try PostgresHubTests.serverURI(), schema: String(schema), model: varietyModel)
+      return (hub, { try hub.liveObjects() })
+    }
+  }
+
+  @Test(arguments: Hub.allCases)
+  func theSameUniqueKeyCreatedOnTwoReplicasIsOneObjectEverywhere(_ kind: Hub) async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let (hub, liveObjects) = try Self.make(kind)
+    let a = try VarietyReplica(.sqlite, hub: hub, in: directory, name: "a")
+    let b = try VarietyReplica(.lmdb, hub: hub, in: directory, name: "b")
+    try a.add("Agria", rating: 4, note: "Buttery")
+    try a.add("Cara", rating: 2, note: "Waxy")
+    try b.add("Agria", rating: 1, note: "Good mash")
+
+    _ = try await a.mirror.sync()
+    let report = try await b.mirror.sync()
+    #expect(report.conflicts == 1, "the rating both set is recorded")
+    _ = try await a.mirror.sync()
+
+    let expected = try a.contents()
+    #expect(expected["Agria"]?.0 == 1, "the later push wins the rating")
+    #expect(expected["Agria"]?.1 == ["Buttery", "Good mash"])
+    #expect(expected.count == 2)
+    let other = try b.contents()
+    #expect(other.mapValues(\.0) == expected.mapValues(\.0) && other.mapValues(\.1) == expected.mapValues(\.1))
+    let live = try liveObjects().values
+    #expect(live.count { $0.entityName == "Variety" } == 2)
+    #expect(live.count { $0.entityName == "VarietyNote" } == 3)
+    let survivor = try #require(try liveObjects().first { $0.value.fields["name"] == .value(.string("Agria")) }?.key)
+    #expect(live.filter { $0.entityName == "VarietyNote" }.count { $0.fields["variety"] == .reference(survivor) } == 2)
+
+    // The merged object keeps working under its survivor's name: b's later edits and deletes reach a.
+    let agria = try #require(try b.context.fetch(FetchRequest<Variety>()).first { $0.name == "Agria" })
+    agria.rating = 5
+    try b.context.save()
+    _ = try await b.mirror.sync()
+    _ = try await a.mirror.sync()
+    #expect(try a.contents()["Agria"]?.0 == 5)
+    b.context.delete(agria)
+    try b.context.save()
+    _ = try await b.mirror.sync()
+    _ = try await a.mirror.sync()
+    #expect(try a.contents()["Agria"] == nil)
+    #expect(try a.contents().keys.sorted() == ["Cara"])
+    #expect(try liveObjects().values.count { $0.entityName == "VarietyNote" } == 1)
+  }
+
+  @Test func aPulledObjectTakesOverALocalOneWithTheSameKeyNotPushedYet() async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let hub = MemoryHub(model: varietyModel)
+    let interrupted = InterruptingHub(hub: hub)
+    let a = try VarietyReplica(.memory, hub: hub, in: directory, name: "a")
+    let b = try VarietyReplica(.sqlite, hub: interrupted, in: directory, name: "b")
+    try a.add("Agria", rating: 4, note: "Buttery")
+    _ = try await a.mirror.sync()
+    // b creates the same key between its push and its pull: the pulled Agria meets a local one.
+    interrupted.beforeNextPull {
+      try b.context.performAndWait { _ = try b.add("Agria", rating: 2, note: "Floury") }
+    }
+    _ = try await b.mirror.sync()
+    _ = try await b.mirror.sync()
+    _ = try await a.mirror.sync()
+    let expected = try a.contents()
+    #expect(expected.count == 1 && expected["Agria"]?.1 == ["Buttery", "Floury"])
+    let other = try b.contents()
+    #expect(other.mapValues(\.0) == expected.mapValues(\.0) && other.mapValues(\.1) == expected.mapValues(\.1))
+    #expect(hub.ledger.liveObjects.values.count { $0.entityName == "Variety" } == 1)
+  }
+}
