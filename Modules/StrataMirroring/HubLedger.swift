@@ -178,15 +178,24 @@ public struct HubLedger: Sendable {
 
   /// Uniqueness across replicas: two replicas that create the same unique key end with one object. The
   /// later one's identity becomes an alias of the survivor (logged as `merged`, so that its replica renames
-  /// its object), and its fields merge into the survivor as an update with the usual rules.
+  /// its object), and its fields merge into the survivor as an update with the usual rules — against a new
+  /// object's values as the base: a field the duplicate left at its initial value (an attribute's default,
+  /// no target) changed nothing, so it never overwrites what the survivor's replicas set.
   private mutating func mergeDuplicate(_ change: MirrorChange, into survivor: UUID, _ merge: inout Merge) {
+    let entity = model.entity(named: change.entityName)
+    let changed = change.fields.filter { name, field in
+      switch field {
+      case .reference(let target): return target != nil
+      case .value(let value): return value != (entity?.attribute(named: name)?.initialValue ?? .null)
+      }
+    }
     objects[change.globalID] = Object(
       entityName: change.entityName, fields: [:], fieldPositions: [:], fieldReplicas: [:], deletedAt: merge.position,
       deletedBy: merge.transaction.replicaID, mergedInto: survivor)
     merge.logged.append(
       MirrorChange(
         globalID: change.globalID, entityName: change.entityName, kind: .merged, fields: ["into": .reference(survivor)]))
-    update(MirrorChange(globalID: survivor, entityName: change.entityName, kind: .update, fields: change.fields), &merge)
+    update(MirrorChange(globalID: survivor, entityName: change.entityName, kind: .update, fields: changed), &merge)
   }
 
   /// The live object of the change's entity holding the same values for one of its uniqueness constraints.

@@ -49,7 +49,8 @@ struct TaterRaterSyncCLITests {
     #expect(first["pushed"] as? Int == 3 && first["pulled"] as? Int == 0, "\(first)")
     #expect(first["conflicts"] as? Int == 0 && first["rejected"] as? Int == 0, "\(first)")
 
-    // B's import meets A's on the server: one potato per variety, B's later push winning the fields both set.
+    // B's import meets A's on the server: one potato per variety, B's later push winning the fields both set
+    // (a field B's import left at its default is no change).
     let joined = try counts(try ok(b, "sync", "--server", server))
     #expect(joined["pushed"] == 2 && joined["pulled"] == 3 && joined["rejected"] == 0, "\(joined)")
     #expect((joined["conflicts"] ?? 0) > 0, "\(joined)")
@@ -59,6 +60,9 @@ struct TaterRaterSyncCLITests {
     let once = try #require(try JSONSerialization.jsonObject(with: Data(merged.utf8)) as? [[String: Any]])
     #expect(once.count == (try PotatoesFile.varieties().count), "one potato per variety")
     #expect(once.first { $0["variety"] as? String == "Bintje" }?["notes"] as? String == "Waxy\nGood mash")
+    #expect(
+      once.first { $0["variety"] as? String == "Agria" }?["userRating"] as? Int == 4,
+      "B's import left Agria's rating at its default: A's rating stands")
 
     // Both work offline; both rate Cara (the same attribute), each notes Bintje.
     _ = try ok(a, "rate", "Cara", "5")

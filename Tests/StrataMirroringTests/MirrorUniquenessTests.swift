@@ -90,6 +90,24 @@ struct MirrorUniquenessTests {
     }
   }
 
+  /// A duplicate creation's base is a new object: the rating it left at its default changes nothing, so the
+  /// rating the survivor's replica set stands, and no conflict is recorded.
+  @Test(arguments: Hub.allCases)
+  func aDuplicatesDefaultValuesNeverOverwriteTheSurvivors(_ kind: Hub) async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let (hub, _) = try Self.make(kind)
+    let a = try VarietyReplica(.sqlite, hub: hub, in: directory, name: "a")
+    let b = try VarietyReplica(.lmdb, hub: hub, in: directory, name: "b")
+    try a.add("Agria", rating: 4, note: "Buttery")
+    try b.add("Agria", rating: 0, note: "Good mash")
+    _ = try await a.mirror.sync()
+    let report = try await b.mirror.sync()
+    _ = try await a.mirror.sync()
+    #expect(report.conflicts == 0)
+    #expect(try a.contents()["Agria"]?.0 == 4 && b.contents()["Agria"]?.0 == 4)
+  }
+
   @Test(arguments: Hub.allCases)
   func theSameUniqueKeyCreatedOnTwoReplicasIsOneObjectEverywhere(_ kind: Hub) async throws {
     let directory = try temporaryDirectory()
