@@ -180,6 +180,24 @@ struct ObservationTests {
     #expect(potato.userRating == 4)
   }
 
+  @Test func aMergedDeletionFiresEveryTrackingOfTheObject() throws {
+    let container = try container()
+    let potato = try savedPotato(in: container)
+    let other = try savedPotato(in: container)
+    let ratingChanges = tracking { _ = potato.userRating }
+    let titleChanges = tracking { _ = potato.title }
+    let otherChanges = tracking { _ = other.title }
+    let writer = container.newBackgroundContext()
+    try writer.performAndWait {
+      writer.delete(try writer.existingObject(with: potato.objectID))
+      try writer.save()
+    }
+    container.viewContext.mergeChanges(fromContextDidSave: ContextDidSave(deletedObjectIDs: [potato.objectID]))
+    #expect(ratingChanges.value == 1 && titleChanges.value == 1)
+    #expect(otherChanges.value == 0, "another object's tracking hears nothing")
+    #expect(potato.isDeleted)
+  }
+
   @Test func automaticMergeIntoTheViewContextFires() async throws {
     let container = try container()
     let view = container.viewContext

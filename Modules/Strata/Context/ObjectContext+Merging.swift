@@ -77,6 +77,7 @@ extension ObjectContext {
       tracker.forget(id)
       object.isDeletedStorage = true
       object.managedObjectContext = nil
+      object.notifyObserversOfEveryProperty()
     }
     dropFromLoadedRelationships(save.deletedObjectIDs)
   }

@@ -183,6 +183,13 @@ extension ManagedObject {
     observation.registrar.didSet(self, keyPath: keyPath)
   }
 
+  /// Tells every tracking that read a property of the object that it changed: the object left its context
+  /// (a merged deletion), so no value read from it still holds.
+  final func notifyObserversOfEveryProperty() {
+    guard _slowPath(isObservedStorage), let observation else { return }
+    for name in observation.observed.sorted() { notifyObservers(ofProperty: name) }
+  }
+
   /// Stores `value` as the attribute at `index`, telling the trackings that read it before it changes.
   final func replaceAttribute(_ value: Value, at index: Int) {
     guard _slowPath(isObservedStorage), let name = info?.entity.attributes[index].name,

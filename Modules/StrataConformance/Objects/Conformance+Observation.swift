@@ -59,4 +59,48 @@ extension Conformance {
     #expect(nameChanges.value == 0, "the tracking of an unchanged property hears nothing")
     #expect(reader.performAndWait { tuber.rating } == 5)
   }
+
+  /// A tracking of any property of an object hears of another context's deletion of it when the deletion
+  /// is merged (the object leaves the context, no value read from it holds); a tracking of another object
+  /// hears nothing.
+  static func observersHearOfMergedDeletions(_ backend: ConformanceBackend) throws {
+    let (container, _) = try backend.container(types: [Tuber.self])
+    defer { container.close() }
+    let writer = container.newBackgroundContext()
+    let (gone, kept) = try writer.performAndWait {
+      let tubers = ["Russet", "Yukon"].map { name in
+        let tuber = Tuber(context: writer)
+        tuber.name = name
+        return tuber
+      }
+      try writer.save()
+      return (tubers[0].objectID, tubers[1].objectID)
+    }
+    let reader = container.newBackgroundContext()
+    let goneChanges = ChangeCount()
+    let keptChanges = ChangeCount()
+    let tuber = try reader.performAndWait {
+      let tuber = try #require(try reader.existingObject(with: gone) as? Tuber)
+      let other = try #require(try reader.existingObject(with: kept) as? Tuber)
+      withObservationTracking {
+        _ = tuber.name
+      } onChange: {
+        goneChanges.increment()
+      }
+      withObservationTracking {
+        _ = other.name
+      } onChange: {
+        keptChanges.increment()
+      }
+      return tuber
+    }
+    try writer.performAndWait {
+      writer.delete(try writer.existingObject(with: gone))
+      try writer.save()
+    }
+    reader.performAndWait { reader.mergeChanges(fromContextDidSave: ContextDidSave(deletedObjectIDs: [gone])) }
+    #expect(goneChanges.value == 1, "the tracking of the deleted object hears of the merge")
+    #expect(keptChanges.value == 0, "the tracking of another object hears nothing")
+    #expect(reader.performAndWait { tuber.isDeleted })
+  }
 }

@@ -349,7 +349,11 @@ extension Conformance.Area {
         "aMixedBatchWritesOnlyWhatChanged": UnchangedUpsertCases.aMixedBatchWritesOnlyWhatChanged,
         "theGeneralPathBehavesAlike": UnchangedUpsertCases.theGeneralPathBehavesAlike,
       ])
-    case .observation: return named(["observersHearOfMergedSaves": C.observersHearOfMergedSaves])
+    case .observation:
+      return named([
+        "observersHearOfMergedSaves": C.observersHearOfMergedSaves,
+        "observersHearOfMergedDeletions": C.observersHearOfMergedDeletions,
+      ])
     }
   }
 }
