@@ -172,12 +172,15 @@ final class Run {
     try body()
   }
 
-  /// The items on both sides: written untimed unless the insert scenario wrote them.
-  func loadItems() throws {
+  /// The items on both sides: written untimed unless the insert scenario wrote them. Returns the workload, for
+  /// what the scenario works out of the rows before its timing.
+  @discardableResult
+  func loadItems() throws -> Workload {
     try once("items") {
       _ = try baseline.insert(rows)
       _ = try strataInsert(rows, store: try store())
     }
+    return workload
   }
 
   /// Records that the insert scenario's sides write the items.
