@@ -100,6 +100,23 @@ extension Baseline {
   func settle() throws {}
 }
 
+/// An engine whose run lives in files of the run's directory, Strata's stores beside them (`NAME.sqlite`,
+/// `NAME.lmdb`): SQLite and LMDB.
+protocol FileBaseline: Baseline {
+  var directory: URL { get }
+}
+
+extension FileBaseline {
+  /// The file (or environment) `name` of the run: `raw` holds the items.
+  func file(_ name: String) -> URL { directory.appending(path: "\(name).\(backend.rawValue)") }
+
+  func strataStore(_ name: String, options: StoreOptions) throws -> StoreDescription {
+    StoreDescription(type: backend.storeType, url: file(name), options: options)
+  }
+
+  func close() {}
+}
+
 /// What the two SQL engines share: the queries are the same SQL on their item table.
 protocol SQLBaseline: Baseline {
   /// The item table as a query names it.

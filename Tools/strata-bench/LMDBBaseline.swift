@@ -5,19 +5,13 @@ import Strata
 /// The raw LMDB engine of one run: its environments in the run's directory (`raw.lmdb` for the items,
 /// `raw-upsert.lmdb`, `raw-traversal.lmdb`, and for the migration copies of Strata's own environment),
 /// Strata's stores beside them.
-final class LMDBBaseline: Baseline {
+final class LMDBBaseline: FileBaseline {
   let backend = Backend.lmdb
   let directory: URL
 
   init(directory: URL) { self.directory = directory }
 
-  private var items: URL { directory.appending(path: "raw.lmdb") }
-
-  func strataStore(_ name: String, options: StoreOptions) throws -> StoreDescription {
-    StoreDescription(type: .lmdb, url: directory.appending(path: "\(name).lmdb"), options: options)
-  }
-
-  func close() {}
+  private var items: URL { file("raw") }
 
   func insert(_ rows: [Row]) throws -> Double { try rawLMDBInsert(rows, at: items) }
 
@@ -27,13 +21,13 @@ final class LMDBBaseline: Baseline {
 
   func countWhere(expecting count: Int) throws -> Double { try rawLMDBCountWhere(expecting: count, at: items) }
 
-  func upsert(_ rows: [Row]) throws -> Double { try rawLMDBUpsert(rows, at: directory.appending(path: "raw-upsert.lmdb")) }
+  func upsert(_ rows: [Row]) throws -> Double { try rawLMDBUpsert(rows, at: file("raw-upsert")) }
 
   func fetchedResults(expecting count: Int, changes: Int) throws -> (initial: Double, diffs: Double) {
     try rawLMDBFetchedResults(expecting: count, changes: changes, at: items)
   }
 
-  private var traversal: URL { directory.appending(path: "raw-traversal.lmdb") }
+  private var traversal: URL { file("raw-traversal") }
 
   func insertDirectors(movies: Int) throws { try rawLMDBInsertDirectors(movies: movies, at: traversal) }
 
@@ -42,7 +36,7 @@ final class LMDBBaseline: Baseline {
 
   // MARK: Migration
 
-  private var migrationCopies: [URL] { ["raw-migrate.lmdb", "raw-copy.lmdb"].map { directory.appending(path: $0) } }
+  private var migrationCopies: [URL] { [file("raw-migrate"), file("raw-copy")] }
 
   /// Copies the environment at `url` twice for the migration's raw loops, on disk before anything is timed
   /// as the store's own file is (else the raw commit's `fdatasync` writes the copy).

@@ -201,7 +201,7 @@ func rawSQLiteMigration(_ rows: [Row], at url: URL) throws -> Double {
 
 /// The raw SQLite engine of one run: its files in the run's directory (`raw.sqlite` for the items,
 /// `raw-upsert.sqlite`, `raw-traversal.sqlite`, `raw-migration.sqlite`), Strata's stores beside them.
-final class SQLiteBaseline: SQLBaseline {
+final class SQLiteBaseline: SQLBaseline, FileBaseline {
   let backend = Backend.sqlite
   let directory: URL
   let itemTable = "BenchItem"
@@ -210,13 +210,7 @@ final class SQLiteBaseline: SQLBaseline {
 
   init(directory: URL) { self.directory = directory }
 
-  private var items: URL { directory.appending(path: "raw.sqlite") }
-
-  func strataStore(_ name: String, options: StoreOptions) throws -> StoreDescription {
-    StoreDescription(type: .sqlite, url: directory.appending(path: "\(name).sqlite"), options: options)
-  }
-
-  func close() {}
+  private var items: URL { file("raw") }
 
   func insert(_ rows: [Row]) throws -> Double { try rawSQLiteInsert(rows, at: items) }
 
@@ -228,13 +222,13 @@ final class SQLiteBaseline: SQLBaseline {
     try statement("SELECT COUNT(*) FROM BenchItem WHERE category = 'category-3' AND amount > 1000", expecting: Double(count))
   }
 
-  func upsert(_ rows: [Row]) throws -> Double { try rawSQLiteUpsert(rows, at: directory.appending(path: "raw-upsert.sqlite")) }
+  func upsert(_ rows: [Row]) throws -> Double { try rawSQLiteUpsert(rows, at: file("raw-upsert")) }
 
   func fetchedResults(expecting count: Int, changes: Int) throws -> (initial: Double, diffs: Double) {
     try rawSQLiteFetchedResults(expecting: count, changes: changes, at: items)
   }
 
-  private var traversal: URL { directory.appending(path: "raw-traversal.sqlite") }
+  private var traversal: URL { file("raw-traversal") }
 
   func insertDirectors(movies: Int) throws { try rawSQLiteInsertDirectors(movies: movies, at: traversal) }
 
@@ -249,7 +243,7 @@ final class SQLiteBaseline: SQLBaseline {
 
   /// A column added with a default and one renamed, on a table of `rows` of its own (`migrate_add_rename`).
   func migration(_ rows: [Row]) throws -> Double {
-    try rawSQLiteMigration(rows, at: directory.appending(path: "raw-migration.sqlite"))
+    try rawSQLiteMigration(rows, at: file("raw-migration"))
   }
 
   func texts(_ sql: String, expecting expected: [String]) throws -> Double {
