@@ -150,7 +150,10 @@ let package = Package(
     // MARK: Tools
     .executableTarget(
       name: "strata-bench",
-      dependencies: ["Strata", "StrataSQLite", "StrataMemory", "StrataLMDB", "StrataPostgres", "CSQLite", "CLMDB", "CLibPQ"],
+      dependencies: [
+        "Strata", "StrataSQLite", "StrataMemory", "StrataLMDB", "StrataPostgres", "CSQLite", "CLMDB", "CLibPQ", "StrataCLI",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
       path: "Tools/strata-bench", swiftSettings: swiftSettings),
     .executableTarget(
       name: "strata",

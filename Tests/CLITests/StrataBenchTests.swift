@@ -9,6 +9,7 @@ struct StrataBenchTests {
     "traverse_faults", "batch_insert_history", "concurrent_saves", "count_where", "loaded_reads", "loaded_writes",
   ]
   static let sqliteOnly = ["sum", "batch_update", "migrate_add_rename"]
+  static let postgres = ["insert", "fetch", "faults", "count_where", "batch_insert"]
 
   static func results(ofJSONAt path: String) throws -> [[String: Any]] {
     let document = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
@@ -67,9 +68,70 @@ struct StrataBenchTests {
     #expect(!run.stdout.contains("sqlite"))
   }
 
-  @Test func anUnknownArgumentIsAUsageError() throws {
-    let run = try Executables.run("strata-bench", ["--rowz", "5"])
-    #expect(run.status == 2)
-    #expect(run.stderr.contains("unknown argument '--rowz'"))
+  @Test func anUnknownArgumentOrScenarioIsAUsageError() throws {
+    let unknown = try Executables.run("strata-bench", ["--rowz", "5"])
+    #expect(unknown.status == 64)
+    #expect(unknown.stderr.contains("strata-bench: error:") && unknown.stderr.contains("'--rowz'"), "\(unknown.stderr)")
+    let scenario = try Executables.run("strata-bench", ["--scenario", "insert,fetsh"])
+    #expect(scenario.status == 64)
+    #expect(scenario.stderr.contains("unknown scenario 'fetsh'"), "\(scenario.stderr)")
+    let levels = try Executables.run("strata-bench", ["--scaling", "--levels", "100,x"])
+    #expect(levels.status == 64 && levels.stderr.contains("--levels"), "\(levels.stderr)")
+  }
+
+  /// `--baseline FILE` sets each ratio beside the file's: a file whose ratios are far below any real one
+  /// flags every scenario, one far above flags none.
+  @Test func aBaselineComparesEachRatio() throws {
+    let directory = FileManager.default.temporaryDirectory.appending(path: "strata-bench-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let arguments = ["--rows", "200", "--runs", "1", "--only", "sqlite", "--scenario", "count_where,sum"]
+    for (name, ratio) in [("low", 1e-9), ("high", 1e9)] {
+      let results = ["count_where", "sum"].map {
+        #"{"scenario": "\#($0)", "backend": "sqlite", "rows": 200, "ratio": \#(ratio)}"#
+      }
+      try Data(#"{"commit": "abc", "results": [\#(results.joined(separator: ", "))]}"#.utf8)
+        .write(to: directory.appending(path: "\(name).json"))
+    }
+    let low = try Executables.run("strata-bench", arguments + ["--baseline", directory.appending(path: "low.json").path])
+    #expect(low.status == 0, "\(low.stderr)")
+    for scenario in ["count_where", "sum"] {
+      let line = try #require(low.stdout.split(separator: "\n").first { $0.hasPrefix("\(scenario)_200 sqlite ratio=") })
+      #expect(line.contains(" baseline_ratio=0.00 ") && line.hasSuffix(" REGRESSION"), "\(line)")
+    }
+    #expect(low.stdout.contains("compared 2 scenario(s) with the baseline: 2 regression(s)"), "\(low.stdout)")
+    let high = try Executables.run("strata-bench", arguments + ["--baseline", directory.appending(path: "high.json").path])
+    #expect(high.status == 0, "\(high.stderr)")
+    #expect(!high.stdout.contains("REGRESSION") && high.stdout.contains("0 regression(s)"), "\(high.stdout)")
+
+    let notJSON = directory.appending(path: "notes.txt")
+    try Data("not figures".utf8).write(to: notJSON)
+    let bad = try Executables.run("strata-bench", arguments + ["--baseline", notJSON.path])
+    #expect(bad.status == 1)
+    #expect(bad.stderr.contains("notes.txt is no strata-bench --json file"), "\(bad.stderr)")
+  }
+
+  /// PostgreSQL's scenarios go through the same report as the others: a line each and the same JSON fields.
+  @Test func postgresReportsLikeTheOtherBackends() throws {
+    guard let uri = ProcessInfo.processInfo.environment[PostgresServer.variable], !uri.isEmpty else {
+      Issue.record(Comment(rawValue: PostgresServer.Missing().description))
+      return
+    }
+    let json = FileManager.default.temporaryDirectory.appending(path: "strata-bench-\(UUID().uuidString).json").path
+    defer { try? FileManager.default.removeItem(atPath: json) }
+    let run = try Executables.run(
+      "strata-bench", ["--only", "postgres", "--rows", "200", "--runs", "1", "--postgres-uri", uri, "--json", json])
+    #expect(run.status == 0, "\(run.stderr)")
+    let results = try Self.results(ofJSONAt: json)
+    let found = results.map { "\($0["scenario"] as? String ?? "?") \($0["backend"] as? String ?? "?")" }
+    #expect(Set(found) == Set(Self.postgres.map { "\($0) postgres" }) && found.count == Self.postgres.count, "\(found)")
+    for scenario in Self.postgres {
+      #expect(
+        run.stdout.contains("\n\(scenario)_200 postgres strata_ms=")
+          || run.stdout.hasPrefix("\(scenario)_200 postgres strata_ms="))
+    }
+    for result in results {
+      #expect(result["ratio"] is Double && result["strata_runs_ms"] is [Double] && result["raw_runs_ms"] is [Double])
+    }
   }
 }

@@ -1,28 +1,32 @@
-import CLMDB
 import CSQLite
 import Foundation
 import Strata
 
-/// What one worker process of the concurrent-saves scenario does: which side, which backend, where, when
-/// to start (seconds since 1970, so that every worker starts together) and for how long.
+/// What one worker process of the concurrent-saves scenario does: which side, which backend, where (a path
+/// or a `postgresql://` URI), when to start (seconds since 1970, so that every worker starts together) and
+/// for how long.
 struct ConcurrentWorker {
-  var side: String
+  var side: Side
   var backend: String
-  var path: String
+  var location: String
   var start: Double
   var seconds: Double
 
-  var arguments: [String] { ["--concurrent-worker", side, backend, path, String(start), String(seconds)] }
+  var arguments: [String] {
+    ["--concurrent-worker", side.rawValue, backend, location, String(start), String(seconds)]
+  }
 
-  init(side: String, backend: String, path: String, start: Double, seconds: Double) {
-    (self.side, self.backend, self.path, self.start, self.seconds) = (side, backend, path, start, seconds)
+  init(side: Side, backend: String, location: String, start: Double, seconds: Double) {
+    (self.side, self.backend, self.location, self.start, self.seconds) = (side, backend, location, start, seconds)
   }
 
   init(_ arguments: [String]) throws {
-    guard arguments.count == 5, let start = Double(arguments[3]), let seconds = Double(arguments[4]) else {
-      throw BenchError.store("--concurrent-worker takes SIDE BACKEND PATH START SECONDS")
+    guard arguments.count == 5, let side = Side(rawValue: arguments[0]), let start = Double(arguments[3]),
+      let seconds = Double(arguments[4])
+    else {
+      throw BenchError.store("--concurrent-worker takes SIDE BACKEND LOCATION START SECONDS")
     }
-    self.init(side: arguments[0], backend: arguments[1], path: arguments[2], start: start, seconds: seconds)
+    self.init(side: side, backend: arguments[1], location: arguments[2], start: start, seconds: seconds)
   }
 
   private func waitForStart() {
@@ -41,9 +45,12 @@ struct ConcurrentWorker {
       row += 1
       return Row.make(pid * 1_000_000 + row)
     }
-    switch (side, backend) {
-    case ("strata", _):
-      let container = try benchContainer(StoreDescription(type: StoreType(backend), url: URL(fileURLWithPath: path)))
+    guard let backend = Backend(rawValue: backend), let url = backend.url(location) else {
+      throw BenchError.store("no concurrent worker for \(self.backend) at \(location)")
+    }
+    switch side {
+    case .strata:
+      let container = try benchContainer(StoreDescription(type: backend.storeType, url: url))
       defer { container.close() }
       let context = container.newBackgroundContext()
       try context.performAndWait {
@@ -64,52 +71,8 @@ struct ConcurrentWorker {
           saves += 1
         }
       }
-    case ("raw", "sqlite"):
-      let raw = try RawSQLite(URL(fileURLWithPath: path))
-      sqlite3_busy_timeout(raw.db, 30_000)
-      try raw.exec("PRAGMA synchronous=NORMAL")
-      try raw.withStatement(
-        "INSERT INTO BenchItem (name, category, count, amount, flag, created, code, score, note) VALUES (?,?,?,?,?,?,?,?,?)"
-      ) { statement in
-        waitForStart()
-        while Date().timeIntervalSince1970 < end {
-          try raw.exec("BEGIN IMMEDIATE")
-          bindRow(nextRow(), to: statement)
-          guard sqlite3_step(statement) == SQLITE_DONE else { throw raw.error() }
-          sqlite3_reset(statement)
-          try raw.exec("COMMIT")
-          saves += 1
-        }
-      }
-    case ("raw", "lmdb"):
-      let raw = try RawLMDB(path: URL(fileURLWithPath: path))
-      waitForStart()
-      var buffer: [UInt8] = []
-      while Date().timeIntervalSince1970 < end {
-        try raw.transaction(readOnly: false) { txn in
-          var cursor: OpaquePointer?
-          try RawLMDB.check(mdb_cursor_open(txn, raw.dbi, &cursor), "mdb_cursor_open")
-          defer { mdb_cursor_close(cursor) }
-          var last = MDB_val()
-          var ignored = MDB_val()
-          var next: UInt64 = 1
-          if mdb_cursor_get(cursor, &last, &ignored, MDB_LAST) == MDB_SUCCESS {
-            next = UInt64(bigEndian: last.mv_data.loadUnaligned(as: UInt64.self)) + 1
-          }
-          encodeRawRecord(nextRow(), into: &buffer)
-          var key = next.bigEndian
-          try withUnsafeMutableBytes(of: &key) { k in
-            try buffer.withUnsafeMutableBytes { v in
-              var kv = MDB_val(mv_size: k.count, mv_data: k.baseAddress)
-              var vv = MDB_val(mv_size: v.count, mv_data: v.baseAddress)
-              try RawLMDB.check(mdb_put(txn, raw.dbi, &kv, &vv, UInt32(MDB_APPEND)), "mdb_put")
-            }
-          }
-        }
-        saves += 1
-      }
-    default:
-      throw BenchError.store("no concurrent worker for \(side) \(backend)")
+    case .raw:
+      saves = try backend.baselineType.saveConcurrently(at: location, rows: nextRow, waitForStart: waitForStart, end: end)
     }
     return saves
   }
@@ -132,25 +95,32 @@ func bindRow(_ row: Row, to statement: OpaquePointer) {
   }
 }
 
-/// Runs `processes` workers of one side against one store for `seconds`, then counts the rows: returns
-/// the saves the workers reported, which must all be in the store.
-func runConcurrently(side: String, backend: String, processes: Int, seconds: Double) throws -> Int {
-  let directory = try freshDirectory()
-  defer { try? FileManager.default.removeItem(at: directory) }
-  let url = directory.appending(path: "concurrent.\(backend)")
+/// Runs the run's `processes` workers of one side against one store for its `seconds`, then counts the rows:
+/// returns the saves the workers reported, which must all be in the store.
+func runConcurrently(_ side: Side, _ run: Run) throws -> Int {
+  let backend = run.backend
   // The store and its table exist before the workers start.
-  switch (side, backend) {
-  case ("strata", _): try benchContainer(StoreDescription(type: StoreType(backend), url: url)).close()
-  case ("raw", "sqlite"): _ = try rawSQLiteInsert([], at: url)
-  default: _ = try rawLMDBInsert([], at: url)
+  let location: String
+  var strataStore: StoreDescription?
+  switch side {
+  case .raw:
+    _ = try run.baseline.insert([])
+    location = run.baseline.workerLocation
+  case .strata:
+    let store = try run.store("concurrent")
+    try benchContainer(store).close()
+    guard let url = store.url else { throw BenchError.store("no location for the concurrent saves") }
+    location = backend.location(url)
+    strataStore = store
   }
+  let seconds = run.settings.seconds
   let start = Date().timeIntervalSince1970 + 2
   var workers: [(Process, Pipe)] = []
-  for _ in 0..<processes {
+  for _ in 0..<run.settings.processes {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/proc/self/exe")
     process.arguments =
-      ConcurrentWorker(side: side, backend: backend, path: url.path, start: start, seconds: seconds).arguments
+      ConcurrentWorker(side: side, backend: backend.rawValue, location: location, start: start, seconds: seconds).arguments
     let out = Pipe()
     process.standardOutput = out
     try process.run()
@@ -166,27 +136,13 @@ func runConcurrently(side: String, backend: String, processes: Int, seconds: Dou
     saves += count
   }
   let stored: Int
-  switch (side, backend) {
-  case ("strata", _):
-    let container = try benchContainer(StoreDescription(type: StoreType(backend), url: url))
+  if let strataStore {
+    let container = try benchContainer(strataStore)
     defer { container.close() }
     let context = container.newBackgroundContext()
     stored = try context.performAndWait { try context.count(for: FetchRequest<BenchItem>()) }
-  case ("raw", "sqlite"):
-    let raw = try RawSQLite(url)
-    stored = try raw.withStatement("SELECT COUNT(*) FROM BenchItem") { statement in
-      guard sqlite3_step(statement) == SQLITE_ROW else { throw raw.error() }
-      return Int(sqlite3_column_int64(statement, 0))
-    }
-  default:
-    let raw = try RawLMDB(path: url)
-    var entries = 0
-    try raw.transaction(readOnly: false) { txn in
-      var stat = MDB_stat()
-      try RawLMDB.check(mdb_stat(txn, raw.dbi, &stat), "mdb_stat")
-      entries = Int(stat.ms_entries)
-    }
-    stored = entries
+  } else {
+    stored = try run.baseline.storedRows()
   }
   guard stored == saves else {
     throw BenchError.store("\(side) \(backend): workers saved \(saves) rows, the store holds \(stored)")

@@ -1,5 +1,6 @@
 import CSQLite
 import Foundation
+import Strata
 
 func rawSQLiteInsert(_ rows: [Row], at url: URL) throws -> Double {
   try rawSQLiteRowLoop(
@@ -195,5 +196,97 @@ func rawSQLiteMigration(_ rows: [Row], at url: URL) throws -> Double {
       "BEGIN IMMEDIATE; ALTER TABLE BenchItem ADD COLUMN rating INTEGER NOT NULL DEFAULT 3; "
       + "ALTER TABLE BenchItem RENAME COLUMN count TO total; COMMIT"
     guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw BenchError.sqlite(String(cString: sqlite3_errmsg(db))) }
+  }
+}
+
+/// The raw SQLite engine of one run: its files in the run's directory (`raw.sqlite` for the items,
+/// `raw-upsert.sqlite`, `raw-traversal.sqlite`, `raw-migration.sqlite`), Strata's stores beside them.
+final class SQLiteBaseline: SQLBaseline, FileBaseline {
+  let backend = Backend.sqlite
+  let directory: URL
+  let itemTable = "BenchItem"
+  let sortedName = "name"
+  let likeIgnoringCase = "LIKE"
+
+  init(directory: URL) { self.directory = directory }
+
+  private var items: URL { file("raw") }
+
+  func insert(_ rows: [Row]) throws -> Double { try rawSQLiteInsert(rows, at: items) }
+
+  func scan(expecting count: Int, keeps: Bool) throws -> Double { try rawSQLiteScan(expecting: count, at: items, keeps: keeps) }
+
+  func gets(keys: [Int]) throws -> Double { try rawSQLiteGets(keys, at: items) }
+
+  func countWhere(expecting count: Int) throws -> Double {
+    try statement("SELECT COUNT(*) FROM BenchItem WHERE category = 'category-3' AND amount > 1000", expecting: Double(count))
+  }
+
+  func upsert(_ rows: [Row]) throws -> Double { try rawSQLiteUpsert(rows, at: file("raw-upsert")) }
+
+  func fetchedResults(expecting count: Int, changes: Int) throws -> (initial: Double, diffs: Double) {
+    try rawSQLiteFetchedResults(expecting: count, changes: changes, at: items)
+  }
+
+  private var traversal: URL { file("raw-traversal") }
+
+  func insertDirectors(movies: Int) throws { try rawSQLiteInsertDirectors(movies: movies, at: traversal) }
+
+  func traverse(movies: Int, joining: Bool) throws -> Double {
+    try rawSQLiteTraversal(movies: movies, joining: joining, at: traversal)
+  }
+
+  /// Runs one statement on the items in a write transaction; its first value must be `expected` when given.
+  func statement(_ sql: String, expecting expected: Double?) throws -> Double {
+    try rawSQLite(sql, at: items, expecting: expected)
+  }
+
+  /// A column added with a default and one renamed, on a table of `rows` of its own (`migrate_add_rename`).
+  func migration(_ rows: [Row]) throws -> Double {
+    try rawSQLiteMigration(rows, at: file("raw-migration"))
+  }
+
+  func texts(_ sql: String, expecting expected: [String]) throws -> Double {
+    let url = items
+    return try timedTexts(sql, expecting: expected) {
+      var found: [String] = []
+      let raw = try RawSQLite(url)
+      try raw.withStatement(sql) { statement in
+        while sqlite3_step(statement) == SQLITE_ROW { found.append(sqliteText(statement, 0)) }
+      }
+      return found
+    }
+  }
+
+  var workerLocation: String { items.path }
+
+  func storedRows() throws -> Int {
+    let raw = try RawSQLite(items)
+    return try raw.withStatement("SELECT COUNT(*) FROM BenchItem") { statement in
+      guard sqlite3_step(statement) == SQLITE_ROW else { throw raw.error() }
+      return Int(sqlite3_column_int64(statement, 0))
+    }
+  }
+
+  /// `BEGIN IMMEDIATE`, one prepared `INSERT`, `COMMIT`, waiting up to 30 s for the other writers.
+  static func saveConcurrently(at location: String, rows: () -> Row, waitForStart: () -> Void, end: Double) throws -> Int {
+    var saves = 0
+    let raw = try RawSQLite(URL(fileURLWithPath: location))
+    sqlite3_busy_timeout(raw.db, 30_000)
+    try raw.exec("PRAGMA synchronous=NORMAL")
+    try raw.withStatement(
+      "INSERT INTO BenchItem (name, category, count, amount, flag, created, code, score, note) VALUES (?,?,?,?,?,?,?,?,?)"
+    ) { statement in
+      waitForStart()
+      while Date().timeIntervalSince1970 < end {
+        try raw.exec("BEGIN IMMEDIATE")
+        bindRow(rows(), to: statement)
+        guard sqlite3_step(statement) == SQLITE_DONE else { throw raw.error() }
+        sqlite3_reset(statement)
+        try raw.exec("COMMIT")
+        saves += 1
+      }
+    }
+    return saves
   }
 }

@@ -88,39 +88,36 @@ final class Recorder {
     return (max(a.peak, b.peak), max(a.above, b.above))
   }
 
-  /// Runs `body` (which returns the time of the Strata side of `scenario`, in ms) and records it.
-  @discardableResult
-  func strata(_ scenario: String, _ backend: String, _ body: () throws -> Double) rethrows -> Double {
+  /// Runs `body` (which returns the time of one side of `scenario`, in ms) and records it with the peak
+  /// memory around it.
+  func measure(_ side: Side, _ scenario: String, _ backend: Backend, _ body: () throws -> Double) throws {
     let (time, peak) = try measured(body)
-    update(scenario, backend) {
-      $0.strata.append(time)
-      $0.strataPeak = Self.higher($0.strataPeak, peak)
+    update(scenario, backend.rawValue) {
+      switch side {
+      case .strata:
+        $0.strata.append(time)
+        $0.strataPeak = Self.higher($0.strataPeak, peak)
+      case .raw:
+        $0.raw.append(time)
+        $0.rawPeak = Self.higher($0.rawPeak, peak)
+      }
     }
-    return time
   }
 
-  /// Runs `body` (which returns the time of the raw side of `scenario`, in ms) and records it.
-  @discardableResult
-  func raw(_ scenario: String, _ backend: String, _ body: () throws -> Double) rethrows -> Double {
-    let (time, peak) = try measured(body)
-    update(scenario, backend) {
-      $0.raw.append(time)
-      $0.rawPeak = Self.higher($0.rawPeak, peak)
-    }
-    return time
-  }
-
-  /// Records both sides' times measured elsewhere (such as in worker processes), without memory.
-  func record(_ scenario: String, _ backend: String, strata: Double, raw: Double) {
-    update(scenario, backend) {
-      $0.strata.append(strata)
-      $0.raw.append(raw)
+  /// Records one side's time measured elsewhere (by another scenario's side, or in worker processes), without
+  /// memory.
+  func append(_ side: Side, _ scenario: String, _ backend: Backend, _ time: Double) {
+    update(scenario, backend.rawValue) {
+      switch side {
+      case .strata: $0.strata.append(time)
+      case .raw: $0.raw.append(time)
+      }
     }
   }
 
   /// Records a further figure of a scenario (its median over runs is reported).
-  func note(_ scenario: String, _ backend: String, _ key: String, _ value: Double) {
-    update(scenario, backend) {
+  func note(_ scenario: String, _ backend: Backend, _ key: String, _ value: Double) {
+    update(scenario, backend.rawValue) {
       if $0.extra[key] == nil { $0.extraOrder.append(key) }
       $0.extra[key, default: []].append(value)
     }

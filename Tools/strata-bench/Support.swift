@@ -5,14 +5,11 @@ enum BenchError: Error, CustomStringConvertible {
   case lmdb(String)
   /// A Strata scenario that went wrong, whichever the store.
   case store(String)
-  /// Arguments strata-bench does not understand.
-  case usage(String)
   var description: String {
     switch self {
     case .sqlite(let message): "sqlite: \(message)"
     case .lmdb(let message): "lmdb: \(message)"
     case .store(let message): "strata: \(message)"
-    case .usage(let message): message
     }
   }
 }
