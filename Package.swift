@@ -234,10 +234,15 @@ let package = Package(
     .executableTarget(
       name: "library-hour", dependencies: ["Strata", "StrataSQLite", "StrataMemory"], path: "Tests/LibraryHour",
       swiftSettings: swiftSettings),
+    // Uses a context's objects on and off their queue, for the concurrency debug mode's tests (CLITests).
+    .executableTarget(
+      name: "isolation-check", dependencies: ["Strata", "StrataMemory"], path: "Tests/IsolationCheck",
+      swiftSettings: swiftSettings),
     .testTarget(
       name: "CLITests",
       dependencies: [
         "fave-flicks", "bubble-tea-finder", "tater-rater", "fireball-watch", "strata", "strata-bench", "library-hour",
+        "isolation-check",
       ],
       swiftSettings: swiftSettings),
   ]
