@@ -120,6 +120,7 @@ public actor BackgroundActor: ContextActor {
   /// out.
   ///
   /// ```swift
+  /// let worker = container.newBackgroundActor()
   /// let count = try await worker.perform { context in try context.count(for: FetchRequest<Movie>()) }
   /// ```
   public func perform<T: Sendable>(_ body: @Sendable (ObjectContext) throws -> T) rethrows -> T {
