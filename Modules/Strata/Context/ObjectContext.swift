@@ -7,9 +7,10 @@ import Synchronization
 ///
 /// A context holds at most one object per `ObjectID`, tracks inserted, updated and deleted objects,
 /// keeps both sides of relationships in step, and applies delete rules. It does its work on its own
-/// serial queue: call it from that queue (``perform(_:)``, ``performAndWait(_:)``), or, for the
-/// ``PersistentContainer/viewContext``, from the main thread. Objects are not `Sendable`; pass their
-/// `ObjectID`s between contexts.
+/// serial queue: call it from that queue (``perform(_:)``, ``performAndWait(_:)``, a ``ContextActor``),
+/// or, for the ``PersistentContainer/viewContext``, from the main actor (``PersistentContainer/mainContext``).
+/// Objects are not `Sendable`; pass their `ObjectID`s between contexts. `STRATA_CONCURRENCY_DEBUG=1` stops
+/// the process at the first use off the queue (see <doc:CheckedIsolation>).
 ///
 /// ```swift
 /// let context = container.viewContext
