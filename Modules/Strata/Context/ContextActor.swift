@@ -8,25 +8,21 @@ import Foundation
 /// `nonisolated let`; the protocol supplies the actor's `unownedExecutor` and its ``context``:
 ///
 /// ```swift
-/// actor MovieImporter: ContextActor {
+/// actor MovieRenamer: ContextActor {
 ///   nonisolated let contextExecutor: ContextExecutor
 ///
 ///   init(container: PersistentContainer) {
 ///     contextExecutor = ContextExecutor(context: container.newBackgroundContext())
 ///   }
 ///
-///   func importMovies(titled titles: [String]) throws -> [ObjectID] {
-///     let movies = titles.map { title in
-///       let movie = Movie(context: context)
-///       movie.title = title
-///       return movie
-///     }
+///   func rename(_ id: ObjectID, to title: String) throws {
+///     guard let movie = try context.existingObject(with: id) as? Movie else { return }
+///     movie.title = title
 ///     try context.save()
-///     return movies.map(\.objectID)
 ///   }
 /// }
 ///
-/// let ids = try await MovieImporter(container: container).importMovies(titled: ["Heat", "Ronin"])
+/// try await MovieRenamer(container: container).rename(movie.objectID, to: "Heat (1995)")
 /// ```
 ///
 /// For one-off work, ``BackgroundActor`` is a ready-made one (``PersistentContainer/newBackgroundActor()``).

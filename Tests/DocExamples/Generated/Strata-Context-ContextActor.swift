@@ -25,27 +25,22 @@ func Strata_Context_ContextActor_1(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
   let context: ObjectContext = scope.context
   var movie: Movie = scope.movie
-  let titles: [Value] = scope.titles
   do {
-    actor MovieImporter: ContextActor {
+    actor MovieRenamer: ContextActor {
       nonisolated let contextExecutor: ContextExecutor
 
       init(container: PersistentContainer) {
         contextExecutor = ContextExecutor(context: container.newBackgroundContext())
       }
 
-      func importMovies(titled titles: [String]) throws -> [ObjectID] {
-        let movies = titles.map { title in
-          let movie = Movie(context: context)
-          movie.title = title
-          return movie
-        }
+      func rename(_ id: ObjectID, to title: String) throws {
+        guard let movie = try context.existingObject(with: id) as? Movie else { return }
+        movie.title = title
         try context.save()
-        return movies.map(\.objectID)
       }
     }
 
-    let ids = try await MovieImporter(container: container).importMovies(titled: ["Heat", "Ronin"])
+    try await MovieRenamer(container: container).rename(movie.objectID, to: "Heat (1995)")
   }
 }
 
