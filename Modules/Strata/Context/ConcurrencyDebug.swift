@@ -8,10 +8,6 @@ import Foundation
 // and the thread. Off (the default), each check is one load of a process-wide flag and one branch that
 // is never taken: the flag is read once, before `main` (CStrataSlots.c).
 
-/// Whether the concurrency debug mode is on in this process (`STRATA_CONCURRENCY_DEBUG` set, and not to `0`,
-/// when it started).
-var isConcurrencyDebugOn: Bool { strata_concurrency_debug_enabled() != 0 }
-
 extension ObjectContext {
   /// Stops the process if the concurrency debug mode is on and the calling thread does not run this
   /// context's queue: what every entry point of a context runs first.
