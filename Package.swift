@@ -237,8 +237,12 @@ let package = Package(
     .executableTarget(
       name: "library-hour", dependencies: ["Strata", "StrataSQLite", "StrataMemory"], path: "Tests/LibraryHour",
       swiftSettings: swiftSettings),
+    // Uses a context's objects on and off their queue, for the concurrency debug mode's tests (CLITests).
+    .executableTarget(
+      name: "isolation-check", dependencies: ["Strata", "StrataMemory"], path: "Tests/IsolationCheck",
+      swiftSettings: swiftSettings),
     // The apps' CLIs are not dependencies: `swift build --build-tests` and `swift test` build every product, and
     // scripts/sanitize builds only this bundle and the test programs with a sanitizer, the CLIs plainly.
-    .testTarget(name: "CLITests", dependencies: ["library-hour"], swiftSettings: swiftSettings),
+    .testTarget(name: "CLITests", dependencies: ["library-hour", "isolation-check"], swiftSettings: swiftSettings),
   ]
 )

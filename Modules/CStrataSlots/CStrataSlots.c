@@ -2,12 +2,29 @@
 #define _GNU_SOURCE
 #endif
 #include "CStrataSlots.h"
+#include <stdlib.h>
 
 _Thread_local int32_t strata_slot_counter = 0;
 _Thread_local void *_Nullable strata_slot_collector = 0;
 _Thread_local const void *_Nullable strata_running_signals = 0;
 _Thread_local int32_t strata_observation_probe_hits = 0;
 _Thread_local void *_Nullable const *_Nullable strata_observation_slot = 0;
+
+int32_t strata_concurrency_debug = 0;
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+long strata_thread_id(void) { return syscall(SYS_gettid); }
+#else
+#include <pthread.h>
+long strata_thread_id(void) { return (long)(uintptr_t)pthread_self(); }
+#endif
+
+__attribute__((constructor)) static void strata_read_concurrency_debug(void) {
+  const char *value = getenv("STRATA_CONCURRENCY_DEBUG");
+  strata_concurrency_debug = value != 0 && value[0] != 0 && !(value[0] == '0' && value[1] == 0);
+}
 
 #if defined(__linux__) && defined(__GLIBC__)
 #include <link.h>

@@ -84,11 +84,16 @@ public enum FireballChange: Sendable, Hashable {
 ///   for change in try watcher.catchUp() { print(change) }
 /// }
 /// ```
+// Safe because its mutable state is written in `init` (before it is shared) or under `lock`, and the
+// public properties read it under `lock`; its view context is used inside `performAndWait`.
 public final class FireballHistoryWatcher: @unchecked Sendable {
   public let view: ObjectContext
   /// Problems met with the token file or expired history; each was answered with a full refetch.
-  public private(set) var warnings: [String] = []
-  public private(set) var token: HistoryToken?
+  public var warnings: [String] { lock.withLock { recordedWarnings } }
+  /// The token of the last transaction handled.
+  public var token: HistoryToken? { lock.withLock { handledToken } }
+  private var recordedWarnings: [String] = []
+  private var handledToken: HistoryToken?
   private let watch: FireballWatch
   private var tokenFile: URL?
   /// A token file of the old place (next to the store) being moved to `tokenFile`: removed once the
@@ -128,7 +133,7 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
     {
       self.legacyTokenFile = legacyTokenFile
     }
-    token = try loadToken()
+    handledToken = try loadToken()
     if token == nil { try refetchAll() } else if self.legacyTokenFile != nil { saveToken() }
   }
 
@@ -137,14 +142,14 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
   public func catchUp() throws -> [FireballChange] {
     lock.lock()
     defer { lock.unlock() }
-    var request = PersistentHistoryRequest.fetchHistory(after: token)
+    var request = PersistentHistoryRequest.fetchHistory(after: handledToken)
     try request.setPredicate(format: "author != %@", FireballWatch.editAuthor)
     let transactions: [HistoryTransaction]
     do {
       guard case .transactions(let found) = try view.performAndWait({ try view.execute(request) }) else { return [] }
       transactions = found
     } catch let error as StoreError where error.code == .historyExpired {
-      warnings.append("the history after \(token.map(\.description) ?? "the start") was pruned: \(error.message)")
+      recordedWarnings.append("the history after \(handledToken.map(\.description) ?? "the start") was pruned: \(error.message)")
       try refetchAll()
       return []
     }
@@ -154,7 +159,7 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
       view.performAndWait {
         for change in transaction.changes { changes.append(describe(change)) }
       }
-      token = transaction.token
+      handledToken = transaction.token
     }
     if !transactions.isEmpty { saveToken() }
     return changes
@@ -163,7 +168,7 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
   /// Forgets everything the view held (a reset also moves it to the newest generation, so what it reads
   /// next comes afresh from the store) and starts again from the newest transaction.
   private func refetchAll() throws {
-    token = try watch.currentHistoryToken()
+    handledToken = try watch.currentHistoryToken()
     view.performAndWait { view.reset() }
     saveToken()
   }
@@ -189,22 +194,22 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
     case .missing: return nil
     case .file: break
     case let other:
-      warnings.append("the token file \(tokenFile.path) is \(other), not a file; refetching everything without it")
+      recordedWarnings.append("the token file \(tokenFile.path) is \(other), not a file; refetching everything without it")
       self.tokenFile = nil
       return nil
     }
     let storeIdentifier = watch.container.storeIdentifier
     guard let data = try? Data(contentsOf: tokenFile), let saved = try? JSONDecoder().decode(HistoryToken.self, from: data)
     else {
-      warnings.append("the token file \(tokenFile.path) cannot be read; refetching everything")
+      recordedWarnings.append("the token file \(tokenFile.path) cannot be read; refetching everything")
       return nil
     }
     guard saved.storeIdentifier == storeIdentifier else {
-      warnings.append("the token file \(tokenFile.path) belongs to another store; refetching everything")
+      recordedWarnings.append("the token file \(tokenFile.path) belongs to another store; refetching everything")
       return nil
     }
     if let newest = try watch.currentHistoryToken(), saved.sequence > newest.sequence {
-      warnings.append(
+      recordedWarnings.append(
         "the token file \(tokenFile.path) is ahead of the store's history (\(saved) after \(newest)); refetching everything")
       return nil
     }
@@ -212,7 +217,7 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
   }
 
   private func saveToken() {
-    guard let tokenFile, let token else { return }
+    guard let tokenFile, let token = handledToken else { return }
     do {
       let data = try JSONEncoder().encode(token)
       try FileManager.default.createDirectory(at: tokenFile.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -223,7 +228,7 @@ public final class FireballHistoryWatcher: @unchecked Sendable {
         self.legacyTokenFile = nil
       }
     } catch {
-      warnings.append("the token file \(tokenFile.path) cannot be written: \(error.localizedDescription)")
+      recordedWarnings.append("the token file \(tokenFile.path) cannot be written: \(error.localizedDescription)")
     }
   }
 }

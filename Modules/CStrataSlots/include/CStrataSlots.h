@@ -1,6 +1,7 @@
 // Per-thread state of Strata's object graph: the slots of the property wrappers of managed objects (see
 // PropertySlots.swift), the context running work on the thread (see Unsafe.swift), and whether an
-// Observation tracking recorded a probe (see ManagedObject+Observation.swift).
+// Observation tracking recorded a probe (see ManagedObject+Observation.swift). Also one process-wide
+// flag: whether the concurrency debug mode is on (see ConcurrencyDebug.swift).
 //
 // Every @Attribute, @Relationship and @Derived of every object made takes the next slot number of its
 // thread. Swift has no thread-local variables of its own; through pthread keys each slot cost a
@@ -16,6 +17,15 @@ extern _Thread_local void *_Nullable strata_slot_collector;
 extern _Thread_local const void *_Nullable strata_running_signals;
 extern _Thread_local int32_t strata_observation_probe_hits;
 extern _Thread_local void *_Nullable const *_Nullable strata_observation_slot;
+
+/// Whether `STRATA_CONCURRENCY_DEBUG` was set to a value other than `0` when the process started: read
+/// once, before `main`, by a constructor, so that every check of it is one load and one branch.
+extern int32_t strata_concurrency_debug;
+
+static inline int32_t strata_concurrency_debug_enabled(void) { return strata_concurrency_debug; }
+
+/// The calling thread's kernel thread ID (what `ps -L` and debuggers show), for the debug mode's messages.
+long strata_thread_id(void);
 
 /// The slot for a wrapper being initialized now.
 static inline int32_t strata_take_slot(void) { return strata_slot_counter++; }

@@ -1,5 +1,6 @@
 import Foundation
 package import StrataStoreKit
+import Synchronization
 
 /// Where and how a container's store is opened.
 ///
@@ -39,6 +40,7 @@ public struct StoreDescription: Sendable, Hashable {
 /// try container.loadPersistentStores()
 /// let movies = try container.viewContext.fetch(FetchRequest<Movie>())
 /// ```
+// Safe because its stored properties are constants of `Sendable` types but for `settings`, a mutex.
 public final class PersistentContainer: @unchecked Sendable {
   /// The container's name: the default store file is named after it (`NAME.sqlite`).
   public let name: String
@@ -46,17 +48,31 @@ public final class PersistentContainer: @unchecked Sendable {
   public let model: ObjectModel
   /// The store to load. One description is supported; it defaults to an SQLite file named after the
   /// container in ``defaultDirectoryURL()``.
-  public var storeDescriptions: [StoreDescription]
+  public var storeDescriptions: [StoreDescription] {
+    get { settings.withLock { $0.storeDescriptions } }
+    set { settings.withLock { $0.storeDescriptions = newValue } }
+  }
   /// The backends the container may open, by store type.
   public let registry: StoreRegistry
   /// The app's model versions, when it declared them: a store of an older one migrates along them.
   public let migrationPlan: MigrationPlan?
   /// Called as a migration on ``loadPersistentStores()-1ehcw`` advances, on the thread that loads the store:
   /// what a tool needs to draw a progress bar over a large store.
-  public var migrationProgressHandler: (@Sendable (MigrationProgress) -> Void)?
+  public var migrationProgressHandler: (@Sendable (MigrationProgress) -> Void)? {
+    get { settings.withLock { $0.migrationProgressHandler } }
+    set { settings.withLock { $0.migrationProgressHandler = newValue } }
+  }
 
   let coordinator: StoreCoordinator
-  private var view: ObjectContext?
+
+  /// What may change after the container is made, and the view context once made.
+  private struct Settings: Sendable {
+    var storeDescriptions: [StoreDescription]
+    var migrationProgressHandler: (@Sendable (MigrationProgress) -> Void)?
+    var view: ObjectContext?
+  }
+  // A mutex, not `Locked`: `Settings` holds a closure type, and the container's few reads of it are not hot.
+  private let settings: Mutex<Settings>
 
   /// A container for a model written out as a value; `types` names the classes of its entities
   /// (entities without a class are handled as plain ``ManagedObject``s).
@@ -81,10 +97,11 @@ public final class PersistentContainer: @unchecked Sendable {
     self.migrationPlan = plan
     self.registry = registry
     coordinator = StoreCoordinator(model: model, types: types)
-    storeDescriptions = [
-      StoreDescription(
-        type: .sqlite, url: PersistentContainer.defaultDirectoryURL().appending(path: "\(name).sqlite"))
-    ]
+    settings = Mutex(
+      Settings(storeDescriptions: [
+        StoreDescription(
+          type: .sqlite, url: PersistentContainer.defaultDirectoryURL().appending(path: "\(name).sqlite"))
+      ]))
   }
 
   /// A container whose model is derived from `ManagedObject` subclasses.
@@ -234,15 +251,31 @@ public final class PersistentContainer: @unchecked Sendable {
     }
   }
 
-  /// The context for the main thread.
+  /// The context for the main thread: use it, and its objects, on the main queue — from `@MainActor`
+  /// code (see ``mainContext``), or inside ``ObjectContext/perform(_:)``.
   public var viewContext: ObjectContext {
-    if let view { return view }
-    let context = ObjectContext(coordinator: coordinator, concurrencyType: .mainQueue)
-    context.name = "view"
-    coordinator.register(context)
-    view = context
-    return context
+    settings.withLock { settings in
+      if let view = settings.view { return view }
+      let context = ObjectContext(coordinator: coordinator, concurrencyType: .mainQueue)
+      context.name = "view"
+      coordinator.register(context)
+      settings.view = context
+      return context
+    }
   }
+
+  /// The view context, for `@MainActor` code: SwiftData's `mainContext`. The main actor runs on the
+  /// main queue, the view context's queue, so `@MainActor` code uses the context and its objects
+  /// directly — before and after an `await`.
+  ///
+  /// ```swift
+  /// @MainActor func showMovies(of container: PersistentContainer) async throws {
+  ///   let movies = try container.mainContext.fetch(FetchRequest<Movie>())
+  ///   try await container.newBackgroundActor().perform { context in try context.save() }
+  ///   movies.first?.title = "Heat"  // still on the main actor, still on the context's queue
+  /// }
+  /// ```
+  @MainActor public var mainContext: ObjectContext { viewContext }
 
   /// A new context with a private queue, for work off the main thread.
   public func newBackgroundContext() -> ObjectContext {

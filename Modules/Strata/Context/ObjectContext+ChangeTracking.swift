@@ -5,6 +5,7 @@ extension ObjectContext {
   /// Marks `object` deleted and applies its relationships' delete rules now: `nullify` removes it from
   /// the related objects, `cascade` deletes them too. `deny` rules are checked by ``save()``.
   public func delete(_ object: ManagedObject) {
+    checkQueue()
     guard object.managedObjectContext === self, !object.isDeletedStorage, object.info != nil else { return }
     undoGrouping { applyDeletion(of: object) }
   }
@@ -38,6 +39,7 @@ extension ObjectContext {
   /// Discards every unsaved change: inserted objects leave the context, changed and deleted objects get
   /// their last saved values back.
   public func rollback() {
+    checkQueue()
     undoManager?.removeAllActions()
     // Inserted objects leave the context as if never inserted (Core Data's rollback): neither inserted
     // nor deleted, with no context.
@@ -59,6 +61,7 @@ extension ObjectContext {
 
   /// Forgets every object: the context is as new. Objects handed out before stay detached.
   public func reset() {
+    checkQueue()
     advanceQueryGeneration()
     undoManager?.removeAllActions()
     noteInvalidation()

@@ -13,6 +13,7 @@ extension ObjectContext {
   /// fault by a refresh with `mergeChanges`: it takes the stored values at once, so that its
   /// observers hear of exactly the properties that changed.
   public func refresh(_ object: ManagedObject, mergeChanges: Bool) {
+    checkQueue()
     object.withObservedChanges { refreshNow(object, mergeChanges: mergeChanges) }
   }
 
@@ -45,6 +46,7 @@ extension ObjectContext {
 
   /// Refreshes every registered object, keeping unsaved changes.
   public func refreshAllObjects() {
+    checkQueue()
     advanceQueryGeneration()
     forgetPrefetched()
     for object in registeredObjects { refresh(object, mergeChanges: true) }
@@ -58,6 +60,7 @@ extension ObjectContext {
   /// Applies another context's save to this one: updated objects that have no unsaved changes here are
   /// refreshed, deleted objects leave the context. Objects with unsaved changes keep them.
   public func mergeChanges(fromContextDidSave save: ContextDidSave) {
+    checkQueue()
     defer { processPendingChanges() }
     advanceQueryGeneration()
     if changeLog.isObserved {

@@ -116,12 +116,14 @@ final class ObjectChangeLog {
 }
 
 extension ObjectContext {
-  /// A stream of the context's object changes, one element per ``processPendingChanges()``.
+  /// A stream of the context's object changes, one element per ``processPendingChanges()``. Ask for it on
+  /// the context's queue (it tells the context to record changes); iterate it anywhere.
   ///
   /// ```swift
   /// for await change in context.objectsDidChange() { print(change.updated.count, "objects changed") }
   /// ```
   public func objectsDidChange() -> AsyncStream<ObjectsDidChange> {
+    checkQueue()
     changeLog.hasHadStreams = true
     return changeLog.broadcaster.stream()
   }
@@ -130,6 +132,7 @@ extension ObjectContext {
   /// controllers, ``objectsDidChange()`` streams). The context calls it on its queue after the work that
   /// made the changes, after each save, merge, rollback and reset; call it to announce changes at once.
   public func processPendingChanges() {
+    checkQueue()
     let log = changeLog
     log.isScheduled = false
     guard !log.pending.isEmpty else { return }

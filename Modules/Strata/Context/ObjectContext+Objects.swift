@@ -7,6 +7,7 @@ extension ObjectContext {
   /// The object is not checked to exist; use ``existingObject(with:)`` for that. As in Core Data, a
   /// temporary ID stops naming its object once the object is saved: use the object's new `objectID`.
   public func object(with id: ObjectID) -> ManagedObject {
+    checkQueue()
     let id = resolvingFormerTemporaryID(id)
     if id.isTemporary, let object = insertedObject(with: id) { return object }
     // The entity's info from the last one asked for (no lookup by name), and one registry lookup that
@@ -74,6 +75,7 @@ extension ObjectContext {
   /// The object with `id`, loaded from the store.
   /// - Throws: `.notFound` when no such object exists.
   public func existingObject(with id: ObjectID) throws -> ManagedObject {
+    checkQueue()
     let id = resolvingFormerTemporaryID(id)
     if id.isTemporary, let object = insertedObject(with: id) { return object }
     if let object = liveObject(id), !object.isFaultStorage || object.isInsertedStorage {
@@ -97,6 +99,7 @@ extension ObjectContext {
   /// Inserts a new object of `type`, like `T(context:)`.
   @discardableResult
   public func insert<T: ManagedObject>(_ type: T.Type) -> T {
+    checkQueue()
     guard let object = makeInserted(entityBinding(for: type)) as? T else {
       preconditionFailure("\(type) is registered for another entity")
     }
@@ -107,6 +110,7 @@ extension ObjectContext {
   /// - Throws: `.invalidQuery` for an unknown entity.
   @discardableResult
   public func insertObject(entityName: String) throws -> ManagedObject {
+    checkQueue()
     guard let info = coordinator.info(forEntity: entityName) else {
       throw StoreError(.invalidQuery, "the model has no entity '\(entityName)'", entity: entityName)
     }

@@ -15,6 +15,7 @@ extension ObjectContext {
   ///   After an error the store is unchanged and the context keeps its changes, so the app can fix them
   ///   or ``rollback()``.
   public func save() throws {
+    checkQueue()
     try save(requiringEmpty: [])
   }
 
@@ -37,6 +38,7 @@ extension ObjectContext {
   /// - Throws: what ``save()`` throws; `.misuse` in a child context, whose parent decides what its store holds.
   @discardableResult
   public func save<T: ManagedObject>(ifStoreHasNo type: T.Type) throws -> Bool {
+    checkQueue()
     guard parent == nil else {
       throw StoreError(.misuse, "save(ifStoreHasNo:) saves to the store: call it on a context of the store, not a child context")
     }
@@ -242,6 +244,7 @@ extension ObjectContext {
   ///
   /// The request is recorded in persistent history under this context's ``transactionAuthor`` and ``name``.
   public func execute(_ request: BatchRequest) throws -> BatchResult {
-    try requireStore().execute(request, author: transactionAuthor, contextName: name)
+    checkQueue()
+    return try requireStore().execute(request, author: transactionAuthor, contextName: name)
   }
 }

@@ -7,9 +7,10 @@ import Synchronization
 ///
 /// A context holds at most one object per `ObjectID`, tracks inserted, updated and deleted objects,
 /// keeps both sides of relationships in step, and applies delete rules. It does its work on its own
-/// serial queue: call it from that queue (``perform(_:)``, ``performAndWait(_:)``), or, for the
-/// ``PersistentContainer/viewContext``, from the main thread. Objects are not `Sendable`; pass their
-/// `ObjectID`s between contexts.
+/// serial queue: call it from that queue (``perform(_:)``, ``performAndWait(_:)``, a ``ContextActor``),
+/// or, for the ``PersistentContainer/viewContext``, from the main actor (``PersistentContainer/mainContext``).
+/// Objects are not `Sendable`; pass their `ObjectID`s between contexts. `STRATA_CONCURRENCY_DEBUG=1` stops
+/// the process at the first use off the queue (see <doc:CheckedIsolation>).
 ///
 /// ```swift
 /// let context = container.viewContext
@@ -19,6 +20,11 @@ import Synchronization
 ///
 /// let dramas = try context.fetch(FetchRequest<Movie>(format: "genre CONTAINS[c] %@", "drama"))
 /// ```
+// Safe because of a contract the concurrency debug mode checks (`STRATA_CONCURRENCY_DEBUG=1`): the
+// context's state and its objects are used on its queue only — from ``perform(_:)``,
+// ``performAndWait(_:)``, a ``ContextActor`` on it, or the main actor for the view context. What other
+// threads may use is `Sendable` on its own or synchronized: the constants, the queue, `configuration` (a
+// mutex), the saves' stream (a broadcaster behind a lock) and `perform`/`performAndWait` themselves.
 public final class ObjectContext: @unchecked Sendable {
   /// Where a context does its work.
   public enum ConcurrencyType: Sendable {
@@ -30,14 +36,37 @@ public final class ObjectContext: @unchecked Sendable {
 
   /// Where the context does its work: the main queue or a private one.
   public let concurrencyType: ConcurrencyType
-  /// A name recorded in persistent history and shown in debugging output.
-  public var name: String?
-  /// The author recorded in persistent history for this context's saves.
-  public var transactionAuthor: String?
-  /// Whether saves of the container's other contexts are merged into this one as they happen.
-  public var automaticallyMergesChangesFromParent = false
-  /// How ``save()`` resolves conflicts with the store; `.error` (the default) throws them.
-  public var mergePolicy: MergePolicy = .error
+  /// A name recorded in persistent history and shown in debugging output. May be set from any thread.
+  public var name: String? {
+    get { configuration.withLock { $0.name } }
+    set { configuration.withLock { $0.name = newValue } }
+  }
+  /// The author recorded in persistent history for this context's saves. May be set from any thread.
+  public var transactionAuthor: String? {
+    get { configuration.withLock { $0.transactionAuthor } }
+    set { configuration.withLock { $0.transactionAuthor = newValue } }
+  }
+  /// Whether saves of the container's other contexts are merged into this one as they happen. May be set
+  /// from any thread.
+  public var automaticallyMergesChangesFromParent: Bool {
+    get { configuration.withLock { $0.automaticallyMergesChangesFromParent } }
+    set { configuration.withLock { $0.automaticallyMergesChangesFromParent = newValue } }
+  }
+  /// How ``save()`` resolves conflicts with the store; `.error` (the default) throws them. May be set
+  /// from any thread.
+  public var mergePolicy: MergePolicy {
+    get { configuration.withLock { $0.mergePolicy } }
+    set { configuration.withLock { $0.mergePolicy = newValue } }
+  }
+
+  /// The settings above: read by other contexts' saves (whether to merge) and set from any thread.
+  private struct Configuration: Sendable {
+    var name: String?
+    var transactionAuthor: String?
+    var automaticallyMergesChangesFromParent = false
+    var mergePolicy: MergePolicy = .error
+  }
+  private let configuration = Mutex(Configuration())
   /// Records unsaved changes for undo and redo; `nil` (the default) records nothing.
   public var undoManager: ContextUndoManager? {
     didSet {
@@ -112,7 +141,7 @@ public final class ObjectContext: @unchecked Sendable {
     return key
   }()
 
-  private var isOnOwnQueue: Bool {
+  var isOnOwnQueue: Bool {
     switch concurrencyType {
     case .mainQueue: Thread.isMainThread || DispatchQueue.getSpecific(key: Self.mainQueueKey) == true
     case .privateQueue: DispatchQueue.getSpecific(key: queueKey) == ObjectIdentifier(self)
@@ -146,21 +175,40 @@ public final class ObjectContext: @unchecked Sendable {
     }
   }
 
+  /// Runs `body` on the context's queue later, as the context's work: what a ``ContextExecutor`` does with
+  /// each job of its actor. The block keeps the context alive until it has run.
+  func enqueue(_ body: @escaping @Sendable () -> Void) {
+    queue.async { self.running(body) }
+  }
+
   // MARK: Objects
 
   /// Every object the context holds in memory.
   public var registeredObjects: Set<ManagedObject> {
+    checkQueue()
     sweepRegistry()
     return Set(registry.objects).union(tracker.liveInsertions)
   }
   /// Objects inserted and not saved yet.
-  public var insertedObjects: Set<ManagedObject> { Set(tracker.liveInsertions) }
+  public var insertedObjects: Set<ManagedObject> {
+    checkQueue()
+    return Set(tracker.liveInsertions)
+  }
   /// Saved objects with unsaved changes.
-  public var updatedObjects: Set<ManagedObject> { Set(tracker.updated.values.filter(\.isUpdated)) }
+  public var updatedObjects: Set<ManagedObject> {
+    checkQueue()
+    return Set(tracker.updated.values.filter(\.isUpdated))
+  }
   /// Objects deleted and not saved yet.
-  public var deletedObjects: Set<ManagedObject> { Set(tracker.deleted.values) }
+  public var deletedObjects: Set<ManagedObject> {
+    checkQueue()
+    return Set(tracker.deleted.values)
+  }
   /// Whether anything was inserted, changed or deleted since the last save.
-  public var hasChanges: Bool { tracker.hasChanges }
+  public var hasChanges: Bool {
+    checkQueue()
+    return tracker.hasChanges
+  }
 
   // MARK: The store
 

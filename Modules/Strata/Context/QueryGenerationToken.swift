@@ -75,6 +75,7 @@ extension ObjectContext {
   /// - Throws: `.misuse` for a token of another store or when no store is loaded; store errors when
   ///   the snapshot cannot be pinned.
   public func setQueryGenerationFrom(_ token: QueryGenerationToken?) throws {
+    checkQueue()
     guard let token else {
       pinnedGeneration = nil
       return

@@ -39,6 +39,8 @@ public struct AsynchronousFetchRequest<T: ManagedObject>: Sendable {
 /// A running or finished ``AsynchronousFetchRequest``: its progress, its objects once done, its error.
 ///
 /// `progress` and `cancel()` may be used from any thread; `finalResult` belongs to the context's queue.
+// Safe because its state is constant (`Progress` is thread-safe), behind `state`'s lock, or — `objects` —
+// written and read on the context's queue only (`finalResult` checks it in the concurrency debug mode).
 public final class AsynchronousFetchResult<T: ManagedObject>: @unchecked Sendable {
   /// The fetch that runs.
   public let fetchRequest: FetchRequest<T>
@@ -57,7 +59,10 @@ public final class AsynchronousFetchResult<T: ManagedObject>: @unchecked Sendabl
   }
 
   /// The fetched objects once the fetch has finished; `nil` while it runs, after an error or cancellation.
-  public var finalResult: [T]? { objects }
+  public var finalResult: [T]? {
+    managedObjectContext.checkQueue()
+    return objects
+  }
   /// Why the fetch failed: a store error, or `.cancelled`.
   public var operationError: StoreError? { state.withLock { $0.error } }
   /// Whether ``cancel()`` was called.

@@ -77,6 +77,7 @@ extension ObjectContext {
   ///
   /// - Throws: what ``fetch(_:)-(FetchRequest<T>)`` throws; `.misuse` when `T` is not the class of the request's entity.
   public func fetch<T: ManagedObject>(_ request: FetchRequest<T>, batchSize: Int) throws -> FetchResultsCollection<T> {
+    checkQueue()
     guard let info = coordinator.info(forEntity: request.entityName) else {
       throw StoreError(.invalidQuery, "the model has no entity '\(request.entityName)'", entity: request.entityName)
     }

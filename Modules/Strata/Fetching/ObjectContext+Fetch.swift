@@ -21,6 +21,7 @@ extension ObjectContext {
   ///   path names an unknown or transient key or compares incompatible types; `.misuse` when no store is
   ///   loaded.
   public func fetch<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [T] {
+    checkQueue()
     let started = StrataLog.level > 0 ? ContinuousClock.now : nil
     let objects = try fetchObjects(request)
     if let started { logFetch(request.entityName, objects.count, started: started) }
@@ -36,6 +37,7 @@ extension ObjectContext {
   /// ``FetchRequest/includesPendingChanges``, inserted objects that match are included under their
   /// temporary IDs.
   public func fetchObjectIDs<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [ObjectID] {
+    checkQueue()
     let pending = pendingChanges(for: request)
     guard pending.isEmpty else { return try fetchObjects(request).map(\.objectID) }
     var description = request.fetchDescription
@@ -65,6 +67,7 @@ extension ObjectContext {
   /// - Throws: `.invalidQuery` naming the key for a to-many or unknown key path, an ungrouped property
   ///   beside aggregates, a having predicate reading an unfetched key.
   public func fetchDictionaries<T: ManagedObject>(_ request: FetchRequest<T>) throws -> [[String: Value]] {
+    checkQueue()
     var description = request.fetchDescription
     description.resultType = .dictionaries
     guard case .dictionaries(let rows) = try requireStore().fetch(description, generation: readGeneration) else { return [] }
@@ -80,6 +83,7 @@ extension ObjectContext {
   /// let deals = try context.count(for: FetchRequest<Venue>(format: "specialCount > 0"))
   /// ```
   public func count<T: ManagedObject>(for request: FetchRequest<T>) throws -> Int {
+    checkQueue()
     let store = try requireStore()
     let pending = pendingChanges(for: request)
     var description = request.fetchDescription

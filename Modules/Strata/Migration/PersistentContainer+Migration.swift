@@ -117,8 +117,11 @@ extension PersistentContainer {
     context.name = "\(phase) from '\(stage.from.name)' to '\(stage.to.name)'"
     context.transactionAuthor = MigrationStep.historyAuthor
     do {
-      try work(context)
-      if context.hasChanges { try context.save() }
+      // On the context's queue, where its objects belong (the concurrency debug mode checks it).
+      try context.performAndWait {
+        try work(context)
+        if context.hasChanges { try context.save() }
+      }
     } catch var error as StoreError {
       error.message = "\(phase) of the stage from '\(stage.from.name)' to '\(stage.to.name)': \(error.message)"
       throw error

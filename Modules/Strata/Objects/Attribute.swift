@@ -107,11 +107,13 @@ public struct Attribute<Value: AttributeValue> {
     // instantiates it at run time on every read, where inlined it folds into a field load.
     @inline(__always) get {
       let slot = object[keyPath: storageKeyPath].slot
+      object.checkContextQueue(slot: slot)
       object.noteAccess(slot: slot)
       return object.attributeValue(slot: slot, as: Value.self)
     }
     @inline(__always) set {
       let slot = object[keyPath: storageKeyPath].slot
+      object.checkContextQueue(slot: slot)
       if let index = object.quietlySettableAttributeIndex(slot: slot) {
         object.values[index] = newValue.storedValue
       } else {

@@ -60,6 +60,7 @@ public struct Derived<Value: AttributeValue> {
     // every read.
     @inline(__always) get {
       let slot = object[keyPath: storageKeyPath].slot
+      object.checkContextQueue(slot: slot)
       object.noteAccess(slot: slot)
       return object.attributeValue(slot: slot, as: Value.self)
     }

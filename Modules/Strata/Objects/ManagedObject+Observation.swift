@@ -150,7 +150,7 @@ extension ManagedObject {
   }
 
   /// The name of the property declared at `slot`.
-  private func propertyName(ofSlot slot: Int32) -> String? {
+  func propertyName(ofSlot slot: Int32) -> String? {
     guard let entity = info?.entity else { return nil }
     switch target(ofSlot: slot) {
     case .attribute(let index): return entity.attributes[index].name

@@ -248,6 +248,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
   /// The properties whose values differ from the last saved state, with their new values.
   public func changedValues() -> [String: Value] {
+    checkContextQueue()
     guard let info, !isFaultStorage else { return [:] }
     var result: [String: Value] = [:]
     let entity = info.entity
@@ -279,6 +280,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// The value of the attribute or relationship called `key`: an attribute's Swift value
   /// (`String`, `Int64`, `Double`, `Date`, …, or `nil`), a to-one target object, or a `Set` of targets.
   public func value(forKey key: String) -> Any? {
+    checkContextQueue()
     guard let info else { return nil }
     switch info.entity.property(named: key) {
     case .attribute(_, let index):
@@ -300,6 +302,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   /// - Throws: `.invalidQuery` for an unknown key, `.validation` for a value of the wrong type, `.misuse`
   ///   for a derived attribute (the store computes it).
   public func setValue(_ value: Any?, forKey key: String) throws {
+    checkContextQueue()
     guard let info else { return }
     switch info.entity.property(named: key) {
     case .attribute(let attribute, let index):
@@ -341,6 +344,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
   /// The stored form of an attribute, without Swift conversion; `nil` for an unknown key.
   public func primitiveValue(forKey key: String) -> Value? {
+    checkContextQueue()
     guard let info, let index = info.entity.attributeIndex(named: key) else { return nil }
     fireFault()
     return values[index]
@@ -363,6 +367,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   ///
   /// - Throws: `.invalidQuery` for an unknown key, `.validation` for a value the attribute cannot hold.
   public func setPrimitiveValue(_ value: Any?, forKey key: String) throws {
+    checkContextQueue()
     guard let info else { return }
     guard let index = info.entity.attributeIndex(named: key) else {
       throw StoreError(.invalidQuery, "\(info.entity.name) has no attribute '\(key)'", entity: info.entity.name, key: key)
@@ -674,6 +679,7 @@ extension ManagedObject {
   /// - Throws: `StoreError` `.notFound` when the object no longer exists in the store and its values
   ///   were never loaded (the same error ``ObjectContext/existingObject(with:)`` throws for it).
   public func fulfill() throws {
+    checkContextQueue()
     fireFault()
     guard isInaccessibleStorage else { return }
     throw StoreError(

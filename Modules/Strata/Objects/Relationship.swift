@@ -144,11 +144,14 @@ public struct Relationship<Value: RelationshipValue> {
   ) -> Value {
     get {
       let slot = object[keyPath: storageKeyPath].slot
+      object.checkContextQueue(slot: slot)
       object.noteAccess(slot: slot)
       return Value.make(from: object.relatedObjects(slot: slot))
     }
     set {
-      object.setRelatedObjects(newValue.relatedObjects, slot: object[keyPath: storageKeyPath].slot)
+      let slot = object[keyPath: storageKeyPath].slot
+      object.checkContextQueue(slot: slot)
+      object.setRelatedObjects(newValue.relatedObjects, slot: slot)
     }
   }
 }

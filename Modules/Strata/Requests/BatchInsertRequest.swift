@@ -67,6 +67,7 @@ extension ObjectContext {
   ///   derived), `.validation` for a value an attribute cannot hold or a missing non-optional attribute
   ///   without a default — naming entity, key and row index; the store is then unchanged.
   public func execute<T: ManagedObject>(_ request: BatchInsertRequest<T>) throws -> BatchResult {
+    checkQueue()
     let info = entityInfo(for: T.self)
     let entity = info.entity
     switch request.source {

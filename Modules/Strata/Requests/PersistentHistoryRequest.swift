@@ -127,6 +127,7 @@ extension ObjectContext {
   ///   (refetch everything, then continue from `currentHistoryToken()`); `.invalidQuery` for a predicate
   ///   key other than `author`, `contextName`, `timestamp`, `processID`; `.misuse` without history tracking.
   public func execute(_ request: PersistentHistoryRequest) throws -> PersistentHistoryResult {
+    checkQueue()
     let store = try requireStore()
     switch request.action {
     case .delete(let cutoff):

@@ -82,8 +82,21 @@ func Strata_Container_PersistentContainer_6(_ scope: DocScope) throws {
   }
 }
 
-// Modules/Strata/Container/PersistentContainer.swift, example 7, on `public func performBackgroundTask<T: Sendable>(_ body: @escaping @Sendable (ObjectContext) throws -> T) async throws -> T`
+// Modules/Strata/Container/PersistentContainer.swift, example 7, on `public func newBackgroundContext() -> ObjectContext`
 func Strata_Container_PersistentContainer_7(_ scope: DocScope) async throws {
+  let container: PersistentContainer = scope.container
+  let context: ObjectContext = scope.context
+  do {
+    @MainActor func showMovies(of container: PersistentContainer) async throws {
+      let movies = try container.mainContext.fetch(FetchRequest<Movie>())
+      try await container.newBackgroundActor().perform { context in try context.save() }
+      movies.first?.title = "Heat"  // still on the main actor, still on the context's queue
+    }
+  }
+}
+
+// Modules/Strata/Container/PersistentContainer.swift, example 8, on `public func performBackgroundTask<T: Sendable>(_ body: @escaping @Sendable (ObjectContext) throws -> T) async throws -> T`
+func Strata_Container_PersistentContainer_8(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
   let context: ObjectContext = scope.context
   var movie: Movie = scope.movie
