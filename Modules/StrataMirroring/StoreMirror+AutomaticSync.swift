@@ -100,7 +100,7 @@ extension StoreMirror {
     while !Task.isCancelled {
       if !catchingUp {
         guard await wake.next() else { return }
-        // Local saves: wait until none came for `debounce`.
+        // Local saves: wait until none came for `debounce` (unless the hub has news).
         while let due = wake.localSaveDue(after: debounce), ContinuousClock.now < due {
           do { try await Task.sleep(until: due, clock: .continuous) } catch { return }
         }
@@ -174,9 +174,10 @@ final class AutomaticWake: Sendable {
     return await iterator.next() != nil
   }
 
-  /// When the last local save becomes `debounce` old, `nil` when none is pending.
+  /// When the last local save becomes `debounce` old; `nil` when none is pending, or when the hub has
+  /// news (a pull does not wait for local saves to settle: they go along, or with the next round).
   func localSaveDue(after debounce: Duration) -> ContinuousClock.Instant? {
-    pending.withLock { $0.lastLocalSave.map { $0.advanced(by: debounce) } }
+    pending.withLock { $0.hubPosition == nil ? $0.lastLocalSave.map { $0.advanced(by: debounce) } : nil }
   }
 
   /// What is pending, cleared.

@@ -146,7 +146,7 @@ public final class PostgresHub: MirrorHub {
 
   /// The hub's last position each time a push commits: a connection of its own `LISTEN`s on the
   /// schema's channel (every push sends `NOTIFY` with its position inside its transaction) and is read
-  /// every 25 ms. On each (re)connection the stream yields the last position, since announcements made
+  /// every 10 ms. On each (re)connection the stream yields the last position, since announcements made
   /// while nobody listened are lost; an unreachable server is tried again every second. Each call opens
   /// its own connection, closed when the caller stops iterating.
   ///
@@ -177,7 +177,7 @@ public final class PostgresHub: MirrorHub {
         for payload in listener?.drainNotifications() ?? [] {
           if let position = Int64(payload) { continuation.yield(position) }
         }
-        try? await Task.sleep(for: .milliseconds(25))
+        try? await Task.sleep(for: .milliseconds(10))
       }
       continuation.finish()
     }
