@@ -64,9 +64,15 @@ extension StoreMirror {
   /// await mirror.stopAutomaticSync()
   /// ```
   public func startAutomaticSync(debounce: Duration = .milliseconds(50), maximumBackoff: Duration = .seconds(30)) {
-    automaticTask.withLock { task in
-      guard task == nil else { return }
-      task = Task { await self.runAutomaticSync(debounce: debounce, maximumBackoff: maximumBackoff) }
+    automaticTask.withLock { running in
+      guard running == nil else { return }
+      let id = UUID()
+      let task = Task {
+        await self.runAutomaticSync(debounce: debounce, maximumBackoff: maximumBackoff)
+        // Ended by itself (the store closed): no longer running.
+        self.automaticTask.withLock { if $0?.id == id { $0 = nil } }
+      }
+      running = (id, task)
     }
   }
 
@@ -78,9 +84,9 @@ extension StoreMirror {
   /// await mirror.stopAutomaticSync()
   /// ```
   public func stopAutomaticSync() async {
-    let running = automaticTask.withLock { task in
-      defer { task = nil }
-      return task
+    let running = automaticTask.withLock { running in
+      defer { running = nil }
+      return running?.task
     }
     guard let task = running else { return }
     task.cancel()

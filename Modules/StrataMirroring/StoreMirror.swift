@@ -34,7 +34,7 @@ public final class StoreMirror: Sendable {
   let contact = Mutex(HubContact())
   let subscribers = Mutex<[UUID: AsyncStream<MirrorEvent>.Continuation]>([:])
   /// The task of ``startAutomaticSync(debounce:maximumBackoff:)``, while it runs.
-  let automaticTask = Mutex<Task<Void, Never>?>(nil)
+  let automaticTask = Mutex<(id: UUID, task: Task<Void, Never>)?>(nil)
 
   /// A mirror of `container`'s loaded store with `hub`.
   ///
