@@ -145,6 +145,22 @@ struct MirrorAutomaticSyncTests {
     #expect(try pair.a.mirror.status().pendingTransactions == 0)
   }
 
+  @Test func aHubThatAnnouncesNothingIsPolled() async throws {
+    let hub = PollingHub(inner: MemoryHub(model: orchardModel))
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let a = try Replica(.memory, hub: hub, in: directory, name: "a")
+    let b = try Replica(.sqlite, hub: hub, in: directory, name: "b")
+    a.mirror.startAutomaticSync()
+    b.mirror.startAutomaticSync()
+    try addCrate("polled", on: a)
+    try await eventually("B pulls what A pushed, having asked the hub's last position") {
+      try storedCrates(b)["polled"] != nil
+    }
+    await a.mirror.stopAutomaticSync()
+    await b.mirror.stopAutomaticSync()
+  }
+
   /// The time from a save on A to the object visible in a context on B, over a loopback PostgreSQL hub
   /// (`STRATA_MIRROR_LATENCY_SAVES`, 50 by default); printed, not asserted.
   @Test func latencyFromASaveToTheOtherReplica() async throws {
@@ -171,4 +187,16 @@ struct MirrorAutomaticSyncTests {
     print("mirror latency over loopback PostgreSQL, \(saves) saves: p50 \(p50), p99 \(p99), max \(sorted.last ?? .zero)")
     #expect(latencies.count == saves)
   }
+}
+
+/// A hub with the protocol's default `newPositions()` (it asks `lastPosition()` every second).
+struct PollingHub: MirrorHub {
+  let inner: MemoryHub
+
+  func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt { try await inner.push(transaction) }
+  func pull(after position: Int64, limit: Int) async throws -> [MirrorLogEntry] {
+    try await inner.pull(after: position, limit: limit)
+  }
+  func conflicts() async throws -> [MirrorConflict] { try await inner.conflicts() }
+  func lastPosition() async throws -> Int64 { try await inner.lastPosition() }
 }
