@@ -13,7 +13,7 @@ extension TaterRaterCommand {
       discussion: """
         `tater-rater sync --server URI` runs one round (push the local ratings and notes, then pull \
         everyone else's) and remembers the server in the store, so a later `tater-rater sync` needs no \
-        --server. See `tater-rater sync round --help` for its flags (--server, --json, --watch, --for).
+        --server. See `tater-rater sync round --help` for its flags (--server, --json, --watch, --for, --debounce).
         """,
       subcommands: [Round.self, Status.self, Conflicts.self, Rejected.self], defaultSubcommand: Round.self)
   }
