@@ -13,7 +13,7 @@ extension TaterRaterCommand {
       discussion: """
         `tater-rater sync --server URI` runs one round (push the local ratings and notes, then pull \
         everyone else's) and remembers the server in the store, so a later `tater-rater sync` needs no \
-        --server. See `tater-rater sync round --help` for its flags (--server, --json, --watch, --for).
+        --server. See `tater-rater sync round --help` for its flags (--server, --json, --watch, --for, --debounce).
         """,
       subcommands: [Round.self, Status.self, Conflicts.self, Rejected.self], defaultSubcommand: Round.self)
   }
@@ -30,25 +30,30 @@ extension TaterRaterCommand {
     var server: String?
     @Flag(help: "Print {pushed, pulled, conflicts, rejected} as one JSON object (with --watch, one per event).")
     var json = false
-    @Flag(help: "Stay connected: sync every --interval seconds and print each event (push, pull, conflict, rejection).")
+    @Flag(
+      help:
+        "Stay connected and sync by itself: after local saves (this process's or another tater-rater's), once they have been quiet for --debounce seconds, and when the server announces new changes; print each event (push, pull, conflict, rejection)."
+    )
     var watch = false
-    @Option(help: ArgumentHelp("With --watch: seconds between rounds (0.1 to 3600).", valueName: "seconds"))
-    var interval: Double = 2
+    @Option(
+      help: ArgumentHelp("With --watch: seconds of quiet after a local save before it is pushed (0 to 60).", valueName: "seconds")
+    )
+    var debounce: Double = 0.05
     @OptionGroup var duration: WatchDuration
 
     func validate() throws {
-      guard (0.1...3600).contains(interval) else { throw ValidationError("--interval must be from 0.1 to 3600 seconds") }
-      if !watch && (duration.seconds != nil || interval != 2) {
-        throw ValidationError("--for and --interval go with --watch")
+      guard (0...60).contains(debounce) else { throw ValidationError("--debounce must be from 0 to 60 seconds") }
+      if !watch && (duration.seconds != nil || debounce != 0.05) {
+        throw ValidationError("--for and --debounce go with --watch")
       }
     }
 
     func run() throws {
       try runReportingErrors(tool: "tater-rater") {
-        let rater = try openRater(storeOptions)
+        let rater = try openRater(storeOptions, watching: watch)
         defer { rater.container.close() }
         let mirror = try openMirror(rater, server: server)
-        if watch { return try watchRounds(mirror) }
+        if watch { return try watchAutomatically(mirror) }
         let report = try waitFor { try await mirror.sync() }
         if let server { try mirror.rememberHub(server) }
         if json {
@@ -59,32 +64,33 @@ extension TaterRaterCommand {
       }
     }
 
-    /// Syncs every `interval` until `--for` ends (or Ctrl-C), printing each event; an unreachable server is
-    /// an event, and the next round tries again.
-    private func watchRounds(_ mirror: StoreMirror) throws {
+    /// Syncs automatically until `--for` ends (or Ctrl-C), printing each event; an unreachable server is
+    /// an event, and the mirror tries again with a growing delay. The server is remembered after the first
+    /// round that reached it.
+    private func watchAutomatically(_ mirror: StoreMirror) throws {
       let events = mirror.events()
-      let printer = Task { [json] in
-        // A round that found nothing to push or pull says nothing.
-        for await event in events where event.count > 0 || event.error != nil {
+      let printer = Task { [json, server] in
+        var remembered = server == nil
+        for await event in events {
+          if !remembered, event.kind == .pull, event.error == nil, let server {
+            try? mirror.rememberHub(server)
+            remembered = true
+          }
+          // A round that found nothing to push or pull says nothing.
+          guard event.count > 0 || event.error != nil else { continue }
           printFlushed(json ? (try? compactJSON(event)) ?? "" : describe(event))
         }
       }
-      if !json { printFlushed("Syncing every \(interval.formatted()) s; each push, pull, conflict and rejection is printed…") }
-      let (seconds, interval, server) = (duration.seconds, interval, server)
+      if !json {
+        printFlushed(
+          "Syncing after each local save and each change on the server; every push, pull, conflict and rejection is printed…")
+      }
+      let (seconds, debounce) = (duration.seconds, Duration.milliseconds(Int((debounce * 1000).rounded())))
       try waitFor {
-        let rounds = Task {
-          var remembered = false
-          while !Task.isCancelled {
-            if (try? await mirror.sync()) != nil, !remembered, let server {
-              try? mirror.rememberHub(server)
-              remembered = true
-            }
-            try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
-          }
-        }
+        let syncing = Task { await mirror.runAutomaticSync(debounce: debounce) }
         try await stopSignal(after: seconds)
-        rounds.cancel()
-        _ = await rounds.result
+        syncing.cancel()
+        await syncing.value
       }
       try? waitFor { try await Task.sleep(for: .milliseconds(50)) }
       printer.cancel()

@@ -19,6 +19,7 @@ public final class MemoryHub: MirrorHub {
   }
 
   private let state: Mutex<State>
+  private let listeners = Mutex<[UUID: AsyncStream<Int64>.Continuation]>([:])
 
   /// An empty hub for objects of `model`.
   ///
@@ -47,20 +48,37 @@ public final class MemoryHub: MirrorHub {
   /// A copy of the hub's state: objects, log, idempotency keys and conflicts.
   public var ledger: HubLedger { state.withLock { $0.ledger } }
 
-  /// Applies `transaction` once (see ``HubLedger/apply(_:)``).
+  /// Applies `transaction` once (see ``HubLedger/apply(_:)``); a new entry is announced to every
+  /// ``newPositions()`` stream.
   ///
   /// - Throws: ``MirrorError/hubUnreachable(_:)`` when switched off or losing this reply;
   ///   ``MirrorError/rejected(_:)`` when the transaction does not fit the hub's model.
   public func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt {
-    try state.withLock { state in
+    let (receipt, losesReply) = try state.withLock { state in
       guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
       let receipt = try state.ledger.apply(transaction)
-      if state.losesReplies > 0 {
-        state.losesReplies -= 1
-        throw MirrorError.hubUnreachable("the memory hub lost the reply to a push it applied")
-      }
-      return receipt
+      let losesReply = state.losesReplies > 0
+      if losesReply { state.losesReplies -= 1 }
+      return (receipt, losesReply)
     }
+    if !receipt.wasDuplicate {
+      for listener in listeners.withLock({ Array($0.values) }) { listener.yield(receipt.position) }
+    }
+    if losesReply { throw MirrorError.hubUnreachable("the memory hub lost the reply to a push it applied") }
+    return receipt
+  }
+
+  /// The position of every push the hub accepts from now on, as it accepts it.
+  ///
+  /// ```swift
+  /// for await position in hub.newPositions() { print("the hub is at \(position)") }
+  /// ```
+  public func newPositions() -> AsyncStream<Int64> {
+    let (stream, continuation) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(16))
+    let id = UUID()
+    listeners.withLock { $0[id] = continuation }
+    continuation.onTermination = { [weak self] _ in _ = self?.listeners.withLock { $0.removeValue(forKey: id) } }
+    return stream
   }
 
   /// The log entries after `position`.

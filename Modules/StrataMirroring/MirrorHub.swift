@@ -35,6 +35,41 @@ public protocol MirrorHub: Sendable {
   ///
   /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
   func lastPosition() async throws -> Int64
+
+  /// A stream of the hub's last position each time it moves on (another push was accepted), for a
+  /// replica to pull without waiting (``StoreMirror/startAutomaticSync(debounce:maximumBackoff:)``). It
+  /// may skip positions and repeat one; it ends when the caller stops iterating. The default asks
+  /// ``lastPosition()`` every second; a hub that can announce its pushes does better.
+  ///
+  /// ```swift
+  /// for await position in hub.newPositions() { print("the hub is at \(position)") }
+  /// ```
+  func newPositions() -> AsyncStream<Int64>
+}
+
+extension MirrorHub {
+  /// Asks ``lastPosition()`` every second and yields it when it changed (an unreachable hub is asked
+  /// again a second later).
+  ///
+  /// ```swift
+  /// for await position in hub.newPositions() { print("the hub is at \(position)") }
+  /// ```
+  public func newPositions() -> AsyncStream<Int64> {
+    let (stream, continuation) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(1))
+    let task = Task {
+      var last: Int64?
+      while !Task.isCancelled {
+        if let position = try? await lastPosition(), position != last {
+          last = position
+          continuation.yield(position)
+        }
+        try? await Task.sleep(for: .seconds(1))
+      }
+      continuation.finish()
+    }
+    continuation.onTermination = { _ in task.cancel() }
+    return stream
+  }
 }
 
 /// The value of one mirrored field: an attribute's value, or a to-one relationship's target by global

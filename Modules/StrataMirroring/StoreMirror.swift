@@ -33,6 +33,8 @@ public final class StoreMirror: Sendable {
   /// What this mirror last learned of the hub.
   let contact = Mutex(HubContact())
   let subscribers = Mutex<[UUID: AsyncStream<MirrorEvent>.Continuation]>([:])
+  /// The task of ``startAutomaticSync(debounce:maximumBackoff:)``, while it runs.
+  let automaticTask = Mutex<(id: UUID, task: Task<Void, Never>)?>(nil)
 
   /// A mirror of `container`'s loaded store with `hub`.
   ///

@@ -69,6 +69,18 @@ final class HubConnection: @unchecked Sendable {
     }
   }
 
+  /// The payloads of the notifications received since the last call (reads what the socket holds, without
+  /// waiting). A lost connection shows as ``isBroken`` afterwards.
+  func drainNotifications() -> [String] {
+    guard PQconsumeInput(handle) == 1 else { return [] }
+    var payloads: [String] = []
+    while let notification = PQnotifies(handle) {
+      payloads.append(notification.pointee.extra.map { String(cString: $0) } ?? "")
+      PQfreemem(notification)
+    }
+    return payloads
+  }
+
   private static func message(_ pointer: UnsafePointer<CChar>?) -> String {
     guard let pointer else { return "unknown libpq error" }
     return String(cString: pointer).split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }

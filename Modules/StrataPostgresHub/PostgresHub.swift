@@ -144,6 +144,47 @@ public final class PostgresHub: MirrorHub {
     try withConnection { connection, _ in try loadObjects(connection).filter { $0.value.deletedAt == nil } }
   }
 
+  /// The hub's last position each time a push commits: a connection of its own `LISTEN`s on the
+  /// schema's channel (every push sends `NOTIFY` with its position inside its transaction) and is read
+  /// every 10 ms. On each (re)connection the stream yields the last position, since announcements made
+  /// while nobody listened are lost; an unreachable server is tried again every second. Each call opens
+  /// its own connection, closed when the caller stops iterating.
+  ///
+  /// ```swift
+  /// for await position in hub.newPositions() { print("the hub is at \(position)") }
+  /// ```
+  public func newPositions() -> AsyncStream<Int64> {
+    let (stream, continuation) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(16))
+    let (uri, channel, lastPositionSQL) = (uri, channel, "SELECT coalesce(max(position), 0) FROM \(table("log"))")
+    let task = Task {
+      var listener: HubConnection?
+      while !Task.isCancelled {
+        if listener?.isBroken ?? true {
+          listener = nil
+          do {
+            let connection = try HubConnection(uri)
+            try connection.query("LISTEN \"\(channel)\"")
+            listener = connection
+            // The log table may not exist before the first push: then there is nothing to pull.
+            if let last = try? connection.query(lastPositionSQL).first?.first ?? nil, let position = Int64(last) {
+              continuation.yield(position)
+            }
+          } catch {
+            try? await Task.sleep(for: .seconds(1))
+            continue
+          }
+        }
+        for payload in listener?.drainNotifications() ?? [] {
+          if let position = Int64(payload) { continuation.yield(position) }
+        }
+        try? await Task.sleep(for: .milliseconds(10))
+      }
+      continuation.finish()
+    }
+    continuation.onTermination = { _ in task.cancel() }
+    return stream
+  }
+
   // MARK: Inside a transaction
 
   private func apply(_ transaction: MirrorTransaction, on connection: HubConnection) throws -> MirrorReceipt {
@@ -179,6 +220,8 @@ public final class PostgresHub: MirrorHub {
     try connection.query(
       "INSERT INTO \(table("keys")) (replica, local_sequence, position, receipt) VALUES ($1, $2, $3, $4)",
       key + [String(receipt.position), try encode(receipt)])
+    // Delivered to the listeners when (and only if) this transaction commits.
+    try connection.query("SELECT pg_notify($1, $2)", [channel, String(receipt.position)])
     return receipt
   }
 
@@ -240,6 +283,9 @@ public final class PostgresHub: MirrorHub {
   }
 
   private func table(_ name: String) -> String { "\"\(schema)\".strata_mirror_\(name)" }
+
+  /// The schema's notification channel; PostgreSQL keeps 63 bytes of a channel name (the schema is ASCII).
+  private var channel: String { String("strata_mirror_\(schema)".prefix(63)) }
 
   private func encode(_ value: some Encodable) throws -> String {
     let encoder = JSONEncoder()

@@ -37,10 +37,12 @@ struct Replica {
   let mirror: StoreMirror
   var context: ObjectContext { container.viewContext }
 
-  init(_ store: ReplicaStore, hub: any MirrorHub, in directory: URL, name: String) throws {
+  /// `notifying` opens the store with remote change notifications (how automatic sync hears of saves
+  /// without looking at the history token).
+  init(_ store: ReplicaStore, hub: any MirrorHub, in directory: URL, name: String, notifying: Bool = false) throws {
     let registry = StoreRegistry([MemoryStoreFactory(), SQLiteStoreFactory(), LMDBStoreFactory()])
     container = PersistentContainer(name: name, model: orchardModel, types: [Crate.self, Apple.self], registry: registry)
-    let options = StoreOptions(tracksHistory: true)
+    let options = StoreOptions(tracksHistory: true, postsRemoteChangeNotifications: notifying)
     switch store {
     case .memory: container.storeDescriptions = [StoreDescription(type: .memory, options: options)]
     case .sqlite:

@@ -40,3 +40,11 @@ func StrataMirroring_MemoryHub_3(_ scope: DocScope) throws {
     hub.loseReplies(1)
   }
 }
+
+// Modules/StrataMirroring/MemoryHub.swift, example 4, on `public func newPositions() -> AsyncStream<Int64>`
+func StrataMirroring_MemoryHub_4(_ scope: DocScope) async throws {
+  let hub: MemoryHub = scope.hub
+  do {
+    for await position in hub.newPositions() { print("the hub is at \(position)") }
+  }
+}

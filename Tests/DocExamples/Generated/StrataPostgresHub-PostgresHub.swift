@@ -41,3 +41,11 @@ func StrataPostgresHub_PostgresHub_3(_ scope: DocScope) throws {
     hub.loseReplies(1)
   }
 }
+
+// Modules/StrataPostgresHub/PostgresHub.swift, example 4, on `public func newPositions() -> AsyncStream<Int64>`
+func StrataPostgresHub_PostgresHub_4(_ scope: DocScope) async throws {
+  let hub: MemoryHub = scope.hub
+  do {
+    for await position in hub.newPositions() { print("the hub is at \(position)") }
+  }
+}
