@@ -56,7 +56,7 @@ extension MirrorHub {
   /// ```
   public func newPositions() -> AsyncStream<Int64> {
     let (stream, continuation) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(1))
-    let task = Task {
+    let task = Task(executorPreference: MirrorExecutor.shared) {
       var last: Int64?
       while !Task.isCancelled {
         if let position = try? await lastPosition(), position != last {

@@ -67,7 +67,7 @@ extension StoreMirror {
     automaticTask.withLock { running in
       guard running == nil else { return }
       let id = UUID()
-      let task = Task {
+      let task = Task(executorPreference: MirrorExecutor.shared) {
         await self.runAutomaticSync(debounce: debounce, maximumBackoff: maximumBackoff)
         // Ended by itself (the store closed): no longer running.
         self.automaticTask.withLock { if $0?.id == id { $0 = nil } }

@@ -156,7 +156,7 @@ public final class PostgresHub: MirrorHub {
   public func newPositions() -> AsyncStream<Int64> {
     let (stream, continuation) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(16))
     let (uri, channel, lastPositionSQL) = (uri, channel, "SELECT coalesce(max(position), 0) FROM \(table("log"))")
-    let task = Task {
+    let task = Task(executorPreference: MirrorExecutor.shared) {
       var listener: HubConnection?
       while !Task.isCancelled {
         if listener?.isBroken ?? true {
