@@ -18,8 +18,8 @@ public final class MemoryHub: MirrorHub {
     var losesReplies = 0
   }
 
-  private let state: Mutex<State>
-  private let listeners = Mutex<[UUID: AsyncStream<Int64>.Continuation]>([:])
+  private let state: Locked<State>
+  private let listeners = Locked<[UUID: AsyncStream<Int64>.Continuation]>([:])
 
   /// An empty hub for objects of `model`.
   ///
@@ -27,7 +27,7 @@ public final class MemoryHub: MirrorHub {
   /// let hub = MemoryHub(model: try ObjectModel(Potato.self, Tasting.self))
   /// ```
   public init(model: ObjectModel) {
-    state = Mutex(State(ledger: HubLedger(model: model)))
+    state = Locked(State(ledger: HubLedger(model: model)))
   }
 
   /// Whether pushes and pulls reach the hub; `false` makes them throw ``MirrorError/hubUnreachable(_:)``.

@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataCore
 import Synchronization
 
 extension StoreMirror {
@@ -156,7 +157,7 @@ final class AutomaticWake: Sendable {
     var hubPosition: Int64?
   }
 
-  private let pending = Mutex(Pending())
+  private let pending = Locked(Pending())
   private let signals: AsyncStream<Void>
   private let signal: AsyncStream<Void>.Continuation
 

@@ -1,5 +1,6 @@
 import Foundation
 import Strata
+import StrataCore
 import Synchronization
 
 /// A local store mirrored with a hub: `sync()` pushes the local transactions the hub has not
@@ -29,12 +30,12 @@ public final class StoreMirror: Sendable {
   public let hub: any MirrorHub
   /// How many log entries one pull applies in one local transaction.
   public let pullBatchSize: Int
-  private let isSyncing = Mutex(false)
+  private let isSyncing = Locked(false)
   /// What this mirror last learned of the hub.
-  let contact = Mutex(HubContact())
-  let subscribers = Mutex<[UUID: AsyncStream<MirrorEvent>.Continuation]>([:])
+  let contact = Locked(HubContact())
+  let subscribers = Locked<[UUID: AsyncStream<MirrorEvent>.Continuation]>([:])
   /// The task of ``startAutomaticSync(debounce:maximumBackoff:)``, while it runs.
-  let automaticTask = Mutex<(id: UUID, task: Task<Void, Never>)?>(nil)
+  let automaticTask = Locked<(id: UUID, task: Task<Void, Never>)?>(nil)
 
   /// A mirror of `container`'s loaded store with `hub`.
   ///

@@ -30,7 +30,7 @@ public final class PostgresHub: MirrorHub {
   /// The URI's password in the forms an error message could quote it, to hide it there.
   private let secrets: [String]
   private let model: ObjectModel
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   /// A hub in `schema` of the database `uri` names (a libpq URI or key/value string). Nothing connects
   /// until the first call.

@@ -52,8 +52,9 @@ func storedCrates(_ replica: Replica) throws -> [String: String?] {
   }
 }
 
-/// Waits until `condition` holds, failing (with `what`) when it still does not after `seconds`.
-func eventually(_ what: String, within seconds: Double = 20, _ condition: () throws -> Bool) async throws {
+/// Waits until `condition` holds, failing (with `what`) when it still does not after `seconds` (generous: a
+/// sanitizer build beside the whole suite is ten times slower).
+func eventually(_ what: String, within seconds: Double = 120, _ condition: () throws -> Bool) async throws {
   let deadline = Date.now.addingTimeInterval(seconds)
   while try !condition() {
     guard Date.now < deadline else {

@@ -66,7 +66,7 @@ public final class ObjectContext: @unchecked Sendable {
     var automaticallyMergesChangesFromParent = false
     var mergePolicy: MergePolicy = .error
   }
-  private let configuration = Mutex(Configuration())
+  private let configuration = Locked(Configuration())
   /// Records unsaved changes for undo and redo; `nil` (the default) records nothing.
   public var undoManager: ContextUndoManager? {
     didSet {
