@@ -9,7 +9,7 @@ struct CommandResult {
 
 enum Executables {
   /// Programs of the test targets (not the apps'), always taken from the build that made this test bundle.
-  static let testPrograms: Set<String> = ["library-hour", "isolation-check"]
+  static let testPrograms: Set<String> = ["library-hour"]
 
   /// The built program `name`. `STRATA_APP_BIN_PATH` names another build's folder to take the apps' CLIs
   /// from: `scripts/sanitize` runs these tests against the plain debug CLIs (docs/SANITIZERS.md).
