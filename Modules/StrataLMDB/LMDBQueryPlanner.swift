@@ -203,6 +203,9 @@ struct IndexPlan {
 /// the keys that start with the equalities' bytes `P` lie in `[P, P + 2)` (a next value starts with 0, nil,
 /// or 1), and a range on the next key becomes a range of keys under `P`.
 private struct CompoundPlan {
+  /// The values a range on one key lies between, each bound absent or inclusive or not.
+  typealias Bounds = (lower: [UInt8]?, lowerInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool)
+
   let plan: IndexPlan
   let equalities: Int
   let hasRange: Bool
@@ -233,7 +236,7 @@ private struct CompoundPlan {
   ) -> CompoundPlan? {
     var prefix = IndexKey()
     var equalities = 0
-    var range: (lower: [UInt8]?, lowerInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool)?
+    var range: Bounds?
     var rangedType: AttributeType?
     for key in index.keys {
       guard let attribute = table.entity.attribute(named: key), !attribute.isTransient, attribute.type != .json,
@@ -281,8 +284,8 @@ private struct CompoundPlan {
   /// The bounds the range comparisons on one key set (present values only), or `nil` when none can.
   private static func range(
     _ tests: [Comparison], type: AttributeType
-  ) -> (lower: [UInt8]?, lowerInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool)? {
-    var result: (lower: [UInt8]?, lowerInclusive: Bool, upper: [UInt8]?, upperInclusive: Bool) = (nil, true, nil, true)
+  ) -> Bounds? {
+    var result: Bounds = (nil, true, nil, true)
     var found = false
     func bytes(_ value: Value) -> [UInt8]? {
       guard !value.isNull, IndexPlan.isOrdered(value, as: type) else { return nil }
