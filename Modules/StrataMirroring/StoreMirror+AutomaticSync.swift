@@ -12,7 +12,7 @@ extension StoreMirror {
   /// as with every ``sync()``. Cancellation lets a running sync finish, then returns; so does the store
   /// closing.
   ///
-  /// Local saves are heard through ``PersistentContainer/persistentStoreRemoteChanges()`` when the store
+  /// Local saves are heard through `PersistentContainer.persistentStoreRemoteChanges()` when the store
   /// was opened with `StoreOptions(postsRemoteChangeNotifications: true)` (then the saves of other
   /// processes on the same store count too); otherwise the store's history token is looked at every 50 ms.
   /// Each sync is reported by ``events()`` as any other.
