@@ -11,8 +11,14 @@ import Testing
     let dir = TemporaryDirectory()
     defer { dir.remove() }
     let count = 48
-    // One mebibyte per note, each different, so a page read from the wrong place would not compare equal.
-    let payloads = (0..<count).map { i in Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i &* 7) }) }
+    // One mebibyte per note, each different, so a page read from another note would not compare equal:
+    // byte j of note i is j * 31 + i * 7 (mod 256), a 256-byte period repeated.
+    let payloads = (0..<count).map { i in
+      let period = (0..<256).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i &* 7) }
+      var payload = Data(capacity: 1 << 20)
+      for _ in 0..<(1 << 20) / 256 { payload.append(contentsOf: period) }
+      return payload
+    }
     let store = try LMDBStore(url: dir.store, model: try noteModel())
     defer { store.close() }
     for chunk in stride(from: 0, to: count, by: 8) {
