@@ -24,34 +24,7 @@ extension Conformance {
     let controller = FetchedResultsController(
       fetchRequest: FetchRequest<Tater>(sortDescriptors: [QuerySort("variety", comparator: .localizedStandard)]),
       managedObjectContext: view, sectionName: { Tater.section(of: $0.variety) })
-    try view.performAndWait {
-      controller.delegate = recorder
-      try controller.performFetch()
-      #expect(controller.sections?.isEmpty == true || controller.fetchedObjects?.isEmpty == true)
-      for variety in ["Bintje", "Désirée", "Agria", "duke"] {
-        let tater = Tater(context: view)
-        tater.variety = variety
-      }
-      view.processPendingChanges()
-      #expect(controller.sections?.map(\.name) == ["A", "B", "D"])
-      #expect(controller.fetchedObjects?.map(\.variety) == ["Agria", "Bintje", "Désirée", "duke"])
-      #expect(recorder.log.first == "will" && recorder.log.last == "did")
-      #expect(recorder.log.filter { $0.hasPrefix("insert") }.count == 4)
-      #expect(recorder.log.filter { $0.hasPrefix("section insert") }.count == 3)
-      try view.save()
-      let bintje = try #require(controller.fetchedObjects?[1])
-      #expect(controller.indexPath(for: bintje) == IndexPath(indexes: [1, 0]))
-      recorder.log = []
-      bintje.rating = 5
-      view.processPendingChanges()
-      #expect(recorder.log == ["will", "update 1.0→1.0", "did"])
-      recorder.log = []
-      bintje.variety = "Cara"
-      view.processPendingChanges()
-      #expect(controller.sections?.map(\.name) == ["A", "C", "D"])
-      #expect(recorder.log.contains("section delete 1 B") && recorder.log.contains("section insert 1 C"))
-      try view.save()
-    }
+    try view.performAndWait { try expectLocalChangesReported(in: view, by: controller, to: recorder) }
 
     // Another context's save, merged automatically.
     let stream = controller.snapshots()
@@ -81,6 +54,39 @@ extension Conformance {
     #expect(view.performAndWait { streamed.map { (view.object(with: $0) as? Tater)?.variety ?? "?" } } == expected)
   }
 
+  /// The view context's own inserts, a save, an edit in place and an edit that moves an object to another
+  /// section: the controller's sections, objects and delegate calls follow each.
+  private static func expectLocalChangesReported(
+    in view: ObjectContext, by controller: FetchedResultsController<Tater>, to recorder: ChangeRecorder
+  ) throws {
+    controller.delegate = recorder
+    try controller.performFetch()
+    #expect(controller.sections?.isEmpty == true || controller.fetchedObjects?.isEmpty == true)
+    for variety in ["Bintje", "Désirée", "Agria", "duke"] {
+      let tater = Tater(context: view)
+      tater.variety = variety
+    }
+    view.processPendingChanges()
+    #expect(controller.sections?.map(\.name) == ["A", "B", "D"])
+    #expect(controller.fetchedObjects?.map(\.variety) == ["Agria", "Bintje", "Désirée", "duke"])
+    #expect(recorder.log.first == "will" && recorder.log.last == "did")
+    #expect(recorder.log.filter { $0.hasPrefix("insert") }.count == 4)
+    #expect(recorder.log.filter { $0.hasPrefix("section insert") }.count == 3)
+    try view.save()
+    let bintje = try #require(controller.fetchedObjects?[1])
+    #expect(controller.indexPath(for: bintje) == IndexPath(indexes: [1, 0]))
+    recorder.log = []
+    bintje.rating = 5
+    view.processPendingChanges()
+    #expect(recorder.log == ["will", "update 1.0→1.0", "did"])
+    recorder.log = []
+    bintje.variety = "Cara"
+    view.processPendingChanges()
+    #expect(controller.sections?.map(\.name) == ["A", "C", "D"])
+    #expect(recorder.log.contains("section delete 1 B") && recorder.log.contains("section insert 1 C"))
+    try view.save()
+  }
+
   /// Under load: four background contexts insert and edit while a controller on a merging context
   /// follows; in the end nothing is lost or duplicated and the controller equals a fresh fetch.
   public static func fetchedResultsUnderLoad(_ backend: ConformanceBackend, operations: Int = 10_000) async throws {
@@ -95,46 +101,13 @@ extension Conformance {
       controller.delegate = recorder
       try controller.performFetch()
     }
-    let writers = 4
-    let perWriter = operations / writers
-    let inserted = try await withThrowingTaskGroup(of: Int.self) { group in
-      for writer in 0..<writers {
-        group.addTask {
-          let context = container.newBackgroundContext()
-          return try await context.perform {
-            var random = SplitMix64(seed: UInt64(writer + 1))
-            var mine: [Tater] = []
-            for n in 0..<perWriter {
-              if mine.isEmpty || random.next() % 10 < 6 {
-                let tater = Tater(context: context)
-                tater.variety = Tater.varieties[Int(random.next() % UInt64(Tater.varieties.count))] + " \(writer)-\(n)"
-                tater.writer = Int16(writer)
-                mine.append(tater)
-              } else {
-                let tater = mine[Int(random.next() % UInt64(mine.count))]
-                if random.next() % 2 == 0 {
-                  tater.rating = Int16(random.next() % 6)
-                } else {
-                  tater.variety = Tater.varieties[Int(random.next() % UInt64(Tater.varieties.count))] + " \(writer)-\(n)"
-                }
-              }
-              if n % 100 == 99 { try context.save() }
-            }
-            try context.save()
-            return mine.count
-          }
-        }
-      }
-      return try await group.reduce(0, +)
-    }
+    let inserted = try await insertAndEditConcurrently(in: container, writers: 4, operations: operations)
     let stored = try container.newBackgroundContext().count(for: request)
     #expect(stored == inserted)
 
     // Merges reach the view context asynchronously: wait until they have all arrived.
-    var followed: [ObjectID] = []
     for _ in 0..<600 {
-      followed = view.performAndWait { controller.fetchedObjects?.map(\.objectID) ?? [] }
-      if followed.count == inserted { break }
+      if view.performAndWait({ controller.fetchedObjects?.count ?? 0 }) == inserted { break }
       try await Task.sleep(for: .milliseconds(50))
     }
     try await Task.sleep(for: .milliseconds(200))
@@ -153,6 +126,43 @@ extension Conformance {
     #expect(values == storedValues, "and holds the stored values")
     #expect(sections.map(\.0) == Array(Set(sections.map(\.0))).sorted { StringSemantics.compare($0, $1, .localizedStandard) < 0 })
     #expect(recorder.balanced, "every will has its did")
+  }
+
+  /// `writers` background contexts at once, `operations` in all: each inserts (6 in 10) or edits one of its
+  /// own potatoes' rating or variety, saving every 100. How many potatoes they inserted.
+  private static func insertAndEditConcurrently(
+    in container: PersistentContainer, writers: Int, operations: Int
+  ) async throws -> Int {
+    let perWriter = operations / writers
+    return try await withThrowingTaskGroup(of: Int.self) { group in
+      for writer in 0..<writers {
+        group.addTask {
+          let context = container.newBackgroundContext()
+          return try await context.perform {
+            var random = SplitMix64(seed: UInt64(writer + 1))
+            func variety(_ n: Int) -> String {
+              Tater.varieties[Int(random.next() % UInt64(Tater.varieties.count))] + " \(writer)-\(n)"
+            }
+            var mine: [Tater] = []
+            for n in 0..<perWriter {
+              if mine.isEmpty || random.next() % 10 < 6 {
+                let tater = Tater(context: context)
+                tater.variety = variety(n)
+                tater.writer = Int16(writer)
+                mine.append(tater)
+              } else {
+                let tater = mine[Int(random.next() % UInt64(mine.count))]
+                if random.next() % 2 == 0 { tater.rating = Int16(random.next() % 6) } else { tater.variety = variety(n) }
+              }
+              if n % 100 == 99 { try context.save() }
+            }
+            try context.save()
+            return mine.count
+          }
+        }
+      }
+      return try await group.reduce(0, +)
+    }
   }
 }
 

@@ -142,8 +142,12 @@ extension Conformance {
       try titles(context, [QuerySort("director.name"), QuerySort("title")], limit: 6) == [
         "File2", "Straße", "Untitled Project", "file10", "Memories of Murder", "Parasite",
       ])
+  }
+
+  /// Without sorts, results come in creation order, and offset and limit page through that same order,
+  /// counted after the predicate, also where a store reads through a unique attribute's index.
+  static func pagingWithoutSorts(_ context: ObjectContext) throws {
     #expect(try titles(context, []) == SampleData.films.map(\.title))
-    // Without sorts, offset and limit page through that same order, counted after the predicate.
     let inserted = SampleData.films.map(\.title)
     #expect(try titles(context, [], limit: 3, offset: 2) == Array(inserted[2..<5]))
     #expect(try titles(context, [], offset: 8) == Array(inserted[8...]))
@@ -227,5 +231,10 @@ enum FetchingCases {
   /// Sorting with every comparator, limit and offset (see ``Conformance/sorting(_:)``).
   static func sortsComparatorsAndPaging(_ backend: ConformanceBackend) async throws {
     try Conformance.sorting(try PredicateCases.sampleContext(backend))
+  }
+
+  /// Paging in creation order without sorts (see ``Conformance/pagingWithoutSorts(_:)``).
+  static func pagesWithoutSortsFollowCreationOrder(_ backend: ConformanceBackend) async throws {
+    try Conformance.pagingWithoutSorts(try PredicateCases.sampleContext(backend))
   }
 }

@@ -163,16 +163,7 @@ extension Conformance {
     #expect(auto.performAndWait { merging.title } == "Remote")
     #expect(auto.performAndWait { !bystander.isFault && bystander.title == "Bystander" })
 
-    // Merging what history says changed updates the live object.
-    guard case .transactions(let missed) = try view.performAndWait({ try view.execute(.fetchHistory(after: lastSeen)) }) else {
-      Issue.record("expected transactions")
-      return
-    }
-    #expect(missed.map(\.author) == ["other"])
-    for transaction in missed {
-      ObjectContext.mergeChanges(fromRemoteContextSave: transaction.objectIDNotification(), into: [view])
-    }
-    #expect(view.performAndWait { live.title } == "Remote")
+    try expectMissedHistoryMerges(into: view, after: lastSeen, updating: live)
 
     // And the other way round.
     try context.performAndWait {
@@ -181,6 +172,19 @@ extension Conformance {
     }
     let backToken = try #require(try store.currentHistoryToken())
     try await seenByOther.expectRemoteChange(with: backToken)
+  }
+
+  /// Merging what history says changed since `token` (one transaction by "other") updates the live memo.
+  private static func expectMissedHistoryMerges(into view: ObjectContext, after token: HistoryToken, updating live: Memo) throws {
+    guard case .transactions(let missed) = try view.performAndWait({ try view.execute(.fetchHistory(after: token)) }) else {
+      Issue.record("expected transactions")
+      return
+    }
+    #expect(missed.map(\.author) == ["other"])
+    for transaction in missed {
+      ObjectContext.mergeChanges(fromRemoteContextSave: transaction.objectIDNotification(), into: [view])
+    }
+    #expect(view.performAndWait { live.title } == "Remote")
   }
 
   /// A second process (the backend's ``ConformanceBackend/worker``) commits to the store; this process gets a remote change with

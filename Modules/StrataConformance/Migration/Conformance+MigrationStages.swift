@@ -139,22 +139,30 @@ extension Conformance {
         ))
     }
 
-    let progress = reports.withLock { $0 }
+    expectSteadyProgress(reports.withLock { $0 }, steps: 2)
+    try expectOneMigrationTransaction(in: migrated, after: token, deletedTag: before[2].objectID)
+  }
+
+  /// Progress reports only advance, end at 1, and each names the step count.
+  private static func expectSteadyProgress(_ progress: [MigrationProgress], steps: Int) {
     #expect(!progress.isEmpty, "a migration reports its progress")
     let fractions = progress.map(\.fractionCompleted)
     #expect(fractions == fractions.sorted(), "progress only advances: \(fractions)")
     #expect(fractions.last == 1)
-    #expect(progress.allSatisfy { $0.stepCount == 2 })
+    #expect(progress.allSatisfy { $0.stepCount == steps })
+  }
 
-    // One transaction by "migration", after the tokens taken before, listing what the stages changed
-    // under the final model's names.
+  /// One transaction by "migration", after the token taken before, listing what the stages changed under
+  /// the final model's names.
+  private static func expectOneMigrationTransaction(
+    in migrated: any PersistentStore, after token: HistoryToken?, deletedTag: ObjectID
+  ) throws {
     guard case .transactions(let later) = try migrated.fetchHistory(HistoryRequest(after: token.map { .token($0) })) else {
       Issue.record("expected transactions")
       return
     }
     #expect(later.map(\.author) == [MigrationStep.historyAuthor])
     let changes = later.first?.changes ?? []
-    let deletedTag = before[2].objectID
     #expect(changes.filter { $0.changeType == .delete }.map(\.objectID.primaryKey) == [deletedTag.primaryKey])
     let updated = changes.filter { $0.changeType == .update }
     #expect(updated.map(\.objectID.entityName) == ["Human", "Human", "Human"])

@@ -358,27 +358,10 @@ extension Conformance {
     ])
     let store = try backend.factory.openStore(at: try backend.makeLocation(), model: model, options: StoreOptions())
     defer { store.close() }
-    var rng = SplitMix64(seed: 2026)
-    func pick<T>(_ items: [T]) -> T { items[Int(rng.next() % UInt64(items.count))] }
-    let scalars: [JSONText.Node] = [
-      .scalar("a"), .scalar("B"), .scalar("é"), .scalar("abc"), .scalar(""), .scalar(0), .scalar(1), .scalar(2.5),
-      .scalar(-3), .scalar(true), .scalar(false), .scalar(.null),
-    ]
-    func node(_ depth: Int) -> JSONText.Node {
-      switch rng.next() % (depth > 1 ? 2 : 4) {
-      case 0, 1: return pick(scalars)
-      case 2: return .array((0..<Int(rng.next() % 4)).map { _ in node(depth + 1) })
-      default:
-        var members: [String: JSONText.Node] = [:]
-        for key in ["a", "b", "c"] where rng.next() % 3 != 0 { members[key] = node(depth + 1) }
-        return .object(members)
-      }
-    }
-    var inserted: [ObjectChange] = []
-    for i in 0..<120 {
-      let doc: Value = i % 15 == 0 ? .null : .string(JSONText.text(of: node(0)))
-      inserted.append(
-        ObjectChange(objectID: .makeTemporary(entityName: "Doc"), attributes: [.string("d\(i)"), doc], toOne: []))
+    var random = RandomDocuments()
+    let inserted = (0..<120).map { i in
+      let doc: Value = i % 15 == 0 ? .null : .string(JSONText.text(of: random.node(0)))
+      return ObjectChange(objectID: .makeTemporary(entityName: "Doc"), attributes: [.string("d\(i)"), doc], toOne: [])
     }
     _ = try store.save(ChangeSet(inserted: inserted))
     guard case .snapshots(let all) = try store.fetch(FetchDescription(entityName: "Doc"), generation: nil) else {
@@ -386,35 +369,9 @@ extension Conformance {
       return
     }
     let entity = try model.requireEntity("Doc")
-    let constants: [Value] = ["a", "b", "é", "ab", "", 0, 1, 2.5, -3, true, false]
-    let paths = ["doc", "doc.a", "doc.b", "doc.a.c", "doc[0]", "doc[LAST]", "doc[1].a", "doc.a[FIRST]", "doc[2][0]"]
-    let operators = ["==", "!=", "<", ">=", "BEGINSWITH", "CONTAINS", "LIKE", "==[c]", "==[cd]", "CONTAINS[c]"]
     var checked = 0
     for _ in 0..<500 {
-      let path = pick(paths)
-      var constant = pick(constants)
-      let format: String
-      switch rng.next() % 10 {
-      case 7: format = "\(path).\(pick(["@sum", "@avg", "@min", "@max"])) \(pick(["==", "<", ">=", "!="])) %@"
-      case 8:
-        format = "\(pick(["ANY ", "ALL ", ""]))\(path) BETWEEN %@"
-        constant = [pick(constants), pick(constants)]
-      case 9:
-        format = "\(pick(["ANY ", "NONE ", ""]))\(path) MATCHES\(pick(["", "[c]", "[cd]"])) %@"
-        constant = pick(["a.*", "[a-c]+", "É|b", ""])
-      case 0: format = "\(path) CONTAINS %@"
-      case 1: format = "ANY \(path) \(pick(operators)) %@"
-      case 2: format = "ALL \(path) \(pick(operators)) %@"
-      case 3: format = "NONE \(path) \(pick(operators)) %@"
-      case 4:
-        let size = rng.next() % 2 == 0 ? "\(path).@count" : "\(path)[SIZE]"
-        format = "\(size) \(pick(["==", ">", "<=", "!="])) %@"
-      case 5:
-        format = "ANY \(path) IN %@"
-        constant = [pick(constants), pick(constants)]
-      default:
-        format = path == "doc" ? "\(path) \(pick(["==", "!="])) nil" : "\(path) \(pick(operators)) %@"
-      }
+      let (format, constant) = random.comparison()
       let predicate: QueryPredicate
       do {
         predicate = try QueryPredicate(format: format, constant)
@@ -436,6 +393,54 @@ extension Conformance {
       checked += 1
     }
     #expect(checked > 200)
+  }
+
+  /// The seeded documents and comparisons of ``randomDocuments(_:)``.
+  private struct RandomDocuments {
+    var rng = SplitMix64(seed: 2026)
+    let scalars: [JSONText.Node] = [
+      .scalar("a"), .scalar("B"), .scalar("é"), .scalar("abc"), .scalar(""), .scalar(0), .scalar(1), .scalar(2.5),
+      .scalar(-3), .scalar(true), .scalar(false), .scalar(.null),
+    ]
+    let constants: [Value] = ["a", "b", "é", "ab", "", 0, 1, 2.5, -3, true, false]
+    let paths = ["doc", "doc.a", "doc.b", "doc.a.c", "doc[0]", "doc[LAST]", "doc[1].a", "doc.a[FIRST]", "doc[2][0]"]
+    let operators = ["==", "!=", "<", ">=", "BEGINSWITH", "CONTAINS", "LIKE", "==[c]", "==[cd]", "CONTAINS[c]"]
+
+    mutating func pick<T>(_ items: [T]) -> T { items[Int(rng.next() % UInt64(items.count))] }
+
+    /// A scalar, an array or an object of up to three members, nested at most two deep.
+    mutating func node(_ depth: Int) -> JSONText.Node {
+      switch rng.next() % (depth > 1 ? 2 : 4) {
+      case 0, 1: return pick(scalars)
+      case 2: return .array((0..<Int(rng.next() % 4)).map { _ in node(depth + 1) })
+      default:
+        var members: [String: JSONText.Node] = [:]
+        for key in ["a", "b", "c"] where rng.next() % 3 != 0 { members[key] = node(depth + 1) }
+        return .object(members)
+      }
+    }
+
+    /// A comparison of a random path in one of ten forms (aggregates, quantifiers, ranges, regular
+    /// expressions, sizes, membership), and its constant.
+    mutating func comparison() -> (format: String, constant: Value) {
+      let path = pick(paths)
+      switch rng.next() % 10 {
+      case 7: return ("\(path).\(pick(["@sum", "@avg", "@min", "@max"])) \(pick(["==", "<", ">=", "!="])) %@", pick(constants))
+      case 8: return ("\(pick(["ANY ", "ALL ", ""]))\(path) BETWEEN %@", [pick(constants), pick(constants)])
+      case 9:
+        let form = "\(pick(["ANY ", "NONE ", ""]))\(path) MATCHES\(pick(["", "[c]", "[cd]"])) %@"
+        return (form, pick(["a.*", "[a-c]+", "É|b", ""]))
+      case 0: return ("\(path) CONTAINS %@", pick(constants))
+      case 1: return ("ANY \(path) \(pick(operators)) %@", pick(constants))
+      case 2: return ("ALL \(path) \(pick(operators)) %@", pick(constants))
+      case 3: return ("NONE \(path) \(pick(operators)) %@", pick(constants))
+      case 4:
+        let size = rng.next() % 2 == 0 ? "\(path).@count" : "\(path)[SIZE]"
+        return ("\(size) \(pick(["==", ">", "<=", "!="])) %@", pick(constants))
+      case 5: return ("ANY \(path) IN %@", [pick(constants), pick(constants)])
+      default: return (path == "doc" ? "\(path) \(pick(["==", "!="])) nil" : "\(path) \(pick(operators)) %@", pick(constants))
+      }
+    }
   }
 
   private struct NoRelations: EvaluationSource {

@@ -438,32 +438,13 @@ extension Conformance {
   /// its targets' primary-key order, a saved order survives a later migration of the destination entity,
   /// and a relationship made unordered reads in primary-key order again.
   static func orderingMigrates(_ backend: ConformanceBackend) throws {
-    let url = try backend.makeLocation()
     let v1 = try MigrationModels.model()
-    let store = try backend.factory.openStore(at: url, model: v1, options: StoreOptions())
-    let mann = ObjectID.makeTemporary(entityName: "Director")
-    func movie(_ title: String) -> ObjectChange {
-      let id = ObjectID.makeTemporary(entityName: "Movie")
-      return ObjectChange(
-        objectID: id, attributes: [.string(title), .int(2000), .null, .bool(false), .null, .null], toOne: [mann])
-    }
-    let inserted = [
-      ObjectChange(objectID: mann, attributes: [.string("Michael Mann")], toOne: []), movie("Thief"), movie("Heat"),
-      movie("Collateral"),
-    ]
-    let saved = try store.save(ChangeSet(inserted: inserted))
-    let director = try #require(saved.permanentIDs[mann])
-    let movies = inserted.dropFirst().compactMap { saved.permanentIDs[$0.objectID] }
+    let store = try backend.factory.openStore(at: try backend.makeLocation(), model: v1, options: StoreOptions())
+    let (director, movies) = try directorOfThreeMovies(in: store)
     let byKey = movies.sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
     #expect(Set(try store.relatedObjectIDs(of: director, relationship: "movies", generation: nil)) == Set(movies))
 
-    func directorModel(ordered: Bool, movie: [AttributeDescription]? = nil) throws -> ObjectModel {
-      var movies = MigrationModels.movies
-      movies.isOrdered = ordered
-      return try movie.map { try MigrationModels.model(movie: $0, directorRelationships: [movies]) }
-        ?? MigrationModels.model(directorRelationships: [movies])
-    }
-    let v2 = try directorModel(ordered: true)
+    let v2 = try orderedDirectorModel()
     let toOrdered = try ModelMigration(from: v1, to: v2)
     #expect(
       toOrdered.changes.contains { change in
@@ -478,22 +459,59 @@ extension Conformance {
     _ = try ordered.save(reorder)
     #expect(try ordered.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == chosen)
 
-    // The destination entity loses an attribute: its table or records are rewritten, the order stays.
-    let v3 = try directorModel(
-      ordered: true, movie: [MigrationModels.title, MigrationModels.year, MigrationModels.votes, MigrationModels.seen])
-    let rewritten = try ordered.migrated(by: try ModelMigration(from: v2, to: v3))
-    #expect(try rewritten.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == chosen)
+    let retyped = try orderSurvivesRewrites(of: ordered, from: v2, director: director, movies: movies, order: chosen)
+    let unordered = try orderFollowsRenames(of: retyped, director: director, order: chosen, keyOrder: byKey)
+    unordered.close()
+  }
 
-    // The destination's year becomes text: SQLite rebuilds its table (a column's type changes), the order stays.
-    let yearText = AttributeDescription(name: "year", type: .string)
-    let v3b = try directorModel(
-      ordered: true, movie: [MigrationModels.title, yearText, MigrationModels.votes, MigrationModels.seen])
+  /// Michael Mann and three of his movies, saved; his and their permanent IDs.
+  private static func directorOfThreeMovies(in store: any PersistentStore) throws -> (ObjectID, [ObjectID]) {
+    let mann = ObjectID.makeTemporary(entityName: "Director")
+    let inserted =
+      [ObjectChange(objectID: mann, attributes: [.string("Michael Mann")], toOne: [])]
+      + ["Thief", "Heat", "Collateral"].map { title in
+        ObjectChange(
+          objectID: .makeTemporary(entityName: "Movie"),
+          attributes: [.string(title), .int(2000), .null, .bool(false), .null, .null], toOne: [mann])
+      }
+    let saved = try store.save(ChangeSet(inserted: inserted))
+    return (try #require(saved.permanentIDs[mann]), inserted.dropFirst().compactMap { saved.permanentIDs[$0.objectID] })
+  }
+
+  /// The migration models with the director's movies ordered, and the movie's attributes as given.
+  private static func orderedDirectorModel(movie: [AttributeDescription]? = nil) throws -> ObjectModel {
+    var movies = MigrationModels.movies
+    movies.isOrdered = true
+    return try movie.map { try MigrationModels.model(movie: $0, directorRelationships: [movies]) }
+      ?? MigrationModels.model(directorRelationships: [movies])
+  }
+
+  /// The destination entity loses an attribute (its table or records are rewritten), then its year becomes
+  /// text (SQLite rebuilds its table): the order stays through both.
+  private static func orderSurvivesRewrites(
+    of store: any PersistentStore, from v2: ObjectModel, director: ObjectID, movies: [ObjectID], order: [ObjectID]
+  ) throws -> any PersistentStore {
+    let v3 = try orderedDirectorModel(movie: [
+      MigrationModels.title, MigrationModels.year, MigrationModels.votes, MigrationModels.seen,
+    ])
+    let rewritten = try store.migrated(by: try ModelMigration(from: v2, to: v3))
+    #expect(try rewritten.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == order)
+
+    let v3b = try orderedDirectorModel(movie: [MigrationModels.title, yearText, MigrationModels.votes, MigrationModels.seen])
     let retyped = try rewritten.migrated(by: try ModelMigration(from: v3, to: v3b))
-    #expect(try retyped.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == chosen)
+    #expect(try retyped.relatedObjectIDs(of: director, relationship: "movies", generation: nil) == order)
     let years = try retyped.snapshots(for: movies, generation: nil).map { $0.attributes[1] }
     #expect(years == movies.map { _ in Value.string("2000") })
+    return retyped
+  }
 
-    // The relationship is renamed: its lists move with it.
+  private static let yearText = AttributeDescription(name: "year", type: .string)
+
+  /// The relationship is renamed (its lists move with it), then its inverse to-one (the position column
+  /// beside its foreign key goes with it); last the relationship becomes unordered and lists by key again.
+  private static func orderFollowsRenames(
+    of store: any PersistentStore, director: ObjectID, order: [ObjectID], keyOrder: [ObjectID]
+  ) throws -> any PersistentStore {
     func filmsModel(ordered: Bool, inverse: String = "director") throws -> ObjectModel {
       let films = RelationshipDescription(
         name: "films", destination: "Movie", inverse: inverse, isToMany: true, renamingIdentifier: "movies",
@@ -504,20 +522,19 @@ extension Conformance {
         movie: [MigrationModels.title, yearText, MigrationModels.votes, MigrationModels.seen],
         movieRelationships: [toOne], directorRelationships: [films])
     }
+    let v3b = try orderedDirectorModel(movie: [MigrationModels.title, yearText, MigrationModels.votes, MigrationModels.seen])
     let v3c = try filmsModel(ordered: true)
-    let renamed = try retyped.migrated(by: try ModelMigration(from: v3b, to: v3c))
-    #expect(try renamed.relatedObjectIDs(of: director, relationship: "films", generation: nil) == chosen)
+    let renamed = try store.migrated(by: try ModelMigration(from: v3b, to: v3c))
+    #expect(try renamed.relatedObjectIDs(of: director, relationship: "films", generation: nil) == order)
 
-    // The inverse to-one is renamed too: the position column beside its foreign key goes with it.
     let v3d = try filmsModel(ordered: true, inverse: "filmmaker")
     let renamedInverse = try renamed.migrated(by: try ModelMigration(from: v3c, to: v3d))
-    #expect(try renamedInverse.relatedObjectIDs(of: director, relationship: "films", generation: nil) == chosen)
+    #expect(try renamedInverse.relatedObjectIDs(of: director, relationship: "films", generation: nil) == order)
 
-    let v4 = try filmsModel(ordered: false, inverse: "filmmaker")
-    let toUnordered = try ModelMigration(from: v3d, to: v4)
+    let toUnordered = try ModelMigration(from: v3d, to: try filmsModel(ordered: false, inverse: "filmmaker"))
     #expect(toUnordered.changes.contains { if case .orderingChanged(false) = $0.kind { true } else { false } })
     let unordered = try renamedInverse.migrated(by: toUnordered)
-    defer { unordered.close() }
-    #expect(try unordered.relatedObjectIDs(of: director, relationship: "films", generation: nil) == byKey)
+    #expect(try unordered.relatedObjectIDs(of: director, relationship: "films", generation: nil) == keyOrder)
+    return unordered
   }
 }

@@ -45,14 +45,45 @@ extension Conformance {
   }
 
   static func runKillCampaign(_ backend: ConformanceBackend) throws -> KillCampaignSummary {
-    let worker = try #require(backend.worker)
-    let type = backend.factory.storeType.rawValue
     let environment = ProcessInfo.processInfo.environment
     let kills = environment["STRATA_KILL_ITERATIONS"].flatMap(Int.init) ?? 12
     var random = SplitMix64(seed: environment["STRATA_KILL_SEED"].flatMap(UInt64.init) ?? 0x5EED_C0DE)
-    let (writesPerRun, size, killsPerStore) = (30, 20, 25)
+    let campaign = WriteKills(backend: backend, worker: try #require(backend.worker))
     let started = ContinuousClock.now
+    let durations = try campaign.wholeRunDurations()
     var summary = KillCampaignSummary()
+    var url = try campaign.freshStore()
+    var written = 0
+    var runs = 0
+    while summary.kills < kills && runs < kills * 4 {
+      runs += 1
+      if summary.kills % campaign.killsPerStore == 0 && summary.kills > 0 && written > 0 {
+        url = try campaign.freshStore()
+        written = 0
+      }
+      let mode = random.next() % 2 == 0 ? "save" : "batch"
+      let fraction = Double(random.next() % 1_000_001) / 1_000_000
+      let state = try campaign.killOnce(
+        mode, url, first: written, after: (durations[mode] ?? .seconds(1)) * fraction, into: &summary)
+      if state.corrupt || !state.problems.isEmpty {
+        url = try campaign.freshStore()
+        written = 0
+      } else {
+        written = state.written
+      }
+    }
+    summary.seconds = (ContinuousClock.now - started) / .seconds(1)
+    return summary
+  }
+
+  /// One backend's kill campaign: its worker's `write` runs, each of `writesPerRun` writes of `size` objects.
+  private struct WriteKills {
+    let backend: ConformanceBackend
+    let worker: String
+    let writesPerRun = 30
+    let size = 20
+    let killsPerStore = 25
+    var type: String { backend.factory.storeType.rawValue }
 
     func freshStore() throws -> URL {
       let url = try #require(try backend.makeLocation(), "a backend with multiProcess gives its stores a location")
@@ -61,65 +92,50 @@ extension Conformance {
       store.close()
       return url
     }
+
     func run(_ mode: String, _ url: URL, first: Int) throws -> WorkerProcess {
       try WorkerProcess(worker, ["write", type, url.path, mode, String(first), String(writesPerRun), String(size)])
     }
 
-    // How long a whole run of each mode takes, so kills spread over all of it.
-    var durations: [String: Duration] = [:]
-    for mode in ["save", "batch"] {
-      let url = try freshStore()
-      let clock = ContinuousClock.now
-      let whole = try run(mode, url, first: 0).finish()
-      durations[mode] = ContinuousClock.now - clock
-      #expect(whole.status == 0, "\(whole.stderr)")
-      let state = try checkWrittenStore(backend, url, size: size, acknowledged: Set(0..<writesPerRun), runStart: 0)
-      #expect(state.written == writesPerRun && state.problems.isEmpty, "\(state.problems)")
+    /// How long a whole run of each mode takes, so kills spread over all of it; each whole run is checked.
+    func wholeRunDurations() throws -> [String: Duration] {
+      var durations: [String: Duration] = [:]
+      for mode in ["save", "batch"] {
+        let url = try freshStore()
+        let clock = ContinuousClock.now
+        let whole = try run(mode, url, first: 0).finish()
+        durations[mode] = ContinuousClock.now - clock
+        #expect(whole.status == 0, "\(whole.stderr)")
+        let state = try Conformance.checkWrittenStore(
+          backend, url, size: size, acknowledged: Set(0..<writesPerRun), runStart: 0)
+        #expect(state.written == writesPerRun && state.problems.isEmpty, "\(state.problems)")
+      }
+      return durations
     }
 
-    var url = try freshStore()
-    var written = 0
-    var killed = 0
-    var runs = 0
-    while killed < kills && runs < kills * 4 {
-      runs += 1
-      if killed % killsPerStore == 0 && killed > 0 && written > 0 {
-        url = try freshStore()
-        written = 0
-      }
-      let mode = random.next() % 2 == 0 ? "save" : "batch"
-      let duration = durations[mode] ?? .seconds(1)
-      let delay = Double(random.next() % 1_000_001) / 1_000_000 * (duration / .microseconds(1))
-      let process = try run(mode, url, first: written)
-      usleep(UInt32(clamping: Int(delay)))
+    /// Starts a run, kills it after `delay`, and checks the store against the writes it acknowledged.
+    func killOnce(
+      _ mode: String, _ url: URL, first: Int, after delay: Duration, into summary: inout KillCampaignSummary
+    ) throws -> WrittenState {
+      let process = try run(mode, url, first: first)
+      usleep(UInt32(clamping: Int(delay / .microseconds(1))))
       kill(process.process.processIdentifier, SIGKILL)
       let result = process.finish()
-      if result.status == 0 && process.process.terminationReason == .exit {
-        // Finished before the kill came: checked all the same, not counted as a kill.
-      } else {
-        killed += 1
-      }
+      // A run that finished before the kill came is checked all the same, not counted as a kill.
+      if result.status != 0 || process.process.terminationReason != .exit { summary.kills += 1 }
       let acknowledged = Set(
         result.stdout.split(separator: "\n").compactMap { line in
           line.hasPrefix("saved ") ? Int(line.dropFirst(6)) : nil
         })
       summary.acknowledged += acknowledged.count
       summary.storesChecked += 1
-      let state = try checkWrittenStore(backend, url, size: size, acknowledged: acknowledged, runStart: written)
+      let state = try Conformance.checkWrittenStore(backend, url, size: size, acknowledged: acknowledged, runStart: first)
       summary.corrupt += state.corrupt ? 1 : 0
       summary.partial += state.partial
       summary.lost += state.lost
       for problem in state.problems { Issue.record("after a kill during \(mode)s (\(type), \(url.path)): \(problem)") }
-      if state.corrupt || !state.problems.isEmpty {
-        url = try freshStore()
-        written = 0
-      } else {
-        written = state.written
-      }
+      return state
     }
-    summary.kills = killed
-    summary.seconds = (ContinuousClock.now - started) / .seconds(1)
-    return summary
   }
 
   /// What the store the `write` command wrote holds, and what is wrong with it.

@@ -33,10 +33,19 @@ extension Conformance {
 
   /// Every case of every area, area by area: the arguments of a backend's one conformance test.
   ///
+  /// While working on one area, `STRATA_CONFORMANCE_CASES` keeps only the cases whose `area/name`
+  /// contains one of its comma-separated parts
+  /// (`STRATA_CONFORMANCE_CASES=compositeAttributes/,crud/ swift test --filter sqliteConformance`).
+  ///
   /// ```swift
   /// #expect(Conformance.cases.contains { $0.description == "batchInsert/upsertsMergeOverExistingRows" })
   /// ```
-  public static var cases: [Case] { Area.allCases.flatMap(\.cases) }
+  public static var cases: [Case] {
+    let all = Area.allCases.flatMap(\.cases)
+    guard let only = ProcessInfo.processInfo.environment["STRATA_CONFORMANCE_CASES"], !only.isEmpty else { return all }
+    let parts = only.split(separator: ",").map(String.init)
+    return all.filter { check in parts.contains { check.description.contains($0) } }
+  }
 }
 
 extension Conformance.Area {
@@ -84,6 +93,7 @@ extension Conformance.Area {
         "toManyPredicatesOnDirectors": FetchingCases.toManyPredicatesOnDirectors,
         "typedPredicatesAgreeWithFormatStrings": FetchingCases.typedPredicatesAgreeWithFormatStrings,
         "sortsComparatorsAndPaging": FetchingCases.sortsComparatorsAndPaging,
+        "pagesWithoutSortsFollowCreationOrder": FetchingCases.pagesWithoutSortsFollowCreationOrder,
       ])
     case .concurrency:
       return named([
