@@ -13,7 +13,8 @@ extension TaterRaterCommand {
       discussion: """
         `tater-rater sync --server URI` runs one round (push the local ratings and notes, then pull \
         everyone else's) and remembers the server in the store, so a later `tater-rater sync` needs no \
-        --server. See `tater-rater sync round --help` for its flags (--server, --json, --watch, --for, --debounce).
+        --server. A round also brings the server's own store up to date: `--store postgres --path URI` \
+        (the same URI) lists the converged potatoes, and what is saved there syncs like a replica's. See `tater-rater sync round --help` for its flags (--server, --json, --watch, --for, --debounce).
         """,
       subcommands: [Round.self, Status.self, Conflicts.self, Rejected.self], defaultSubcommand: Round.self)
   }
@@ -52,10 +53,11 @@ extension TaterRaterCommand {
       try runReportingErrors(tool: "tater-rater") {
         let rater = try openRater(storeOptions, watching: watch)
         defer { rater.container.close() }
-        let mirror = try openMirror(rater, server: server)
+        let (mirror, hub) = try openMirrorAndHub(rater, server: server)
         if watch { return try watchAutomatically(mirror) }
         let report = try waitFor { try await mirror.sync() }
         if let server { try mirror.rememberHub(server) }
+        try syncServerStore(of: hub, beside: rater, registry: storeOptions.registry)
         if json {
           print(try jsonString(report))
         } else {
@@ -218,12 +220,35 @@ let defaultServerSchema = "taterrater_hub"
 /// The mirror of `rater`'s store with the server `server`, else the one the store remembers. Without
 /// either: a usage error when `required`, else a mirror whose hub says no server is known.
 func openMirror(_ rater: PotatoRater, server: String?, required: Bool = true) throws -> StoreMirror {
+  try openMirrorAndHub(rater, server: server, required: required).mirror
+}
+
+/// ``openMirror(_:server:required:)`` and its PostgreSQL hub (`nil` without a server).
+func openMirrorAndHub(
+  _ rater: PotatoRater, server: String?, required: Bool = true
+) throws -> (mirror: StoreMirror, hub: PostgresHub?) {
   guard let location = try server ?? StoreMirror.rememberedHub(of: rater.container) else {
     if required { throw UsageError("no server to sync with: give --server URI (this store remembers none yet)") }
-    return try StoreMirror(container: rater.container, hub: NoServer())
+    return (try StoreMirror(container: rater.container, hub: NoServer()), nil)
   }
   let hub = try PostgresHub(location: location, defaultSchema: defaultServerSchema, model: rater.container.model)
-  return try StoreMirror(container: rater.container, hub: hub)
+  return (try StoreMirror(container: rater.container, hub: hub), hub)
+}
+
+/// Brings the server's own Strata store (in the hub's schema, beside its tables) up to date: it is a
+/// replica too, synced under the hub's server-store lock by whichever round runs, so `--store postgres
+/// --path URI` reads the converged potatoes and its own saves are pushed like any replica's.
+func syncServerStore(of hub: PostgresHub?, beside rater: PotatoRater, registry: StoreRegistry) throws {
+  guard let hub else { return }
+  let location = hub.storeLocation
+  if rater.container.storeDescriptions.first?.url == location { return }
+  try waitFor {
+    try await hub.withServerStoreLock {
+      let server = try PotatoRater.makeContainer(store: StoreDescription(type: .postgres, url: location), registry: registry)
+      defer { server.close() }
+      _ = try await StoreMirror(container: server, hub: hub).sync()
+    }
+  }
 }
 
 /// How output names a server: its URI without the password.

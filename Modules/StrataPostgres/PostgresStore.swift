@@ -167,11 +167,12 @@ public final class PostgresStore: PersistentStore {
     return rows.count > 0
   }
 
-  /// Whether the schema has the metadata table, and how many tables and views it holds.
+  /// Whether `schema` holds the store's metadata table, and how many tables it holds; the tables of a
+  /// mirror hub sharing the schema (`strata_mirror_*`, StrataPostgresHub) are not counted.
   private static func contents(_ connection: PostgresConnection, _ schema: String) throws -> (Bool, Int64) {
     let rows = try connection.query(
       "SELECT count(*) FILTER (WHERE c.relname = $2), count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')",
+        + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relname NOT LIKE 'strata\\_mirror\\_%'",
       [.string(schema), .string(PostgresSchema.metadataTable)])
     return (rows.int64(0, 0) > 0, rows.int64(0, 1))
   }

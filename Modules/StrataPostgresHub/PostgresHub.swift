@@ -80,6 +80,41 @@ public final class PostgresHub: MirrorHub {
     components.queryItems = items.isEmpty ? nil : items
     try self.init(uri: components.string ?? location, schema: schema, model: model)
   }
+  /// Where an ordinary Strata PostgreSQL store beside the hub's tables lives: the hub's database URI with
+  /// its schema as the `schema` query item. Open a container there (`StoreDescription(type: .postgres,
+  /// url: hub.storeLocation)`) and mirror it like any replica to keep the converged data readable on the
+  /// server by `strata fetch` and by apps pointed at it; hold ``withServerStoreLock(_:)`` while it syncs.
+  ///
+  /// ```swift
+  /// let server = StoreDescription(type: .postgres, url: hub.storeLocation)
+  /// ```
+  public var storeLocation: URL {
+    var components = URLComponents(string: uri) ?? URLComponents()
+    components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "schema", value: schema)]
+    return components.url ?? URL(filePath: "/")
+  }
+
+  /// Runs `body` while this process holds the hub's server-store lock, a PostgreSQL advisory lock on its
+  /// own connection: one process at a time syncs the store at ``storeLocation``; another waits.
+  ///
+  /// ```swift
+  /// let report = try await hub.withServerStoreLock { try await serverMirror.sync() }
+  /// ```
+  ///
+  /// - Throws: `MirrorError.hubUnreachable` when the server cannot be reached, or what `body` throws.
+  public func withServerStoreLock<R>(_ body: () async throws -> R) async throws -> R {
+    let connection: HubConnection
+    do {
+      connection = try HubConnection(uri)
+      try connection.query("SELECT pg_advisory_lock(hashtext($1))", ["strata_mirror_server/" + schema])
+    } catch let error as MirrorError {
+      throw hidingSecrets(error)
+    }
+    // Closing the connection releases the lock, also when `body` throws.
+    defer { withExtendedLifetime(connection) {} }
+    return try await body()
+  }
+
   /// Makes the next `count` pushes commit and then throw as if the reply was lost (for tests).
   ///
   /// ```swift

@@ -95,6 +95,8 @@ struct TaterRaterSyncCLITests {
     #expect(last["kind"] as? String == "updateVersusUpdate" && last["field"] as? String == "userRating", "\(last)")
     #expect((last["losingValues"] as? [String: Any])?["userRating"] as? String == "1", "\(last)")
 
+    try expectServerStoreConverged(server, listed: listed)
+
     for replica in [a, b] {
       let status = try json(try ok(replica, "sync", "status", "--json"))
       #expect(status["connected"] as? Bool == true, "\(status)")
@@ -102,6 +104,24 @@ struct TaterRaterSyncCLITests {
       #expect((status["server"] as? String)?.contains("/cli_") == true, "\(status)")
       #expect(try ok(replica, "sync", "rejected") == "No rejected changes.\n")
     }
+  }
+
+  /// The server is an ordinary Strata store: pointed straight at it, the app lists what both replicas
+  /// list, `strata info` reads it, and a rating saved on it travels to the replicas like any replica's.
+  func expectServerStoreConverged(_ server: String, listed: String) throws {
+    let direct = ["--store", "postgres", "--path", server]
+    #expect(try ok(direct, "list", "--json") == listed)
+    let info = try Executables.run("strata", ["info", server, "--store", "postgres"])
+    #expect(info.status == 0 && info.stdout.contains("Potato"), "\(info.stderr)")
+    _ = try ok(direct, "rate", "Agria", "2")
+    _ = try ok(a, "sync")
+    _ = try ok(b, "sync")
+    let rerated = try ok(b, "list", "--json")
+    let potatoes = try #require(try JSONSerialization.jsonObject(with: Data(rerated.utf8)) as? [[String: Any]])
+    #expect(potatoes.first { $0["variety"] as? String == "Agria" }?["userRating"] as? Int == 2, "the server store's rating")
+    _ = try ok(a, "sync")
+    #expect(try ok(a, "list", "--json") == rerated)
+    #expect(try ok(direct, "list", "--json") == rerated)
   }
 
   @Test func anUnreachableServerIsOneLineAndTheStoreIsUnchanged() throws {
