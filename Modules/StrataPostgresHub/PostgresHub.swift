@@ -86,6 +86,7 @@ public final class PostgresHub: MirrorHub {
   /// server by `strata fetch` and by apps pointed at it; hold ``withServerStoreLock(_:)`` while it syncs.
   ///
   /// ```swift
+  /// let hub = try PostgresHub(uri: "postgresql:///potatoes", schema: "mirror", model: container.model)
   /// let server = StoreDescription(type: .postgres, url: hub.storeLocation)
   /// ```
   public var storeLocation: URL {
@@ -98,7 +99,8 @@ public final class PostgresHub: MirrorHub {
   /// own connection: one process at a time syncs the store at ``storeLocation``; another waits.
   ///
   /// ```swift
-  /// let report = try await hub.withServerStoreLock { try await serverMirror.sync() }
+  /// let hub = try PostgresHub(uri: "postgresql:///potatoes", schema: "mirror", model: container.model)
+  /// let report = try await hub.withServerStoreLock { try await StoreMirror(container: container, hub: hub).sync() }
   /// ```
   ///
   /// - Throws: `MirrorError.hubUnreachable` when the server cannot be reached, or what `body` throws.
@@ -331,5 +333,27 @@ public final class PostgresHub: MirrorHub {
   private func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T {
     guard let text else { throw MirrorError.hubFailed("a hub row holds no \(type)") }
     return try JSONDecoder().decode(type, from: Data(text.utf8))
+  }
+}
+
+/// Makes ``PostgresHub``s for `postgresql://` and `postgres://` locations, for
+/// `PersistentContainer.startMirroring(hubs:)`.
+///
+/// ```swift
+/// let mirror = try container.startMirroring(hubs: [PostgresHubFactory(defaultSchema: "potatoes_hub")])
+/// ```
+public struct PostgresHubFactory: MirrorHubFactory {
+  /// The schema of a location that names none.
+  public let defaultSchema: String
+
+  /// A factory whose hubs use `defaultSchema` when a location names no schema.
+  public init(defaultSchema: String) { self.defaultSchema = defaultSchema }
+
+  public func accepts(_ location: String) -> Bool {
+    location.hasPrefix("postgresql://") || location.hasPrefix("postgres://")
+  }
+
+  public func makeHub(at location: String, model: ObjectModel) throws -> any MirrorHub {
+    try PostgresHub(location: location, defaultSchema: defaultSchema, model: model)
   }
 }

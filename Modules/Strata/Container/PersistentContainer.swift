@@ -18,15 +18,45 @@ public struct StoreDescription: Sendable, Hashable {
   /// Whether ``PersistentContainer/loadPersistentStores(completionHandler:)`` opens the store on a
   /// background queue and returns at once (opening a large or remote file can take a while).
   public var shouldAddStoreAsynchronously: Bool
+  /// The hub this store mirrors with, as Core Data's `cloudKitContainerOptions`: the container itself
+  /// ignores it; StrataMirroring's `PersistentContainer.startMirroring(hubs:)` reads it.
+  public var mirroring: MirroringOptions?
 
   /// A store of `type` at `url`.
   public init(
-    type: StoreType, url: URL? = nil, options: StoreOptions = StoreOptions(), shouldAddStoreAsynchronously: Bool = false
+    type: StoreType, url: URL? = nil, options: StoreOptions = StoreOptions(), shouldAddStoreAsynchronously: Bool = false,
+    mirroring: MirroringOptions? = nil
   ) {
     self.type = type
     self.url = url
     self.options = options
     self.shouldAddStoreAsynchronously = shouldAddStoreAsynchronously
+    self.mirroring = mirroring
+  }
+}
+
+/// How a store mirrors with a shared hub (StrataMirroring): where the hub is, and whether the mirror syncs
+/// by itself. Set on a ``StoreDescription``, as Core Data's `NSPersistentCloudKitContainerOptions`.
+///
+/// ```swift
+/// var local = StoreDescription(type: .sqlite, url: url, options: StoreOptions(tracksHistory: true))
+/// local.mirroring = MirroringOptions(hub: "postgresql://db.example.com/potatoes/hub")
+/// ```
+public struct MirroringOptions: Sendable, Hashable {
+  /// The hub's location, read by the hub factory that accepts it (a PostgreSQL URI naming the database and
+  /// the schema for StrataPostgresHub).
+  public var hub: String
+  /// Whether the mirror syncs by itself after local saves and on the hub's news (default `true`);
+  /// otherwise the app calls `sync()`.
+  public var automaticallySyncs: Bool
+  /// How long local saves must be quiet before an automatic push.
+  public var debounce: Duration
+
+  /// Mirroring with the hub at `hub`.
+  public init(hub: String, automaticallySyncs: Bool = true, debounce: Duration = .milliseconds(50)) {
+    self.hub = hub
+    self.automaticallySyncs = automaticallySyncs
+    self.debounce = debounce
   }
 }
 

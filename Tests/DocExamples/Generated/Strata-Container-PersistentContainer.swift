@@ -25,8 +25,18 @@ func Strata_Container_PersistentContainer_1(_ scope: DocScope) throws {
   }
 }
 
-// Modules/Strata/Container/PersistentContainer.swift, example 2, on `public final class PersistentContainer: @unchecked Sendable`
+// Modules/Strata/Container/PersistentContainer.swift, example 2, on `public struct MirroringOptions: Sendable, Hashable`
 func Strata_Container_PersistentContainer_2(_ scope: DocScope) throws {
+  let url: URL = scope.url
+  let hub: MemoryHub = scope.hub
+  do {
+    var local = StoreDescription(type: .sqlite, url: url, options: StoreOptions(tracksHistory: true))
+    local.mirroring = MirroringOptions(hub: "postgresql://db.example.com/potatoes/hub")
+  }
+}
+
+// Modules/Strata/Container/PersistentContainer.swift, example 3, on `public final class PersistentContainer: @unchecked Sendable`
+func Strata_Container_PersistentContainer_3(_ scope: DocScope) throws {
   let url: URL = scope.url
   do {
     let registry = StoreRegistry([SQLiteStoreFactory()])     // in the app's composition root
@@ -38,8 +48,8 @@ func Strata_Container_PersistentContainer_2(_ scope: DocScope) throws {
   }
 }
 
-// Modules/Strata/Container/PersistentContainer.swift, example 3, on `public convenience init(name: String, plan: MigrationPlan, types: [ManagedObject.Type] = [], registry: StoreRegistry)`
-func Strata_Container_PersistentContainer_3(_ scope: DocScope) throws {
+// Modules/Strata/Container/PersistentContainer.swift, example 4, on `public convenience init(name: String, plan: MigrationPlan, types: [ManagedObject.Type] = [], registry: StoreRegistry)`
+func Strata_Container_PersistentContainer_4(_ scope: DocScope) throws {
   let registry: StoreRegistry = scope.registry
   let v1: ObjectModel = scope.v1
   let v2: ObjectModel = scope.v2
@@ -49,8 +59,8 @@ func Strata_Container_PersistentContainer_3(_ scope: DocScope) throws {
   }
 }
 
-// Modules/Strata/Container/PersistentContainer.swift, example 4, on `public static func loaded(`
-func Strata_Container_PersistentContainer_4(_ scope: DocScope) throws {
+// Modules/Strata/Container/PersistentContainer.swift, example 5, on `public static func loaded(`
+func Strata_Container_PersistentContainer_5(_ scope: DocScope) throws {
   let registry: StoreRegistry = scope.registry
   let url: URL = scope.url
   do {
@@ -60,8 +70,8 @@ func Strata_Container_PersistentContainer_4(_ scope: DocScope) throws {
   }
 }
 
-// Modules/Strata/Container/PersistentContainer.swift, example 5, on `public func currentPersistentHistoryToken() throws -> HistoryToken?`
-func Strata_Container_PersistentContainer_5(_ scope: DocScope) throws {
+// Modules/Strata/Container/PersistentContainer.swift, example 6, on `public func currentPersistentHistoryToken() throws -> HistoryToken?`
+func Strata_Container_PersistentContainer_6(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   let context: ObjectContext = scope.context
   do {
@@ -71,8 +81,8 @@ func Strata_Container_PersistentContainer_5(_ scope: DocScope) throws {
   }
 }
 
-// Modules/Strata/Container/PersistentContainer.swift, example 6, on `public func loadPersistentStores(`
-func Strata_Container_PersistentContainer_6(_ scope: DocScope) throws {
+// Modules/Strata/Container/PersistentContainer.swift, example 7, on `public func loadPersistentStores(`
+func Strata_Container_PersistentContainer_7(_ scope: DocScope) throws {
   var container: PersistentContainer = scope.container
   do {
     container.storeDescriptions[0].shouldAddStoreAsynchronously = true
@@ -82,8 +92,8 @@ func Strata_Container_PersistentContainer_6(_ scope: DocScope) throws {
   }
 }
 
-// Modules/Strata/Container/PersistentContainer.swift, example 7, on `public func newBackgroundContext() -> ObjectContext`
-func Strata_Container_PersistentContainer_7(_ scope: DocScope) async throws {
+// Modules/Strata/Container/PersistentContainer.swift, example 8, on `public func newBackgroundContext() -> ObjectContext`
+func Strata_Container_PersistentContainer_8(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
   let context: ObjectContext = scope.context
   do {
@@ -95,8 +105,8 @@ func Strata_Container_PersistentContainer_7(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/Strata/Container/PersistentContainer.swift, example 8, on `public func performBackgroundTask<T: Sendable>(_ body: @escaping @Sendable (ObjectContext) throws -> T) async throws -> T`
-func Strata_Container_PersistentContainer_8(_ scope: DocScope) async throws {
+// Modules/Strata/Container/PersistentContainer.swift, example 9, on `public func performBackgroundTask<T: Sendable>(_ body: @escaping @Sendable (ObjectContext) throws -> T) async throws -> T`
+func Strata_Container_PersistentContainer_9(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
   let context: ObjectContext = scope.context
   var movie: Movie = scope.movie

@@ -22,7 +22,7 @@ import Testing
   func conformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: backend) }
 }
 
-// Modules/StrataConformance/Suite/Conformance+Cases.swift, example 2, on `public static var cases: [Case] { Area.allCases.flatMap(\.cases) }`
+// Modules/StrataConformance/Suite/Conformance+Cases.swift, example 2, on `public static var cases: [Case]`
 func StrataConformance_Suite_Conformance_Cases_2(_ scope: DocScope) throws {
   do {
     #expect(Conformance.cases.contains { $0.description == "batchInsert/upsertsMergeOverExistingRows" })

@@ -34,18 +34,46 @@ func StrataPostgresHub_PostgresHub_2(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 3, on `public func loseReplies(_ count: Int)`
+// Modules/StrataPostgresHub/PostgresHub.swift, example 3, on `public var storeLocation: URL`
 func StrataPostgresHub_PostgresHub_3(_ scope: DocScope) throws {
+  let container: PersistentContainer = scope.container
+  let mirror: StoreMirror = scope.mirror
+  do {
+    let hub = try PostgresHub(uri: "postgresql:///potatoes", schema: "mirror", model: container.model)
+    let server = StoreDescription(type: .postgres, url: hub.storeLocation)
+  }
+}
+
+// Modules/StrataPostgresHub/PostgresHub.swift, example 4, on `public func withServerStoreLock<R>(_ body: () async throws -> R) async throws -> R`
+func StrataPostgresHub_PostgresHub_4(_ scope: DocScope) async throws {
+  let container: PersistentContainer = scope.container
+  let mirror: StoreMirror = scope.mirror
+  do {
+    let hub = try PostgresHub(uri: "postgresql:///potatoes", schema: "mirror", model: container.model)
+    let report = try await hub.withServerStoreLock { try await StoreMirror(container: container, hub: hub).sync() }
+  }
+}
+
+// Modules/StrataPostgresHub/PostgresHub.swift, example 5, on `public func loseReplies(_ count: Int)`
+func StrataPostgresHub_PostgresHub_5(_ scope: DocScope) throws {
   let hub: MemoryHub = scope.hub
   do {
     hub.loseReplies(1)
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 4, on `public func newPositions() -> AsyncStream<Int64>`
-func StrataPostgresHub_PostgresHub_4(_ scope: DocScope) async throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 6, on `public func newPositions() -> AsyncStream<Int64>`
+func StrataPostgresHub_PostgresHub_6(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     for await position in hub.newPositions() { print("the hub is at \(position)") }
+  }
+}
+
+// Modules/StrataPostgresHub/PostgresHub.swift, example 7, on `public struct PostgresHubFactory: MirrorHubFactory`
+func StrataPostgresHub_PostgresHub_7(_ scope: DocScope) throws {
+  let container: PersistentContainer = scope.container
+  do {
+    let mirror = try container.startMirroring(hubs: [PostgresHubFactory(defaultSchema: "potatoes_hub")])
   }
 }

@@ -32,3 +32,17 @@ func docs_MIRRORING_1(_ scope: DocScope) async throws {
     let refused = try replica.rejected()  // transactions the hub refused, kept until retried or discarded
   }
 }
+
+// docs/MIRRORING.md, example 2
+func docs_MIRRORING_2(_ scope: DocScope) throws {
+  var container: PersistentContainer = scope.container
+  let url: URL = scope.url
+  let hub: MemoryHub = scope.hub
+  do {
+    var local = StoreDescription(type: .sqlite, url: url, options: StoreOptions(tracksHistory: true))
+    local.mirroring = MirroringOptions(hub: "postgresql://db.example.com/potatoes/hub")  // automaticallySyncs: true
+    container.storeDescriptions = [local]
+    try container.loadPersistentStores()
+    let mirror = try container.startMirroring(hubs: [PostgresHubFactory(defaultSchema: "potatoes_hub")])
+  }
+}
