@@ -95,7 +95,12 @@ public final class PostgresHub: MirrorHub {
   ///   `MirrorError.hubFailed` when it fails the statements (nothing is applied).
   public func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt {
     try withConnection { connection, state in
-      let receipt = try connection.transaction { try apply(transaction, on: connection) }
+      let receipt = try connection.transaction {
+        let receipt = try apply(transaction, on: connection)
+        MirrorFailpoint.reach(.beforeHubCommit)
+        return receipt
+      }
+      MirrorFailpoint.reach(.afterHubCommit)
       if state.losesReplies > 0 {
         state.losesReplies -= 1
         throw MirrorError.hubUnreachable("the reply to a committed push was lost (a test fault)")
