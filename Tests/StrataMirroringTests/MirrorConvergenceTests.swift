@@ -199,9 +199,14 @@ struct MirrorConvergenceTests {
     }
   }
 
+  /// `objects` in the order of their IDs' URIs (each URI built once, not at every comparison).
+  static func inStableOrder<T: ManagedObject>(_ objects: [T]) -> [T] {
+    objects.map { ($0.objectID.uriRepresentation, $0) }.sorted { $0.0 < $1.0 }.map(\.1)
+  }
+
   static func randomEdit(on replica: Replica, using random: inout SeededGenerator) throws {
-    let crates = try replica.crates().sorted { $0.objectID.uriRepresentation < $1.objectID.uriRepresentation }
-    let apples = try replica.apples().sorted { $0.objectID.uriRepresentation < $1.objectID.uriRepresentation }
+    let crates = try inStableOrder(replica.crates())
+    let apples = try inStableOrder(replica.apples())
     let word = ["red", "green", "tart", "sweet", "old", "new"].randomElement(using: &random) ?? "plain"
     switch Int.random(in: 0..<100, using: &random) {
     case 0..<10:
