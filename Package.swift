@@ -174,7 +174,9 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataMirroringTests",
-      dependencies: ["StrataMirroring", "StrataPostgresHub", "Strata", "StrataMemory", "StrataSQLite", "StrataLMDB"],
+      dependencies: [
+        "StrataMirroring", "StrataPostgresHub", "Strata", "StrataMemory", "StrataSQLite", "StrataLMDB", "mirror-worker",
+      ],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "StrataSQLiteTests",
@@ -203,6 +205,12 @@ let package = Package(
     .executableTarget(
       name: "postgres-worker", dependencies: ["StrataConformanceWorker", "StrataPostgres"], path: "Tests/PostgresWorker",
       swiftSettings: swiftSettings),
+    // A replica in a process of its own for the mirror's kill tests: saves, syncs, and stops or pauses at the
+    // durable step STRATA_MIRROR_FAILPOINT names.
+    .executableTarget(
+      name: "mirror-worker",
+      dependencies: ["StrataMirroring", "StrataPostgresHub", "Strata", "StrataSQLite", "StrataLMDB"],
+      path: "Tests/MirrorWorker", swiftSettings: swiftSettings),
     // A second process for the LMDB tests: writes, reads, or holds a lock until it is killed.
     .executableTarget(
       name: "lmdb-worker", dependencies: ["StrataLMDB", "StrataStoreKit", "CLMDB"], path: "Tests/LMDBWorker",

@@ -13,6 +13,7 @@ extension StoreMirror {
       report.pulled += try apply(entries)
       position = last.position
       noteHubPosition(position)
+      try reach(.afterPullBatch)
       if entries.count < pullBatchSize { return }
     }
   }

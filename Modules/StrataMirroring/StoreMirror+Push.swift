@@ -18,6 +18,7 @@ extension StoreMirror {
   /// as it was.
   func push(into report: inout SyncReport) async throws {
     try await reachHub()
+    try reach(.beforePush)
     let outbox = try prepareOutbox()
     var acknowledged: (token: HistoryToken, position: Int64?)?
     var rejections: [RejectedTransaction] = []
@@ -25,10 +26,14 @@ extension StoreMirror {
       for (token, transaction) in outbox.transactions {
         if let receipt = try await pushOrReject(transaction, into: &report, rejections: &rejections) {
           acknowledged = (token, receipt.position)
+          try reach(.afterPush)
         } else {
           acknowledged = (token, acknowledged?.position)
         }
       }
+    } catch let killed as MirrorFailpoint.Killed {
+      // A test's kill: a killed process records nothing more.
+      throw killed
     } catch {
       if let acknowledged { try recordAcknowledged(acknowledged.token, position: acknowledged.position, rejections: rejections) }
       throw error

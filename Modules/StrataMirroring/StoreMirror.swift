@@ -36,6 +36,9 @@ public final class StoreMirror: Sendable {
   let subscribers = Locked<[UUID: AsyncStream<MirrorEvent>.Continuation]>([:])
   /// The task of ``startAutomaticSync(debounce:maximumBackoff:)``, while it runs.
   let automaticTask = Locked<(id: UUID, task: Task<Void, Never>)?>(nil)
+  /// The kill tests' hook, called at each durable step of a sync (`MirrorFailpoint`); when it throws,
+  /// the sync stops there and records nothing more, as a killed process would.
+  package let failpoint = Locked<(@Sendable (MirrorFailpoint) throws -> Void)?>(nil)
 
   /// A mirror of `container`'s loaded store with `hub`.
   ///
@@ -232,6 +235,12 @@ public final class StoreMirror: Sendable {
     }
     let context = container.newBackgroundContext()
     return try context.performAndWait { try MirrorState(context).hub }
+  }
+
+  /// Reaches `step`: the process's failpoint (`STRATA_MIRROR_FAILPOINT`), then this mirror's hook.
+  func reach(_ step: MirrorFailpoint) throws {
+    MirrorFailpoint.reach(step)
+    if let hook = failpoint.withLock({ $0 }) { try hook(step) }
   }
 
   func identity(of replica: UUID) -> GlobalIdentity {

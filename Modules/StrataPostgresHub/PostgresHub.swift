@@ -132,7 +132,12 @@ public final class PostgresHub: MirrorHub {
   ///   `MirrorError.hubFailed` when it fails the statements (nothing is applied).
   public func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt {
     try withConnection { connection, state in
-      let receipt = try connection.transaction { try apply(transaction, on: connection) }
+      let receipt = try connection.transaction {
+        let receipt = try apply(transaction, on: connection)
+        MirrorFailpoint.reach(.beforeHubCommit)
+        return receipt
+      }
+      MirrorFailpoint.reach(.afterHubCommit)
       if state.losesReplies > 0 {
         state.losesReplies -= 1
         throw MirrorError.hubUnreachable("the reply to a committed push was lost (a test fault)")
@@ -275,20 +280,34 @@ public final class PostgresHub: MirrorHub {
 
   // MARK: Connection
 
-  private func withConnection<R>(_ body: (HubConnection, inout State) throws -> R) throws -> R {
+  /// Runs `body` on the kept connection, connecting first when there is none or it broke. When a kept
+  /// connection turns out dropped by the server (it restarted, or closed an idle session), `body` runs once
+  /// more on a new connection: every request is safe to repeat (reads, and pushes, which the idempotency key
+  /// applies once even when the first attempt's `COMMIT` got through).
+  private func withConnection<R: Sendable>(_ body: (HubConnection, inout State) throws -> R) throws -> R {
     do {
       return try state.withLock { state in
-        if state.connection?.isBroken ?? true {
-          let connection = try HubConnection(uri)
-          try createTables(connection)
-          state.connection = connection
+        let reused = !(state.connection?.isBroken ?? true)
+        do {
+          return try attempt(body, &state)
+        } catch MirrorError.hubUnreachable where reused && state.connection?.isBroken == true {
+          return try attempt(body, &state)
         }
-        guard let connection = state.connection else { throw MirrorError.hubUnreachable("no connection") }
-        return try body(connection, &state)
       }
     } catch let error as MirrorError {
       throw hidingSecrets(error)
     }
+  }
+
+  private func attempt<R: Sendable>(_ body: (HubConnection, inout State) throws -> R, _ state: inout State) throws -> R {
+    if state.connection?.isBroken ?? true {
+      state.connection = nil
+      let connection = try HubConnection(uri)
+      try createTables(connection)
+      state.connection = connection
+    }
+    guard let connection = state.connection else { throw MirrorError.hubUnreachable("no connection") }
+    return try body(connection, &state)
   }
 
   /// `error` with the URI's password, should libpq quote it, written as `***`.
