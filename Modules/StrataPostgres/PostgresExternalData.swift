@@ -9,6 +9,10 @@ struct PostgresExternalData: ExternalDataStorage {
   let store: PostgresStore
   static let table = "_strata_external_data"
 
+  func serving(_ store: any PersistentStore) -> any ExternalDataStorage {
+    (store as? PostgresStore).map { PostgresExternalData(store: $0) } ?? self
+  }
+
   private var table: String { store.schema.qualify(Self.table) }
 
   private func withConnection<R: Sendable>(_ body: (PostgresConnection) throws -> R) throws -> R {

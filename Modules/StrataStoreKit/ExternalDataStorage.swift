@@ -26,6 +26,13 @@ public protocol ExternalDataStorage: Sendable {
   func remove(_ names: [UUID]) throws
   /// Every stored name, with the time its value was written when the storage knows it.
   func names() throws -> [UUID: Date]
+  /// The storage of `store`, which a migration returned in place of the store this storage served (a
+  /// storage reading through the store's connections follows it). The default is the storage itself.
+  func serving(_ store: any PersistentStore) -> any ExternalDataStorage
+}
+
+extension ExternalDataStorage {
+  public func serving(_ store: any PersistentStore) -> any ExternalDataStorage { self }
 }
 
 /// What the row of an attribute that allows external storage holds for a value kept out of line: a

@@ -271,6 +271,7 @@ public final class ExternalDataStore: PersistentStore {
   public func migrated(
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
-    try ExternalDataStore(inner.migrated(along: steps, reporting: progress), storage: storage)
+    let migrated = try inner.migrated(along: steps, reporting: progress)
+    return try ExternalDataStore(migrated, storage: storage.serving(migrated))
   }
 }
