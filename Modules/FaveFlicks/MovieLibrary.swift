@@ -125,10 +125,6 @@ public struct MovieLibrary: Sendable {
   /// Gives the first movie titled exactly `title` the poster `image` (`nil` removes it). A large image
   /// is kept beside the store, not in its rows (`@Attribute(.externalStorage)`).
   ///
-  /// ```swift
-  /// try library.setPoster(title: "Up", image: Data(contentsOf: URL(fileURLWithPath: "up.png")))
-  /// ```
-  ///
   /// - Throws: `.notFound` when no movie has that title; what the save throws.
   public func setPoster(title: String, image: Data?) throws {
     guard let movie = try movies(titled: title).first else { return }
@@ -137,10 +133,6 @@ public struct MovieLibrary: Sendable {
   }
 
   /// The poster of the first movie titled exactly `title`, `nil` when it has none.
-  ///
-  /// ```swift
-  /// let image = try library.poster(title: "Up")
-  /// ```
   ///
   /// - Throws: `.notFound` when no movie has that title.
   public func poster(title: String) throws -> Data? {

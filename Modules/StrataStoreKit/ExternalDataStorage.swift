@@ -14,8 +14,8 @@ import Foundation
 /// after it commits; values that no row names (a crash between the two) are removed when the store opens.
 ///
 /// ```swift
-/// let storage = ExternalDataDirectory(beside: storeURL)
-/// try storage.write([(UUID(), poster)])
+/// let storage = ExternalDataDirectory(beside: url)
+/// try storage.write([(UUID(), data)])
 /// ```
 public protocol ExternalDataStorage: Sendable {
   /// Stores each value under its name, durably (a crash after the call returns keeps them all).

@@ -39,7 +39,7 @@ public final class ExternalDataStore: PersistentStore {
   /// names removed first (unless the store is read-only). When that fails, `store` is closed.
   ///
   /// ```swift
-  /// let store = try ExternalDataStore.wrapping(opened, storage: ExternalDataDirectory(beside: url))
+  /// let wrapped = try ExternalDataStore.wrapping(lmdbStore, storage: ExternalDataDirectory(beside: url))
   /// ```
   public static func wrapping(_ store: any PersistentStore, storage: any ExternalDataStorage) throws -> ExternalDataStore {
     do {
