@@ -75,3 +75,29 @@ struct PosterCLITests {
 func faveFlicks(_ arguments: [String]) throws -> CommandResult {
   try Executables.run("fave-flicks", arguments)
 }
+
+@Suite("strata copy with posters")
+struct PosterCopyCLITests {
+  @Test func strataCopyCarriesThePosters() throws {
+    let directory = try makeDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let source = directory + "/FaveFlicks.sqlite"
+    let image = directory + "/poster.png"
+    try PosterCLITests.image.write(to: URL(fileURLWithPath: image))
+    _ = try faveFlicks("add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15", "--path", source)
+    let stored = try faveFlicks("poster", "--title", "Heat", "--file", image, "--path", source)
+    #expect(stored.status == 0, "\(stored.stderr)")
+
+    let copy = directory + "/Copy.lmdb"
+    let copied = try Executables.run("strata", ["copy", source, copy, "--to", "lmdb"])
+    #expect(copied.status == 0, "\(copied.stderr)")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: copy + "_SUPPORT/_EXTERNAL_DATA").count == 1)
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: directory).allSatisfy { !$0.contains(".partial-") },
+      "nothing of the staged copy is left")
+    let output = directory + "/out.png"
+    let written = try faveFlicks("poster", "--title", "Heat", "--output", output, "--store", "lmdb", "--path", copy)
+    #expect(written.status == 0, "\(written.stderr)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: output)) == PosterCLITests.image)
+  }
+}
