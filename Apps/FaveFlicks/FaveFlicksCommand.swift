@@ -12,7 +12,7 @@ struct FaveFlicksCommand: ParsableCommand {
     abstract: "Keep a list of favourite movies in a Strata store.",
     discussion: exitStatusHelp,
     version: strataVersion,
-    subcommands: [Add.self, List.self, Rate.self, Watched.self, Delete.self, Migrate.self])
+    subcommands: [Add.self, List.self, Rate.self, Watched.self, Poster.self, Delete.self, Migrate.self])
 
   static func main() { mainReportingUsageErrors() }
 }

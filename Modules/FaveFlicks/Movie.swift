@@ -8,6 +8,8 @@ public class Movie: ManagedObject, ValueValidating {
   @Attribute(originalName: "lastModified") public var updatedAt: Date?
   @Attribute(minimum: 0, maximum: 5) public var rating: Int16 = 0
   @Derived("canonical:(title)") public var titleSearch: String
+  /// The movie's poster image (model version "4"); large ones are kept out of the store's rows.
+  @Attribute(.externalStorage) public var poster: Data?
   @Relationship(inverse: "movie", deleteRule: .cascade) public var watches: Set<Watch>
 
   public override func willSave() {

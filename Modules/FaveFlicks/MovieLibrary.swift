@@ -122,6 +122,23 @@ public struct MovieLibrary: Sendable {
     }
   }
 
+  /// Gives the first movie titled exactly `title` the poster `image` (`nil` removes it). A large image
+  /// is kept beside the store, not in its rows (`@Attribute(.externalStorage)`).
+  ///
+  /// - Throws: `.notFound` when no movie has that title; what the save throws.
+  public func setPoster(title: String, image: Data?) throws {
+    guard let movie = try movies(titled: title).first else { return }
+    movie.poster = image
+    try save()
+  }
+
+  /// The poster of the first movie titled exactly `title`, `nil` when it has none.
+  ///
+  /// - Throws: `.notFound` when no movie has that title.
+  public func poster(title: String) throws -> Data? {
+    try movies(titled: title).first?.poster
+  }
+
   /// Deletes every movie titled exactly `title`; returns how many.
   @discardableResult
   public func delete(title: String) throws -> Int {

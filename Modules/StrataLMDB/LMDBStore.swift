@@ -432,7 +432,8 @@ public struct LMDBStoreFactory: PersistentStoreFactory {
   /// - Throws: `.misuse` when `url` is `nil`, and everything ``LMDBStore/init(url:model:options:mapSize:)`` throws.
   public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
     guard let url else { throw StoreError(.misuse, "the lmdb store needs a directory location") }
-    return try LMDBStore(url: url, model: model, options: options, mapSize: mapSize)
+    return try ExternalDataStore.wrapping(
+      LMDBStore(url: url, model: model, options: options, mapSize: mapSize), storage: ExternalDataDirectory(beside: url))
   }
 
   /// Whether `url` is a directory holding an LMDB environment's `data.mdb`.
@@ -442,7 +443,8 @@ public struct LMDBStoreFactory: PersistentStoreFactory {
       && StorePath.kind(of: (path as NSString).appendingPathComponent("data.mdb")) == .file
   }
 
-  /// Deletes the environment's `data.mdb` and `lock.mdb`, then the directory when that leaves it empty.
+  /// Deletes the environment's `data.mdb` and `lock.mdb`, then the directory when that leaves it empty, and
+  /// the `<directory>_SUPPORT` directory of its externally stored values.
   /// A missing store is not an error.
   /// - Throws: `.io` when a file exists but cannot be removed.
   public func destroyStore(at url: URL) throws {
@@ -458,5 +460,6 @@ public struct LMDBStoreFactory: PersistentStoreFactory {
       }
     }
     if (try? files.contentsOfDirectory(atPath: path))?.isEmpty == true { try? files.removeItem(atPath: path) }
+    try ExternalDataDirectory.destroy(beside: url)
   }
 }

@@ -560,7 +560,8 @@ public struct PostgresStoreFactory: PersistentStoreFactory {
   /// - Throws: `.misuse` when `url` is `nil`, and everything the store's initializer throws.
   public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
     guard let url else { throw StoreError(.misuse, "the postgres store needs a location (a postgresql:// URI)") }
-    return try PostgresStore(url: url, model: model, options: options, configuration: configuration)
+    let store = try PostgresStore(url: url, model: model, options: options, configuration: configuration)
+    return try ExternalDataStore.wrapping(store, storage: PostgresExternalData(store: store))
   }
 
   /// Whether `url` is a `postgresql://` or `postgres://` URI.

@@ -530,7 +530,9 @@ public struct SQLiteStoreFactory: PersistentStoreFactory {
   /// - Throws: `.misuse` when `url` is `nil`, and everything ``SQLiteStore/init(url:model:options:configuration:)`` throws.
   public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
     guard let url else { throw StoreError(.misuse, "the sqlite store needs a file location") }
-    return try SQLiteStore(url: url, model: model, options: options, configuration: configuration)
+    return try ExternalDataStore.wrapping(
+      SQLiteStore(url: url, model: model, options: options, configuration: configuration),
+      storage: ExternalDataDirectory(beside: url))
   }
   /// Whether `url` is a file that starts with SQLite's header (`SQLite format 3`). Only a regular file is
   /// read (a FIFO would block).
@@ -543,7 +545,8 @@ public struct SQLiteStoreFactory: PersistentStoreFactory {
     return header == Data("SQLite format 3\0".utf8)
   }
 
-  /// Deletes the store file and its `-wal`, `-shm` and `-journal` companions. A missing file is not an error.
+  /// Deletes the store file, its `-wal`, `-shm` and `-journal` companions and the `<file>_SUPPORT`
+  /// directory of its externally stored values. A missing file is not an error.
   /// - Throws: `.io` when a file exists but cannot be removed.
   public func destroyStore(at url: URL) throws {
     let path = url.standardizedFileURL.path
@@ -554,5 +557,6 @@ public struct SQLiteStoreFactory: PersistentStoreFactory {
         throw StoreError(.io, "cannot delete \(file): \(error.localizedDescription)")
       }
     }
+    try ExternalDataDirectory.destroy(beside: url)
   }
 }

@@ -37,18 +37,19 @@ private func withoutIDs(_ objects: [[String: Any]]) -> [[String: String]] {
 
 private let amelie = [
   "title": "Amélie", "genre": "Comédie, Romance", "releaseDate": "2001-04-25T00:00:00Z", "titleSearch": "amelie",
-  "rating": "0",
+  "rating": "0", "poster": "<null>",
 ]
 private let heat = [
   "title": "Heat", "genre": "Crime, Drama", "releaseDate": "1995-12-15T00:00:00Z", "titleSearch": "heat", "rating": "0",
+  "poster": "<null>",
 ]
 private let elite = [
   "title": "Élite Squad", "genre": "Action, Drama", "releaseDate": "2007-10-05T00:00:00Z", "titleSearch": "elite squad",
-  "rating": "0",
+  "rating": "0", "poster": "<null>",
 ]
 private let zodiac = [
   "title": "Zodiac", "genre": "Mystery, Thriller", "releaseDate": "2007-03-02T00:00:00Z", "titleSearch": "zodiac",
-  "rating": "0",
+  "rating": "0", "poster": "<null>",
 ]
 
 @Suite("strata tool")
@@ -58,7 +59,7 @@ struct StrataToolTests {
     let text = try strata("info", store)
     #expect(text.status == 0, "\(text.stderr)")
     #expect(text.stdout.contains("Store type:         sqlite"))
-    #expect(text.stdout.contains("Model version:      '3' (checksum "), "\(text.stdout)")
+    #expect(text.stdout.contains("Model version:      '4' (checksum "), "\(text.stdout)")
     #expect(text.stdout.contains("Movie — 4 rows"))
     for line in [
       "title        string  no", "genre        string  no", "releaseDate  date    no", "updatedAt    date    yes",
@@ -74,7 +75,7 @@ struct StrataToolTests {
     let identifier = try #require(info["identifier"] as? String)
     #expect(UUID(uuidString: identifier) != nil)
     #expect((info["modelFingerprint"] as? String)?.count == 16)
-    #expect(info["modelVersion"] as? String == "3")
+    #expect(info["modelVersion"] as? String == "4")
     let entities = try #require(info["entities"] as? [[String: Any]])
     #expect(entities.map { $0["name"] as? String } == ["Movie", "Series", "Watch"])
     let movie = try #require(entities.first)
@@ -84,8 +85,9 @@ struct StrataToolTests {
     #expect(
       attributes.map { "\($0["name"] ?? "") \($0["type"] ?? "")" } == [
         "title string", "genre string", "releaseDate date", "updatedAt date", "rating int16", "titleSearch string",
+        "poster data",
       ])
-    #expect(attributes.map { $0["isOptional"] as? Bool } == [false, false, false, true, false, false])
+    #expect(attributes.map { $0["isOptional"] as? Bool } == [false, false, false, true, false, false, true])
     #expect(attributes.allSatisfy { $0["isTransient"] as? Bool == false })
     #expect((movie["relationships"] as? [[String: Any]])?.map { $0["name"] as? String } == ["watches"])
 
@@ -104,7 +106,7 @@ struct StrataToolTests {
     #expect(Set(ids).count == 4)
     #expect(
       objects.allSatisfy {
-        $0.keys.sorted() == ["genre", "objectID", "rating", "releaseDate", "title", "titleSearch", "updatedAt"]
+        $0.keys.sorted() == ["genre", "objectID", "poster", "rating", "releaseDate", "title", "titleSearch", "updatedAt"]
       })
 
     let table = try strata("fetch", store, "--entity", "Movie")

@@ -40,7 +40,7 @@ struct VersionOneStoreTests {
     let description = StoreDescription(type: type, url: url)
 
     let preview = try #require(try MovieLibrary.pendingMigration(store: description, registry: registry))
-    #expect(preview.lines.first == "from version '1' to '3':", "\(preview.lines)")
+    #expect(preview.lines.first == "from version '1' to '4':", "\(preview.lines)")
     #expect(preview.lines.contains("  Movie.updatedAt: renamed from lastModified (3 objects)"), "\(preview.lines)")
     #expect(preview.lines.contains("  Movie.rating: added, filled with 0 (3 objects)"), "\(preview.lines)")
     #expect(preview.lines.contains("  Watch: entity added"), "\(preview.lines)")
@@ -77,6 +77,6 @@ struct VersionOneStoreTests {
       #expect(plan.version(of: opened.model)?.name == "1")
       opened.close()
     }
-    #expect(plan.current.name == "3")
+    #expect(plan.current.name == "4")
   }
 }

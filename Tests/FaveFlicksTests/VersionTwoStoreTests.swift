@@ -50,7 +50,8 @@ struct VersionTwoStoreTests {
     let description = StoreDescription(type: type, url: url)
 
     let preview = try #require(try MovieLibrary.pendingMigration(store: description, registry: registry))
-    #expect(preview.lines.first == "from version '2' to '3':", "\(preview.lines)")
+    #expect(preview.lines.first == "from version '2' to '4':", "\(preview.lines)")
+    #expect(preview.lines.contains { $0.contains("Movie.poster: added") }, "\(preview.lines)")
     #expect(preview.lines.contains { $0.contains("Series") }, "\(preview.lines)")
 
     let library = MovieLibrary(container: try MovieLibrary.makeContainer(store: description, registry: registry))

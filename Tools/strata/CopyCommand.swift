@@ -54,6 +54,10 @@ struct CopyCommand: ParsableCommand {
       guard try !StorePath.checkUsable(path) else {
         throw ToolError("\(path) already exists: strata copies only into a new store")
       }
+      let support = ExternalDataDirectory.supportDirectory(of: URL(fileURLWithPath: path)).path
+      guard !FileManager.default.fileExists(atPath: support) else {
+        throw ToolError("\(support) already exists (left by another store?): remove it or copy to another path")
+      }
       let directory = (path as NSString).deletingLastPathComponent
       if ReadOnlyMedia.contains(directory) {
         throw ToolError("cannot copy to \(path): \(directory) is on a read-only file system")
@@ -68,6 +72,7 @@ struct CopyCommand: ParsableCommand {
           .appending(path: ".\(URL(fileURLWithPath: path).lastPathComponent).partial-\(UUID().uuidString)").path
         func removeStaging() {
           for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: staging + suffix) }
+          try? ExternalDataDirectory.destroy(beside: URL(fileURLWithPath: staging))
         }
         do {
           let created = try factory.openStore(at: URL(fileURLWithPath: staging), model: source.model, options: StoreOptions())
@@ -85,8 +90,16 @@ struct CopyCommand: ParsableCommand {
           guard (log ?? 0) == 0 else { throw ToolError("the copy at \(staging) could not be checkpointed into its file") }
           try? FileManager.default.removeItem(atPath: staging + "-wal")
           try? FileManager.default.removeItem(atPath: staging + "-shm")
+          // The values kept out of the rows first, so that the store never stands without them.
+          let stagedSupport = ExternalDataDirectory.supportDirectory(of: URL(fileURLWithPath: staging)).path
+          let hasSupport = FileManager.default.fileExists(atPath: stagedSupport)
+          guard !hasSupport || rename(stagedSupport, support) == 0 else {
+            throw ToolError("cannot move the copy's external data into place at \(support): \(String(cString: strerror(errno)))")
+          }
           guard rename(staging, path) == 0 else {
-            throw ToolError("cannot move the copy into place at \(path): \(String(cString: strerror(errno)))")
+            let reason = String(cString: strerror(errno))
+            if hasSupport { try? FileManager.default.removeItem(atPath: support) }
+            throw ToolError("cannot move the copy into place at \(path): \(reason)")
           }
           return Report(
             source: source.url?.path ?? location.path, sourceType: source.storeType.rawValue, destination: path,

@@ -14,6 +14,15 @@ public struct AttributeOptions: OptionSet, Sendable, Hashable {
   public static let indexed = AttributeOptions(rawValue: 4)
   /// Persistent history keeps the value after the object is deleted.
   public static let preserveValueOnDeletion = AttributeOptions(rawValue: 8)
+  /// Large values of a `Data` attribute are kept out of the store's rows (SwiftData's `.externalStorage`,
+  /// Core Data's "Allows External Storage"): from `AttributeDescription.externalStorageThreshold` bytes
+  /// (100 KiB) a value goes to a file beside an SQLite or LMDB store, or to a table of its own on
+  /// PostgreSQL, written with the save; smaller values stay in the row. Only for `Data` and `Data?`.
+  ///
+  /// ```swift
+  /// @Attribute(.externalStorage) var poster: Data?
+  /// ```
+  public static let externalStorage = AttributeOptions(rawValue: 16)
 }
 
 /// Declares a stored property of a ``ManagedObject`` subclass: one line per attribute.

@@ -116,7 +116,7 @@ final class ClassLayout: @unchecked Sendable {
             name: name, type: type, isOptional: isOptional, defaultValue: defaultValue,
             isTransient: options.contains(.transient), derivation: derivation, isIndexed: options.contains(.indexed),
             preservesValueInHistoryOnDeletion: options.contains(.preserveValueOnDeletion), validation: validation,
-            renamingIdentifier: originalName))
+            renamingIdentifier: originalName, allowsExternalBinaryDataStorage: options.contains(.externalStorage)))
         if options.contains(.unique) { unique.append([name]) }
       case .relationship(
         let destination, let isToMany, let inverse, let deleteRule, let isOptional, let minCount, let maxCount, let originalName,

@@ -86,6 +86,9 @@ extension Conformance {
     /// Observation of objects: a tracking hears of another context's merged save to the property it read,
     /// and of nothing else.
     case observation
+    /// Attributes that allow external storage: large values round trip and leave the rows, small ones stay;
+    /// replaced, deleted and orphaned values are removed; copies and migrations carry them.
+    case externalStorage
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {

@@ -364,6 +364,15 @@ extension Conformance.Area {
         "observersHearOfMergedSaves": C.observersHearOfMergedSaves,
         "observersHearOfMergedDeletions": C.observersHearOfMergedDeletions,
       ])
+    case .externalStorage:
+      return named([
+        "largeValuesRoundTripAndSmallOnesStayInline": ExternalStorageCases.largeValuesRoundTripAndSmallOnesStayInline,
+        "replacedAndDeletedValuesAreRemoved": ExternalStorageCases.replacedAndDeletedValuesAreRemoved,
+        "failedSavesLeaveNoValue": ExternalStorageCases.failedSavesLeaveNoValue,
+        "orphansAreRemovedAtOpen": ExternalStorageCases.orphansAreRemovedAtOpen,
+        "copiesCarryTheValues": ExternalStorageCases.copiesCarryTheValues,
+        "migrationsTurnItOnAndOff": ExternalStorageCases.migrationsTurnItOnAndOff,
+      ])
     }
   }
 }

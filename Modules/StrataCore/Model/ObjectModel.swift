@@ -75,14 +75,35 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
   /// The name this attribute had in the previous model version, when it was renamed (Core Data's
   /// `renamingIdentifier`, SwiftData's `originalName`): migration moves the stored values over.
   public var renamingIdentifier: String?
+  /// Whether a file store keeps large values of this `Data` attribute out of its rows (Core Data's
+  /// `allowsExternalBinaryDataStorage`, SwiftData's `.externalStorage`): a value of at least
+  /// ``externalStorageThreshold`` bytes goes to a file beside an SQLite or LMDB store
+  /// (`<store>_SUPPORT/_EXTERNAL_DATA/`) or to a table of its own on PostgreSQL, written with the save;
+  /// smaller values stay in the row. The memory store keeps every value in memory. Reading, saving and
+  /// copying see the bytes; a predicate or sort on such an attribute compares what the row holds (the
+  /// reference of a value kept out of it), so only `== nil` and `!= nil` are meaningful. Only a stored,
+  /// unindexed, non-derived `Data` attribute may allow it (else `.invalidModel`).
+  /// Encoded only when `true`, so a model stored before the option existed decodes unchanged and keeps
+  /// its ``ObjectModel/fingerprint``; turning it on is a model change that a migration carries.
+  ///
+  /// ```swift
+  /// AttributeDescription(name: "poster", type: .data, isOptional: true, allowsExternalBinaryDataStorage: true)
+  /// ```
+  public var allowsExternalBinaryDataStorage: Bool
+
+  /// The size, in bytes, from which a value of an attribute that ``allowsExternalBinaryDataStorage`` is
+  /// kept out of the row: 100 KiB, about where SQLite's study "Internal Versus External BLOBs" finds a
+  /// file beside the database faster to read than a BLOB in it (Core Data's threshold is about the same).
+  public static let externalStorageThreshold = 100 * 1024
 
   /// An attribute; only `name` and `type` are required.
   public init(
     name: String, type: AttributeType, isOptional: Bool = false, defaultValue: Value? = nil,
     isTransient: Bool = false, derivation: String? = nil, isIndexed: Bool = false,
     preservesValueInHistoryOnDeletion: Bool = false, validation: AttributeValidation = .init(),
-    renamingIdentifier: String? = nil
+    renamingIdentifier: String? = nil, allowsExternalBinaryDataStorage: Bool = false
   ) {
+    self.allowsExternalBinaryDataStorage = allowsExternalBinaryDataStorage
     self.name = name
     self.type = type
     self.isOptional = isOptional
@@ -103,6 +124,42 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
 
   /// Whether the store keeps this attribute (it is neither transient nor computed by the context).
   public var isPersistent: Bool { !isTransient }
+
+  private enum CodingKeys: String, CodingKey {
+    case name, type, isOptional, defaultValue, isTransient, derivation, isIndexed
+    case preservesValueInHistoryOnDeletion, validation, renamingIdentifier, allowsExternalBinaryDataStorage
+  }
+
+  public init(from decoder: any Decoder) throws {
+    let c = try decoder.container(keyedBy: CodingKeys.self)
+    name = try c.decode(String.self, forKey: .name)
+    type = try c.decode(AttributeType.self, forKey: .type)
+    isOptional = try c.decode(Bool.self, forKey: .isOptional)
+    defaultValue = try c.decodeIfPresent(Value.self, forKey: .defaultValue)
+    isTransient = try c.decode(Bool.self, forKey: .isTransient)
+    derivation = try c.decodeIfPresent(String.self, forKey: .derivation)
+    isIndexed = try c.decode(Bool.self, forKey: .isIndexed)
+    preservesValueInHistoryOnDeletion = try c.decode(Bool.self, forKey: .preservesValueInHistoryOnDeletion)
+    validation = try c.decode(AttributeValidation.self, forKey: .validation)
+    renamingIdentifier = try c.decodeIfPresent(String.self, forKey: .renamingIdentifier)
+    allowsExternalBinaryDataStorage =
+      try c.decodeIfPresent(Bool.self, forKey: .allowsExternalBinaryDataStorage) ?? false
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var c = encoder.container(keyedBy: CodingKeys.self)
+    try c.encode(name, forKey: .name)
+    try c.encode(type, forKey: .type)
+    try c.encode(isOptional, forKey: .isOptional)
+    try c.encodeIfPresent(defaultValue, forKey: .defaultValue)
+    try c.encode(isTransient, forKey: .isTransient)
+    try c.encodeIfPresent(derivation, forKey: .derivation)
+    try c.encode(isIndexed, forKey: .isIndexed)
+    try c.encode(preservesValueInHistoryOnDeletion, forKey: .preservesValueInHistoryOnDeletion)
+    try c.encode(validation, forKey: .validation)
+    try c.encodeIfPresent(renamingIdentifier, forKey: .renamingIdentifier)
+    if allowsExternalBinaryDataStorage { try c.encode(true, forKey: .allowsExternalBinaryDataStorage) }
+  }
 }
 
 /// One relationship of an entity.
@@ -576,12 +633,19 @@ public struct ObjectModel: Sendable, Hashable, Codable {
           throw invalid(
             "\(entity.name).\(attribute.name) is not optional but its default value is nil", entity.name, attribute.name)
         }
+        if attribute.allowsExternalBinaryDataStorage
+          && (attribute.type != .data || attribute.isTransient || attribute.derivation != nil || attribute.isIndexed)
+        {
+          throw invalid(
+            "\(entity.name).\(attribute.name) allows external storage, which only a stored, unindexed Data attribute may",
+            entity.name, attribute.name)
+        }
       }
       for keys in entity.uniquenessConstraints + entity.indexes {
         if keys.isEmpty { throw invalid("\(entity.name) has an empty uniqueness constraint or index", entity.name) }
         for key in keys {
           switch entity.property(named: key) {
-          case .attribute(let a, _) where a.isPersistent: break
+          case .attribute(let a, _) where a.isPersistent && !a.allowsExternalBinaryDataStorage: break
           case .toOne: break
           default:
             throw invalid(

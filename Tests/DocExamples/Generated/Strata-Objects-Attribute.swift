@@ -16,8 +16,15 @@ import StrataStoreKit
 import Synchronization
 import Testing
 
-// Modules/Strata/Objects/Attribute.swift, example 1, on `public struct Attribute<Value: AttributeValue>`
+// Modules/Strata/Objects/Attribute.swift, example 1, on `public static let externalStorage = AttributeOptions(rawValue: 16)`
 func Strata_Objects_Attribute_1(_ scope: DocScope) throws {
+  do {
+    @Attribute(.externalStorage) var poster: Data?
+  }
+}
+
+// Modules/Strata/Objects/Attribute.swift, example 2, on `public struct Attribute<Value: AttributeValue>`
+func Strata_Objects_Attribute_2(_ scope: DocScope) throws {
   do {
     final class Movie: ManagedObject {
       @Attribute(.unique) var title: String

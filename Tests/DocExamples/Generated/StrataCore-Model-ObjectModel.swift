@@ -25,8 +25,15 @@ func StrataCore_Model_ObjectModel_1(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataCore/Model/ObjectModel.swift, example 2, on `public struct RelationshipDescription: Sendable, Hashable, Codable`
+// Modules/StrataCore/Model/ObjectModel.swift, example 2, on `public var allowsExternalBinaryDataStorage: Bool`
 func StrataCore_Model_ObjectModel_2(_ scope: DocScope) throws {
+  do {
+    AttributeDescription(name: "poster", type: .data, isOptional: true, allowsExternalBinaryDataStorage: true)
+  }
+}
+
+// Modules/StrataCore/Model/ObjectModel.swift, example 3, on `public struct RelationshipDescription: Sendable, Hashable, Codable`
+func StrataCore_Model_ObjectModel_3(_ scope: DocScope) throws {
   do {
     RelationshipDescription(name: "director", destination: "Director", inverse: "movies")
     RelationshipDescription(name: "movies", destination: "Movie", inverse: "director",
@@ -34,16 +41,16 @@ func StrataCore_Model_ObjectModel_2(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataCore/Model/ObjectModel.swift, example 3, on `public var isOrdered: Bool`
-func StrataCore_Model_ObjectModel_3(_ scope: DocScope) throws {
+// Modules/StrataCore/Model/ObjectModel.swift, example 4, on `public var isOrdered: Bool`
+func StrataCore_Model_ObjectModel_4(_ scope: DocScope) throws {
   do {
     RelationshipDescription(name: "tracks", destination: "Track", inverse: "playlist",
                             isToMany: true, isOrdered: true)
   }
 }
 
-// Modules/StrataCore/Model/ObjectModel.swift, example 4, on `public struct EntityDescription: Sendable, Codable`
-func StrataCore_Model_ObjectModel_4(_ scope: DocScope) throws {
+// Modules/StrataCore/Model/ObjectModel.swift, example 5, on `public struct EntityDescription: Sendable, Codable`
+func StrataCore_Model_ObjectModel_5(_ scope: DocScope) throws {
   do {
     let movie = EntityDescription(name: "Movie", attributes: [
       AttributeDescription(name: "title", type: .string),
@@ -52,8 +59,8 @@ func StrataCore_Model_ObjectModel_4(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataCore/Model/ObjectModel.swift, example 5, on `public init(`
-func StrataCore_Model_ObjectModel_5(_ scope: DocScope) throws {
+// Modules/StrataCore/Model/ObjectModel.swift, example 6, on `public init(`
+func StrataCore_Model_ObjectModel_6(_ scope: DocScope) throws {
   do {
     let title = AttributeDescription(name: "title", type: .string)
     let runtime = AttributeDescription(name: "runtime", type: .int64)
@@ -62,8 +69,8 @@ func StrataCore_Model_ObjectModel_5(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataCore/Model/ObjectModel.swift, example 6, on `public struct ObjectModel: Sendable, Hashable, Codable`
-func StrataCore_Model_ObjectModel_6(_ scope: DocScope) throws {
+// Modules/StrataCore/Model/ObjectModel.swift, example 7, on `public struct ObjectModel: Sendable, Hashable, Codable`
+func StrataCore_Model_ObjectModel_7(_ scope: DocScope) throws {
   let movieEntity: EntityDescription = scope.movieEntity
   let directorEntity: EntityDescription = scope.directorEntity
   do {
@@ -72,8 +79,8 @@ func StrataCore_Model_ObjectModel_6(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataCore/Model/ObjectModel.swift, example 7, on `public var versionName: String?`
-func StrataCore_Model_ObjectModel_7(_ scope: DocScope) throws {
+// Modules/StrataCore/Model/ObjectModel.swift, example 8, on `public var versionName: String?`
+func StrataCore_Model_ObjectModel_8(_ scope: DocScope) throws {
   do {
     var model = try ObjectModel(Movie.self)
     model.versionName = "2"
