@@ -17,7 +17,7 @@ import Foundation
 /// reference of one kept out of it), never the external bytes.
 ///
 /// ```swift
-/// let store = try ExternalDataStore.wrapping(sqliteStore, storage: ExternalDataDirectory(beside: url))
+/// let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
 /// ```
 public final class ExternalDataStore: PersistentStore {
   /// The store holding the rows.
@@ -39,7 +39,8 @@ public final class ExternalDataStore: PersistentStore {
   /// names removed first (unless the store is read-only). When that fails, `store` is closed.
   ///
   /// ```swift
-  /// let wrapped = try ExternalDataStore.wrapping(lmdbStore, storage: ExternalDataDirectory(beside: url))
+  /// let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
+  /// wrapped.close()
   /// ```
   public static func wrapping(_ store: any PersistentStore, storage: any ExternalDataStorage) throws -> ExternalDataStore {
     do {
