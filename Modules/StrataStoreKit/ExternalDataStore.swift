@@ -8,8 +8,8 @@ import Foundation
 ///
 /// A save writes its new values to the storage first (durably), then saves the rows: a crash never leaves
 /// a row naming a value that is not there. After the rows commit, the values they replaced or whose
-/// objects were deleted are removed; when a crash comes between the two, or a batch delete removes rows,
-/// what is left is a value no row names, which opening the store removes (once it is older than
+/// objects were deleted are removed; when a crash comes between the two, or a delete rule cascades in the
+/// store, what is left is a value no row names, which opening the store removes (once it is older than
 /// ``orphanAge``, so that a value another process has written for a save still under way is kept).
 ///
 /// Reads are not lazy: a snapshot carries its bytes, so faulting an object reads its external values.
@@ -17,7 +17,7 @@ import Foundation
 /// reference of one kept out of it), never the external bytes.
 ///
 /// ```swift
-/// let store = try ExternalDataStore.wrapping(sqliteStore, storage: ExternalDataDirectory(beside: url))
+/// let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
 /// ```
 public final class ExternalDataStore: PersistentStore {
   /// The store holding the rows.
@@ -39,7 +39,8 @@ public final class ExternalDataStore: PersistentStore {
   /// names removed first (unless the store is read-only). When that fails, `store` is closed.
   ///
   /// ```swift
-  /// let wrapped = try ExternalDataStore.wrapping(lmdbStore, storage: ExternalDataDirectory(beside: url))
+  /// let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
+  /// wrapped.close()
   /// ```
   public static func wrapping(_ store: any PersistentStore, storage: any ExternalDataStorage) throws -> ExternalDataStore {
     do {
@@ -225,8 +226,45 @@ public final class ExternalDataStore: PersistentStore {
     return result
   }
 
+  /// The wrapped store's batch request. The values kept out of line by the objects a batch update or
+  /// delete matches are read first; those that no row of theirs names afterwards are removed (the values of
+  /// objects that delete rules cascade to are left to the sweep at open). A batch insert keeps its values
+  /// in the rows.
   public func execute(_ request: BatchRequest, author: String?, contextName: String?) throws -> BatchResult {
-    try inner.execute(request, author: author, contextName: contextName)
+    guard !resolvedAttributes.isEmpty else { return try inner.execute(request, author: author, contextName: contextName) }
+    var before: [ObjectID: [UUID]] = [:]
+    func collect(_ snapshot: Snapshot) {
+      let names = references(in: snapshot)
+      if !names.isEmpty { before[snapshot.objectID] = names }
+    }
+    switch request {
+    case .update(let entityName, let predicate, _, _), .delete(let entityName, let predicate, _):
+      if model.entities.contains(where: { resolvedAttributes[$0.name] != nil && model.isEntity($0.name, kindOf: entityName) }) {
+        try inner.fetchSnapshots(FetchDescription(entityName: entityName, predicate: predicate), generation: nil) { snapshot, _ in
+          collect(snapshot)
+        }
+      }
+    case .deleteObjects(let ids, _):
+      let touched = ids.filter { resolvedAttributes[$0.entityName] != nil }
+      if !touched.isEmpty { for snapshot in try inner.snapshots(for: touched, generation: nil) { collect(snapshot) } }
+    case .insert:
+      break
+    }
+    let result = try inner.execute(request, author: author, contextName: contextName)
+    guard !before.isEmpty else { return result }
+    var named = Set<UUID>()
+    for snapshot in try inner.snapshots(for: Array(before.keys), generation: nil) {
+      named.formUnion(references(in: snapshot))
+    }
+    try? storage.remove(before.values.flatMap { $0 }.filter { !named.contains($0) })
+    return result
+  }
+
+  private func references(in snapshot: Snapshot) -> [UUID] {
+    (resolvedAttributes[snapshot.objectID.entityName] ?? []).compactMap { position in
+      guard position < snapshot.attributes.count, case .data(let data) = snapshot.attributes[position] else { return nil }
+      return ExternalDataReference.decode(data)
+    }
   }
 
   /// Removes the stored values that no row names and that are older than ``orphanAge``.

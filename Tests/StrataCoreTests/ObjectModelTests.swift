@@ -49,6 +49,32 @@ struct ObjectModelTests {
     #expect(changed.fingerprint != model.fingerprint)
   }
 
+  @Test func externalStorageIsEncodedOnlyWhenOnAndOnlyForStoredData() throws {
+    func film(_ poster: AttributeDescription) throws -> ObjectModel {
+      try ObjectModel(entities: [EntityDescription(name: "Film", attributes: [poster])])
+    }
+    let plain = try film(AttributeDescription(name: "poster", type: .data, isOptional: true))
+    #expect(!String(decoding: try plain.jsonData(), as: UTF8.self).contains("allowsExternalBinaryDataStorage"))
+    let external = try film(
+      AttributeDescription(name: "poster", type: .data, isOptional: true, allowsExternalBinaryDataStorage: true))
+    #expect(external.fingerprint != plain.fingerprint)
+    let decoded = try ObjectModel.decode(jsonData: try external.jsonData())
+    #expect(decoded.entity(named: "Film")?.attribute(named: "poster")?.allowsExternalBinaryDataStorage == true)
+    #expect(decoded.fingerprint == external.fingerprint)
+    for refused in [
+      AttributeDescription(name: "poster", type: .string, allowsExternalBinaryDataStorage: true),
+      AttributeDescription(name: "poster", type: .data, isTransient: true, allowsExternalBinaryDataStorage: true),
+      AttributeDescription(name: "poster", type: .data, isIndexed: true, allowsExternalBinaryDataStorage: true),
+    ] {
+      do {
+        _ = try film(refused)
+        Issue.record("\(refused) was accepted")
+      } catch let error as StoreError {
+        #expect(error.code == .invalidModel && error.key == "poster", "\(error)")
+      }
+    }
+  }
+
   @Test func orderedRelationshipsAreEncodedOnlyWhenOrdered() throws {
     let model = try Self.library()
     let json = String(decoding: try model.jsonData(), as: UTF8.self)

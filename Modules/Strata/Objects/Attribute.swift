@@ -20,7 +20,9 @@ public struct AttributeOptions: OptionSet, Sendable, Hashable {
   /// PostgreSQL, written with the save; smaller values stay in the row. Only for `Data` and `Data?`.
   ///
   /// ```swift
-  /// @Attribute(.externalStorage) var poster: Data?
+  /// final class Film: ManagedObject {
+  ///   @Attribute(.externalStorage) var poster: Data?
+  /// }
   /// ```
   public static let externalStorage = AttributeOptions(rawValue: 16)
 }

@@ -134,6 +134,27 @@ enum ExternalStorageCases {
     #expect(try s.storedNames().isEmpty, "a deleted object's value is removed")
   }
 
+  static func batchUpdatesAndDeletesRemoveTheirValues(_ backend: ConformanceBackend) async throws {
+    let s = try ExternalStorageStore(backend)
+    defer { s.container.close() }
+    for (index, title) in ["Alien", "Brazil", "Cube"].enumerated() {
+      try s.insert(title, poster: ExternalStorageStore.bytes(ExternalStorageStore.large, seed: UInt8(index)))
+    }
+    let context = s.container.viewContext
+    let isStored = s.store != nil
+    if isStored { #expect(try s.storedNames().count == 3) }
+    _ = try context.execute(
+      .update(
+        entityName: "Film", predicate: try QueryPredicate(format: "title == 'Alien'"),
+        propertiesToUpdate: ["poster": try QueryExpression(format: "nil")]))
+    #expect(try s.poster("Alien") == nil)
+    #expect(try s.poster("Brazil") == ExternalStorageStore.bytes(ExternalStorageStore.large, seed: 1))
+    if isStored { #expect(try s.storedNames().count == 2, "the value a batch update cleared is removed") }
+    _ = try context.execute(.delete(entityName: "Film", predicate: try QueryPredicate(format: "title == 'Brazil'")))
+    if isStored { #expect(try s.storedNames().count == 1, "the value of a batch-deleted object is removed") }
+    #expect(try s.poster("Cube") == ExternalStorageStore.bytes(ExternalStorageStore.large, seed: 2))
+  }
+
   static func failedSavesLeaveNoValue(_ backend: ConformanceBackend) async throws {
     let s = try ExternalStorageStore(backend)
     defer { s.container.close() }

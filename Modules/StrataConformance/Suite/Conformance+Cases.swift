@@ -368,6 +368,7 @@ extension Conformance.Area {
       return named([
         "largeValuesRoundTripAndSmallOnesStayInline": ExternalStorageCases.largeValuesRoundTripAndSmallOnesStayInline,
         "replacedAndDeletedValuesAreRemoved": ExternalStorageCases.replacedAndDeletedValuesAreRemoved,
+        "batchUpdatesAndDeletesRemoveTheirValues": ExternalStorageCases.batchUpdatesAndDeletesRemoveTheirValues,
         "failedSavesLeaveNoValue": ExternalStorageCases.failedSavesLeaveNoValue,
         "orphansAreRemovedAtOpen": ExternalStorageCases.orphansAreRemovedAtOpen,
         "copiesCarryTheValues": ExternalStorageCases.copiesCarryTheValues,

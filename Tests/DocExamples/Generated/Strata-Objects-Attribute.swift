@@ -19,7 +19,9 @@ import Testing
 // Modules/Strata/Objects/Attribute.swift, example 1, on `public static let externalStorage = AttributeOptions(rawValue: 16)`
 func Strata_Objects_Attribute_1(_ scope: DocScope) throws {
   do {
-    @Attribute(.externalStorage) var poster: Data?
+    final class Film: ManagedObject {
+      @Attribute(.externalStorage) var poster: Data?
+    }
   }
 }
 

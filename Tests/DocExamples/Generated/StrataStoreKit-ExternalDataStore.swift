@@ -19,15 +19,18 @@ import Testing
 // Modules/StrataStoreKit/ExternalDataStore.swift, example 1, on `public final class ExternalDataStore: PersistentStore`
 func StrataStoreKit_ExternalDataStore_1(_ scope: DocScope) throws {
   let url: URL = scope.url
+  let store: MemoryStore = scope.memoryStore
   do {
-    let store = try ExternalDataStore.wrapping(sqliteStore, storage: ExternalDataDirectory(beside: url))
+    let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
   }
 }
 
 // Modules/StrataStoreKit/ExternalDataStore.swift, example 2, on `public static func wrapping(_ store: any PersistentStore, storage: any ExternalDataStorage) throws -> ExternalDataStore`
 func StrataStoreKit_ExternalDataStore_2(_ scope: DocScope) throws {
   let url: URL = scope.url
+  let store: MemoryStore = scope.memoryStore
   do {
-    let wrapped = try ExternalDataStore.wrapping(lmdbStore, storage: ExternalDataDirectory(beside: url))
+    let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
+    wrapped.close()
   }
 }
