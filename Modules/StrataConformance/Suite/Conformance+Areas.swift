@@ -86,6 +86,11 @@ extension Conformance {
     /// Observation of objects: a tracking hears of another context's merged save to the property it read,
     /// and of nothing else.
     case observation
+    /// Mirroring: the backend's stores as replicas of one in-memory hub, through the scenario matrix of
+    /// docs/MIRRORING.md (update/update, delete/update, delete/relate, create/create of one unique key,
+    /// Deny versus a new child, an ordered relationship reordered and a many-to-many changed on both sides).
+    /// The store must track persistent history.
+    case mirroring
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {

@@ -354,6 +354,18 @@ extension Conformance.Area {
         "observersHearOfMergedSaves": C.observersHearOfMergedSaves,
         "observersHearOfMergedDeletions": C.observersHearOfMergedDeletions,
       ])
+    case .mirroring:
+      typealias M = MirroringCases
+      return named([
+        "updateUpdateDifferentAttributesMerge": M.updateUpdateDifferentAttributesMerge,
+        "updateUpdateSameAttributeLaterPushWins": M.updateUpdateSameAttributeLaterPushWins,
+        "deleteUpdateDeleteWins": M.deleteUpdateDeleteWins,
+        "deleteRelateDropsTheLink": M.deleteRelateDropsTheLink,
+        "createCreateSameUniqueKeyIsOneObject": M.createCreateSameUniqueKeyIsOneObject,
+        "denyKeepsAParentThatGainedAChild": M.denyKeepsAParentThatGainedAChild,
+        "orderedReorderedOnBothSidesConverges": M.orderedReorderedOnBothSidesConverges,
+        "toManyAddedOnBothSidesKeepsBoth": M.toManyAddedOnBothSidesKeepsBoth,
+      ])
     }
   }
 }
