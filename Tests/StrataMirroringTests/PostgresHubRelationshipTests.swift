@@ -39,7 +39,9 @@ struct PostgresHubRelationshipTests {
     let hub = try PostgresHub(uri: try PostgresHubTests.serverURI(), schema: String(schema), model: Self.model)
     let (one, two) = (UUID(), UUID())
     let (shelf, first, second, tag, other) = (UUID(), UUID(), UUID(), UUID(), UUID())
-    func change(_ id: UUID, _ entity: String, _ kind: MirrorChange.Kind, _ fields: [String: MirrorField] = [:])
+    func change(
+      _ id: UUID, _ entity: String, _ kind: MirrorChange.Kind, _ fields: [String: MirrorField] = [:]
+    )
       -> MirrorChange
     { MirrorChange(globalID: id, entityName: entity, kind: kind, fields: fields) }
     _ = try await hub.push(
