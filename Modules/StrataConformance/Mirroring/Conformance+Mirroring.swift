@@ -114,6 +114,26 @@ enum MirroringCases {
     #expect(denied.map(\.field) == ["MirrorBed.plants"])
   }
 
+  /// Deny, the other way round: the hub took A's delete of the empty bed first, so B's plant added to it
+  /// offline loses its bed everywhere (the delete came first), and B's pull deletes the bed without
+  /// failing on its own plant (each entry pulled in a save of its own: the delete before the entry that
+  /// clears the plant's bed).
+  static let denyLetsAnEmptyParentGoFirst: Conformance.Check = { backend in
+    let garden = try MirrorGarden(backend, pullBatchSize: 1)
+    let bed = MirrorBed(context: garden.a.context)
+    bed.name = "west"
+    try garden.a.context.save()
+    try await garden.sync(garden.a, garden.b)
+    garden.a.context.delete(try garden.a.bed("west"))
+    try garden.a.context.save()
+    garden.b.addPlant("w", in: try garden.b.bed("west"))
+    try garden.b.context.save()
+    try await garden.converge()
+    #expect(try garden.b.beds().isEmpty)
+    #expect(try garden.b.plant("w").bed == nil)
+    #expect(try await garden.conflicts(.deleteDenied).isEmpty)
+  }
+
   /// An ordered relationship reordered on both replicas, each adding a member: the later push's order
   /// everywhere, the other side's new member kept after it.
   static let orderedReorderedOnBothSidesConverges: Conformance.Check = { backend in

@@ -32,11 +32,12 @@ final class MirrorGarden {
   let a: GardenReplica
   let b: GardenReplica
 
-  init(_ backend: ConformanceBackend) throws {
+  /// `pullBatchSize` is the replicas' (1: every hub entry is applied in a local save of its own).
+  init(_ backend: ConformanceBackend, pullBatchSize: Int = 500) throws {
     let model = try MirrorModel.adding(to: ObjectModel(types: Self.types))
     hub = MemoryHub(model: model)
-    a = try GardenReplica(backend, model: model, hub: hub)
-    b = try GardenReplica(backend, model: model, hub: hub)
+    a = try GardenReplica(backend, model: model, hub: hub, pullBatchSize: pullBatchSize)
+    b = try GardenReplica(backend, model: model, hub: hub, pullBatchSize: pullBatchSize)
   }
 
   /// Syncs `replicas` in turn.
@@ -65,7 +66,7 @@ final class GardenReplica {
   let mirror: StoreMirror
   var context: ObjectContext { container.viewContext }
 
-  init(_ backend: ConformanceBackend, model: ObjectModel, hub: MemoryHub) throws {
+  init(_ backend: ConformanceBackend, model: ObjectModel, hub: MemoryHub, pullBatchSize: Int) throws {
     container = PersistentContainer(
       name: "MirrorGarden", model: model, types: MirrorGarden.types, registry: StoreRegistry([backend.factory]))
     container.storeDescriptions = [
@@ -73,7 +74,7 @@ final class GardenReplica {
         type: backend.factory.storeType, url: try backend.makeLocation(), options: StoreOptions(tracksHistory: true))
     ]
     try container.loadPersistentStores()
-    mirror = try StoreMirror(container: container, hub: hub)
+    mirror = try StoreMirror(container: container, hub: hub, pullBatchSize: pullBatchSize)
   }
 
   func beds() throws -> [MirrorBed] { try context.fetch(FetchRequest<MirrorBed>()) }

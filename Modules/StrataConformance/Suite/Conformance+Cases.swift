@@ -363,6 +363,7 @@ extension Conformance.Area {
         "deleteRelateDropsTheLink": M.deleteRelateDropsTheLink,
         "createCreateSameUniqueKeyIsOneObject": M.createCreateSameUniqueKeyIsOneObject,
         "denyKeepsAParentThatGainedAChild": M.denyKeepsAParentThatGainedAChild,
+        "denyLetsAnEmptyParentGoFirst": M.denyLetsAnEmptyParentGoFirst,
         "orderedReorderedOnBothSidesConverges": M.orderedReorderedOnBothSidesConverges,
         "toManyAddedOnBothSidesKeepsBoth": M.toManyAddedOnBothSidesKeepsBoth,
       ])
