@@ -73,7 +73,8 @@ let package = Package(
       name: "StrataPostgres", dependencies: ["StrataStoreKit", "StrataSQL", "CLibPQ"], path: "Modules/StrataPostgres",
       swiftSettings: swiftSettings),
     .target(
-      name: "StrataConformance", dependencies: ["Strata", "StrataStoreKit", "StrataConformanceWorker", "StrataTestSupport"],
+      name: "StrataConformance",
+      dependencies: ["Strata", "StrataStoreKit", "StrataConformanceWorker", "StrataTestSupport", "StrataMirroring"],
       path: "Modules/StrataConformance",
       swiftSettings: swiftSettings),
     // Test helpers any test target may use, above StrataCore only (so the core's tests need nothing more):

@@ -356,6 +356,7 @@ struct JSONConflict: Encodable {
     case .value(.string(let text)): text
     case .value(let value): value.description
     case .reference(let target): target?.uuidString
+    case .references(let targets): targets.map(\.uuidString).joined(separator: ",")
     }
   }
 }

@@ -47,8 +47,10 @@ struct GlobalIdentity: Sendable {
 
   /// The live object of `entity` in `context` with global identity `id`, `nil` when there is none.
   func liveObject(_ id: UUID, entity: String, in context: ObjectContext) throws -> ManagedObject? {
-    if let local = localObjectID(for: id) {
-      return (try? context.existingObject(with: local)).flatMap { $0.isDeleted ? nil : $0 }
+    // An object this replica created is found by its key; once deleted here, the hub may have restored it
+    // (a denied delete) as a new local object holding its name, found as pulled objects are.
+    if let local = localObjectID(for: id), let object = try? context.existingObject(with: local), !object.isDeleted {
+      return object
     }
     var request = FetchRequest<ManagedObject>(
       entityName: entity,

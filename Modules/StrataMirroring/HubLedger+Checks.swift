@@ -9,13 +9,20 @@ extension HubLedger {
       guard let entity = model.entity(named: change.entityName) else {
         throw MirrorError.rejected("the hub's model has no entity \(change.entityName) (the hub's model is older)")
       }
-      let references = Set(entity.toOneRelationships.map(\.name))
+      let travelling = MirrorModel.fields(of: entity, in: model)
+      let references = Set(travelling.references)
+      let lists = Set(travelling.lists)
       for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
         let place = "\(entity.name).\(name)"
         switch field {
         case .reference:
           guard references.contains(name) else {
             throw MirrorError.rejected("the hub's model has no to-one relationship \(place) (the hub's model is older)")
+          }
+        case .references:
+          guard lists.contains(name) else {
+            throw MirrorError.rejected(
+              "the hub's model has no ordered or many-to-many relationship \(place) (the hub's model is older)")
           }
         case .value(let value):
           guard let attribute = entity.attribute(named: name), !attribute.isTransient, attribute.derivation == nil else {

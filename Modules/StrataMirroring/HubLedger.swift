@@ -41,7 +41,7 @@ public struct HubLedger: Sendable {
   }
 
   /// The objects by global identity, tombstones included.
-  public private(set) var objects: [UUID: Object] = [:]
+  public internal(set) var objects: [UUID: Object] = [:]
   /// The accepted transactions this ledger applied or was given, in order.
   public private(set) var log: [MirrorLogEntry] = []
   /// The last position given, 0 before the first push.
@@ -98,6 +98,8 @@ public struct HubLedger: Sendable {
     }
     try check(transaction)
     var merge = Merge(position: lastPosition + 1, transaction: transaction)
+    // A Deny rule is not broken by related objects the same transaction deletes.
+    merge.sparing = Set(transaction.changes.filter { $0.kind == .delete }.map { survivor(of: $0.globalID) })
     // Inserts first: a change of the same local transaction may reference an object listed after it.
     let ordered = transaction.changes.filter { $0.kind == .insert } + transaction.changes.filter { $0.kind != .insert }
     for var change in ordered {
@@ -106,10 +108,11 @@ public struct HubLedger: Sendable {
       switch change.kind {
       case .insert: insert(change, &merge)
       case .update: update(change, &merge)
-      case .delete: delete(change.globalID, &merge, conflictWithUpdates: true)
-      case .merged: break
+      case .delete: deleteUnlessDenied(change.globalID, &merge)
+      case .merged, .restored: break
       }
     }
+    normalizeOrders(&merge)
     lastPosition = merge.position
     log.append(
       MirrorLogEntry(
@@ -132,11 +135,13 @@ public struct HubLedger: Sendable {
     return Array(log[first...].prefix(max(0, limit)))
   }
 
-  private struct Merge {
+  struct Merge {
     let position: Int64
     let transaction: MirrorTransaction
     var logged: [MirrorChange] = []
     var conflicts: [MirrorConflict] = []
+    var sparing: Set<UUID> = []
+    var replica: UUID { transaction.replicaID }
   }
 
   /// A replica reads an object's values when it pushes, not when its transaction was made: an insert or
@@ -145,8 +150,13 @@ public struct HubLedger: Sendable {
   /// again once the target exists.
   private func dropUnknownReferences(of change: inout MirrorChange) {
     for (name, field) in change.fields {
-      guard case .reference(let target?) = field, objects[target] == nil else { continue }
-      change.fields[name] = change.kind == .insert ? .reference(nil) : nil
+      switch field {
+      case .reference(let target?) where objects[target] == nil:
+        change.fields[name] = change.kind == .insert ? .reference(nil) : nil
+      case .references(let targets):
+        change.fields[name] = .references(targets.filter { objects[$0] != nil })
+      default: continue
+      }
     }
   }
 
@@ -160,7 +170,16 @@ public struct HubLedger: Sendable {
       return
     }
     var object = Object(entityName: change.entityName, fields: [:], fieldPositions: [:], fieldReplicas: [:])
-    for (name, field) in change.fields {
+    for (name, var field) in change.fields {
+      if case .references(let targets) = field {
+        let live = liveTargets(targets)
+        let manyToMany = isManyToMany(name, of: change.entityName)
+        field = .references(manyToMany && !isOrdered(name, of: change.entityName) ? live.sorted(by: Self.byIdentity) : live)
+        for member in live where manyToMany {
+          object.fieldPositions[Self.memberKey(name, member)] = merge.position
+          object.fieldReplicas[Self.memberKey(name, member)] = merge.replica
+        }
+      }
       object.fields[name] = field
       object.fieldPositions[name] = merge.position
       object.fieldReplicas[name] = merge.transaction.replicaID
@@ -186,6 +205,7 @@ public struct HubLedger: Sendable {
     let changed = change.fields.filter { name, field in
       switch field {
       case .reference(let target): return target != nil
+      case .references(let targets): return !targets.isEmpty
       case .value(let value): return value != (entity?.attribute(named: name)?.initialValue ?? .null)
       }
     }
@@ -216,11 +236,17 @@ public struct HubLedger: Sendable {
   private func resolveMerged(_ change: inout MirrorChange) {
     change.globalID = survivor(of: change.globalID)
     for (name, field) in change.fields {
-      if case .reference(let target?) = field { change.fields[name] = .reference(survivor(of: target)) }
+      switch field {
+      case .reference(let target?): change.fields[name] = .reference(survivor(of: target))
+      case .references(let targets):
+        var seen: Set<UUID> = []
+        change.fields[name] = .references(targets.map(survivor(of:)).filter { seen.insert($0).inserted })
+      default: continue
+      }
     }
   }
 
-  private func survivor(of id: UUID) -> UUID {
+  func survivor(of id: UUID) -> UUID {
     var current = id
     var seen: Set<UUID> = []
     while let next = objects[current]?.mergedInto, seen.insert(current).inserted { current = next }
@@ -242,7 +268,18 @@ public struct HubLedger: Sendable {
     }
     var applied: [String: MirrorField] = [:]
     for name in change.fields.keys.sorted() {
-      guard let field = change.fields[name] else { continue }
+      guard var field = change.fields[name] else { continue }
+      if case .references(let incoming) = field, isManyToMany(name, of: object.entityName) {
+        // Set union of adds minus removes: each member is a field of its own (see `mergedMembers`).
+        field = .references(mergedMembers(name, incoming: incoming, of: &object, merge))
+        if object.fields[name] != field {
+          object.fields[name] = field
+          object.fieldPositions[name] = merge.position
+          object.fieldReplicas[name] = replica
+          applied[name] = field
+        }
+        continue
+      }
       let previous = object.fields[name]
       if previous == field { continue }
       if let at = object.fieldPositions[name], at > merge.transaction.basePosition,
@@ -283,7 +320,7 @@ public struct HubLedger: Sendable {
     return keeps
   }
 
-  private mutating func delete(_ id: UUID, _ merge: inout Merge, conflictWithUpdates: Bool) {
+  mutating func delete(_ id: UUID, _ merge: inout Merge, conflictWithUpdates: Bool) {
     guard var object = objects[id], object.deletedAt == nil else { return }
     let replica = merge.transaction.replicaID
     object.deletedAt = merge.position
@@ -310,7 +347,8 @@ public struct HubLedger: Sendable {
         delete(otherID, &merge, conflictWithUpdates: false)
         continue
       }
-      guard !referencing.isEmpty else { continue }
+      let listing = other.fields.keys.sorted().filter { Self.list(other.fields[$0])?.contains(id) == true }
+      guard !referencing.isEmpty || !listing.isEmpty else { continue }
       var nullified = other
       var fields: [String: MirrorField] = [:]
       for name in referencing {
@@ -319,13 +357,22 @@ public struct HubLedger: Sendable {
         nullified.fieldReplicas[name] = replica
         fields[name] = .reference(nil)
       }
+      for name in listing {
+        let remaining = MirrorField.references((Self.list(other.fields[name]) ?? []).filter { $0 != id })
+        nullified.fields[name] = remaining
+        nullified.fieldPositions[name] = merge.position
+        nullified.fieldReplicas[name] = replica
+        nullified.fieldPositions[Self.memberKey(name, id)] = merge.position
+        nullified.fieldReplicas[Self.memberKey(name, id)] = replica
+        fields[name] = remaining
+      }
       objects[otherID] = nullified
       merge.logged.append(MirrorChange(globalID: otherID, entityName: other.entityName, kind: .update, fields: fields))
     }
     merge.logged.append(MirrorChange(globalID: id, entityName: object.entityName, kind: .delete))
   }
 
-  private func inverseRule(of relationship: String, in entityName: String) -> DeleteRule? {
+  func inverseRule(of relationship: String, in entityName: String) -> DeleteRule? {
     guard let rel = model.entity(named: entityName)?.relationship(named: relationship), let inverse = rel.inverse else {
       return nil
     }

@@ -72,18 +72,22 @@ extension MirrorHub {
   }
 }
 
-/// The value of one mirrored field: an attribute's value, or a to-one relationship's target by global
-/// identity (`nil` for no target).
+/// The value of one mirrored field: an attribute's value, a to-one relationship's target by global
+/// identity (`nil` for no target), or the targets of a to-many relationship that travels (an ordered one,
+/// in its order; one side of a many-to-many pair, sorted by identity when it is not ordered).
 ///
 /// ```swift
 /// let name = MirrorField.value(.string("Russet"))
 /// let shelf = MirrorField.reference(UUID())
+/// let tastings = MirrorField.references([UUID(), UUID()])
 /// ```
 public enum MirrorField: Sendable, Hashable, Codable {
   /// An attribute's stored value.
   case value(Value)
   /// A to-one relationship's target, by global identity.
   case reference(UUID?)
+  /// A to-many relationship's targets, by global identity: in order for an ordered relationship.
+  case references([UUID])
 }
 
 /// What happened to one object in a mirrored transaction.
@@ -103,6 +107,10 @@ public struct MirrorChange: Sendable, Hashable, Codable {
     /// The object was a second creation of a unique key another replica had created first: the hub merged
     /// it into that object, named by `fields["into"]` (a reference). Only the hub's log holds this kind.
     case merged
+    /// A delete the hub refused (a Deny rule: the object still had related objects): the object is alive
+    /// again, `fields` holds all its fields. The replica that deleted it creates it again under the same
+    /// identity. Only the hub's log holds this kind.
+    case restored
   }
 
   /// The object's global identity, given by the replica that created it.
@@ -226,6 +234,9 @@ public struct MirrorConflict: Sendable, Hashable, Codable {
     case updateVersusUpdate
     /// An object updated on one replica and deleted on another; the delete won.
     case deleteVersusUpdate
+    /// A delete refused by a Deny rule: the object still had related objects on the hub (`field` names the
+    /// relationship that denied it); the object stays, and is restored on the replica that deleted it.
+    case deleteDenied
   }
 
   /// What collided.

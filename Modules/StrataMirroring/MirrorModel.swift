@@ -21,8 +21,8 @@ public enum MirrorModel {
 
   /// `model` with the identity attribute on every root entity and the state entity added.
   ///
-  /// - Throws: ``MirrorError/unsupported(_:)`` for a model this milestone cannot mirror: a many-to-many
-  ///   relationship, or a Deny delete rule (neither is enforced on the hub yet), or a name the mirror uses.
+  /// - Throws: ``MirrorError/unsupported(_:)`` for a model that cannot be mirrored: a to-many relationship
+  ///   without an inverse, or a name the mirror uses.
   public static func adding(to model: ObjectModel) throws -> ObjectModel {
     try requireMirrorable(model)
     if isAugmented(model) { return model }
@@ -65,32 +65,41 @@ public enum MirrorModel {
       if !augmented, entity.attribute(named: identityAttribute) != nil {
         throw MirrorError.unsupported("\(entity.name) already has an attribute named \(identityAttribute)")
       }
-      for rel in entity.relationships {
-        if rel.deleteRule == .deny {
-          throw MirrorError.unsupported(
-            "\(entity.name).\(rel.name) has the Deny delete rule, which the hub does not enforce yet")
-        }
-        if rel.isToMany, rel.isOrdered {
-          throw MirrorError.unsupported("\(entity.name).\(rel.name) is ordered; ordered relationships are not mirrored yet")
-        }
-        if rel.isToMany {
-          let inverse = rel.inverse.flatMap { model.entity(named: rel.destination)?.relationship(named: $0) }
-          if inverse == nil || inverse?.isToMany == true {
-            throw MirrorError.unsupported(
-              "\(entity.name).\(rel.name) is a to-many relationship without a to-one inverse; "
-                + "only relationships stored on a to-one side are mirrored yet")
-          }
-        }
+      for rel in entity.relationships where rel.isToMany && model.inverse(of: rel) == nil {
+        throw MirrorError.unsupported(
+          "\(entity.name).\(rel.name) is a to-many relationship without an inverse; mirrored relationships need one")
       }
     }
   }
 
-  /// The fields that travel for `entity`: persistent, not derived attributes (the identity aside) and
-  /// to-one relationships.
-  static func fields(of entity: EntityDescription) -> (attributes: [String], references: [String]) {
+  /// The names of the fields of one entity that travel, by kind.
+  typealias TravellingFields = (attributes: [String], references: [String], lists: [String])
+
+  /// The fields that travel for `entity`: persistent, not derived attributes (the identity aside), to-one
+  /// relationships, and the to-many relationships whose targets travel as a list (`lists`): an ordered
+  /// to-many with a to-one inverse (its order; membership travels on the to-one side), and the side of a
+  /// many-to-many pair that owns its join table (the other side follows from it).
+  static func fields(of entity: EntityDescription, in model: ObjectModel) -> TravellingFields {
     let attributes = entity.attributes.filter {
       !$0.isTransient && $0.derivation == nil && $0.name != identityAttribute
     }.map(\.name)
-    return (attributes, entity.toOneRelationships.map(\.name))
+    return (
+      attributes, entity.toOneRelationships.map(\.name),
+      entity.toManyRelationships.filter { travelsAsList($0, of: entity.name, in: model) }.map(\.name)
+    )
+  }
+
+  /// Whether the to-many `relationship` of `entityName` travels as a list of targets (see `fields(of:in:)`).
+  static func travelsAsList(_ relationship: RelationshipDescription, of entityName: String, in model: ObjectModel) -> Bool {
+    guard relationship.isToMany, let inverse = model.inverse(of: relationship) else { return false }
+    if !inverse.isToMany { return relationship.isOrdered }
+    let owner = model.joinTableOwner(of: entityName, relationship)
+    return !owner.isFlipped
+  }
+
+  /// Whether `relationship` is the ordered to-many side of a one-to-many pair (its members are the objects
+  /// whose to-one inverse points at the owner; only the order is the list's own).
+  static func isOrderedOneToMany(_ relationship: RelationshipDescription, in model: ObjectModel) -> Bool {
+    relationship.isToMany && relationship.isOrdered && model.inverse(of: relationship).map { !$0.isToMany } == true
   }
 }

@@ -84,13 +84,16 @@ struct PullApplier {
       try object.setValue(survivor, forKey: MirrorModel.identityAttribute)
       found[survivor] = object
     }
-    for change in entry.changes where change.kind == .insert || change.kind == .update {
+    let writes = entry.changes.filter { $0.kind == .insert || $0.kind == .update || $0.kind == .restored }
+    for change in writes {
       guard let entity = model.entity(named: change.entityName) else { continue }
       var object = try find(change.globalID, entity: entity.name)
       if object == nil {
         // An own insert gone locally was deleted or cascaded here since; the delete reaches the hub later
-        // or the hub's log deletes it too.
-        guard change.kind == .insert, !isOwn, !pendingDeletes.contains(change.globalID) else { continue }
+        // or the hub's log deletes it too. A restored object (a delete the hub denied) comes back, unless
+        // this replica deleted it again since (that delete is pushed and judged again).
+        let creates = change.kind == .restored || (change.kind == .insert && !isOwn)
+        guard creates, !pendingDeletes.contains(change.globalID) else { continue }
         // A local object with the same unique key (created here before this replica saw the other's) takes
         // the other's name: the hub merges the two the same way when this replica's insert reaches it.
         let created = try localTwin(of: change, entity: entity) ?? context.insertObject(entityName: entity.name)
@@ -104,7 +107,7 @@ struct PullApplier {
         try object.setValue(value.swiftValue, forKey: name)
       }
     }
-    for change in entry.changes where change.kind == .insert || change.kind == .update {
+    for change in writes {
       guard let entity = model.entity(named: change.entityName), let object = try find(change.globalID, entity: entity.name)
       else { continue }
       for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
@@ -115,11 +118,43 @@ struct PullApplier {
         try object.setValue(targetObject, forKey: name)
       }
     }
+    // Lists last: an ordered one-to-many list orders the members the to-one references above made.
+    for change in writes {
+      guard let entity = model.entity(named: change.entityName), let object = try find(change.globalID, entity: entity.name)
+      else { continue }
+      for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
+        guard case .references(let targets) = field, isWritable(name, of: object), let rel = entity.relationship(named: name)
+        else { continue }
+        try applyList(targets, to: object, rel)
+      }
+    }
     for change in entry.changes where change.kind == .delete {
       guard let object = try find(change.globalID, entity: change.entityName) else { continue }
+      // The hub deleted it with no related object left under a Deny rule; a local object related since (not
+      // pushed yet) loses the link, as it would under Nullify, instead of failing this save.
+      for rel in object.entity.relationships where rel.deleteRule == .deny {
+        try object.setValue(nil, forKey: rel.name)
+      }
       context.delete(object)
       found[change.globalID] = .some(nil)
     }
+  }
+
+  /// Sets a to-many relationship from the hub's list: a many-to-many side to exactly those targets (in
+  /// order when it is ordered); an ordered one-to-many to the hub's order of its current members (its
+  /// members follow the to-one side), the members the list lacks after them in their local order.
+  private mutating func applyList(_ ids: [UUID], to object: ManagedObject, _ rel: RelationshipDescription) throws {
+    let targets = try ids.compactMap { try find($0, entity: rel.destination) }
+    guard MirrorModel.isOrderedOneToMany(rel, in: model) else {
+      try object.setValue(rel.isOrdered ? targets : Set(targets) as Any, forKey: rel.name)
+      return
+    }
+    let current = object.value(forKey: rel.name) as? [ManagedObject] ?? []
+    let members = Set(current.map(\.objectID))
+    var order = targets.filter { members.contains($0.objectID) }
+    let placed = Set(order.map(\.objectID))
+    order += current.filter { !placed.contains($0.objectID) }
+    if order.map(\.objectID) != current.map(\.objectID) { try object.setValue(order, forKey: rel.name) }
   }
 
   /// The live local object holding the same values as `change` for one of the entity's uniqueness

@@ -127,12 +127,12 @@ extension StoreMirror {
       fields: fields)
   }
 
-  /// The object's fields as they travel now (all of them, or those named in `only`): attribute values, and
-  /// to-one targets by global identity.
+  /// The object's fields as they travel now (all of them, or those named in `only`): attribute values,
+  /// to-one targets by global identity, and the lists of the to-many relationships that travel.
   func currentFields(
     of object: ManagedObject, entity: EntityDescription, only names: Set<String>?, identity: GlobalIdentity
   ) -> [String: MirrorField] {
-    let (attributes, references) = MirrorModel.fields(of: entity)
+    let (attributes, references, lists) = MirrorModel.fields(of: entity, in: container.model)
     var fields: [String: MirrorField] = [:]
     for name in attributes where names?.contains(name) ?? true {
       fields[name] = .value(object.primitiveValue(forKey: name) ?? .null)
@@ -141,6 +141,17 @@ extension StoreMirror {
       let target = object.value(forKey: name) as? ManagedObject
       fields[name] = .reference(
         target.flatMap { identity.globalID(of: $0.objectID, stored: $0.primitiveValue(forKey: MirrorModel.identityAttribute)) })
+    }
+    for name in lists where names?.contains(name) ?? true {
+      let ordered = entity.relationship(named: name)?.isOrdered == true
+      let targets: [ManagedObject] =
+        ordered
+        ? (object.value(forKey: name) as? [ManagedObject] ?? [])
+        : Array(object.value(forKey: name) as? Set<ManagedObject> ?? [])
+      let ids = targets.compactMap {
+        identity.globalID(of: $0.objectID, stored: $0.primitiveValue(forKey: MirrorModel.identityAttribute))
+      }
+      fields[name] = .references(ordered ? ids : ids.sorted { $0.uuidString < $1.uuidString })
     }
     return fields
   }

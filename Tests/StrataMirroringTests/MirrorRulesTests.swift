@@ -44,28 +44,34 @@ struct MirrorRulesTests {
     #expect(ledger.conflicts.isEmpty)
   }
 
-  @Test func aModelWithADenyRuleOrAManyToManyRelationshipIsRefusedWithItsReason() throws {
-    let deny = try ObjectModel(entities: [
+  @Test func aModelWithAToManyWithoutInverseIsRefusedAndDenyOrderedAndManyToManyAreMirrored() throws {
+    let noInverse = try ObjectModel(entities: [
+      EntityDescription(
+        name: "Shelf", relationships: [RelationshipDescription(name: "books", destination: "Book", isToMany: true)]),
+      EntityDescription(name: "Book"),
+    ])
+    #expect(
+      throws: MirrorError.unsupported(
+        "Shelf.books is a to-many relationship without an inverse; mirrored relationships need one")
+    ) { try MirrorModel.adding(to: noInverse) }
+    let mirrorable = try ObjectModel(entities: [
       EntityDescription(
         name: "Shelf",
         relationships: [
-          RelationshipDescription(name: "books", destination: "Book", inverse: "shelf", isToMany: true, deleteRule: .deny)
+          RelationshipDescription(
+            name: "books", destination: "Book", inverse: "shelf", isToMany: true, deleteRule: .deny, isOrdered: true)
         ]),
       EntityDescription(
-        name: "Book", relationships: [RelationshipDescription(name: "shelf", destination: "Shelf", inverse: "books")]),
-    ])
-    #expect(throws: MirrorError.unsupported("Shelf.books has the Deny delete rule, which the hub does not enforce yet")) {
-      try MirrorModel.adding(to: deny)
-    }
-    let manyToMany = try ObjectModel(entities: [
+        name: "Book",
+        relationships: [
+          RelationshipDescription(name: "shelf", destination: "Shelf", inverse: "books"),
+          RelationshipDescription(name: "tags", destination: "Tag", inverse: "books", isToMany: true),
+        ]),
       EntityDescription(
-        name: "Tag", relationships: [RelationshipDescription(name: "notes", destination: "Note", inverse: "tags", isToMany: true)]
-      ),
-      EntityDescription(
-        name: "Note", relationships: [RelationshipDescription(name: "tags", destination: "Tag", inverse: "notes", isToMany: true)]
+        name: "Tag", relationships: [RelationshipDescription(name: "books", destination: "Book", inverse: "tags", isToMany: true)]
       ),
     ])
-    #expect(throws: MirrorError.self) { try MirrorModel.adding(to: manyToMany) }
+    #expect(try MirrorModel.adding(to: mirrorable).entity(named: MirrorModel.stateEntity) != nil)
   }
 
   @Test func aStoreWithoutHistoryOrAModelWithoutTheAdditionsIsRefused() throws {

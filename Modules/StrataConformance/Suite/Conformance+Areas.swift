@@ -89,6 +89,11 @@ extension Conformance {
     /// Attributes that allow external storage: large values round trip and leave the rows, small ones stay;
     /// replaced, deleted and orphaned values are removed; copies and migrations carry them.
     case externalStorage
+    /// Mirroring: the backend's stores as replicas of one in-memory hub, through the scenario matrix of
+    /// docs/MIRRORING.md (update/update, delete/update, delete/relate, create/create of one unique key,
+    /// Deny versus a new child, an ordered relationship reordered and a many-to-many changed on both sides).
+    /// The store must track persistent history.
+    case mirroring
 
     /// The capabilities a backend needs for this area to apply.
     public var requirements: Capabilities {

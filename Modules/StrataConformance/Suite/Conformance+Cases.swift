@@ -374,6 +374,19 @@ extension Conformance.Area {
         "copiesCarryTheValues": ExternalStorageCases.copiesCarryTheValues,
         "migrationsTurnItOnAndOff": ExternalStorageCases.migrationsTurnItOnAndOff,
       ])
+    case .mirroring:
+      typealias M = MirroringCases
+      return named([
+        "updateUpdateDifferentAttributesMerge": M.updateUpdateDifferentAttributesMerge,
+        "updateUpdateSameAttributeLaterPushWins": M.updateUpdateSameAttributeLaterPushWins,
+        "deleteUpdateDeleteWins": M.deleteUpdateDeleteWins,
+        "deleteRelateDropsTheLink": M.deleteRelateDropsTheLink,
+        "createCreateSameUniqueKeyIsOneObject": M.createCreateSameUniqueKeyIsOneObject,
+        "denyKeepsAParentThatGainedAChild": M.denyKeepsAParentThatGainedAChild,
+        "denyLetsAnEmptyParentGoFirst": M.denyLetsAnEmptyParentGoFirst,
+        "orderedReorderedOnBothSidesConverges": M.orderedReorderedOnBothSidesConverges,
+        "toManyAddedOnBothSidesKeepsBoth": M.toManyAddedOnBothSidesKeepsBoth,
+      ])
     }
   }
 }

@@ -47,6 +47,7 @@ func StrataMirroring_MirrorHub_4(_ scope: DocScope) throws {
   do {
     let name = MirrorField.value(.string("Russet"))
     let shelf = MirrorField.reference(UUID())
+    let tastings = MirrorField.references([UUID(), UUID()])
   }
 }
 
