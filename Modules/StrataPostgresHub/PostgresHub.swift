@@ -20,9 +20,16 @@ import Synchronization
 /// let mirror = try StoreMirror(container: container, hub: hub)
 /// ```
 public final class PostgresHub: MirrorHub {
+  /// Every object and the log position they are as of.
+  private typealias Objects = (position: Int64, objects: [UUID: HubLedger.Object])
+
   private struct State {
     var connection: HubConnection?
     var losesReplies = 0
+    /// The objects as this hub's last committed push left them, and that push's position. Pushes are
+    /// serialized by the log's lock and each adds a log entry, so while the log still ends at that position
+    /// nobody else has pushed: the next push takes them instead of reading and decoding every object again.
+    var objects: Objects?
   }
 
   private let uri: String
@@ -132,11 +139,15 @@ public final class PostgresHub: MirrorHub {
   ///   `MirrorError.hubFailed` when it fails the statements (nothing is applied).
   public func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt {
     try withConnection { connection, state in
+      let cached = state.objects
+      var after: Objects?
       let receipt = try connection.transaction {
-        let receipt = try apply(transaction, on: connection)
+        let receipt = try apply(transaction, on: connection, cached: cached, after: &after)
         MirrorFailpoint.reach(.beforeHubCommit)
         return receipt
       }
+      // Committed: the objects as this push left them are the next push's, while the log ends here.
+      if let after { state.objects = after }
       MirrorFailpoint.reach(.afterHubCommit)
       if state.losesReplies > 0 {
         state.losesReplies -= 1
@@ -229,7 +240,9 @@ public final class PostgresHub: MirrorHub {
 
   // MARK: Inside a transaction
 
-  private func apply(_ transaction: MirrorTransaction, on connection: HubConnection) throws -> MirrorReceipt {
+  private func apply(
+    _ transaction: MirrorTransaction, on connection: HubConnection, cached: Objects?, after: inout Objects?
+  ) throws -> MirrorReceipt {
     try connection.query("LOCK TABLE \(table("log")) IN EXCLUSIVE MODE")
     let key = [transaction.replicaID.uuidString, String(transaction.localSequence)]
     if let stored = try connection.query(
@@ -240,9 +253,11 @@ public final class PostgresHub: MirrorHub {
       return receipt
     }
     let last = try connection.query("SELECT coalesce(max(position), 0) FROM \(table("log"))").first?.first ?? nil
-    let before = try loadObjects(connection)
-    var ledger = HubLedger(model: model, objects: before, lastPosition: last.flatMap { Int64($0) } ?? 0)
+    let lastPosition = last.flatMap { Int64($0) } ?? 0
+    let before = try cached.flatMap { $0.position == lastPosition ? $0.objects : nil } ?? loadObjects(connection)
+    var ledger = HubLedger(model: model, objects: before, lastPosition: lastPosition)
     let receipt = try ledger.apply(transaction)
+    after = (receipt.position, ledger.objects)
     for (id, object) in ledger.objects where before[id] != object {
       try connection.query(
         "INSERT INTO \(table("objects")) (id, entity, deleted_at, state) VALUES ($1, $2, $3, $4) "

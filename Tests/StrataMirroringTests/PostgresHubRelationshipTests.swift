@@ -73,4 +73,29 @@ struct PostgresHubRelationshipTests {
     let last = try #require(try await hub.pull(after: 2, limit: 10).first)
     #expect(last.changes.contains { $0.kind == .restored && $0.globalID == shelf })
   }
+
+  /// A hub keeps the objects its own last push left; a push of another hub on the same schema in between
+  /// must make it read them again (a stale copy would not know the shelf, and drop the book's reference).
+  @Test func aPushOfAnotherHubInBetweenIsSeen() async throws {
+    let schema = "mirror_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(20)
+    let uri = try PostgresHubTests.serverURI()
+    let first = try PostgresHub(uri: uri, schema: String(schema), model: Self.model)
+    let second = try PostgresHub(uri: uri, schema: String(schema), model: Self.model)
+    let (replica, book, shelf) = (UUID(), UUID(), UUID())
+    _ = try await first.push(
+      MirrorTransaction(
+        replicaID: replica, localSequence: 1, basePosition: 0,
+        changes: [MirrorChange(globalID: book, entityName: "Book", kind: .insert, fields: ["shelf": .reference(nil)])]))
+    _ = try await second.push(
+      MirrorTransaction(
+        replicaID: replica, localSequence: 2, basePosition: 1,
+        changes: [MirrorChange(globalID: shelf, entityName: "Shelf", kind: .insert, fields: ["books": .references([])])]))
+    _ = try await first.push(
+      MirrorTransaction(
+        replicaID: replica, localSequence: 3, basePosition: 2,
+        changes: [MirrorChange(globalID: book, entityName: "Book", kind: .update, fields: ["shelf": .reference(shelf)])]))
+    let live = try second.liveObjects()
+    #expect(live[book]?.fields["shelf"] == .reference(shelf))
+    #expect(live[shelf]?.fields["books"] == .references([book]))
+  }
 }
