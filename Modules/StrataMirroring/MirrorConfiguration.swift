@@ -2,8 +2,8 @@ import Foundation
 import Strata
 import StrataCore
 
-/// Makes the hubs of one kind from the locations a ``MirroringOptions`` names, as a `StoreFactory` makes
-/// stores: the composition root lists the factories it links (`PostgresHubFactory()`, `MemoryHubFactory`).
+/// Makes the hubs of one kind from the locations a `MirroringOptions` names, as a `StoreFactory` makes
+/// stores: the composition root lists the factories it links (`PostgresHubFactory(defaultSchema:)`, ``MemoryHubFactory``).
 ///
 /// ```swift
 /// let mirror = try container.startMirroring(hubs: [PostgresHubFactory(defaultSchema: "potatoes_hub")])
@@ -32,7 +32,7 @@ public struct MemoryHubFactory: MirrorHubFactory {
 }
 
 extension PersistentContainer {
-  /// Starts mirroring the container's store as its description asks (``MirroringOptions``), as Core Data's
+  /// Starts mirroring the container's store as its description asks (`MirroringOptions`), as Core Data's
   /// `NSPersistentCloudKitContainer` does once its stores are loaded: builds the hub with the first factory
   /// that accepts its location, remembers the hub in the store, and starts automatic sync unless the
   /// options turn it off. `nil` when the description asks for no mirroring. Call it after
