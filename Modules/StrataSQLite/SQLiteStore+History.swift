@@ -30,16 +30,14 @@ enum SQLiteHistory {
       + "updated_properties TEXT, tombstone TEXT, PRIMARY KEY (transaction_seq, position)) WITHOUT ROWID",
   ]
 
-  /// Creates the tables when history is on; when it is off and an earlier opening recorded history, drops
-  /// what was recorded and marks it all expired, so no token silently skips the commits made meanwhile.
-  static func prepare(_ connection: SQLiteConnection, tracksHistory: Bool) throws {
-    if tracksHistory {
-      for statement in createStatements { try connection.execute(statement) }
-      return
-    }
-    let exists = try connection.scalar(
-      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(transactionTable)])
-    guard exists == .integer(1) else { return }
+  /// Whether the history tables exist. With history on, opening writes nothing: the first write that
+  /// records history makes them inside its own transaction (so a migration refused right after opening,
+  /// on a full disk say, leaves the file as it was). When history is off and an earlier opening recorded
+  /// history, drops what was recorded and marks it all expired, so no token silently skips the commits
+  /// made meanwhile.
+  static func prepare(_ connection: SQLiteConnection, tracksHistory: Bool) throws -> Bool {
+    let exists = try tablesExist(connection)
+    guard !tracksHistory, exists else { return exists }
     try connection.transaction {
       guard
         case .integer(let last)? = try connection.scalar(
@@ -53,6 +51,17 @@ enum SQLiteHistory {
       try connection.run("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", [.integer(last + 1), .text(transactionTable)])
       try setPurgedThrough(connection, last + 1)
     }
+    return true
+  }
+
+  static func tablesExist(_ connection: SQLiteConnection) throws -> Bool {
+    try connection.scalar(
+      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(transactionTable)]) == .integer(1)
+  }
+
+  /// Makes the history tables if they are missing, inside the caller's transaction.
+  static func createTables(_ connection: SQLiteConnection) throws {
+    for statement in createStatements { try connection.execute(statement) }
   }
 
   static func purgedThrough(_ connection: SQLiteConnection) throws -> Int64 {
@@ -104,8 +113,9 @@ enum SQLiteHistory {
 
   /// Where the history of one write goes (``SQLiteStore/historyRecorder``).
   enum Recorder: Sendable {
-    /// Appended to the history tables as a transaction of its own.
-    case file(storeIdentifier: String)
+    /// Appended to the history tables as a transaction of its own; `createsTables` when the store has not
+    /// seen them yet (made inside the write's transaction).
+    case file(storeIdentifier: String, createsTables: Bool)
     /// Collected for the one transaction a migration records at its end.
     case migration(Locked<MigrationChangeLog>, model: ObjectModel)
 
@@ -117,7 +127,8 @@ enum SQLiteHistory {
       -> HistoryToken?
     {
       switch self {
-      case .file(let storeIdentifier):
+      case .file(let storeIdentifier, let createsTables):
+        if createsTables { try SQLiteHistory.createTables(connection) }
         return try SQLiteHistory.append(
           connection, changes, author: author, contextName: contextName, storeIdentifier: storeIdentifier)
       case .migration(let log, let model):
@@ -149,14 +160,15 @@ extension SQLiteStore {
     try HistoryLog.check(request)
     let identifier = self.identifier
     let path = self.path
+    let readOnly = options.isReadOnly
     let transactions = try read(generation: nil) { connection -> [HistoryTransaction] in
       try connection.execute("BEGIN")
       defer { try? connection.execute("COMMIT") }
-      // A store opened read-only that never recorded history has no tables to read.
-      let tables = try connection.scalar(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(SQLiteHistory.transactionTable)])
-      guard tables == .integer(1) else {
-        throw StoreError(.notFound, "the store \(path) has no history: it was never opened with history tracking on")
+      // The tables are made by the first write that records history: before it there is none to read
+      // (opened read-only, the store cannot tell that from a store that never tracked history).
+      guard try SQLiteHistory.tablesExist(connection) else {
+        guard readOnly else { return [] }
+        throw StoreError(.notFound, "the store \(path) has no history: none was recorded with history tracking on")
       }
       let start = try HistoryLog.startSequence(
         of: request, storeIdentifier: identifier, purgedThrough: try SQLiteHistory.purgedThrough(connection))
@@ -187,7 +199,8 @@ extension SQLiteStore {
     try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
     return try write { connection -> Int in
-      try connection.transaction {
+      guard try SQLiteHistory.tablesExist(connection) else { return 0 }
+      return try connection.transaction {
         let condition: (String, SQLValue) =
           switch cutoff {
           case .token(let token): ("seq < ?", .integer(token.sequence))

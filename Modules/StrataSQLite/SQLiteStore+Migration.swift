@@ -66,6 +66,7 @@ extension SQLiteStore {
           [.text(destination.fingerprint)])
         if let log {
           // One transaction, even an empty one: history readers learn that the schema changed.
+          try SQLiteHistory.createTables(connection)
           _ = try SQLiteHistory.append(
             connection, log.withLock { $0.changes }, author: MigrationStep.historyAuthor, contextName: nil,
             storeIdentifier: identifier)

@@ -43,6 +43,8 @@ public final class SQLiteStore: PersistentStore {
   let nextGeneration = Atomic<UInt64>(0)
   let nextReader = Atomic<Int>(0)
   let closed = Atomic<Bool>(false)
+  /// Whether the file has its history tables; until it does, a write that records history makes them.
+  let historyTablesExist: Atomic<Bool>
   let broadcaster = ChangeBroadcaster()
   let remoteWatcher = RemoteCommitWatcher(name: "strata-sqlite-watch")
   /// The last `PRAGMA data_version` the remote-change watcher read.
@@ -85,14 +87,16 @@ public final class SQLiteStore: PersistentStore {
     }
     let path = url.standardizedFileURL.path
     let opened = try Self.openOrCreate(path: path, model: model, options: options, configuration: configuration)
+    var historyTables = false
     if let writer = opened.writer {
       do {
-        try SQLiteHistory.prepare(writer, tracksHistory: options.tracksHistory)
+        historyTables = try SQLiteHistory.prepare(writer, tracksHistory: options.tracksHistory)
       } catch let error as SQLiteError {
         writer.close()
         throw error.storeError(path: path)
       }
     }
+    historyTablesExist = Atomic(historyTables)
     self.url = url.standardizedFileURL
     self.path = path
     self.options = options
@@ -132,6 +136,8 @@ public final class SQLiteStore: PersistentStore {
     readers = []
     isBoundToMigration = true
     migrationLog = log
+    // Its writes' history goes to the migration's log, which makes the tables when it is recorded.
+    historyTablesExist = Atomic(true)
   }
 
   deinit {
@@ -348,7 +354,14 @@ public final class SQLiteStore: PersistentStore {
       throw StoreError(
         .misuse, "the store \(path) is being migrated: a migration stage writes through the store it is handed")
     }
-    return try writer.withConnection(path: path, body)
+    guard options.tracksHistory, !historyTablesExist.load(ordering: .relaxed) else {
+      return try writer.withConnection(path: path, body)
+    }
+    return try writer.withConnection(path: path) { connection in
+      let result = try body(connection)
+      if try SQLiteHistory.tablesExist(connection) { historyTablesExist.store(true, ordering: .relaxed) }
+      return result
+    }
   }
 
   /// Runs `body` on a reader connection, or on the pinned connection of `generation` (a store bound to a
@@ -379,7 +392,8 @@ public final class SQLiteStore: PersistentStore {
   /// writes in, or nowhere (`nil`).
   var historyRecorder: SQLiteHistory.Recorder? {
     if isBoundToMigration { return migrationLog.map { .migration($0, model: model) } }
-    return options.tracksHistory ? .file(storeIdentifier: identifier) : nil
+    guard options.tracksHistory else { return nil }
+    return .file(storeIdentifier: identifier, createsTables: !historyTablesExist.load(ordering: .relaxed))
   }
 
   /// Releases the store's connections. Pending streams from ``changes()`` finish. Further calls throw `.misuse`.

@@ -54,4 +54,31 @@ struct SQLiteHistoryTests {
     #expect(try store.fetchHistory(HistoryRequest(after: .token(current), resultType: .count)) == .count(1))
     #expect(next > current)
   }
+  /// Opening with history on writes nothing: the tables come with the first write that records history,
+  /// inside its transaction, so a save that fails or a migration refused right after opening leaves the
+  /// file's bytes as they were.
+  @Test func openingWithHistoryWritesNothingUntilAWriteRecordsIt() throws {
+    let dir = try TemporaryDirectory()
+    var store = try SQLiteStore(url: dir.file(), model: try Sample.model())
+    _ = try store.save(ChangeSet(inserted: [movieChange(MovieRow("Heat"))]))
+    store.close()
+    let before = try Data(contentsOf: dir.file())
+    store = try SQLiteStore(url: dir.file(), model: try Sample.model(), options: StoreOptions(tracksHistory: true))
+    #expect(try store.fetchHistory(HistoryRequest()) == .transactions([]))
+    #expect(try store.currentHistoryToken() == nil)
+    #expect(try store.deleteHistory(before: .date(Date())) == 0)
+    store.close()
+    #expect(try Data(contentsOf: dir.file()) == before, "opening with history wrote to the file")
+    #expect(try rawStrings(dir.file(), historyTables).isEmpty)
+
+    store = try SQLiteStore(url: dir.file(), model: try Sample.model(), options: StoreOptions(tracksHistory: true))
+    defer { store.close() }
+    let saved = try store.save(ChangeSet(inserted: [movieChange(MovieRow("Alien"))]))
+    let token = try #require(saved.historyToken)
+    #expect(try store.currentHistoryToken() == token)
+    #expect(try store.fetchHistory(HistoryRequest(resultType: .count)) == .count(1))
+    #expect(try rawStrings(dir.file(), historyTables) == ["strata_history_change", "strata_history_transaction"])
+    let next = try #require(try store.save(ChangeSet(inserted: [movieChange(MovieRow("Ran"))])).historyToken)
+    #expect(next > token)
+  }
 }
