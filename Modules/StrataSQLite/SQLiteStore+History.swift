@@ -30,9 +30,10 @@ enum SQLiteHistory {
       + "updated_properties TEXT, tombstone TEXT, PRIMARY KEY (transaction_seq, position)) WITHOUT ROWID",
   ]
 
-  /// Whether the history tables exist. With history on, opening writes nothing: the first write that
-  /// records history makes them inside its own transaction (so a migration refused right after opening,
-  /// on a full disk say, leaves the file as it was). When history is off and an earlier opening recorded
+  /// Whether the history tables exist. A store created with history on has them from its creation; opening
+  /// an existing store with history on writes nothing: the first write that records history makes them
+  /// inside its own transaction (so a migration refused right after opening, on a full disk say, leaves
+  /// the file as it was). When history is off and an earlier opening recorded
   /// history, drops what was recorded and marks it all expired, so no token silently skips the commits
   /// made meanwhile.
   static func prepare(_ connection: SQLiteConnection, tracksHistory: Bool) throws -> Bool {

@@ -194,7 +194,9 @@ public final class SQLiteStore: PersistentStore {
       throw StoreError(.io, "cannot open \(path): \(error.message)")
     }
     do {
-      if let creatingModel { try createIfEmpty(connection, path: path, model: creatingModel) }
+      if let creatingModel {
+        try createIfEmpty(connection, path: path, model: creatingModel, tracksHistory: options.tracksHistory)
+      }
       return try openExisting(connection, path: path, model: model, options: options, configuration: configuration)
     } catch {
       connection.close()
@@ -225,8 +227,11 @@ public final class SQLiteStore: PersistentStore {
   }
 
   /// Creates the schema and metadata in an empty database, in one `BEGIN IMMEDIATE` transaction that
-  /// checks the emptiness again under the write lock (another process may have created the store first).
-  private static func createIfEmpty(_ connection: SQLiteConnection, path: String, model: ObjectModel) throws {
+  /// checks the emptiness again under the write lock (another process may have created the store first);
+  /// with `tracksHistory`, the history tables too.
+  private static func createIfEmpty(
+    _ connection: SQLiteConnection, path: String, model: ObjectModel, tracksHistory: Bool
+  ) throws {
     let schema = try SQLiteSchema(model: model)
     let json = String(decoding: try model.jsonData(), as: UTF8.self)
     do {
@@ -235,6 +240,7 @@ public final class SQLiteStore: PersistentStore {
       try connection.transaction {
         guard try isEmpty(connection) else { return }
         for statement in schema.createStatements() { try connection.execute(statement) }
+        if tracksHistory { try SQLiteHistory.createTables(connection) }
         let metadata: [(String, String)] = [
           ("format", SQLiteSchema.format), ("store_id", UUID().uuidString), ("model", json),
           ("model_fingerprint", model.fingerprint), ("created_at", ISO8601DateFormatter().string(from: Date())),
