@@ -54,23 +54,7 @@ struct MirrorRulesTests {
       throws: MirrorError.unsupported(
         "Shelf.books is a to-many relationship without an inverse; mirrored relationships need one")
     ) { try MirrorModel.adding(to: noInverse) }
-    let mirrorable = try ObjectModel(entities: [
-      EntityDescription(
-        name: "Shelf",
-        relationships: [
-          RelationshipDescription(
-            name: "books", destination: "Book", inverse: "shelf", isToMany: true, deleteRule: .deny, isOrdered: true)
-        ]),
-      EntityDescription(
-        name: "Book",
-        relationships: [
-          RelationshipDescription(name: "shelf", destination: "Shelf", inverse: "books"),
-          RelationshipDescription(name: "tags", destination: "Tag", inverse: "books", isToMany: true),
-        ]),
-      EntityDescription(
-        name: "Tag", relationships: [RelationshipDescription(name: "books", destination: "Book", inverse: "tags", isToMany: true)]
-      ),
-    ])
+    let mirrorable = try PostgresHubRelationshipTests.shelves()
     #expect(try MirrorModel.adding(to: mirrorable).entity(named: MirrorModel.stateEntity) != nil)
   }
 

@@ -8,27 +8,32 @@ import Testing
 /// storage. Pushes are built by hand (no replica), so the test is a few statements on the server.
 @Suite("Mirror relationships on a PostgreSQL hub")
 struct PostgresHubRelationshipTests {
-  /// Shelves with an ordered list of books under Deny; books and tags many-to-many.
+  /// Shelves with an ordered list of books under Deny; books and tags many-to-many (without the mirror's
+  /// additions).
+  static func shelves() throws -> ObjectModel {
+    try ObjectModel(entities: [
+      EntityDescription(
+        name: "Shelf",
+        relationships: [
+          RelationshipDescription(
+            name: "books", destination: "Book", inverse: "shelf", isToMany: true, deleteRule: .deny, isOrdered: true)
+        ]),
+      EntityDescription(
+        name: "Book",
+        relationships: [
+          RelationshipDescription(name: "shelf", destination: "Shelf", inverse: "books"),
+          RelationshipDescription(name: "tags", destination: "Tag", inverse: "books", isToMany: true),
+        ]),
+      EntityDescription(
+        name: "Tag", relationships: [RelationshipDescription(name: "books", destination: "Book", inverse: "tags", isToMany: true)]
+      ),
+    ])
+  }
+
+  /// ``shelves()`` mirrored.
   static let model: ObjectModel = {
     do {
-      return try MirrorModel.adding(
-        to: ObjectModel(entities: [
-          EntityDescription(
-            name: "Shelf",
-            relationships: [
-              RelationshipDescription(
-                name: "books", destination: "Book", inverse: "shelf", isToMany: true, deleteRule: .deny, isOrdered: true)
-            ]),
-          EntityDescription(
-            name: "Book",
-            relationships: [
-              RelationshipDescription(name: "shelf", destination: "Shelf", inverse: "books"),
-              RelationshipDescription(name: "tags", destination: "Tag", inverse: "books", isToMany: true),
-            ]),
-          EntityDescription(
-            name: "Tag",
-            relationships: [RelationshipDescription(name: "books", destination: "Book", inverse: "tags", isToMany: true)]),
-        ]))
+      return try MirrorModel.adding(to: shelves())
     } catch {
       preconditionFailure("the test model is invalid: \(error)")
     }
