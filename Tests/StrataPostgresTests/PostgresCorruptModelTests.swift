@@ -30,9 +30,9 @@ import Testing
       ChangeSet(inserted: [ObjectChange(objectID: .makeTemporary(entityName: "Item"), attributes: ["kept"], toOne: [])]))
     store.close()
     let blob = try #require(Self.blobs.first { $0.name == name }).json(String(decoding: try model.jsonData(), as: UTF8.self))
-    _ = try runPSQL("UPDATE \"\(schema)\"._strata_metadata SET value = $blob$\(blob)$blob$ WHERE key = 'model'")
+    _ = try PostgresTestServer.psql("UPDATE \"\(schema)\"._strata_metadata SET value = $blob$\(blob)$blob$ WHERE key = 'model'")
     let dump = "SELECT key, md5(value) FROM \"\(schema)\"._strata_metadata ORDER BY key; SELECT * FROM \"\(schema)\".\"Item\";"
-    let before = try runPSQL(dump)
+    let before = try PostgresTestServer.psql(dump)
     #expect(before.contains("kept"))
 
     for (given, options) in [(Optional(model), StoreOptions()), (nil, StoreOptions()), (nil, StoreOptions(isReadOnly: true))] {
@@ -45,20 +45,6 @@ import Testing
         #expect(error.message.contains(schema) && !error.message.contains("\n") && error.message.count < 400, "\(error.message)")
       }
     }
-    #expect(try runPSQL(dump) == before, "the schema holds what it held")
+    #expect(try PostgresTestServer.psql(dump) == before, "the schema holds what it held")
   }
-}
-
-/// The server's answer to `sql` through `psql`.
-private func runPSQL(_ sql: String) throws -> String {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-  process.arguments = [try PostgresTestServer.uri(), "-At", "-v", "ON_ERROR_STOP=1", "-c", sql]
-  let output = Pipe()
-  process.standardOutput = output
-  try process.run()
-  let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-  process.waitUntilExit()
-  try #require(process.terminationStatus == 0, "psql failed: \(sql.prefix(200))")
-  return text
 }

@@ -25,9 +25,12 @@ import Testing
     try storage.write([(recent, Data([1])), (old, Data([2]))])
     store.close()
     let table = "\"\(schema)\"._strata_external_data"
-    #expect(try psql("SELECT octet_length(bytes) FROM \(table) ORDER BY 1 DESC LIMIT 1") == "\(poster.count)\n")
-    #expect(try psql("SELECT octet_length(\"poster\") FROM \"\(schema)\".\"Film\"") == "32\n", "the row holds a reference")
-    _ = try psql("UPDATE \(table) SET written = now() - interval '1 hour' WHERE name = '\(old.uuidString)'")
+    #expect(
+      try PostgresTestServer.psql("SELECT octet_length(bytes) FROM \(table) ORDER BY 1 DESC LIMIT 1") == "\(poster.count)\n")
+    #expect(
+      try PostgresTestServer.psql("SELECT octet_length(\"poster\") FROM \"\(schema)\".\"Film\"") == "32\n",
+      "the row holds a reference")
+    _ = try PostgresTestServer.psql("UPDATE \(table) SET written = now() - interval '1 hour' WHERE name = '\(old.uuidString)'")
 
     let again = try factory.openStore(at: location, model: model, options: StoreOptions())
     defer { again.close() }
@@ -39,17 +42,4 @@ import Testing
     }
     #expect(films.map(\.attributes) == [[.data(poster)]])
   }
-}
-
-private func psql(_ sql: String) throws -> String {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-  process.arguments = [try PostgresTestServer.uri(), "-At", "-v", "ON_ERROR_STOP=1", "-c", sql]
-  let output = Pipe()
-  process.standardOutput = output
-  try process.run()
-  let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-  process.waitUntilExit()
-  try #require(process.terminationStatus == 0, "psql failed: \(sql.prefix(200))")
-  return text
 }

@@ -19,6 +19,20 @@ enum PostgresTestServer {
     return uri
   }
 
+  /// The server's answer to `sql` through `psql` (what a DBA sees); fails the test when `psql` does.
+  static func psql(_ sql: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+    process.arguments = [try uri(), "-At", "-v", "ON_ERROR_STOP=1", "-c", sql]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    try #require(process.terminationStatus == 0, "psql failed: \(sql.prefix(200))")
+    return text
+  }
+
   /// A location in a fresh schema of the test database: `postgresql:///strata_test/<schema>?host=…`
   /// (the schema in the path, so the suite's worker, which is handed only the path, finds it).
   static func freshLocation(_ hint: String = UUID().uuidString) -> URL {
