@@ -34,7 +34,7 @@ extension HubLedger {
     }
   }
 
-  private static func check(_ value: Value, of attribute: AttributeDescription, at place: String) throws {
+  static func check(_ value: Value, of attribute: AttributeDescription, at place: String) throws {
     if value.isNull {
       guard attribute.isOptional else { throw MirrorError.rejected("\(place) is required and was sent without a value") }
       return

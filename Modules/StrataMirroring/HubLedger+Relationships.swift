@@ -107,16 +107,25 @@ extension HubLedger {
     guard let object = objects[id], object.deletedAt == nil else { return }
     var visited: Set<UUID> = []
     guard let denied = denial(of: id, sparing: merge.sparing, visited: &visited) else {
-      delete(id, &merge, conflictWithUpdates: true)
+      if !keepUpdated(id, &merge) { delete(id, &merge, conflictWithUpdates: true) }
       return
     }
     let blocker = objects[denied.by]
     let last = blocker?.fieldPositions.max { $0.value < $1.value }
-    merge.conflicts.append(
-      MirrorConflict(
-        kind: .deleteDenied, globalID: id, entityName: object.entityName, field: denied.relationship, losingFields: [:],
-        winningReplica: last.flatMap { blocker?.fieldReplicas[$0.key] } ?? merge.replica,
-        winningPosition: last?.value ?? merge.position, losingReplica: merge.replica, losingPosition: merge.position))
+    var conflict = MirrorConflict(
+      kind: .deleteDenied, globalID: id, entityName: object.entityName, field: denied.relationship, losingFields: [:],
+      winningReplica: last.flatMap { blocker?.fieldReplicas[$0.key] } ?? merge.replica,
+      winningPosition: last?.value ?? merge.position, losingReplica: merge.replica, losingPosition: merge.position)
+    conflict.rule = .deny
+    merge.conflicts.append(conflict)
+    logRestore(id, &merge)
+  }
+
+  /// Logs a delete the hub did not apply as undone: a `restored` change with all the object's fields, then
+  /// an update of every live object linked to it with those links, so the replica that deleted it gets it
+  /// back as the hub holds it.
+  func logRestore(_ id: UUID, _ merge: inout Merge) {
+    guard let object = objects[id] else { return }
     merge.logged.append(MirrorChange(globalID: id, entityName: object.entityName, kind: .restored, fields: object.fields))
     for otherID in objects.keys.sorted(by: Self.byIdentity) {
       guard let other = objects[otherID], other.deletedAt == nil, otherID != id else { continue }

@@ -51,14 +51,18 @@ public struct HubLedger: Sendable {
   /// Every conflict resolved, in order.
   public private(set) var conflicts: [MirrorConflict] = []
   let model: ObjectModel
+  /// The conflict rules, per entity.
+  public let policies: MirrorPolicies
 
-  /// An empty ledger for objects of `model` (its delete rules are applied on the hub).
+  /// An empty ledger for objects of `model` (its delete rules are applied on the hub), settling conflicts
+  /// by `policies`.
   ///
   /// ```swift
-  /// var ledger = HubLedger(model: container.model)
+  /// var ledger = HubLedger(model: container.model, policies: MirrorPolicies(entities: ["Tasting": MirrorPolicy(conflicts: .hubWins)]))
   /// ```
-  public init(model: ObjectModel) {
+  public init(model: ObjectModel, policies: MirrorPolicies = .standard) {
     self.model = model
+    self.policies = policies
   }
 
   /// A ledger that goes on from a hub's stored state: the objects a push may touch (with every live
@@ -68,8 +72,9 @@ public struct HubLedger: Sendable {
   /// ```swift
   /// var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
   /// ```
-  public init(model: ObjectModel, objects: [UUID: Object], lastPosition: Int64) {
+  public init(model: ObjectModel, objects: [UUID: Object], lastPosition: Int64, policies: MirrorPolicies = .standard) {
     self.model = model
+    self.policies = policies
     self.objects = objects
     self.lastPosition = lastPosition
   }
@@ -91,13 +96,32 @@ public struct HubLedger: Sendable {
   ///   unknown entity or field, a value of the wrong type or out of its bounds, no value for a required
   ///   attribute); the ledger is left as it was and the key stays free, so a retry is judged again.
   public mutating func apply(_ transaction: MirrorTransaction) throws -> MirrorReceipt {
+    try apply(transaction, olderEntries: nil)
+  }
+
+  /// Applies `transaction` once, as ``apply(_:)``, for a ledger that goes on from a hub's stored state:
+  /// `olderEntries(id, position)` gives the stored log entries at or before `position` that name the
+  /// object `id`, newest first — the base values a custom resolver (``MirrorConflictPolicy/custom(_:)``)
+  /// is given. It is called only for such a conflict.
+  ///
+  /// ```swift
+  /// var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
+  /// let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 40, changes: [])
+  /// let receipt = try ledger.apply(pushed) { id, position in [] }
+  /// ```
+  ///
+  /// - Throws: ``MirrorError/rejected(_:)`` as ``apply(_:)``; what `olderEntries` throws (the ledger is
+  ///   then unusable: the hub's transaction is rolled back).
+  public mutating func apply(
+    _ transaction: MirrorTransaction, olderEntries: ((UUID, Int64) throws -> [MirrorLogEntry])?
+  ) throws -> MirrorReceipt {
     let key = Key(replicaID: transaction.replicaID, localSequence: transaction.localSequence)
     if var receipt = receipts[key] {
       receipt.wasDuplicate = true
       return receipt
     }
     try check(transaction)
-    var merge = Merge(position: lastPosition + 1, transaction: transaction)
+    var merge = Merge(position: lastPosition + 1, transaction: transaction, olderEntries: olderEntries)
     // A Deny rule is not broken by related objects the same transaction deletes.
     merge.sparing = Set(transaction.changes.filter { $0.kind == .delete }.map { survivor(of: $0.globalID) })
     // Inserts first: a change of the same local transaction may reference an object listed after it.
@@ -106,8 +130,8 @@ public struct HubLedger: Sendable {
       resolveMerged(&change)
       dropUnknownReferences(of: &change)
       switch change.kind {
-      case .insert: insert(change, &merge)
-      case .update: update(change, &merge)
+      case .insert: try insert(change, &merge)
+      case .update: try update(change, &merge)
       case .delete: deleteUnlessDenied(change.globalID, &merge)
       case .merged, .restored: break
       }
@@ -138,6 +162,7 @@ public struct HubLedger: Sendable {
   struct Merge {
     let position: Int64
     let transaction: MirrorTransaction
+    let olderEntries: ((UUID, Int64) throws -> [MirrorLogEntry])?
     var logged: [MirrorChange] = []
     var conflicts: [MirrorConflict] = []
     var sparing: Set<UUID> = []
@@ -160,13 +185,13 @@ public struct HubLedger: Sendable {
     }
   }
 
-  private mutating func insert(_ change: MirrorChange, _ merge: inout Merge) {
+  private mutating func insert(_ change: MirrorChange, _ merge: inout Merge) throws {
     if objects[change.globalID] != nil {
-      update(change, &merge)
+      try update(change, &merge)
       return
     }
     if let survivor = liveObject(sharingAUniqueKeyWith: change) {
-      mergeDuplicate(change, into: survivor, &merge)
+      try mergeDuplicate(change, into: survivor, &merge)
       return
     }
     var object = Object(entityName: change.entityName, fields: [:], fieldPositions: [:], fieldReplicas: [:])
@@ -200,7 +225,7 @@ public struct HubLedger: Sendable {
   /// its object), and its fields merge into the survivor as an update with the usual rules — against a new
   /// object's values as the base: a field the duplicate left at its initial value (an attribute's default,
   /// no target) changed nothing, so it never overwrites what the survivor's replicas set.
-  private mutating func mergeDuplicate(_ change: MirrorChange, into survivor: UUID, _ merge: inout Merge) {
+  private mutating func mergeDuplicate(_ change: MirrorChange, into survivor: UUID, _ merge: inout Merge) throws {
     let entity = model.entity(named: change.entityName)
     let changed = change.fields.filter { name, field in
       switch field {
@@ -215,11 +240,11 @@ public struct HubLedger: Sendable {
     merge.logged.append(
       MirrorChange(
         globalID: change.globalID, entityName: change.entityName, kind: .merged, fields: ["into": .reference(survivor)]))
-    update(MirrorChange(globalID: survivor, entityName: change.entityName, kind: .update, fields: changed), &merge)
+    try update(MirrorChange(globalID: survivor, entityName: change.entityName, kind: .update, fields: changed), &merge)
   }
 
   /// The live object of the change's entity holding the same values for one of its uniqueness constraints.
-  private func liveObject(sharingAUniqueKeyWith change: MirrorChange) -> UUID? {
+  func liveObject(sharingAUniqueKeyWith change: MirrorChange) -> UUID? {
     guard let entity = model.entity(named: change.entityName), !entity.uniquenessConstraints.isEmpty else { return nil }
     for constraint in entity.uniquenessConstraints {
       let key = constraint.map { change.fields[$0] }
@@ -253,17 +278,17 @@ public struct HubLedger: Sendable {
     return current
   }
 
-  private mutating func update(_ change: MirrorChange, _ merge: inout Merge) {
+  private mutating func update(_ change: MirrorChange, _ merge: inout Merge) throws {
     let replica = merge.transaction.replicaID
     guard var object = objects[change.globalID] else { return }
     if let deletedAt = object.deletedAt {
-      if !change.fields.isEmpty {
-        merge.conflicts.append(
-          MirrorConflict(
-            kind: .deleteVersusUpdate, globalID: change.globalID, entityName: object.entityName, field: nil,
-            losingFields: change.fields, winningReplica: object.deletedBy ?? replica,
-            winningPosition: deletedAt, losingReplica: replica, losingPosition: merge.position))
-      }
+      guard !change.fields.isEmpty, !revive(change, &merge) else { return }
+      var conflict = MirrorConflict(
+        kind: .deleteVersusUpdate, globalID: change.globalID, entityName: object.entityName, field: nil,
+        losingFields: change.fields, winningReplica: object.deletedBy ?? replica,
+        winningPosition: deletedAt, losingReplica: replica, losingPosition: merge.position)
+      conflict.rule = .deleteWins
+      merge.conflicts.append(conflict)
       return
     }
     var applied: [String: MirrorField] = [:]
@@ -285,11 +310,13 @@ public struct HubLedger: Sendable {
       if let at = object.fieldPositions[name], at > merge.transaction.basePosition,
         let other = object.fieldReplicas[name], other != replica
       {
-        merge.conflicts.append(
-          MirrorConflict(
-            kind: .updateVersusUpdate, globalID: change.globalID, entityName: object.entityName, field: name,
-            losingFields: previous.map { [name: $0] } ?? [:], winningReplica: replica, winningPosition: merge.position,
-            losingReplica: other, losingPosition: at))
+        let kept = try settle(name, of: change.globalID, object, pushed: field, hubSide: (other, at), &merge)
+        if kept == previous {
+          // The pusher's value lost: the entry sends the hub's value back, so its replica takes it too.
+          applied[name] = kept
+          continue
+        }
+        field = kept
       }
       object.fields[name] = field
       object.fieldPositions[name] = merge.position
@@ -331,11 +358,12 @@ public struct HubLedger: Sendable {
         at > merge.transaction.basePosition && object.fieldReplicas[name] != replica
       }
       if let (name, at) = unseen.max(by: { $0.value < $1.value }), let loser = object.fieldReplicas[name] {
-        merge.conflicts.append(
-          MirrorConflict(
-            kind: .deleteVersusUpdate, globalID: id, entityName: object.entityName, field: nil,
-            losingFields: object.fields.filter { unseen[$0.key] != nil }, winningReplica: replica,
-            winningPosition: merge.position, losingReplica: loser, losingPosition: at))
+        var conflict = MirrorConflict(
+          kind: .deleteVersusUpdate, globalID: id, entityName: object.entityName, field: nil,
+          losingFields: object.fields.filter { unseen[$0.key] != nil }, winningReplica: replica,
+          winningPosition: merge.position, losingReplica: loser, losingPosition: at)
+        conflict.rule = .deleteWins
+        merge.conflicts.append(conflict)
       }
     }
     // The delete rules, children first, so a replica replaying the entry never deletes a parent that

@@ -21,13 +21,15 @@ public final class MemoryHub: MirrorHub {
   private let state: Locked<State>
   private let listeners = Locked<[UUID: AsyncStream<Int64>.Continuation]>([:])
 
-  /// An empty hub for objects of `model`.
+  /// An empty hub for objects of `model`, settling conflicts by `policies` (default: the later push wins a
+  /// field, a delete wins over an update).
   ///
   /// ```swift
   /// let hub = MemoryHub(model: try ObjectModel(Potato.self, Tasting.self))
+  /// let strict = MemoryHub(model: model, policies: MirrorPolicies(defaultPolicy: MirrorPolicy(conflicts: .hubWins)))
   /// ```
-  public init(model: ObjectModel) {
-    state = Locked(State(ledger: HubLedger(model: model)))
+  public init(model: ObjectModel, policies: MirrorPolicies = .standard) {
+    state = Locked(State(ledger: HubLedger(model: model, policies: policies)))
   }
 
   /// Whether pushes and pulls reach the hub; `false` makes them throw ``MirrorError/hubUnreachable(_:)``.
@@ -98,6 +100,22 @@ public final class MemoryHub: MirrorHub {
     try state.withLock { state in
       guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
       return state.ledger.conflicts
+    }
+  }
+
+  /// Refuses a replica of another app's model than the hub's (see ``MirrorHub/admit(replicaOf:)``).
+  ///
+  /// ```swift
+  /// try await hub.admit(replicaOf: container.model)
+  /// ```
+  ///
+  /// - Throws: ``MirrorError/unsupported(_:)`` naming the entities of both models.
+  public func admit(replicaOf model: ObjectModel) async throws {
+    let hubEntities = MirrorModel.appEntities(of: state.withLock { $0.ledger.model })
+    if let reason = MirrorModel.mismatch(
+      hub: hubEntities, other: MirrorModel.appEntities(of: model), what: "this replica's model")
+    {
+      throw MirrorError.unsupported(reason)
     }
   }
 

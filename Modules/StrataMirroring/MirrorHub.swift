@@ -45,9 +45,29 @@ public protocol MirrorHub: Sendable {
   /// for await position in hub.newPositions() { print("the hub is at \(position)") }
   /// ```
   func newPositions() -> AsyncStream<Int64>
+
+  /// Refuses a replica of another app's model: `StoreMirror` asks once, before its first request that
+  /// could write anything. Models are versions of one app's when one's entity names hold all of the
+  /// other's (the mirror's state entity aside); a newer replica's unknown fields are refused per
+  /// transaction instead (``MirrorError/rejected(_:)``). The default accepts every model.
+  ///
+  /// ```swift
+  /// try await hub.admit(replicaOf: container.model)
+  /// ```
+  ///
+  /// - Throws: ``MirrorError/unsupported(_:)`` naming the entities of both models;
+  ///   ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached to tell.
+  func admit(replicaOf model: ObjectModel) async throws
 }
 
 extension MirrorHub {
+  /// Accepts every model (a hub that keeps no model of its own cannot tell).
+  ///
+  /// ```swift
+  /// try await hub.admit(replicaOf: container.model)
+  /// ```
+  public func admit(replicaOf model: ObjectModel) async throws {}
+
   /// Asks ``lastPosition()`` every second and yields it when it changed (an unreachable hub is asked
   /// again a second later).
   ///
@@ -230,24 +250,44 @@ public struct MirrorLogEntry: Sendable, Hashable, Codable {
 public struct MirrorConflict: Sendable, Hashable, Codable {
   /// What collided.
   public enum Kind: String, Sendable, Hashable, Codable {
-    /// The same field changed on two replicas; the later push won it.
+    /// The same field changed on two replicas; the entity's ``MirrorConflictPolicy`` settled it.
     case updateVersusUpdate
-    /// An object updated on one replica and deleted on another; the delete won.
+    /// An object updated on one replica and deleted on another; the entity's ``MirrorDeleteRule`` settled it.
     case deleteVersusUpdate
     /// A delete refused by a Deny rule: the object still had related objects on the hub (`field` names the
     /// relationship that denied it); the object stays, and is restored on the replica that deleted it.
     case deleteDenied
   }
 
+  /// The rule that settled a conflict.
+  public enum Rule: String, Sendable, Hashable, Codable {
+    /// ``MirrorConflictPolicy/laterPushWins``.
+    case laterPushWins
+    /// ``MirrorConflictPolicy/hubWins``.
+    case hubWins
+    /// ``MirrorConflictPolicy/custom(_:)``: the resolver's value was kept.
+    case custom
+    /// ``MirrorDeleteRule/deleteWins``.
+    case deleteWins
+    /// ``MirrorDeleteRule/updateWins``.
+    case updateWins
+    /// A Deny delete rule kept the object.
+    case deny
+  }
+
   /// What collided.
   public var kind: Kind
+  /// The rule that settled it (`nil` in conflicts recorded before rules were recorded: the standard rules).
+  public var rule: Rule? = nil
+  /// The values kept, by field name, for a field conflict (the winner's value, or a custom resolver's).
+  public var keptFields: [String: MirrorField]? = nil
   /// The object's global identity.
   public var globalID: UUID
   /// The object's entity.
   public var entityName: String
   /// The field (update/update) — `nil` for delete/update.
   public var field: String?
-  /// The values that lost, by field name.
+  /// The values that lost, by field name (none when a delete lost).
   public var losingFields: [String: MirrorField]
   /// The replica whose change won, and the position it was given.
   public var winningReplica: UUID

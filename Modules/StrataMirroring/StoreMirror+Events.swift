@@ -59,6 +59,9 @@ extension StoreMirror {
   func round(pushing push: (inout SyncReport) async throws -> Void) async throws -> SyncReport {
     guard claimSync(true) else { throw MirrorError.syncInProgress }
     defer { _ = claimSync(false) }
+    // Another process syncing the same store file: wait for its round to end.
+    let fileLock = try await SyncFileLock.acquire(beside: container.storeDescriptions.first?.url)
+    defer { withExtendedLifetime(fileLock) {} }
     var report = SyncReport()
     let started = Date()
     try await phase(.push, &report, push)
@@ -86,6 +89,10 @@ extension StoreMirror {
   @discardableResult
   func reachHub() async throws -> Int64 {
     do {
+      if !admitted.withLock({ $0 }) {
+        try await hub.admit(replicaOf: container.model)
+        admitted.withLock { $0 = true }
+      }
       let position = try await hub.lastPosition()
       contact.withLock { $0 = HubContact(isConnected: true, hubPosition: max(position, $0.hubPosition ?? 0)) }
       return position

@@ -31,6 +31,8 @@ public final class StoreMirror: Sendable {
   /// How many log entries one pull applies in one local transaction.
   public let pullBatchSize: Int
   private let isSyncing = Locked(false)
+  /// Whether the hub accepted this replica's model (`MirrorHub.admit(replicaOf:)`), asked once.
+  let admitted = Locked(false)
   /// What this mirror last learned of the hub.
   let contact = Locked(HubContact())
   let subscribers = Locked<[UUID: AsyncStream<MirrorEvent>.Continuation]>([:])

@@ -37,13 +37,20 @@ public final class PostgresHub: MirrorHub {
   /// The URI's password in the forms an error message could quote it, to hide it there.
   private let secrets: [String]
   private let model: ObjectModel
+  private let policies: MirrorPolicies
   private let state = Locked(State())
 
-  /// A hub in `schema` of the database `uri` names (a libpq URI or key/value string). Nothing connects
-  /// until the first call.
+  /// A hub in `schema` of the database `uri` names (a libpq URI or key/value string), settling conflicts by
+  /// `policies`. The merge runs in the pushing process, so every process that builds this hub must give the
+  /// same policies. Nothing connects until the first call.
+  ///
+  /// ```swift
+  /// let policies = MirrorPolicies(entities: ["Tasting": MirrorPolicy(conflicts: .hubWins)])
+  /// let hub = try PostgresHub(uri: "postgresql:///potatoes", schema: "mirror", model: model, policies: policies)
+  /// ```
   ///
   /// - Throws: `MirrorError.unsupported` for a schema name that is not a plain identifier.
-  public init(uri: String, schema: String, model: ObjectModel) throws {
+  public init(uri: String, schema: String, model: ObjectModel, policies: MirrorPolicies = .standard) throws {
     guard let first = schema.first, first.isLetter || first == "_",
       schema.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }), schema.count <= 63
     else {
@@ -52,6 +59,7 @@ public final class PostgresHub: MirrorHub {
     self.uri = uri
     self.schema = schema
     self.model = model
+    self.policies = policies
     let components = URLComponents(string: uri)
     secrets = [components?.password, components?.percentEncodedPassword].compactMap { $0 }.filter { !$0.isEmpty }
   }
@@ -67,7 +75,9 @@ public final class PostgresHub: MirrorHub {
   /// - Throws: `MirrorError.unsupported` for a location that is not a `postgresql://` URI, whose path has
   ///   more than two components, or whose schema is not a plain identifier; the message never holds the
   ///   password.
-  public convenience init(location: String, defaultSchema: String, model: ObjectModel) throws {
+  public convenience init(
+    location: String, defaultSchema: String, model: ObjectModel, policies: MirrorPolicies = .standard
+  ) throws {
     guard var components = URLComponents(string: location), components.scheme == "postgresql" || components.scheme == "postgres"
     else {
       throw MirrorError.unsupported(
@@ -85,7 +95,7 @@ public final class PostgresHub: MirrorHub {
       schema = items.remove(at: index).value ?? defaultSchema
     }
     components.queryItems = items.isEmpty ? nil : items
-    try self.init(uri: components.string ?? location, schema: schema, model: model)
+    try self.init(uri: components.string ?? location, schema: schema, model: model, policies: policies)
   }
   /// Where an ordinary Strata PostgreSQL store beside the hub's tables lives: the hub's database URI with
   /// its schema as the `schema` query item. Open a container there (`StoreDescription(type: .postgres,
@@ -190,6 +200,25 @@ public final class PostgresHub: MirrorHub {
     }
   }
 
+  /// Refuses a replica of another app's model: the hub's schema records the model the hub was created with,
+  /// and this hub's model must be a version of it (checked when it connects), as the replica's must be a
+  /// version of this hub's. Connects first.
+  ///
+  /// ```swift
+  /// try await hub.admit(replicaOf: container.model)
+  /// ```
+  ///
+  /// - Throws: `MirrorError.unsupported` naming the entities of both models (nothing is written);
+  ///   `MirrorError.hubUnreachable` when the server cannot be reached.
+  public func admit(replicaOf replica: ObjectModel) async throws {
+    try withConnection { _, _ in }
+    if let reason = MirrorModel.mismatch(
+      hub: MirrorModel.appEntities(of: model), other: MirrorModel.appEntities(of: replica), what: "this replica's model")
+    {
+      throw MirrorError.unsupported(reason)
+    }
+  }
+
   /// The live objects' current fields, by global identity (what every replica converges to).
   ///
   /// - Throws: `MirrorError.hubUnreachable` or `MirrorError.hubFailed`.
@@ -255,8 +284,14 @@ public final class PostgresHub: MirrorHub {
     let last = try connection.query("SELECT coalesce(max(position), 0) FROM \(table("log"))").first?.first ?? nil
     let lastPosition = last.flatMap { Int64($0) } ?? 0
     let before = try cached.flatMap { $0.position == lastPosition ? $0.objects : nil } ?? loadObjects(connection)
-    var ledger = HubLedger(model: model, objects: before, lastPosition: lastPosition)
-    let receipt = try ledger.apply(transaction)
+    var ledger = HubLedger(model: model, objects: before, lastPosition: lastPosition, policies: policies)
+    let receipt = try ledger.apply(transaction) { id, position in
+      // Only a custom resolver's base value asks: the stored entries naming the object, newest first.
+      try connection.query(
+        "SELECT changes FROM \(self.table("log")) WHERE position <= $1 AND strpos(changes, $2) > 0 ORDER BY position DESC",
+        [String(position), id.uuidString]
+      ).map { try self.decode(MirrorLogEntry.self, $0.first ?? nil) }
+    }
     after = (receipt.position, ledger.objects)
     for (id, object) in ledger.objects where before[id] != object {
       try connection.query(
@@ -335,9 +370,51 @@ public final class PostgresHub: MirrorHub {
     }
   }
 
+  /// Refuses a schema this hub must not write to, before writing anything: a hub of another app's model
+  /// (its `strata_mirror_model` names its entities), a Strata store of another app's model
+  /// (`_strata_metadata`), or tables that are neither. Versions of one app's model are accepted (see
+  /// `MirrorModel.mismatch`). Returns whether the hub's model is recorded.
+  private func checkSchema(_ connection: HubConnection) throws -> Bool {
+    let tables = Set(
+      try connection.query(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+          + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')", [schema]
+      ).compactMap { $0.first ?? nil })
+    let mine = MirrorModel.appEntities(of: model)
+    if tables.contains("strata_mirror_model") {
+      let rows = try connection.query("SELECT key, value FROM \(table("model"))")
+      let record = Dictionary(rows.compactMap { row in row.count == 2 ? row[0].map { ($0, row[1] ?? "") } : nil }) { $1 }
+      if let entities = record["entities"], record["fingerprint"] != model.fingerprint,
+        let reason = MirrorModel.mismatch(
+          hub: entities.split(separator: ",").map(String.init), other: mine, what: "this replica's model")
+      {
+        throw MirrorError.unsupported("the hub in schema '\(schema)': \(reason)")
+      }
+      return record["entities"] != nil
+    }
+    if tables.contains("_strata_metadata") {
+      let json = try connection.query("SELECT value FROM \"\(schema)\"._strata_metadata WHERE key = 'model'").first?.first ?? nil
+      if let json, let stored = try? ObjectModel.decode(jsonData: Data(json.utf8)),
+        let reason = MirrorModel.mismatch(
+          hub: mine, other: MirrorModel.appEntities(of: stored), what: "the Strata store in schema '\(schema)'")
+      {
+        throw MirrorError.unsupported("the schema '\(schema)' is not this app's hub: \(reason)")
+      }
+      return false
+    }
+    let others = tables.filter { !$0.hasPrefix("strata_mirror_") }
+    guard others.isEmpty else {
+      throw MirrorError.unsupported(
+        "the schema '\(schema)' holds \(others.count) \(others.count == 1 ? "table" : "tables") that are neither a mirror hub "
+          + "nor a Strata store (\(others.sorted().prefix(3).joined(separator: ", "))); nothing was changed")
+    }
+    return false
+  }
+
   private func createTables(_ connection: HubConnection) throws {
     // `IF NOT EXISTS` notices ("already exists, skipping") would go to standard error on every connection.
     try connection.query("SET client_min_messages TO warning")
+    let recorded = try checkSchema(connection)
     try connection.query("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"")
     try connection.query(
       "CREATE TABLE IF NOT EXISTS \(table("log")) (position bigint PRIMARY KEY, replica uuid NOT NULL, "
@@ -351,6 +428,18 @@ public final class PostgresHub: MirrorHub {
     try connection.query(
       "CREATE TABLE IF NOT EXISTS \(table("conflicts")) (id bigserial PRIMARY KEY, position bigint NOT NULL, "
         + "conflict text NOT NULL)")
+    try connection.query("CREATE TABLE IF NOT EXISTS \(table("model")) (key text PRIMARY KEY, value text NOT NULL)")
+    guard !recorded else { return }
+    // The model the hub was created with (or first reached with, for a hub made before the record existed).
+    let record = [
+      ("format", "strata-mirror-hub-1"), ("fingerprint", model.fingerprint),
+      ("entities", MirrorModel.appEntities(of: model).joined(separator: ",")),
+      ("model", String(decoding: try model.jsonData(), as: UTF8.self)),
+    ]
+    for (key, value) in record {
+      try connection.query(
+        "INSERT INTO \(table("model")) (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", [key, value])
+    }
   }
 
   private func table(_ name: String) -> String { "\"\(schema)\".strata_mirror_\(name)" }
@@ -379,15 +468,25 @@ public final class PostgresHub: MirrorHub {
 public struct PostgresHubFactory: MirrorHubFactory {
   /// The schema of a location that names none.
   public let defaultSchema: String
+  /// The conflict rules of the hubs it makes (every replica must be given the same).
+  public let policies: MirrorPolicies
 
-  /// A factory whose hubs use `defaultSchema` when a location names no schema.
-  public init(defaultSchema: String) { self.defaultSchema = defaultSchema }
+  /// A factory whose hubs use `defaultSchema` when a location names no schema, and settle conflicts by
+  /// `policies`.
+  ///
+  /// ```swift
+  /// let hubs = PostgresHubFactory(defaultSchema: "potatoes_hub", policies: MirrorPolicies(entities: ["Tasting": MirrorPolicy(conflicts: .hubWins)]))
+  /// ```
+  public init(defaultSchema: String, policies: MirrorPolicies = .standard) {
+    self.defaultSchema = defaultSchema
+    self.policies = policies
+  }
 
   public func accepts(_ location: String) -> Bool {
     location.hasPrefix("postgresql://") || location.hasPrefix("postgres://")
   }
 
   public func makeHub(at location: String, model: ObjectModel) throws -> any MirrorHub {
-    try PostgresHub(location: location, defaultSchema: defaultSchema, model: model)
+    try PostgresHub(location: location, defaultSchema: defaultSchema, model: model, policies: policies)
   }
 }
