@@ -140,7 +140,7 @@ extension TaterRaterCommand {
     @OptionGroup var storeOptions: StoreFlags
     @Flag(
       help:
-        "Print a JSON array of {kind, entity, object, field, losingValues, winningReplica, winningPosition, losingReplica, losingPosition}."
+        "Print a JSON array of {kind, rule, entity, object, field, losingValues, keptValues, winningReplica, winningPosition, losingReplica, losingPosition}."
     )
     var json = false
 
@@ -154,10 +154,10 @@ extension TaterRaterCommand {
         guard !conflicts.isEmpty else { return print("No conflicts.") }
         print(
           textTable(
-            headers: ["Position", "Kind", "Entity", "Field", "Losing values"],
+            headers: ["Position", "Kind", "Rule", "Entity", "Field", "Losing values"],
             rows: conflicts.map {
               [
-                String($0.winningPosition), $0.kind, $0.entity, $0.field ?? "",
+                String($0.winningPosition), $0.kind, $0.rule ?? "", $0.entity, $0.field ?? "",
                 $0.losingValues.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value ?? "nil")" }.joined(separator: ", "),
               ]
             }))
@@ -314,7 +314,9 @@ struct JSONConflict: Encodable {
   var entity: String
   var object: String
   var field: String?
+  var rule: String?
   var losingValues: [String: String?]
+  var keptValues: [String: String?]?
   var winningReplica: String
   var winningPosition: Int64
   var losingReplica: String
@@ -325,7 +327,9 @@ struct JSONConflict: Encodable {
     entity = conflict.entityName
     object = conflict.globalID.uuidString
     field = conflict.field
+    rule = conflict.rule?.rawValue
     losingValues = conflict.losingFields.mapValues(Self.text)
+    keptValues = conflict.keptFields?.mapValues(Self.text)
     winningReplica = conflict.winningReplica.uuidString
     winningPosition = conflict.winningPosition
     losingReplica = conflict.losingReplica.uuidString
@@ -333,16 +337,19 @@ struct JSONConflict: Encodable {
   }
 
   enum CodingKeys: String, CodingKey {
-    case kind, entity, object, field, losingValues, winningReplica, winningPosition, losingReplica, losingPosition
+    case kind, rule, entity, object, field, losingValues, keptValues, winningReplica, winningPosition, losingReplica
+    case losingPosition
   }
 
   func encode(to encoder: any Encoder) throws {
     var container = encoder.container(keyedBy: CodingKeys.self)
     try container.encode(kind, forKey: .kind)
+    try container.encode(rule, forKey: .rule)
     try container.encode(entity, forKey: .entity)
     try container.encode(object, forKey: .object)
     try container.encode(field, forKey: .field)
     try container.encode(losingValues, forKey: .losingValues)
+    try container.encode(keptValues, forKey: .keptValues)
     try container.encode(winningReplica, forKey: .winningReplica)
     try container.encode(winningPosition, forKey: .winningPosition)
     try container.encode(losingReplica, forKey: .losingReplica)

@@ -57,12 +57,12 @@ public enum MirrorModel {
 
   /// Why a hub of `hub`'s entities refuses a replica (or a hub, or a store) of `other`'s: `nil` when they
   /// are versions of one app's model (one's entity names hold all of the other's), else one line naming
-  /// both, for `what` (the other side: "this replica's model").
-  package static func mismatch(hub: [String], other: [String], what: String) -> String? {
+  /// both, for `what` (the other side: "this replica's model") and `hubName` (the hub's side).
+  package static func mismatch(hub: [String], other: [String], what: String, hubName: String = "the hub's") -> String? {
     let (mine, theirs) = (Set(hub).subtracting([stateEntity]), Set(other).subtracting([stateEntity]))
     guard !mine.isSubset(of: theirs) && !theirs.isSubset(of: mine) else { return nil }
     func list(_ names: Set<String>) -> String { names.sorted().joined(separator: ", ") }
-    return "\(what) (entities \(list(theirs))) is another model than the hub's (entities \(list(mine))); nothing was changed"
+    return "\(what) (entities \(list(theirs))) is another model than \(hubName) (entities \(list(mine))); nothing was changed"
   }
 
   /// Whether `model` already holds the mirror's additions.

@@ -386,9 +386,10 @@ public final class PostgresHub: MirrorHub {
       let record = Dictionary(rows.compactMap { row in row.count == 2 ? row[0].map { ($0, row[1] ?? "") } : nil }) { $1 }
       if let entities = record["entities"], record["fingerprint"] != model.fingerprint,
         let reason = MirrorModel.mismatch(
-          hub: entities.split(separator: ",").map(String.init), other: mine, what: "this replica's model")
+          hub: entities.split(separator: ",").map(String.init), other: mine, what: "this replica's model",
+          hubName: "the hub's in schema '\(schema)'")
       {
-        throw MirrorError.unsupported("the hub in schema '\(schema)': \(reason)")
+        throw MirrorError.unsupported(reason)
       }
       return record["entities"] != nil
     }
@@ -398,7 +399,7 @@ public final class PostgresHub: MirrorHub {
         let reason = MirrorModel.mismatch(
           hub: mine, other: MirrorModel.appEntities(of: stored), what: "the Strata store in schema '\(schema)'")
       {
-        throw MirrorError.unsupported("the schema '\(schema)' is not this app's hub: \(reason)")
+        throw MirrorError.unsupported(reason)
       }
       return false
     }

@@ -94,6 +94,8 @@ struct TaterRaterSyncCLITests {
     #expect(conflicts.count == 1 + (joined["conflicts"] ?? 0))
     #expect(last["kind"] as? String == "updateVersusUpdate" && last["field"] as? String == "userRating", "\(last)")
     #expect((last["losingValues"] as? [String: Any])?["userRating"] as? String == "1", "\(last)")
+    #expect(last["rule"] as? String == "laterPushWins", "\(last)")
+    #expect((last["keptValues"] as? [String: Any])?["userRating"] as? String == "5", "\(last)")
 
     try expectServerStoreConverged(server, listed: listed)
 
@@ -122,6 +124,45 @@ struct TaterRaterSyncCLITests {
     _ = try ok(a, "sync")
     #expect(try ok(a, "list", "--json") == rerated)
     #expect(try ok(direct, "list", "--json") == rerated)
+  }
+
+  /// Bad input: a server URI that is not one, and a schema holding another app's store (FaveFlicks'): each
+  /// one line and exit 1, nothing changed on either side (the FaveFlicks store lists the same, and the
+  /// schema gets no hub tables); the password never shows.
+  @Test func aMalformedURIOrAnotherAppsSchemaIsOneLineAndChangesNothing() throws {
+    defer { try? FileManager.default.removeItem(at: directory) }
+    _ = try ok(a, "import", "--seed", "3")
+    _ = try ok(a, "rate", "Agria", "3")
+    let before = try json(try ok(a, "sync", "status", "--json"))
+
+    let malformed = try run(a, "sync", "--server", "potatoes at the server")
+    #expect(malformed.status == 1 && malformed.stdout.isEmpty, "\(malformed.stdout) \(malformed.stderr)")
+    #expect(malformed.stderr.split(separator: "\n").count == 1 && malformed.stderr.contains("URI"), "\(malformed.stderr)")
+
+    let flicks = try PostgresServer.freshLocation()
+    let store = ["--store", "postgres", "--path", flicks]
+    let added = try Executables.run(
+      "fave-flicks", ["add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15"] + store)
+    #expect(added.status == 0, "\(added.stderr)")
+    let movies = try Executables.run("fave-flicks", ["list", "--json"] + store)
+    let secret = "s3cret-word"
+    let withPassword = try #require(
+      flicks.hasPrefix("postgresql://") ? "postgresql://postgres:\(secret)@" + flicks.dropFirst("postgresql://".count) : nil)
+    for server in [flicks, withPassword] {
+      let refused = try run(a, "sync", "--server", server)
+      #expect(refused.status == 1 && refused.stdout.isEmpty, "\(refused.stdout) \(refused.stderr)")
+      #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+      #expect(refused.stderr.contains("Movie") && refused.stderr.contains("Potato"), "\(refused.stderr)")
+      #expect(!refused.stderr.contains(secret), "\(refused.stderr)")
+    }
+    #expect(try Executables.run("fave-flicks", ["list", "--json"] + store).stdout == movies.stdout)
+    let schema = try #require(URLComponents(string: flicks)?.path.split(separator: "/").last.map(String.init))
+    let hubTables = try PostgresOperatorCLITests.psql(
+      "SELECT count(*) FROM pg_tables WHERE schemaname = '\(schema)' AND tablename LIKE 'strata_mirror%'")
+    #expect(hubTables.stdout == "0\n", "\(hubTables.stdout) \(hubTables.stderr)")
+    let after = try json(try ok(a, "sync", "status", "--json"))
+    #expect(after["server"] is NSNull && after["replica"] is NSNull, "nothing of the mirror was written: \(after)")
+    #expect(after["pending"] as? Int == before["pending"] as? Int, "\(after)")
   }
 
   @Test func anUnreachableServerIsOneLineAndTheStoreIsUnchanged() throws {

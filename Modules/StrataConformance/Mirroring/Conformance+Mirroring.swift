@@ -9,8 +9,8 @@ import Testing
 enum MirroringCases {
   /// A bed "north" with plants a, b, c (in that order) and a pest "aphid" on plant a, created on A and
   /// synced to B.
-  static func planted(_ backend: ConformanceBackend) async throws -> MirrorGarden {
-    let garden = try MirrorGarden(backend)
+  static func planted(_ backend: ConformanceBackend, policies: MirrorPolicies = .standard) async throws -> MirrorGarden {
+    let garden = try MirrorGarden(backend, policies: policies)
     let bed = MirrorBed(context: garden.a.context)
     bed.name = "north"
     for name in ["a", "b", "c"] { garden.a.addPlant(name, in: bed) }
@@ -48,6 +48,71 @@ enum MirroringCases {
     let conflicts = try await garden.conflicts(.updateVersusUpdate)
     #expect(conflicts.map(\.field) == ["height"])
     #expect(conflicts.first?.losingFields["height"] == .value(.int(7)))
+  }
+
+  /// The same attribute changed on both replicas under `hubWins` for plants: the value the hub held (A's,
+  /// pushed first) stays everywhere, B's recorded as the losing one.
+  static let updateUpdateSameAttributeHubWins: Conformance.Check = { backend in
+    let garden = try await planted(
+      backend, policies: MirrorPolicies(entities: ["MirrorPlant": MirrorPolicy(conflicts: .hubWins)]))
+    try garden.a.plant("b").height = 7
+    try garden.a.context.save()
+    try garden.b.plant("b").height = 9
+    try garden.b.context.save()
+    try await garden.converge()
+    #expect(try garden.a.plant("b").height == 7 && garden.b.plant("b").height == 7)
+    let conflicts = try await garden.conflicts(.updateVersusUpdate)
+    #expect(conflicts.map(\.rule) == [.hubWins])
+    #expect(conflicts.first?.losingFields["height"] == .value(.int(9)))
+  }
+
+  /// The same attribute changed on both replicas under a custom resolver (both sides' additions add up:
+  /// 1 → 7 on A, 1 → 9 on B give 15): the resolver's value everywhere.
+  static let updateUpdateSameAttributeCustomResolver: Conformance.Check = { backend in
+    let addBoth = MirrorConflictPolicy.custom { values in
+      guard case .value(.int(let local)) = values.local, case .value(.int(let hub))? = values.hub,
+        case .value(.int(let base))? = values.base
+      else { return values.local }
+      return .value(.int(local + hub - base))
+    }
+    let garden = try await planted(backend, policies: MirrorPolicies(defaultPolicy: MirrorPolicy(conflicts: addBoth)))
+    try garden.a.plant("b").height = 7
+    try garden.a.context.save()
+    try garden.b.plant("b").height = 9
+    try garden.b.context.save()
+    try await garden.converge()
+    #expect(try garden.a.plant("b").height == 15 && garden.b.plant("b").height == 15)
+    #expect(try await garden.conflicts(.updateVersusUpdate).first?.keptFields == ["height": .value(.int(15))])
+  }
+
+  /// Under `updateWins`, a delete pushed after an update it had not seen is not applied: the plant is back
+  /// on the deleter, in its bed's list, with the update.
+  static let deleteUpdateUpdateWinsRestores: Conformance.Check = { backend in
+    let policies = MirrorPolicies(entities: ["MirrorPlant": MirrorPolicy(deleteVersusUpdate: .updateWins)])
+    let garden = try await planted(backend, policies: policies)
+    try garden.a.plant("c").height = 3
+    try garden.a.context.save()
+    garden.b.context.delete(try garden.b.plant("c"))
+    try garden.b.context.save()
+    try await garden.converge()
+    #expect(try garden.b.plant("c").height == 3)
+    #expect(try garden.b.bed("north").plants.map(\.name) == ["a", "b", "c"])
+    #expect(try await garden.conflicts(.deleteVersusUpdate).map(\.rule) == [.updateWins])
+  }
+
+  /// Under `updateWins`, an update pushed after a delete it had not seen brings the plant back everywhere,
+  /// with the update.
+  static let deleteUpdateUpdateWinsRevives: Conformance.Check = { backend in
+    let policies = MirrorPolicies(entities: ["MirrorPlant": MirrorPolicy(deleteVersusUpdate: .updateWins)])
+    let garden = try await planted(backend, policies: policies)
+    garden.a.context.delete(try garden.a.plant("c"))
+    try garden.a.context.save()
+    try garden.b.plant("c").height = 3
+    try garden.b.context.save()
+    try await garden.converge()
+    #expect(try garden.a.plant("c").height == 3 && garden.b.plant("c").height == 3)
+    #expect(try garden.a.plant("c").bed?.name == "north")
+    #expect(try await garden.conflicts(.deleteVersusUpdate).map(\.rule) == [.updateWins])
   }
 
   /// An object deleted on one replica and updated on the other: the delete wins, the update recorded.

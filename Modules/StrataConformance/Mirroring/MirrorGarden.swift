@@ -32,10 +32,11 @@ final class MirrorGarden {
   let a: GardenReplica
   let b: GardenReplica
 
-  /// `pullBatchSize` is the replicas' (1: every hub entry is applied in a local save of its own).
-  init(_ backend: ConformanceBackend, pullBatchSize: Int = 500) throws {
+  /// `pullBatchSize` is the replicas' (1: every hub entry is applied in a local save of its own); the hub
+  /// settles conflicts by `policies`.
+  init(_ backend: ConformanceBackend, pullBatchSize: Int = 500, policies: MirrorPolicies = .standard) throws {
     let model = try MirrorModel.adding(to: ObjectModel(types: Self.types))
-    hub = MemoryHub(model: model)
+    hub = MemoryHub(model: model, policies: policies)
     a = try GardenReplica(backend, model: model, hub: hub, pullBatchSize: pullBatchSize)
     b = try GardenReplica(backend, model: model, hub: hub, pullBatchSize: pullBatchSize)
   }

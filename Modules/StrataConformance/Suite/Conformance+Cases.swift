@@ -379,7 +379,11 @@ extension Conformance.Area {
       return named([
         "updateUpdateDifferentAttributesMerge": M.updateUpdateDifferentAttributesMerge,
         "updateUpdateSameAttributeLaterPushWins": M.updateUpdateSameAttributeLaterPushWins,
+        "updateUpdateSameAttributeHubWins": M.updateUpdateSameAttributeHubWins,
+        "updateUpdateSameAttributeCustomResolver": M.updateUpdateSameAttributeCustomResolver,
         "deleteUpdateDeleteWins": M.deleteUpdateDeleteWins,
+        "deleteUpdateUpdateWinsRestores": M.deleteUpdateUpdateWinsRestores,
+        "deleteUpdateUpdateWinsRevives": M.deleteUpdateUpdateWinsRevives,
         "deleteRelateDropsTheLink": M.deleteRelateDropsTheLink,
         "createCreateSameUniqueKeyIsOneObject": M.createCreateSameUniqueKeyIsOneObject,
         "denyKeepsAParentThatGainedAChild": M.denyKeepsAParentThatGainedAChild,
