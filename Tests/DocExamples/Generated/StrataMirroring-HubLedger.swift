@@ -25,15 +25,15 @@ func StrataMirroring_HubLedger_1(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 2, on `public init(model: ObjectModel)`
+// Modules/StrataMirroring/HubLedger.swift, example 2, on `public init(model: ObjectModel, policies: MirrorPolicies = .standard)`
 func StrataMirroring_HubLedger_2(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
-    var ledger = HubLedger(model: container.model)
+    var ledger = HubLedger(model: container.model, policies: MirrorPolicies(entities: ["Tasting": MirrorPolicy(conflicts: .hubWins)]))
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 3, on `public init(model: ObjectModel, objects: [UUID: Object], lastPosition: Int64)`
+// Modules/StrataMirroring/HubLedger.swift, example 3, on `public init(model: ObjectModel, objects: [UUID: Object], lastPosition: Int64, policies: MirrorPolicies = .standard)`
 func StrataMirroring_HubLedger_3(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
@@ -52,8 +52,18 @@ func StrataMirroring_HubLedger_4(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 5, on `public func entries(after position: Int64, limit: Int) -> [MirrorLogEntry]`
+// Modules/StrataMirroring/HubLedger.swift, example 5, on `public mutating func apply(`
 func StrataMirroring_HubLedger_5(_ scope: DocScope) throws {
+  let container: PersistentContainer = scope.container
+  do {
+    var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
+    let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 40, changes: [])
+    let receipt = try ledger.apply(pushed) { id, position in [] }
+  }
+}
+
+// Modules/StrataMirroring/HubLedger.swift, example 6, on `public func entries(after position: Int64, limit: Int) -> [MirrorLogEntry]`
+func StrataMirroring_HubLedger_6(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     let ledger = HubLedger(model: container.model)

@@ -26,10 +26,12 @@ func StrataMirroring_MemoryHub_1(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/MemoryHub.swift, example 2, on `public init(model: ObjectModel)`
+// Modules/StrataMirroring/MemoryHub.swift, example 2, on `public init(model: ObjectModel, policies: MirrorPolicies = .standard)`
 func StrataMirroring_MemoryHub_2(_ scope: DocScope) throws {
+  let model: ObjectModel = scope.model
   do {
     let hub = MemoryHub(model: try ObjectModel(Potato.self, Tasting.self))
+    let strict = MemoryHub(model: model, policies: MirrorPolicies(defaultPolicy: MirrorPolicy(conflicts: .hubWins)))
   }
 }
 
@@ -46,5 +48,14 @@ func StrataMirroring_MemoryHub_4(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     for await position in hub.newPositions() { print("the hub is at \(position)") }
+  }
+}
+
+// Modules/StrataMirroring/MemoryHub.swift, example 5, on `public func admit(replicaOf model: ObjectModel) async throws`
+func StrataMirroring_MemoryHub_5(_ scope: DocScope) async throws {
+  let container: PersistentContainer = scope.container
+  let hub: MemoryHub = scope.hub
+  do {
+    try await hub.admit(replicaOf: container.model)
   }
 }

@@ -25,8 +25,18 @@ func StrataPostgresHub_PostgresHub_1(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 2, on `public convenience init(location: String, defaultSchema: String, model: ObjectModel) throws`
+// Modules/StrataPostgresHub/PostgresHub.swift, example 2, on `public init(uri: String, schema: String, model: ObjectModel, policies: MirrorPolicies = .standard) throws`
 func StrataPostgresHub_PostgresHub_2(_ scope: DocScope) throws {
+  let model: ObjectModel = scope.model
+  let mirror: StoreMirror = scope.mirror
+  do {
+    let policies = MirrorPolicies(entities: ["Tasting": MirrorPolicy(conflicts: .hubWins)])
+    let hub = try PostgresHub(uri: "postgresql:///potatoes", schema: "mirror", model: model, policies: policies)
+  }
+}
+
+// Modules/StrataPostgresHub/PostgresHub.swift, example 3, on `public convenience init(`
+func StrataPostgresHub_PostgresHub_3(_ scope: DocScope) throws {
   let model: ObjectModel = scope.model
   let mirror: StoreMirror = scope.mirror
   do {
@@ -34,8 +44,8 @@ func StrataPostgresHub_PostgresHub_2(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 3, on `public var storeLocation: URL`
-func StrataPostgresHub_PostgresHub_3(_ scope: DocScope) throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 4, on `public var storeLocation: URL`
+func StrataPostgresHub_PostgresHub_4(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   let mirror: StoreMirror = scope.mirror
   do {
@@ -44,8 +54,8 @@ func StrataPostgresHub_PostgresHub_3(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 4, on `public func withServerStoreLock<R>(_ body: () async throws -> R) async throws -> R`
-func StrataPostgresHub_PostgresHub_4(_ scope: DocScope) async throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 5, on `public func withServerStoreLock<R>(_ body: () async throws -> R) async throws -> R`
+func StrataPostgresHub_PostgresHub_5(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
   let mirror: StoreMirror = scope.mirror
   do {
@@ -54,26 +64,42 @@ func StrataPostgresHub_PostgresHub_4(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 5, on `public func loseReplies(_ count: Int)`
-func StrataPostgresHub_PostgresHub_5(_ scope: DocScope) throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 6, on `public func loseReplies(_ count: Int)`
+func StrataPostgresHub_PostgresHub_6(_ scope: DocScope) throws {
   let hub: MemoryHub = scope.hub
   do {
     hub.loseReplies(1)
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 6, on `public func newPositions() -> AsyncStream<Int64>`
-func StrataPostgresHub_PostgresHub_6(_ scope: DocScope) async throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 7, on `public func admit(replicaOf replica: ObjectModel) async throws`
+func StrataPostgresHub_PostgresHub_7(_ scope: DocScope) async throws {
+  let container: PersistentContainer = scope.container
+  let hub: MemoryHub = scope.hub
+  do {
+    try await hub.admit(replicaOf: container.model)
+  }
+}
+
+// Modules/StrataPostgresHub/PostgresHub.swift, example 8, on `public func newPositions() -> AsyncStream<Int64>`
+func StrataPostgresHub_PostgresHub_8(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     for await position in hub.newPositions() { print("the hub is at \(position)") }
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 7, on `public struct PostgresHubFactory: MirrorHubFactory`
-func StrataPostgresHub_PostgresHub_7(_ scope: DocScope) throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 9, on `public struct PostgresHubFactory: MirrorHubFactory`
+func StrataPostgresHub_PostgresHub_9(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     let mirror = try container.startMirroring(hubs: [PostgresHubFactory(defaultSchema: "potatoes_hub")])
+  }
+}
+
+// Modules/StrataPostgresHub/PostgresHub.swift, example 10, on `public init(defaultSchema: String, policies: MirrorPolicies = .standard)`
+func StrataPostgresHub_PostgresHub_10(_ scope: DocScope) throws {
+  do {
+    let hubs = PostgresHubFactory(defaultSchema: "potatoes_hub", policies: MirrorPolicies(entities: ["Tasting": MirrorPolicy(conflicts: .hubWins)]))
   }
 }
