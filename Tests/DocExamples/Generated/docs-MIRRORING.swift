@@ -46,3 +46,18 @@ func docs_MIRRORING_2(_ scope: DocScope) throws {
     let mirror = try container.startMirroring(hubs: [PostgresHubFactory(defaultSchema: "potatoes_hub")])
   }
 }
+
+// docs/MIRRORING.md, example 3
+func docs_MIRRORING_3(_ scope: DocScope) throws {
+  let hub: MemoryHub = scope.hub
+  do {
+    let mirrored = try MirrorModel.adding(to: ObjectModel(Potato.self, Tasting.self))
+    let policies = MirrorPolicies(entities: [
+      "Tasting": MirrorPolicy(conflicts: .hubWins),
+      "Potato": MirrorPolicy(deleteVersusUpdate: .updateWins),
+    ])
+    let memory = MemoryHub(model: mirrored, policies: policies)
+    let server = try PostgresHub(location: "postgresql://db.example.com/potatoes/hub", defaultSchema: "potatoes_hub", model: mirrored, policies: policies)
+    let hubs = [PostgresHubFactory(defaultSchema: "potatoes_hub", policies: policies)]
+  }
+}
