@@ -5,8 +5,8 @@ import StrataCore
 /// each field's last change, tombstones, the log, the idempotency keys and the recorded conflicts.
 ///
 /// A hub keeps one ledger and applies each push to it inside one of its own transactions; the rules
-/// (three-way merge per field, delete wins, delete rules, exactly once) live here, written once for
-/// every hub.
+/// (three-way merge per field, conflicts settled by the entities' ``MirrorPolicies``, delete rules,
+/// exactly once) live here, written once for every hub.
 ///
 /// ```swift
 /// var ledger = HubLedger(model: container.model)
