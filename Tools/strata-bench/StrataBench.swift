@@ -48,9 +48,10 @@ struct StrataBench: AsyncParsableCommand {
       (--rows changes pulled into a fresh replica vs one binary SELECT of the same rows) and mirror_latency \
       (from a save on one automatically syncing replica to the object visible on another, p50 in strata_ms, \
       p99 beside it, over min(100, max(5, rows/1000)) saves; raw: an INSERT and NOTIFY seen by a LISTENing \
-      connection that reads the row). Without --only: the core, history, migration and concurrent \
-      scenarios on SQLite and LMDB. PostgreSQL runs on --postgres-uri or STRATA_POSTGRES_URI, in fresh \
-      schemas dropped afterwards.
+      connection that reads the row). The pull's time grows with the square of a pulled batch's changes, so \
+      at the default --rows it runs for hours: pass a few thousand. Without --only: the core, history, \
+      migration and concurrent scenarios on SQLite and LMDB. PostgreSQL runs on --postgres-uri or \
+      STRATA_POSTGRES_URI, in fresh schemas dropped afterwards.
 
       STRATA_BENCH_PHASES=1 adds phases (and the LMDB migration's peak memory) on standard error; \
       STRATA_BENCH_NO_TRIM=1 skips the malloc_trim before each side (faster, but peak memory is then \
