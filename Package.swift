@@ -153,7 +153,7 @@ let package = Package(
       name: "strata-bench",
       dependencies: [
         "Strata", "StrataSQLite", "StrataMemory", "StrataLMDB", "StrataPostgres", "CSQLite", "CLMDB", "CLibPQ", "StrataCLI",
-        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        "StrataMirroring", "StrataPostgresHub", .product(name: "ArgumentParser", package: "swift-argument-parser"),
       ],
       path: "Tools/strata-bench", swiftSettings: swiftSettings),
     .executableTarget(

@@ -292,20 +292,25 @@ extension ParsableCommand {
   /// and where help is, with exit code 64. `--help` and `--version` print as usual. The store flags
   /// (`--store`, `--path`) may stand before the subcommand as well as after it.
   public static func mainReportingUsageErrors(_ arguments: [String]? = nil) {
-    var command: any ParsableCommand
+    var command = parseReportingUsageErrors(arguments)
     do {
-      command = try parseAsRoot(
+      try command.run()
+    } catch {
+      exit(withError: error)
+    }
+  }
+
+  /// The command the arguments name, as ``mainReportingUsageErrors(_:)`` parses them; a usage error is one
+  /// line on standard error and exit code 64.
+  static func parseReportingUsageErrors(_ arguments: [String]?) -> any ParsableCommand {
+    do {
+      return try parseAsRoot(
         movingStoreFlagsAfterSubcommands(keepingNegativeNumbers(arguments ?? Array(CommandLine.arguments.dropFirst()))))
     } catch {
       guard exitCode(for: error) != .success else { exit(withError: error) }
       let tool = configuration.commandName ?? "command"
       printError(tool: tool, "\(message(for: error)) (see '\(tool) --help')")
       Foundation.exit(exitCode(for: error).rawValue)
-    }
-    do {
-      try command.run()
-    } catch {
-      exit(withError: error)
     }
   }
 
@@ -382,6 +387,25 @@ extension ParsableCommand {
     else { return arguments }
     let flags = arguments[..<index]
     return [arguments[index]] + subcommand.movingStoreFlagsAfterSubcommands(Array(flags + arguments[(index + 1)...]))
+  }
+}
+
+extension AsyncParsableCommand {
+  /// As ``ParsableCommand/mainReportingUsageErrors(_:)``, awaiting the command's asynchronous `run()`:
+  /// call it from an asynchronous `main`, so that no thread is blocked waiting for the command (work bound
+  /// to the main queue, a view context's say, goes on while it runs).
+  public static func asyncMainReportingUsageErrors(_ arguments: [String]? = nil) async {
+    let parsed = parseReportingUsageErrors(arguments)
+    do {
+      if var command = parsed as? any AsyncParsableCommand {
+        try await command.run()
+      } else {
+        var command = parsed
+        try command.run()
+      }
+    } catch {
+      exit(withError: error)
+    }
   }
 }
 

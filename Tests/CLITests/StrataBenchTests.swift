@@ -134,4 +134,29 @@ struct StrataBenchTests {
       #expect(result["ratio"] is Double && result["strata_runs_ms"] is [Double] && result["raw_runs_ms"] is [Double])
     }
   }
+
+  /// `--only mirror` with tiny counts: the push, the pull and the latency, each a line and a JSON entry with
+  /// both sides (their values are not judged).
+  @Test func mirrorReportsThePushThePullAndTheLatency() throws {
+    guard let uri = ProcessInfo.processInfo.environment[PostgresServer.variable], !uri.isEmpty else {
+      Issue.record(Comment(rawValue: PostgresServer.Missing().description))
+      return
+    }
+    let json = FileManager.default.temporaryDirectory.appending(path: "strata-bench-\(UUID().uuidString).json").path
+    defer { try? FileManager.default.removeItem(atPath: json) }
+    let run = try Executables.run(
+      "strata-bench", ["--only", "mirror", "--rows", "200", "--runs", "1", "--postgres-uri", uri, "--json", json])
+    #expect(run.status == 0, "\(run.stderr)")
+    let expected = ["mirror_push_20", "mirror_pull_200", "mirror_latency_5"]
+    let lines = run.stdout.split(separator: "\n").filter { $0.contains(" strata_ms=") }
+    #expect(lines.map { String($0.prefix { $0 != " " }) } == expected, "\(run.stdout)")
+    #expect(lines.allSatisfy { $0.contains(" postgres strata_ms=") && $0.contains(" raw_ms=") })
+    let results = try Self.results(ofJSONAt: json)
+    #expect(results.map { "\($0["scenario"] as? String ?? "?")_\($0["rows"] as? Int ?? 0)" } == expected)
+    for result in results {
+      #expect(result["strata_runs_ms"] as? [Double] != nil && result["raw_runs_ms"] as? [Double] != nil)
+    }
+    let latency = try #require(results.last)
+    #expect(latency["strata_p99_ms"] is Double && latency["raw_p99_ms"] is Double, "\(latency)")
+  }
 }

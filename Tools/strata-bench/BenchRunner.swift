@@ -10,7 +10,7 @@ struct BenchRunner {
     Run.Settings(postgresURI: command.postgresServer, seconds: command.seconds, processes: command.processes)
   }
 
-  func run() throws {
+  func run() async throws {
     let wantsQueries = Scenario.table.contains { $0.group == .queries && command.wants($0, on: .sqlite) }
     if wantsQueries && command.postgresServer == nil {
       let note = "strata-bench: no PostgreSQL server (--postgres-uri URI): the queries on SQLite and LMDB only\n"
@@ -22,6 +22,11 @@ struct BenchRunner {
       measurements += try perform(Group.allCases.filter { $0 != .concurrent }, workload: Workload(rows: rows), runs: command.runs)
     }
     measurements += try perform([.concurrent], workload: Workload(rows: 0), runs: 1)
+    if MirrorBench.scenarios.contains(where: command.wantsMirror) {
+      let mirror = try await MirrorBench(command: command).perform()
+      for measurement in mirror { print(measurement.line) }
+      measurements += mirror
+    }
     if command.scaling { printScaling(measurements, levels: levels) }
     if let path = command.json { try writeJSON(measurements, runs: command.runs, to: path) }
     if let path = command.baseline {

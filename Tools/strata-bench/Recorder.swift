@@ -104,6 +104,24 @@ final class Recorder {
     }
   }
 
+  /// As ``measure(_:_:_:_:)``, for a side that awaits its work (the mirror scenarios).
+  func measureAsync(_ side: Side, _ scenario: String, _ backend: Backend, _ body: () async throws -> Double) async throws {
+    resetPeakMemory()
+    let start = residentMemory()
+    let time = try await body()
+    let peak = start.flatMap { start in residentMemory().map { ($0.peak, max(0, $0.peak - start.current)) } }
+    update(scenario, backend.rawValue) {
+      switch side {
+      case .strata:
+        $0.strata.append(time)
+        $0.strataPeak = Self.higher($0.strataPeak, peak)
+      case .raw:
+        $0.raw.append(time)
+        $0.rawPeak = Self.higher($0.rawPeak, peak)
+      }
+    }
+  }
+
   /// Records one side's time measured elsewhere (by another scenario's side, or in worker processes), without
   /// memory.
   func append(_ side: Side, _ scenario: String, _ backend: Backend, _ time: Double) {

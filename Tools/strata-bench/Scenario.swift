@@ -64,7 +64,7 @@ struct Scenario {
   }
 
   /// Every name `--scenario` accepts: the scenarios' and what they also report.
-  static var names: [String] { table.flatMap { [$0.name] + $0.alsoReports } }
+  static var names: [String] { table.flatMap { [$0.name] + $0.alsoReports } + MirrorBench.scenarios }
 
   /// Runs both sides once in `run` and records them.
   func perform(_ run: Run, recorder: Recorder) throws {

@@ -8,6 +8,7 @@ enum Selection: String, CaseIterable, ExpressibleByArgument {
   case lmdbMigration = "lmdb-migration"
   case concurrent
   case postgresConcurrent = "postgres-concurrent"
+  case mirror
 }
 
 /// Row counts separated by commas (`--levels 10000,100000`).
@@ -27,7 +28,7 @@ struct RowCounts: ExpressibleByArgument {
   var defaultValueDescription: String { counts.map(String.init).joined(separator: ",") }
 }
 
-struct StrataBench: ParsableCommand {
+struct StrataBench: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "strata-bench",
     abstract: "Measures Strata against raw SQLite, LMDB and PostgreSQL loops in one run (use a release build).",
@@ -42,9 +43,15 @@ struct StrataBench: ParsableCommand {
       frc_diffs, batch_insert, traverse_prefetch and traverse_faults; the queries query_first, query_page, \
       query_top10, query_search, query_count; batch_insert_history (history on ÷ off); migrate_add_rename \
       (SQLite), migrate (LMDB); concurrent_saves (processes saving one row per transaction for --seconds: \
-      ms per save, run once per invocation). Without --only: the core, history, migration and concurrent \
-      scenarios on SQLite and LMDB. PostgreSQL runs on --postgres-uri or STRATA_POSTGRES_URI, in fresh \
-      schemas dropped afterwards.
+      ms per save, run once per invocation); the mirror's (--only mirror, a PostgreSQL hub): mirror_push \
+      (--rows/10 local transactions pushed vs the same rows as pipelined libpq transactions), mirror_pull \
+      (--rows changes pulled into a fresh replica vs one binary SELECT of the same rows) and mirror_latency \
+      (from a save on one automatically syncing replica to the object visible on another, p50 in strata_ms, \
+      p99 beside it, over min(100, max(5, rows/1000)) saves; raw: an INSERT and NOTIFY seen by a LISTENing \
+      connection that reads the row). The pull's time grows with the square of a pulled batch's changes, so \
+      at the default --rows it runs for hours: pass a few thousand. Without --only: the core, history, \
+      migration and concurrent scenarios on SQLite and LMDB. PostgreSQL runs on --postgres-uri or \
+      STRATA_POSTGRES_URI, in fresh schemas dropped afterwards.
 
       STRATA_BENCH_PHASES=1 adds phases (and the LMDB migration's peak memory) on standard error; \
       STRATA_BENCH_NO_TRIM=1 skips the malloc_trim before each side (faster, but peak memory is then \
@@ -63,8 +70,8 @@ struct StrataBench: ParsableCommand {
     help: ArgumentHelp(
       """
       One backend's scenarios (sqlite, lmdb, postgres) or a group: queries, history, migration (SQLite's, also \
-      part of a full run), lmdb-migration, concurrent, postgres-concurrent. Queries, lmdb-migration and the \
-      postgres ones run only when named.
+      part of a full run), lmdb-migration, concurrent, postgres-concurrent, mirror. Queries, lmdb-migration, \
+      mirror and the postgres ones run only when named.
       """, valueName: "group"))
   var only: Selection?
 
@@ -107,10 +114,10 @@ struct StrataBench: ParsableCommand {
   var postgresURI: String?
 
   /// Runs a worker process of the concurrent saves (`--concurrent-worker …`, which people do not pass), or
-  /// the command.
-  static func main() {
+  /// the command, awaited: no thread waits on the mirror scenarios' asynchronous work.
+  static func start() async {
     let arguments = Array(CommandLine.arguments.dropFirst())
-    guard arguments.first == "--concurrent-worker" else { return mainReportingUsageErrors() }
+    guard arguments.first == "--concurrent-worker" else { return await asyncMainReportingUsageErrors() }
     do {
       print(try ConcurrentWorker(Array(arguments.dropFirst())).run())
     } catch {
@@ -159,10 +166,22 @@ struct StrataBench: ParsableCommand {
     case .migration: return scenario.group == .migration && backend != .postgres
     case .lmdbMigration: return scenario.group == .lmdbMigration && backend != .postgres
     case .concurrent: return scenario.group == .concurrent && backend != .postgres
+    case .mirror: return false
     }
   }
 
-  func run() throws {
-    try runReportingErrors(tool: "strata-bench") { try BenchRunner(command: self).run() }
+  /// Whether to run the mirror scenario `name` (`--only mirror`, or named by `--scenario`).
+  func wantsMirror(_ name: String) -> Bool {
+    if let scenarios, !scenarios.contains(name) { return false }
+    return only == .mirror || (only == nil && scenarios != nil)
+  }
+
+  func run() async throws {
+    do {
+      try await BenchRunner(command: self).run()
+    } catch {
+      // Reported as every other failure: one line, exit 1 (64 for a usage error).
+      try runReportingErrors(tool: "strata-bench") { throw error }
+    }
   }
 }

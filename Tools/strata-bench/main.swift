@@ -1,2 +1,2 @@
 // strata-bench: Strata against raw SQLite, LMDB and PostgreSQL loops, scenario by scenario, in one run.
-StrataBench.main()
+await StrataBench.start()
