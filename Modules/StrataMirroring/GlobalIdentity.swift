@@ -45,8 +45,11 @@ struct GlobalIdentity: Sendable {
     return ObjectID(entityName: entityName, storeIdentifier: storeIdentifier, primaryKey: Int64(bitPattern: primaryKey))
   }
 
-  /// The live object of `entity` in `context` with global identity `id`, `nil` when there is none.
-  func liveObject(_ id: UUID, entity: String, in context: ObjectContext) throws -> ManagedObject? {
+  /// The live object of `entity` in `context` with global identity `id`, `nil` when there is none; without
+  /// `includingPendingChanges`, an object named by an unsaved change of `context` is not found by that name.
+  func liveObject(
+    _ id: UUID, entity: String, in context: ObjectContext, includingPendingChanges: Bool = true
+  ) throws -> ManagedObject? {
     // An object this replica created is found by its key; once deleted here, the hub may have restored it
     // (a denied delete) as a new local object holding its name, found as pulled objects are.
     if let local = localObjectID(for: id), let object = try? context.existingObject(with: local), !object.isDeleted {
@@ -56,6 +59,7 @@ struct GlobalIdentity: Sendable {
       entityName: entity,
       predicate: try QueryPredicate(format: "\(MirrorModel.identityAttribute) == %@", argumentArray: [id]))
     request.fetchLimit = 1
+    request.includesPendingChanges = includingPendingChanges
     return try context.fetch(request).first.flatMap { $0.isDeleted ? nil : $0 }
   }
 

@@ -2,15 +2,16 @@ import Foundation
 import Strata
 
 extension StoreMirror {
-  /// Pulls the hub's entries after the last pulled position in batches; each batch is applied and the
-  /// new position recorded in one local transaction.
+  /// Pulls the hub's entries after the last pulled position in batches; each batch is applied in saves of
+  /// at most ``pulledChangesPerSave`` changes, each recording its last position in the same transaction.
   func pull(into report: inout SyncReport) async throws {
     let context = mirrorContext()
     var position = try context.performAndWait { try MirrorState(context).pulled }
+    var pending = PendingLocalWork()
     while true {
       let entries = try await hub.pull(after: position, limit: pullBatchSize)
       guard let last = entries.last else { return }
-      report.pulled += try apply(entries)
+      report.pulled += try apply(entries, pending: &pending)
       position = last.position
       noteHubPosition(position)
       try reach(.afterPullBatch)
@@ -18,26 +19,65 @@ extension StoreMirror {
     }
   }
 
-  /// Applies `entries` in order in one save of the mirror's context; returns how many came from other
-  /// replicas. Fields that local transactions not yet pushed have changed are left alone (those
-  /// transactions push them later, and the later push wins on the hub).
-  private func apply(_ entries: [MirrorLogEntry]) throws -> Int {
+  /// The most changes one pulled save applies (an entry larger than that is one save of its own): what a
+  /// save holds is what every lookup of its unique keys looks through, so bounded saves keep a long first
+  /// pull linear in its changes.
+  ///
+  /// ```swift
+  /// let saves = (changesToPull + StoreMirror.pulledChangesPerSave - 1) / StoreMirror.pulledChangesPerSave
+  /// ```
+  public static let pulledChangesPerSave = 2_000
+
+  /// Applies `entries` in order; returns how many came from other replicas. Fields that local transactions
+  /// not yet pushed have changed are left alone (those transactions push them later, and the later push
+  /// wins on the hub).
+  private func apply(_ entries: [MirrorLogEntry], pending: inout PendingLocalWork) throws -> Int {
     let context = mirrorContext()
     return try context.performAndWait {
       var state = try MirrorState(context)
       let replica = try state.requireReplicaID(in: context)
       if context.hasChanges { try context.save() }
-      var applier = PullApplier(context: context, model: container.model, identity: identity(of: replica))
-      try applier.notePending(try pendingTransactions(after: state.acknowledged, in: context))
+      try pending.catchUp(after: state.acknowledged, in: context, excludingAuthor: Self.author)
       var fromOthers = 0
-      for entry in entries where entry.position > state.pulled {
-        try applier.apply(entry, isOwn: entry.replicaID == replica)
-        if entry.replicaID != replica { fromOthers += 1 }
+      var remaining = entries.filter { $0.position > state.pulled }[...]
+      while !remaining.isEmpty {
+        var applier = PullApplier(context: context, model: container.model, identity: identity(of: replica))
+        try applier.notePending(pending.transactions)
+        var changes = 0
+        var last = state.pulled
+        while let entry = remaining.first, changes == 0 || changes + entry.changes.count <= Self.pulledChangesPerSave {
+          remaining.removeFirst()
+          try applier.apply(entry, isOwn: entry.replicaID == replica)
+          if entry.replicaID != replica { fromOthers += 1 }
+          changes += entry.changes.count
+          last = entry.position
+        }
+        try state.setPulled(last, in: context)
+        if context.hasChanges { try context.save() }
       }
-      if let last = entries.last, last.position > state.pulled { try state.setPulled(last.position, in: context) }
-      if context.hasChanges { try context.save() }
       return fromOthers
     }
+  }
+}
+
+/// The local transactions not yet pushed, as a pull reads them: the history after the acknowledged token,
+/// read once and then only what was committed since (a long pull's own transactions are read once each).
+struct PendingLocalWork {
+  private(set) var transactions: [HistoryTransaction] = []
+  private var acknowledged: HistoryToken?
+  private var readThrough: HistoryToken?
+  private var hasRead = false
+
+  mutating func catchUp(after acknowledged: HistoryToken?, in context: ObjectContext, excludingAuthor author: String) throws {
+    if !hasRead || acknowledged != self.acknowledged {
+      self = PendingLocalWork()
+      self.acknowledged = acknowledged
+      readThrough = acknowledged
+      hasRead = true
+    }
+    guard case .transactions(let all) = try context.execute(.fetchHistory(after: readThrough)) else { return }
+    transactions += all.filter { $0.author != author }
+    if let newest = all.last?.token { readThrough = newest }
   }
 }
 
@@ -184,7 +224,9 @@ struct PullApplier {
   /// The live local object with global identity `id`, `nil` when there is none.
   private mutating func find(_ id: UUID, entity: String) throws -> ManagedObject? {
     if let known = found[id] { return known }
-    let object = try identity.liveObject(id, entity: entity, in: context)
+    // Every name this applier gives or takes is in `found`, and its context had nothing unsaved when it
+    // began: the store's rows answer the rest, without a look through the save's pending objects.
+    let object = try identity.liveObject(id, entity: entity, in: context, includingPendingChanges: false)
     found[id] = .some(object)
     return object
   }

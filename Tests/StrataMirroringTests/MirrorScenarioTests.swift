@@ -217,4 +217,25 @@ struct MirrorScenarioTests {
     #expect(report == SyncReport(pushed: 2, pulled: 0, conflicts: 0))
     #expect(status.pendingTransactions == 0 && status.lastPushedPosition == 2 && status.lastPulledPosition == 2)
   }
+
+  /// A pull of more changes than one save holds arrives whole, in saves of bounded size, each with its
+  /// position: 3 pushes of 900 crates are 2 saves on the pulling replica (1,800 changes, then 900).
+  @Test func aLongPullIsAppliedInBoundedSaves() async throws {
+    let perPush = 900
+    #expect(2 * perPush <= StoreMirror.pulledChangesPerSave && 3 * perPush > StoreMirror.pulledChangesPerSave)
+    _ = try await b.mirror.sync()  // b's first sync names the replica (a save of its own)
+    for push in 0..<3 {
+      for i in 0..<perPush { Crate(context: a.context).label = "c\(push)-\(i)" }
+      try a.context.save()
+      _ = try await a.mirror.sync()
+    }
+    let before = try b.mirrorTransactions()
+    let report = try await b.mirror.sync()
+    #expect(report.pulled == 3)
+    #expect(try b.crates().count == 3 * perPush)
+    let saves = try b.mirrorTransactions() - before
+    #expect(saves == 2)
+    #expect(try b.mirror.status().lastPulledPosition == hub.ledger.lastPosition)
+    #expect(try a.canonicalDump() == b.canonicalDump())
+  }
 }

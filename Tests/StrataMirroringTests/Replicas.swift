@@ -59,6 +59,12 @@ struct Replica {
   }
 
   func crates() throws -> [Crate] { try context.fetch(FetchRequest<Crate>()) }
+
+  /// How many transactions of the local history the mirror itself wrote (pulls).
+  func mirrorTransactions() throws -> Int {
+    guard case .transactions(let all) = try context.execute(.fetchHistory(after: nil)) else { return 0 }
+    return all.filter { $0.author == StoreMirror.author }.count
+  }
   func apples() throws -> [Apple] { try context.fetch(FetchRequest<Apple>()) }
 
   func crate(labelled label: String) throws -> Crate {

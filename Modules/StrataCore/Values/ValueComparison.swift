@@ -61,7 +61,13 @@ package enum ValueComparison {
       for (p, q) in zip(x, y) where p != q { return p < q ? -1 : 1 }
       return order(x.count, y.count)
     case (.uuid(let x), .uuid(let y)):
-      return StringSemantics.codePointCompare(x.uuidString.uppercased(), y.uuidString.uppercased())
+      // Byte order, which is the order of their uppercase strings (fixed-width hex, hyphens at fixed places).
+      return withUnsafeBytes(of: x.uuid) { p in
+        withUnsafeBytes(of: y.uuid) { q in
+          for i in 0..<16 where p[i] != q[i] { return p[i] < q[i] ? -1 : 1 }
+          return 0
+        }
+      }
     case (.url(let x), .url(let y)):
       return StringSemantics.codePointCompare(x.absoluteString, y.absoluteString)
     default:
