@@ -32,6 +32,8 @@ struct PostgresSchema: Sendable {
     let qualified: String
 
     var sqlName: String { qualified }
+    /// A hierarchy's rows are written through the entity's view.
+    var writtenSQLName: String { qualified }
 
     init(entity: EntityDescription, schema: String) {
       self.entity = entity
@@ -310,10 +312,13 @@ extension PostgresSchema {
 
   /// `value` bound for a column of `type`.
   /// - Throws: `.validation` when the value cannot be converted to `type`.
-  static func encode(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> PGParameter {
+  static func encode(
+    _ value: Value, as type: AttributeType, entity: @autoclosure () -> String, key: @autoclosure () -> String
+  ) throws -> PGParameter {
     if value.isNull { return .null }
     if type.isCanonical(value) { return encode(value) }
     guard let converted = type.coerce(value) else {
+      let (entity, key) = (entity(), key())
       throw StoreError(
         .validation, "\(entity).\(key) is a \(type.rawValue) attribute and cannot hold the \(value.kindName) \(value)",
         entity: entity, key: key, value: value)

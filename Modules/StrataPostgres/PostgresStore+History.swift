@@ -113,31 +113,6 @@ enum PostgresHistory {
     }
     return HistoryToken(storeIdentifier: storeIdentifier, sequence: sequence)
   }
-
-  /// Where the history of one write goes (``PostgresStore/historyRecorder``).
-  enum Recorder: Sendable {
-    /// Appended to the history tables as a transaction of its own.
-    case tables
-    /// Collected for the one transaction a migration records at its end.
-    case migration(Locked<MigrationChangeLog>, model: ObjectModel)
-
-    /// Records the `changes` of a write inside its transaction; the token of the transaction appended,
-    /// `nil` when collected.
-    func record(
-      _ changes: [HistoryChange], on connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String,
-      author: String?, contextName: String?
-    ) throws -> HistoryToken? {
-      switch self {
-      case .tables:
-        return try PostgresHistory.record(
-          changes, on: connection, schema: schema, storeIdentifier: storeIdentifier, author: author,
-          contextName: contextName)
-      case .migration(let log, let model):
-        log.withLock { $0.record(changes, model: model) }
-        return nil
-      }
-    }
-  }
 }
 
 extension PostgresStore {

@@ -278,17 +278,14 @@ public final class PostgresStore: PersistentStore {
   }
 
   /// The error for what a store bound to a migration's transaction does not do.
-  func unsupportedInMigration(_ what: String) -> StoreError {
-    StoreError(
-      .unsupported,
-      "the store a migration stage is handed (on \(location)) has no \(what); use the store the migration returns")
-  }
+  func unsupportedInMigration(_ what: String) -> StoreError { PostgresStoreCore(store: self).unsupportedInMigration(what) }
 
   /// Where the history of a write goes: the history tables, the log of the migration a bound store writes
   /// in, or nowhere (`nil`).
-  var historyRecorder: PostgresHistory.Recorder? {
+  var historyRecorder: SQLHistoryRecorder<PostgresHistoryTables>? {
     if isBoundToMigration { return migrationLog.map { .migration($0, model: model) } }
-    return options.tracksHistory ? .tables : nil
+    return options.tracksHistory
+      ? .tables(PostgresHistoryTables(schema: schema, storeIdentifier: identifier), createsTables: false) : nil
   }
 
   /// Releases the store's connections; pending streams from ``changes()`` finish. Further calls throw `.misuse`.

@@ -81,6 +81,11 @@ package protocol SQLTableDescription: AnyObject, Sendable {
   var sqlName: String { get }
   /// The snapshot columns (`selectList(alias: "t0")`) of one row, bound to its `_pk`.
   var selectByKeySQL: String { get }
+  /// Deletes one row of the entity, bound to its `_pk`.
+  var deleteSQL: String { get }
+  /// The table the save writes the entity's rows to, as statements name it (in a hierarchy: its table,
+  /// or the entity's view where the database writes through views).
+  var writtenSQLName: String { get }
 }
 
 extension SQLTableDescription {
@@ -107,8 +112,17 @@ package protocol SQLSchemaDescription: Sendable {
   /// The keys of the targets of `relationship` of one object of `entity` (bound to its `_pk`), in
   /// primary-key order (an ordered relationship: by its position column, then key).
   func relatedKeysSQL(_ entity: String, _ relationship: RelationshipDescription) -> String
+  /// `table` (an entity's, a join table's or a hierarchy's) as statements name it: quoted, and qualified
+  /// where the database has namespaces.
+  func qualify(_ table: String) -> String
   /// A value already of its attribute's type, as bound.
   static func encode(_ value: Value) -> Binding
+  /// `value` converted to an attribute of `type` and bound.
+  ///
+  /// - Throws: `.validation` when the value cannot be converted to `type`.
+  static func encode(
+    _ value: Value, as type: AttributeType, entity: @autoclosure () -> String, key: @autoclosure () -> String
+  ) throws -> Binding
   /// The value the store hands back after writing `value` to an attribute of `type`.
   ///
   /// - Throws: `.validation` when the value cannot be converted to `type`.

@@ -50,6 +50,8 @@ struct SQLiteSchema: Sendable {
     /// The table the rows are written to: the entity's own, or its hierarchy's (named after the root
     /// entity; the entity's name is then a view of its rows).
     let storageName: String
+    /// `storageName` quoted.
+    let writtenSQLName: String
     /// Whether the entity belongs to a hierarchy: its rows carry an `_entity` column.
     let isInHierarchy: Bool
 
@@ -57,6 +59,7 @@ struct SQLiteSchema: Sendable {
       self.entity = entity
       self.storageName = storageName ?? entity.name
       self.isInHierarchy = storageName != nil
+      writtenSQLName = quote(self.storageName)
       let (stored, columns) = SQLLayout.columns(of: entity)
       storedAttributes = stored
       storedTypes = stored.map { entity.attributes[$0].type }

@@ -112,33 +112,6 @@ enum SQLiteHistory {
     return HistoryToken(storeIdentifier: storeIdentifier, sequence: sequence)
   }
 
-  /// Where the history of one write goes (``SQLiteStore/historyRecorder``).
-  enum Recorder: Sendable {
-    /// Appended to the history tables as a transaction of its own; `createsTables` when the store has not
-    /// seen them yet (made inside the write's transaction).
-    case file(storeIdentifier: String, createsTables: Bool)
-    /// Collected for the one transaction a migration records at its end.
-    case migration(Locked<MigrationChangeLog>, model: ObjectModel)
-
-    /// Records the `changes` of a write, inside its transaction; the token of the transaction appended,
-    /// `nil` when collected.
-    func record(
-      _ changes: [HistoryChange], on connection: SQLiteConnection, author: String?, contextName: String?
-    ) throws
-      -> HistoryToken?
-    {
-      switch self {
-      case .file(let storeIdentifier, let createsTables):
-        if createsTables { try SQLiteHistory.createTables(connection) }
-        return try SQLiteHistory.append(
-          connection, changes, author: author, contextName: contextName, storeIdentifier: storeIdentifier)
-      case .migration(let log, let model):
-        log.withLock { $0.record(changes, model: model) }
-        return nil
-      }
-    }
-  }
-
   /// The newest sequence given out (kept by `AUTOINCREMENT` even when history was deleted), 0 when none.
   static func lastSequence(_ connection: SQLiteConnection) throws -> Int64 {
     let last = try connection.scalar("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(transactionTable)])

@@ -389,17 +389,15 @@ public final class SQLiteStore: PersistentStore {
   }
 
   /// The error for what a store bound to a migration's transaction does not do.
-  func unsupportedInMigration(_ what: String) -> StoreError {
-    StoreError(
-      .unsupported, "the store a migration stage is handed (on \(path)) has no \(what); use the store the migration returns")
-  }
+  func unsupportedInMigration(_ what: String) -> StoreError { SQLiteStoreCore(store: self).unsupportedInMigration(what) }
 
   /// Where the history of a write goes: the file's history tables, the log of the migration a bound store
   /// writes in, or nowhere (`nil`).
-  var historyRecorder: SQLiteHistory.Recorder? {
+  var historyRecorder: SQLHistoryRecorder<SQLiteHistoryTables>? {
     if isBoundToMigration { return migrationLog.map { .migration($0, model: model) } }
     guard options.tracksHistory else { return nil }
-    return .file(storeIdentifier: identifier, createsTables: !historyTablesExist.load(ordering: .relaxed))
+    return .tables(
+      SQLiteHistoryTables(storeIdentifier: identifier), createsTables: !historyTablesExist.load(ordering: .relaxed))
   }
 
   /// Releases the store's connections. Pending streams from ``changes()`` finish. Further calls throw `.misuse`.
