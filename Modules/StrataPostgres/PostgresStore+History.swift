@@ -122,36 +122,7 @@ extension PostgresStore {
   /// if case .transactions(let recent) = try store.fetchHistory(HistoryRequest(after: .token(last))) { … }
   /// ```
   public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, location) }
-    try HistoryLog.check(request)
-    let identifier = self.identifier
-    let schema = self.schema
-    let transactions = try read(generation: nil) { connection -> [HistoryTransaction] in
-      try connection.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ") {
-        // A store opened read-only that never recorded history has no tables to read.
-        guard try PostgresHistory.exists(connection, schema) else {
-          throw StoreError(
-            .notFound, "the store \(self.location) has no history: it was never opened with history tracking on")
-        }
-        let start = try HistoryLog.startSequence(
-          of: request, storeIdentifier: identifier, purgedThrough: try PostgresHistory.purgedThrough(connection, schema))
-        let rows = try connection.query(
-          "SELECT seq, \"timestamp\", author, context_name, pid FROM \(schema.qualify(PostgresHistory.transactionTable)) "
-            + "WHERE seq > $1 ORDER BY seq", [.int(start)])
-        var transactions = rows.rows.map { SQLHistoryRows.transaction($0, storeIdentifier: identifier) }
-        guard request.resultType == .transactionsAndChanges, !transactions.isEmpty else { return transactions }
-        let decoder = JSONDecoder()
-        let changes = try connection.query(
-          "SELECT transaction_seq, entity, pk, change_type, array_to_string(updated_properties, ','), tombstone::text "
-            + "FROM \(schema.qualify(PostgresHistory.changeTable)) WHERE transaction_seq > $1 ORDER BY transaction_seq, position",
-          [.int(start)])
-        SQLHistoryRows.attach(
-          changes.rows.map { SQLHistoryRows.change($0, storeIdentifier: identifier, decoder: decoder) }, to: &transactions)
-        return transactions
-      }
-    }
-    return try HistoryLog.answer(request, transactions: transactions)
+    try PostgresStoreCore(store: self).fetchHistory(request)
   }
 
   /// Deletes history before a token or date in one transaction (see ``PersistentStore/deleteHistory(before:)``).
@@ -160,26 +131,7 @@ extension PostgresStore {
   /// let removed = try store.deleteHistory(before: .date(Date().addingTimeInterval(-86_400)))
   /// ```
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, location) }
-    try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
-    let schema = self.schema
-    return try write { connection -> Int in
-      try PostgresHistory.lock(connection, schema)
-      let condition: (String, PGParameter) =
-        switch cutoff {
-        case .token(let token): ("seq < $1", .int(token.sequence))
-        case .date(let date): ("\"timestamp\" < $1", PostgresSchema.encode(.date(date)))
-        }
-      let rows = try connection.query(
-        "DELETE FROM \(schema.qualify(PostgresHistory.transactionTable)) WHERE \(condition.0) RETURNING seq", [condition.1])
-      var newest: Int64 = 0
-      for row in 0..<rows.count { newest = max(newest, rows.int64(row, 0)) }
-      if newest > (try PostgresHistory.purgedThrough(connection, schema)) {
-        try PostgresHistory.setPurgedThrough(connection, schema, newest)
-      }
-      return Int(rows.count)
-    }
+    try PostgresStoreCore(store: self).deleteHistory(before: cutoff)
   }
 
   /// The token of the newest history transaction (whichever process wrote it); `nil` before the first
@@ -189,13 +141,6 @@ extension PostgresStore {
   /// let token = try store.currentHistoryToken()
   /// ```
   public func currentHistoryToken() throws -> HistoryToken? {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { return nil }
-    let schema = self.schema
-    let last = try read(generation: nil) { connection -> Int64 in
-      guard try PostgresHistory.exists(connection, schema) else { return 0 }
-      return try PostgresHistory.lastSequence(connection, schema)
-    }
-    return last > 0 ? HistoryToken(storeIdentifier: identifier, sequence: last) : nil
+    try PostgresStoreCore(store: self).currentHistoryToken()
   }
 }

@@ -38,8 +38,26 @@ struct PostgresHistoryTables: SQLHistoryTables {
   let schema: PostgresSchema
   let storeIdentifier: String
 
+  var transactionTable: String { schema.qualify(PostgresHistory.transactionTable) }
+  var changeTable: String { schema.qualify(PostgresHistory.changeTable) }
+  var changeColumns: String {
+    "transaction_seq, entity, pk, change_type, array_to_string(updated_properties, ','), tombstone::text"
+  }
+  var missingReason: String { "it was never opened with history tracking on" }
+
   /// Made when the store opens (``PostgresHistory/prepare(_:_:tracksHistory:)``).
   func createTables(on connection: PostgresConnection) throws {}
+  func exist(on connection: PostgresConnection) throws -> Bool { try PostgresHistory.exists(connection, schema) }
+  func lock(on connection: PostgresConnection) throws { try PostgresHistory.lock(connection, schema) }
+  func purgedThrough(on connection: PostgresConnection) throws -> Int64 {
+    try PostgresHistory.purgedThrough(connection, schema)
+  }
+  func setPurgedThrough(_ sequence: Int64, on connection: PostgresConnection) throws {
+    try PostgresHistory.setPurgedThrough(connection, schema, sequence)
+  }
+  func lastSequence(on connection: PostgresConnection) throws -> Int64 {
+    try PostgresHistory.lastSequence(connection, schema)
+  }
 
   func append(
     _ changes: [HistoryChange], on connection: PostgresConnection, author: String?, contextName: String?
@@ -54,17 +72,9 @@ struct PostgresStoreCore: SQLStore {
   typealias Operation = SaveOperation
   let store: PostgresStore
 
-  var identifier: String { store.identifier }
-  var options: StoreOptions { store.options }
   var schema: PostgresSchema { store.schema }
-  var location: String { store.location }
-  var isBoundToMigration: Bool { store.isBoundToMigration }
-  var broadcaster: ChangeBroadcaster { store.broadcaster }
   var historyRecorder: SQLHistoryRecorder<PostgresHistoryTables>? { store.historyRecorder }
-  func checkOpen() throws { try store.checkOpen() }
-  func checkEmpty(_ entities: [String], on connection: PostgresConnection) throws {
-    try store.checkEmpty(entities, on: connection)
-  }
+  var historyTables: PostgresHistoryTables { PostgresHistoryTables(schema: store.schema, storeIdentifier: store.identifier) }
 
   /// `body` in one transaction (retried on serialization failures), sending `NOTIFY` with a change; the
   /// change is yielded once committed.
@@ -77,5 +87,37 @@ struct PostgresStoreCore: SQLStore {
     }
     if let change { store.broadcaster.yield(change) }
     return result
+  }
+
+  func readSnapshot<R: Sendable>(_ body: (PostgresConnection) throws -> R) throws -> R {
+    try store.read(generation: nil) { connection in
+      try connection.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ") { try body(connection) }
+    }
+  }
+
+  func checkEmpty(_ entities: [String], on connection: PostgresConnection) throws {
+    try store.checkEmpty(entities, on: connection)
+  }
+
+  func layout(of model: ObjectModel) throws -> PostgresSchema { try PostgresSchema(model: model, schema: schema.name) }
+
+  func migrationRun(
+    _ migration: ModelMigration, old: PostgresSchema, new: PostgresSchema, on connection: PostgresConnection
+  ) -> PostgresMigration {
+    PostgresMigration(migration: migration, old: old, new: new, storeIdentifier: store.identifier, connection: connection)
+  }
+
+  func boundStore(
+    _ connection: PostgresConnection, model: ObjectModel, schema: PostgresSchema, log: Locked<MigrationChangeLog>?
+  ) -> PostgresStore {
+    PostgresStore(boundTo: connection, of: store, model: model, schema: schema, log: log)
+  }
+
+  func checkAfterStage(_ connection: PostgresConnection) throws {
+    if connection.isTransactionFailed {
+      throw StoreError(
+        .io, "the migration of \(store.location) failed inside a custom stage: a statement failed and PostgreSQL rolled it back")
+    }
+    try connection.execute("SET CONSTRAINTS ALL IMMEDIATE")
   }
 }

@@ -24,7 +24,7 @@ extension PostgresStore {
   ///   the store asks the server on a new connection) or when serialization failures or deadlocks
   ///   outlasted ``PostgresStoreConfiguration/retryLimit``.
   public func save(_ changes: ChangeSet) throws -> SaveResult {
-    try PostgresStoreCore(store: self).saveChanges(changes)
+    try PostgresStoreCore(store: self).save(changes)
   }
 
   /// Tells other stores on the schema that a transaction committed (delivered at commit).

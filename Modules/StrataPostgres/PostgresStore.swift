@@ -24,7 +24,7 @@ extension StoreType {
 /// ```
 ///
 /// A store is `Sendable`: reads and writes borrow a connection of a small pool.
-public final class PostgresStore: PersistentStore {
+public final class PostgresStore: SQLStoreBase {
   /// Always ``StoreType/postgres``.
   public let storeType = StoreType.postgres
   /// The `store_id` written into `_strata_metadata` when the store was created.
@@ -35,7 +35,7 @@ public final class PostgresStore: PersistentStore {
   public let options: StoreOptions
   public let configuration: PostgresStoreConfiguration
   /// The URI as messages name it (no password).
-  let location: String
+  package let location: String
   let schema: PostgresSchema
   let pool: PostgresPool
   /// Serializes this store's writes, so change notifications go out in commit order.
@@ -43,7 +43,7 @@ public final class PostgresStore: PersistentStore {
   let pinned = Locked<[UInt64: PinnedGeneration]>([:])
   let nextGeneration = Atomic<UInt64>(0)
   let closed = Atomic<Bool>(false)
-  let broadcaster = ChangeBroadcaster()
+  package let broadcaster = ChangeBroadcaster()
   /// The test hook (`PostgresStore+TestFaults.swift`): what a test makes the next writes do wrong; empty
   /// in normal use.
   let faults = Locked(PostgresFaults())
@@ -63,7 +63,7 @@ public final class PostgresStore: PersistentStore {
   /// when the migrated store does not track history.
   let migrationLog: Locked<MigrationChangeLog>?
   /// Whether this is the store a migration hands its custom stages.
-  var isBoundToMigration: Bool { bound != nil }
+  package var isBoundToMigration: Bool { bound != nil }
   /// The `NOTIFY` channel of the store's schema.
   var channel: String { "strata_" + String(identifier.lowercased().filter { $0.isHexDigit }.prefix(32)) }
 
@@ -223,7 +223,7 @@ public final class PostgresStore: PersistentStore {
 
   // MARK: Using connections
 
-  func checkOpen() throws {
+  package func checkOpen() throws {
     if closed.load(ordering: .acquiring) { throw StoreError(.misuse, "the store \(location) is closed") }
   }
 

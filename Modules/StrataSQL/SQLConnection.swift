@@ -22,10 +22,32 @@ package protocol SQLConnection: AnyObject {
   static func isUniqueViolation(_ error: any Error) -> Bool
 }
 
-/// Where an SQL backend keeps persistent history (`strata_history_transaction`, `strata_history_change`)
-/// and how it appends a transaction, for ``SQLHistoryRecorder``.
+/// Where an SQL backend keeps persistent history (`strata_history_transaction`, `strata_history_change`):
+/// how it appends a transaction (``SQLHistoryRecorder``), and what the shared reading and deletion
+/// (``SQLStore``) need of its tables.
 package protocol SQLHistoryTables: Sendable {
   associatedtype Connection: SQLConnection
+
+  /// The transaction table as statements name it.
+  var transactionTable: String { get }
+  /// The change table as statements name it.
+  var changeTable: String { get }
+  /// What the change table's rows are read as: `transaction_seq, entity, pk, change_type,
+  /// updated_properties, tombstone`, the properties comma-separated and the tombstone JSON text.
+  var changeColumns: String { get }
+  /// Why a store opened read-only finds no history tables, for its `.notFound` error.
+  var missingReason: String { get }
+
+  /// Whether the history tables exist.
+  func exist(on connection: Connection) throws -> Bool
+  /// Makes writers of history wait for one another until the transaction ends (where sequences would
+  /// otherwise commit out of order).
+  func lock(on connection: Connection) throws
+  /// The last sequence a deletion removed (`_strata_metadata.history_purged_through`), 0 when none.
+  func purgedThrough(on connection: Connection) throws -> Int64
+  func setPurgedThrough(_ sequence: Int64, on connection: Connection) throws
+  /// The newest sequence given out (or purged), 0 when none.
+  func lastSequence(on connection: Connection) throws -> Int64
 
   /// Makes the history tables if they are missing, inside the caller's transaction.
   func createTables(on connection: Connection) throws

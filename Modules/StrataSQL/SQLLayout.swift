@@ -169,6 +169,8 @@ extension SQLSchemaDescription {
 
 /// The names and shapes of the SQL backends' tables, computed from the model.
 package enum SQLLayout {
+  /// The table of `key`/`value` rows holding a store's identifier, format and model.
+  package static let metadataTable = "_strata_metadata"
   /// The column of a hierarchy's table naming the entity each row was inserted as.
   package static let entityColumn = "_entity"
 

@@ -129,37 +129,7 @@ extension SQLiteStore {
   /// if case .transactions(let recent) = try store.fetchHistory(HistoryRequest(after: .token(last))) { … }
   /// ```
   public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
-    try HistoryLog.check(request)
-    let identifier = self.identifier
-    let path = self.path
-    let readOnly = options.isReadOnly
-    let transactions = try read(generation: nil) { connection -> [HistoryTransaction] in
-      try connection.execute("BEGIN")
-      defer { try? connection.execute("COMMIT") }
-      // The tables are made by the first write that records history: before it there is none to read
-      // (opened read-only, the store cannot tell that from a store that never tracked history).
-      guard try SQLiteHistory.tablesExist(connection) else {
-        guard readOnly else { return [] }
-        throw StoreError(.notFound, "the store \(path) has no history: none was recorded with history tracking on")
-      }
-      let start = try HistoryLog.startSequence(
-        of: request, storeIdentifier: identifier, purgedThrough: try SQLiteHistory.purgedThrough(connection))
-      var transactions = try connection.query(
-        "SELECT seq, timestamp, author, context_name, pid FROM \(SQLiteHistory.transactionTable) WHERE seq > ? ORDER BY seq",
-        [.integer(start)]
-      ) { SQLHistoryRows.transaction($0, storeIdentifier: identifier) }
-      guard request.resultType == .transactionsAndChanges, !transactions.isEmpty else { return transactions }
-      let decoder = JSONDecoder()
-      let changes = try connection.query(
-        "SELECT transaction_seq, entity, pk, change_type, updated_properties, tombstone FROM \(SQLiteHistory.changeTable) "
-          + "WHERE transaction_seq > ? ORDER BY transaction_seq, position", [.integer(start)]
-      ) { SQLHistoryRows.change($0, storeIdentifier: identifier, decoder: decoder) }
-      SQLHistoryRows.attach(changes, to: &transactions)
-      return transactions
-    }
-    return try HistoryLog.answer(request, transactions: transactions)
+    try SQLiteStoreCore(store: self).fetchHistory(request)
   }
 
   /// Deletes history before a token or date in one transaction (see ``PersistentStore/deleteHistory(before:)``).
@@ -168,28 +138,7 @@ extension SQLiteStore {
   /// let removed = try store.deleteHistory(before: .date(Date().addingTimeInterval(-86_400)))
   /// ```
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
-    try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
-    if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
-    return try write { connection -> Int in
-      guard try SQLiteHistory.tablesExist(connection) else { return 0 }
-      return try connection.transaction {
-        let condition: (String, SQLValue) =
-          switch cutoff {
-          case .token(let token): ("seq < ?", .integer(token.sequence))
-          case .date(let date): ("timestamp < ?", .real(date.timeIntervalSinceReferenceDate))
-          }
-        let doomed = "SELECT seq FROM \(SQLiteHistory.transactionTable) WHERE \(condition.0)"
-        guard case .integer(let newest)? = try connection.scalar("SELECT max(seq) FROM (\(doomed))", [condition.1]) else {
-          return 0
-        }
-        try connection.run("DELETE FROM \(SQLiteHistory.changeTable) WHERE transaction_seq IN (\(doomed))", [condition.1])
-        let deleted = try connection.run("DELETE FROM \(SQLiteHistory.transactionTable) WHERE \(condition.0)", [condition.1])
-        if newest > (try SQLiteHistory.purgedThrough(connection)) { try SQLiteHistory.setPurgedThrough(connection, newest) }
-        return deleted
-      }
-    }
+    try SQLiteStoreCore(store: self).deleteHistory(before: cutoff)
   }
 
   /// The token of the newest history transaction in the file (whichever process wrote it); `nil`
@@ -199,9 +148,6 @@ extension SQLiteStore {
   /// let token = try store.currentHistoryToken()   // STORE:42
   /// ```
   public func currentHistoryToken() throws -> HistoryToken? {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { return nil }
-    let last = try read(generation: nil) { try SQLiteHistory.lastSequence($0) }
-    return last > 0 ? HistoryToken(storeIdentifier: identifier, sequence: last) : nil
+    try SQLiteStoreCore(store: self).currentHistoryToken()
   }
 }

@@ -39,65 +39,19 @@ extension SQLiteStore {
   public func migrated(
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
-    if isBoundToMigration { throw StoreError(.misuse, "a migration stage cannot migrate the store it is handed") }
-    let last = try MigrationStep.checkChain(steps, from: model, store: "the SQLite store \(path)")
-    try checkOpen()
-    guard writer != nil else { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
-    let destination = last.migration.destination
-    for step in steps { _ = try HierarchyMigration(step.migration, store: "the SQLite store \(path)") }
-    let schemas = try steps.map { try SQLiteSchema(model: $0.migration.destination) }
-    let json = String(decoding: try destination.jsonData(), as: UTF8.self)
-    let log = options.tracksHistory ? Locked(MigrationChangeLog()) : nil
+    let core = SQLiteStoreCore(store: self)
+    let inputs = try core.migrationInputs(steps, kind: "the SQLite store")
     try write { connection in
       migratingThread.withLock { $0 = pthread_self() }
       defer { migratingThread.withLock { $0 = nil } }
       let reporter = MigrationReporter(report: progress, stepCount: steps.count)
-      try connection.transaction {
-        _ = try SQLLayout.runMigrationSteps(
-          steps, from: schema, through: schemas, reporter: reporter, log: log,
-          run: { step, old, new in
-            SQLiteMigration(migration: step.migration, old: old, new: new, storeIdentifier: identifier, connection: connection)
-          },
-          stage: { try runStage($0, on: connection, model: $1, schema: $2, log: log) })
-        try connection.run(
-          "UPDATE \(quote(SQLiteSchema.metadataTable)) SET \"value\" = ? WHERE \"key\" = 'model'", [.text(json)])
-        try connection.run(
-          "INSERT OR REPLACE INTO \(quote(SQLiteSchema.metadataTable)) (\"key\", \"value\") VALUES ('model_fingerprint', ?)",
-          [.text(destination.fingerprint)])
-        if let log {
-          // One transaction, even an empty one: history readers learn that the schema changed.
-          try SQLiteHistory.createTables(connection)
-          _ = try SQLiteHistory.append(
-            connection, log.withLock { $0.changes }, author: MigrationStep.historyAuthor, contextName: nil,
-            storeIdentifier: identifier)
-        }
-      }
+      try connection.transaction { _ = try core.runMigration(steps, inputs, on: connection, reporter: reporter) }
       // No call may use the old layout once the new one is committed.
       closed.store(true, ordering: .releasing)
     }
     closeConnections()
     return try SQLiteStore(
-      url: URL(fileURLWithPath: path), model: destination, options: options, configuration: configuration)
-  }
-
-  /// Runs a custom stage with a store on `model` bound to the migration's transaction on `connection`,
-  /// then takes the store back: closing it waits for a call another thread may still be making, and
-  /// every later call throws `.misuse`.
-  private func runStage(
-    _ stage: @Sendable (any PersistentStore) throws -> Void, on connection: SQLiteConnection, model: ObjectModel,
-    schema: SQLiteSchema, log: Locked<MigrationChangeLog>?
-  ) throws {
-    let bound = SQLiteStore(boundTo: connection, of: self, model: model, schema: schema, log: log)
-    do {
-      try stage(bound)
-    } catch {
-      bound.close()
-      throw error
-    }
-    bound.close()
-    guard connection.isInTransaction else {
-      throw StoreError(.io, "the migration of \(path) was rolled back by SQLite after an error inside a custom stage")
-    }
+      url: URL(fileURLWithPath: path), model: inputs.destination, options: options, configuration: configuration)
   }
 
   /// What migrating along `migration` does to each entity's table, from the plan alone (nothing is

@@ -26,7 +26,20 @@ extension SQLiteConnection: SQLConnection {
 struct SQLiteHistoryTables: SQLHistoryTables {
   let storeIdentifier: String
 
+  var transactionTable: String { SQLiteHistory.transactionTable }
+  var changeTable: String { SQLiteHistory.changeTable }
+  var changeColumns: String { "transaction_seq, entity, pk, change_type, updated_properties, tombstone" }
+  var missingReason: String { "none was recorded with history tracking on" }
+
   func createTables(on connection: SQLiteConnection) throws { try SQLiteHistory.createTables(connection) }
+  func exist(on connection: SQLiteConnection) throws -> Bool { try SQLiteHistory.tablesExist(connection) }
+  /// The write transaction holds SQLite's one write lock already.
+  func lock(on connection: SQLiteConnection) throws {}
+  func purgedThrough(on connection: SQLiteConnection) throws -> Int64 { try SQLiteHistory.purgedThrough(connection) }
+  func setPurgedThrough(_ sequence: Int64, on connection: SQLiteConnection) throws {
+    try SQLiteHistory.setPurgedThrough(connection, sequence)
+  }
+  func lastSequence(on connection: SQLiteConnection) throws -> Int64 { try SQLiteHistory.lastSequence(connection) }
 
   func append(
     _ changes: [HistoryChange], on connection: SQLiteConnection, author: String?, contextName: String?
@@ -40,17 +53,9 @@ struct SQLiteStoreCore: SQLStore {
   typealias Operation = SaveOperation
   let store: SQLiteStore
 
-  var identifier: String { store.identifier }
-  var options: StoreOptions { store.options }
   var schema: SQLiteSchema { store.schema }
-  var location: String { store.path }
-  var isBoundToMigration: Bool { store.isBoundToMigration }
-  var broadcaster: ChangeBroadcaster { store.broadcaster }
   var historyRecorder: SQLHistoryRecorder<SQLiteHistoryTables>? { store.historyRecorder }
-  func checkOpen() throws { try store.checkOpen() }
-  func checkEmpty(_ entities: [String], on connection: SQLiteConnection) throws {
-    try store.checkEmpty(entities, on: connection)
-  }
+  var historyTables: SQLiteHistoryTables { SQLiteHistoryTables(storeIdentifier: store.identifier) }
 
   /// `body` in one `BEGIN IMMEDIATE` transaction on the writer; its change is yielded under the write
   /// lock, which keeps notifications in commit order.
@@ -59,6 +64,40 @@ struct SQLiteStoreCore: SQLStore {
       let (result, change) = try connection.transaction { try body(connection) }
       if let change { store.broadcaster.yield(change) }
       return result
+    }
+  }
+
+  func readSnapshot<R: Sendable>(_ body: (SQLiteConnection) throws -> R) throws -> R {
+    try store.read(generation: nil) { connection in
+      try connection.execute("BEGIN")
+      defer { try? connection.execute("COMMIT") }
+      return try body(connection)
+    }
+  }
+
+  func checkEmpty(_ entities: [String], on connection: SQLiteConnection) throws {
+    try store.checkEmpty(entities, on: connection)
+  }
+
+  func layout(of model: ObjectModel) throws -> SQLiteSchema { try SQLiteSchema(model: model) }
+
+  func migrationRun(
+    _ migration: ModelMigration, old: SQLiteSchema, new: SQLiteSchema, on connection: SQLiteConnection
+  )
+    -> SQLiteMigration
+  {
+    SQLiteMigration(migration: migration, old: old, new: new, storeIdentifier: store.identifier, connection: connection)
+  }
+
+  func boundStore(
+    _ connection: SQLiteConnection, model: ObjectModel, schema: SQLiteSchema, log: Locked<MigrationChangeLog>?
+  ) -> SQLiteStore {
+    SQLiteStore(boundTo: connection, of: store, model: model, schema: schema, log: log)
+  }
+
+  func checkAfterStage(_ connection: SQLiteConnection) throws {
+    guard connection.isInTransaction else {
+      throw StoreError(.io, "the migration of \(store.path) was rolled back by SQLite after an error inside a custom stage")
     }
   }
 }

@@ -29,7 +29,7 @@ extension SQLiteStore {
   ///   reference to the wrong entity; `.misuse` for a malformed change set or a closed store; `.readOnly`;
   ///   `.io`. After any error the file is exactly as before.
   public func save(_ changes: ChangeSet) throws -> SaveResult {
-    try SQLiteStoreCore(store: self).saveChanges(changes)
+    try SQLiteStoreCore(store: self).save(changes)
   }
 }
 

@@ -20,7 +20,7 @@ import Synchronization
 ///
 /// A store is `Sendable`: saves go through one writer connection, fetches through a small pool of
 /// reader connections that WAL lets run while a save is in progress.
-public final class SQLiteStore: PersistentStore {
+public final class SQLiteStore: SQLStoreBase {
   /// Always ``StoreType/sqlite``.
   public let storeType = StoreType.sqlite
   /// The `store_id` written into `_strata_metadata` when the store was created; part of every object ID.
@@ -34,6 +34,8 @@ public final class SQLiteStore: PersistentStore {
   public let configuration: SQLiteStoreConfiguration
   /// The database file's path.
   let path: String
+  /// The database file's path, as messages name it.
+  package var location: String { path }
   let schema: SQLiteSchema
   /// Each table with its IDs, for ``snapshot(for:generation:)``; empty when the model has sub-entities.
   let keyedTables: [KeyedTable]
@@ -45,14 +47,14 @@ public final class SQLiteStore: PersistentStore {
   let closed = Atomic<Bool>(false)
   /// Whether the file has its history tables; until it does, a write that records history makes them.
   let historyTablesExist: Atomic<Bool>
-  let broadcaster = ChangeBroadcaster()
+  package let broadcaster = ChangeBroadcaster()
   let remoteWatcher = RemoteCommitWatcher(name: "strata-sqlite-watch")
   /// The last `PRAGMA data_version` the remote-change watcher read.
   let lastDataVersion = Locked<Int64?>(nil)
   /// The thread running a migration of this store (holding the writer for it), while it runs.
   let migratingThread = Locked<pthread_t?>(nil)
   /// Whether this is the store a migration hands its custom stages (``init(boundTo:of:model:schema:log:)``).
-  let isBoundToMigration: Bool
+  package let isBoundToMigration: Bool
   /// Where a store bound to a migration collects the history of its writes (shared with the migrating
   /// thread and the other stages' stores); `nil` for other stores and when the migrated store does not
   /// track history.
@@ -343,7 +345,7 @@ public final class SQLiteStore: PersistentStore {
 
   // MARK: Using connections
 
-  func checkOpen() throws {
+  package func checkOpen() throws {
     if closed.load(ordering: .acquiring) {
       throw StoreError(.misuse, "the store \(path) is closed")
     }
