@@ -44,12 +44,12 @@ enum PostgresHistory {
   static func prepare(_ connection: PostgresConnection, _ schema: PostgresSchema, tracksHistory: Bool) throws {
     try connection.transaction {
       try lock(connection, schema)
-      let exists = try connection.query("SELECT to_regclass($1)::text", [.string(schema.qualify(transactionTable))])
+      let exists = try self.exists(connection, schema)
       if tracksHistory {
-        if exists.isNull(0, 0) { for statement in createStatements(schema) { try connection.execute(statement) } }
+        if !exists { for statement in createStatements(schema) { try connection.execute(statement) } }
         return
       }
-      guard !exists.isNull(0, 0) else { return }
+      guard exists else { return }
       let last = try lastSequence(connection, schema)
       guard last > 0, try purgedThrough(connection, schema) <= last else { return }
       try connection.run("DELETE FROM \(schema.qualify(transactionTable))")

@@ -160,13 +160,6 @@ public final class PostgresStore: SQLStoreBase {
     return try SQLLayout.identity(metadata, of: where_, kind: "Strata store", opening: model)
   }
 
-  private static func hasMetadata(_ connection: PostgresConnection, _ schema: String) throws -> Bool {
-    let rows = try connection.query(
-      "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
-      [.string(schema), .string(PostgresSchema.metadataTable)])
-    return rows.count > 0
-  }
-
   /// Whether `schema` holds the store's metadata table, and how many tables it holds; the tables of a
   /// mirror hub sharing the schema (`strata_mirror_*`, StrataPostgresHub) are not counted.
   private static func contents(_ connection: PostgresConnection, _ schema: String) throws -> (Bool, Int64) {
@@ -175,13 +168,6 @@ public final class PostgresStore: SQLStoreBase {
         + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relname NOT LIKE 'strata\\_mirror\\_%'",
       [.string(schema), .string(PostgresSchema.metadataTable)])
     return (rows.int64(0, 0) > 0, rows.int64(0, 1))
-  }
-
-  private static func tableCount(_ connection: PostgresConnection, _ schema: String) throws -> Int64 {
-    let rows = try connection.query(
-      "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')", [.string(schema)])
-    return rows.int64(0, 0)
   }
 
   /// Creates the schema, tables and metadata in one transaction, holding an advisory lock on the schema's

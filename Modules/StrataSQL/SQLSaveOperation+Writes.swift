@@ -109,7 +109,7 @@ extension SQLSaveOperation {
     return cleared
   }
 
-  /// Computes the derived attributes the save changes (``DerivedRecomputation``, after every write) and
+  /// Computes the derived attributes the save changes (`DerivedRecomputation`, after every write) and
   /// writes them with one `UPDATE … SET <derived columns>` per object, leaving `_version` alone.
   /// - Returns: the recomputed snapshots, values in their stored form.
   private func writeDerivedAttributes(_ derived: inout DerivedRecomputation) throws -> [Snapshot] {

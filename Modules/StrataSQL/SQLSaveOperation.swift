@@ -27,7 +27,7 @@ package protocol SQLSaveOperation {
   var converted: Set<ObjectID> { get }
   /// The values history keeps of deleted objects, read before their rows go (only with history on).
   var tombstones: [ObjectID: [String: Value]] { get set }
-  /// To-one columns filled once their temporary target has a key (``applyPatches()``).
+  /// To-one columns filled once their temporary target has a key (`applyPatches()`).
   var patches: [SQLReferencePatch] { get }
 
   /// The stored version of `id`, the rest of its row unread; `nil` when it is not stored, or (in a
