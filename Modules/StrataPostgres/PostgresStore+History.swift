@@ -14,79 +14,87 @@ import StrataStoreKit
 /// Appends take a transaction-level advisory lock, so sequences commit in order and a reader continuing
 /// after a token never skips a transaction that committed later with a smaller number.
 /// `_strata_metadata.history_purged_through` is the last sequence a deletion removed.
-enum PostgresHistory {
-  static let transactionTable = "strata_history_transaction"
-  static let changeTable = "strata_history_change"
+struct PostgresHistoryTables: SQLHistoryTables {
+  static let transactionName = "strata_history_transaction"
+  static let changeName = "strata_history_change"
   static let purgedKey = "history_purged_through"
 
-  static func createStatements(_ schema: PostgresSchema) -> [String] {
-    [
-      "CREATE TABLE IF NOT EXISTS \(schema.qualify(transactionTable)) (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
-        + "\"timestamp\" double precision NOT NULL, author text, context_name text, pid integer NOT NULL)",
-      "CREATE TABLE IF NOT EXISTS \(schema.qualify(changeTable)) (transaction_seq bigint NOT NULL "
-        + "REFERENCES \(schema.qualify(transactionTable)) (seq) ON DELETE CASCADE, position integer NOT NULL, "
-        + "entity text NOT NULL, pk bigint NOT NULL, change_type text NOT NULL, updated_properties text[], "
-        + "tombstone jsonb, PRIMARY KEY (transaction_seq, position))",
-    ]
+  let schema: PostgresSchema
+  let storeIdentifier: String
+
+  var transactionTable: String { schema.qualify(Self.transactionName) }
+  var changeTable: String { schema.qualify(Self.changeName) }
+  var changeColumns: String {
+    "transaction_seq, entity, pk, change_type, array_to_string(updated_properties, ','), tombstone::text"
+  }
+  var missingReason: String { "it was never opened with history tracking on" }
+
+  /// Made when the store opens (``prepare(_:tracksHistory:)``).
+  func createTables(on connection: PostgresConnection) throws {}
+
+  func exist(on connection: PostgresConnection) throws -> Bool {
+    !(try connection.query("SELECT to_regclass($1)::text", [.string(transactionTable)]).isNull(0, 0))
   }
 
-  /// Whether the history tables exist (a store opened read-only that never tracked history has none).
-  static func exists(_ connection: PostgresConnection, _ schema: PostgresSchema) throws -> Bool {
-    !(try connection.query("SELECT to_regclass($1)::text", [.string(schema.qualify(transactionTable))]).isNull(0, 0))
-  }
-
-  static func lock(_ connection: PostgresConnection, _ schema: PostgresSchema) throws {
+  func lock(on connection: PostgresConnection) throws {
     try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.string("strata-history:" + schema.name)])
   }
 
   /// Creates the tables when history is on; when it is off and history was recorded before, deletes it
   /// and marks every token issued so far expired.
-  static func prepare(_ connection: PostgresConnection, _ schema: PostgresSchema, tracksHistory: Bool) throws {
+  func prepare(_ connection: PostgresConnection, tracksHistory: Bool) throws {
     try connection.transaction {
-      try lock(connection, schema)
-      let exists = try self.exists(connection, schema)
+      try lock(on: connection)
+      let exists = try exist(on: connection)
       if tracksHistory {
-        if !exists { for statement in createStatements(schema) { try connection.execute(statement) } }
+        if exists { return }
+        try connection.execute(
+          "CREATE TABLE IF NOT EXISTS \(transactionTable) (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+            + "\"timestamp\" double precision NOT NULL, author text, context_name text, pid integer NOT NULL)")
+        try connection.execute(
+          "CREATE TABLE IF NOT EXISTS \(changeTable) (transaction_seq bigint NOT NULL "
+            + "REFERENCES \(transactionTable) (seq) ON DELETE CASCADE, position integer NOT NULL, "
+            + "entity text NOT NULL, pk bigint NOT NULL, change_type text NOT NULL, updated_properties text[], "
+            + "tombstone jsonb, PRIMARY KEY (transaction_seq, position))")
         return
       }
       guard exists else { return }
-      let last = try lastSequence(connection, schema)
-      guard last > 0, try purgedThrough(connection, schema) <= last else { return }
-      try connection.run("DELETE FROM \(schema.qualify(transactionTable))")
+      let last = try lastSequence(on: connection)
+      guard last > 0, try purgedThrough(on: connection) <= last else { return }
+      try connection.run("DELETE FROM \(transactionTable)")
       // Reserve one sequence never given out: every token issued so far is older than it.
       let reserved = try connection.query(
-        "SELECT nextval(pg_get_serial_sequence($1, 'seq'))", [.string(schema.qualify(transactionTable))]
+        "SELECT nextval(pg_get_serial_sequence($1, 'seq'))", [.string(transactionTable)]
       ).int64(0, 0)
-      try setPurgedThrough(connection, schema, reserved)
+      try setPurgedThrough(reserved, on: connection)
     }
   }
 
-  static func purgedThrough(_ connection: PostgresConnection, _ schema: PostgresSchema) throws -> Int64 {
+  func purgedThrough(on connection: PostgresConnection) throws -> Int64 {
     let rows = try connection.query(
-      "SELECT \"value\" FROM \(schema.qualify(PostgresSchema.metadataTable)) WHERE \"key\" = $1", [.string(purgedKey)])
+      "SELECT \"value\" FROM \(schema.qualify(PostgresSchema.metadataTable)) WHERE \"key\" = $1", [.string(Self.purgedKey)])
     return rows.count > 0 ? Int64(rows.text(0, 0)) ?? 0 : 0
   }
 
-  static func setPurgedThrough(_ connection: PostgresConnection, _ schema: PostgresSchema, _ sequence: Int64) throws {
+  func setPurgedThrough(_ sequence: Int64, on connection: PostgresConnection) throws {
     try connection.run(
       "INSERT INTO \(schema.qualify(PostgresSchema.metadataTable)) (\"key\", \"value\") VALUES ($1, $2) "
-        + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = EXCLUDED.\"value\"", [.string(purgedKey), .string(String(sequence))])
+        + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = EXCLUDED.\"value\"",
+      [.string(Self.purgedKey), .string(String(sequence))])
   }
 
   /// The newest sequence recorded or purged, 0 when none.
-  static func lastSequence(_ connection: PostgresConnection, _ schema: PostgresSchema) throws -> Int64 {
-    let rows = try connection.query("SELECT coalesce(max(seq), 0) FROM \(schema.qualify(transactionTable))")
-    return max(rows.int64(0, 0), try purgedThrough(connection, schema))
+  func lastSequence(on connection: PostgresConnection) throws -> Int64 {
+    let rows = try connection.query("SELECT coalesce(max(seq), 0) FROM \(transactionTable)")
+    return max(rows.int64(0, 0), try purgedThrough(on: connection))
   }
 
-  /// Appends one transaction inside the caller's transaction and returns its token.
-  static func record(
-    _ changes: [HistoryChange], on connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String,
-    author: String?, contextName: String?
+  func append(
+    _ changes: [HistoryChange], on connection: PostgresConnection, author: String?, contextName: String?
   ) throws -> HistoryToken {
-    try lock(connection, schema)
+    try lock(on: connection)
     let sequence = try connection.query(
-      "INSERT INTO \(schema.qualify(transactionTable)) (\"timestamp\", author, context_name, pid) VALUES ($1, $2, $3, $4) RETURNING seq",
+      "INSERT INTO \(transactionTable) (\"timestamp\", author, context_name, pid) VALUES ($1, $2, $3, $4) RETURNING seq",
       [
         PostgresSchema.encode(.date(Date())), author.map(PGParameter.string) ?? .null,
         contextName.map(PGParameter.string) ?? .null, .int(Int64(HistoryLog.processID)),
@@ -95,7 +103,7 @@ enum PostgresHistory {
     let encoder = JSONEncoder()
     encoder.outputFormatting = .sortedKeys
     let sql =
-      "INSERT INTO \(schema.qualify(changeTable)) (transaction_seq, position, entity, pk, change_type, updated_properties, tombstone) "
+      "INSERT INTO \(changeTable) (transaction_seq, position, entity, pk, change_type, updated_properties, tombstone) "
       + "VALUES ($1, $2, $3, $4, $5, $6::text[], $7::jsonb)"
     for (position, change) in changes.enumerated() {
       guard let pk = change.objectID.primaryKey else { continue }

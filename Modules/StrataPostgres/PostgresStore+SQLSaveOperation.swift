@@ -33,40 +33,6 @@ extension PostgresConnection: SQLConnection {
   static func isUniqueViolation(_ error: any Error) -> Bool { (error as? PostgresError)?.isUniqueViolation ?? false }
 }
 
-/// The history tables of one PostgreSQL store (``PostgresHistory``), for the shared `SQLHistoryRecorder`.
-struct PostgresHistoryTables: SQLHistoryTables {
-  let schema: PostgresSchema
-  let storeIdentifier: String
-
-  var transactionTable: String { schema.qualify(PostgresHistory.transactionTable) }
-  var changeTable: String { schema.qualify(PostgresHistory.changeTable) }
-  var changeColumns: String {
-    "transaction_seq, entity, pk, change_type, array_to_string(updated_properties, ','), tombstone::text"
-  }
-  var missingReason: String { "it was never opened with history tracking on" }
-
-  /// Made when the store opens (``PostgresHistory/prepare(_:_:tracksHistory:)``).
-  func createTables(on connection: PostgresConnection) throws {}
-  func exist(on connection: PostgresConnection) throws -> Bool { try PostgresHistory.exists(connection, schema) }
-  func lock(on connection: PostgresConnection) throws { try PostgresHistory.lock(connection, schema) }
-  func purgedThrough(on connection: PostgresConnection) throws -> Int64 {
-    try PostgresHistory.purgedThrough(connection, schema)
-  }
-  func setPurgedThrough(_ sequence: Int64, on connection: PostgresConnection) throws {
-    try PostgresHistory.setPurgedThrough(connection, schema, sequence)
-  }
-  func lastSequence(on connection: PostgresConnection) throws -> Int64 {
-    try PostgresHistory.lastSequence(connection, schema)
-  }
-
-  func append(
-    _ changes: [HistoryChange], on connection: PostgresConnection, author: String?, contextName: String?
-  ) throws -> HistoryToken {
-    try PostgresHistory.record(
-      changes, on: connection, schema: schema, storeIdentifier: storeIdentifier, author: author, contextName: contextName)
-  }
-}
-
 /// A PostgreSQL store as the shared entry points (`SQLStore`) see it.
 struct PostgresStoreCore: SQLStore {
   typealias Operation = SaveOperation

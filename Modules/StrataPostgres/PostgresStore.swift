@@ -47,7 +47,7 @@ public final class PostgresStore: SQLStoreBase {
   /// The test hook (`PostgresStore+TestFaults.swift`): what a test makes the next writes do wrong; empty
   /// in normal use.
   let faults = Locked(PostgresFaults())
-  let remoteWatcher = RemoteCommitWatcher(name: "strata-postgres-listen")
+  package let remoteWatcher = RemoteCommitWatcher(name: "strata-postgres-listen")
   /// The connection listening for other stores' commits, while a change stream is open.
   let listener = Locked<PostgresConnection?>(nil)
   /// Whether the listening connection was lost and not yet reopened.
@@ -91,7 +91,10 @@ public final class PostgresStore: SQLStoreBase {
       opened = try Self.openOrCreate(first, target: target, model: model, options: options)
       layout = try PostgresSchema(model: opened.model, schema: target.schema)
       try layout.checkTables(first, store: target.display)
-      if !options.isReadOnly { try PostgresHistory.prepare(first, layout, tracksHistory: options.tracksHistory) }
+      if !options.isReadOnly {
+        try PostgresHistoryTables(schema: layout, storeIdentifier: opened.identifier).prepare(
+          first, tracksHistory: options.tracksHistory)
+      }
     } catch let error as PostgresError {
       first.close()
       throw error.storeError(location: target.display)

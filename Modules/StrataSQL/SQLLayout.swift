@@ -132,6 +132,28 @@ package protocol SQLSchemaDescription: Sendable {
 }
 
 extension SQLSchemaDescription {
+  package static func encode(
+    _ value: Value, as type: AttributeType, entity: @autoclosure () -> String, key: @autoclosure () -> String
+  ) throws -> Binding {
+    if value.isNull || type.isCanonical(value) { return encode(value) }
+    return try encodeConverting(value, as: type, entity: entity(), key: key())
+  }
+
+  /// `value`, not of `type`, converted to it and bound.
+  ///
+  /// - Throws: `.validation` when the value cannot be converted to `type`.
+  package static func encodeConverting(
+    _ value: Value, as type: AttributeType, entity: @autoclosure () -> String, key: @autoclosure () -> String
+  ) throws -> Binding {
+    guard let converted = type.coerce(value) else {
+      let (entity, key) = (entity(), key())
+      throw StoreError(
+        .validation, "\(entity).\(key) is a \(type.rawValue) attribute and cannot hold the \(value.kindName) \(value)",
+        entity: entity, key: key, value: value)
+    }
+    return encode(converted)
+  }
+
   /// The table of `entityName`.
   ///
   /// - Throws: `.invalidQuery` when the model has no such entity.

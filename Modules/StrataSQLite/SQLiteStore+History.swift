@@ -15,20 +15,17 @@ import StrataStoreKit
 /// `timestamp` is seconds since 2001 like every stored date; `change_type` is `insert`, `update` or
 /// `delete`; `updated_properties` the comma-separated names; `tombstone` a JSON object of `Value`s.
 /// `_strata_metadata.history_purged_through` is the last sequence a deletion removed.
-enum SQLiteHistory {
-  static let transactionTable = "strata_history_transaction"
-  static let changeTable = "strata_history_change"
+struct SQLiteHistoryTables: SQLHistoryTables {
+  static let transactionName = "strata_history_transaction"
+  static let changeName = "strata_history_change"
   static let purgedKey = "history_purged_through"
 
-  static let createStatements = [
-    "CREATE TABLE IF NOT EXISTS \(transactionTable) (seq INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL NOT NULL, "
-      + "author TEXT, context_name TEXT, pid INTEGER NOT NULL)",
-    // Clustered by (transaction, position): a transaction's changes are appended and read in one range,
-    // with no second index to maintain per change.
-    "CREATE TABLE IF NOT EXISTS \(changeTable) (transaction_seq INTEGER NOT NULL REFERENCES \(transactionTable)(seq), "
-      + "position INTEGER NOT NULL, entity TEXT NOT NULL, pk INTEGER NOT NULL, change_type TEXT NOT NULL, "
-      + "updated_properties TEXT, tombstone TEXT, PRIMARY KEY (transaction_seq, position)) WITHOUT ROWID",
-  ]
+  let storeIdentifier: String
+
+  var transactionTable: String { Self.transactionName }
+  var changeTable: String { Self.changeName }
+  var changeColumns: String { "transaction_seq, entity, pk, change_type, updated_properties, tombstone" }
+  var missingReason: String { "none was recorded with history tracking on" }
 
   /// Whether the history tables exist. A store created with history on has them from its creation; opening
   /// an existing store with history on writes nothing: the first write that records history makes them
@@ -36,52 +33,60 @@ enum SQLiteHistory {
   /// the file as it was). When history is off and an earlier opening recorded
   /// history, drops what was recorded and marks it all expired, so no token silently skips the commits
   /// made meanwhile.
-  static func prepare(_ connection: SQLiteConnection, tracksHistory: Bool) throws -> Bool {
-    let exists = try tablesExist(connection)
+  func prepare(_ connection: SQLiteConnection, tracksHistory: Bool) throws -> Bool {
+    let exists = try exist(on: connection)
     guard !tracksHistory, exists else { return exists }
     try connection.transaction {
       guard
         case .integer(let last)? = try connection.scalar(
           "SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(transactionTable)]), last > 0
       else { return }
-      let purged = try purgedThrough(connection)
+      let purged = try purgedThrough(on: connection)
       guard purged <= last else { return }
       // Reserve one sequence that is never given out: every token issued so far is now older than it.
       try connection.run("DELETE FROM \(changeTable)")
       try connection.run("DELETE FROM \(transactionTable)")
       try connection.run("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", [.integer(last + 1), .text(transactionTable)])
-      try setPurgedThrough(connection, last + 1)
+      try setPurgedThrough(last + 1, on: connection)
     }
     return true
   }
 
-  static func tablesExist(_ connection: SQLiteConnection) throws -> Bool {
+  func exist(on connection: SQLiteConnection) throws -> Bool {
     try connection.scalar(
       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(transactionTable)]) == .integer(1)
   }
 
-  /// Makes the history tables if they are missing, inside the caller's transaction.
-  static func createTables(_ connection: SQLiteConnection) throws {
-    for statement in createStatements { try connection.execute(statement) }
+  func createTables(on connection: SQLiteConnection) throws {
+    try connection.execute(
+      "CREATE TABLE IF NOT EXISTS \(transactionTable) (seq INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL NOT NULL, "
+        + "author TEXT, context_name TEXT, pid INTEGER NOT NULL)")
+    // Clustered by (transaction, position): a transaction's changes are appended and read in one range,
+    // with no second index to maintain per change.
+    try connection.execute(
+      "CREATE TABLE IF NOT EXISTS \(changeTable) (transaction_seq INTEGER NOT NULL REFERENCES \(transactionTable)(seq), "
+        + "position INTEGER NOT NULL, entity TEXT NOT NULL, pk INTEGER NOT NULL, change_type TEXT NOT NULL, "
+        + "updated_properties TEXT, tombstone TEXT, PRIMARY KEY (transaction_seq, position)) WITHOUT ROWID")
   }
 
-  static func purgedThrough(_ connection: SQLiteConnection) throws -> Int64 {
+  /// The write transaction holds SQLite's one write lock already.
+  func lock(on connection: SQLiteConnection) throws {}
+
+  func purgedThrough(on connection: SQLiteConnection) throws -> Int64 {
     let value = try connection.scalar(
-      "SELECT \"value\" FROM \(quote(SQLiteSchema.metadataTable)) WHERE \"key\" = ?", [.text(purgedKey)])
+      "SELECT \"value\" FROM \(quote(SQLiteSchema.metadataTable)) WHERE \"key\" = ?", [.text(Self.purgedKey)])
     if case .text(let text)? = value { return Int64(text) ?? 0 }
     return 0
   }
 
-  static func setPurgedThrough(_ connection: SQLiteConnection, _ sequence: Int64) throws {
+  func setPurgedThrough(_ sequence: Int64, on connection: SQLiteConnection) throws {
     try connection.run(
       "INSERT OR REPLACE INTO \(quote(SQLiteSchema.metadataTable)) (\"key\", \"value\") VALUES (?, ?)",
-      [.text(purgedKey), .text(String(sequence))])
+      [.text(Self.purgedKey), .text(String(sequence))])
   }
 
-  /// Appends one transaction inside the caller's write transaction and returns its token.
-  static func append(
-    _ connection: SQLiteConnection, _ changes: [HistoryChange], author: String?, contextName: String?,
-    storeIdentifier: String
+  func append(
+    _ changes: [HistoryChange], on connection: SQLiteConnection, author: String?, contextName: String?
   ) throws -> HistoryToken {
     try connection.run(
       "INSERT INTO \(transactionTable) (timestamp, author, context_name, pid) VALUES (?, ?, ?, ?)",
@@ -113,7 +118,7 @@ enum SQLiteHistory {
   }
 
   /// The newest sequence given out (kept by `AUTOINCREMENT` even when history was deleted), 0 when none.
-  static func lastSequence(_ connection: SQLiteConnection) throws -> Int64 {
+  func lastSequence(on connection: SQLiteConnection) throws -> Int64 {
     let last = try connection.scalar("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(transactionTable)])
     if case .integer(let last)? = last { return last }
     return 0

@@ -22,32 +22,6 @@ extension SQLiteConnection: SQLConnection {
   static func isUniqueViolation(_ error: any Error) -> Bool { (error as? SQLiteError)?.isUniqueViolation ?? false }
 }
 
-/// The history tables of one SQLite store (``SQLiteHistory``), for the shared `SQLHistoryRecorder`.
-struct SQLiteHistoryTables: SQLHistoryTables {
-  let storeIdentifier: String
-
-  var transactionTable: String { SQLiteHistory.transactionTable }
-  var changeTable: String { SQLiteHistory.changeTable }
-  var changeColumns: String { "transaction_seq, entity, pk, change_type, updated_properties, tombstone" }
-  var missingReason: String { "none was recorded with history tracking on" }
-
-  func createTables(on connection: SQLiteConnection) throws { try SQLiteHistory.createTables(connection) }
-  func exist(on connection: SQLiteConnection) throws -> Bool { try SQLiteHistory.tablesExist(connection) }
-  /// The write transaction holds SQLite's one write lock already.
-  func lock(on connection: SQLiteConnection) throws {}
-  func purgedThrough(on connection: SQLiteConnection) throws -> Int64 { try SQLiteHistory.purgedThrough(connection) }
-  func setPurgedThrough(_ sequence: Int64, on connection: SQLiteConnection) throws {
-    try SQLiteHistory.setPurgedThrough(connection, sequence)
-  }
-  func lastSequence(on connection: SQLiteConnection) throws -> Int64 { try SQLiteHistory.lastSequence(connection) }
-
-  func append(
-    _ changes: [HistoryChange], on connection: SQLiteConnection, author: String?, contextName: String?
-  ) throws -> HistoryToken {
-    try SQLiteHistory.append(connection, changes, author: author, contextName: contextName, storeIdentifier: storeIdentifier)
-  }
-}
-
 /// An SQLite store as the shared entry points (`SQLStore`) see it.
 struct SQLiteStoreCore: SQLStore {
   typealias Operation = SaveOperation

@@ -48,7 +48,7 @@ public final class SQLiteStore: SQLStoreBase {
   /// Whether the file has its history tables; until it does, a write that records history makes them.
   let historyTablesExist: Atomic<Bool>
   package let broadcaster = ChangeBroadcaster()
-  let remoteWatcher = RemoteCommitWatcher(name: "strata-sqlite-watch")
+  package let remoteWatcher = RemoteCommitWatcher(name: "strata-sqlite-watch")
   /// The last `PRAGMA data_version` the remote-change watcher read.
   let lastDataVersion = Locked<Int64?>(nil)
   /// The thread running a migration of this store (holding the writer for it), while it runs.
@@ -92,7 +92,8 @@ public final class SQLiteStore: SQLStoreBase {
     var historyTables = false
     if let writer = opened.writer {
       do {
-        historyTables = try SQLiteHistory.prepare(writer, tracksHistory: options.tracksHistory)
+        historyTables = try SQLiteHistoryTables(storeIdentifier: opened.identifier).prepare(
+          writer, tracksHistory: options.tracksHistory)
       } catch let error as SQLiteError {
         writer.close()
         throw error.storeError(path: path)
@@ -242,9 +243,10 @@ public final class SQLiteStore: SQLStoreBase {
       try connection.transaction {
         guard try isEmpty(connection) else { return }
         for statement in schema.createStatements() { try connection.execute(statement) }
-        if tracksHistory { try SQLiteHistory.createTables(connection) }
+        let identifier = UUID().uuidString
+        if tracksHistory { try SQLiteHistoryTables(storeIdentifier: identifier).createTables(on: connection) }
         let metadata: [(String, String)] = [
-          ("format", SQLiteSchema.format), ("store_id", UUID().uuidString), ("model", json),
+          ("format", SQLiteSchema.format), ("store_id", identifier), ("model", json),
           ("model_fingerprint", model.fingerprint), ("created_at", ISO8601DateFormatter().string(from: Date())),
         ]
         for (key, value) in metadata {
@@ -367,7 +369,9 @@ public final class SQLiteStore: SQLStoreBase {
     }
     return try writer.withConnection(path: path) { connection in
       let result = try body(connection)
-      if try SQLiteHistory.tablesExist(connection) { historyTablesExist.store(true, ordering: .relaxed) }
+      if try SQLiteHistoryTables(storeIdentifier: identifier).exist(on: connection) {
+        historyTablesExist.store(true, ordering: .relaxed)
+      }
       return result
     }
   }
