@@ -54,11 +54,7 @@ struct SaveOperation {
   let changes: ChangeSet
   let history: SQLHistoryRecorder<PostgresHistoryTables>?
 
-  var permanentIDs: [ObjectID: ObjectID] = [:]
-  var versions: [ObjectID: Int64] = [:]
-  var converted = Set<ObjectID>()
-  var patches: [SQLReferencePatch] = []
-  var tombstones: [ObjectID: [String: Value]] = [:]
+  var state: SQLSaveState
 
   init(
     connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String, changes: ChangeSet,
@@ -69,6 +65,7 @@ struct SaveOperation {
     self.storeIdentifier = storeIdentifier
     self.changes = changes
     self.history = history
+    state = SQLSaveState(reservingFor: changes)
   }
 
   /// Unique constraints and foreign keys are checked at the end of the save (``checkConstraints(recomputed:)``).
@@ -97,7 +94,7 @@ struct SaveOperation {
     } catch let error as PostgresError where error.isUniqueViolation {
       var written = changes.inserted + changes.updated
       for snapshot in recomputed {
-        let known = permanentIDs.first { $0.value == snapshot.objectID && $0.key.isTemporary }?.key ?? snapshot.objectID
+        let known = state.permanentIDs.first { $0.value == snapshot.objectID && $0.key.isTemporary }?.key ?? snapshot.objectID
         written.append(ObjectChange(objectID: known, attributes: snapshot.attributes, toOne: snapshot.toOne))
       }
       throw try constraintConflict(
@@ -144,7 +141,7 @@ struct SaveOperation {
   private mutating func update(_ change: ObjectChange) throws {
     let table = try schema.table(change.objectID.entityName)
     guard let pk = change.objectID.primaryKey else { return }
-    let (values, later) = try row(change, table, noting: &converted)
+    let (values, later) = try row(change, table, noting: &state.converted)
     var bindings = values + [.int(pk)]
     if let expected = change.expectedVersion { bindings.append(.int(expected)) }
     let rows = try connection.query(change.expectedVersion == nil ? table.updateSQL : table.checkedUpdateSQL, bindings)
@@ -154,13 +151,13 @@ struct SaveOperation {
         entity: table.name,
         conflicts: [StoreError.Conflict(objectID: change.objectID, entity: table.name, keys: change.changedKeys)])
     }
-    versions[change.objectID] = rows.int64(0, 0)
-    for (column, target) in later { patches.append((change, table.qualified, pk, column, target)) }
+    state.versions[change.objectID] = rows.int64(0, 0)
+    for (column, target) in later { state.patches.append((change, table.qualified, pk, column, target)) }
   }
 
   mutating func insert(_ change: ObjectChange) throws {
     let table = try schema.table(change.objectID.entityName)
-    let (values, later) = try row(change, table, noting: &converted)
+    let (values, later) = try row(change, table, noting: &state.converted)
     let pk: Int64
     if let given = change.objectID.primaryKey {
       guard try storedSnapshot(table, change.objectID) == nil else {
@@ -172,9 +169,9 @@ struct SaveOperation {
       pk = try connection.query(table.insertSQL, values).int64(0, 0)
     }
     let permanent = ObjectID(entityName: table.name, storeIdentifier: storeIdentifier, primaryKey: pk)
-    permanentIDs[change.objectID] = permanent
-    versions[permanent] = 1
-    for (column, target) in later { patches.append((change, table.qualified, pk, column, target)) }
+    state.permanentIDs[change.objectID] = permanent
+    state.versions[permanent] = 1
+    for (column, target) in later { state.patches.append((change, table.qualified, pk, column, target)) }
   }
 
   // MARK: Ordered lists and references

@@ -18,17 +18,8 @@ package protocol SQLSaveOperation {
   var history: SQLHistoryRecorder<HistoryTables>? { get }
   var storeIdentifier: String { get }
   var changes: ChangeSet { get }
-  /// The ID the context knows each inserted object by → its permanent ID.
-  var permanentIDs: [ObjectID: ObjectID] { get }
-  /// The new row version of each written object, by permanent ID; inserted objects may be left out
-  /// (they are at version 1).
-  var versions: [ObjectID: Int64] { get }
-  /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
-  var converted: Set<ObjectID> { get }
-  /// The values history keeps of deleted objects, read before their rows go (only with history on).
-  var tombstones: [ObjectID: [String: Value]] { get set }
-  /// To-one columns filled once their temporary target has a key (`applyPatches()`).
-  var patches: [SQLReferencePatch] { get }
+  /// What the save noted so far: permanent IDs, versions, conversions, patches, tombstones.
+  var state: SQLSaveState { get set }
 
   /// The stored version of `id`, the rest of its row unread; `nil` when it is not stored, or (in a
   /// hierarchy) when its row is of an entity that is neither `table`'s nor one of its sub-entities.
@@ -60,12 +51,38 @@ package protocol SQLSaveOperation {
   func checkConstraints(recomputed: [Snapshot]) throws
 }
 
+/// What a save of an SQL backend notes as it writes.
+package struct SQLSaveState {
+  /// The ID the context knows each inserted object by → its permanent ID.
+  package var permanentIDs: [ObjectID: ObjectID] = [:]
+  /// The new row version of each written object, by permanent ID; inserted objects may be left out
+  /// (they are at version 1: a dictionary entry per new object cost a hash here and another in the context).
+  package var versions: [ObjectID: Int64] = [:]
+  /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
+  package var converted = Set<ObjectID>()
+  /// To-one columns filled once their temporary target has a key: inserts run in change-set order (so
+  /// primary keys follow it), and a reference to an object inserted later is patched in afterwards.
+  package var patches: [SQLReferencePatch] = []
+  /// The values history keeps of deleted objects, read before their rows go (only with history on).
+  package var tombstones: [ObjectID: [String: Value]] = [:]
+
+  package init(reservingFor changes: ChangeSet) {
+    permanentIDs.reserveCapacity(changes.inserted.count)
+    versions.reserveCapacity(changes.updated.count)
+  }
+}
+
 /// A to-one column to fill once its temporary target has a key: the `table` (as statements name it)
 /// and row `pk` of the object `change` wrote.
 package typealias SQLReferencePatch = (change: ObjectChange, table: String, pk: Int64, column: String, target: ObjectID)
 
 extension SQLSaveOperation {
   package var model: ObjectModel { schema.model }
+  package var permanentIDs: [ObjectID: ObjectID] { state.permanentIDs }
+  package var versions: [ObjectID: Int64] { state.versions }
+  package var converted: Set<ObjectID> { state.converted }
+  package var patches: [SQLReferencePatch] { state.patches }
+  package var tombstones: [ObjectID: [String: Value]] { state.tombstones }
   /// Whether the save records history (and so keeps tombstones of deleted objects).
   package var recordsHistory: Bool { history != nil }
 
@@ -213,7 +230,7 @@ extension SQLSaveOperation {
       let table = try schema.table(id.entityName)
       guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { continue }
       if recordsHistory, HistoryLog.recordsTombstone(table.name, model: model), let stored = try storedSnapshot(table, id) {
-        tombstones[id] = HistoryLog.tombstone(of: stored, model: model)
+        state.tombstones[id] = HistoryLog.tombstone(of: stored, model: model)
       }
       if try connection.run(table.deleteSQL, [Schema.encode(.int(pk))]) > 0 {
         deleted[table.name, default: []].append(pk)

@@ -54,18 +54,7 @@ struct SaveOperation {
   let changes: ChangeSet
   let history: SQLHistoryRecorder<SQLiteHistoryTables>?
 
-  /// The ID the context knows each inserted object by → its permanent ID.
-  var permanentIDs: [ObjectID: ObjectID] = [:]
-  /// The new row version of each updated object, by permanent ID (inserted objects are at version 1 and
-  /// left out: a dictionary entry per new object cost a hash here and another in the context).
-  var versions: [ObjectID: Int64] = [:]
-  /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
-  var converted = Set<ObjectID>()
-  /// To-one columns filled once their temporary target has a key: inserts run in change-set order (so
-  /// primary keys follow it), and a reference to an object inserted later is patched in afterwards.
-  var patches: [SQLReferencePatch] = []
-  /// The values history keeps of deleted objects, read before their rows go (only with history on).
-  var tombstones: [ObjectID: [String: Value]] = [:]
+  var state: SQLSaveState
 
   init(
     connection: SQLiteConnection, schema: SQLiteSchema, storeIdentifier: String, changes: ChangeSet,
@@ -76,8 +65,7 @@ struct SaveOperation {
     self.storeIdentifier = storeIdentifier
     self.changes = changes
     self.history = history
-    permanentIDs.reserveCapacity(changes.inserted.count)
-    versions.reserveCapacity(changes.updated.count)
+    state = SQLSaveState(reservingFor: changes)
   }
 
   /// Writes updates and inserts, retrying those a uniqueness constraint refused (see ``retry(_:_:)``).
@@ -116,7 +104,7 @@ struct SaveOperation {
   /// ``row(_:_:)`` appended to `values` (a statement of several rows binds them all from one array);
   /// returns the to-one targets to fill in later.
   ///
-  /// Mutating, as it notes conversions in `converted`: a non-mutating method given `&converted` had the
+  /// Mutating, as it notes conversions in `state`: a non-mutating method given `&state.converted` had the
   /// whole operation copied for every row, to keep the two accesses apart.
   private mutating func appendRow(
     _ change: ObjectChange, _ table: SQLiteSchema.Table, to values: inout [SQLValue]
@@ -125,7 +113,7 @@ struct SaveOperation {
     // encoding the row.
     for (index, type) in zip(table.storedAttributes, table.storedTypes) {
       let value = change.attributes[index]
-      if !type.isCanonical(value) { converted.insert(change.objectID) }
+      if !type.isCanonical(value) { state.converted.insert(change.objectID) }
       values.append(
         try SQLiteSchema.encode(value, as: type, entity: table.entity.name, key: table.entity.attributes[index].name))
     }
@@ -163,8 +151,8 @@ struct SaveOperation {
         entity: table.name,
         conflicts: [StoreError.Conflict(objectID: change.objectID, entity: table.name, keys: change.changedKeys)])
     }
-    versions[change.objectID] = version
-    for (column, target) in later { patches.append((change, table.writtenSQLName, pk, column, target)) }
+    state.versions[change.objectID] = version
+    for (column, target) in later { state.patches.append((change, table.writtenSQLName, pk, column, target)) }
     return true
   }
 
@@ -191,8 +179,8 @@ struct SaveOperation {
     }
     let pk = connection.lastInsertRowID
     let permanent = template.withPrimaryKey(pk)
-    permanentIDs[change.objectID] = permanent
-    for (column, target) in later { patches.append((change, table.writtenSQLName, pk, column, target)) }
+    state.permanentIDs[change.objectID] = permanent
+    for (column, target) in later { state.patches.append((change, table.writtenSQLName, pk, column, target)) }
     return true
   }
 
@@ -221,10 +209,10 @@ struct SaveOperation {
     let first = connection.lastInsertRowID - Int64(rows.count - 1)
     for (offset, change) in rows.enumerated() {
       let permanent = template.withPrimaryKey(first + Int64(offset))
-      permanentIDs[change.objectID] = permanent
+      state.permanentIDs[change.objectID] = permanent
     }
     for (offset, column, target) in later {
-      patches.append((rows[rows.startIndex + offset], table.writtenSQLName, first + Int64(offset), column, target))
+      state.patches.append((rows[rows.startIndex + offset], table.writtenSQLName, first + Int64(offset), column, target))
     }
     return true
   }
@@ -249,8 +237,8 @@ struct SaveOperation {
       let (values, later) = try row(change, table)
       do {
         try connection.run(table.insertWithKeySQL, [.integer(pk), .integer(version + 1)] + values)
-        versions[change.objectID] = version + 1
-        for (column, target) in later { patches.append((change, table.writtenSQLName, pk, column, target)) }
+        state.versions[change.objectID] = version + 1
+        for (column, target) in later { state.patches.append((change, table.writtenSQLName, pk, column, target)) }
       } catch let error as SQLiteError where error.isUniqueViolation {
         failed.append(change)
       }
