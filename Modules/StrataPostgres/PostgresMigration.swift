@@ -337,18 +337,11 @@ final class PostgresMigration: SQLMigrationRun {
         joinsNeedingKeys.insert(name)
       }
     }
-    for join in old.joinTables where !renamedJoins.contains(join.name) {
-      try connection.execute("DROP TABLE IF EXISTS \(old.qualify(join.name))")
-    }
     let hierarchy = try self.hierarchy ?? HierarchyMigration(migration, store: "the PostgreSQL store")
-    // The views of the hierarchies rebuilt below go first: their tables are read, then dropped.
-    for view in hierarchy.consumedViews {
-      try connection.execute("DROP VIEW IF EXISTS \(old.qualify(view)) CASCADE")
-    }
-    let consumed = Set(hierarchy.consumedStorages + hierarchy.consumedViews)
-    for entity in migration.removedEntities where !consumed.contains(entity) {
-      try connection.execute("DROP TABLE IF EXISTS \(old.qualify(entity)) CASCADE")
-    }
+    let drops = SQLLayout.dropStatements(
+      migration, oldJoins: old.joinTables, keeping: renamedJoins, hierarchy: hierarchy, table: old.qualify,
+      cascade: " CASCADE")
+    for sql in drops { try connection.execute(sql) }
     for plan in entities {
       if let renamed = try alter(plan, on: connection) { finalNames.append(renamed) }
       let name = plan.mapping.entity.name

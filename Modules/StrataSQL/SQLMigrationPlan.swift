@@ -290,6 +290,22 @@ package protocol SQLMigrationRun {
 }
 
 extension SQLLayout {
+  /// What a migration step drops before it changes tables: the old join tables not renamed, the views of
+  /// the hierarchies it rebuilds (their tables are read, then dropped, later) and the tables of removed
+  /// entities. `table` names a table as statements do; `cascade` ends the drops of views and tables.
+  package static func dropStatements(
+    _ migration: ModelMigration, oldJoins: [SQLJoinTable], keeping renamedJoins: Set<String>,
+    hierarchy: HierarchyMigration, table: (String) -> String, cascade: String = ""
+  ) -> [String] {
+    var statements = oldJoins.filter { !renamedJoins.contains($0.name) }.map { "DROP TABLE IF EXISTS \(table($0.name))" }
+    statements += hierarchy.consumedViews.map { "DROP VIEW IF EXISTS \(table($0))\(cascade)" }
+    let consumed = Set(hierarchy.consumedStorages + hierarchy.consumedViews)
+    for entity in migration.removedEntities where !consumed.contains(entity) {
+      statements.append("DROP TABLE IF EXISTS \(table(entity))\(cascade)")
+    }
+    return statements
+  }
+
   /// Runs `steps` one after another inside the caller's transaction, from the layout `schema` through
   /// `schemas` (one per step): each step's plan (`run` makes it from the step and the layouts before and
   /// after), its `willMigrate` stage on its source model, its structural change, its `didMigrate` stage on

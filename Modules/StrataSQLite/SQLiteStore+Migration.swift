@@ -235,18 +235,10 @@ final class SQLiteMigration: SQLMigrationRun {
         finalNames.append((temporary, name, nil))
       }
     }
-    for join in old.joinTables where !renamedJoins.contains(join.name) {
-      try connection.execute("DROP TABLE IF EXISTS \(quote(join.name))")
-    }
     let hierarchy = try self.hierarchy ?? HierarchyMigration(migration, store: "the SQLite store")
-    // The views of the hierarchies rebuilt below go first: their tables are read, then dropped.
-    for view in hierarchy.consumedViews {
-      try connection.execute("DROP VIEW IF EXISTS \(quote(view))")
-    }
-    let consumed = Set(hierarchy.consumedStorages + hierarchy.consumedViews)
-    for entity in migration.removedEntities where !consumed.contains(entity) {
-      try connection.execute("DROP TABLE IF EXISTS \(quote(entity))")
-    }
+    let drops = SQLLayout.dropStatements(
+      migration, oldJoins: old.joinTables, keeping: renamedJoins, hierarchy: hierarchy, table: quote)
+    for sql in drops { try connection.execute(sql) }
     // Copies first, while their source table is as it was.
     for plan in entities.filter(\.isCopy) + entities.filter({ !$0.isCopy }) {
       let name = plan.mapping.entity.name
