@@ -94,7 +94,7 @@ extension PostgresStore {
     }) {
       slot.close()
     }
-    stopListening()
+    stopWatching()
     pool.close()
     broadcaster.finish()
   }

@@ -9,8 +9,42 @@ package protocol SQLStoreBase: PersistentStore {
   /// Whether this is the store a migration hands its custom stages.
   var isBoundToMigration: Bool { get }
   var broadcaster: ChangeBroadcaster { get }
+  var isClosed: Bool { get }
+  /// Polls for other connections' commits while a change stream is open (``changeStream()``).
+  var remoteWatcher: RemoteCommitWatcher { get }
   /// Throws `.misuse` when the store is closed.
   func checkOpen() throws
+  /// Readies the look for other connections' commits, before a stream is handed out.
+  func startWatching()
+  /// Ends what ``startWatching()`` began, once no stream is open.
+  func stopWatching()
+  /// Yields one remote change when another connection committed since the last look.
+  func announceRemoteCommits()
+}
+
+extension SQLStoreBase {
+  package func stopWatching() {}
+
+  /// The stream of `changes()`: finished at once in a closed store or one bound to a migration; with
+  /// remote notifications on, other connections' commits are looked for every 50 ms while one is open.
+  package func changeStream() -> AsyncStream<StoreChange> {
+    let stream = broadcaster.stream()
+    if isClosed || isBoundToMigration {
+      // close() may have finished the broadcaster before this stream registered.
+      broadcaster.finish()
+      return stream
+    }
+    if options.postsRemoteChangeNotifications {
+      startWatching()
+      remoteWatcher.start(while: { [weak self] in
+        guard let store = self else { return false }
+        let keepGoing = !store.isClosed && store.broadcaster.hasSubscribers
+        if !keepGoing { store.stopWatching() }
+        return keepGoing
+      }) { [weak self] in self?.announceRemoteCommits() }
+    }
+    return stream
+  }
 }
 
 /// An SQL backend's store as the shared entry points (save, history, migration) use it: its layout,
