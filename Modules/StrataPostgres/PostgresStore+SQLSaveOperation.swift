@@ -61,10 +61,6 @@ struct PostgresStoreCore: SQLStore {
     }
   }
 
-  func checkEmpty(_ entities: [String], on connection: PostgresConnection) throws {
-    try store.checkEmpty(entities, on: connection)
-  }
-
   func layout(of model: ObjectModel) throws -> PostgresSchema { try PostgresSchema(model: model, schema: schema.name) }
 
   func migrationRun(

@@ -28,6 +28,12 @@ extension PostgresStore {
   }
 
   /// Tells other stores on the schema that a transaction committed (delivered at commit).
+  func notify(_ connection: PostgresConnection) throws {
+    try connection.query("SELECT pg_notify($1, $2)", [.string(channel), .string(instanceID)])
+  }
+}
+
+extension PostgresStoreCore {
   /// Throws `StoreError.storeNotEmpty(_:)` when one of `entities` holds an object. Each entity's table is
   /// locked against other writers first (SHARE ROW EXCLUSIVE conflicts with itself and with inserts), so two
   /// processes importing into an empty store at once cannot both find it empty.
@@ -40,10 +46,6 @@ extension PostgresStore {
       if try connection.query(sql.numbered(), sql.bindings).int64(0, 0) > 0 { throw StoreError.storeNotEmpty(entity) }
     }
   }
-
-  func notify(_ connection: PostgresConnection) throws {
-    try connection.query("SELECT pg_notify($1, $2)", [.string(channel), .string(instanceID)])
-  }
 }
 
 /// The work of one save, inside its transaction.
@@ -53,20 +55,7 @@ struct SaveOperation {
   let storeIdentifier: String
   let changes: ChangeSet
   let history: SQLHistoryRecorder<PostgresHistoryTables>?
-
   var state: SQLSaveState
-
-  init(
-    connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String, changes: ChangeSet,
-    history: SQLHistoryRecorder<PostgresHistoryTables>?
-  ) {
-    self.connection = connection
-    self.schema = schema
-    self.storeIdentifier = storeIdentifier
-    self.changes = changes
-    self.history = history
-    state = SQLSaveState(reservingFor: changes)
-  }
 
   /// Unique constraints and foreign keys are checked at the end of the save (``checkConstraints(recomputed:)``).
   func begin() throws {

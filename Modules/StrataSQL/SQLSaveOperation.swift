@@ -24,9 +24,10 @@ package protocol SQLSaveOperation {
   /// The stored version of `id`, the rest of its row unread; `nil` when it is not stored, or (in a
   /// hierarchy) when its row is of an entity that is neither `table`'s nor one of its sub-entities.
   func storedVersion(_ table: Table, _ id: ObjectID) throws -> Int64?
+  /// The memberwise initializer of a backend's save operation.
   init(
     connection: Connection, schema: Schema, storeIdentifier: String, changes: ChangeSet,
-    history: SQLHistoryRecorder<HistoryTables>?)
+    history: SQLHistoryRecorder<HistoryTables>?, state: SQLSaveState)
   /// The first row (in `_pk` order) `sql` selects (`table.selectList(alias: "t0")` first).
   func firstSnapshot(_ sql: String, _ bindings: [Schema.Binding], _ table: Table) throws -> Snapshot?
   /// Whether a write a uniqueness constraint refused but whose clash no stored row shows is still

@@ -106,7 +106,8 @@ extension SQLStore {
     return try commit { connection -> (SaveResult, StoreChange?) in
       try checkEmpty(changes.requiredEmptyEntities, on: connection)
       var operation = Operation(
-        connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, history: history)
+        connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, history: history,
+        state: SQLSaveState(reservingFor: changes))
       let (result, change) = try operation.apply()
       return (result, change)
     }

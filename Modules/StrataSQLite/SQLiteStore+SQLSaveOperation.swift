@@ -49,10 +49,6 @@ struct SQLiteStoreCore: SQLStore {
     }
   }
 
-  func checkEmpty(_ entities: [String], on connection: SQLiteConnection) throws {
-    try store.checkEmpty(entities, on: connection)
-  }
-
   func layout(of model: ObjectModel) throws -> SQLiteSchema { try SQLiteSchema(model: model) }
 
   func migrationRun(

@@ -33,12 +33,12 @@ extension SQLiteStore {
   }
 }
 
-extension SQLiteStore {
+extension SQLiteStoreCore {
   /// Throws `StoreError.storeNotEmpty(_:)` when one of `entities` holds an object, read on the writing
   /// connection inside its transaction (which holds SQLite's write lock: no other process can insert).
   func checkEmpty(_ entities: [String], on connection: SQLiteConnection) throws {
     for entity in entities {
-      let statement = try selectStatement(for: FetchDescription(entityName: entity, fetchLimit: 1, resultType: .count))
+      let statement = try store.selectStatement(for: FetchDescription(entityName: entity, fetchLimit: 1, resultType: .count))
       if case .integer(let count) = try connection.scalar(statement.sql, statement.bindings), count > 0 {
         throw StoreError.storeNotEmpty(entity)
       }
@@ -53,20 +53,7 @@ struct SaveOperation {
   let storeIdentifier: String
   let changes: ChangeSet
   let history: SQLHistoryRecorder<SQLiteHistoryTables>?
-
   var state: SQLSaveState
-
-  init(
-    connection: SQLiteConnection, schema: SQLiteSchema, storeIdentifier: String, changes: ChangeSet,
-    history: SQLHistoryRecorder<SQLiteHistoryTables>?
-  ) {
-    self.connection = connection
-    self.schema = schema
-    self.storeIdentifier = storeIdentifier
-    self.changes = changes
-    self.history = history
-    state = SQLSaveState(reservingFor: changes)
-  }
 
   /// Writes updates and inserts, retrying those a uniqueness constraint refused (see ``retry(_:_:)``).
   mutating func writeObjects(excluding deleted: Set<ObjectID>) throws {
