@@ -90,6 +90,8 @@ package protocol SQLStore {
   ) -> BoundStore
   /// Throws when the migration's transaction cannot go on after a custom stage.
   func checkAfterStage(_ connection: Connection) throws
+  /// The `_entity` of the rows of the hierarchy table `root` with primary keys among `keys`.
+  func entityTags(of keys: [Int64], in root: String, on connection: Connection) throws -> [Int64: String]
 }
 
 extension SQLStore {
@@ -111,6 +113,19 @@ extension SQLStore {
       let (result, change) = try operation.apply()
       return (result, change)
     }
+  }
+
+  /// `snapshots` with every to-one target whose destination has sub-entities named by the entity it was
+  /// inserted as.
+  package func resolvingReferences(_ snapshots: [Snapshot], on connection: Connection) throws -> [Snapshot] {
+    try SQLHierarchyReferences.resolvingReferences(snapshots, model: schema.model) {
+      try entityTags(of: $1, in: $0, on: connection)
+    }
+  }
+
+  /// The IDs among `ids` (of entities with sub-entities) named by the entity each object was inserted as.
+  package func concreteIDs(_ ids: [ObjectID], on connection: Connection) throws -> [ObjectID: ObjectID] {
+    try SQLHierarchyReferences.concreteIDs(ids, model: schema.model) { try entityTags(of: $1, in: $0, on: connection) }
   }
 
   /// The error for what a store bound to a migration's transaction does not do.
