@@ -272,7 +272,9 @@ final class SQLiteMigration: SQLMigrationRun {
         for statement in new.createTableStatements(entity) { try connection.execute(statement) }
       }
     }
-    try addSubentities(hierarchy, progress: progress)
+    try SQLLayout.addSubentities(
+      hierarchy, new: new, textType: "TEXT", keyType: "INTEGER", column: SQLiteSchema.columnDefinition,
+      views: new.createTableStatements, execute: { try connection.execute($0) }, progress: progress)
     for (name, source) in joins {
       if case .empty = source { try connection.execute(SQLiteSchema.createJoinTableSQL(named: name)) }
     }
@@ -293,32 +295,6 @@ final class SQLiteMigration: SQLMigrationRun {
         if case .integer(let n)? = found { return n > 0 }
         return false
       }, execute: { try connection.execute($0) })
-  }
-
-  /// Makes each root that gains sub-entities the table of its hierarchy: `_entity` (its rows keep the
-  /// root's name), a nullable column per property a new sub-entity adds, and a view per new sub-entity.
-  private func addSubentities(_ hierarchy: HierarchyMigration, progress: (String) -> Void) throws {
-    for (root, added) in hierarchy.addedSubentities.sorted(by: { $0.key < $1.key }) {
-      let tag = "'" + root.replacingOccurrences(of: "'", with: "''") + "'"
-      try connection.execute(
-        "ALTER TABLE \(quote(root)) ADD COLUMN \(quote(SQLiteSchema.entityColumn)) TEXT NOT NULL DEFAULT \(tag)")
-      var columns = Set(new.tables[root]?.dataColumns ?? [])
-      for name in added {
-        guard let entity = new.model.entity(named: name) else { continue }
-        for var attribute in entity.attributes where attribute.isPersistent && columns.insert(attribute.name).inserted {
-          attribute.isOptional = true
-          try connection.execute("ALTER TABLE \(quote(root)) ADD COLUMN \(SQLiteSchema.columnDefinition(attribute))")
-        }
-        for rel in entity.toOneRelationships where columns.insert(rel.name).inserted {
-          try connection.execute("ALTER TABLE \(quote(root)) ADD COLUMN \(quote(rel.name)) INTEGER")
-        }
-      }
-      for name in added {
-        guard let entity = new.model.entity(named: name) else { continue }
-        for statement in new.createTableStatements(entity) { try connection.execute(statement) }
-        progress("created the view of \(name) in the table of \(root)")
-      }
-    }
   }
 
   /// Builds each table of `hierarchy.rebuiltStorages` under a temporary name from the old tables (every
