@@ -337,18 +337,11 @@ final class PostgresMigration: SQLMigrationRun {
         joinsNeedingKeys.insert(name)
       }
     }
-    for join in old.joinTables where !renamedJoins.contains(join.name) {
-      try connection.execute("DROP TABLE IF EXISTS \(old.qualify(join.name))")
-    }
     let hierarchy = try self.hierarchy ?? HierarchyMigration(migration, store: "the PostgreSQL store")
-    // The views of the hierarchies rebuilt below go first: their tables are read, then dropped.
-    for view in hierarchy.consumedViews {
-      try connection.execute("DROP VIEW IF EXISTS \(old.qualify(view)) CASCADE")
-    }
-    let consumed = Set(hierarchy.consumedStorages + hierarchy.consumedViews)
-    for entity in migration.removedEntities where !consumed.contains(entity) {
-      try connection.execute("DROP TABLE IF EXISTS \(old.qualify(entity)) CASCADE")
-    }
+    let drops = SQLLayout.dropStatements(
+      migration, oldJoins: old.joinTables, keeping: renamedJoins, hierarchy: hierarchy, table: old.qualify,
+      cascade: " CASCADE")
+    for sql in drops { try connection.execute(sql) }
     for plan in entities {
       if let renamed = try alter(plan, on: connection) { finalNames.append(renamed) }
       let name = plan.mapping.entity.name
@@ -380,31 +373,10 @@ final class PostgresMigration: SQLMigrationRun {
       try connection.execute(new.createTableSQL(mapping.entity))
       progress("created the table of \(mapping.entity.name)")
     }
-    for (root, added) in hierarchy.addedSubentities.sorted(by: { $0.key < $1.key }) {
-      // The root's table becomes its hierarchy's: `_entity` (its rows keep the root's name), a nullable
-      // column per property a new sub-entity adds, and a view per new sub-entity.
-      let tag = "'" + root.replacingOccurrences(of: "'", with: "''") + "'"
-      try connection.execute(
-        "ALTER TABLE \(new.qualify(root)) ADD COLUMN \(quoteIdentifier(PostgresSchema.entityColumn)) text NOT NULL DEFAULT \(tag)"
-      )
-      var columns = Set(new.tables[root]?.dataColumns ?? [])
-      for name in added {
-        guard let entity = new.model.entity(named: name) else { continue }
-        for attribute in entity.attributes where attribute.isPersistent && columns.insert(attribute.name).inserted {
-          try connection.execute(
-            "ALTER TABLE \(new.qualify(root)) ADD COLUMN \(quoteIdentifier(attribute.name)) \(PostgresSchema.columnType(attribute.type))"
-          )
-        }
-        for rel in entity.toOneRelationships where columns.insert(rel.name).inserted {
-          try connection.execute("ALTER TABLE \(new.qualify(root)) ADD COLUMN \(quoteIdentifier(rel.name)) bigint")
-        }
-      }
-      for name in added {
-        guard let entity = new.model.entity(named: name) else { continue }
-        for statement in new.createTableStatements(entity) { try connection.execute(statement) }
-        progress("created the view of \(name) in the table of \(root)")
-      }
-    }
+    try SQLLayout.addSubentities(
+      hierarchy, new: new, textType: "text", keyType: "bigint",
+      column: { "\(quoteIdentifier($0.name)) \(PostgresSchema.columnType($0.type))" },
+      views: new.createTableStatements, execute: { try connection.execute($0) }, progress: progress)
     for join in new.joinTables {
       if joinsNeedingKeys.contains(join.name) {
         try connection.execute(

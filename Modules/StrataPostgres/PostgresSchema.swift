@@ -32,6 +32,8 @@ struct PostgresSchema: Sendable {
     let qualified: String
 
     var sqlName: String { qualified }
+    /// A hierarchy's rows are written through the entity's view.
+    var writtenSQLName: String { qualified }
 
     init(entity: EntityDescription, schema: String) {
       self.entity = entity
@@ -132,8 +134,8 @@ struct PostgresSchema: Sendable {
       seen[name] = what
     }
     try claim(Self.metadataTable, "the metadata table")
-    try claim(PostgresHistory.transactionTable, "the history table")
-    try claim(PostgresHistory.changeTable, "the history table")
+    try claim(PostgresHistoryTables.transactionName, "the history table")
+    try claim(PostgresHistoryTables.changeName, "the history table")
     for entity in model.entities {
       try claim(entity.name, "the table of entity \(entity.name)")
       for column in tables[entity.name]?.dataColumns ?? [] where column.utf8.count > 63 {
@@ -306,19 +308,6 @@ extension PostgresSchema {
     if microseconds == Int64.max { return Date(timeIntervalSinceReferenceDate: .infinity) }
     if microseconds == Int64.min { return Date(timeIntervalSinceReferenceDate: -.infinity) }
     return Date(timeIntervalSinceReferenceDate: Double(microseconds) / 1_000_000 - epochOffset)
-  }
-
-  /// `value` bound for a column of `type`.
-  /// - Throws: `.validation` when the value cannot be converted to `type`.
-  static func encode(_ value: Value, as type: AttributeType, entity: String, key: String) throws -> PGParameter {
-    if value.isNull { return .null }
-    if type.isCanonical(value) { return encode(value) }
-    guard let converted = type.coerce(value) else {
-      throw StoreError(
-        .validation, "\(entity).\(key) is a \(type.rawValue) attribute and cannot hold the \(value.kindName) \(value)",
-        entity: entity, key: key, value: value)
-    }
-    return encode(converted)
   }
 
   /// A value already of its attribute's type, as bound.

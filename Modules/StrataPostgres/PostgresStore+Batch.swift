@@ -40,35 +40,31 @@ extension PostgresStore {
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
     let identifier = self.identifier
-    let schema = self.schema
     let history = historyRecorder
-    let bound = isBoundToMigration
     let keys = properties.keys.sorted()
-    let outcome: ([ObjectID], HistoryToken?)?
+    let outcome: BatchResult?
     do {
-      outcome = try write { connection -> ([ObjectID], HistoryToken?)? in
+      outcome = try PostgresStoreCore(store: self).commit { connection -> (BatchResult?, StoreChange?) in
         let rows = try connection.query(update.numbered(), update.bindings)
         let ids = (0..<rows.count).map {
           ObjectID(entityName: entityName, storeIdentifier: identifier, primaryKey: rows.int64($0, 0))
         }
         .sorted { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) }
-        guard !ids.isEmpty else { return (ids, nil) }
+        guard !ids.isEmpty else { return (BatchResult(count: 0, objectIDs: []), nil) }
         let token = try history?.record(
-          HistoryLog.changes(inserted: [], updated: ids, keys: keys), on: connection, schema: schema,
-          storeIdentifier: identifier, author: author, contextName: contextName)
-        if !bound { try notify(connection) }
-        return (ids, token)
+          HistoryLog.changes(inserted: [], updated: ids, keys: keys), on: connection, author: author,
+          contextName: contextName)
+        return (
+          BatchResult(count: ids.count, objectIDs: ids, historyToken: token),
+          StoreChange(storeIdentifier: identifier, historyToken: token, inserted: [], updated: ids, deleted: [])
+        )
       }
     } catch let error as StoreError where error.code == .constraintConflict || error.code == .validation {
       // A uniqueness clash or a refused nil (rolled back): the general path reports it precisely.
       outcome = nil
     }
     guard let outcome else { return try general.execute(request) }
-    let (ids, token) = outcome
-    if !ids.isEmpty {
-      broadcaster.yield(StoreChange(storeIdentifier: identifier, historyToken: token, inserted: [], updated: ids, deleted: []))
-    }
-    return BatchResult(count: ids.count, objectIDs: ids, historyToken: token).reported(as: resultType)
+    return outcome.reported(as: resultType)
   }
 
   /// Runs a batch delete as one `DELETE … WHERE <predicate> RETURNING …` in the server, when nothing but
@@ -92,8 +88,7 @@ extension PostgresStore {
     delete.sql += " RETURNING " + (tombstones ? table.selectList(alias: "t0") : "t0.\"_pk\"")
     let (identifier, schema, model) = (self.identifier, self.schema, self.model)
     let history = historyRecorder
-    let bound = isBoundToMigration
-    let (change, token) = try write { connection -> (StoreChange, HistoryToken?) in
+    return try PostgresStoreCore(store: self).commit { connection -> (BatchResult, StoreChange?) in
       let rows = try connection.query(delete.numbered(), delete.bindings)
       var keys: [Int64] = []
       var removed: [ObjectID: [String: Value]] = [:]
@@ -107,7 +102,7 @@ extension PostgresStore {
       }
       keys.sort()
       let deleted = keys.map { ObjectID(entityName: entityName, storeIdentifier: identifier, primaryKey: $0) }
-      guard !deleted.isEmpty else { return (StoreChange(storeIdentifier: identifier), nil) }
+      guard !deleted.isEmpty else { return (BatchResult(count: 0), nil) }
       var cleared: [ObjectID] = []
       var seen = Set(deleted)
       let list = "{" + keys.map(String.init).joined(separator: ",") + "}"
@@ -122,23 +117,16 @@ extension PostgresStore {
           }
         }
       }
-      let change = StoreChange(storeIdentifier: identifier, inserted: [], updated: cleared, deleted: deleted)
-      var token: HistoryToken?
+      var change = StoreChange(storeIdentifier: identifier, inserted: [], updated: cleared, deleted: deleted)
       if let history {
         let changeSet = ChangeSet(
           deleted: deleted.map { ObjectDeletion(objectID: $0) }, author: author, contextName: contextName)
-        token = try history.record(
+        change.historyToken = try history.record(
           HistoryLog.changes(of: change, changeSet: changeSet, tombstones: removed, recomputed: [], model: model),
-          on: connection, schema: schema, storeIdentifier: identifier, author: author, contextName: contextName)
+          on: connection, author: author, contextName: contextName)
       }
-      if !bound { try notify(connection) }
-      return (change, token)
+      return (BatchResult(count: deleted.count, objectIDs: deleted, historyToken: change.historyToken), change)
     }
-    guard !change.deleted.isEmpty else { return BatchResult(count: 0) }
-    var announced = change
-    announced.historyToken = token
-    broadcaster.yield(announced)
-    return BatchResult(count: change.deleted.count, objectIDs: change.deleted, historyToken: token)
   }
 
   /// The `UPDATE` of a batch update the store runs natively (constants only), or an error when it cannot

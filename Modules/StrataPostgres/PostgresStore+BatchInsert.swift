@@ -45,7 +45,7 @@ extension PostgresStore {
         if let history {
           outcome.token = try history.record(
             HistoryLog.changes(inserted: outcome.inserted, updated: outcome.updated, keys: outcome.updatedKeys),
-            on: connection, schema: schema, storeIdentifier: identifier, author: author, contextName: contextName)
+            on: connection, author: author, contextName: contextName)
         }
         if !bound { try notify(connection) }
         return outcome

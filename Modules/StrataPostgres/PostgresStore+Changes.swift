@@ -13,26 +13,12 @@ extension PostgresStore {
   /// ```swift
   /// for await change in store.changes() where change.isRemote { refetch() }
   /// ```
-  public func changes() -> AsyncStream<StoreChange> {
-    let stream = broadcaster.stream()
-    if closed.load(ordering: .acquiring) || isBoundToMigration {
-      broadcaster.finish()
-      return stream
-    }
-    if options.postsRemoteChangeNotifications {
-      startListening()
-      remoteWatcher.start(while: { [weak self] in
-        guard let store = self else { return false }
-        let keepGoing = !store.closed.load(ordering: .acquiring) && store.broadcaster.hasSubscribers
-        if !keepGoing { store.stopListening() }
-        return keepGoing
-      }) { [weak self] in self?.announceRemoteCommits() }
-    }
-    return stream
-  }
+  public func changes() -> AsyncStream<StoreChange> { changeStream() }
+
+  package var isClosed: Bool { closed.load(ordering: .acquiring) }
 
   /// Opens the listening connection, once (before the stream is handed out, so no later commit is missed).
-  private func startListening() {
+  package func startWatching() {
     listener.withLock { connection in
       guard connection == nil else { return }
       guard let target = try? PostgresLocation(url: url ?? URL(fileURLWithPath: "/"), defaultSchema: configuration.schema),
@@ -47,7 +33,7 @@ extension PostgresStore {
     }
   }
 
-  func stopListening() {
+  package func stopWatching() {
     listener.withLock { connection in
       connection?.close()
       connection = nil
@@ -57,10 +43,10 @@ extension PostgresStore {
   /// Yields one remote change when another store's commit was notified since the last look. A listening
   /// connection the server dropped (a restart, `pg_terminate_backend`) is reopened at a later look, which
   /// then yields a remote change: commits notified while nobody listened are lost, so watchers refetch.
-  func announceRemoteCommits() {
+  package func announceRemoteCommits() {
     var reopened = false
     if listener.withLock({ $0 == nil }) {
-      startListening()
+      startWatching()
       reopened = listener.withLock { $0 != nil } && listenerLost.exchange(false, ordering: .acquiringAndReleasing)
     }
     let instanceID = self.instanceID

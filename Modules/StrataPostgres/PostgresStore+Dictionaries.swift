@@ -14,12 +14,7 @@ extension PostgresStore {
   func fetchDictionaries(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
     let plan = try DictionaryFetch(request, model: model)
     let compiled = try PostgresQueryCompiler.compileDictionary(request, plan, schema: schema, storeIdentifier: identifier)
-    var select = Fragment("SELECT ")
-    for (index, column) in compiled.columns.enumerated() {
-      select = select + (index == 0 ? Fragment("") : Fragment(", ")) + column.sql
-    }
-    if compiled.columns.isEmpty { select.sql += "1" }
-    var sql = select + Fragment(" ") + compiled.query.fromClause
+    var sql = compiled.selectFrom
     if !compiled.groupBy.isEmpty {
       sql =
         sql + Fragment(" GROUP BY " + compiled.groupBy.map(\.sql).joined(separator: ", "), compiled.groupBy.flatMap(\.bindings))
@@ -31,15 +26,14 @@ extension PostgresStore {
         sql.bindings += compiled.groupBy.flatMap(\.bindings)
       }
     }
-    let pagesInSQL = plan.having == nil && !plan.isDistinct
-    if pagesInSQL {
+    if plan.pagesInSQL {
       if let limit = request.effectiveLimit { sql = sql + Fragment(" LIMIT ?", [.int(Int64(limit))]) }
       if request.fetchOffset > 0 { sql = sql + Fragment(" OFFSET ?", [.int(Int64(request.fetchOffset))]) }
     }
     let identifier = self.identifier
     let entityName = plan.entity.name
     let columns = compiled.columns
-    var rows = try read(generation: generation) { connection -> [[String: Value]] in
+    let rows = try read(generation: generation) { connection -> [[String: Value]] in
       let result = try connection.query(sql.numbered(), sql.bindings)
       var rows: [[String: Value]] = []
       for r in 0..<result.count {
@@ -64,9 +58,6 @@ extension PostgresStore {
       }
       return rows
     }
-    if let having = plan.having { rows = try rows.filter { try DictionaryFetch.matches($0, having) } }
-    if plan.isDistinct { rows = DictionaryFetch.distinct(rows) }
-    if !pagesInSQL { rows = DictionaryFetch.page(rows, offset: request.fetchOffset, limit: request.effectiveLimit) }
-    return .dictionaries(rows)
+    return try plan.finish(rows, request)
   }
 }

@@ -43,7 +43,7 @@ extension PostgresStore {
       case .snapshots, .dictionaries:
         let sql = Fragment("SELECT \(table.selectList(alias: "t0")) ") + from + Fragment(order) + paging
         let snapshots = try connection.query(sql.numbered(), sql.bindings).snapshots(table, storeIdentifier: identifier)
-        return .snapshots(try resolvingReferences(snapshots, connection: connection))
+        return .snapshots(try PostgresStoreCore(store: self).resolvingReferences(snapshots, on: connection))
       }
     }
   }
@@ -68,10 +68,8 @@ extension PostgresStore {
   public func relatedObjectIDs(of id: ObjectID, relationship: String, generation: QueryGeneration?) throws -> [ObjectID] {
     try schema.relatedObjectIDs(
       of: id, relationship: relationship, storeIdentifier: identifier, read: { try read(generation: generation, $0) },
-      keys: { connection, sql, pk in
-        let rows = try connection.query(sql, [.int(pk)])
-        return (0..<rows.count).map { rows.int64($0, 0) }
-      }, concreteIDs: { try self.concreteIDs($0, connection: $1) })
+      keys: { connection, sql, pk in try connection.query(sql, [.int(pk)]) { $0.int64(0) } },
+      concreteIDs: { try PostgresStoreCore(store: self).concreteIDs($0, on: $1) })
   }
 
   // MARK: Query generations

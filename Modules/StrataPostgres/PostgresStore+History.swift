@@ -14,79 +14,87 @@ import StrataStoreKit
 /// Appends take a transaction-level advisory lock, so sequences commit in order and a reader continuing
 /// after a token never skips a transaction that committed later with a smaller number.
 /// `_strata_metadata.history_purged_through` is the last sequence a deletion removed.
-enum PostgresHistory {
-  static let transactionTable = "strata_history_transaction"
-  static let changeTable = "strata_history_change"
+struct PostgresHistoryTables: SQLHistoryTables {
+  static let transactionName = "strata_history_transaction"
+  static let changeName = "strata_history_change"
   static let purgedKey = "history_purged_through"
 
-  static func createStatements(_ schema: PostgresSchema) -> [String] {
-    [
-      "CREATE TABLE IF NOT EXISTS \(schema.qualify(transactionTable)) (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
-        + "\"timestamp\" double precision NOT NULL, author text, context_name text, pid integer NOT NULL)",
-      "CREATE TABLE IF NOT EXISTS \(schema.qualify(changeTable)) (transaction_seq bigint NOT NULL "
-        + "REFERENCES \(schema.qualify(transactionTable)) (seq) ON DELETE CASCADE, position integer NOT NULL, "
-        + "entity text NOT NULL, pk bigint NOT NULL, change_type text NOT NULL, updated_properties text[], "
-        + "tombstone jsonb, PRIMARY KEY (transaction_seq, position))",
-    ]
+  let schema: PostgresSchema
+  let storeIdentifier: String
+
+  var transactionTable: String { schema.qualify(Self.transactionName) }
+  var changeTable: String { schema.qualify(Self.changeName) }
+  var changeColumns: String {
+    "transaction_seq, entity, pk, change_type, array_to_string(updated_properties, ','), tombstone::text"
+  }
+  var missingReason: String { "it was never opened with history tracking on" }
+
+  /// Made when the store opens (``prepare(_:tracksHistory:)``).
+  func createTables(on connection: PostgresConnection) throws {}
+
+  func exist(on connection: PostgresConnection) throws -> Bool {
+    !(try connection.query("SELECT to_regclass($1)::text", [.string(transactionTable)]).isNull(0, 0))
   }
 
-  /// Whether the history tables exist (a store opened read-only that never tracked history has none).
-  static func exists(_ connection: PostgresConnection, _ schema: PostgresSchema) throws -> Bool {
-    !(try connection.query("SELECT to_regclass($1)::text", [.string(schema.qualify(transactionTable))]).isNull(0, 0))
-  }
-
-  static func lock(_ connection: PostgresConnection, _ schema: PostgresSchema) throws {
+  func lock(on connection: PostgresConnection) throws {
     try connection.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.string("strata-history:" + schema.name)])
   }
 
   /// Creates the tables when history is on; when it is off and history was recorded before, deletes it
   /// and marks every token issued so far expired.
-  static func prepare(_ connection: PostgresConnection, _ schema: PostgresSchema, tracksHistory: Bool) throws {
+  func prepare(_ connection: PostgresConnection, tracksHistory: Bool) throws {
     try connection.transaction {
-      try lock(connection, schema)
-      let exists = try connection.query("SELECT to_regclass($1)::text", [.string(schema.qualify(transactionTable))])
+      try lock(on: connection)
+      let exists = try exist(on: connection)
       if tracksHistory {
-        if exists.isNull(0, 0) { for statement in createStatements(schema) { try connection.execute(statement) } }
+        if exists { return }
+        try connection.execute(
+          "CREATE TABLE IF NOT EXISTS \(transactionTable) (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+            + "\"timestamp\" double precision NOT NULL, author text, context_name text, pid integer NOT NULL)")
+        try connection.execute(
+          "CREATE TABLE IF NOT EXISTS \(changeTable) (transaction_seq bigint NOT NULL "
+            + "REFERENCES \(transactionTable) (seq) ON DELETE CASCADE, position integer NOT NULL, "
+            + "entity text NOT NULL, pk bigint NOT NULL, change_type text NOT NULL, updated_properties text[], "
+            + "tombstone jsonb, PRIMARY KEY (transaction_seq, position))")
         return
       }
-      guard !exists.isNull(0, 0) else { return }
-      let last = try lastSequence(connection, schema)
-      guard last > 0, try purgedThrough(connection, schema) <= last else { return }
-      try connection.run("DELETE FROM \(schema.qualify(transactionTable))")
+      guard exists else { return }
+      let last = try lastSequence(on: connection)
+      guard last > 0, try purgedThrough(on: connection) <= last else { return }
+      try connection.run("DELETE FROM \(transactionTable)")
       // Reserve one sequence never given out: every token issued so far is older than it.
       let reserved = try connection.query(
-        "SELECT nextval(pg_get_serial_sequence($1, 'seq'))", [.string(schema.qualify(transactionTable))]
+        "SELECT nextval(pg_get_serial_sequence($1, 'seq'))", [.string(transactionTable)]
       ).int64(0, 0)
-      try setPurgedThrough(connection, schema, reserved)
+      try setPurgedThrough(reserved, on: connection)
     }
   }
 
-  static func purgedThrough(_ connection: PostgresConnection, _ schema: PostgresSchema) throws -> Int64 {
+  func purgedThrough(on connection: PostgresConnection) throws -> Int64 {
     let rows = try connection.query(
-      "SELECT \"value\" FROM \(schema.qualify(PostgresSchema.metadataTable)) WHERE \"key\" = $1", [.string(purgedKey)])
+      "SELECT \"value\" FROM \(schema.qualify(PostgresSchema.metadataTable)) WHERE \"key\" = $1", [.string(Self.purgedKey)])
     return rows.count > 0 ? Int64(rows.text(0, 0)) ?? 0 : 0
   }
 
-  static func setPurgedThrough(_ connection: PostgresConnection, _ schema: PostgresSchema, _ sequence: Int64) throws {
+  func setPurgedThrough(_ sequence: Int64, on connection: PostgresConnection) throws {
     try connection.run(
       "INSERT INTO \(schema.qualify(PostgresSchema.metadataTable)) (\"key\", \"value\") VALUES ($1, $2) "
-        + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = EXCLUDED.\"value\"", [.string(purgedKey), .string(String(sequence))])
+        + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = EXCLUDED.\"value\"",
+      [.string(Self.purgedKey), .string(String(sequence))])
   }
 
   /// The newest sequence recorded or purged, 0 when none.
-  static func lastSequence(_ connection: PostgresConnection, _ schema: PostgresSchema) throws -> Int64 {
-    let rows = try connection.query("SELECT coalesce(max(seq), 0) FROM \(schema.qualify(transactionTable))")
-    return max(rows.int64(0, 0), try purgedThrough(connection, schema))
+  func lastSequence(on connection: PostgresConnection) throws -> Int64 {
+    let rows = try connection.query("SELECT coalesce(max(seq), 0) FROM \(transactionTable)")
+    return max(rows.int64(0, 0), try purgedThrough(on: connection))
   }
 
-  /// Appends one transaction inside the caller's transaction and returns its token.
-  static func record(
-    _ changes: [HistoryChange], on connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String,
-    author: String?, contextName: String?
+  func append(
+    _ changes: [HistoryChange], on connection: PostgresConnection, author: String?, contextName: String?
   ) throws -> HistoryToken {
-    try lock(connection, schema)
+    try lock(on: connection)
     let sequence = try connection.query(
-      "INSERT INTO \(schema.qualify(transactionTable)) (\"timestamp\", author, context_name, pid) VALUES ($1, $2, $3, $4) RETURNING seq",
+      "INSERT INTO \(transactionTable) (\"timestamp\", author, context_name, pid) VALUES ($1, $2, $3, $4) RETURNING seq",
       [
         PostgresSchema.encode(.date(Date())), author.map(PGParameter.string) ?? .null,
         contextName.map(PGParameter.string) ?? .null, .int(Int64(HistoryLog.processID)),
@@ -95,7 +103,7 @@ enum PostgresHistory {
     let encoder = JSONEncoder()
     encoder.outputFormatting = .sortedKeys
     let sql =
-      "INSERT INTO \(schema.qualify(changeTable)) (transaction_seq, position, entity, pk, change_type, updated_properties, tombstone) "
+      "INSERT INTO \(changeTable) (transaction_seq, position, entity, pk, change_type, updated_properties, tombstone) "
       + "VALUES ($1, $2, $3, $4, $5, $6::text[], $7::jsonb)"
     for (position, change) in changes.enumerated() {
       guard let pk = change.objectID.primaryKey else { continue }
@@ -113,31 +121,6 @@ enum PostgresHistory {
     }
     return HistoryToken(storeIdentifier: storeIdentifier, sequence: sequence)
   }
-
-  /// Where the history of one write goes (``PostgresStore/historyRecorder``).
-  enum Recorder: Sendable {
-    /// Appended to the history tables as a transaction of its own.
-    case tables
-    /// Collected for the one transaction a migration records at its end.
-    case migration(Locked<MigrationChangeLog>, model: ObjectModel)
-
-    /// Records the `changes` of a write inside its transaction; the token of the transaction appended,
-    /// `nil` when collected.
-    func record(
-      _ changes: [HistoryChange], on connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String,
-      author: String?, contextName: String?
-    ) throws -> HistoryToken? {
-      switch self {
-      case .tables:
-        return try PostgresHistory.record(
-          changes, on: connection, schema: schema, storeIdentifier: storeIdentifier, author: author,
-          contextName: contextName)
-      case .migration(let log, let model):
-        log.withLock { $0.record(changes, model: model) }
-        return nil
-      }
-    }
-  }
 }
 
 extension PostgresStore {
@@ -147,36 +130,7 @@ extension PostgresStore {
   /// if case .transactions(let recent) = try store.fetchHistory(HistoryRequest(after: .token(last))) { … }
   /// ```
   public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, location) }
-    try HistoryLog.check(request)
-    let identifier = self.identifier
-    let schema = self.schema
-    let transactions = try read(generation: nil) { connection -> [HistoryTransaction] in
-      try connection.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ") {
-        // A store opened read-only that never recorded history has no tables to read.
-        guard try PostgresHistory.exists(connection, schema) else {
-          throw StoreError(
-            .notFound, "the store \(self.location) has no history: it was never opened with history tracking on")
-        }
-        let start = try HistoryLog.startSequence(
-          of: request, storeIdentifier: identifier, purgedThrough: try PostgresHistory.purgedThrough(connection, schema))
-        let rows = try connection.query(
-          "SELECT seq, \"timestamp\", author, context_name, pid FROM \(schema.qualify(PostgresHistory.transactionTable)) "
-            + "WHERE seq > $1 ORDER BY seq", [.int(start)])
-        var transactions = rows.rows.map { SQLHistoryRows.transaction($0, storeIdentifier: identifier) }
-        guard request.resultType == .transactionsAndChanges, !transactions.isEmpty else { return transactions }
-        let decoder = JSONDecoder()
-        let changes = try connection.query(
-          "SELECT transaction_seq, entity, pk, change_type, array_to_string(updated_properties, ','), tombstone::text "
-            + "FROM \(schema.qualify(PostgresHistory.changeTable)) WHERE transaction_seq > $1 ORDER BY transaction_seq, position",
-          [.int(start)])
-        SQLHistoryRows.attach(
-          changes.rows.map { SQLHistoryRows.change($0, storeIdentifier: identifier, decoder: decoder) }, to: &transactions)
-        return transactions
-      }
-    }
-    return try HistoryLog.answer(request, transactions: transactions)
+    try PostgresStoreCore(store: self).fetchHistory(request)
   }
 
   /// Deletes history before a token or date in one transaction (see ``PersistentStore/deleteHistory(before:)``).
@@ -185,26 +139,7 @@ extension PostgresStore {
   /// let removed = try store.deleteHistory(before: .date(Date().addingTimeInterval(-86_400)))
   /// ```
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, location) }
-    try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
-    let schema = self.schema
-    return try write { connection -> Int in
-      try PostgresHistory.lock(connection, schema)
-      let condition: (String, PGParameter) =
-        switch cutoff {
-        case .token(let token): ("seq < $1", .int(token.sequence))
-        case .date(let date): ("\"timestamp\" < $1", PostgresSchema.encode(.date(date)))
-        }
-      let rows = try connection.query(
-        "DELETE FROM \(schema.qualify(PostgresHistory.transactionTable)) WHERE \(condition.0) RETURNING seq", [condition.1])
-      var newest: Int64 = 0
-      for row in 0..<rows.count { newest = max(newest, rows.int64(row, 0)) }
-      if newest > (try PostgresHistory.purgedThrough(connection, schema)) {
-        try PostgresHistory.setPurgedThrough(connection, schema, newest)
-      }
-      return Int(rows.count)
-    }
+    try PostgresStoreCore(store: self).deleteHistory(before: cutoff)
   }
 
   /// The token of the newest history transaction (whichever process wrote it); `nil` before the first
@@ -214,13 +149,6 @@ extension PostgresStore {
   /// let token = try store.currentHistoryToken()
   /// ```
   public func currentHistoryToken() throws -> HistoryToken? {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { return nil }
-    let schema = self.schema
-    let last = try read(generation: nil) { connection -> Int64 in
-      guard try PostgresHistory.exists(connection, schema) else { return 0 }
-      return try PostgresHistory.lastSequence(connection, schema)
-    }
-    return last > 0 ? HistoryToken(storeIdentifier: identifier, sequence: last) : nil
+    try PostgresStoreCore(store: self).currentHistoryToken()
   }
 }

@@ -47,24 +47,12 @@ extension PostgresStore {
       let sql = "SELECT \(table.selectList(alias: "t0")) FROM \(table.qualified) AS t0 WHERE t0.\"_pk\" = ANY($1::bigint[])"
       result += try connection.query(sql, [.text(list)]).snapshots(table, storeIdentifier: identifier)
     }
-    return try resolvingReferences(result, connection: connection)
+    return try PostgresStoreCore(store: self).resolvingReferences(result, on: connection)
   }
+}
 
-  /// `snapshots` with every to-one target whose destination has sub-entities named by the entity it was
-  /// inserted as.
-  func resolvingReferences(_ snapshots: [Snapshot], connection: PostgresConnection) throws -> [Snapshot] {
-    try SQLHierarchyReferences.resolvingReferences(snapshots, model: schema.model) {
-      try entityTags(of: $1, in: $0, connection: connection)
-    }
-  }
-
-  /// The IDs among `ids` (of entities with sub-entities) named by the entity each object was inserted as.
-  func concreteIDs(_ ids: [ObjectID], connection: PostgresConnection) throws -> [ObjectID: ObjectID] {
-    try SQLHierarchyReferences.concreteIDs(ids, model: schema.model) { try entityTags(of: $1, in: $0, connection: connection) }
-  }
-
-  /// The `_entity` of the rows of the hierarchy table `root` with primary keys among `keys`.
-  private func entityTags(of keys: [Int64], in root: String, connection: PostgresConnection) throws -> [Int64: String] {
+extension PostgresStoreCore {
+  func entityTags(of keys: [Int64], in root: String, on connection: PostgresConnection) throws -> [Int64: String] {
     let rows = try connection.query(
       "SELECT \"_pk\", \(quoteIdentifier(PostgresSchema.entityColumn)) FROM \(schema.qualify(root)) "
         + "WHERE \"_pk\" = ANY($1::bigint[])", [.text("{" + keys.map(String.init).joined(separator: ",") + "}")])

@@ -39,16 +39,10 @@ extension PostgresStore {
   public func migrated(
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
-    if isBoundToMigration { throw StoreError(.misuse, "a migration stage cannot migrate the store it is handed") }
-    let last = try MigrationStep.checkChain(steps, from: model, store: "the PostgreSQL store \(location)")
-    for step in steps { _ = try HierarchyMigration(step.migration, store: "the PostgreSQL store \(location)") }
-    try checkOpen()
-    if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
+    let core = PostgresStoreCore(store: self)
+    let inputs = try core.migrationInputs(steps, kind: "the PostgreSQL store")
     guard let url else { throw StoreError(.misuse, "the store \(location) has no location to reopen") }
-    let destination = last.migration.destination
-    let schemas = try steps.map { try PostgresSchema(model: $0.migration.destination, schema: schema.name) }
-    let json = String(decoding: try destination.jsonData(), as: UTF8.self)
-    let log = options.tracksHistory ? Locked(MigrationChangeLog()) : nil
+    let destination = inputs.destination
     try writeLock.withLock { _ in
       try pool.withConnection { connection in
         migratingThread.withLock { $0 = pthread_self() }
@@ -67,25 +61,7 @@ extension PostgresStore {
           // Every constraint checked statement by statement: no deferred trigger event may stand in the
           // way of an ALTER TABLE.
           try connection.execute("SET CONSTRAINTS ALL IMMEDIATE")
-          let current = try SQLLayout.runMigrationSteps(
-            steps, from: schema, through: schemas, reporter: reporter, log: log,
-            run: { step, old, new in
-              PostgresMigration(
-                migration: step.migration, old: old, new: new, storeIdentifier: identifier, connection: connection)
-            },
-            stage: { try runStage($0, on: connection, model: $1, schema: $2, log: log) })
-          let metadata = current.qualify(PostgresSchema.metadataTable)
-          for (key, value) in [("model", json), ("model_fingerprint", destination.fingerprint)] {
-            try connection.run(
-              "INSERT INTO \(metadata) (\"key\", \"value\") VALUES ($1, $2) "
-                + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = EXCLUDED.\"value\"", [.string(key), .string(value)])
-          }
-          if let log {
-            // One transaction, even an empty one: history readers learn that the schema changed.
-            _ = try PostgresHistory.record(
-              log.withLock { $0.changes }, on: connection, schema: current, storeIdentifier: identifier,
-              author: MigrationStep.historyAuthor, contextName: nil)
-          }
+          _ = try core.runMigration(steps, inputs, on: connection, reporter: reporter)
           try notify(connection)
           return false
         }
@@ -118,31 +94,9 @@ extension PostgresStore {
     }) {
       slot.close()
     }
-    stopListening()
+    stopWatching()
     pool.close()
     broadcaster.finish()
-  }
-
-  /// Runs a custom stage with a store on `model` bound to the migration's transaction on `connection`,
-  /// then takes the store back: closing it waits for a call another thread may still be making, and
-  /// every later call throws `.misuse`.
-  private func runStage(
-    _ stage: @Sendable (any PersistentStore) throws -> Void, on connection: PostgresConnection, model: ObjectModel,
-    schema: PostgresSchema, log: Locked<MigrationChangeLog>?
-  ) throws {
-    let bound = PostgresStore(boundTo: connection, of: self, model: model, schema: schema, log: log)
-    do {
-      try stage(bound)
-    } catch {
-      bound.close()
-      throw error
-    }
-    bound.close()
-    if connection.isTransactionFailed {
-      throw StoreError(
-        .io, "the migration of \(location) failed inside a custom stage: a statement failed and PostgreSQL rolled it back")
-    }
-    try connection.execute("SET CONSTRAINTS ALL IMMEDIATE")
   }
 
   /// What migrating along `migration` does to each entity's table, from the plan alone (nothing is read

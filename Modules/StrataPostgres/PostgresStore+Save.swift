@@ -24,26 +24,16 @@ extension PostgresStore {
   ///   the store asks the server on a new connection) or when serialization failures or deadlocks
   ///   outlasted ``PostgresStoreConfiguration/retryLimit``.
   public func save(_ changes: ChangeSet) throws -> SaveResult {
-    try checkOpen()
-    if changes.isEmpty { return SaveResult() }
-    if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
-    let schema = self.schema
-    let identifier = self.identifier
-    let history = historyRecorder
-    let bound = isBoundToMigration
-    let (result, change) = try write { connection -> (SaveResult, StoreChange) in
-      try checkEmpty(changes.requiredEmptyEntities, on: connection)
-      var operation = SaveOperation(
-        connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, history: history)
-      let outcome = try operation.apply()
-      if !bound { try notify(connection) }
-      return outcome
-    }
-    broadcaster.yield(change)
-    return result
+    try PostgresStoreCore(store: self).save(changes)
   }
 
   /// Tells other stores on the schema that a transaction committed (delivered at commit).
+  func notify(_ connection: PostgresConnection) throws {
+    try connection.query("SELECT pg_notify($1, $2)", [.string(channel), .string(instanceID)])
+  }
+}
+
+extension PostgresStoreCore {
   /// Throws `StoreError.storeNotEmpty(_:)` when one of `entities` holds an object. Each entity's table is
   /// locked against other writers first (SHARE ROW EXCLUSIVE conflicts with itself and with inserts), so two
   /// processes importing into an empty store at once cannot both find it empty.
@@ -56,10 +46,6 @@ extension PostgresStore {
       if try connection.query(sql.numbered(), sql.bindings).int64(0, 0) > 0 { throw StoreError.storeNotEmpty(entity) }
     }
   }
-
-  func notify(_ connection: PostgresConnection) throws {
-    try connection.query("SELECT pg_notify($1, $2)", [.string(channel), .string(instanceID)])
-  }
 }
 
 /// The work of one save, inside its transaction.
@@ -68,57 +54,17 @@ struct SaveOperation {
   let schema: PostgresSchema
   let storeIdentifier: String
   let changes: ChangeSet
-  /// Where the save records its history; `nil` when it records none.
-  let history: PostgresHistory.Recorder?
+  let history: SQLHistoryRecorder<PostgresHistoryTables>?
+  var state: SQLSaveState
 
-  var permanentIDs: [ObjectID: ObjectID] = [:]
-  var versions: [ObjectID: Int64] = [:]
-  var converted = Set<ObjectID>()
-  var patches: [(change: ObjectChange, table: PostgresSchema.Table, pk: Int64, column: String, target: ObjectID)] = []
-  var tombstones: [ObjectID: [String: Value]] = [:]
-
-  init(
-    connection: PostgresConnection, schema: PostgresSchema, storeIdentifier: String, changes: ChangeSet,
-    history: PostgresHistory.Recorder?
-  ) {
-    self.connection = connection
-    self.schema = schema
-    self.storeIdentifier = storeIdentifier
-    self.changes = changes
-    self.history = history
+  /// Unique constraints and foreign keys are checked at the end of the save (``checkConstraints(recomputed:)``).
+  func begin() throws {
+    try connection.execute("SET CONSTRAINTS ALL DEFERRED")
   }
 
-  mutating func apply() throws -> (SaveResult, StoreChange) {
-    try connection.execute("SET CONSTRAINTS ALL DEFERRED")
-    try checkChangeSet()
-    try checkVersions()
-    var derived = DerivedRecomputation(model: schema.model, changes: changes)
-    try derived.noteRelatedObjects(before: transactionSource)
-    let deleted = try deleteRows()
-    let deletedIDs = Set(
-      deleted.flatMap { entity, keys in
-        keys.map { ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: $0) }
-      })
-    for change in changes.updated where !deletedIDs.contains(change.objectID) { try update(change) }
+  mutating func writeObjects(excluding deleted: Set<ObjectID>) throws {
+    for change in changes.updated where !deleted.contains(change.objectID) { try update(change) }
     try insertAll(changes.inserted)
-    try applyPatches()
-    for link in changes.linkChanges { try apply(link) }
-    for list in changes.orderedLists { try apply(list) }
-    let cleared = try clearReferences(to: deleted)
-    let recomputed = try writeDerivedAttributes(&derived)
-    try checkConstraints(recomputed: recomputed)
-    var (result, change) = try results(deleted: deletedIDs, cleared: cleared, recomputed: recomputed)
-    derived.report(recomputed, into: &result, change: &change)
-    if let history {
-      let token = try history.record(
-        HistoryLog.changes(
-          of: change, changeSet: changes, tombstones: tombstones, recomputed: recomputed, model: schema.model),
-        on: connection, schema: schema, storeIdentifier: storeIdentifier, author: changes.author,
-        contextName: changes.contextName)
-      result.historyToken = token
-      change.historyToken = token
-    }
-    return (result, change)
   }
 
   // MARK: Checks
@@ -131,13 +77,13 @@ struct SaveOperation {
 
   /// Checks the deferred constraints now, in a savepoint: a uniqueness clash becomes `.constraintConflict`
   /// listing every clash of the final state, a dangling reference `.validation`.
-  private func checkConstraints(recomputed: [Snapshot]) throws {
+  func checkConstraints(recomputed: [Snapshot]) throws {
     do {
       try connection.savepoint { try connection.execute("SET CONSTRAINTS ALL IMMEDIATE") }
     } catch let error as PostgresError where error.isUniqueViolation {
       var written = changes.inserted + changes.updated
       for snapshot in recomputed {
-        let known = permanentIDs.first { $0.value == snapshot.objectID && $0.key.isTemporary }?.key ?? snapshot.objectID
+        let known = state.permanentIDs.first { $0.value == snapshot.objectID && $0.key.isTemporary }?.key ?? snapshot.objectID
         written.append(ObjectChange(objectID: known, attributes: snapshot.attributes, toOne: snapshot.toOne))
       }
       throw try constraintConflict(
@@ -184,7 +130,7 @@ struct SaveOperation {
   private mutating func update(_ change: ObjectChange) throws {
     let table = try schema.table(change.objectID.entityName)
     guard let pk = change.objectID.primaryKey else { return }
-    let (values, later) = try row(change, table, noting: &converted)
+    let (values, later) = try row(change, table, noting: &state.converted)
     var bindings = values + [.int(pk)]
     if let expected = change.expectedVersion { bindings.append(.int(expected)) }
     let rows = try connection.query(change.expectedVersion == nil ? table.updateSQL : table.checkedUpdateSQL, bindings)
@@ -194,13 +140,13 @@ struct SaveOperation {
         entity: table.name,
         conflicts: [StoreError.Conflict(objectID: change.objectID, entity: table.name, keys: change.changedKeys)])
     }
-    versions[change.objectID] = rows.int64(0, 0)
-    for (column, target) in later { patches.append((change, table, pk, column, target)) }
+    state.versions[change.objectID] = rows.int64(0, 0)
+    for (column, target) in later { state.patches.append((change, table.qualified, pk, column, target)) }
   }
 
   mutating func insert(_ change: ObjectChange) throws {
     let table = try schema.table(change.objectID.entityName)
-    let (values, later) = try row(change, table, noting: &converted)
+    let (values, later) = try row(change, table, noting: &state.converted)
     let pk: Int64
     if let given = change.objectID.primaryKey {
       guard try storedSnapshot(table, change.objectID) == nil else {
@@ -212,40 +158,16 @@ struct SaveOperation {
       pk = try connection.query(table.insertSQL, values).int64(0, 0)
     }
     let permanent = ObjectID(entityName: table.name, storeIdentifier: storeIdentifier, primaryKey: pk)
-    permanentIDs[change.objectID] = permanent
-    versions[permanent] = 1
-    for (column, target) in later { patches.append((change, table, pk, column, target)) }
+    state.permanentIDs[change.objectID] = permanent
+    state.versions[permanent] = 1
+    for (column, target) in later { state.patches.append((change, table.qualified, pk, column, target)) }
   }
 
-  private mutating func applyPatches() throws {
-    for patch in patches {
-      guard let target = permanentIDs[patch.target]?.primaryKey else { continue }
-      try connection.run(
-        "UPDATE \(patch.table.qualified) SET \(quoteIdentifier(patch.column)) = $1 WHERE \"_pk\" = $2",
-        [.int(target), .int(patch.pk)])
-    }
-  }
-
-  // MARK: Links and deletes
-
-  private mutating func apply(_ link: LinkChange) throws {
-    guard let row = try linkRow(link) else { return }
-    if link.isInsertion {
-      try connection.run(
-        "INSERT INTO \(schema.qualify(row.table)) (\"source\", \"target\") SELECT $1, $2 "
-          + "WHERE EXISTS (SELECT 1 FROM \(schema.qualify(row.sourceEntity)) WHERE \"_pk\" = $3) "
-          + "AND EXISTS (SELECT 1 FROM \(schema.qualify(row.destination)) WHERE \"_pk\" = $4) ON CONFLICT DO NOTHING",
-        [.int(row.source), .int(row.target), .int(row.sourceKey), .int(row.destinationKey)])
-    } else {
-      try connection.run(
-        "DELETE FROM \(schema.qualify(row.table)) WHERE \"source\" = $1 AND \"target\" = $2",
-        [.int(row.source), .int(row.target)])
-    }
-  }
+  // MARK: Ordered lists and references
 
   /// Writes the positions of one ordered list in one statement: O(n) in the list, each target found by
   /// key (an `UPDATE … FROM unnest(…)` over the targets' keys and positions).
-  private mutating func apply(_ list: OrderedListChange) throws {
+  mutating func writePositions(_ list: OrderedListChange) throws {
     guard let (order, owner, rows) = try orderedListRows(list), !rows.isEmpty else { return }
     let keys = "{" + rows.map { String($0.0) }.joined(separator: ",") + "}"
     let positions = "{" + rows.map { String($0.1) }.joined(separator: ",") + "}"
@@ -256,37 +178,15 @@ struct SaveOperation {
       [.int(owner), .text(keys), .text(positions)])
   }
 
-  /// Sets every to-one reference to a deleted object to NULL (join-table rows go by `ON DELETE CASCADE`).
-  /// Returns the `entity/pk/relationship` of each cleared reference.
-  private func clearReferences(to deleted: [String: [Int64]]) throws -> Set<String> {
-    guard !deleted.isEmpty else { return [] }
-    var cleared = Set<String>()
-    let model = schema.model
-    // A reference to a parent entity may name an object of any of its sub-entities.
-    var deleted = deleted
-    for (entityName, keys) in deleted {
-      var ancestor = model.inheritance.parent(of: entityName)
-      while let parent = ancestor {
-        deleted[parent, default: []] += keys
-        ancestor = model.inheritance.parent(of: parent)
-      }
-    }
-    for entity in model.entities {
-      let inHierarchy = model.inheritance.isInHierarchy(entity.name)
-      // An inherited relationship's column is cleared once, by the entity that declares it.
-      for rel in entity.toOneRelationships where model.declaringEntity(of: rel.name, in: entity.name) == entity.name {
-        guard let keys = deleted[rel.destination], !keys.isEmpty else { continue }
-        let list = "{" + keys.map(String.init).joined(separator: ",") + "}"
-        let returning = inHierarchy ? "\"_pk\", \(quoteIdentifier(PostgresSchema.entityColumn))" : "\"_pk\""
-        let rows = try connection.query(
-          "UPDATE \(schema.qualify(entity.name)) SET \(quoteIdentifier(rel.name)) = NULL "
-            + "WHERE \(quoteIdentifier(rel.name)) = ANY($1::bigint[]) RETURNING \(returning)", [.text(list)])
-        for row in 0..<rows.count {
-          let owner = inHierarchy ? rows.text(row, 1) : entity.name
-          cleared.insert("\(owner)/\(rows.int64(row, 0))/\(rel.name)")
-        }
-      }
-    }
-    return cleared
+  func clearColumn(
+    _ column: String, of table: PostgresSchema.Table, pointingAt keys: [Int64]
+  ) throws -> [(key: Int64, entity: String)] {
+    let inHierarchy = schema.model.inheritance.isInHierarchy(table.name)
+    let list = "{" + keys.map(String.init).joined(separator: ",") + "}"
+    let returning = inHierarchy ? "\"_pk\", \(quoteIdentifier(PostgresSchema.entityColumn))" : "\"_pk\""
+    return try connection.query(
+      "UPDATE \(table.qualified) SET \(quoteIdentifier(column)) = NULL "
+        + "WHERE \(quoteIdentifier(column)) = ANY($1::bigint[]) RETURNING \(returning)", [.text(list)]
+    ) { ($0.int64(0), inHierarchy ? $0.text(1) : table.name) }
   }
 }

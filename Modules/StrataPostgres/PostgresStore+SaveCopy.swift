@@ -36,8 +36,8 @@ extension SaveOperation {
       let keys = (0..<rows.count).map { rows.int64($0, 0) }.sorted()
       for (change, key) in zip(changes, keys) {
         let permanent = ObjectID(entityName: name, storeIdentifier: storeIdentifier, primaryKey: key)
-        permanentIDs[change.objectID] = permanent
-        versions[permanent] = 1
+        state.permanentIDs[change.objectID] = permanent
+        state.versions[permanent] = 1
       }
     }
     for name in order {
@@ -54,7 +54,7 @@ extension SaveOperation {
   /// One new object as a line of text COPY: its key, each stored attribute, each to-one target.
   private mutating func appendCopyRow(_ change: ObjectChange, _ table: PostgresSchema.Table, to data: inout [UInt8]) throws {
     let entity = table.entity
-    guard let key = permanentIDs[change.objectID]?.primaryKey else { return }
+    guard let key = state.permanentIDs[change.objectID]?.primaryKey else { return }
     CopyText.appendInteger(key, to: &data)
     for index in table.storedAttributes {
       let value = change.attributes[index]
@@ -64,7 +64,7 @@ extension SaveOperation {
           .validation, "\(entity.name).\(attribute.name) is required but the value is nil", entity: entity.name,
           key: attribute.name, value: .null)
       }
-      if !attribute.type.isCanonical(value) { converted.insert(change.objectID) }
+      if !attribute.type.isCanonical(value) { state.converted.insert(change.objectID) }
       data.append(UInt8(ascii: "\t"))
       CopyText.append(
         try PostgresSchema.storedForm(value, as: attribute.type, entity: entity.name, key: attribute.name), to: &data)
@@ -73,7 +73,7 @@ extension SaveOperation {
       data.append(UInt8(ascii: "\t"))
       // Checked as a single insert checks it; a temporary target this save does not insert stays unset.
       _ = try encodeTarget(target, rel, of: entity.name)
-      if let target, let pk = permanentIDs[target]?.primaryKey ?? (target.isTemporary ? nil : target.primaryKey) {
+      if let target, let pk = state.permanentIDs[target]?.primaryKey ?? (target.isTemporary ? nil : target.primaryKey) {
         CopyText.appendInteger(pk, to: &data)
       } else {
         CopyText.append(.null, to: &data)

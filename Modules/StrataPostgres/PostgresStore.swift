@@ -24,7 +24,7 @@ extension StoreType {
 /// ```
 ///
 /// A store is `Sendable`: reads and writes borrow a connection of a small pool.
-public final class PostgresStore: PersistentStore {
+public final class PostgresStore: SQLStoreBase {
   /// Always ``StoreType/postgres``.
   public let storeType = StoreType.postgres
   /// The `store_id` written into `_strata_metadata` when the store was created.
@@ -35,7 +35,7 @@ public final class PostgresStore: PersistentStore {
   public let options: StoreOptions
   public let configuration: PostgresStoreConfiguration
   /// The URI as messages name it (no password).
-  let location: String
+  package let location: String
   let schema: PostgresSchema
   let pool: PostgresPool
   /// Serializes this store's writes, so change notifications go out in commit order.
@@ -43,11 +43,11 @@ public final class PostgresStore: PersistentStore {
   let pinned = Locked<[UInt64: PinnedGeneration]>([:])
   let nextGeneration = Atomic<UInt64>(0)
   let closed = Atomic<Bool>(false)
-  let broadcaster = ChangeBroadcaster()
+  package let broadcaster = ChangeBroadcaster()
   /// The test hook (`PostgresStore+TestFaults.swift`): what a test makes the next writes do wrong; empty
   /// in normal use.
   let faults = Locked(PostgresFaults())
-  let remoteWatcher = RemoteCommitWatcher(name: "strata-postgres-listen")
+  package let remoteWatcher = RemoteCommitWatcher(name: "strata-postgres-listen")
   /// The connection listening for other stores' commits, while a change stream is open.
   let listener = Locked<PostgresConnection?>(nil)
   /// Whether the listening connection was lost and not yet reopened.
@@ -63,7 +63,7 @@ public final class PostgresStore: PersistentStore {
   /// when the migrated store does not track history.
   let migrationLog: Locked<MigrationChangeLog>?
   /// Whether this is the store a migration hands its custom stages.
-  var isBoundToMigration: Bool { bound != nil }
+  package var isBoundToMigration: Bool { bound != nil }
   /// The `NOTIFY` channel of the store's schema.
   var channel: String { "strata_" + String(identifier.lowercased().filter { $0.isHexDigit }.prefix(32)) }
 
@@ -91,7 +91,10 @@ public final class PostgresStore: PersistentStore {
       opened = try Self.openOrCreate(first, target: target, model: model, options: options)
       layout = try PostgresSchema(model: opened.model, schema: target.schema)
       try layout.checkTables(first, store: target.display)
-      if !options.isReadOnly { try PostgresHistory.prepare(first, layout, tracksHistory: options.tracksHistory) }
+      if !options.isReadOnly {
+        try PostgresHistoryTables(schema: layout, storeIdentifier: opened.identifier).prepare(
+          first, tracksHistory: options.tracksHistory)
+      }
     } catch let error as PostgresError {
       first.close()
       throw error.storeError(location: target.display)
@@ -160,13 +163,6 @@ public final class PostgresStore: PersistentStore {
     return try SQLLayout.identity(metadata, of: where_, kind: "Strata store", opening: model)
   }
 
-  private static func hasMetadata(_ connection: PostgresConnection, _ schema: String) throws -> Bool {
-    let rows = try connection.query(
-      "SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
-      [.string(schema), .string(PostgresSchema.metadataTable)])
-    return rows.count > 0
-  }
-
   /// Whether `schema` holds the store's metadata table, and how many tables it holds; the tables of a
   /// mirror hub sharing the schema (`strata_mirror_*`, StrataPostgresHub) are not counted.
   private static func contents(_ connection: PostgresConnection, _ schema: String) throws -> (Bool, Int64) {
@@ -175,13 +171,6 @@ public final class PostgresStore: PersistentStore {
         + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relname NOT LIKE 'strata\\_mirror\\_%'",
       [.string(schema), .string(PostgresSchema.metadataTable)])
     return (rows.int64(0, 0) > 0, rows.int64(0, 1))
-  }
-
-  private static func tableCount(_ connection: PostgresConnection, _ schema: String) throws -> Int64 {
-    let rows = try connection.query(
-      "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        + "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f')", [.string(schema)])
-    return rows.int64(0, 0)
   }
 
   /// Creates the schema, tables and metadata in one transaction, holding an advisory lock on the schema's
@@ -223,7 +212,7 @@ public final class PostgresStore: PersistentStore {
 
   // MARK: Using connections
 
-  func checkOpen() throws {
+  package func checkOpen() throws {
     if closed.load(ordering: .acquiring) { throw StoreError(.misuse, "the store \(location) is closed") }
   }
 
@@ -278,17 +267,14 @@ public final class PostgresStore: PersistentStore {
   }
 
   /// The error for what a store bound to a migration's transaction does not do.
-  func unsupportedInMigration(_ what: String) -> StoreError {
-    StoreError(
-      .unsupported,
-      "the store a migration stage is handed (on \(location)) has no \(what); use the store the migration returns")
-  }
+  func unsupportedInMigration(_ what: String) -> StoreError { PostgresStoreCore(store: self).unsupportedInMigration(what) }
 
   /// Where the history of a write goes: the history tables, the log of the migration a bound store writes
   /// in, or nowhere (`nil`).
-  var historyRecorder: PostgresHistory.Recorder? {
+  var historyRecorder: SQLHistoryRecorder<PostgresHistoryTables>? {
     if isBoundToMigration { return migrationLog.map { .migration($0, model: model) } }
-    return options.tracksHistory ? .tables : nil
+    return options.tracksHistory
+      ? .tables(PostgresHistoryTables(schema: schema, storeIdentifier: identifier), createsTables: false) : nil
   }
 
   /// Releases the store's connections; pending streams from ``changes()`` finish. Further calls throw `.misuse`.

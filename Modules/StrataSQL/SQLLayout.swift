@@ -81,6 +81,11 @@ package protocol SQLTableDescription: AnyObject, Sendable {
   var sqlName: String { get }
   /// The snapshot columns (`selectList(alias: "t0")`) of one row, bound to its `_pk`.
   var selectByKeySQL: String { get }
+  /// Deletes one row of the entity, bound to its `_pk`.
+  var deleteSQL: String { get }
+  /// The table the save writes the entity's rows to, as statements name it (in a hierarchy: its table,
+  /// or the entity's view where the database writes through views).
+  var writtenSQLName: String { get }
 }
 
 extension SQLTableDescription {
@@ -107,8 +112,17 @@ package protocol SQLSchemaDescription: Sendable {
   /// The keys of the targets of `relationship` of one object of `entity` (bound to its `_pk`), in
   /// primary-key order (an ordered relationship: by its position column, then key).
   func relatedKeysSQL(_ entity: String, _ relationship: RelationshipDescription) -> String
+  /// `table` (an entity's, a join table's or a hierarchy's) as statements name it: quoted, and qualified
+  /// where the database has namespaces.
+  func qualify(_ table: String) -> String
   /// A value already of its attribute's type, as bound.
   static func encode(_ value: Value) -> Binding
+  /// `value` converted to an attribute of `type` and bound.
+  ///
+  /// - Throws: `.validation` when the value cannot be converted to `type`.
+  static func encode(
+    _ value: Value, as type: AttributeType, entity: @autoclosure () -> String, key: @autoclosure () -> String
+  ) throws -> Binding
   /// The value the store hands back after writing `value` to an attribute of `type`.
   ///
   /// - Throws: `.validation` when the value cannot be converted to `type`.
@@ -118,6 +132,28 @@ package protocol SQLSchemaDescription: Sendable {
 }
 
 extension SQLSchemaDescription {
+  package static func encode(
+    _ value: Value, as type: AttributeType, entity: @autoclosure () -> String, key: @autoclosure () -> String
+  ) throws -> Binding {
+    if value.isNull || type.isCanonical(value) { return encode(value) }
+    return try encodeConverting(value, as: type, entity: entity(), key: key())
+  }
+
+  /// `value`, not of `type`, converted to it and bound.
+  ///
+  /// - Throws: `.validation` when the value cannot be converted to `type`.
+  package static func encodeConverting(
+    _ value: Value, as type: AttributeType, entity: @autoclosure () -> String, key: @autoclosure () -> String
+  ) throws -> Binding {
+    guard let converted = type.coerce(value) else {
+      let (entity, key) = (entity(), key())
+      throw StoreError(
+        .validation, "\(entity).\(key) is a \(type.rawValue) attribute and cannot hold the \(value.kindName) \(value)",
+        entity: entity, key: key, value: value)
+    }
+    return encode(converted)
+  }
+
   /// The table of `entityName`.
   ///
   /// - Throws: `.invalidQuery` when the model has no such entity.
@@ -155,6 +191,8 @@ extension SQLSchemaDescription {
 
 /// The names and shapes of the SQL backends' tables, computed from the model.
 package enum SQLLayout {
+  /// The table of `key`/`value` rows holding a store's identifier, format and model.
+  package static let metadataTable = "_strata_metadata"
   /// The column of a hierarchy's table naming the entity each row was inserted as.
   package static let entityColumn = "_entity"
 

@@ -290,6 +290,52 @@ package protocol SQLMigrationRun {
 }
 
 extension SQLLayout {
+  /// Makes each root that gains sub-entities the table of its hierarchy: `_entity` of `textType` (its rows
+  /// keep the root's name), a nullable column per property a new sub-entity adds (`column` defines an
+  /// attribute's, a to-one's is of `keyType`), then the statements `views` gives for each new sub-entity.
+  package static func addSubentities<Schema: SQLSchemaDescription>(
+    _ hierarchy: HierarchyMigration, new: Schema, textType: String, keyType: String,
+    column: (AttributeDescription) -> String, views: (EntityDescription) -> [String],
+    execute: (String) throws -> Void, progress: (String) -> Void
+  ) throws {
+    for (root, added) in hierarchy.addedSubentities.sorted(by: { $0.key < $1.key }) {
+      let alter = "ALTER TABLE \(new.qualify(root)) ADD COLUMN "
+      let tag = "'" + root.replacingOccurrences(of: "'", with: "''") + "'"
+      try execute(alter + "\(quote(entityColumn)) \(textType) NOT NULL DEFAULT \(tag)")
+      var columns = Set(new.tables[root]?.dataColumns ?? [])
+      let entities = added.compactMap { new.model.entity(named: $0) }
+      for entity in entities {
+        for var attribute in entity.attributes where attribute.isPersistent && columns.insert(attribute.name).inserted {
+          attribute.isOptional = true
+          try execute(alter + column(attribute))
+        }
+        for rel in entity.toOneRelationships where columns.insert(rel.name).inserted {
+          try execute(alter + "\(quote(rel.name)) \(keyType)")
+        }
+      }
+      for entity in entities {
+        for statement in views(entity) { try execute(statement) }
+        progress("created the view of \(entity.name) in the table of \(root)")
+      }
+    }
+  }
+
+  /// What a migration step drops before it changes tables: the old join tables not renamed, the views of
+  /// the hierarchies it rebuilds (their tables are read, then dropped, later) and the tables of removed
+  /// entities. `table` names a table as statements do; `cascade` ends the drops of views and tables.
+  package static func dropStatements(
+    _ migration: ModelMigration, oldJoins: [SQLJoinTable], keeping renamedJoins: Set<String>,
+    hierarchy: HierarchyMigration, table: (String) -> String, cascade: String = ""
+  ) -> [String] {
+    var statements = oldJoins.filter { !renamedJoins.contains($0.name) }.map { "DROP TABLE IF EXISTS \(table($0.name))" }
+    statements += hierarchy.consumedViews.map { "DROP VIEW IF EXISTS \(table($0))\(cascade)" }
+    let consumed = Set(hierarchy.consumedStorages + hierarchy.consumedViews)
+    for entity in migration.removedEntities where !consumed.contains(entity) {
+      statements.append("DROP TABLE IF EXISTS \(table(entity))\(cascade)")
+    }
+    return statements
+  }
+
   /// Runs `steps` one after another inside the caller's transaction, from the layout `schema` through
   /// `schemas` (one per step): each step's plan (`run` makes it from the step and the layouts before and
   /// after), its `willMigrate` stage on its source model, its structural change, its `didMigrate` stage on

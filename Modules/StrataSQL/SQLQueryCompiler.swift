@@ -541,6 +541,20 @@ package struct SQLQueryCompiler<Dialect: SQLDialect> {
 
 // MARK: Dictionary results
 
+extension DictionaryFetch {
+  /// Whether the query pages the rows itself: no having predicate or distinct rows to apply first.
+  package var pagesInSQL: Bool { having == nil && !isDistinct }
+
+  /// The rows a query returned, the having predicate, distinct rows and paging (unless in SQL) applied.
+  package func finish(_ rows: [[String: Value]], _ request: FetchDescription) throws -> FetchResult {
+    var rows = rows
+    if let having { rows = try rows.filter { try Self.matches($0, having) } }
+    if isDistinct { rows = Self.distinct(rows) }
+    if !pagesInSQL { rows = Self.page(rows, offset: request.fetchOffset, limit: request.effectiveLimit) }
+    return .dictionaries(rows)
+  }
+}
+
 extension SQLQueryCompiler {
   /// A dictionary fetch compiled to `SELECT <columns> FROM … WHERE … [GROUP BY …] ORDER BY …`.
   package struct DictionaryQuery {
@@ -548,6 +562,13 @@ extension SQLQueryCompiler {
     /// Each column's key, SQL, how to read it, and for a fold or expression the declared result type.
     package var columns: [(name: String, sql: Fragment, decoding: SQLColumnDecoding, resultType: AttributeType?)]
     package var groupBy: [Fragment]
+
+    /// `SELECT <columns> FROM …` (`SELECT 1` without columns).
+    package var selectFrom: Fragment {
+      var select = Fragment(columns.isEmpty ? "SELECT 1" : "SELECT ")
+      for (index, column) in columns.enumerated() { select = select + (index == 0 ? "" : ", ") + column.sql }
+      return select + " " + query.fromClause
+    }
   }
 
   /// Compiles a checked ``DictionaryFetch`` with the request's predicate and sort descriptors: folds become

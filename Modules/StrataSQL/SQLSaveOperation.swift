@@ -7,39 +7,88 @@ import StrataStoreKit
 /// and supplies its tables, its value encoding and the few statements that differ.
 package protocol SQLSaveOperation {
   associatedtype Schema: SQLSchemaDescription
+  associatedtype Connection: SQLConnection where Connection.Binding == Schema.Binding
+  associatedtype HistoryTables: SQLHistoryTables where HistoryTables.Connection == Connection
   typealias Table = Schema.Table
 
   var schema: Schema { get }
+  /// The connection the save runs on, inside its transaction.
+  var connection: Connection { get }
+  /// Where the save records its history; `nil` when it records none.
+  var history: SQLHistoryRecorder<HistoryTables>? { get }
   var storeIdentifier: String { get }
   var changes: ChangeSet { get }
-  /// The ID the context knows each inserted object by → its permanent ID.
-  var permanentIDs: [ObjectID: ObjectID] { get }
-  /// The new row version of each written object, by permanent ID; inserted objects may be left out
-  /// (they are at version 1).
-  var versions: [ObjectID: Int64] { get }
-  /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
-  var converted: Set<ObjectID> { get }
-  /// The values history keeps of deleted objects, read before their rows go (only with history on).
-  var tombstones: [ObjectID: [String: Value]] { get set }
-  /// Whether the save records history (and so keeps tombstones of deleted objects).
-  var recordsHistory: Bool { get }
+  /// What the save noted so far: permanent IDs, versions, conversions, patches, tombstones.
+  var state: SQLSaveState { get set }
 
   /// The stored version of `id`, the rest of its row unread; `nil` when it is not stored, or (in a
   /// hierarchy) when its row is of an entity that is neither `table`'s nor one of its sub-entities.
   func storedVersion(_ table: Table, _ id: ObjectID) throws -> Int64?
-  /// Deletes the row `pk` of `table`; `false` when there was none.
-  func deleteRow(_ table: Table, _ pk: Int64) throws -> Bool
+  /// The memberwise initializer of a backend's save operation.
+  init(
+    connection: Connection, schema: Schema, storeIdentifier: String, changes: ChangeSet,
+    history: SQLHistoryRecorder<HistoryTables>?, state: SQLSaveState)
   /// The first row (in `_pk` order) `sql` selects (`table.selectList(alias: "t0")` first).
   func firstSnapshot(_ sql: String, _ bindings: [Schema.Binding], _ table: Table) throws -> Snapshot?
-  /// The first column, an integer, of every row `sql` selects.
-  func keys(_ sql: String, _ bindings: [Schema.Binding]) throws -> [Int64]
   /// Whether a write a uniqueness constraint refused but whose clash no stored row shows is still
   /// reported (on the entity's first constraint).
   static var reportsUnmatchedRefusals: Bool { get }
+  /// Whether deleting an object leaves its join-table rows for the save to delete (else the database
+  /// deletes them itself, `ON DELETE CASCADE`).
+  static var deletesJoinRows: Bool { get }
+
+  /// Runs first in the save's transaction, before anything is read or written.
+  func begin() throws
+  /// Writes the updated objects (but those in `deleted`) and the inserted ones, noting permanent IDs,
+  /// versions and the references to patch; throws `.constraintConflict` for what a uniqueness constraint
+  /// refuses.
+  mutating func writeObjects(excluding deleted: Set<ObjectID>) throws
+  /// Writes the positions of one ordered list (see ``orderedListRows(_:)``).
+  mutating func writePositions(_ list: OrderedListChange) throws
+  /// Sets `column` of `table` to NULL in every row pointing at one of `keys`; the key and entity of each
+  /// row changed.
+  func clearColumn(_ column: String, of table: Table, pointingAt keys: [Int64]) throws -> [(key: Int64, entity: String)]
+  /// Runs once every write is done, before the results are built (checks deferred constraints).
+  func checkConstraints(recomputed: [Snapshot]) throws
 }
+
+/// What a save of an SQL backend notes as it writes.
+package struct SQLSaveState {
+  /// The ID the context knows each inserted object by → its permanent ID.
+  package var permanentIDs: [ObjectID: ObjectID] = [:]
+  /// The new row version of each written object, by permanent ID; inserted objects may be left out
+  /// (they are at version 1: a dictionary entry per new object cost a hash here and another in the context).
+  package var versions: [ObjectID: Int64] = [:]
+  /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
+  package var converted = Set<ObjectID>()
+  /// To-one columns filled once their temporary target has a key: inserts run in change-set order (so
+  /// primary keys follow it), and a reference to an object inserted later is patched in afterwards.
+  package var patches: [SQLReferencePatch] = []
+  /// The values history keeps of deleted objects, read before their rows go (only with history on).
+  package var tombstones: [ObjectID: [String: Value]] = [:]
+
+  package init(reservingFor changes: ChangeSet) {
+    permanentIDs.reserveCapacity(changes.inserted.count)
+    versions.reserveCapacity(changes.updated.count)
+  }
+}
+
+/// A to-one column to fill once its temporary target has a key: the `table` (as statements name it)
+/// and row `pk` of the object `change` wrote.
+package typealias SQLReferencePatch = (change: ObjectChange, table: String, pk: Int64, column: String, target: ObjectID)
 
 extension SQLSaveOperation {
   package var model: ObjectModel { schema.model }
+  package var permanentIDs: [ObjectID: ObjectID] { state.permanentIDs }
+  package var versions: [ObjectID: Int64] { state.versions }
+  package var converted: Set<ObjectID> { state.converted }
+  package var patches: [SQLReferencePatch] { state.patches }
+  package var tombstones: [ObjectID: [String: Value]] { state.tombstones }
+  /// Whether the save records history (and so keeps tombstones of deleted objects).
+  package var recordsHistory: Bool { history != nil }
+
+  package func begin() throws {}
+  package func checkConstraints(recomputed: [Snapshot]) throws {}
 
   /// Position of each inserted and updated object in the change set, for reporting conflicts in order
   /// (only built when a save has conflicts to report).
@@ -182,9 +231,9 @@ extension SQLSaveOperation {
       let table = try schema.table(id.entityName)
       guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey else { continue }
       if recordsHistory, HistoryLog.recordsTombstone(table.name, model: model), let stored = try storedSnapshot(table, id) {
-        tombstones[id] = HistoryLog.tombstone(of: stored, model: model)
+        state.tombstones[id] = HistoryLog.tombstone(of: stored, model: model)
       }
-      if try deleteRow(table, pk) {
+      if try connection.run(table.deleteSQL, [Schema.encode(.int(pk))]) > 0 {
         deleted[table.name, default: []].append(pk)
       }
     }

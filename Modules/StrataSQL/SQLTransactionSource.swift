@@ -17,7 +17,7 @@ package struct SQLTransactionSource<Operation: SQLSaveOperation>: EvaluationSour
   package func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
     guard id.storeIdentifier == operation.storeIdentifier, let pk = id.primaryKey else { return [] }
     let sql = operation.schema.relatedKeysSQL(id.entityName, relationship)
-    return try operation.keys(sql, [Operation.Schema.encode(.int(pk))]).map {
+    return try operation.connection.query(sql, [Operation.Schema.encode(.int(pk))]) { $0.int64(0) }.map {
       ObjectID(entityName: relationship.destination, storeIdentifier: operation.storeIdentifier, primaryKey: $0)
     }
   }

@@ -50,6 +50,8 @@ struct SQLiteSchema: Sendable {
     /// The table the rows are written to: the entity's own, or its hierarchy's (named after the root
     /// entity; the entity's name is then a view of its rows).
     let storageName: String
+    /// `storageName` quoted.
+    let writtenSQLName: String
     /// Whether the entity belongs to a hierarchy: its rows carry an `_entity` column.
     let isInHierarchy: Bool
 
@@ -57,6 +59,7 @@ struct SQLiteSchema: Sendable {
       self.entity = entity
       self.storageName = storageName ?? entity.name
       self.isInHierarchy = storageName != nil
+      writtenSQLName = quote(self.storageName)
       let (stored, columns) = SQLLayout.columns(of: entity)
       storedAttributes = stored
       storedTypes = stored.map { entity.attributes[$0].type }
@@ -151,8 +154,8 @@ struct SQLiteSchema: Sendable {
       seen[name.lowercased()] = what
     }
     try claim(Self.metadataTable, "the metadata table")
-    try claim(SQLiteHistory.transactionTable, "the history table")
-    try claim(SQLiteHistory.changeTable, "the history table")
+    try claim(SQLiteHistoryTables.transactionName, "the history table")
+    try claim(SQLiteHistoryTables.changeName, "the history table")
     for entity in model.entities {
       try claim(entity.name, "the table of entity \(entity.name)")
       var columns: Set<String> = ["_pk", "_version"]
@@ -276,15 +279,8 @@ extension SQLiteSchema {
     case (.float, .double(let d)) where AttributeType.isFloat(d): return .real(d)
     case (.bool, .bool(let b)): return .integer(b ? 1 : 0)
     case (.date, .date(let d)): return .real(d.timeIntervalSinceReferenceDate)
-    default: break
+    default: return try encodeConverting(value, as: type, entity: entity(), key: key())
     }
-    guard let converted = type.coerce(value) else {
-      let (entity, key) = (entity(), key())
-      throw StoreError(
-        .validation, "\(entity).\(key) is a \(type.rawValue) attribute and cannot hold the \(value.kindName) \(value)",
-        entity: entity, key: key, value: value)
-    }
-    return encode(converted)
   }
 
   /// A value already of its attribute's type, as stored.

@@ -14,26 +14,18 @@ extension SQLiteStore {
   /// ```
   ///
   /// The store a migration hands its custom stages returns a stream that has finished.
-  public func changes() -> AsyncStream<StoreChange> {
-    let stream = broadcaster.stream()
-    if closed.load(ordering: .acquiring) || isBoundToMigration {
-      // close() may have finished the broadcaster before this stream registered.
-      broadcaster.finish()
-      return stream
-    }
-    if options.postsRemoteChangeNotifications {
-      let baseline = try? dataVersion()
-      lastDataVersion.withLock { if $0 == nil { $0 = baseline } }
-      remoteWatcher.start(while: { [weak self] in
-        guard let store = self else { return false }
-        return !store.closed.load(ordering: .acquiring) && store.broadcaster.hasSubscribers
-      }) { [weak self] in self?.announceRemoteCommits() }
-    }
-    return stream
+  public func changes() -> AsyncStream<StoreChange> { changeStream() }
+
+  package var isClosed: Bool { closed.load(ordering: .acquiring) }
+
+  /// Notes the data version other connections' commits change.
+  package func startWatching() {
+    let baseline = try? dataVersion()
+    lastDataVersion.withLock { if $0 == nil { $0 = baseline } }
   }
 
   /// Yields one remote change when another connection committed since the last look.
-  func announceRemoteCommits() {
+  package func announceRemoteCommits() {
     guard let current = try? dataVersion() else { return }
     let isNew = lastDataVersion.withLock { last -> Bool in
       defer { last = current }

@@ -15,17 +15,10 @@ extension SQLiteStore {
   func fetchDictionaries(_ request: FetchDescription, generation: QueryGeneration?) throws -> FetchResult {
     let plan = try DictionaryFetch(request, model: model)
     let compiled = try SQLiteQueryCompiler.compileDictionary(request, plan, schema: schema, storeIdentifier: identifier)
-    let from = compiled.query.fromClause
-    var select = Fragment("SELECT ")
-    for (index, column) in compiled.columns.enumerated() {
-      select = select + (index == 0 ? Fragment("") : Fragment(", ")) + column.sql
-    }
-    if compiled.columns.isEmpty { select.sql += "1" }
-    var sql = select + Fragment(" ") + from
+    var sql = compiled.selectFrom
     if !compiled.groupBy.isEmpty { sql.sql += " GROUP BY " + compiled.groupBy.map(\.sql).joined(separator: ", ") }
     if !compiled.query.orderBy.isEmpty { sql.sql += " ORDER BY " + compiled.query.orderBy.joined(separator: ", ") }
-    let pagesInSQL = plan.having == nil && !plan.isDistinct
-    if pagesInSQL, request.effectiveLimit != nil || request.fetchOffset > 0 {
+    if plan.pagesInSQL, request.effectiveLimit != nil || request.fetchOffset > 0 {
       sql =
         sql
         + Fragment(
@@ -34,7 +27,7 @@ extension SQLiteStore {
     let identifier = self.identifier
     let entityName = plan.entity.name
     let columns = compiled.columns
-    var rows = try read(generation: generation) { connection -> [[String: Value]] in
+    let rows = try read(generation: generation) { connection -> [[String: Value]] in
       try connection.query(sql.sql, sql.bindings) { statement in
         var row: [String: Value] = [:]
         for (index, column) in columns.enumerated() {
@@ -58,10 +51,7 @@ extension SQLiteStore {
         return row
       }
     }
-    if let having = plan.having { rows = try rows.filter { try DictionaryFetch.matches($0, having) } }
-    if plan.isDistinct { rows = DictionaryFetch.distinct(rows) }
-    if !pagesInSQL { rows = DictionaryFetch.page(rows, offset: request.fetchOffset, limit: request.effectiveLimit) }
-    return .dictionaries(rows)
+    return try plan.finish(rows, request)
   }
 
   private static func value(_ stored: SQLValue) -> Value {

@@ -42,7 +42,7 @@ extension SQLiteStore {
         let ids = RowIDs(table, storeIdentifier: identifier)
         var snapshots = try connection.query(statement.sql, statement.bindings) { try $0.snapshot(table, ids: ids) }
         if statement.ordersByKeyAfterwards { Self.restoreKeyOrder(&snapshots, key: \.objectID.primaryKey) }
-        return .snapshots(try resolvingReferences(snapshots, connection: connection))
+        return .snapshots(try SQLiteStoreCore(store: self).resolvingReferences(snapshots, on: connection))
       }
     }
   }
@@ -185,7 +185,7 @@ extension SQLiteStore {
     try schema.relatedObjectIDs(
       of: id, relationship: relationship, storeIdentifier: identifier, read: { try read(generation: generation, $0) },
       keys: { connection, sql, pk in try connection.query(sql, [.integer(pk)]) { $0.int64(0) } },
-      concreteIDs: { try self.concreteIDs($0, connection: $1) })
+      concreteIDs: { try SQLiteStoreCore(store: self).concreteIDs($0, on: $1) })
   }
 
   // MARK: Query generations

@@ -15,20 +15,17 @@ import StrataStoreKit
 /// `timestamp` is seconds since 2001 like every stored date; `change_type` is `insert`, `update` or
 /// `delete`; `updated_properties` the comma-separated names; `tombstone` a JSON object of `Value`s.
 /// `_strata_metadata.history_purged_through` is the last sequence a deletion removed.
-enum SQLiteHistory {
-  static let transactionTable = "strata_history_transaction"
-  static let changeTable = "strata_history_change"
+struct SQLiteHistoryTables: SQLHistoryTables {
+  static let transactionName = "strata_history_transaction"
+  static let changeName = "strata_history_change"
   static let purgedKey = "history_purged_through"
 
-  static let createStatements = [
-    "CREATE TABLE IF NOT EXISTS \(transactionTable) (seq INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL NOT NULL, "
-      + "author TEXT, context_name TEXT, pid INTEGER NOT NULL)",
-    // Clustered by (transaction, position): a transaction's changes are appended and read in one range,
-    // with no second index to maintain per change.
-    "CREATE TABLE IF NOT EXISTS \(changeTable) (transaction_seq INTEGER NOT NULL REFERENCES \(transactionTable)(seq), "
-      + "position INTEGER NOT NULL, entity TEXT NOT NULL, pk INTEGER NOT NULL, change_type TEXT NOT NULL, "
-      + "updated_properties TEXT, tombstone TEXT, PRIMARY KEY (transaction_seq, position)) WITHOUT ROWID",
-  ]
+  let storeIdentifier: String
+
+  var transactionTable: String { Self.transactionName }
+  var changeTable: String { Self.changeName }
+  var changeColumns: String { "transaction_seq, entity, pk, change_type, updated_properties, tombstone" }
+  var missingReason: String { "none was recorded with history tracking on" }
 
   /// Whether the history tables exist. A store created with history on has them from its creation; opening
   /// an existing store with history on writes nothing: the first write that records history makes them
@@ -36,52 +33,60 @@ enum SQLiteHistory {
   /// the file as it was). When history is off and an earlier opening recorded
   /// history, drops what was recorded and marks it all expired, so no token silently skips the commits
   /// made meanwhile.
-  static func prepare(_ connection: SQLiteConnection, tracksHistory: Bool) throws -> Bool {
-    let exists = try tablesExist(connection)
+  func prepare(_ connection: SQLiteConnection, tracksHistory: Bool) throws -> Bool {
+    let exists = try exist(on: connection)
     guard !tracksHistory, exists else { return exists }
     try connection.transaction {
       guard
         case .integer(let last)? = try connection.scalar(
           "SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(transactionTable)]), last > 0
       else { return }
-      let purged = try purgedThrough(connection)
+      let purged = try purgedThrough(on: connection)
       guard purged <= last else { return }
       // Reserve one sequence that is never given out: every token issued so far is now older than it.
       try connection.run("DELETE FROM \(changeTable)")
       try connection.run("DELETE FROM \(transactionTable)")
       try connection.run("UPDATE sqlite_sequence SET seq = ? WHERE name = ?", [.integer(last + 1), .text(transactionTable)])
-      try setPurgedThrough(connection, last + 1)
+      try setPurgedThrough(last + 1, on: connection)
     }
     return true
   }
 
-  static func tablesExist(_ connection: SQLiteConnection) throws -> Bool {
+  func exist(on connection: SQLiteConnection) throws -> Bool {
     try connection.scalar(
       "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", [.text(transactionTable)]) == .integer(1)
   }
 
-  /// Makes the history tables if they are missing, inside the caller's transaction.
-  static func createTables(_ connection: SQLiteConnection) throws {
-    for statement in createStatements { try connection.execute(statement) }
+  func createTables(on connection: SQLiteConnection) throws {
+    try connection.execute(
+      "CREATE TABLE IF NOT EXISTS \(transactionTable) (seq INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL NOT NULL, "
+        + "author TEXT, context_name TEXT, pid INTEGER NOT NULL)")
+    // Clustered by (transaction, position): a transaction's changes are appended and read in one range,
+    // with no second index to maintain per change.
+    try connection.execute(
+      "CREATE TABLE IF NOT EXISTS \(changeTable) (transaction_seq INTEGER NOT NULL REFERENCES \(transactionTable)(seq), "
+        + "position INTEGER NOT NULL, entity TEXT NOT NULL, pk INTEGER NOT NULL, change_type TEXT NOT NULL, "
+        + "updated_properties TEXT, tombstone TEXT, PRIMARY KEY (transaction_seq, position)) WITHOUT ROWID")
   }
 
-  static func purgedThrough(_ connection: SQLiteConnection) throws -> Int64 {
+  /// The write transaction holds SQLite's one write lock already.
+  func lock(on connection: SQLiteConnection) throws {}
+
+  func purgedThrough(on connection: SQLiteConnection) throws -> Int64 {
     let value = try connection.scalar(
-      "SELECT \"value\" FROM \(quote(SQLiteSchema.metadataTable)) WHERE \"key\" = ?", [.text(purgedKey)])
+      "SELECT \"value\" FROM \(quote(SQLiteSchema.metadataTable)) WHERE \"key\" = ?", [.text(Self.purgedKey)])
     if case .text(let text)? = value { return Int64(text) ?? 0 }
     return 0
   }
 
-  static func setPurgedThrough(_ connection: SQLiteConnection, _ sequence: Int64) throws {
+  func setPurgedThrough(_ sequence: Int64, on connection: SQLiteConnection) throws {
     try connection.run(
       "INSERT OR REPLACE INTO \(quote(SQLiteSchema.metadataTable)) (\"key\", \"value\") VALUES (?, ?)",
-      [.text(purgedKey), .text(String(sequence))])
+      [.text(Self.purgedKey), .text(String(sequence))])
   }
 
-  /// Appends one transaction inside the caller's write transaction and returns its token.
-  static func append(
-    _ connection: SQLiteConnection, _ changes: [HistoryChange], author: String?, contextName: String?,
-    storeIdentifier: String
+  func append(
+    _ changes: [HistoryChange], on connection: SQLiteConnection, author: String?, contextName: String?
   ) throws -> HistoryToken {
     try connection.run(
       "INSERT INTO \(transactionTable) (timestamp, author, context_name, pid) VALUES (?, ?, ?, ?)",
@@ -112,35 +117,8 @@ enum SQLiteHistory {
     return HistoryToken(storeIdentifier: storeIdentifier, sequence: sequence)
   }
 
-  /// Where the history of one write goes (``SQLiteStore/historyRecorder``).
-  enum Recorder: Sendable {
-    /// Appended to the history tables as a transaction of its own; `createsTables` when the store has not
-    /// seen them yet (made inside the write's transaction).
-    case file(storeIdentifier: String, createsTables: Bool)
-    /// Collected for the one transaction a migration records at its end.
-    case migration(Locked<MigrationChangeLog>, model: ObjectModel)
-
-    /// Records the `changes` of a write, inside its transaction; the token of the transaction appended,
-    /// `nil` when collected.
-    func record(
-      _ changes: [HistoryChange], on connection: SQLiteConnection, author: String?, contextName: String?
-    ) throws
-      -> HistoryToken?
-    {
-      switch self {
-      case .file(let storeIdentifier, let createsTables):
-        if createsTables { try SQLiteHistory.createTables(connection) }
-        return try SQLiteHistory.append(
-          connection, changes, author: author, contextName: contextName, storeIdentifier: storeIdentifier)
-      case .migration(let log, let model):
-        log.withLock { $0.record(changes, model: model) }
-        return nil
-      }
-    }
-  }
-
   /// The newest sequence given out (kept by `AUTOINCREMENT` even when history was deleted), 0 when none.
-  static func lastSequence(_ connection: SQLiteConnection) throws -> Int64 {
+  func lastSequence(on connection: SQLiteConnection) throws -> Int64 {
     let last = try connection.scalar("SELECT seq FROM sqlite_sequence WHERE name = ?", [.text(transactionTable)])
     if case .integer(let last)? = last { return last }
     return 0
@@ -156,37 +134,7 @@ extension SQLiteStore {
   /// if case .transactions(let recent) = try store.fetchHistory(HistoryRequest(after: .token(last))) { … }
   /// ```
   public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
-    try HistoryLog.check(request)
-    let identifier = self.identifier
-    let path = self.path
-    let readOnly = options.isReadOnly
-    let transactions = try read(generation: nil) { connection -> [HistoryTransaction] in
-      try connection.execute("BEGIN")
-      defer { try? connection.execute("COMMIT") }
-      // The tables are made by the first write that records history: before it there is none to read
-      // (opened read-only, the store cannot tell that from a store that never tracked history).
-      guard try SQLiteHistory.tablesExist(connection) else {
-        guard readOnly else { return [] }
-        throw StoreError(.notFound, "the store \(path) has no history: none was recorded with history tracking on")
-      }
-      let start = try HistoryLog.startSequence(
-        of: request, storeIdentifier: identifier, purgedThrough: try SQLiteHistory.purgedThrough(connection))
-      var transactions = try connection.query(
-        "SELECT seq, timestamp, author, context_name, pid FROM \(SQLiteHistory.transactionTable) WHERE seq > ? ORDER BY seq",
-        [.integer(start)]
-      ) { SQLHistoryRows.transaction($0, storeIdentifier: identifier) }
-      guard request.resultType == .transactionsAndChanges, !transactions.isEmpty else { return transactions }
-      let decoder = JSONDecoder()
-      let changes = try connection.query(
-        "SELECT transaction_seq, entity, pk, change_type, updated_properties, tombstone FROM \(SQLiteHistory.changeTable) "
-          + "WHERE transaction_seq > ? ORDER BY transaction_seq, position", [.integer(start)]
-      ) { SQLHistoryRows.change($0, storeIdentifier: identifier, decoder: decoder) }
-      SQLHistoryRows.attach(changes, to: &transactions)
-      return transactions
-    }
-    return try HistoryLog.answer(request, transactions: transactions)
+    try SQLiteStoreCore(store: self).fetchHistory(request)
   }
 
   /// Deletes history before a token or date in one transaction (see ``PersistentStore/deleteHistory(before:)``).
@@ -195,28 +143,7 @@ extension SQLiteStore {
   /// let removed = try store.deleteHistory(before: .date(Date().addingTimeInterval(-86_400)))
   /// ```
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { throw HistoryLog.notTracked(storeType, path) }
-    try HistoryLog.checkDeletion(before: cutoff, storeIdentifier: identifier)
-    if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
-    return try write { connection -> Int in
-      guard try SQLiteHistory.tablesExist(connection) else { return 0 }
-      return try connection.transaction {
-        let condition: (String, SQLValue) =
-          switch cutoff {
-          case .token(let token): ("seq < ?", .integer(token.sequence))
-          case .date(let date): ("timestamp < ?", .real(date.timeIntervalSinceReferenceDate))
-          }
-        let doomed = "SELECT seq FROM \(SQLiteHistory.transactionTable) WHERE \(condition.0)"
-        guard case .integer(let newest)? = try connection.scalar("SELECT max(seq) FROM (\(doomed))", [condition.1]) else {
-          return 0
-        }
-        try connection.run("DELETE FROM \(SQLiteHistory.changeTable) WHERE transaction_seq IN (\(doomed))", [condition.1])
-        let deleted = try connection.run("DELETE FROM \(SQLiteHistory.transactionTable) WHERE \(condition.0)", [condition.1])
-        if newest > (try SQLiteHistory.purgedThrough(connection)) { try SQLiteHistory.setPurgedThrough(connection, newest) }
-        return deleted
-      }
-    }
+    try SQLiteStoreCore(store: self).deleteHistory(before: cutoff)
   }
 
   /// The token of the newest history transaction in the file (whichever process wrote it); `nil`
@@ -226,9 +153,6 @@ extension SQLiteStore {
   /// let token = try store.currentHistoryToken()   // STORE:42
   /// ```
   public func currentHistoryToken() throws -> HistoryToken? {
-    if isBoundToMigration { throw unsupportedInMigration("persistent history") }
-    guard options.tracksHistory else { return nil }
-    let last = try read(generation: nil) { try SQLiteHistory.lastSequence($0) }
-    return last > 0 ? HistoryToken(storeIdentifier: identifier, sequence: last) : nil
+    try SQLiteStoreCore(store: self).currentHistoryToken()
   }
 }

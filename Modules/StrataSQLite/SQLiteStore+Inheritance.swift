@@ -43,7 +43,7 @@ extension SQLiteStore {
     for (table, keys) in work {
       result += try readRows(of: table, keys: keys, ids: RowIDs(table, storeIdentifier: identifier), connection: connection)
     }
-    return try resolvingReferences(result, connection: connection)
+    return try SQLiteStoreCore(store: self).resolvingReferences(result, on: connection)
   }
 
   /// The rows of `table` with primary keys among `keys`, named by `ids`, read 500 keys per `WHERE _pk IN (…)`;
@@ -65,22 +65,10 @@ extension SQLiteStore {
   private static func keyList(_ count: Int) -> String {
     " WHERE t0.\"_pk\" IN (" + String(repeating: "?, ", count: max(count - 1, 0)) + "?)"
   }
+}
 
-  /// `snapshots` with every to-one target whose destination has sub-entities named by the entity it
-  /// was inserted as.
-  func resolvingReferences(_ snapshots: [Snapshot], connection: SQLiteConnection) throws -> [Snapshot] {
-    try SQLHierarchyReferences.resolvingReferences(snapshots, model: schema.model) {
-      try entityTags(of: $1, in: $0, connection: connection)
-    }
-  }
-
-  /// The IDs among `ids` (of entities with sub-entities) named by the entity each object was inserted as.
-  func concreteIDs(_ ids: [ObjectID], connection: SQLiteConnection) throws -> [ObjectID: ObjectID] {
-    try SQLHierarchyReferences.concreteIDs(ids, model: schema.model) { try entityTags(of: $1, in: $0, connection: connection) }
-  }
-
-  /// The `_entity` of the rows of the hierarchy table `root` with primary keys among `keys`.
-  private func entityTags(of keys: [Int64], in root: String, connection: SQLiteConnection) throws -> [Int64: String] {
+extension SQLiteStoreCore {
+  func entityTags(of keys: [Int64], in root: String, on connection: SQLiteConnection) throws -> [Int64: String] {
     var result: [Int64: String] = [:]
     var start = 0
     while start < keys.count {

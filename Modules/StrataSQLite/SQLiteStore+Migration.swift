@@ -39,65 +39,19 @@ extension SQLiteStore {
   public func migrated(
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
-    if isBoundToMigration { throw StoreError(.misuse, "a migration stage cannot migrate the store it is handed") }
-    let last = try MigrationStep.checkChain(steps, from: model, store: "the SQLite store \(path)")
-    try checkOpen()
-    guard writer != nil else { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
-    let destination = last.migration.destination
-    for step in steps { _ = try HierarchyMigration(step.migration, store: "the SQLite store \(path)") }
-    let schemas = try steps.map { try SQLiteSchema(model: $0.migration.destination) }
-    let json = String(decoding: try destination.jsonData(), as: UTF8.self)
-    let log = options.tracksHistory ? Locked(MigrationChangeLog()) : nil
+    let core = SQLiteStoreCore(store: self)
+    let inputs = try core.migrationInputs(steps, kind: "the SQLite store")
     try write { connection in
       migratingThread.withLock { $0 = pthread_self() }
       defer { migratingThread.withLock { $0 = nil } }
       let reporter = MigrationReporter(report: progress, stepCount: steps.count)
-      try connection.transaction {
-        _ = try SQLLayout.runMigrationSteps(
-          steps, from: schema, through: schemas, reporter: reporter, log: log,
-          run: { step, old, new in
-            SQLiteMigration(migration: step.migration, old: old, new: new, storeIdentifier: identifier, connection: connection)
-          },
-          stage: { try runStage($0, on: connection, model: $1, schema: $2, log: log) })
-        try connection.run(
-          "UPDATE \(quote(SQLiteSchema.metadataTable)) SET \"value\" = ? WHERE \"key\" = 'model'", [.text(json)])
-        try connection.run(
-          "INSERT OR REPLACE INTO \(quote(SQLiteSchema.metadataTable)) (\"key\", \"value\") VALUES ('model_fingerprint', ?)",
-          [.text(destination.fingerprint)])
-        if let log {
-          // One transaction, even an empty one: history readers learn that the schema changed.
-          try SQLiteHistory.createTables(connection)
-          _ = try SQLiteHistory.append(
-            connection, log.withLock { $0.changes }, author: MigrationStep.historyAuthor, contextName: nil,
-            storeIdentifier: identifier)
-        }
-      }
+      try connection.transaction { _ = try core.runMigration(steps, inputs, on: connection, reporter: reporter) }
       // No call may use the old layout once the new one is committed.
       closed.store(true, ordering: .releasing)
     }
     closeConnections()
     return try SQLiteStore(
-      url: URL(fileURLWithPath: path), model: destination, options: options, configuration: configuration)
-  }
-
-  /// Runs a custom stage with a store on `model` bound to the migration's transaction on `connection`,
-  /// then takes the store back: closing it waits for a call another thread may still be making, and
-  /// every later call throws `.misuse`.
-  private func runStage(
-    _ stage: @Sendable (any PersistentStore) throws -> Void, on connection: SQLiteConnection, model: ObjectModel,
-    schema: SQLiteSchema, log: Locked<MigrationChangeLog>?
-  ) throws {
-    let bound = SQLiteStore(boundTo: connection, of: self, model: model, schema: schema, log: log)
-    do {
-      try stage(bound)
-    } catch {
-      bound.close()
-      throw error
-    }
-    bound.close()
-    guard connection.isInTransaction else {
-      throw StoreError(.io, "the migration of \(path) was rolled back by SQLite after an error inside a custom stage")
-    }
+      url: URL(fileURLWithPath: path), model: inputs.destination, options: options, configuration: configuration)
   }
 
   /// What migrating along `migration` does to each entity's table, from the plan alone (nothing is
@@ -281,18 +235,10 @@ final class SQLiteMigration: SQLMigrationRun {
         finalNames.append((temporary, name, nil))
       }
     }
-    for join in old.joinTables where !renamedJoins.contains(join.name) {
-      try connection.execute("DROP TABLE IF EXISTS \(quote(join.name))")
-    }
     let hierarchy = try self.hierarchy ?? HierarchyMigration(migration, store: "the SQLite store")
-    // The views of the hierarchies rebuilt below go first: their tables are read, then dropped.
-    for view in hierarchy.consumedViews {
-      try connection.execute("DROP VIEW IF EXISTS \(quote(view))")
-    }
-    let consumed = Set(hierarchy.consumedStorages + hierarchy.consumedViews)
-    for entity in migration.removedEntities where !consumed.contains(entity) {
-      try connection.execute("DROP TABLE IF EXISTS \(quote(entity))")
-    }
+    let drops = SQLLayout.dropStatements(
+      migration, oldJoins: old.joinTables, keeping: renamedJoins, hierarchy: hierarchy, table: quote)
+    for sql in drops { try connection.execute(sql) }
     // Copies first, while their source table is as it was.
     for plan in entities.filter(\.isCopy) + entities.filter({ !$0.isCopy }) {
       let name = plan.mapping.entity.name
@@ -326,7 +272,9 @@ final class SQLiteMigration: SQLMigrationRun {
         for statement in new.createTableStatements(entity) { try connection.execute(statement) }
       }
     }
-    try addSubentities(hierarchy, progress: progress)
+    try SQLLayout.addSubentities(
+      hierarchy, new: new, textType: "TEXT", keyType: "INTEGER", column: SQLiteSchema.columnDefinition,
+      views: new.createTableStatements, execute: { try connection.execute($0) }, progress: progress)
     for (name, source) in joins {
       if case .empty = source { try connection.execute(SQLiteSchema.createJoinTableSQL(named: name)) }
     }
@@ -347,32 +295,6 @@ final class SQLiteMigration: SQLMigrationRun {
         if case .integer(let n)? = found { return n > 0 }
         return false
       }, execute: { try connection.execute($0) })
-  }
-
-  /// Makes each root that gains sub-entities the table of its hierarchy: `_entity` (its rows keep the
-  /// root's name), a nullable column per property a new sub-entity adds, and a view per new sub-entity.
-  private func addSubentities(_ hierarchy: HierarchyMigration, progress: (String) -> Void) throws {
-    for (root, added) in hierarchy.addedSubentities.sorted(by: { $0.key < $1.key }) {
-      let tag = "'" + root.replacingOccurrences(of: "'", with: "''") + "'"
-      try connection.execute(
-        "ALTER TABLE \(quote(root)) ADD COLUMN \(quote(SQLiteSchema.entityColumn)) TEXT NOT NULL DEFAULT \(tag)")
-      var columns = Set(new.tables[root]?.dataColumns ?? [])
-      for name in added {
-        guard let entity = new.model.entity(named: name) else { continue }
-        for var attribute in entity.attributes where attribute.isPersistent && columns.insert(attribute.name).inserted {
-          attribute.isOptional = true
-          try connection.execute("ALTER TABLE \(quote(root)) ADD COLUMN \(SQLiteSchema.columnDefinition(attribute))")
-        }
-        for rel in entity.toOneRelationships where columns.insert(rel.name).inserted {
-          try connection.execute("ALTER TABLE \(quote(root)) ADD COLUMN \(quote(rel.name)) INTEGER")
-        }
-      }
-      for name in added {
-        guard let entity = new.model.entity(named: name) else { continue }
-        for statement in new.createTableStatements(entity) { try connection.execute(statement) }
-        progress("created the view of \(name) in the table of \(root)")
-      }
-    }
   }
 
   /// Builds each table of `hierarchy.rebuiltStorages` under a temporary name from the old tables (every

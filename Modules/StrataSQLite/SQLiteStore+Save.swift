@@ -29,33 +29,16 @@ extension SQLiteStore {
   ///   reference to the wrong entity; `.misuse` for a malformed change set or a closed store; `.readOnly`;
   ///   `.io`. After any error the file is exactly as before.
   public func save(_ changes: ChangeSet) throws -> SaveResult {
-    try checkOpen()
-    if changes.isEmpty { return SaveResult() }
-    if options.isReadOnly { throw StoreError(.readOnly, "the store \(path) was opened read-only") }
-    let schema = self.schema
-    let identifier = self.identifier
-    let broadcaster = self.broadcaster
-    let history = historyRecorder
-    return try write { connection -> SaveResult in
-      var operation = SaveOperation(
-        connection: connection, schema: schema, storeIdentifier: identifier, changes: changes, history: history)
-      let outcome = try connection.transaction {
-        try checkEmpty(changes.requiredEmptyEntities, on: connection)
-        return try operation.apply()
-      }
-      // Yielding under the write lock keeps notifications in commit order.
-      broadcaster.yield(outcome.1)
-      return outcome.0
-    }
+    try SQLiteStoreCore(store: self).save(changes)
   }
 }
 
-extension SQLiteStore {
+extension SQLiteStoreCore {
   /// Throws `StoreError.storeNotEmpty(_:)` when one of `entities` holds an object, read on the writing
   /// connection inside its transaction (which holds SQLite's write lock: no other process can insert).
   func checkEmpty(_ entities: [String], on connection: SQLiteConnection) throws {
     for entity in entities {
-      let statement = try selectStatement(for: FetchDescription(entityName: entity, fetchLimit: 1, resultType: .count))
+      let statement = try store.selectStatement(for: FetchDescription(entityName: entity, fetchLimit: 1, resultType: .count))
       if case .integer(let count) = try connection.scalar(statement.sql, statement.bindings), count > 0 {
         throw StoreError.storeNotEmpty(entity)
       }
@@ -69,67 +52,17 @@ struct SaveOperation {
   let schema: SQLiteSchema
   let storeIdentifier: String
   let changes: ChangeSet
-  /// Where the save records its history; `nil` when it records none.
-  let history: SQLiteHistory.Recorder?
+  let history: SQLHistoryRecorder<SQLiteHistoryTables>?
+  var state: SQLSaveState
 
-  /// The ID the context knows each inserted object by → its permanent ID.
-  var permanentIDs: [ObjectID: ObjectID] = [:]
-  /// The new row version of each updated object, by permanent ID (inserted objects are at version 1 and
-  /// left out: a dictionary entry per new object cost a hash here and another in the context).
-  var versions: [ObjectID: Int64] = [:]
-  /// Written objects (by the ID the context knows them by) whose values were converted on the way in.
-  var converted = Set<ObjectID>()
-  /// To-one columns filled once their temporary target has a key: inserts run in change-set order (so
-  /// primary keys follow it), and a reference to an object inserted later is patched in afterwards.
-  var patches: [(change: ObjectChange, table: String, pk: Int64, column: String, target: ObjectID)] = []
-  /// The values history keeps of deleted objects, read before their rows go (only with history on).
-  var tombstones: [ObjectID: [String: Value]] = [:]
-
-  init(
-    connection: SQLiteConnection, schema: SQLiteSchema, storeIdentifier: String, changes: ChangeSet,
-    history: SQLiteHistory.Recorder?
-  ) {
-    self.connection = connection
-    self.schema = schema
-    self.storeIdentifier = storeIdentifier
-    self.changes = changes
-    self.history = history
-    permanentIDs.reserveCapacity(changes.inserted.count)
-    versions.reserveCapacity(changes.updated.count)
-  }
-
-  mutating func apply() throws -> (SaveResult, StoreChange) {
-    try checkChangeSet()
-    try checkVersions()
-    var derived = DerivedRecomputation(model: schema.model, changes: changes)
-    try derived.noteRelatedObjects(before: transactionSource)
-    let deleted = try deleteRows()
-    let deletedIDs = Set(
-      deleted.flatMap { entity, keys in
-        keys.map { ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: $0) }
-      })
-    var pendingUpdates = try updateAll(changes.updated.filter { !deletedIDs.contains($0.objectID) })
+  /// Writes updates and inserts, retrying those a uniqueness constraint refused (see ``retry(_:_:)``).
+  mutating func writeObjects(excluding deleted: Set<ObjectID>) throws {
+    var pendingUpdates = try updateAll(changes.updated.filter { !deleted.contains($0.objectID) })
     var pendingInserts = try insertAll(changes.inserted)
     try retry(&pendingUpdates, &pendingInserts)
     if !pendingUpdates.isEmpty || !pendingInserts.isEmpty {
       throw try constraintConflict(pendingInserts + pendingUpdates)
     }
-    try applyPatches()
-    for link in changes.linkChanges { try apply(link) }
-    for list in changes.orderedLists { try apply(list) }
-    let cleared = try clearReferences(to: deleted)
-    let recomputed = try writeDerivedAttributes(&derived)
-    var (result, change) = try results(deleted: deletedIDs, cleared: cleared, recomputed: recomputed)
-    derived.report(recomputed, into: &result, change: &change)
-    if let history {
-      let token = try history.record(
-        HistoryLog.changes(
-          of: change, changeSet: changes, tombstones: tombstones, recomputed: recomputed, model: schema.model),
-        on: connection, author: changes.author, contextName: changes.contextName)
-      result.historyToken = token
-      change.historyToken = token
-    }
-    return (result, change)
   }
 
   // MARK: Checks
@@ -158,7 +91,7 @@ struct SaveOperation {
   /// ``row(_:_:)`` appended to `values` (a statement of several rows binds them all from one array);
   /// returns the to-one targets to fill in later.
   ///
-  /// Mutating, as it notes conversions in `converted`: a non-mutating method given `&converted` had the
+  /// Mutating, as it notes conversions in `state`: a non-mutating method given `&state.converted` had the
   /// whole operation copied for every row, to keep the two accesses apart.
   private mutating func appendRow(
     _ change: ObjectChange, _ table: SQLiteSchema.Table, to values: inout [SQLValue]
@@ -167,7 +100,7 @@ struct SaveOperation {
     // encoding the row.
     for (index, type) in zip(table.storedAttributes, table.storedTypes) {
       let value = change.attributes[index]
-      if !type.isCanonical(value) { converted.insert(change.objectID) }
+      if !type.isCanonical(value) { state.converted.insert(change.objectID) }
       values.append(
         try SQLiteSchema.encode(value, as: type, entity: table.entity.name, key: table.entity.attributes[index].name))
     }
@@ -205,8 +138,8 @@ struct SaveOperation {
         entity: table.name,
         conflicts: [StoreError.Conflict(objectID: change.objectID, entity: table.name, keys: change.changedKeys)])
     }
-    versions[change.objectID] = version
-    for (column, target) in later { patches.append((change, table.storageName, pk, column, target)) }
+    state.versions[change.objectID] = version
+    for (column, target) in later { state.patches.append((change, table.writtenSQLName, pk, column, target)) }
     return true
   }
 
@@ -233,8 +166,8 @@ struct SaveOperation {
     }
     let pk = connection.lastInsertRowID
     let permanent = template.withPrimaryKey(pk)
-    permanentIDs[change.objectID] = permanent
-    for (column, target) in later { patches.append((change, table.storageName, pk, column, target)) }
+    state.permanentIDs[change.objectID] = permanent
+    for (column, target) in later { state.patches.append((change, table.writtenSQLName, pk, column, target)) }
     return true
   }
 
@@ -263,10 +196,10 @@ struct SaveOperation {
     let first = connection.lastInsertRowID - Int64(rows.count - 1)
     for (offset, change) in rows.enumerated() {
       let permanent = template.withPrimaryKey(first + Int64(offset))
-      permanentIDs[change.objectID] = permanent
+      state.permanentIDs[change.objectID] = permanent
     }
     for (offset, column, target) in later {
-      patches.append((rows[rows.startIndex + offset], table.storageName, first + Int64(offset), column, target))
+      state.patches.append((rows[rows.startIndex + offset], table.writtenSQLName, first + Int64(offset), column, target))
     }
     return true
   }
@@ -291,8 +224,8 @@ struct SaveOperation {
       let (values, later) = try row(change, table)
       do {
         try connection.run(table.insertWithKeySQL, [.integer(pk), .integer(version + 1)] + values)
-        versions[change.objectID] = version + 1
-        for (column, target) in later { patches.append((change, table.storageName, pk, column, target)) }
+        state.versions[change.objectID] = version + 1
+        for (column, target) in later { state.patches.append((change, table.writtenSQLName, pk, column, target)) }
       } catch let error as SQLiteError where error.isUniqueViolation {
         failed.append(change)
       }
@@ -360,41 +293,10 @@ struct SaveOperation {
     return refused
   }
 
-  private mutating func applyPatches() throws {
-    var refused: [ObjectChange] = []
-    for patch in patches {
-      guard let target = permanentIDs[patch.target]?.primaryKey else { continue }
-      do {
-        try connection.run(
-          "UPDATE \(quote(patch.table)) SET \(quote(patch.column)) = ? WHERE \"_pk\" = ?",
-          [.integer(target), .integer(patch.pk)])
-      } catch let error as SQLiteError where error.isUniqueViolation {
-        refused.append(patch.change)
-      }
-    }
-    if !refused.isEmpty { throw try constraintConflict(refused) }
-  }
-
-  // MARK: Links and deletes
-
-  private mutating func apply(_ link: LinkChange) throws {
-    guard let row = try linkRow(link) else { return }
-    if link.isInsertion {
-      // A link to an object that is not stored is dropped, as deleting an object drops its links.
-      try connection.run(
-        "INSERT OR IGNORE INTO \(quote(row.table)) (\"source\", \"target\") SELECT ?, ? "
-          + "WHERE EXISTS (SELECT 1 FROM \(quote(row.sourceEntity)) WHERE \"_pk\" = ?) "
-          + "AND EXISTS (SELECT 1 FROM \(quote(row.destination)) WHERE \"_pk\" = ?)",
-        [.integer(row.source), .integer(row.target), .integer(row.sourceKey), .integer(row.destinationKey)])
-    } else {
-      try connection.run(
-        "DELETE FROM \(quote(row.table)) WHERE \"source\" = ? AND \"target\" = ?",
-        [.integer(row.source), .integer(row.target)])
-    }
-  }
+  // MARK: Ordered lists and references
 
   /// Writes the positions of one ordered list: O(n) in the list, one indexed update per target.
-  private mutating func apply(_ list: OrderedListChange) throws {
+  mutating func writePositions(_ list: OrderedListChange) throws {
     guard let (order, owner, rows) = try orderedListRows(list) else { return }
     let sql =
       "UPDATE \(quote(order.table)) SET \(quote(order.column)) = ? "
@@ -404,43 +306,15 @@ struct SaveOperation {
     }
   }
 
-  /// Sets every to-one reference to a deleted object to nil and removes the deleted objects' join-table
-  /// rows. Returns the `entity/pk/relationship` of each cleared reference.
-  private func clearReferences(to deleted: [String: [Int64]]) throws -> Set<String> {
-    guard !deleted.isEmpty else { return [] }
-    var cleared = Set<String>()
-    let model = schema.model
-    // A reference to a parent entity may name an object of any of its sub-entities.
-    var deleted = deleted
-    for (entityName, keys) in deleted {
-      var ancestor = model.inheritance.parent(of: entityName)
-      while let parent = ancestor {
-        deleted[parent, default: []] += keys
-        ancestor = model.inheritance.parent(of: parent)
-      }
+  func clearColumn(
+    _ column: String, of table: SQLiteSchema.Table, pointingAt keys: [Int64]
+  ) throws -> [(key: Int64, entity: String)] {
+    let returning = table.isInHierarchy ? "\"_pk\", \(quote(SQLiteSchema.entityColumn))" : "\"_pk\""
+    let sql = "UPDATE \(quote(table.storageName)) SET \(quote(column)) = NULL WHERE \(quote(column)) = ? RETURNING \(returning)"
+    var rows: [(key: Int64, entity: String)] = []
+    for pk in keys {
+      rows += try connection.query(sql, [.integer(pk)]) { ($0.int64(0), table.isInHierarchy ? $0.text(1) : table.name) }
     }
-    for entity in model.entities {
-      guard let table = schema.tables[entity.name] else { continue }
-      // An inherited relationship's column is cleared once, by the entity that declares it.
-      for rel in entity.toOneRelationships where model.declaringEntity(of: rel.name, in: entity.name) == entity.name {
-        for pk in deleted[rel.destination] ?? [] {
-          let returning = table.isInHierarchy ? "\"_pk\", \(quote(SQLiteSchema.entityColumn))" : "\"_pk\""
-          let rows = try connection.query(
-            "UPDATE \(quote(table.storageName)) SET \(quote(rel.name)) = NULL WHERE \(quote(rel.name)) = ? RETURNING \(returning)",
-            [.integer(pk)]
-          ) { ($0.int64(0), table.isInHierarchy ? $0.text(1) : entity.name) }
-          for (row, owner) in rows { cleared.insert("\(owner)/\(row)/\(rel.name)") }
-        }
-      }
-    }
-    for join in schema.joinTables {
-      for pk in deleted[join.sourceEntity] ?? [] {
-        try connection.run("DELETE FROM \(quote(join.name)) WHERE \"source\" = ?", [.integer(pk)])
-      }
-      for pk in deleted[join.targetEntity] ?? [] {
-        try connection.run("DELETE FROM \(quote(join.name)) WHERE \"target\" = ?", [.integer(pk)])
-      }
-    }
-    return cleared
+    return rows
   }
 }

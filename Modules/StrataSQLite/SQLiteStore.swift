@@ -20,7 +20,7 @@ import Synchronization
 ///
 /// A store is `Sendable`: saves go through one writer connection, fetches through a small pool of
 /// reader connections that WAL lets run while a save is in progress.
-public final class SQLiteStore: PersistentStore {
+public final class SQLiteStore: SQLStoreBase {
   /// Always ``StoreType/sqlite``.
   public let storeType = StoreType.sqlite
   /// The `store_id` written into `_strata_metadata` when the store was created; part of every object ID.
@@ -34,6 +34,8 @@ public final class SQLiteStore: PersistentStore {
   public let configuration: SQLiteStoreConfiguration
   /// The database file's path.
   let path: String
+  /// The database file's path, as messages name it.
+  package var location: String { path }
   let schema: SQLiteSchema
   /// Each table with its IDs, for ``snapshot(for:generation:)``; empty when the model has sub-entities.
   let keyedTables: [KeyedTable]
@@ -45,14 +47,14 @@ public final class SQLiteStore: PersistentStore {
   let closed = Atomic<Bool>(false)
   /// Whether the file has its history tables; until it does, a write that records history makes them.
   let historyTablesExist: Atomic<Bool>
-  let broadcaster = ChangeBroadcaster()
-  let remoteWatcher = RemoteCommitWatcher(name: "strata-sqlite-watch")
+  package let broadcaster = ChangeBroadcaster()
+  package let remoteWatcher = RemoteCommitWatcher(name: "strata-sqlite-watch")
   /// The last `PRAGMA data_version` the remote-change watcher read.
   let lastDataVersion = Locked<Int64?>(nil)
   /// The thread running a migration of this store (holding the writer for it), while it runs.
   let migratingThread = Locked<pthread_t?>(nil)
   /// Whether this is the store a migration hands its custom stages (``init(boundTo:of:model:schema:log:)``).
-  let isBoundToMigration: Bool
+  package let isBoundToMigration: Bool
   /// Where a store bound to a migration collects the history of its writes (shared with the migrating
   /// thread and the other stages' stores); `nil` for other stores and when the migrated store does not
   /// track history.
@@ -90,7 +92,8 @@ public final class SQLiteStore: PersistentStore {
     var historyTables = false
     if let writer = opened.writer {
       do {
-        historyTables = try SQLiteHistory.prepare(writer, tracksHistory: options.tracksHistory)
+        historyTables = try SQLiteHistoryTables(storeIdentifier: opened.identifier).prepare(
+          writer, tracksHistory: options.tracksHistory)
       } catch let error as SQLiteError {
         writer.close()
         throw error.storeError(path: path)
@@ -240,9 +243,10 @@ public final class SQLiteStore: PersistentStore {
       try connection.transaction {
         guard try isEmpty(connection) else { return }
         for statement in schema.createStatements() { try connection.execute(statement) }
-        if tracksHistory { try SQLiteHistory.createTables(connection) }
+        let identifier = UUID().uuidString
+        if tracksHistory { try SQLiteHistoryTables(storeIdentifier: identifier).createTables(on: connection) }
         let metadata: [(String, String)] = [
-          ("format", SQLiteSchema.format), ("store_id", UUID().uuidString), ("model", json),
+          ("format", SQLiteSchema.format), ("store_id", identifier), ("model", json),
           ("model_fingerprint", model.fingerprint), ("created_at", ISO8601DateFormatter().string(from: Date())),
         ]
         for (key, value) in metadata {
@@ -343,7 +347,7 @@ public final class SQLiteStore: PersistentStore {
 
   // MARK: Using connections
 
-  func checkOpen() throws {
+  package func checkOpen() throws {
     if closed.load(ordering: .acquiring) {
       throw StoreError(.misuse, "the store \(path) is closed")
     }
@@ -365,7 +369,9 @@ public final class SQLiteStore: PersistentStore {
     }
     return try writer.withConnection(path: path) { connection in
       let result = try body(connection)
-      if try SQLiteHistory.tablesExist(connection) { historyTablesExist.store(true, ordering: .relaxed) }
+      if try SQLiteHistoryTables(storeIdentifier: identifier).exist(on: connection) {
+        historyTablesExist.store(true, ordering: .relaxed)
+      }
       return result
     }
   }
@@ -389,17 +395,15 @@ public final class SQLiteStore: PersistentStore {
   }
 
   /// The error for what a store bound to a migration's transaction does not do.
-  func unsupportedInMigration(_ what: String) -> StoreError {
-    StoreError(
-      .unsupported, "the store a migration stage is handed (on \(path)) has no \(what); use the store the migration returns")
-  }
+  func unsupportedInMigration(_ what: String) -> StoreError { SQLiteStoreCore(store: self).unsupportedInMigration(what) }
 
   /// Where the history of a write goes: the file's history tables, the log of the migration a bound store
   /// writes in, or nowhere (`nil`).
-  var historyRecorder: SQLiteHistory.Recorder? {
+  var historyRecorder: SQLHistoryRecorder<SQLiteHistoryTables>? {
     if isBoundToMigration { return migrationLog.map { .migration($0, model: model) } }
     guard options.tracksHistory else { return nil }
-    return .file(storeIdentifier: identifier, createsTables: !historyTablesExist.load(ordering: .relaxed))
+    return .tables(
+      SQLiteHistoryTables(storeIdentifier: identifier), createsTables: !historyTablesExist.load(ordering: .relaxed))
   }
 
   /// Releases the store's connections. Pending streams from ``changes()`` finish. Further calls throw `.misuse`.
