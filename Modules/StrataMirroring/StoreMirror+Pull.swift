@@ -24,7 +24,8 @@ extension StoreMirror {
   /// pull linear in its changes.
   ///
   /// ```swift
-  /// let saves = (changesToPull + StoreMirror.pulledChangesPerSave - 1) / StoreMirror.pulledChangesPerSave
+  /// let changes = 100_000
+  /// let saves = (changes + StoreMirror.pulledChangesPerSave - 1) / StoreMirror.pulledChangesPerSave  // 50
   /// ```
   public static let pulledChangesPerSave = 2_000
 

@@ -16,7 +16,7 @@ import StrataStoreKit
 import Synchronization
 import Testing
 
-// Modules/StrataPostgres/PostgresStore+Changes.swift, example 1, on `public func changes() -> AsyncStream<StoreChange>`
+// Modules/StrataPostgres/PostgresStore+Changes.swift, example 1, on `public func changes() -> AsyncStream<StoreChange> { changeStream() }`
 func StrataPostgres_PostgresStore_Changes_1(_ scope: DocScope) async throws {
   let store: PostgresStore = scope.postgresStore
   let change: ObjectChange = scope.change

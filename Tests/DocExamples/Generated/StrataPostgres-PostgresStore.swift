@@ -16,7 +16,7 @@ import StrataStoreKit
 import Synchronization
 import Testing
 
-// Modules/StrataPostgres/PostgresStore.swift, example 1, on `public final class PostgresStore: PersistentStore`
+// Modules/StrataPostgres/PostgresStore.swift, example 1, on `public final class PostgresStore: SQLStoreBase`
 func StrataPostgres_PostgresStore_1(_ scope: DocScope) throws {
   let model: ObjectModel = scope.model
   var url: URL = scope.url

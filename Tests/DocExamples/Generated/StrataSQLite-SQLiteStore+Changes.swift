@@ -16,7 +16,7 @@ import StrataStoreKit
 import Synchronization
 import Testing
 
-// Modules/StrataSQLite/SQLiteStore+Changes.swift, example 1, on `public func changes() -> AsyncStream<StoreChange>`
+// Modules/StrataSQLite/SQLiteStore+Changes.swift, example 1, on `public func changes() -> AsyncStream<StoreChange> { changeStream() }`
 func StrataSQLite_SQLiteStore_Changes_1(_ scope: DocScope) async throws {
   let store: SQLiteStore = scope.sqliteStore
   let change: ObjectChange = scope.change

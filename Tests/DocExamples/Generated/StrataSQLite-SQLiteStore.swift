@@ -16,7 +16,7 @@ import StrataStoreKit
 import Synchronization
 import Testing
 
-// Modules/StrataSQLite/SQLiteStore.swift, example 1, on `public final class SQLiteStore: PersistentStore`
+// Modules/StrataSQLite/SQLiteStore.swift, example 1, on `public final class SQLiteStore: SQLStoreBase`
 func StrataSQLite_SQLiteStore_1(_ scope: DocScope) throws {
   let model: ObjectModel = scope.model
   let change: ObjectChange = scope.change
