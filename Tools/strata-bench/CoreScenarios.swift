@@ -10,18 +10,7 @@ func strataInsert(_ rows: [Row], store: StoreDescription) throws -> Double {
     var creation = 0.0
     let total = try milliseconds {
       creation = milliseconds {
-        for row in rows {
-          let item = BenchItem(context: context)
-          item.name = row.name
-          item.category = row.category
-          item.count = row.count
-          item.amount = row.amount
-          item.flag = row.flag
-          item.created = row.created
-          item.code = row.code
-          item.score = row.score
-          item.note = row.note
-        }
+        for row in rows { BenchItem.make(row, in: context) }
       }
       try context.save()
     }

@@ -92,6 +92,12 @@ final class Recorder {
   /// memory around it.
   func measure(_ side: Side, _ scenario: String, _ backend: Backend, _ body: () throws -> Double) throws {
     let (time, peak) = try measured(body)
+    record(side, scenario, backend, time, peak)
+  }
+
+  private func record(
+    _ side: Side, _ scenario: String, _ backend: Backend, _ time: Double, _ peak: (peak: Double, above: Double)?
+  ) {
     update(scenario, backend.rawValue) {
       switch side {
       case .strata:
@@ -110,16 +116,7 @@ final class Recorder {
     let start = residentMemory()
     let time = try await body()
     let peak = start.flatMap { start in residentMemory().map { ($0.peak, max(0, $0.peak - start.current)) } }
-    update(scenario, backend.rawValue) {
-      switch side {
-      case .strata:
-        $0.strata.append(time)
-        $0.strataPeak = Self.higher($0.strataPeak, peak)
-      case .raw:
-        $0.raw.append(time)
-        $0.rawPeak = Self.higher($0.rawPeak, peak)
-      }
-    }
+    record(side, scenario, backend, time, peak)
   }
 
   /// Records one side's time measured elsewhere (by another scenario's side, or in worker processes), without
