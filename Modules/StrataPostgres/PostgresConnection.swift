@@ -182,7 +182,8 @@ final class PostgresConnection: @unchecked Sendable {
     for (name, value) in settings.sorted(by: { $0.key < $1.key }) {
       setup.append("SET \(name) = \(quoteLiteral(value))")
     }
-    for statement in setup { try execute(statement) }
+    // One round trip: the simple-query protocol runs the statements in order and stops at the first error.
+    try execute(setup.joined(separator: "; "))
   }
 
   deinit { close() }

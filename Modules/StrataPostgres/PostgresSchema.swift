@@ -28,6 +28,8 @@ struct PostgresSchema: Sendable {
     /// The `_version` of one row, `WHERE "_pk" = $1` (of the entity's view in a hierarchy: a row of the
     /// entity or one of its sub-entities).
     let selectVersionByKeySQL: String
+    /// `_pk` and `_version` of the rows whose keys are in an array parameter.
+    let selectVersionsByKeysSQL: String
     /// The table's qualified name, `"schema"."Entity"`.
     let qualified: String
 
@@ -66,6 +68,7 @@ struct PostgresSchema: Sendable {
       let select = all.map { "t0.\(quoteIdentifier($0))" }.joined(separator: ", ")
       selectByKeySQL = "SELECT \(select) FROM \(table) AS t0 WHERE t0.\"_pk\" = $1"
       selectVersionByKeySQL = "SELECT \"_version\" FROM \(table) WHERE \"_pk\" = $1"
+      selectVersionsByKeysSQL = "SELECT \"_pk\", \"_version\" FROM \(table) WHERE \"_pk\" = ANY($1::bigint[])"
     }
   }
 

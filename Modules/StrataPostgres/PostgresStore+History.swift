@@ -89,6 +89,9 @@ struct PostgresHistoryTables: SQLHistoryTables {
     return max(rows.int64(0, 0), try purgedThrough(on: connection))
   }
 
+  /// History change rows written by one `INSERT` (7 parameters each, far below PostgreSQL's 65,535).
+  static let historyRowsPerInsert = 500
+
   func append(
     _ changes: [HistoryChange], on connection: PostgresConnection, author: String?, contextName: String?
   ) throws -> HistoryToken {
@@ -102,9 +105,8 @@ struct PostgresHistoryTables: SQLHistoryTables {
     ).int64(0, 0)
     let encoder = JSONEncoder()
     encoder.outputFormatting = .sortedKeys
-    let sql =
-      "INSERT INTO \(changeTable) (transaction_seq, position, entity, pk, change_type, updated_properties, tombstone) "
-      + "VALUES ($1, $2, $3, $4, $5, $6::text[], $7::jsonb)"
+    var rows: [[PGParameter]] = []
+    rows.reserveCapacity(changes.count)
     for (position, change) in changes.enumerated() {
       guard let pk = change.objectID.primaryKey else { continue }
       let tombstone: PGParameter =
@@ -112,12 +114,24 @@ struct PostgresHistoryTables: SQLHistoryTables {
       let properties: PGParameter =
         change.updatedProperties.isEmpty
         ? .null : .text("{" + change.updatedProperties.map { "\"\($0)\"" }.joined(separator: ",") + "}")
+      rows.append([
+        .int(sequence), .int(Int64(position)), .string(change.objectID.entityName), .int(pk),
+        .string(change.changeType.rawValue), properties, tombstone,
+      ])
+    }
+    // A statement per `historyRowsPerInsert` rows: a transaction's changes cost a few round trips, not one each.
+    var start = 0
+    while start < rows.count {
+      let batch = rows[start..<min(start + Self.historyRowsPerInsert, rows.count)]
+      let values = (0..<batch.count).map { row in
+        let p = row * 7
+        return "($\(p + 1), $\(p + 2), $\(p + 3), $\(p + 4), $\(p + 5), $\(p + 6)::text[], $\(p + 7)::jsonb)"
+      }
       try connection.run(
-        sql,
-        [
-          .int(sequence), .int(Int64(position)), .string(change.objectID.entityName), .int(pk),
-          .string(change.changeType.rawValue), properties, tombstone,
-        ])
+        "INSERT INTO \(changeTable) (transaction_seq, position, entity, pk, change_type, updated_properties, tombstone) "
+          + "VALUES " + values.joined(separator: ", "),
+        batch.flatMap { $0 })
+      start += batch.count
     }
     return HistoryToken(storeIdentifier: storeIdentifier, sequence: sequence)
   }

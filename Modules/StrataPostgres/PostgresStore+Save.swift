@@ -75,6 +75,16 @@ struct SaveOperation {
     return rows.count > 0 ? rows.int64(0, 0) : nil
   }
 
+  /// One `SELECT … WHERE "_pk" = ANY($1)` for every key: a round trip for the save, not one an object.
+  func storedVersions(_ table: PostgresSchema.Table, keys: [Int64]) throws -> [Int64: Int64] {
+    let rows = try connection.queryPrepared(
+      table.selectVersionsByKeysSQL, [.text("{" + keys.map(String.init).joined(separator: ",") + "}")])
+    var versions: [Int64: Int64] = [:]
+    versions.reserveCapacity(Int(rows.count))
+    for row in 0..<rows.count { versions[rows.int64(row, 0)] = rows.int64(row, 1) }
+    return versions
+  }
+
   /// Checks the deferred constraints now, in a savepoint: a uniqueness clash becomes `.constraintConflict`
   /// listing every clash of the final state, a dangling reference `.validation`.
   func checkConstraints(recomputed: [Snapshot]) throws {
