@@ -244,7 +244,11 @@ extension Conformance.Area {
       ])
     case .fetchedResults: return named(["controllersFollowEditsAndMerges": C.fetchedResults])
     case .fetchedResultsUnderLoad:
-      return named(["controllersFollowFourWriters": { try await C.fetchedResultsUnderLoad($0) }])
+      return named([
+        "controllersFollowFourWriters": {
+          try await C.fetchedResultsUnderLoad($0, operations: Conformance.rounds(10_000, minimum: 400))
+        }
+      ])
     case .remoteChanges: return named(["anotherStoresCommitsReachControllers": C.remoteChanges])
     case .history:
       return named([
