@@ -26,6 +26,9 @@ extension LMDBFetch {
     }
     let evaluator = self.evaluator
     let probes = self.probes
+    // The first table's decoder held once: `tables[index].decoder` copied the table and its decoder (a
+    // retain of every field of the entity description) per record.
+    guard let decoder = tables.first?.decoder else { return }
     var tally = MapReadTally(txn)
     defer { tally.flush() }
     try Self.merged(txn, tables) { index, pk, key, value in
@@ -38,7 +41,12 @@ extension LMDBFetch {
       if let probe = probes[index], !probe.mayMatch(value) { return true }
       if let admits, !(try admits(index, pk, value)) { return true }
       counter?.add()
-      var snapshot = try tables[index].decoder.decode(value, primaryKey: pk)
+      var snapshot: Snapshot
+      if index == 0 {
+        snapshot = try decoder.decode(value, primaryKey: pk)
+      } else {
+        snapshot = try tables[index].decoder.decode(value, primaryKey: pk)
+      }
       if resolves[index] { snapshot = try reader.resolvingReferences(snapshot) }
       if let evaluator, !(try evaluator.evaluate(snapshot, source: reader)) { return true }
       if skip > 0 {

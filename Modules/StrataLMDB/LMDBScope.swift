@@ -60,6 +60,7 @@ final class LMDBScope: Sendable {
   /// cursor is on when the next key is there, so nearby keys (a batch of a walk, a relationship's
   /// targets) skip the descent from the root that each `mdb_get` makes.
   func snapshots(for ids: [ObjectID], in txn: LMDBTransaction) throws -> [Snapshot] {
+    if !recordSources.isEmpty && ids.count > 1 { return try sourcedSnapshots(for: ids, in: txn) }
     let reader = schema.model.inheritance.isEmpty ? nil : reader(txn)
     var result: [Snapshot] = []
     result.reserveCapacity(ids.count)
@@ -107,6 +108,61 @@ final class LMDBScope: Sendable {
     return result
   }
 
+  /// ``snapshots(for:in:)`` of a model without sub-entities: each run of IDs of one entity finds its
+  /// ``RecordSource`` once (by interned scope, as ``snapshot(for:in:)`` does) and reads through one cursor
+  /// per table, decoding with the source's decoder in place: copying a table or decoder per ID retained
+  /// every field of its entity description.
+  private func sourcedSnapshots(for ids: [ObjectID], in txn: LMDBTransaction) throws -> [Snapshot] {
+    var result: [Snapshot] = []
+    result.reserveCapacity(ids.count)
+    var cursors: [(dbi: MDB_dbi, cursor: LMDBCursor)] = []
+    defer { for entry in cursors { mdb_cursor_close(entry.cursor.cursor) } }
+    var tally = MapReadTally(txn)
+    defer { tally.flush() }
+    var source: RecordSource?
+    var cursor: LMDBCursor?
+    /// The table and key the cursor of the current source was left on.
+    var previous: (dbi: MDB_dbi, pk: Int64)?
+    for id in ids {
+      guard let pk = id.primaryKey else { continue }
+      if source == nil || !id.hasSameEntityAndStore(as: source.unsafelyUnwrapped.template) {
+        guard let index = sourceTemplates.firstIndex(where: { $0.hasSameEntityAndStore(as: id) }) else {
+          source = nil
+          continue
+        }
+        let found = recordSources[index]
+        source = found
+        if let open = cursors.first(where: { $0.dbi == found.records }) {
+          cursor = open.cursor
+        } else {
+          var opened: OpaquePointer?
+          try check(mdb_cursor_open(txn.txn, found.records, &opened), "mdb_cursor_open")
+          guard let opened else { throw LMDBError(EINVAL, "mdb_cursor_open") }
+          cursors.append((found.records, LMDBCursor(cursor: opened)))
+          cursor = LMDBCursor(cursor: opened)
+        }
+      }
+      guard let source, let cursor else { continue }
+      // The key after the last one read is the cursor's next entry when it exists: a step, not a search.
+      var entry: LMDBCursor.Entry?
+      if let previous, previous.dbi == source.records, pk == previous.pk &+ 1, let next = try cursor.next(.next),
+        try KeyCoding.primaryKey(next.key) == pk
+      {
+        entry = next
+      } else {
+        entry = try withUnsafeBytes(of: KeyCoding.bigEndian(pk)) { try cursor.seek($0, exact: true) }
+      }
+      guard let entry else {
+        previous = nil
+        continue
+      }
+      previous = (source.records, pk)
+      tally.add(entry.key, entry.value)
+      result.append(try source.decoder.decode(entry.value, primaryKey: pk))
+    }
+    return result
+  }
+
   /// The snapshot of `id`'s object if it exists: ``snapshots(for:in:)`` for one ID, without its arrays or
   /// a lookup of the table by name. Temporary IDs, other stores' IDs and unknown entities find nothing.
   func snapshot(for id: ObjectID, in txn: LMDBTransaction) throws -> Snapshot? {
@@ -117,6 +173,28 @@ final class LMDBScope: Sendable {
     return try txn.get(source.records, primaryKey: pk) { bytes in
       try bytes.map { try source.decoder.decode($0, primaryKey: pk) }
     }
+  }
+
+  /// The targets of `relationship` of `id` (``LMDBReader/relatedObjectIDs(of:relationship:)``). A to-many
+  /// relationship of a model without sub-entities is read from its index without a reader: making one
+  /// copied the whole schema, once per relationship fault.
+  func relatedObjectIDs(
+    of id: ObjectID, relationship: RelationshipDescription, in txn: LMDBTransaction
+  ) throws
+    -> [ObjectID]
+  {
+    guard relationship.isToMany, !recordSources.isEmpty, schema.orderDatabase(id.entityName, relationship) == nil,
+      let template = sourceTemplates.first(where: { $0.entityName == relationship.destination })
+    else { return try reader(txn).relatedObjectIDs(of: id, relationship: relationship) }
+    guard id.storeIdentifier == storeIdentifier, let pk = id.primaryKey,
+      let storage = schema.toManyStorage(id.entityName, relationship)
+    else { return [] }
+    let dbi: MDB_dbi
+    switch storage {
+    case .references(let references): dbi = references
+    case .links(let links): dbi = links
+    }
+    return try txn.primaryKeys(dbi, KeyCoding.primaryKeyBytes(pk)).map { template.withPrimaryKey($0) }
   }
 
   /// The relationship `name` of `id`'s entity.

@@ -101,7 +101,7 @@ extension LMDBStore {
   {
     let scope = self.scope
     let rel = try scope.relationship(relationship, of: id)
-    return try read(generation: generation) { txn in try scope.reader(txn).relatedObjectIDs(of: id, relationship: rel) }
+    return try read(generation: generation) { txn in try scope.relatedObjectIDs(of: id, relationship: rel, in: txn) }
   }
 
   // MARK: Query generations

@@ -153,6 +153,7 @@ struct LMDBTransaction {
     try withCursor(dbi) { cursor in
       var keys: [Int64] = []
       var found = try cursor.seek(key, exact: true)
+      if found != nil, let count = try? cursor.duplicateCount() { keys.reserveCapacity(count) }
       while let entry = found {
         keys.append(try KeyCoding.primaryKey(entry.value))
         found = try cursor.next(.nextDuplicate)

@@ -86,9 +86,11 @@ extension SQLSchemaDescription {
     let sql = relatedKeysSQL(table.name, rel)
     let resolves = model.inheritance.hasSubentities(rel.destination)
     return try read { connection in
-      let ids = try keys(connection, sql, pk).map {
-        ObjectID(entityName: rel.destination, storeIdentifier: storeIdentifier, primaryKey: $0)
-      }
+      let found = try keys(connection, sql, pk)
+      guard let first = found.first else { return [] }
+      // One ID interned for the destination (under a lock), the others made from it.
+      let template = ObjectID(entityName: rel.destination, storeIdentifier: storeIdentifier, primaryKey: first)
+      let ids = found.map { template.withPrimaryKey($0) }
       guard resolves else { return ids }
       let concrete = try concreteIDs(ids, connection)
       return ids.map { concrete[$0] ?? $0 }

@@ -55,10 +55,12 @@ func strataTraversal(movies: Int, prefetching: Bool, store: StoreDescription) th
   }
 }
 
-/// A director and its movies as the raw loops keep them.
+/// A director and its movies as the raw loops keep them: with their keys, as the object graph keeps each
+/// object's identity (a raw loop that dropped them would do less than any app that edits what it reads).
 struct RawDirector {
+  var key: Int64
   var name: String
-  var movies: [(title: String, year: Int64)] = []
+  var movies: [(key: Int64, title: String, year: Int64)] = []
 }
 
 /// Creates the raw SQLite traversal tables (movies point at their director, indexed) and fills them.
@@ -100,16 +102,18 @@ func rawSQLiteTraversal(movies: Int, joining: Bool, at url: URL) throws -> Doubl
   var walked = 0
   let time = try milliseconds {
     if joining {
-      let sql = "SELECT d._pk, d.name, m.title, m.year FROM Director d JOIN Movie m ON m.director = d._pk ORDER BY d._pk"
+      let sql =
+        "SELECT d._pk, d.name, m._pk, m.title, m.year FROM Director d JOIN Movie m ON m.director = d._pk ORDER BY d._pk"
       try raw.withStatement(sql) { statement in
         var current: Int64 = -1
         while sqlite3_step(statement) == SQLITE_ROW {
           let key = sqlite3_column_int64(statement, 0)
           if key != current {
-            directors.append(RawDirector(name: sqliteText(statement, 1)))
+            directors.append(RawDirector(key: key, name: sqliteText(statement, 1)))
             current = key
           }
-          directors[directors.count - 1].movies.append((sqliteText(statement, 2), sqlite3_column_int64(statement, 3)))
+          directors[directors.count - 1].movies.append(
+            (sqlite3_column_int64(statement, 2), sqliteText(statement, 3), sqlite3_column_int64(statement, 4)))
           walked += 1
         }
       }
@@ -117,15 +121,17 @@ func rawSQLiteTraversal(movies: Int, joining: Bool, at url: URL) throws -> Doubl
       var keys: [Int64] = []
       try raw.withStatement("SELECT _pk, name FROM Director ORDER BY _pk") { statement in
         while sqlite3_step(statement) == SQLITE_ROW {
-          keys.append(sqlite3_column_int64(statement, 0))
-          directors.append(RawDirector(name: sqliteText(statement, 1)))
+          let key = sqlite3_column_int64(statement, 0)
+          keys.append(key)
+          directors.append(RawDirector(key: key, name: sqliteText(statement, 1)))
         }
       }
-      try raw.withStatement("SELECT title, year FROM Movie WHERE director = ?") { statement in
+      try raw.withStatement("SELECT _pk, title, year FROM Movie WHERE director = ?") { statement in
         for (index, key) in keys.enumerated() {
           sqlite3_bind_int64(statement, 1, key)
           while sqlite3_step(statement) == SQLITE_ROW {
-            directors[index].movies.append((sqliteText(statement, 0), sqlite3_column_int64(statement, 1)))
+            directors[index].movies.append(
+              (sqlite3_column_int64(statement, 0), sqliteText(statement, 1), sqlite3_column_int64(statement, 2)))
             walked += 1
           }
           sqlite3_reset(statement)
@@ -205,6 +211,7 @@ func rawLMDBTraversal(movies: Int, at url: URL) throws -> Double {
       while mdb_cursor_get(cursor, &key, &value, op) == MDB_SUCCESS {
         op = MDB_NEXT
         var director = RawDirector(
+          key: Int64(bigEndian: UnsafeRawBufferPointer(start: key.mv_data, count: key.mv_size).loadUnaligned(as: Int64.self)),
           name: String(decoding: UnsafeRawBufferPointer(start: value.mv_data, count: value.mv_size), as: UTF8.self))
         var movieKey = MDB_val()
         var indexOp = MDB_SET
@@ -215,7 +222,9 @@ func rawLMDBTraversal(movies: Int, at url: URL) throws -> Double {
           try RawLMDB.check(mdb_get(txn, movieDB, &movieKey, &record), "mdb_get")
           let bytes = UnsafeRawBufferPointer(start: record.mv_data, count: record.mv_size)
           let year = Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: Int64.self))
-          director.movies.append((String(decoding: bytes[16...], as: UTF8.self), year))
+          let movie = Int64(
+            bigEndian: UnsafeRawBufferPointer(start: movieKey.mv_data, count: movieKey.mv_size).loadUnaligned(as: Int64.self))
+          director.movies.append((movie, String(decoding: bytes[16...], as: UTF8.self), year))
           walked += 1
         }
         directors.append(director)

@@ -86,7 +86,7 @@ struct ChangeTracker {
   }
 
   @inline(__always)
-  func isPendingDeletion(_ id: ObjectID) -> Bool { deleted[id] != nil }
+  func isPendingDeletion(_ id: ObjectID) -> Bool { !deleted.isEmpty && deleted[id] != nil }
 
   /// The pending changes; inserted objects in the order they were inserted.
   mutating func all() -> (inserted: [ManagedObject], updated: [ManagedObject], deleted: [ManagedObject]) {

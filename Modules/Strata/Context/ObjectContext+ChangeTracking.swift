@@ -95,6 +95,9 @@ extension ObjectContext {
 
   func isPendingDeletion(_ id: ObjectID) -> Bool { tracker.isPendingDeletion(id) }
 
+  /// Whether any saved object is deleted and not saved yet: when not, loaded targets need no filtering.
+  var hasPendingDeletions: Bool { !tracker.deleted.isEmpty }
+
   /// The inserted object with the temporary ID `id`.
   func insertedObject(with id: ObjectID) -> ManagedObject? {
     tracker.insertedObject(with: id)

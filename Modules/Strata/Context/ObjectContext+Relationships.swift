@@ -24,7 +24,7 @@ extension ObjectContext {
       } catch {
         recordError(StoreError(.io, "loading \(info.entity.name).\(rel.name) failed: \(error)"))
       }
-      ids = ids.filter { !isPendingDeletion($0) }
+      if hasPendingDeletions { ids = ids.filter { !isPendingDeletion($0) } }
       if rel.isOrdered {
         ordered = ordered.filter { ids.contains($0) }
         object.toManyOrder[index] = ordered

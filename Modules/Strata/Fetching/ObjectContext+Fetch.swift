@@ -176,10 +176,14 @@ extension ObjectContext {
       var start = 0
       while start < ids.count {
         let end = batchSize > 0 ? min(start + batchSize, ids.count) : ids.count
-        let batch = FaultBatch(ids: Array(ids[start..<end]))
+        // Made for the first object that needs it: targets held by a prefetch need none.
+        var batch: FaultBatch?
         for id in ids[start..<end] {
           let object = object(with: id)
-          if object.isFaultStorage && !object.hasSnapshot && !object.isInsertedStorage { object.faultBatch = batch }
+          if object.isFaultStorage && !object.hasSnapshot && !object.isInsertedStorage {
+            if batch == nil { batch = FaultBatch(ids: Array(ids[start..<end])) }
+            object.faultBatch = batch
+          }
           objects.append(object)
         }
         start = end
@@ -192,9 +196,15 @@ extension ObjectContext {
   func loadFaultBatch(_ batch: FaultBatch) {
     guard !batch.isLoaded else { return }
     batch.isLoaded = true
-    let wanted = batch.ids.filter { id in
-      registry.withLive(id) { $0.isFaultStorage && !$0.hasSnapshot && !$0.isInsertedStorage } ?? false
+    var wanted: [ObjectID] = []
+    wanted.reserveCapacity(batch.ids.count)
+    for id in batch.ids
+    where registry.withLive(id, { $0.isFaultStorage && !$0.hasSnapshot && !$0.isInsertedStorage }) ?? false {
+      wanted.append(id)
     }
+    // In key order (a to-many's targets come in its set's order): a store reading each key through one
+    // cursor then steps to the next record instead of searching for it.
+    if Self.needsKeyOrder(wanted) { wanted.sort { ($0.primaryKey ?? 0) < ($1.primaryKey ?? 0) } }
     guard !wanted.isEmpty, let store = try? requireStore(),
       let snapshots = try? store.snapshots(for: wanted, generation: readGeneration)
     else { return }
@@ -206,6 +216,20 @@ extension ObjectContext {
         object.faultBatch = nil
       }
     }
+  }
+
+  /// Whether `ids` are of one entity and store but not in key order.
+  private static func needsKeyOrder(_ ids: [ObjectID]) -> Bool {
+    guard let first = ids.first else { return false }
+    var ascending = true
+    var previous = Int64.min
+    for id in ids {
+      guard id.hasSameEntityAndStore(as: first) else { return false }
+      let key = id.primaryKey ?? 0
+      if key < previous { ascending = false }
+      previous = key
+    }
+    return !ascending
   }
 
   // MARK: Unsaved changes

@@ -59,7 +59,7 @@ extension ObjectContext {
     }
     let sourceIDs = sources.map(\.objectID).filter { !$0.isTemporary }
     guard !sourceIDs.isEmpty else { return [] }
-    var targetsBySource: [ObjectID: [ObjectID]] = [:]
+    let targetsOfSource: (Int) -> [ObjectID]
     var targets: [Snapshot]
     // An ordered relationship's order is the store's: its targets come from `relatedObjectIDs`.
     if !model.usesJoinTable(rel), !rel.isOrdered, let inverse = model.inverse(of: rel),
@@ -75,38 +75,62 @@ extension ObjectContext {
           : Comparison(.keyPath(inverse.name), .in, .constant(.array(sourceIDs.map(Value.objectID)))))
       let answer = try store.fetch(request, generation: readGeneration)
       takePermanentIDsFromParent()
-      guard case .snapshots(var found) = answer else { return [] }
-      if isWide {
-        let sources = Set(sourceIDs)
-        found.removeAll { snapshot in snapshot.toOne[inverseIndex].map { !sources.contains($0) } ?? true }
-      }
+      guard case .snapshots(let found) = answer else { return [] }
+      // Targets sorted to their sources by counting: each owner's position found without hashing its ID
+      // (``IDPositions``), then one flat array of target IDs, each source's a stretch of it in store order.
+      let positions = IDPositions(sourceIDs)
+      var owners: [Int] = []
+      owners.reserveCapacity(found.count)
+      var counts = [Int](repeating: 0, count: sourceIDs.count)
+      targets = []
+      targets.reserveCapacity(found.count)
       for snapshot in found {
-        if let owner = snapshot.toOne[inverseIndex] { targetsBySource[owner, default: []].append(snapshot.objectID) }
+        let position = snapshot.toOne[inverseIndex].flatMap { positions.position(of: $0) }
+        if isWide && position == nil { continue }
+        owners.append(position ?? -1)
+        if let position { counts[position] += 1 }
+        targets.append(snapshot)
       }
-      targets = found
-      for snapshot in found { keep(snapshot) }
+      var starts = [Int](repeating: 0, count: sourceIDs.count + 1)
+      for position in counts.indices { starts[position + 1] = starts[position] + counts[position] }
+      var next = starts
+      var grouped = [ObjectID](repeating: sourceIDs[0], count: starts[sourceIDs.count])
+      for (snapshot, owner) in zip(targets, owners) where owner >= 0 {
+        grouped[next[owner]] = snapshot.objectID
+        next[owner] += 1
+      }
+      targetsOfSource = { source in
+        guard let position = positions.position(of: sourceIDs[source]) else { return [] }
+        return Array(grouped[starts[position]..<starts[position + 1]])
+      }
+      rowCache.reserveCapacity(rowCache.count + targets.count)
+      for snapshot in targets { keep(snapshot) }
     } else {
       var all: [ObjectID] = []
       var seen = Set<ObjectID>()
+      var related: [[ObjectID]] = []
+      related.reserveCapacity(sourceIDs.count)
       for id in sourceIDs {
-        let related = try store.relatedObjectIDs(of: id, relationship: rel.name, generation: readGeneration)
+        let ids = try store.relatedObjectIDs(of: id, relationship: rel.name, generation: readGeneration)
         takePermanentIDsFromParent()
-        targetsBySource[id] = related
-        all += related.filter { seen.insert($0).inserted }
+        related.append(ids)
+        all += ids.filter { seen.insert($0).inserted }
       }
+      targetsOfSource = { related[$0] }
       targets = try knownSnapshots(of: all, store: store)
     }
     guard let info = coordinator.info(forEntity: entity.name), let index = info.toManyIndex[rel.name] else {
       return targets
     }
-    for id in sourceIDs {
-      let targets = targetsBySource[id] ?? []
+    let checksDeletions = hasPendingDeletions
+    for (source, id) in sourceIDs.enumerated() {
+      let targets = targetsOfSource(source)
       guard let object = liveObject(id) else {
         toManyCache[id, default: [:]][rel.name] = targets
         continue
       }
       guard object.toMany[index] == nil else { continue }
-      let kept = targets.filter { !isPendingDeletion($0) }
+      let kept = checksDeletions ? targets.filter { !isPendingDeletion($0) } : targets
       let loaded = Set(kept)
       object.toMany[index] = loaded
       object.committedToMany[index] = loaded
