@@ -373,6 +373,9 @@ extension Conformance.Area {
         "orphansAreRemovedAtOpen": ExternalStorageCases.orphansAreRemovedAtOpen,
         "copiesCarryTheValues": ExternalStorageCases.copiesCarryTheValues,
         "migrationsTurnItOnAndOff": ExternalStorageCases.migrationsTurnItOnAndOff,
+        "valuesAreReadOnlyWhenTheAttributeIs": ExternalStorageLazyCases.valuesAreReadOnlyWhenTheAttributeIs,
+        "aMissingValueFailsOnlyWhenRead": ExternalStorageLazyCases.aMissingValueFailsOnlyWhenRead,
+        "storesAreWrappedOnlyWhenNeeded": ExternalStorageLazyCases.storesAreWrappedOnlyWhenNeeded,
       ])
     case .mirroring:
       typealias M = MirroringCases
