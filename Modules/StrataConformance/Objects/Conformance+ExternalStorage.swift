@@ -291,6 +291,31 @@ enum ExternalStorageLazyCases {
     #expect(try s.poster("Alien") == posters[0])
   }
 
+  static func childContextsReadAndKeepTheValues(_ backend: ConformanceBackend) async throws {
+    let s = try ExternalStorageStore(backend)
+    defer { s.container.close() }
+    let posters = posters()
+    for (index, title) in titles.enumerated() { try s.insert(title, poster: posters[index]) }
+    let names = try s.storedNames()
+    let parent = s.container.newBackgroundContext()
+    let ids = try parent.performAndWait {
+      try parent.fetch(FetchRequest<ManagedObject>(entityName: "Film", sortDescriptors: [QuerySort("title")])).map(\.objectID)
+    }
+    // A child reads a value its parent never read, changes another attribute and saves up to the store.
+    let child = parent.newChildContext()
+    try child.performAndWait {
+      let film = child.object(with: ids[2])
+      #expect(film.value(forKey: "poster") as? Data == posters[2])
+      #expect(child.object(with: ids[1]).value(forKey: "title") as? String == "Brazil")
+      try child.object(with: ids[1]).setValue(Data([7]), forKey: "note")
+      try child.save()
+    }
+    try parent.performAndWait { try parent.save() }
+    #expect(try s.storedNames() == names, "saving through a child keeps every stored value")
+    #expect(try s.poster("Brazil") == posters[1])
+    #expect(try s.poster("Cube") == posters[2])
+  }
+
   static func aMissingValueFailsOnlyWhenRead(_ backend: ConformanceBackend) async throws {
     let s = try ExternalStorageStore(backend)
     defer { s.container.close() }

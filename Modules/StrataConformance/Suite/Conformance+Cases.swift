@@ -375,6 +375,7 @@ extension Conformance.Area {
         "migrationsTurnItOnAndOff": ExternalStorageCases.migrationsTurnItOnAndOff,
         "valuesAreReadOnlyWhenTheAttributeIs": ExternalStorageLazyCases.valuesAreReadOnlyWhenTheAttributeIs,
         "aMissingValueFailsOnlyWhenRead": ExternalStorageLazyCases.aMissingValueFailsOnlyWhenRead,
+        "childContextsReadAndKeepTheValues": ExternalStorageLazyCases.childContextsReadAndKeepTheValues,
         "storesAreWrappedOnlyWhenNeeded": ExternalStorageLazyCases.storesAreWrappedOnlyWhenNeeded,
       ])
     case .mirroring:
