@@ -42,11 +42,15 @@ public final class ExternalDataStore: PersistentStore {
   private let eagerAttributes: [String: [Int]]
   /// Whether this is the view whose reads keep the references of attributes allowing external storage.
   private let defers: Bool
-  /// How many values reads have taken from the storage, shared with the view.
-  private let readCounter: ReadCounter
+  /// What this store shares with its view: the count of values read from the storage, and the pinned
+  /// generations with the values whose removal waits for them.
+  private let shared: SharedState
 
-  private final class ReadCounter: Sendable {
+  private final class SharedState: Sendable {
     let count = Atomic<Int>(0)
+    /// How many generations are pinned through the store, and the values replaced or deleted meanwhile:
+    /// an object read at a pinned generation may still load them.
+    let pins = Locked<(count: Int, deferred: [UUID])>((0, []))
   }
 
   /// The store the wrapper's factory should hand out for `store`, opened with `requestedModel`: `store`
@@ -100,7 +104,7 @@ public final class ExternalDataStore: PersistentStore {
     self.inner = inner
     self.storage = storage
     defers = false
-    readCounter = ReadCounter()
+    shared = SharedState()
     var external: [String: [Int]] = [:]
     var data: [String: [Int]] = [:]
     for entity in inner.model.entities {
@@ -130,7 +134,7 @@ public final class ExternalDataStore: PersistentStore {
     }
     eagerAttributes = eager
     defers = true
-    readCounter = store.readCounter
+    shared = store.shared
   }
 
   /// This store, except that the snapshots its reads return keep the reference of each value of an
@@ -156,7 +160,7 @@ public final class ExternalDataStore: PersistentStore {
   /// _ = try wrapped.fetch(FetchDescription(entityName: "Movie"), generation: nil)
   /// print(wrapped.externalValuesRead - before)   // one per value kept out of the rows
   /// ```
-  public var externalValuesRead: Int { readCounter.count.load(ordering: .relaxed) }
+  public var externalValuesRead: Int { shared.count.load(ordering: .relaxed) }
 
   /// The bytes of the value `stored` refers to when it is a reference (``ExternalDataReference``) of the
   /// attribute `key` of `entity` that allows external storage; `nil` when `stored` is a value kept in the row
@@ -199,7 +203,7 @@ public final class ExternalDataStore: PersistentStore {
 
   private func bytes(of name: UUID, entity: String, key: String?) throws -> Data {
     let read = try storage.read(name)
-    readCounter.count.add(1, ordering: .relaxed)
+    shared.count.add(1, ordering: .relaxed)
     if let read { return read }
     throw StoreError(
       .corrupted, "the value of \(entity).\(key ?? "?") kept in external storage (\(name.uuidString)) is missing",
@@ -346,7 +350,7 @@ public final class ExternalDataStore: PersistentStore {
       throw error
     }
     // Committed: what the rows no longer name goes (a failure here leaves values that opening removes).
-    try? storage.remove(replaced)
+    removeReplaced(replaced)
     return result
   }
 
@@ -380,8 +384,20 @@ public final class ExternalDataStore: PersistentStore {
     for snapshot in try inner.snapshots(for: Array(before.keys), generation: nil) {
       named.formUnion(references(in: snapshot))
     }
-    try? storage.remove(before.values.flatMap { $0 }.filter { !named.contains($0) })
+    removeReplaced(before.values.flatMap { $0 }.filter { !named.contains($0) })
     return result
+  }
+
+  /// Removes values no row names any more, once no generation pinned through this store may read them
+  /// (a failure leaves them to the sweep at open).
+  private func removeReplaced(_ names: [UUID]) {
+    guard !names.isEmpty else { return }
+    let now = shared.pins.withLock { pins -> [UUID] in
+      guard pins.count > 0 else { return names }
+      pins.deferred += names
+      return []
+    }
+    if !now.isEmpty { try? storage.remove(now) }
   }
 
   private func references(in snapshot: Snapshot) -> [UUID] {
@@ -418,8 +434,23 @@ public final class ExternalDataStore: PersistentStore {
   public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult { try inner.fetchHistory(request) }
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int { try inner.deleteHistory(before: cutoff) }
   public func currentHistoryToken() throws -> HistoryToken? { try inner.currentHistoryToken() }
-  public func pinGeneration() throws -> QueryGeneration { try inner.pinGeneration() }
-  public func unpin(_ generation: QueryGeneration) { inner.unpin(generation) }
+  /// The wrapped store's pin; until it is released, values that saves replace or delete stay in the
+  /// storage, so that objects read at the generation can still load them.
+  public func pinGeneration() throws -> QueryGeneration {
+    let generation = try inner.pinGeneration()
+    shared.pins.withLock { $0.count += 1 }
+    return generation
+  }
+  public func unpin(_ generation: QueryGeneration) {
+    inner.unpin(generation)
+    let released = shared.pins.withLock { pins -> [UUID] in
+      pins.count = max(0, pins.count - 1)
+      guard pins.count == 0 else { return [] }
+      defer { pins.deferred = [] }
+      return pins.deferred
+    }
+    removeReplaced(released)
+  }
   public func changes() -> AsyncStream<StoreChange> { inner.changes() }
   public func close() { inner.close() }
   public func explain(_ request: FetchDescription) throws -> QueryPlan { try inner.explain(request) }

@@ -316,6 +316,31 @@ enum ExternalStorageLazyCases {
     #expect(try s.poster("Cube") == posters[2])
   }
 
+  static func aPinnedContextReadsValuesReplacedSince(_ backend: ConformanceBackend) async throws {
+    let s = try ExternalStorageStore(backend)
+    defer { s.container.close() }
+    let posters = posters()
+    try s.insert("Alien", poster: posters[0])
+    let pinned = s.container.newBackgroundContext()
+    let film = try pinned.performAndWait {
+      try pinned.setQueryGenerationFrom(.current)
+      return try pinned.fetch(FetchRequest<ManagedObject>(entityName: "Film"))[0]
+    }
+    // Another context replaces the value before the pinned one reads it.
+    let writer = s.container.newBackgroundContext()
+    try writer.performAndWait {
+      let mine = try writer.fetch(FetchRequest<ManagedObject>(entityName: "Film"))[0]
+      try mine.setValue(posters[1], forKey: "poster")
+      try writer.save()
+    }
+    try pinned.performAndWait {
+      #expect(try film.fulfilledValue(forKey: "poster") as? Data == posters[0], "the pinned generation's value")
+      try pinned.setQueryGenerationFrom(nil)
+    }
+    #expect(try s.poster("Alien") == posters[1])
+    if s.store != nil { #expect(try s.storedNames().count == 1, "the replaced value goes once no generation is pinned") }
+  }
+
   static func aMissingValueFailsOnlyWhenRead(_ backend: ConformanceBackend) async throws {
     let s = try ExternalStorageStore(backend)
     defer { s.container.close() }

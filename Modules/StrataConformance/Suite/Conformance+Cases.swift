@@ -376,6 +376,7 @@ extension Conformance.Area {
         "valuesAreReadOnlyWhenTheAttributeIs": ExternalStorageLazyCases.valuesAreReadOnlyWhenTheAttributeIs,
         "aMissingValueFailsOnlyWhenRead": ExternalStorageLazyCases.aMissingValueFailsOnlyWhenRead,
         "childContextsReadAndKeepTheValues": ExternalStorageLazyCases.childContextsReadAndKeepTheValues,
+        "aPinnedContextReadsValuesReplacedSince": ExternalStorageLazyCases.aPinnedContextReadsValuesReplacedSince,
         "storesAreWrappedOnlyWhenNeeded": ExternalStorageLazyCases.storesAreWrappedOnlyWhenNeeded,
       ])
     case .mirroring:

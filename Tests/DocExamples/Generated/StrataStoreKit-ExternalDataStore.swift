@@ -56,7 +56,7 @@ func StrataStoreKit_ExternalDataStore_4(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataStoreKit/ExternalDataStore.swift, example 5, on `public var externalValuesRead: Int { readCounter.count.load(ordering: .relaxed) }`
+// Modules/StrataStoreKit/ExternalDataStore.swift, example 5, on `public var externalValuesRead: Int { shared.count.load(ordering: .relaxed) }`
 func StrataStoreKit_ExternalDataStore_5(_ scope: DocScope) throws {
   let url: URL = scope.url
   let store: MemoryStore = scope.memoryStore
