@@ -132,11 +132,12 @@ public struct MovieLibrary: Sendable {
     try save()
   }
 
-  /// The poster of the first movie titled exactly `title`, `nil` when it has none.
+  /// The poster of the first movie titled exactly `title`, `nil` when it has none. A large one is read
+  /// from beside the store only now.
   ///
-  /// - Throws: `.notFound` when no movie has that title.
+  /// - Throws: `.notFound` when no movie has that title; `.corrupted` when its stored image is missing.
   public func poster(title: String) throws -> Data? {
-    try movies(titled: title).first?.poster
+    try movies(titled: title).first?.fulfilledValue(forKey: "poster") as? Data
   }
 
   /// Deletes every movie titled exactly `title`; returns how many.

@@ -429,11 +429,14 @@ public struct LMDBStoreFactory: PersistentStoreFactory {
   }
 
   /// Opens (or creates) the store in the directory `url`; see ``LMDBStore/init(url:model:options:mapSize:)``.
+  /// Wrapped in an `ExternalDataStore` only when the store keeps or may keep values out of its rows
+  /// (`ExternalDataStore.wrappingIfNeeded(_:storage:requestedModel:)`).
   /// - Throws: `.misuse` when `url` is `nil`, and everything ``LMDBStore/init(url:model:options:mapSize:)`` throws.
   public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
     guard let url else { throw StoreError(.misuse, "the lmdb store needs a directory location") }
-    return try ExternalDataStore.wrapping(
-      LMDBStore(url: url, model: model, options: options, mapSize: mapSize), storage: ExternalDataDirectory(beside: url))
+    return try ExternalDataStore.wrappingIfNeeded(
+      LMDBStore(url: url, model: model, options: options, mapSize: mapSize), storage: ExternalDataDirectory(beside: url),
+      requestedModel: model)
   }
 
   /// Whether `url` is a directory holding an LMDB environment's `data.mdb`.

@@ -543,11 +543,13 @@ public struct PostgresStoreFactory: PersistentStoreFactory {
   }
 
   /// Opens (or creates) the store at the URI `url`; see ``PostgresStore/init(url:model:options:configuration:)``.
+  /// Wrapped in an `ExternalDataStore` only when the store keeps or may keep values out of its rows
+  /// (`ExternalDataStore.wrappingIfNeeded(_:storage:requestedModel:)`).
   /// - Throws: `.misuse` when `url` is `nil`, and everything the store's initializer throws.
   public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
     guard let url else { throw StoreError(.misuse, "the postgres store needs a location (a postgresql:// URI)") }
     let store = try PostgresStore(url: url, model: model, options: options, configuration: configuration)
-    return try ExternalDataStore.wrapping(store, storage: PostgresExternalData(store: store))
+    return try ExternalDataStore.wrappingIfNeeded(store, storage: PostgresExternalData(store: store), requestedModel: model)
   }
 
   /// Whether `url` is a `postgresql://` or `postgres://` URI.

@@ -551,12 +551,14 @@ public struct SQLiteStoreFactory: PersistentStoreFactory {
   }
 
   /// Opens (or creates) the store at `url`; see ``SQLiteStore/init(url:model:options:configuration:)``.
+  /// Wrapped in an `ExternalDataStore` only when the store keeps or may keep values out of its rows
+  /// (`ExternalDataStore.wrappingIfNeeded(_:storage:requestedModel:)`).
   /// - Throws: `.misuse` when `url` is `nil`, and everything ``SQLiteStore/init(url:model:options:configuration:)`` throws.
   public func openStore(at url: URL?, model: ObjectModel?, options: StoreOptions) throws -> any PersistentStore {
     guard let url else { throw StoreError(.misuse, "the sqlite store needs a file location") }
-    return try ExternalDataStore.wrapping(
+    return try ExternalDataStore.wrappingIfNeeded(
       SQLiteStore(url: url, model: model, options: options, configuration: configuration),
-      storage: ExternalDataDirectory(beside: url))
+      storage: ExternalDataDirectory(beside: url), requestedModel: model)
   }
   /// Whether `url` is a file that starts with SQLite's header (`SQLite format 3`). Only a regular file is
   /// read (a FIFO would block).

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A store that keeps the large values of attributes allowing external storage
 /// (`AttributeDescription.allowsExternalBinaryDataStorage`) in an ``ExternalDataStorage`` and the rest in
@@ -12,9 +13,11 @@ import Foundation
 /// store, what is left is a value no row names, which opening the store removes (once it is older than
 /// ``orphanAge``, so that a value another process has written for a save still under way is kept).
 ///
-/// Reads are not lazy: a snapshot carries its bytes, so faulting an object reads its external values.
-/// A predicate or sort on such an attribute compares what the row holds (a value kept in the row, or the
-/// reference of one kept out of it), never the external bytes.
+/// What this store's reads return carries the bytes; contexts read through ``deferringExternalValues``,
+/// whose snapshots keep the reference of a value of an attribute that allows external storage, so that
+/// faulting an object reads no external value: the object loads it with ``externalValue(_:entity:key:)``
+/// the first time the attribute is read. A predicate or sort on such an attribute compares what the row
+/// holds (a value kept in the row, or the reference of one kept out of it), never the external bytes.
 ///
 /// ```swift
 /// let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
@@ -34,6 +37,50 @@ public final class ExternalDataStore: PersistentStore {
   /// (every `Data` attribute when the model or the storage has external values, so that a model that
   /// turned the option off still reads the values kept out of line before).
   private let resolvedAttributes: [String: [Int]]
+  /// Per entity name, the positions whose references reads replace by their bytes: `resolvedAttributes`,
+  /// less `externalAttributes` in the view that defers them (``deferringExternalValues``).
+  private let eagerAttributes: [String: [Int]]
+  /// Whether this is the view whose reads keep the references of attributes allowing external storage.
+  private let defers: Bool
+  /// What this store shares with its view: the count of values read from the storage, and the pinned
+  /// generations with the values whose removal waits for them.
+  private let shared: SharedState
+
+  private final class SharedState: Sendable {
+    let count = Atomic<Int>(0)
+    /// How many generations are pinned through the store, and the values replaced or deleted meanwhile:
+    /// an object read at a pinned generation may still load them.
+    let pins = Locked<(count: Int, deferred: [UUID])>((0, []))
+  }
+
+  /// The store the wrapper's factory should hand out for `store`, opened with `requestedModel`: `store`
+  /// itself when nothing needs the wrapper (no attribute of its model allows external storage and
+  /// `storage` holds no value), otherwise `store` wrapped (see ``wrapping(_:storage:)``). A store opened
+  /// without a model (`requestedModel` `nil`: for a migration or a tool) is always wrapped, so that a
+  /// migration to a model allowing external storage returns a wrapped store.
+  ///
+  /// ```swift
+  /// let opened = try ExternalDataStore.wrappingIfNeeded(store, storage: ExternalDataDirectory(beside: url), requestedModel: model)
+  /// ```
+  public static func wrappingIfNeeded(
+    _ store: any PersistentStore, storage: any ExternalDataStorage, requestedModel: ObjectModel?
+  ) throws -> any PersistentStore {
+    let needed: Bool
+    do {
+      needed = try requestedModel == nil || needsWrapper(store.model, storage: storage)
+    } catch {
+      store.close()
+      throw error
+    }
+    return needed ? try wrapping(store, storage: storage) : store
+  }
+
+  /// Whether a store of `model` over `storage` needs the wrapper: an attribute allows external storage,
+  /// or the storage holds values (a model that turned the option off still reads them).
+  static func needsWrapper(_ model: ObjectModel, storage: any ExternalDataStorage) throws -> Bool {
+    try model.entities.contains { $0.attributes.contains(where: \.allowsExternalBinaryDataStorage) }
+      || !storage.names().isEmpty
+  }
 
   /// `store` wrapped so that its large external-storage values live in `storage`, with values that no row
   /// names removed first (unless the store is read-only). When that fails, `store` is closed.
@@ -56,6 +103,8 @@ public final class ExternalDataStore: PersistentStore {
   private init(_ inner: any PersistentStore, storage: any ExternalDataStorage) throws {
     self.inner = inner
     self.storage = storage
+    defers = false
+    shared = SharedState()
     var external: [String: [Int]] = [:]
     var data: [String: [Int]] = [:]
     for entity in inner.model.entities {
@@ -69,6 +118,67 @@ public final class ExternalDataStore: PersistentStore {
     externalAttributes = external
     let hasStoredValues = try !storage.names().isEmpty
     resolvedAttributes = !external.isEmpty || hasStoredValues ? data : [:]
+    eagerAttributes = resolvedAttributes
+  }
+
+  private init(deferring store: ExternalDataStore) {
+    inner = store.inner
+    storage = store.storage
+    externalAttributes = store.externalAttributes
+    resolvedAttributes = store.resolvedAttributes
+    var eager: [String: [Int]] = [:]
+    for (entity, positions) in store.resolvedAttributes {
+      let deferred = store.externalAttributes[entity] ?? []
+      let left = positions.filter { !deferred.contains($0) }
+      if !left.isEmpty { eager[entity] = left }
+    }
+    eagerAttributes = eager
+    defers = true
+    shared = store.shared
+  }
+
+  /// This store, except that the snapshots its reads return keep the reference of each value of an
+  /// attribute that allows external storage instead of its bytes (what contexts read through, so that a
+  /// fault reads no large value until the attribute is read): ``externalValue(_:entity:key:)`` reads
+  /// one. Dictionary results still carry the bytes. Both share the wrapped store: closing one closes it.
+  ///
+  /// ```swift
+  /// let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
+  /// let lazy = wrapped.deferringExternalValues
+  /// let movies = try lazy.fetch(FetchDescription(entityName: "Movie"), generation: nil)   // posters as references
+  /// ```
+  public var deferringExternalValues: ExternalDataStore {
+    defers ? self : ExternalDataStore(deferring: self)
+  }
+
+  /// How many values this store and its ``deferringExternalValues`` view have read from ``storage``
+  /// since it opened (what tests count to tell a lazy read from an eager one).
+  ///
+  /// ```swift
+  /// let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
+  /// let before = wrapped.externalValuesRead
+  /// _ = try wrapped.fetch(FetchDescription(entityName: "Movie"), generation: nil)
+  /// print(wrapped.externalValuesRead - before)   // one per value kept out of the rows
+  /// ```
+  public var externalValuesRead: Int { shared.count.load(ordering: .relaxed) }
+
+  /// The bytes of the value `stored` refers to when it is a reference (``ExternalDataReference``) of the
+  /// attribute `key` of `entity` that allows external storage; `nil` when `stored` is a value kept in the row
+  /// or the attribute does not allow external storage.
+  /// - Throws: `.corrupted` naming the entity and key when the value is missing from the storage, `.io`
+  ///   when the storage cannot be read.
+  ///
+  /// ```swift
+  /// let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
+  /// let reference = ExternalDataReference.encode(UUID())   // what a row holds
+  /// let bytes = try wrapped.externalValue(reference, entity: "Movie", key: "poster")   // nil: Movie keeps none
+  /// ```
+  public func externalValue(_ stored: Data, entity: String, key: String) throws -> Data? {
+    guard let name = ExternalDataReference.decode(stored), let positions = externalAttributes[entity],
+      let attributes = model.entity(named: entity)?.attributes,
+      positions.contains(where: { attributes[$0].name == key })
+    else { return nil }
+    return try bytes(of: name, entity: entity, key: key)
   }
 
   public var storeType: StoreType { inner.storeType }
@@ -80,18 +190,21 @@ public final class ExternalDataStore: PersistentStore {
   // MARK: Reads
 
   private func resolve(_ snapshot: inout Snapshot) throws {
-    guard let positions = resolvedAttributes[snapshot.objectID.entityName] else { return }
+    guard let positions = eagerAttributes[snapshot.objectID.entityName] else { return }
     for position in positions where position < snapshot.attributes.count {
       guard case .data(let data) = snapshot.attributes[position], let name = ExternalDataReference.decode(data) else {
         continue
       }
-      snapshot.attributes[position] = .data(try bytes(of: name, entity: snapshot.objectID.entityName, position: position))
+      let entity = snapshot.objectID.entityName
+      let key = model.entity(named: entity).map { $0.attributes[position].name }
+      snapshot.attributes[position] = .data(try bytes(of: name, entity: entity, key: key))
     }
   }
 
-  private func bytes(of name: UUID, entity: String, position: Int) throws -> Data {
-    if let bytes = try storage.read(name) { return bytes }
-    let key = model.entity(named: entity).map { $0.attributes[position].name }
+  private func bytes(of name: UUID, entity: String, key: String?) throws -> Data {
+    let read = try storage.read(name)
+    shared.count.add(1, ordering: .relaxed)
+    if let read { return read }
     throw StoreError(
       .corrupted, "the value of \(entity).\(key ?? "?") kept in external storage (\(name.uuidString)) is missing",
       entity: entity, key: key)
@@ -102,6 +215,7 @@ public final class ExternalDataStore: PersistentStore {
     guard !resolvedAttributes.isEmpty else { return result }
     switch result {
     case .snapshots(var snapshots):
+      guard !eagerAttributes.isEmpty else { return result }
       for index in snapshots.indices { try resolve(&snapshots[index]) }
       return .snapshots(snapshots)
     case .dictionaries(var rows):
@@ -113,12 +227,7 @@ public final class ExternalDataStore: PersistentStore {
       for index in rows.indices {
         for (key, value) in rows[index] where names.contains(key) {
           guard case .data(let data) = value, let name = ExternalDataReference.decode(data) else { continue }
-          guard let bytes = try storage.read(name) else {
-            throw StoreError(
-              .corrupted, "the value of \(request.entityName).\(key) kept in external storage is missing",
-              entity: request.entityName, key: key)
-          }
-          rows[index][key] = .data(bytes)
+          rows[index][key] = .data(try bytes(of: name, entity: request.entityName, key: key))
         }
       }
       return .dictionaries(rows)
@@ -131,7 +240,7 @@ public final class ExternalDataStore: PersistentStore {
     _ request: FetchDescription, generation: QueryGeneration?,
     _ body: (_ snapshot: consuming Snapshot, _ remaining: Int) throws -> Void
   ) throws {
-    guard !resolvedAttributes.isEmpty else { return try inner.fetchSnapshots(request, generation: generation, body) }
+    guard !eagerAttributes.isEmpty else { return try inner.fetchSnapshots(request, generation: generation, body) }
     // The bytes are read after the store's read is over: `body` may not call the store, nor should a
     // file read run inside a read transaction.
     var collected: [Snapshot] = []
@@ -143,7 +252,7 @@ public final class ExternalDataStore: PersistentStore {
 
   public func snapshots(for ids: [ObjectID], generation: QueryGeneration?) throws -> [Snapshot] {
     var snapshots = try inner.snapshots(for: ids, generation: generation)
-    guard !resolvedAttributes.isEmpty else { return snapshots }
+    guard !eagerAttributes.isEmpty else { return snapshots }
     for index in snapshots.indices { try resolve(&snapshots[index]) }
     return snapshots
   }
@@ -166,15 +275,29 @@ public final class ExternalDataStore: PersistentStore {
     let threshold = AttributeDescription.externalStorageThreshold
     var written: [(name: UUID, bytes: Data)] = []
     var replaced: [UUID] = []
-    func externalize(_ value: inout Value) {
-      guard case .data(let bytes) = value, bytes.count >= threshold else { return }
-      let name = UUID()
-      written.append((name, bytes))
-      value = .data(ExternalDataReference.encode(name))
-    }
     func reference(_ value: Value?) -> UUID? {
       guard case .data(let data)? = value else { return nil }
       return ExternalDataReference.decode(data)
+    }
+    func externalize(_ value: inout Value, entity: String, position: Int) throws {
+      var bytes: Data
+      if let name = reference(value) {
+        // A reference a context read and did not load, handed back as a new value (an undone change, a
+        // value copied between objects): its bytes go under a name of their own, so that no two rows
+        // share one value and the removal of the one this row replaces cannot take it.
+        bytes = try self.bytes(of: name, entity: entity, key: model.entity(named: entity)?.attributes[position].name)
+      } else if case .data(let data) = value {
+        bytes = data
+      } else {
+        return
+      }
+      guard bytes.count >= threshold else {
+        value = .data(bytes)
+        return
+      }
+      let name = UUID()
+      written.append((name, bytes))
+      value = .data(ExternalDataReference.encode(name))
     }
     let touched =
       changes.updated.map(\.objectID).filter { resolvedAttributes[$0.entityName] != nil }
@@ -184,8 +307,9 @@ public final class ExternalDataStore: PersistentStore {
       for snapshot in try inner.snapshots(for: touched, generation: nil) { stored[snapshot.objectID] = snapshot }
     }
     for index in changes.inserted.indices {
-      for position in externalAttributes[changes.inserted[index].objectID.entityName] ?? [] {
-        externalize(&changes.inserted[index].attributes[position])
+      let entity = changes.inserted[index].objectID.entityName
+      for position in externalAttributes[entity] ?? [] where position < changes.inserted[index].attributes.count {
+        try externalize(&changes.inserted[index].attributes[position], entity: entity, position: position)
       }
     }
     for index in changes.updated.indices {
@@ -198,13 +322,17 @@ public final class ExternalDataStore: PersistentStore {
       for position in positions where position < change.attributes.count {
         let storedValue = old.flatMap { position < $0.attributes.count ? $0.attributes[position] : nil }
         let isChanged = change.changedKeys.isEmpty || change.changedKeys.contains(entity.attributes[position].name)
-        if !isChanged, let storedValue, reference(storedValue) != nil {
-          // Unchanged: the row keeps its reference rather than the bytes the context read through it.
+        let storedName = reference(storedValue)
+        if let storedValue, let storedName, !isChanged || reference(change.attributes[position]) == storedName {
+          // Unchanged (or set back to the reference it holds): the row keeps its reference rather than the
+          // bytes the context may have read through it.
           changes.updated[index].attributes[position] = storedValue
           continue
         }
-        if let name = reference(storedValue) { replaced.append(name) }
-        if flagged.contains(position) { externalize(&changes.updated[index].attributes[position]) }
+        if let storedName { replaced.append(storedName) }
+        if flagged.contains(position) || reference(change.attributes[position]) != nil {
+          try externalize(&changes.updated[index].attributes[position], entity: entity.name, position: position)
+        }
       }
     }
     for deletion in changes.deleted {
@@ -222,7 +350,7 @@ public final class ExternalDataStore: PersistentStore {
       throw error
     }
     // Committed: what the rows no longer name goes (a failure here leaves values that opening removes).
-    try? storage.remove(replaced)
+    removeReplaced(replaced)
     return result
   }
 
@@ -256,8 +384,20 @@ public final class ExternalDataStore: PersistentStore {
     for snapshot in try inner.snapshots(for: Array(before.keys), generation: nil) {
       named.formUnion(references(in: snapshot))
     }
-    try? storage.remove(before.values.flatMap { $0 }.filter { !named.contains($0) })
+    removeReplaced(before.values.flatMap { $0 }.filter { !named.contains($0) })
     return result
+  }
+
+  /// Removes values no row names any more, once no generation pinned through this store may read them
+  /// (a failure leaves them to the sweep at open).
+  private func removeReplaced(_ names: [UUID]) {
+    guard !names.isEmpty else { return }
+    let now = shared.pins.withLock { pins -> [UUID] in
+      guard pins.count > 0 else { return names }
+      pins.deferred += names
+      return []
+    }
+    if !now.isEmpty { try? storage.remove(now) }
   }
 
   private func references(in snapshot: Snapshot) -> [UUID] {
@@ -294,8 +434,23 @@ public final class ExternalDataStore: PersistentStore {
   public func fetchHistory(_ request: HistoryRequest) throws -> HistoryResult { try inner.fetchHistory(request) }
   public func deleteHistory(before cutoff: HistoryCutoff) throws -> Int { try inner.deleteHistory(before: cutoff) }
   public func currentHistoryToken() throws -> HistoryToken? { try inner.currentHistoryToken() }
-  public func pinGeneration() throws -> QueryGeneration { try inner.pinGeneration() }
-  public func unpin(_ generation: QueryGeneration) { inner.unpin(generation) }
+  /// The wrapped store's pin; until it is released, values that saves replace or delete stay in the
+  /// storage, so that objects read at the generation can still load them.
+  public func pinGeneration() throws -> QueryGeneration {
+    let generation = try inner.pinGeneration()
+    shared.pins.withLock { $0.count += 1 }
+    return generation
+  }
+  public func unpin(_ generation: QueryGeneration) {
+    inner.unpin(generation)
+    let released = shared.pins.withLock { pins -> [UUID] in
+      pins.count = max(0, pins.count - 1)
+      guard pins.count == 0 else { return [] }
+      defer { pins.deferred = [] }
+      return pins.deferred
+    }
+    removeReplaced(released)
+  }
   public func changes() -> AsyncStream<StoreChange> { inner.changes() }
   public func close() { inner.close() }
   public func explain(_ request: FetchDescription) throws -> QueryPlan { try inner.explain(request) }
@@ -303,13 +458,21 @@ public final class ExternalDataStore: PersistentStore {
     try inner.storageChanges(for: migration)
   }
 
-  /// The wrapped store's migration, its result wrapped over the same storage. Values kept out of line stay
-  /// where they are; a value of an attribute that now allows external storage moves out of its row the
-  /// next time it is saved.
+  /// The wrapped store's migration, its result wrapped over the same storage when it still needs the
+  /// wrapper (its model has an attribute allowing external storage, or the storage holds values), the
+  /// migrated store itself otherwise. Values kept out of line stay where they are; a value of an attribute
+  /// that now allows external storage moves out of its row the next time it is saved.
   public func migrated(
     along steps: [MigrationStep], reporting progress: (@Sendable (MigrationProgress) -> Void)?
   ) throws -> any PersistentStore {
     let migrated = try inner.migrated(along: steps, reporting: progress)
-    return try ExternalDataStore(migrated, storage: storage.serving(migrated))
+    do {
+      let storage = storage.serving(migrated)
+      guard try Self.needsWrapper(migrated.model, storage: storage) else { return migrated }
+      return try ExternalDataStore(migrated, storage: storage)
+    } catch {
+      migrated.close()
+      throw error
+    }
   }
 }

@@ -70,6 +70,34 @@ struct PosterCLITests {
       #expect(help.stdout.contains(flag), "\(flag) in \(help.stdout)")
     }
   }
+
+  /// Posters are read only when asked for: with the stored image gone, the list still shows the movie and
+  /// `--output` fails with one line naming the missing value.
+  @Test(arguments: ["sqlite", "lmdb"])
+  func aMissingPosterFailsOnlyTheCommandThatReadsIt(_ store: String) throws {
+    let directory = try makeDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let path = directory + "/FaveFlicks." + store
+    let flags = ["--store", store, "--path", path]
+    let image = directory + "/poster.png"
+    try Self.image.write(to: URL(fileURLWithPath: image))
+    _ = try faveFlicks(["add", "--title", "Heat", "--genre", "Crime", "--release-date", "1995-12-15"] + flags)
+    let stored = try faveFlicks(["poster", "--title", "Heat", "--file", image] + flags)
+    #expect(stored.status == 0, "\(stored.stderr)")
+    let external = path + "_SUPPORT/_EXTERNAL_DATA"
+    for file in try FileManager.default.contentsOfDirectory(atPath: external) {
+      try FileManager.default.removeItem(atPath: external + "/" + file)
+    }
+
+    let listed = try faveFlicks(["list"] + flags)
+    #expect(listed.status == 0, "\(listed.stderr)")
+    #expect(listed.stdout.contains("Heat"))
+    let written = try faveFlicks(["poster", "--title", "Heat", "--output", directory + "/out.png"] + flags)
+    #expect(written.status == 1)
+    #expect(
+      written.stderr.hasPrefix("fave-flicks: error: the value of Movie.poster kept in external storage"), "\(written.stderr)")
+    #expect(written.stderr.split(separator: "\n").count == 1)
+  }
 }
 
 func faveFlicks(_ arguments: [String]) throws -> CommandResult {

@@ -8,7 +8,10 @@ final class StoreCoordinator: @unchecked Sendable {
   let model: ObjectModel
   private let infosByEntity: [String: EntityInfo]
   private let infosByClass: [ObjectIdentifier: EntityInfo]
-  private let loadedStore = Locked<(any PersistentStore)?>(nil)
+  /// The loaded store, and what contexts read and save through: the same store, or for one that keeps
+  /// values out of its rows its view that leaves them there until an object reads them
+  /// (`ExternalDataStore.deferringExternalValues`).
+  private let loadedStore = Locked<(store: any PersistentStore, contexts: any PersistentStore)?>(nil)
   /// Moves on each time the store is set, after it is: a context that found the store at one
   /// generation may use it without the lock while the generation is unchanged (``storeGeneration``).
   private let loadedGeneration = Atomic<Int>(0)
@@ -43,14 +46,22 @@ final class StoreCoordinator: @unchecked Sendable {
   func info(forEntity name: String) -> EntityInfo? { infosByEntity[name] }
   func info(forClass type: ManagedObject.Type) -> EntityInfo? { infosByClass[ObjectIdentifier(type)] }
 
-  var store: (any PersistentStore)? { loadedStore.withLock { $0 } }
+  var store: (any PersistentStore)? { loadedStore.withLock { $0?.store } }
+
+  /// The store contexts read and save through (see ``loadedStore``).
+  var contextStore: (any PersistentStore)? { loadedStore.withLock { $0?.contexts } }
+
+  /// The loaded store when it keeps values of attributes allowing external storage out of its rows.
+  var externalValues: ExternalDataStore? { loadedStore.withLock { $0?.store as? ExternalDataStore } }
 
   /// How many times the store has been set: read before ``store``, it tells whether a store found then is
   /// still the coordinator's (see ``ObjectContext/faultingStore()``).
   var storeGeneration: Int { loadedGeneration.load(ordering: .acquiring) }
 
   func setStore(_ store: (any PersistentStore)?) {
-    loadedStore.withLock { $0 = store }
+    loadedStore.withLock {
+      $0 = store.map { store in (store, (store as? ExternalDataStore)?.deferringExternalValues ?? store) }
+    }
     loadedGeneration.add(1, ordering: .releasing)
     remoteFollower.withLock { task in
       task?.cancel()
@@ -118,8 +129,9 @@ final class StoreCoordinator: @unchecked Sendable {
       updated: Array(save.updatedObjectIDs.subtracting(save.deletedObjectIDs)), deleted: Array(save.deletedObjectIDs))
   }
 
+  /// The store contexts read and save through (``contextStore``), or `.misuse` when none is loaded.
   func requireStore() throws -> any PersistentStore {
-    guard let store else {
+    guard let store = contextStore else {
       throw StoreError(.misuse, "no store is loaded: call loadPersistentStores() on the container first")
     }
     return store

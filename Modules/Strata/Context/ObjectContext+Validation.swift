@@ -131,6 +131,12 @@ extension ObjectContext {
         // Values are read where they are, not bound to a local: a copy of each would count a reference.
         for i in attributes.indices {
           let index = attributes[i].index
+          // A value kept in external storage that the object has not read is the one saved, checked then.
+          if info.hasExternalAttributes, info.isExternal[index], case .data(let stored) = values[index],
+            stored.count == ExternalDataReference.size, ExternalDataReference.decode(stored) != nil
+          {
+            continue
+          }
           if values[index].isNull {
             if !attributes[i].isOptional { fail(attributes[i].name, .null, "is required") }
           } else if attributes[i].hasRules, let rules = attributes[i].rules {

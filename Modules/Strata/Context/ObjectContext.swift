@@ -226,7 +226,7 @@ public final class ObjectContext: @unchecked Sendable {
     if let parentStore { return parentStore }
     let generation = coordinator.storeGeneration
     if let foundStore, foundStore.generation == generation { return foundStore.store }
-    let store = coordinator.store
+    let store = coordinator.contextStore
     foundStore = store.map { (generation, $0) }
     return store
   }

@@ -17,7 +17,9 @@ public struct AttributeOptions: OptionSet, Sendable, Hashable {
   /// Large values of a `Data` attribute are kept out of the store's rows (SwiftData's `.externalStorage`,
   /// Core Data's "Allows External Storage"): from `AttributeDescription.externalStorageThreshold` bytes
   /// (100 KiB) a value goes to a file beside an SQLite or LMDB store, or to a table of its own on
-  /// PostgreSQL, written with the save; smaller values stay in the row. Only for `Data` and `Data?`.
+  /// PostgreSQL, written with the save; smaller values stay in the row. Fetching or faulting an object
+  /// does not read such a value: the first read of the property does (a missing value reads as nil and
+  /// logs a warning; `fulfilledValue(forKey:)` throws it). Only for `Data` and `Data?`.
   ///
   /// ```swift
   /// final class Film: ManagedObject {

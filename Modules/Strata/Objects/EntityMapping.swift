@@ -197,6 +197,11 @@ final class EntityInfo: @unchecked Sendable {
   /// The attributes whose stored values may fail to decode as their Swift type (Codable and enum
   /// attributes): a fetch checks them (see `ObjectContext.checkStoredValues`).
   let valueChecks: [(index: Int, name: String, type: any AttributeValue.Type)]
+  /// By attribute position: whether the attribute allows external storage, so that an object may hold
+  /// the reference of its value until it is first read (see `ManagedObject.loadExternalValue(at:)`).
+  let isExternal: [Bool]
+  /// Whether any attribute allows external storage.
+  let hasExternalAttributes: Bool
 
   struct ValidatedAttribute {
     let index: Int
@@ -211,6 +216,8 @@ final class EntityInfo: @unchecked Sendable {
 
   init(entity: EntityDescription, objectClass: ManagedObject.Type) {
     self.entity = entity
+    isExternal = entity.attributes.map { $0.allowsExternalBinaryDataStorage && $0.isPersistent }
+    hasExternalAttributes = isExternal.contains(true)
     temporaryID = ObjectID.makeTemporary(entityName: entity.name)
     hasTransientAttributes = entity.attributes.contains(where: \.isTransient)
     transientIndices = entity.attributes.indices.filter { entity.attributes[$0].isTransient }

@@ -285,6 +285,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     switch info.entity.property(named: key) {
     case .attribute(_, let index):
       fireFault()
+      if info.hasExternalAttributes, !loadExternalValue(at: index) { return nil }
       return values[index].swiftValue
     case .toOne(_, let index):
       fireFault()
@@ -347,7 +348,35 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     checkContextQueue()
     guard let info, let index = info.entity.attributeIndex(named: key) else { return nil }
     fireFault()
+    if info.hasExternalAttributes, !loadExternalValue(at: index) { return .null }
     return values[index]
+  }
+
+  /// ``value(forKey:)``, throwing where it would read a default: for a fault whose object is gone from
+  /// the store (as ``fulfill()``), and for a value kept in external storage that cannot be read. The
+  /// value of an attribute that allows external storage is read from the store's external storage the
+  /// first time it is read; the getter of such an attribute logs a failure and reads nil, this throws it.
+  ///
+  /// ```swift
+  /// let poster = try movie.fulfilledValue(forKey: "poster") as? Data
+  /// ```
+  ///
+  /// - Throws: `.notFound` when the object no longer exists in the store and its values were never
+  ///   loaded; `.corrupted` naming the entity and key when a value kept in external storage is missing;
+  ///   `.io` when it cannot be read; `.invalidQuery` for an unknown key.
+  public func fulfilledValue(forKey key: String) throws -> Any? {
+    checkContextQueue()
+    guard let info else { return nil }
+    guard let property = info.entity.property(named: key) else {
+      throw StoreError(
+        .invalidQuery, "\(info.entity.name) has no attribute or relationship '\(key)'", entity: info.entity.name, key: key)
+    }
+    try fulfill()
+    if case .attribute(_, let index) = property {
+      try loadExternalValueNow(at: index)
+      return values[index].swiftValue
+    }
+    return value(forKey: key)
   }
 
   /// Sets an attribute without marking a change: the object does not become updated and no undo is
@@ -511,11 +540,14 @@ final class EntityBinding {
   @usableFromInline let attributeIndexBySlot: [Int]
   /// Asked by every getter of the objects whether a tracking is recording (see `ManagedObject+Observation.swift`).
   @usableFromInline let observationProbe = ObservationProbe()
+  /// `info.hasExternalAttributes`: whether an attribute getter may find a reference to load.
+  @usableFromInline let hasExternalAttributes: Bool
 
   init(info: EntityInfo, signals: ChangeSignals) {
     self.info = info
     self.signals = signals
     attributeIndexBySlot = info.attributeIndexBySlot
+    hasExternalAttributes = info.hasExternalAttributes
   }
 }
 
@@ -763,10 +795,14 @@ extension ManagedObject {
   ///
   /// Inlined into every attribute getter, which then converts the value where it lies: a read costs a
   /// few loads and compares instead of a call that copies the whole `Value` out and back.
+  ///
+  /// For an entity with attributes allowing external storage, a value the object holds as a reference is
+  /// read now (``loadExternalValue(at:)``); `nil` when that fails.
   @inlinable @inline(__always)
   func loadedAttributeIndex(slot: Int32) -> Int? {
     guard let index = attributeIndex(slot: slot) else { return nil }
     fireFault()
+    if binding?.hasExternalAttributes == true, !loadExternalValue(at: index) { return nil }
     return index
   }
 
@@ -798,7 +834,9 @@ extension ManagedObject {
   @inlinable @inline(__always)
   func attributeValue<T: AttributeValue>(slot: Int32, as type: T.Type) -> T {
     if let index = loadedAttributeIndex(slot: slot) { return T(storedValue: values[index]) ?? T.zero }
-    return T(storedValue: attributeValue(slot: slot)) ?? T.zero
+    // A managed object's slot that is no attribute, or a value kept in external storage that cannot be
+    // read (logged): nil. A prototype records the read.
+    return T(storedValue: binding == nil ? attributeValue(slot: slot) : .null) ?? T.zero
   }
 
   @usableFromInline
@@ -806,6 +844,43 @@ extension ManagedObject {
     guard binding != nil else { return prototypeAttributeValue(slot: slot) }
     guard let index = loadedAttributeIndex(slot: slot) else { return .null }
     return values[index]
+  }
+
+  /// Reads the value at `index` from the store's external storage when the object holds its reference
+  /// (an attribute that allows external storage, read through the context's store, keeps the reference
+  /// until first read), and keeps it as the object's value and stored value: read once, cached like any
+  /// value. Returns `false`, after logging a warning, when the value cannot be read (the caller reads
+  /// nil); ``fulfilledValue(forKey:)`` throws instead.
+  @usableFromInline
+  func loadExternalValue(at index: Int) -> Bool {
+    do {
+      try loadExternalValueNow(at: index)
+      return true
+    } catch {
+      contextLog.warning(
+        "\(objectID): \(error) (the attribute reads as nil; fulfilledValue(forKey:) throws the error)")
+      return false
+    }
+  }
+
+  /// ``loadExternalValue(at:)``, throwing what reading the value throws.
+  func loadExternalValueNow(at index: Int) throws {
+    guard let info, index < info.isExternal.count, info.isExternal[index], index < values.count,
+      case .data(let stored) = values[index], stored.count == ExternalDataReference.size
+    else { return }
+    let key = info.entity.attributes[index].name
+    guard let store = withContext({ $0.coordinator.externalValues }) ?? nil else {
+      guard ExternalDataReference.decode(stored) != nil, managedObjectContext == nil else { return }
+      throw StoreError(
+        .misuse,
+        "the value of \(info.entity.name).\(key) is kept in external storage and \(objectID) has no context to read it through",
+        entity: info.entity.name, key: key)
+    }
+    guard let bytes = try store.externalValue(stored, entity: info.entity.name, key: key) else { return }
+    values[index] = .data(bytes)
+    if let state = storedState, index < state.attributes.count, state.attributes[index] == .data(stored) {
+      storedState?.attributes[index] = .data(bytes)
+    }
   }
 
   /// What a prototype's attribute reads: the attribute is recorded as read (out of line, so that every

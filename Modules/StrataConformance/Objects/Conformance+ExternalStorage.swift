@@ -228,3 +228,190 @@ enum ExternalStorageCases {
     #expect(try off.poster("Brazil") == outside)
   }
 }
+
+/// Values kept in external storage are read lazily: fetching or faulting an object, a predicate, a sort, a
+/// count, or a save that leaves the attribute alone reads none of them; the first read of the attribute
+/// reads it (byte for byte) and later reads use it; a value gone from the storage fails at that read only.
+/// Factories wrap their stores only when something is kept, or may be kept, out of the rows.
+enum ExternalStorageLazyCases {
+  static let titles = ["Alien", "Brazil", "Cube"]
+
+  static func posters() -> [Data] {
+    titles.indices.map { ExternalStorageStore.bytes(ExternalStorageStore.large + $0, seed: UInt8(10 + $0)) }
+  }
+
+  static func valuesAreReadOnlyWhenTheAttributeIs(_ backend: ConformanceBackend) async throws {
+    let s = try ExternalStorageStore(backend)
+    defer { s.container.close() }
+    let posters = posters()
+    for (index, title) in titles.enumerated() {
+      try s.insert(title, poster: posters[index], note: Data([UInt8(index)]))
+    }
+    // How many values the store has read from its external storage (always 0 on a backend that keeps
+    // every value in its rows).
+    func reads() -> Int { s.store?.externalValuesRead ?? 0 }
+    let start = reads()
+    let context = s.container.newBackgroundContext()
+    try context.performAndWait {
+      var request = FetchRequest<ManagedObject>(
+        entityName: "Film", predicate: try QueryPredicate(format: "title != 'Nope' AND poster != nil"),
+        sortDescriptors: [QuerySort("title", ascending: false)])
+      request.returnsObjectsAsFaults = false
+      let films = try context.fetch(request)
+      #expect(films.map { $0.value(forKey: "title") as? String } == titles.reversed().map(Optional.some))
+      #expect(films.map { $0.value(forKey: "note") as? Data } == [Data([2]), Data([1]), Data([0])])
+      #expect(
+        try context.count(
+          for: FetchRequest<ManagedObject>(entityName: "Film", predicate: try QueryPredicate(format: "poster != nil"))) == 3)
+      #expect(reads() == start, "fetching, sorting, counting and reading other attributes read no external value")
+
+      // A fault fired by another attribute reads none either.
+      let fault = context.object(with: films[0].objectID)
+      context.refresh(fault, mergeChanges: false)
+      #expect(fault.value(forKey: "title") as? String == "Cube")
+      // A save that leaves the poster alone neither reads nor moves it.
+      let names = try s.storedNames()
+      try films[1].setValue(Data([9]), forKey: "note")
+      try context.save()
+      #expect(reads() == start, "a save of another attribute reads no external value")
+      #expect(try s.storedNames() == names)
+
+      // The first read reads the value, byte for byte; later reads (and a save) use it.
+      #expect(films[1].value(forKey: "poster") as? Data == posters[1])
+      let afterFirst = reads()
+      if s.store != nil { #expect(afterFirst == start + 1, "one value read") }
+      #expect(films[1].value(forKey: "poster") as? Data == posters[1])
+      #expect(try films[1].fulfilledValue(forKey: "poster") as? Data == posters[1])
+      try films[1].setValue(Data([8]), forKey: "note")
+      try context.save()
+      #expect(reads() == afterFirst, "a value read once is not read again")
+      #expect(try s.storedNames() == names, "saving an object whose value was read keeps the stored value")
+    }
+    #expect(try s.poster("Brazil") == posters[1])
+    #expect(try s.poster("Alien") == posters[0])
+  }
+
+  static func childContextsReadAndKeepTheValues(_ backend: ConformanceBackend) async throws {
+    let s = try ExternalStorageStore(backend)
+    defer { s.container.close() }
+    let posters = posters()
+    for (index, title) in titles.enumerated() { try s.insert(title, poster: posters[index]) }
+    let names = try s.storedNames()
+    let parent = s.container.newBackgroundContext()
+    let ids = try parent.performAndWait {
+      try parent.fetch(FetchRequest<ManagedObject>(entityName: "Film", sortDescriptors: [QuerySort("title")])).map(\.objectID)
+    }
+    // A child reads a value its parent never read, changes another attribute and saves up to the store.
+    let child = parent.newChildContext()
+    try child.performAndWait {
+      let film = child.object(with: ids[2])
+      #expect(film.value(forKey: "poster") as? Data == posters[2])
+      #expect(child.object(with: ids[1]).value(forKey: "title") as? String == "Brazil")
+      try child.object(with: ids[1]).setValue(Data([7]), forKey: "note")
+      try child.save()
+    }
+    try parent.performAndWait { try parent.save() }
+    #expect(try s.storedNames() == names, "saving through a child keeps every stored value")
+    #expect(try s.poster("Brazil") == posters[1])
+    #expect(try s.poster("Cube") == posters[2])
+  }
+
+  static func aPinnedContextReadsValuesReplacedSince(_ backend: ConformanceBackend) async throws {
+    let s = try ExternalStorageStore(backend)
+    defer { s.container.close() }
+    let posters = posters()
+    try s.insert("Alien", poster: posters[0])
+    let pinned = s.container.newBackgroundContext()
+    let film = try pinned.performAndWait {
+      try pinned.setQueryGenerationFrom(.current)
+      return try pinned.fetch(FetchRequest<ManagedObject>(entityName: "Film"))[0]
+    }
+    // Another context replaces the value before the pinned one reads it.
+    let writer = s.container.newBackgroundContext()
+    try writer.performAndWait {
+      let mine = try writer.fetch(FetchRequest<ManagedObject>(entityName: "Film"))[0]
+      try mine.setValue(posters[1], forKey: "poster")
+      try writer.save()
+    }
+    try pinned.performAndWait {
+      #expect(try film.fulfilledValue(forKey: "poster") as? Data == posters[0], "the pinned generation's value")
+      try pinned.setQueryGenerationFrom(nil)
+    }
+    #expect(try s.poster("Alien") == posters[1])
+    if s.store != nil { #expect(try s.storedNames().count == 1, "the replaced value goes once no generation is pinned") }
+  }
+
+  static func aMissingValueFailsOnlyWhenRead(_ backend: ConformanceBackend) async throws {
+    let s = try ExternalStorageStore(backend)
+    defer { s.container.close() }
+    let posters = posters()
+    try s.insert("Alien", poster: posters[0], note: Data([1]))
+    try s.insert("Brazil", poster: posters[1], note: Data([2]))
+    let reference = try s.rawPoster("Alien").flatMap(ExternalDataReference.decode)
+    let context = s.container.newBackgroundContext()
+    try context.performAndWait {
+      let films = try context.fetch(
+        FetchRequest<ManagedObject>(entityName: "Film", sortDescriptors: [QuerySort("title")]))
+      #expect(films.map { $0.value(forKey: "note") as? Data } == [Data([1]), Data([2])])
+      guard let store = s.store, let reference else {
+        // Every value stays in its row: nothing can go missing.
+        #expect(try films[0].fulfilledValue(forKey: "poster") as? Data == posters[0])
+        return
+      }
+      // The value goes missing after the object was fetched (and its other attributes read).
+      try store.storage.remove([reference])
+      #expect(films[0].value(forKey: "title") as? String == "Alien")
+      #expect(films[0].value(forKey: "note") as? Data == Data([1]))
+      expectStoreError(.corrupted, "reading the missing value throws") { try films[0].fulfilledValue(forKey: "poster") }
+      #expect(films[0].value(forKey: "poster") == nil, "the getter reads nil (and logs), never the reference")
+      #expect(films[1].value(forKey: "poster") as? Data == posters[1], "the other object's value reads")
+      // The object stays usable: a change to another attribute saves.
+      try films[0].setValue(Data([3]), forKey: "note")
+      try context.save()
+    }
+    #expect(
+      try s.rawPoster("Alien").flatMap(ExternalDataReference.decode) == reference,
+      "a save of another attribute keeps the row's reference")
+  }
+
+  static func storesAreWrappedOnlyWhenNeeded(_ backend: ConformanceBackend) async throws {
+    guard backend.location != nil else { return }
+    // A backend that keeps values out of its rows (its store for the model with the option is wrapped).
+    let probe = try ExternalStorageStore(backend)
+    let wraps = probe.store != nil
+    probe.container.close()
+    guard wraps else { return }
+    let plain = try ExternalStorageStore(backend, external: false)
+    #expect(plain.store == nil, "a store whose model keeps nothing out of its rows is not wrapped")
+    let inline = ExternalStorageStore.bytes(ExternalStorageStore.large, seed: 4)
+    try plain.insert("Alien", poster: inline)
+    let url = plain.description.url
+    plain.container.close()
+    // Turned on by a migration: wrapped, and a new large value leaves its row.
+    let on = try ExternalStorageStore(backend, at: url)
+    #expect(on.store != nil, "a store migrated to a model allowing external storage is wrapped")
+    #expect(try on.poster("Alien") == inline)
+    let outside = ExternalStorageStore.bytes(ExternalStorageStore.large, seed: 6)
+    try on.insert("Brazil", poster: outside)
+    #expect(try on.storedNames().count == 1)
+    on.container.close()
+    // Turned off with a value still kept out of line: wrapped, so that it reads.
+    let off = try ExternalStorageStore(backend, external: false, at: url)
+    #expect(off.store != nil, "a store whose storage holds values stays wrapped when its model turns the option off")
+    #expect(try off.poster("Brazil") == outside)
+    // Saved again, the value moves back into its row; with the storage empty, the next open is not wrapped.
+    let context = off.container.viewContext
+    let brazil = try context.fetch(
+      FetchRequest<ManagedObject>(entityName: "Film", predicate: try QueryPredicate(format: "title == 'Brazil'")))
+    try #require(brazil.count == 1)
+    try brazil[0].setValue(ExternalStorageStore.bytes(ExternalStorageStore.large + 1, seed: 7), forKey: "poster")
+    try context.save()
+    #expect(try off.storedNames().isEmpty)
+    off.container.close()
+    let unwrapped = try ExternalStorageStore(backend, external: false, at: url)
+    defer { unwrapped.container.close() }
+    #expect(unwrapped.store == nil, "nothing kept out of the rows and no attribute allowing it: not wrapped")
+    #expect(try unwrapped.poster("Brazil") == ExternalStorageStore.bytes(ExternalStorageStore.large + 1, seed: 7))
+    #expect(try unwrapped.poster("Alien") == inline)
+  }
+}

@@ -377,6 +377,11 @@ extension Conformance.Area {
         "orphansAreRemovedAtOpen": ExternalStorageCases.orphansAreRemovedAtOpen,
         "copiesCarryTheValues": ExternalStorageCases.copiesCarryTheValues,
         "migrationsTurnItOnAndOff": ExternalStorageCases.migrationsTurnItOnAndOff,
+        "valuesAreReadOnlyWhenTheAttributeIs": ExternalStorageLazyCases.valuesAreReadOnlyWhenTheAttributeIs,
+        "aMissingValueFailsOnlyWhenRead": ExternalStorageLazyCases.aMissingValueFailsOnlyWhenRead,
+        "childContextsReadAndKeepTheValues": ExternalStorageLazyCases.childContextsReadAndKeepTheValues,
+        "aPinnedContextReadsValuesReplacedSince": ExternalStorageLazyCases.aPinnedContextReadsValuesReplacedSince,
+        "storesAreWrappedOnlyWhenNeeded": ExternalStorageLazyCases.storesAreWrappedOnlyWhenNeeded,
       ])
     case .mirroring:
       typealias M = MirroringCases

@@ -79,9 +79,11 @@ public struct AttributeDescription: Sendable, Hashable, Codable {
   /// `allowsExternalBinaryDataStorage`, SwiftData's `.externalStorage`): a value of at least
   /// ``externalStorageThreshold`` bytes goes to a file beside an SQLite or LMDB store
   /// (`<store>_SUPPORT/_EXTERNAL_DATA/`) or to a table of its own on PostgreSQL, written with the save;
-  /// smaller values stay in the row. The memory store keeps every value in memory. Reading, saving and
-  /// copying see the bytes; a predicate or sort on such an attribute compares what the row holds (the
-  /// reference of a value kept out of it), so only `== nil` and `!= nil` are meaningful. Only a stored,
+  /// smaller values stay in the row. The memory store keeps every value in memory. An object reads a value
+  /// kept out of its row the first time the attribute is read (fetching or faulting the object does not),
+  /// and saving or copying carries the bytes; a predicate or sort on such an attribute compares what the
+  /// row holds (the reference of a value kept out of it, never read for it), so only `== nil` and
+  /// `!= nil` are meaningful. Only a stored,
   /// unindexed, non-derived `Data` attribute may allow it (else `.invalidModel`).
   /// Encoded only when `true`, so a model stored before the option existed decodes unchanged and keeps
   /// its ``ObjectModel/fingerprint``; turning it on is a model change that a migration carries.

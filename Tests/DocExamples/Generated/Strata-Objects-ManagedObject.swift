@@ -55,8 +55,16 @@ func Strata_Objects_ManagedObject_3(_ scope: DocScope) throws {
   }
 }
 
-// Modules/Strata/Objects/ManagedObject.swift, example 4, on `public func setPrimitiveValue(_ value: Any?, forKey key: String) throws`
+// Modules/Strata/Objects/ManagedObject.swift, example 4, on `public func fulfilledValue(forKey key: String) throws -> Any?`
 func Strata_Objects_ManagedObject_4(_ scope: DocScope) throws {
+  let movie: Movie = scope.movie
+  do {
+    let poster = try movie.fulfilledValue(forKey: "poster") as? Data
+  }
+}
+
+// Modules/Strata/Objects/ManagedObject.swift, example 5, on `public func setPrimitiveValue(_ value: Any?, forKey key: String) throws`
+func Strata_Objects_ManagedObject_5(_ scope: DocScope) throws {
   do {
     final class Note: ManagedObject {
       @Attribute var updatedAt: Date?
@@ -68,8 +76,8 @@ func Strata_Objects_ManagedObject_4(_ scope: DocScope) throws {
   }
 }
 
-// Modules/Strata/Objects/ManagedObject.swift, example 5, on `public protocol ValueValidating: ManagedObject`
-func Strata_Objects_ManagedObject_5(_ scope: DocScope) throws {
+// Modules/Strata/Objects/ManagedObject.swift, example 6, on `public protocol ValueValidating: ManagedObject`
+func Strata_Objects_ManagedObject_6(_ scope: DocScope) throws {
   do {
     final class Movie: ManagedObject, ValueValidating {
       @Attribute var title: String
@@ -81,8 +89,8 @@ func Strata_Objects_ManagedObject_5(_ scope: DocScope) throws {
   }
 }
 
-// Modules/Strata/Objects/ManagedObject.swift, example 6, on `public func fulfill() throws`
-func Strata_Objects_ManagedObject_6(_ scope: DocScope) throws {
+// Modules/Strata/Objects/ManagedObject.swift, example 7, on `public func fulfill() throws`
+func Strata_Objects_ManagedObject_7(_ scope: DocScope) throws {
   let movie: Movie = scope.movie
   do {
     for film in movie.director?.movies ?? [] {

@@ -25,12 +25,56 @@ func StrataStoreKit_ExternalDataStore_1(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataStoreKit/ExternalDataStore.swift, example 2, on `public static func wrapping(_ store: any PersistentStore, storage: any ExternalDataStorage) throws -> ExternalDataStore`
+// Modules/StrataStoreKit/ExternalDataStore.swift, example 2, on `public static func wrappingIfNeeded(`
 func StrataStoreKit_ExternalDataStore_2(_ scope: DocScope) throws {
+  let model: ObjectModel = scope.model
+  let url: URL = scope.url
+  let store: MemoryStore = scope.memoryStore
+  do {
+    let opened = try ExternalDataStore.wrappingIfNeeded(store, storage: ExternalDataDirectory(beside: url), requestedModel: model)
+  }
+}
+
+// Modules/StrataStoreKit/ExternalDataStore.swift, example 3, on `public static func wrapping(_ store: any PersistentStore, storage: any ExternalDataStorage) throws -> ExternalDataStore`
+func StrataStoreKit_ExternalDataStore_3(_ scope: DocScope) throws {
   let url: URL = scope.url
   let store: MemoryStore = scope.memoryStore
   do {
     let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
     wrapped.close()
+  }
+}
+
+// Modules/StrataStoreKit/ExternalDataStore.swift, example 4, on `public var deferringExternalValues: ExternalDataStore`
+func StrataStoreKit_ExternalDataStore_4(_ scope: DocScope) throws {
+  let url: URL = scope.url
+  let store: MemoryStore = scope.memoryStore
+  do {
+    let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
+    let lazy = wrapped.deferringExternalValues
+    let movies = try lazy.fetch(FetchDescription(entityName: "Movie"), generation: nil)   // posters as references
+  }
+}
+
+// Modules/StrataStoreKit/ExternalDataStore.swift, example 5, on `public var externalValuesRead: Int { shared.count.load(ordering: .relaxed) }`
+func StrataStoreKit_ExternalDataStore_5(_ scope: DocScope) throws {
+  let url: URL = scope.url
+  let store: MemoryStore = scope.memoryStore
+  do {
+    let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
+    let before = wrapped.externalValuesRead
+    _ = try wrapped.fetch(FetchDescription(entityName: "Movie"), generation: nil)
+    print(wrapped.externalValuesRead - before)   // one per value kept out of the rows
+  }
+}
+
+// Modules/StrataStoreKit/ExternalDataStore.swift, example 6, on `public func externalValue(_ stored: Data, entity: String, key: String) throws -> Data?`
+func StrataStoreKit_ExternalDataStore_6(_ scope: DocScope) throws {
+  let url: URL = scope.url
+  let store: MemoryStore = scope.memoryStore
+  do {
+    let wrapped = try ExternalDataStore.wrapping(store, storage: ExternalDataDirectory(beside: url))
+    let reference = ExternalDataReference.encode(UUID())   // what a row holds
+    let bytes = try wrapped.externalValue(reference, entity: "Movie", key: "poster")   // nil: Movie keeps none
   }
 }
