@@ -45,15 +45,21 @@ extension StoreMirror {
         var applier = PullApplier(context: context, model: container.model, identity: identity(of: replica))
         try applier.notePending(pending.transactions)
         var changes = 0
-        var last = state.pulled
-        while let entry = remaining.first, changes == 0 || changes + entry.changes.count <= Self.pulledChangesPerSave {
-          remaining.removeFirst()
+        var end = remaining.startIndex
+        while end < remaining.endIndex,
+          changes == 0 || changes + remaining[end].changes.count <= Self.pulledChangesPerSave
+        {
+          changes += remaining[end].changes.count
+          end += 1
+        }
+        let save = remaining[..<end]
+        remaining = remaining[end...]
+        try applier.lookUp(namesIn: save)
+        for entry in save {
           try applier.apply(entry, isOwn: entry.replicaID == replica)
           if entry.replicaID != replica { fromOthers += 1 }
-          changes += entry.changes.count
-          last = entry.position
         }
-        try state.setPulled(last, in: context)
+        try state.setPulled(save.last?.position ?? state.pulled, in: context)
         if context.hasChanges { try context.save() }
       }
       return fromOthers
@@ -111,6 +117,46 @@ struct PullApplier {
           if let id = identity.globalID(of: change.objectID, stored: stored) { pendingDeletes.insert(id) }
         }
       }
+    }
+  }
+
+  /// Finds the objects `entries` name that this replica did not create, in one fetch per entity and
+  /// hundreds of names, instead of one fetch per name: what `find` then answers without a fetch (a name no
+  /// stored object holds is known to name nothing here). The names this replica gave are found by their
+  /// keys, as before.
+  mutating func lookUp(namesIn entries: ArraySlice<MirrorLogEntry>) throws {
+    var names: [String: Set<UUID>] = [:]
+    func note(_ id: UUID, _ entity: String) {
+      if found[id] == nil && identity.localObjectID(for: id) == nil { names[entity, default: []].insert(id) }
+    }
+    for entry in entries {
+      for change in entry.changes {
+        note(change.globalID, change.entityName)
+        let entity = model.entity(named: change.entityName)
+        for (name, field) in change.fields {
+          guard let destination = entity?.relationship(named: name)?.destination else { continue }
+          switch field {
+          case .reference(let target?): note(target, destination)
+          case .references(let targets): for target in targets { note(target, destination) }
+          default: continue
+          }
+        }
+      }
+    }
+    for (entity, wanted) in names.sorted(by: { $0.key < $1.key }) {
+      let all = Array(wanted)
+      var stored: [UUID: ManagedObject] = [:]
+      for start in stride(from: 0, to: all.count, by: 500) {
+        var request = FetchRequest<ManagedObject>(
+          entityName: entity,
+          predicate: try QueryPredicate(
+            format: "\(MirrorModel.identityAttribute) IN %@", argumentArray: [Array(all[start..<min(start + 500, all.count)])]))
+        request.includesPendingChanges = false
+        for object in try context.fetch(request) where !object.isDeleted {
+          if case .uuid(let id)? = object.primitiveValue(forKey: MirrorModel.identityAttribute) { stored[id] = object }
+        }
+      }
+      for id in wanted where found[id] == nil { found[id] = .some(stored[id]) }
     }
   }
 
