@@ -19,16 +19,6 @@ extension StoreMirror {
     }
   }
 
-  /// The most changes one pulled save applies (an entry larger than that is one save of its own): what a
-  /// save holds is what every lookup of its unique keys looks through, so bounded saves keep a long first
-  /// pull linear in its changes.
-  ///
-  /// ```swift
-  /// let changes = 100_000
-  /// let saves = (changes + StoreMirror.pulledChangesPerSave - 1) / StoreMirror.pulledChangesPerSave  // 50
-  /// ```
-  public static let pulledChangesPerSave = 2_000
-
   /// Applies `entries` in order; returns how many came from other replicas. Fields that local transactions
   /// not yet pushed have changed are left alone (those transactions push them later, and the later push
   /// wins on the hub).
@@ -38,7 +28,7 @@ extension StoreMirror {
       var state = try MirrorState(context)
       let replica = try state.requireReplicaID(in: context)
       if context.hasChanges { try context.save() }
-      try pending.catchUp(after: state.acknowledged, in: context, excludingAuthor: Self.author)
+      try pending.catchUp(after: state.acknowledged, in: context)
       var fromOthers = 0
       var remaining = entries.filter { $0.position > state.pulled }[...]
       while !remaining.isEmpty {
@@ -47,7 +37,7 @@ extension StoreMirror {
         var changes = 0
         var end = remaining.startIndex
         while end < remaining.endIndex,
-          changes == 0 || changes + remaining[end].changes.count <= Self.pulledChangesPerSave
+          changes == 0 || changes + remaining[end].changes.count <= pulledChangesPerSave
         {
           changes += remaining[end].changes.count
           end += 1
@@ -75,16 +65,16 @@ struct PendingLocalWork {
   private var readThrough: HistoryToken?
   private var hasRead = false
 
-  mutating func catchUp(after acknowledged: HistoryToken?, in context: ObjectContext, excludingAuthor author: String) throws {
+  mutating func catchUp(after acknowledged: HistoryToken?, in context: ObjectContext) throws {
     if !hasRead || acknowledged != self.acknowledged {
       self = PendingLocalWork()
       self.acknowledged = acknowledged
       readThrough = acknowledged
       hasRead = true
     }
-    guard case .transactions(let all) = try context.execute(.fetchHistory(after: readThrough)) else { return }
-    transactions += all.filter { $0.author != author }
-    if let newest = all.last?.token { readThrough = newest }
+    let read = try StoreMirror.appTransactions(after: readThrough, in: context)
+    transactions += read.transactions
+    readThrough = read.readThrough
   }
 }
 
