@@ -324,8 +324,8 @@ public final class PostgresHub: MirrorHub {
     return receipt
   }
 
-  /// Every object, tombstones included: the delete rules look for the live objects that reference a deleted
-  /// one (this milestone reads them all on each push).
+  /// Every object, tombstones included (the delete rules look for the live objects that reference a deleted
+  /// one): read when another process pushed since this hub's last push.
   private func loadObjects(_ connection: HubConnection) throws -> [UUID: HubLedger.Object] {
     var objects: [UUID: HubLedger.Object] = [:]
     for row in try connection.query("SELECT id, state FROM \(table("objects"))") {
