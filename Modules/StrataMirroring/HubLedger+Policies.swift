@@ -130,7 +130,7 @@ extension HubLedger {
       default: continue
       }
     }
-    objects[change.globalID] = object
+    store(object, as: change.globalID)
     var conflict = MirrorConflict(
       kind: .deleteVersusUpdate, globalID: change.globalID, entityName: object.entityName, field: nil,
       losingFields: [:], winningReplica: merge.replica, winningPosition: merge.position, losingReplica: deleter,

@@ -6,7 +6,11 @@ extension HubLedger {
   /// The per-member key of a many-to-many list: each member's presence is merged as a field of its own.
   static func memberKey(_ name: String, _ member: UUID) -> String { "\(name)/\(member.uuidString)" }
 
-  static func byIdentity(_ a: UUID, _ b: UUID) -> Bool { a.uuidString < b.uuidString }
+  /// The order of identities every list and walk of the hub uses: that of their `uuidString`s (hex digits
+  /// sort as the bytes they write), compared on the bytes without making the strings.
+  static func byIdentity(_ a: UUID, _ b: UUID) -> Bool {
+    withUnsafeBytes(of: a.uuid) { left in withUnsafeBytes(of: b.uuid) { right in left.lexicographicallyPrecedes(right) } }
+  }
 
   static func list(_ field: MirrorField?) -> [UUID]? {
     if case .references(let targets)? = field { return targets }
@@ -64,6 +68,8 @@ extension HubLedger {
   /// the members it lacks (added since, or by another replica) go after them, by identity. Run at the end of
   /// every push, so that the log holds each owner's resulting order.
   mutating func normalizeOrders(_ merge: inout Merge) {
+    let candidates = orderCandidates
+    orderCandidates = []
     var ordered: [(owner: String, relationship: String, destination: String, inverse: String)] = []
     for entity in model.entities {
       for rel in entity.toManyRelationships where MirrorModel.isOrderedOneToMany(rel, in: model) {
@@ -71,19 +77,17 @@ extension HubLedger {
       }
     }
     guard !ordered.isEmpty else { return }
-    var members: [UUID: [String: Set<UUID>]] = [:]
-    for (id, object) in objects where object.deletedAt == nil {
-      for list in ordered where list.destination == object.entityName {
-        guard case .reference(let owner?)? = object.fields[list.inverse] else { continue }
-        members[owner, default: [:]][list.relationship, default: []].insert(id)
-      }
-    }
     let owners = Set(ordered.map(\.owner))
-    for id in objects.keys.sorted(by: Self.byIdentity) {
+    // Only an owner this push touched, or one a touched member named before or after, can have changed.
+    for id in candidates.sorted(by: Self.byIdentity) {
       guard var object = objects[id], object.deletedAt == nil, owners.contains(object.entityName) else { continue }
       var fields: [String: MirrorField] = [:]
       for list in ordered where list.owner == object.entityName {
-        let belonging = members[id]?[list.relationship] ?? []
+        let belonging = Set(
+          referring(to: id).filter { member in
+            guard let other = objects[member] else { return false }
+            return other.entityName == list.destination && other.fields[list.inverse] == .reference(id)
+          })
         let current = Self.list(object.fields[list.relationship]) ?? []
         var seen: Set<UUID> = []
         var order = current.filter { belonging.contains($0) && seen.insert($0).inserted }
@@ -95,9 +99,10 @@ extension HubLedger {
         fields[list.relationship] = .references(order)
       }
       guard !fields.isEmpty else { continue }
-      objects[id] = object
+      store(object, as: id)
       merge.logged.append(MirrorChange(globalID: id, entityName: object.entityName, kind: .update, fields: fields))
     }
+    orderCandidates = []
   }
 
   /// Deletes `id` with its delete rules, unless a Deny rule forbids it (see `denial(of:sparing:visited:)`):
@@ -127,8 +132,8 @@ extension HubLedger {
   func logRestore(_ id: UUID, _ merge: inout Merge) {
     guard let object = objects[id] else { return }
     merge.logged.append(MirrorChange(globalID: id, entityName: object.entityName, kind: .restored, fields: object.fields))
-    for otherID in objects.keys.sorted(by: Self.byIdentity) {
-      guard let other = objects[otherID], other.deletedAt == nil, otherID != id else { continue }
+    for otherID in referring(to: id) {
+      guard let other = objects[otherID], otherID != id else { continue }
       let links = other.fields.filter { _, field in field == .reference(id) || Self.list(field)?.contains(id) == true }
       guard !links.isEmpty else { continue }
       merge.logged.append(MirrorChange(globalID: otherID, entityName: other.entityName, kind: .update, fields: links))
@@ -165,8 +170,8 @@ extension HubLedger {
     }
     if let own = Self.list(object.fields[rel.name]), inverse?.isToMany == true { return liveTargets(own) }
     guard let inverse else { return [] }
-    return objects.keys.sorted(by: Self.byIdentity).filter { otherID in
-      guard let other = objects[otherID], other.deletedAt == nil, other.entityName == rel.destination else { return false }
+    return referring(to: id).filter { otherID in
+      guard let other = objects[otherID], other.entityName == rel.destination else { return false }
       return other.fields[inverse.name] == .reference(id) || Self.list(other.fields[inverse.name])?.contains(id) == true
     }
   }

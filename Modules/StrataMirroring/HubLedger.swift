@@ -41,7 +41,17 @@ public struct HubLedger: Sendable {
   }
 
   /// The objects by global identity, tombstones included.
-  public internal(set) var objects: [UUID: Object] = [:]
+  public private(set) var objects: [UUID: Object] = [:]
+  /// For each object, the objects whose fields name it (a to-one target or a list member), tombstones
+  /// included: the delete rules, Deny and the ordered lists find who points at an object here instead of
+  /// looking through every object.
+  private var referrers: [UUID: Set<UUID>] = [:]
+  /// The objects this ledger changed since it was made or since ``forgetApplied()``: what a hub that stores
+  /// its objects writes back.
+  public private(set) var changedObjects: Set<UUID> = []
+  /// The objects a change of this push touched, with the targets they named before and after: the owners
+  /// among them are the only ones whose ordered lists the push can have changed.
+  var orderCandidates: Set<UUID> = []
   /// The accepted transactions this ledger applied or was given, in order.
   public private(set) var log: [MirrorLogEntry] = []
   /// The last position given, 0 before the first push.
@@ -77,6 +87,60 @@ public struct HubLedger: Sendable {
     self.policies = policies
     self.objects = objects
     self.lastPosition = lastPosition
+    for (id, object) in objects {
+      for target in Self.targets(of: object) { referrers[target, default: []].insert(id) }
+    }
+  }
+
+  /// Forgets what this ledger applied — its log, receipts, conflicts and changed objects — and keeps its
+  /// objects and last position: a hub that stores each push's results itself can go on with the same
+  /// ledger for its next push.
+  ///
+  /// ```swift
+  /// var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
+  /// ledger.forgetApplied()  // ledger.log.isEmpty, ledger.lastPosition == 41
+  /// ```
+  public mutating func forgetApplied() {
+    log = []
+    receipts = [:]
+    conflicts = []
+    changedObjects = []
+  }
+
+  /// Sets the object `id` to `object`, keeping the index of references up to date.
+  mutating func store(_ object: Object, as id: UUID) {
+    let old = objects[id]
+    guard old != object else { return }
+    let before = old.map(Self.targets(of:)) ?? []
+    let after = Self.targets(of: object)
+    for target in before.subtracting(after) {
+      referrers[target]?.remove(id)
+      if referrers[target]?.isEmpty == true { referrers[target] = nil }
+    }
+    for target in after.subtracting(before) { referrers[target, default: []].insert(id) }
+    objects[id] = object
+    changedObjects.insert(id)
+    orderCandidates.insert(id)
+    orderCandidates.formUnion(before)
+    orderCandidates.formUnion(after)
+  }
+
+  /// The live objects whose fields name `id`, by identity.
+  func referring(to id: UUID) -> [UUID] {
+    (referrers[id] ?? []).filter { objects[$0]?.deletedAt == nil }.sorted(by: Self.byIdentity)
+  }
+
+  /// Every object a field of `object` names.
+  static func targets(of object: Object) -> Set<UUID> {
+    var targets: Set<UUID> = []
+    for field in object.fields.values {
+      switch field {
+      case .reference(let target?): targets.insert(target)
+      case .references(let list): targets.formUnion(list)
+      default: continue
+      }
+    }
+    return targets
   }
 
   /// The live (not deleted) objects.
@@ -121,6 +185,7 @@ public struct HubLedger: Sendable {
       return receipt
     }
     try check(transaction)
+    orderCandidates = []
     var merge = Merge(position: lastPosition + 1, transaction: transaction, olderEntries: olderEntries)
     // A Deny rule is not broken by related objects the same transaction deletes.
     merge.sparing = Set(transaction.changes.filter { $0.kind == .delete }.map { survivor(of: $0.globalID) })
@@ -209,7 +274,7 @@ public struct HubLedger: Sendable {
       object.fieldPositions[name] = merge.position
       object.fieldReplicas[name] = merge.transaction.replicaID
     }
-    objects[change.globalID] = object
+    store(object, as: change.globalID)
     var logged = MirrorChange(globalID: change.globalID, entityName: change.entityName, kind: .insert, fields: object.fields)
     if resolveReferences(of: change.globalID, &logged, &merge) {
       merge.logged.append(logged)
@@ -234,9 +299,11 @@ public struct HubLedger: Sendable {
       case .value(let value): return value != (entity?.attribute(named: name)?.initialValue ?? .null)
       }
     }
-    objects[change.globalID] = Object(
-      entityName: change.entityName, fields: [:], fieldPositions: [:], fieldReplicas: [:], deletedAt: merge.position,
-      deletedBy: merge.transaction.replicaID, mergedInto: survivor)
+    store(
+      Object(
+        entityName: change.entityName, fields: [:], fieldPositions: [:], fieldReplicas: [:], deletedAt: merge.position,
+        deletedBy: merge.transaction.replicaID, mergedInto: survivor),
+      as: change.globalID)
     merge.logged.append(
       MirrorChange(
         globalID: change.globalID, entityName: change.entityName, kind: .merged, fields: ["into": .reference(survivor)]))
@@ -323,7 +390,7 @@ public struct HubLedger: Sendable {
       object.fieldReplicas[name] = replica
       applied[name] = field
     }
-    objects[change.globalID] = object
+    store(object, as: change.globalID)
     guard !applied.isEmpty else { return }
     var logged = MirrorChange(globalID: change.globalID, entityName: object.entityName, kind: .update, fields: applied)
     let keeps = resolveReferences(of: change.globalID, &logged, &merge)
@@ -343,7 +410,7 @@ public struct HubLedger: Sendable {
       object.fields[name] = .reference(nil)
       logged.fields[name] = .reference(nil)
     }
-    objects[id] = object
+    store(object, as: id)
     return keeps
   }
 
@@ -352,7 +419,7 @@ public struct HubLedger: Sendable {
     let replica = merge.transaction.replicaID
     object.deletedAt = merge.position
     object.deletedBy = replica
-    objects[id] = object
+    store(object, as: id)
     if conflictWithUpdates {
       let unseen = object.fieldPositions.filter { name, at in
         at > merge.transaction.basePosition && object.fieldReplicas[name] != replica
@@ -368,7 +435,7 @@ public struct HubLedger: Sendable {
     }
     // The delete rules, children first, so a replica replaying the entry never deletes a parent that
     // still has children it would have to cascade or nullify on its own.
-    for otherID in objects.keys.sorted(by: { $0.uuidString < $1.uuidString }) {
+    for otherID in referring(to: id) {
       guard let other = objects[otherID], other.deletedAt == nil else { continue }
       let referencing = other.fields.keys.sorted().filter { other.fields[$0] == .reference(id) }
       if referencing.contains(where: { inverseRule(of: $0, in: other.entityName) == .cascade }) {
@@ -394,7 +461,7 @@ public struct HubLedger: Sendable {
         nullified.fieldReplicas[Self.memberKey(name, id)] = replica
         fields[name] = remaining
       }
-      objects[otherID] = nullified
+      store(nullified, as: otherID)
       merge.logged.append(MirrorChange(globalID: otherID, entityName: other.entityName, kind: .update, fields: fields))
     }
     merge.logged.append(MirrorChange(globalID: id, entityName: object.entityName, kind: .delete))

@@ -19,16 +19,6 @@ extension StoreMirror {
     }
   }
 
-  /// The most changes one pulled save applies (an entry larger than that is one save of its own): what a
-  /// save holds is what every lookup of its unique keys looks through, so bounded saves keep a long first
-  /// pull linear in its changes.
-  ///
-  /// ```swift
-  /// let changes = 100_000
-  /// let saves = (changes + StoreMirror.pulledChangesPerSave - 1) / StoreMirror.pulledChangesPerSave  // 50
-  /// ```
-  public static let pulledChangesPerSave = 2_000
-
   /// Applies `entries` in order; returns how many came from other replicas. Fields that local transactions
   /// not yet pushed have changed are left alone (those transactions push them later, and the later push
   /// wins on the hub).
@@ -38,22 +28,28 @@ extension StoreMirror {
       var state = try MirrorState(context)
       let replica = try state.requireReplicaID(in: context)
       if context.hasChanges { try context.save() }
-      try pending.catchUp(after: state.acknowledged, in: context, excludingAuthor: Self.author)
+      try pending.catchUp(after: state.acknowledged, in: context)
       var fromOthers = 0
       var remaining = entries.filter { $0.position > state.pulled }[...]
       while !remaining.isEmpty {
         var applier = PullApplier(context: context, model: container.model, identity: identity(of: replica))
         try applier.notePending(pending.transactions)
         var changes = 0
-        var last = state.pulled
-        while let entry = remaining.first, changes == 0 || changes + entry.changes.count <= Self.pulledChangesPerSave {
-          remaining.removeFirst()
+        var end = remaining.startIndex
+        while end < remaining.endIndex,
+          changes == 0 || changes + remaining[end].changes.count <= pulledChangesPerSave
+        {
+          changes += remaining[end].changes.count
+          end += 1
+        }
+        let save = remaining[..<end]
+        remaining = remaining[end...]
+        try applier.lookUp(namesIn: save)
+        for entry in save {
           try applier.apply(entry, isOwn: entry.replicaID == replica)
           if entry.replicaID != replica { fromOthers += 1 }
-          changes += entry.changes.count
-          last = entry.position
         }
-        try state.setPulled(last, in: context)
+        try state.setPulled(save.last?.position ?? state.pulled, in: context)
         if context.hasChanges { try context.save() }
       }
       return fromOthers
@@ -69,16 +65,16 @@ struct PendingLocalWork {
   private var readThrough: HistoryToken?
   private var hasRead = false
 
-  mutating func catchUp(after acknowledged: HistoryToken?, in context: ObjectContext, excludingAuthor author: String) throws {
+  mutating func catchUp(after acknowledged: HistoryToken?, in context: ObjectContext) throws {
     if !hasRead || acknowledged != self.acknowledged {
       self = PendingLocalWork()
       self.acknowledged = acknowledged
       readThrough = acknowledged
       hasRead = true
     }
-    guard case .transactions(let all) = try context.execute(.fetchHistory(after: readThrough)) else { return }
-    transactions += all.filter { $0.author != author }
-    if let newest = all.last?.token { readThrough = newest }
+    let read = try StoreMirror.appTransactions(after: readThrough, in: context)
+    transactions += read.transactions
+    readThrough = read.readThrough
   }
 }
 
@@ -111,6 +107,46 @@ struct PullApplier {
           if let id = identity.globalID(of: change.objectID, stored: stored) { pendingDeletes.insert(id) }
         }
       }
+    }
+  }
+
+  /// Finds the objects `entries` name that this replica did not create, in one fetch per entity and
+  /// hundreds of names, instead of one fetch per name: what `find` then answers without a fetch (a name no
+  /// stored object holds is known to name nothing here). The names this replica gave are found by their
+  /// keys, as before.
+  mutating func lookUp(namesIn entries: ArraySlice<MirrorLogEntry>) throws {
+    var names: [String: Set<UUID>] = [:]
+    func note(_ id: UUID, _ entity: String) {
+      if found[id] == nil && identity.localObjectID(for: id) == nil { names[entity, default: []].insert(id) }
+    }
+    for entry in entries {
+      for change in entry.changes {
+        note(change.globalID, change.entityName)
+        let entity = model.entity(named: change.entityName)
+        for (name, field) in change.fields {
+          guard let destination = entity?.relationship(named: name)?.destination else { continue }
+          switch field {
+          case .reference(let target?): note(target, destination)
+          case .references(let targets): for target in targets { note(target, destination) }
+          default: continue
+          }
+        }
+      }
+    }
+    for (entity, wanted) in names.sorted(by: { $0.key < $1.key }) {
+      let all = Array(wanted)
+      var stored: [UUID: ManagedObject] = [:]
+      for start in stride(from: 0, to: all.count, by: 500) {
+        var request = FetchRequest<ManagedObject>(
+          entityName: entity,
+          predicate: try QueryPredicate(
+            format: "\(MirrorModel.identityAttribute) IN %@", argumentArray: [Array(all[start..<min(start + 500, all.count)])]))
+        request.includesPendingChanges = false
+        for object in try context.fetch(request) where !object.isDeleted {
+          if case .uuid(let id)? = object.primitiveValue(forKey: MirrorModel.identityAttribute) { stored[id] = object }
+        }
+      }
+      for id in wanted where found[id] == nil { found[id] = .some(stored[id]) }
     }
   }
 

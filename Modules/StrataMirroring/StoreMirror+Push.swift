@@ -151,7 +151,7 @@ extension StoreMirror {
       let ids = targets.compactMap {
         identity.globalID(of: $0.objectID, stored: $0.primitiveValue(forKey: MirrorModel.identityAttribute))
       }
-      fields[name] = .references(ordered ? ids : ids.sorted { $0.uuidString < $1.uuidString })
+      fields[name] = .references(ordered ? ids : ids.sorted(by: HubLedger.byIdentity))
     }
     return fields
   }

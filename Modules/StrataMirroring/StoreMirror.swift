@@ -28,8 +28,12 @@ public final class StoreMirror: Sendable {
   public let container: PersistentContainer
   /// The hub this replica syncs with.
   public let hub: any MirrorHub
-  /// How many log entries one pull applies in one local transaction.
+  /// How many log entries one request to the hub pulls.
   public let pullBatchSize: Int
+  /// The most changes one pulled save applies (an entry larger than that is one save of its own): what a
+  /// save holds is what every lookup of its unique keys looks through, so bounded saves keep a long first
+  /// pull linear in its changes.
+  public let pulledChangesPerSave: Int
   private let isSyncing = Locked(false)
   /// Whether the hub accepted this replica's model (`MirrorHub.admit(replicaOf:)`), asked once.
   let admitted = Locked(false)
@@ -42,11 +46,18 @@ public final class StoreMirror: Sendable {
   /// the sync stops there and records nothing more, as a killed process would.
   package let failpoint = Locked<(@Sendable (MirrorFailpoint) throws -> Void)?>(nil)
 
-  /// A mirror of `container`'s loaded store with `hub`.
+  /// A mirror of `container`'s loaded store with `hub`, pulling `pullBatchSize` log entries per request
+  /// and applying them in saves of at most `pulledChangesPerSave` changes.
+  ///
+  /// ```swift
+  /// let mirror = try StoreMirror(container: container, hub: hub, pullBatchSize: 500, pulledChangesPerSave: 2_000)
+  /// ```
   ///
   /// - Throws: ``MirrorError/unsupported(_:)`` when the model lacks the mirror's additions (build it with
   ///   ``MirrorModel/adding(to:)``) or cannot be mirrored, or when the store does not track history.
-  public init(container: PersistentContainer, hub: any MirrorHub, pullBatchSize: Int = 500) throws {
+  public init(
+    container: PersistentContainer, hub: any MirrorHub, pullBatchSize: Int = 500, pulledChangesPerSave: Int = 2_000
+  ) throws {
     guard MirrorModel.isAugmented(container.model) else {
       throw MirrorError.unsupported("the container's model lacks the mirror's additions; build it with MirrorModel.adding(to:)")
     }
@@ -57,6 +68,7 @@ public final class StoreMirror: Sendable {
     self.container = container
     self.hub = hub
     self.pullBatchSize = max(1, pullBatchSize)
+    self.pulledChangesPerSave = max(1, pulledChangesPerSave)
   }
 
   /// Sets the sync flag to `running`; `false` when it already was (another sync runs).
@@ -257,8 +269,16 @@ public final class StoreMirror: Sendable {
   }
 
   func pendingTransactions(after token: HistoryToken?, in context: ObjectContext) throws -> [HistoryTransaction] {
-    guard case .transactions(let all) = try context.execute(.fetchHistory(after: token)) else { return [] }
-    return all.filter { $0.author != Self.author }
+    try Self.appTransactions(after: token, in: context).transactions
+  }
+
+  /// The app's transactions in the local history after `token` (the mirror's own skipped: they are never
+  /// pushed), and the last token read, the mirror's own transactions included.
+  static func appTransactions(
+    after token: HistoryToken?, in context: ObjectContext
+  ) throws -> (transactions: [HistoryTransaction], readThrough: HistoryToken?) {
+    guard case .transactions(let all) = try context.execute(.fetchHistory(after: token)) else { return ([], token) }
+    return (all.filter { $0.author != author }, all.last?.token ?? token)
   }
 }
 

@@ -20,16 +20,15 @@ import Synchronization
 /// let mirror = try StoreMirror(container: container, hub: hub)
 /// ```
 public final class PostgresHub: MirrorHub {
-  /// Every object and the log position they are as of.
-  private typealias Objects = (position: Int64, objects: [UUID: HubLedger.Object])
-
   private struct State {
     var connection: HubConnection?
     var losesReplies = 0
-    /// The objects as this hub's last committed push left them, and that push's position. Pushes are
-    /// serialized by the log's lock and each adds a log entry, so while the log still ends at that position
-    /// nobody else has pushed: the next push takes them instead of reading and decoding every object again.
-    var objects: Objects?
+    /// The ledger as this hub's last committed push left it (its objects and their index of references, as
+    /// of its `lastPosition`). Pushes are serialized by the log's lock and each adds a log entry, so while the
+    /// log still ends at that position nobody else has pushed: the next push goes on with it instead of
+    /// reading and decoding every object again. Taken out while a push runs (so that it is changed in place,
+    /// not copied), and put back only once that push has committed.
+    var ledger: HubLedger?
   }
 
   private let uri: String
@@ -149,15 +148,15 @@ public final class PostgresHub: MirrorHub {
   ///   `MirrorError.hubFailed` when it fails the statements (nothing is applied).
   public func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt {
     try withConnection { connection, state in
-      let cached = state.objects
-      var after: Objects?
+      var ledger = state.ledger
+      state.ledger = nil
       let receipt = try connection.transaction {
-        let receipt = try apply(transaction, on: connection, cached: cached, after: &after)
+        let receipt = try apply(transaction, on: connection, ledger: &ledger)
         MirrorFailpoint.reach(.beforeHubCommit)
         return receipt
       }
-      // Committed: the objects as this push left them are the next push's, while the log ends here.
-      if let after { state.objects = after }
+      // Committed: the ledger as this push left it is the next push's, while the log ends here.
+      state.ledger = ledger
       MirrorFailpoint.reach(.afterHubCommit)
       if state.losesReplies > 0 {
         state.losesReplies -= 1
@@ -269,8 +268,10 @@ public final class PostgresHub: MirrorHub {
 
   // MARK: Inside a transaction
 
+  /// `ledger` is the one the last push of this hub left (`nil`: none); on return, the one to keep (`nil` when
+  /// the push applied nothing new).
   private func apply(
-    _ transaction: MirrorTransaction, on connection: HubConnection, cached: Objects?, after: inout Objects?
+    _ transaction: MirrorTransaction, on connection: HubConnection, ledger kept: inout HubLedger?
   ) throws -> MirrorReceipt {
     try connection.query("LOCK TABLE \(table("log")) IN EXCLUSIVE MODE")
     let key = [transaction.replicaID.uuidString, String(transaction.localSequence)]
@@ -283,8 +284,13 @@ public final class PostgresHub: MirrorHub {
     }
     let last = try connection.query("SELECT coalesce(max(position), 0) FROM \(table("log"))").first?.first ?? nil
     let lastPosition = last.flatMap { Int64($0) } ?? 0
-    let before = try cached.flatMap { $0.position == lastPosition ? $0.objects : nil } ?? loadObjects(connection)
-    var ledger = HubLedger(model: model, objects: before, lastPosition: lastPosition, policies: policies)
+    var ledger: HubLedger
+    if var cached = kept.take(), cached.lastPosition == lastPosition {
+      cached.forgetApplied()
+      ledger = consume cached
+    } else {
+      ledger = HubLedger(model: model, objects: try loadObjects(connection), lastPosition: lastPosition, policies: policies)
+    }
     let receipt = try ledger.apply(transaction) { id, position in
       // Only a custom resolver's base value asks: the stored entries naming the object, newest first.
       try connection.query(
@@ -292,8 +298,8 @@ public final class PostgresHub: MirrorHub {
         [String(position), id.uuidString]
       ).map { try self.decode(MirrorLogEntry.self, $0.first ?? nil) }
     }
-    after = (receipt.position, ledger.objects)
-    for (id, object) in ledger.objects where before[id] != object {
+    for id in ledger.changedObjects {
+      guard let object = ledger.objects[id] else { continue }
       try connection.query(
         "INSERT INTO \(table("objects")) (id, entity, deleted_at, state) VALUES ($1, $2, $3, $4) "
           + "ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at, state = excluded.state",
@@ -314,11 +320,12 @@ public final class PostgresHub: MirrorHub {
       key + [String(receipt.position), try encode(receipt)])
     // Delivered to the listeners when (and only if) this transaction commits.
     try connection.query("SELECT pg_notify($1, $2)", [channel, String(receipt.position)])
+    kept = consume ledger
     return receipt
   }
 
-  /// Every object, tombstones included: the delete rules look for the live objects that reference a deleted
-  /// one (this milestone reads them all on each push).
+  /// Every object, tombstones included (the delete rules look for the live objects that reference a deleted
+  /// one): read when another process pushed since this hub's last push.
   private func loadObjects(_ connection: HubConnection) throws -> [UUID: HubLedger.Object] {
     var objects: [UUID: HubLedger.Object] = [:]
     for row in try connection.query("SELECT id, state FROM \(table("objects"))") {

@@ -53,6 +53,16 @@ struct MirrorPolicyTests {
       for replica in replicas { _ = try await replica.mirror.sync() }
     }
 
+    /// A's edit and B's edit, each saved before either replica syncs (neither sees the other's), then A, B
+    /// and A sync (every change reaches both).
+    func concurrently(a editA: (Replica) throws -> Void, b editB: (Replica) throws -> Void) async throws {
+      try editA(a)
+      try a.context.save()
+      try editB(b)
+      try b.context.save()
+      try await sync(a, b, a)
+    }
+
     func expectConverged() throws {
       let hub = try hubObjects().mapValues(\.fields)
       #expect(try a.canonicalDump() == hub)
@@ -62,6 +72,12 @@ struct MirrorPolicyTests {
     func replicaID(_ replica: Replica) throws -> UUID? { try replica.mirror.status().replicaID }
   }
 
+  /// An edit giving apple "Gala" `weight`.
+  static func weigh(_ weight: Int64) -> (Replica) throws -> Void { { try $0.apple("Gala").weight = weight } }
+
+  /// An edit deleting apple "Gala".
+  static func deleteGala(_ replica: Replica) throws { replica.context.delete(try replica.apple("Gala")) }
+
   /// `hubWins` for apples, the standard rule for crates: the apple keeps the weight the hub held (A's, pushed
   /// first) and B's later push of it loses; the crate's note goes to the later push as usual.
   @Test(arguments: Hub.allCases)
@@ -69,13 +85,15 @@ struct MirrorPolicyTests {
     let orchard = try await Orchard(kind, MirrorPolicies(entities: ["Apple": MirrorPolicy(conflicts: .hubWins)]))
     defer { try? FileManager.default.removeItem(at: orchard.directory) }
     let (a, b) = (orchard.a, orchard.b)
-    try a.apple("Gala").weight = 120
-    try a.crate(labelled: "north").note = "from A"
-    try a.context.save()
-    try b.apple("Gala").weight = 150
-    try b.crate(labelled: "north").note = "from B"
-    try b.context.save()
-    try await orchard.sync(a, b, a)
+    try await orchard.concurrently(
+      a: { a in
+        try Self.weigh(120)(a)
+        try a.crate(labelled: "north").note = "from A"
+      },
+      b: { b in
+        try Self.weigh(150)(b)
+        try b.crate(labelled: "north").note = "from B"
+      })
     #expect(try a.apple("Gala").weight == 120 && b.apple("Gala").weight == 120)
     #expect(try a.crate(labelled: "north").note == "from B" && b.crate(labelled: "north").note == "from B")
     try orchard.expectConverged()
@@ -105,11 +123,7 @@ struct MirrorPolicyTests {
     let orchard = try await Orchard(kind, MirrorPolicies(entities: ["Apple": MirrorPolicy(conflicts: addBoth)]))
     defer { try? FileManager.default.removeItem(at: orchard.directory) }
     let (a, b) = (orchard.a, orchard.b)
-    try a.apple("Gala").weight = 120
-    try a.context.save()
-    try b.apple("Gala").weight = 150
-    try b.context.save()
-    try await orchard.sync(a, b, a)
+    try await orchard.concurrently(a: Self.weigh(120), b: Self.weigh(150))
     #expect(try a.apple("Gala").weight == 170 && b.apple("Gala").weight == 170)
     try orchard.expectConverged()
     #expect(
@@ -128,11 +142,7 @@ struct MirrorPolicyTests {
     let orchard = try await Orchard(.memory, MirrorPolicies(defaultPolicy: MirrorPolicy(conflicts: wrong)))
     defer { try? FileManager.default.removeItem(at: orchard.directory) }
     let (a, b) = (orchard.a, orchard.b)
-    try a.apple("Gala").weight = 120
-    try a.context.save()
-    try b.apple("Gala").weight = 150
-    try b.context.save()
-    try await orchard.sync(a, b, a)
+    try await orchard.concurrently(a: Self.weigh(120), b: Self.weigh(150))
     #expect(try a.apple("Gala").weight == 120 && b.apple("Gala").weight == 120)
     try orchard.expectConverged()
   }
@@ -144,11 +154,7 @@ struct MirrorPolicyTests {
     let orchard = try await Orchard(kind, MirrorPolicies(entities: ["Apple": MirrorPolicy(deleteVersusUpdate: .updateWins)]))
     defer { try? FileManager.default.removeItem(at: orchard.directory) }
     let (a, b) = (orchard.a, orchard.b)
-    try a.apple("Gala").weight = 120
-    try a.context.save()
-    b.context.delete(try b.apple("Gala"))
-    try b.context.save()
-    try await orchard.sync(a, b, a)
+    try await orchard.concurrently(a: Self.weigh(120), b: Self.deleteGala)
     #expect(try a.apple("Gala").weight == 120 && b.apple("Gala").weight == 120)
     #expect(try b.apple("Gala").crate?.label == "north")
     try orchard.expectConverged()
@@ -187,11 +193,7 @@ struct MirrorPolicyTests {
     let orchard = try await Orchard(.memory, .standard)
     defer { try? FileManager.default.removeItem(at: orchard.directory) }
     let (a, b) = (orchard.a, orchard.b)
-    try a.apple("Gala").weight = 120
-    try a.context.save()
-    b.context.delete(try b.apple("Gala"))
-    try b.context.save()
-    try await orchard.sync(a, b, a)
+    try await orchard.concurrently(a: Self.weigh(120), b: Self.deleteGala)
     #expect(try a.apples().isEmpty && b.apples().isEmpty)
     #expect(try await a.mirror.conflicts().map(\.rule) == [.deleteWins])
   }

@@ -35,13 +35,19 @@ enum ReplicaStore: String, CaseIterable, Sendable {
 struct Replica {
   let container: PersistentContainer
   let mirror: StoreMirror
+  /// The classes of the model's entities.
+  let types: [ManagedObject.Type]
   var context: ObjectContext { container.viewContext }
 
   /// `notifying` opens the store with remote change notifications (how automatic sync hears of saves
-  /// without looking at the history token).
-  init(_ store: ReplicaStore, hub: any MirrorHub, in directory: URL, name: String, notifying: Bool = false) throws {
+  /// without looking at the history token). `model` is the orchard's unless given, with `types` its classes.
+  init(
+    _ store: ReplicaStore, hub: any MirrorHub, in directory: URL, name: String, notifying: Bool = false,
+    model: ObjectModel = orchardModel, types: [ManagedObject.Type] = [Crate.self, Apple.self]
+  ) throws {
     let registry = StoreRegistry([MemoryStoreFactory(), SQLiteStoreFactory(), LMDBStoreFactory()])
-    container = PersistentContainer(name: name, model: orchardModel, types: [Crate.self, Apple.self], registry: registry)
+    self.types = types
+    container = PersistentContainer(name: name, model: model, types: types, registry: registry)
     let options = StoreOptions(tracksHistory: true, postsRemoteChangeNotifications: notifying)
     switch store {
     case .memory: container.storeDescriptions = [StoreDescription(type: .memory, options: options)]
@@ -75,23 +81,47 @@ struct Replica {
     try #require(try apples().first { $0.variety == variety }, "no apple \(variety)")
   }
 
-  /// Every object by global identity with its fields as they travel (references by global identity).
+  /// Every object by global identity with its fields as they travel: attributes, to-one targets, and the
+  /// lists of the to-many relationships that travel — an ordered one whose inverse is to-one in its order,
+  /// the side of a many-to-many pair that owns its join table (sorted by identity unless ordered) — as the
+  /// store holds them now (the view context is refreshed first).
   func canonicalDump() throws -> [UUID: [String: MirrorField]] {
+    context.refreshAllObjects()
+    let model = container.model
     var dump: [UUID: [String: MirrorField]] = [:]
-    for object in try crates() as [ManagedObject] + apples() {
-      guard let id = try mirror.globalID(of: object) else {
-        Issue.record("\(object.objectID) has no global identity after a sync")
-        continue
+    for type in types {
+      for object in try context.fetch(FetchRequest<ManagedObject>(entityName: type.entityName)) {
+        guard let id = try mirror.globalID(of: object) else {
+          Issue.record("\(object.objectID) has no global identity after a sync")
+          continue
+        }
+        var fields: [String: MirrorField] = [:]
+        for attribute in object.entity.attributes where attribute.name != MirrorModel.identityAttribute {
+          fields[attribute.name] = .value(object.primitiveValue(forKey: attribute.name) ?? .null)
+        }
+        for relationship in object.entity.toOneRelationships {
+          let target = object.value(forKey: relationship.name) as? ManagedObject
+          fields[relationship.name] = .reference(try target.flatMap { try mirror.globalID(of: $0) })
+        }
+        for relationship in object.entity.toManyRelationships {
+          guard let inverse = model.inverse(of: relationship) else { continue }
+          if !inverse.isToMany && relationship.isOrdered {
+            let members = object.value(forKey: relationship.name) as? [ManagedObject] ?? []
+            fields[relationship.name] = .references(try members.compactMap { try mirror.globalID(of: $0) })
+          } else if inverse.isToMany,
+            model.joinTableOwner(of: object.entity.name, relationship).relationship == relationship.name,
+            model.joinTableOwner(of: object.entity.name, relationship).entity == object.entity.name
+          {
+            let members =
+              relationship.isOrdered
+              ? object.value(forKey: relationship.name) as? [ManagedObject] ?? []
+              : Array(object.value(forKey: relationship.name) as? Set<ManagedObject> ?? [])
+            let ids = try members.compactMap { try mirror.globalID(of: $0) }
+            fields[relationship.name] = .references(relationship.isOrdered ? ids : ids.sorted { $0.uuidString < $1.uuidString })
+          }
+        }
+        dump[id] = fields
       }
-      var fields: [String: MirrorField] = [:]
-      for attribute in object.entity.attributes where attribute.name != MirrorModel.identityAttribute {
-        fields[attribute.name] = .value(object.primitiveValue(forKey: attribute.name) ?? .null)
-      }
-      for relationship in object.entity.toOneRelationships {
-        let target = object.value(forKey: relationship.name) as? ManagedObject
-        fields[relationship.name] = .reference(try target.flatMap { try mirror.globalID(of: $0) })
-      }
-      dump[id] = fields
     }
     return dump
   }

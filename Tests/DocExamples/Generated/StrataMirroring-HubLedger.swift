@@ -41,8 +41,17 @@ func StrataMirroring_HubLedger_3(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 4, on `public mutating func apply(_ transaction: MirrorTransaction) throws -> MirrorReceipt`
+// Modules/StrataMirroring/HubLedger.swift, example 4, on `public mutating func forgetApplied()`
 func StrataMirroring_HubLedger_4(_ scope: DocScope) throws {
+  let container: PersistentContainer = scope.container
+  do {
+    var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
+    ledger.forgetApplied()  // ledger.log.isEmpty, ledger.lastPosition == 41
+  }
+}
+
+// Modules/StrataMirroring/HubLedger.swift, example 5, on `public mutating func apply(_ transaction: MirrorTransaction) throws -> MirrorReceipt`
+func StrataMirroring_HubLedger_5(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     var ledger = HubLedger(model: container.model)
@@ -52,8 +61,8 @@ func StrataMirroring_HubLedger_4(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 5, on `public mutating func apply(`
-func StrataMirroring_HubLedger_5(_ scope: DocScope) throws {
+// Modules/StrataMirroring/HubLedger.swift, example 6, on `public mutating func apply(`
+func StrataMirroring_HubLedger_6(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
@@ -62,8 +71,8 @@ func StrataMirroring_HubLedger_5(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 6, on `public func entries(after position: Int64, limit: Int) -> [MirrorLogEntry]`
-func StrataMirroring_HubLedger_6(_ scope: DocScope) throws {
+// Modules/StrataMirroring/HubLedger.swift, example 7, on `public func entries(after position: Int64, limit: Int) -> [MirrorLogEntry]`
+func StrataMirroring_HubLedger_7(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     let ledger = HubLedger(model: container.model)

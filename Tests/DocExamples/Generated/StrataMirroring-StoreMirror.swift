@@ -32,16 +32,25 @@ func StrataMirroring_StoreMirror_1(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 2, on `public func sync() async throws -> SyncReport`
-func StrataMirroring_StoreMirror_2(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 2, on `public init(`
+func StrataMirroring_StoreMirror_2(_ scope: DocScope) throws {
+  let container: PersistentContainer = scope.container
+  let hub: MemoryHub = scope.hub
+  do {
+    let mirror = try StoreMirror(container: container, hub: hub, pullBatchSize: 500, pulledChangesPerSave: 2_000)
+  }
+}
+
+// Modules/StrataMirroring/StoreMirror.swift, example 3, on `public func sync() async throws -> SyncReport`
+func StrataMirroring_StoreMirror_3(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     let report = try await mirror.sync()
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 3, on `public func status() throws -> MirrorStatus`
-func StrataMirroring_StoreMirror_3(_ scope: DocScope) throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 4, on `public func status() throws -> MirrorStatus`
+func StrataMirroring_StoreMirror_4(_ scope: DocScope) throws {
   let transactions: [HistoryTransaction] = scope.transactions
   let mirror: StoreMirror = scope.mirror
   do {
@@ -50,8 +59,8 @@ func StrataMirroring_StoreMirror_3(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 4, on `public func refreshStatus() async throws -> MirrorStatus`
-func StrataMirroring_StoreMirror_4(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 5, on `public func refreshStatus() async throws -> MirrorStatus`
+func StrataMirroring_StoreMirror_5(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     let status = try await mirror.refreshStatus()
@@ -59,16 +68,16 @@ func StrataMirroring_StoreMirror_4(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 5, on `public func waitUntilSynced(retryingEvery interval: Duration = .milliseconds(500)) async throws`
-func StrataMirroring_StoreMirror_5(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 6, on `public func waitUntilSynced(retryingEvery interval: Duration = .milliseconds(500)) async throws`
+func StrataMirroring_StoreMirror_6(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     try await mirror.waitUntilSynced()
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 6, on `public func events() -> AsyncStream<MirrorEvent>`
-func StrataMirroring_StoreMirror_6(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 7, on `public func events() -> AsyncStream<MirrorEvent>`
+func StrataMirroring_StoreMirror_7(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     Task {
@@ -77,16 +86,16 @@ func StrataMirroring_StoreMirror_6(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 7, on `public func conflicts() async throws -> [MirrorConflict]`
-func StrataMirroring_StoreMirror_7(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 8, on `public func conflicts() async throws -> [MirrorConflict]`
+func StrataMirroring_StoreMirror_8(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     for conflict in try await mirror.conflicts() { print(conflict.entityName, conflict.field ?? "delete") }
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 8, on `public func globalID(of object: ManagedObject) throws -> UUID?`
-func StrataMirroring_StoreMirror_8(_ scope: DocScope) throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 9, on `public func globalID(of object: ManagedObject) throws -> UUID?`
+func StrataMirroring_StoreMirror_9(_ scope: DocScope) throws {
   let context: ObjectContext = scope.context
   let mirror: StoreMirror = scope.mirror
   do {
@@ -95,24 +104,24 @@ func StrataMirroring_StoreMirror_8(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 9, on `public func rememberHub(_ location: String) throws`
-func StrataMirroring_StoreMirror_9(_ scope: DocScope) throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 10, on `public func rememberHub(_ location: String) throws`
+func StrataMirroring_StoreMirror_10(_ scope: DocScope) throws {
   let mirror: StoreMirror = scope.mirror
   do {
     try mirror.rememberHub("postgresql://db.example.com/potatoes?schema=mirror")
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 10, on `public static func rememberedHub(of container: PersistentContainer) throws -> String?`
-func StrataMirroring_StoreMirror_10(_ scope: DocScope) throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 11, on `public static func rememberedHub(of container: PersistentContainer) throws -> String?`
+func StrataMirroring_StoreMirror_11(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     if let location = try StoreMirror.rememberedHub(of: container) { print("syncs with \(location)") }
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 11, on `public struct SyncReport: Sendable, Hashable, Codable`
-func StrataMirroring_StoreMirror_11(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 12, on `public struct SyncReport: Sendable, Hashable, Codable`
+func StrataMirroring_StoreMirror_12(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     let report = try await mirror.sync()
@@ -120,15 +129,15 @@ func StrataMirroring_StoreMirror_11(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 12, on `public init(pushed: Int = 0, pulled: Int = 0, conflicts: Int = 0, rejected: Int = 0)`
-func StrataMirroring_StoreMirror_12(_ scope: DocScope) throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 13, on `public init(pushed: Int = 0, pulled: Int = 0, conflicts: Int = 0, rejected: Int = 0)`
+func StrataMirroring_StoreMirror_13(_ scope: DocScope) throws {
   do {
     let nothing = SyncReport()
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 13, on `public struct MirrorStatus: Sendable, Hashable, Codable`
-func StrataMirroring_StoreMirror_13(_ scope: DocScope) throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 14, on `public struct MirrorStatus: Sendable, Hashable, Codable`
+func StrataMirroring_StoreMirror_14(_ scope: DocScope) throws {
   let mirror: StoreMirror = scope.mirror
   do {
     let status = try mirror.status()
@@ -136,8 +145,8 @@ func StrataMirroring_StoreMirror_13(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/StoreMirror.swift, example 14, on `public init(replicaID: UUID?, pendingTransactions: Int, lastPushedPosition: Int64, lastPulledPosition: Int64)`
-func StrataMirroring_StoreMirror_14(_ scope: DocScope) throws {
+// Modules/StrataMirroring/StoreMirror.swift, example 15, on `public init(replicaID: UUID?, pendingTransactions: Int, lastPushedPosition: Int64, lastPulledPosition: Int64)`
+func StrataMirroring_StoreMirror_15(_ scope: DocScope) throws {
   do {
     let status = MirrorStatus(replicaID: nil, pendingTransactions: 0, lastPushedPosition: 0, lastPulledPosition: 0)
   }
