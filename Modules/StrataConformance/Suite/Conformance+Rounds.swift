@@ -7,7 +7,7 @@ extension Conformance {
   /// ones the sanitizer watches; `scripts/test` runs them all.
   ///
   /// ```swift
-  /// for _ in 0..<Conformance.rounds(500) { try checkOneRandomQuery() }
+  /// let queries = Conformance.rounds(500, minimum: 40)  // 500, or 125 with STRATA_CAMPAIGN_PERCENT=25
   /// ```
   public static func rounds(_ full: Int, minimum: Int = 1) -> Int {
     guard let text = ProcessInfo.processInfo.environment["STRATA_CAMPAIGN_PERCENT"], let percent = Int(text),
