@@ -47,7 +47,7 @@ extension PersistentContainer {
   /// ```
   ///
   /// - Throws: `MirrorError.unsupported` when no factory accepts the hub's location, or the model or the
-  ///   store cannot be mirrored (see ``StoreMirror/init(container:hub:pullBatchSize:)``); what the factory
+  ///   store cannot be mirrored (see ``StoreMirror/init(container:hub:pullBatchSize:pulledChangesPerSave:)``); what the factory
   ///   throws for a malformed location.
   public func startMirroring(hubs: [any MirrorHubFactory]) throws -> StoreMirror? {
     guard let options = storeDescriptions.first?.mirroring else { return nil }
