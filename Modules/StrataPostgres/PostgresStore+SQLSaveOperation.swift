@@ -14,7 +14,6 @@ extension SaveOperation: SQLSaveOperation {
   static var reportsUnmatchedRefusals: Bool { false }
   /// Join-table rows go with their objects by `ON DELETE CASCADE`.
   static var deletesJoinRows: Bool { false }
-  static var readsVersionsAtOnce: Bool { true }
 
   func firstSnapshot(_ sql: String, _ bindings: [PGParameter], _ table: PostgresSchema.Table) throws -> Snapshot? {
     let found = try connection.query(sql, bindings)

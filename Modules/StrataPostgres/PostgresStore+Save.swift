@@ -75,14 +75,19 @@ struct SaveOperation {
     return rows.count > 0 ? rows.int64(0, 0) : nil
   }
 
-  /// One `SELECT … WHERE "_pk" = ANY($1)` for every key: a round trip for the save, not one an object.
-  func storedVersions(_ table: PostgresSchema.Table, keys: [Int64]) throws -> [Int64: Int64] {
-    let rows = try connection.queryPrepared(
-      table.selectVersionsByKeysSQL, [.text("{" + keys.map(String.init).joined(separator: ",") + "}")])
-    var versions: [Int64: Int64] = [:]
-    versions.reserveCapacity(Int(rows.count))
-    for row in 0..<rows.count { versions[rows.int64(row, 0)] = rows.int64(row, 1) }
-    return versions
+  /// One `SELECT … WHERE "_pk" = ANY($1)` per entity with more than one checked object: a round trip
+  /// for the save, not one an object.
+  func versionsReadAtOnce() throws -> [String: [Int64: Int64]]? {
+    var read: [String: [Int64: Int64]] = [:]
+    for (entity, keys) in versionCheckedKeys where keys.count > 1 {
+      let rows = try connection.queryPrepared(
+        try schema.table(entity).selectVersionsByKeysSQL, [.text("{" + keys.map(String.init).joined(separator: ",") + "}")])
+      var versions: [Int64: Int64] = [:]
+      versions.reserveCapacity(Int(rows.count))
+      for row in 0..<rows.count { versions[rows.int64(row, 0)] = rows.int64(row, 1) }
+      read[entity] = versions
+    }
+    return read
   }
 
   /// Checks the deferred constraints now, in a savepoint: a uniqueness clash becomes `.constraintConflict`

@@ -24,9 +24,11 @@ package protocol SQLSaveOperation {
   /// The stored version of `id`, the rest of its row unread; `nil` when it is not stored, or (in a
   /// hierarchy) when its row is of an entity that is neither `table`'s nor one of its sub-entities.
   func storedVersion(_ table: Table, _ id: ObjectID) throws -> Int64?
-  /// The stored versions of the rows of `table` with these keys (a key not stored is left out); the
-  /// save asks for them at once when ``readsVersionsAtOnce``.
-  func storedVersions(_ table: Table, keys: [Int64]) throws -> [Int64: Int64]
+  /// The stored versions of the objects the save checks (``versionCheckedKeys``), by entity name and key,
+  /// read at once (a key not stored is left out); `nil`, the default, when the backend reads each with
+  /// ``storedVersion(_:_:)`` (an embedded backend, where a cached statement a row costs less than building
+  /// a batch; a client-server one pays a round trip a statement).
+  func versionsReadAtOnce() throws -> [String: [Int64: Int64]]?
   /// The memberwise initializer of a backend's save operation.
   init(
     connection: Connection, schema: Schema, storeIdentifier: String, changes: ChangeSet,
@@ -39,10 +41,6 @@ package protocol SQLSaveOperation {
   /// Whether deleting an object leaves its join-table rows for the save to delete (else the database
   /// deletes them itself, `ON DELETE CASCADE`).
   static var deletesJoinRows: Bool { get }
-  /// Whether a save reads the versions it checks with one ``storedVersions(_:keys:)`` per entity (a
-  /// client-server backend, where a statement is a round trip) rather than one ``storedVersion(_:_:)``
-  /// each (an embedded one, where a cached statement a row costs less than building the batch).
-  static var readsVersionsAtOnce: Bool { get }
 
   /// Runs first in the save's transaction, before anything is read or written.
   func begin() throws
@@ -204,7 +202,7 @@ extension SQLSaveOperation {
   /// object's stored version is read alone, its whole row only to describe a conflict.
   package func checkVersions() throws {
     let schema = self.schema
-    let read = Self.readsVersionsAtOnce ? try versionsReadAtOnce() : [:]
+    let read = try versionsReadAtOnce() ?? [:]
     let storeIdentifier = self.storeIdentifier
     try OptimisticLocking.check(
       changes, model: model,
@@ -217,19 +215,17 @@ extension SQLSaveOperation {
       stored: { id in try storedSnapshot(try schema.table(id.entityName), id) })
   }
 
-  /// The stored versions of the updated objects and the deleted ones with an expected version, by entity
-  /// and key (``storedVersions(_:keys:)``), for the entities with more than one.
-  private func versionsReadAtOnce() throws -> [String: [Int64: Int64]] {
+  package func versionsReadAtOnce() throws -> [String: [Int64: Int64]]? { nil }
+
+  /// The keys of this store's objects whose versions the save checks (the updated ones, and the deleted
+  /// ones with an expected version), by entity name.
+  package var versionCheckedKeys: [String: [Int64]] {
     var keys: [String: [Int64]] = [:]
     let checked = changes.updated.lazy.map(\.objectID) + changes.deleted.lazy.filter { $0.expectedVersion != nil }.map(\.objectID)
     for id in checked where id.storeIdentifier == storeIdentifier {
       if let pk = id.primaryKey { keys[id.entityName, default: []].append(pk) }
     }
-    var read: [String: [Int64: Int64]] = [:]
-    for (entity, entityKeys) in keys where entityKeys.count > 1 {
-      read[entity] = try storedVersions(try schema.table(entity), keys: entityKeys)
-    }
-    return read
+    return keys
   }
 
   // MARK: Rows

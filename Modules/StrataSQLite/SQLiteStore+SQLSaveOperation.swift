@@ -12,7 +12,6 @@ extension SQLiteSchema: SQLSchemaDescription {
 extension SaveOperation: SQLSaveOperation {
   static var reportsUnmatchedRefusals: Bool { true }
   static var deletesJoinRows: Bool { true }
-  static var readsVersionsAtOnce: Bool { false }
 
   func firstSnapshot(_ sql: String, _ bindings: [SQLValue], _ table: SQLiteSchema.Table) throws -> Snapshot? {
     try connection.query(sql, bindings) { try $0.snapshot(table, storeIdentifier: storeIdentifier) }.first

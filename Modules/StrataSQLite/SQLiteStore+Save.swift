@@ -72,17 +72,6 @@ struct SaveOperation {
     return try connection.withStatement(table.selectVersionByKeySQL, [.integer(pk)]) { try $0.step() ? $0.int64(0) : nil }
   }
 
-  /// One cached `SELECT` a key (SQLite reads the versions one by one: ``readsVersionsAtOnce`` is false).
-  func storedVersions(_ table: SQLiteSchema.Table, keys: [Int64]) throws -> [Int64: Int64] {
-    var versions: [Int64: Int64] = [:]
-    for pk in keys {
-      try connection.withStatement(table.selectVersionByKeySQL, [.integer(pk)]) {
-        if try $0.step() { versions[pk] = $0.int64(0) }
-      }
-    }
-    return versions
-  }
-
   // MARK: Rows
 
   /// The data-column values of a change (stored attributes, then to-one targets) and the to-one
