@@ -196,15 +196,17 @@ public final class ExternalDataStore: PersistentStore {
         continue
       }
       let entity = snapshot.objectID.entityName
-      let key = model.entity(named: entity).map { $0.attributes[position].name }
-      snapshot.attributes[position] = .data(try bytes(of: name, entity: entity, key: key))
+      snapshot.attributes[position] = .data(
+        try bytes(of: name, entity: entity, key: self.model.entity(named: entity)?.attributes[position].name))
     }
   }
 
-  private func bytes(of name: UUID, entity: String, key: String?) throws -> Data {
+  /// The bytes of the value `name`; `key` (only for the error) is looked up when the value is missing.
+  private func bytes(of name: UUID, entity: String, key: @autoclosure () -> String?) throws -> Data {
     let read = try storage.read(name)
     shared.count.add(1, ordering: .relaxed)
     if let read { return read }
+    let key = key()
     throw StoreError(
       .corrupted, "the value of \(entity).\(key ?? "?") kept in external storage (\(name.uuidString)) is missing",
       entity: entity, key: key)
