@@ -65,21 +65,20 @@ public final class ExternalDataStore: PersistentStore {
   public static func wrappingIfNeeded(
     _ store: any PersistentStore, storage: any ExternalDataStorage, requestedModel: ObjectModel?
   ) throws -> any PersistentStore {
-    let needed: Bool
+    let names: [UUID: Date]
     do {
-      needed = try requestedModel == nil || needsWrapper(store.model, storage: storage)
+      names = try storage.names()
     } catch {
       store.close()
       throw error
     }
-    return needed ? try wrapping(store, storage: storage) : store
+    let needed = requestedModel == nil || !names.isEmpty || allowsExternalStorage(store.model)
+    return needed ? try wrapping(store, storage: storage, names: names) : store
   }
 
-  /// Whether a store of `model` over `storage` needs the wrapper: an attribute allows external storage,
-  /// or the storage holds values (a model that turned the option off still reads them).
-  static func needsWrapper(_ model: ObjectModel, storage: any ExternalDataStorage) throws -> Bool {
-    try model.entities.contains { $0.attributes.contains(where: \.allowsExternalBinaryDataStorage) }
-      || !storage.names().isEmpty
+  /// Whether an attribute of `model` allows external storage.
+  static func allowsExternalStorage(_ model: ObjectModel) -> Bool {
+    model.entities.contains { $0.attributes.contains(where: \.allowsExternalBinaryDataStorage) }
   }
 
   /// `store` wrapped so that its large external-storage values live in `storage`, with values that no row
@@ -90,9 +89,23 @@ public final class ExternalDataStore: PersistentStore {
   /// wrapped.close()
   /// ```
   public static func wrapping(_ store: any PersistentStore, storage: any ExternalDataStorage) throws -> ExternalDataStore {
+    let names: [UUID: Date]
     do {
-      let wrapped = try ExternalDataStore(store, storage: storage)
-      if !store.options.isReadOnly { try wrapped.removeOrphans() }
+      names = try storage.names()
+    } catch {
+      store.close()
+      throw error
+    }
+    return try wrapping(store, storage: storage, names: names)
+  }
+
+  /// As ``wrapping(_:storage:)``, with `names` the storage's values as listed once by the caller.
+  private static func wrapping(
+    _ store: any PersistentStore, storage: any ExternalDataStorage, names: [UUID: Date]
+  ) throws -> ExternalDataStore {
+    do {
+      let wrapped = ExternalDataStore(store, storage: storage, holdsValues: !names.isEmpty)
+      if !store.options.isReadOnly { try wrapped.removeOrphans(among: names) }
       return wrapped
     } catch {
       store.close()
@@ -100,7 +113,7 @@ public final class ExternalDataStore: PersistentStore {
     }
   }
 
-  private init(_ inner: any PersistentStore, storage: any ExternalDataStorage) throws {
+  private init(_ inner: any PersistentStore, storage: any ExternalDataStorage, holdsValues: Bool) {
     self.inner = inner
     self.storage = storage
     defers = false
@@ -116,8 +129,7 @@ public final class ExternalDataStore: PersistentStore {
       if !binary.isEmpty { data[entity.name] = binary }
     }
     externalAttributes = external
-    let hasStoredValues = try !storage.names().isEmpty
-    resolvedAttributes = !external.isEmpty || hasStoredValues ? data : [:]
+    resolvedAttributes = !external.isEmpty || holdsValues ? data : [:]
     eagerAttributes = resolvedAttributes
   }
 
@@ -409,9 +421,9 @@ public final class ExternalDataStore: PersistentStore {
     }
   }
 
-  /// Removes the stored values that no row names and that are older than ``orphanAge``.
-  func removeOrphans() throws {
-    let names = try storage.names()
+  /// Removes the stored values among `names` (the storage's listing) that no row names and that are older
+  /// than ``orphanAge``.
+  func removeOrphans(among names: [UUID: Date]) throws {
     guard !names.isEmpty else { return }
     var referenced = Set<UUID>()
     for entity in model.entities where resolvedAttributes[entity.name] != nil {
@@ -470,8 +482,9 @@ public final class ExternalDataStore: PersistentStore {
     let migrated = try inner.migrated(along: steps, reporting: progress)
     do {
       let storage = storage.serving(migrated)
-      guard try Self.needsWrapper(migrated.model, storage: storage) else { return migrated }
-      return try ExternalDataStore(migrated, storage: storage)
+      let holdsValues = try !storage.names().isEmpty
+      guard holdsValues || Self.allowsExternalStorage(migrated.model) else { return migrated }
+      return ExternalDataStore(migrated, storage: storage, holdsValues: holdsValues)
     } catch {
       migrated.close()
       throw error
