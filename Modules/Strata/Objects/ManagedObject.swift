@@ -863,6 +863,13 @@ extension ManagedObject {
     }
   }
 
+  /// The value at `index` as an undo restores it: an external-storage value still held as its reference is
+  /// read first, since the save that replaces it removes what the reference names.
+  private func undoableValue(at index: Int, info: EntityInfo) -> Value {
+    if info.hasExternalAttributes { _ = loadExternalValue(at: index) }
+    return values[index]
+  }
+
   /// ``loadExternalValue(at:)``, throwing what reading the value throws.
   func loadExternalValueNow(at index: Int) throws {
     guard let info, index < info.isExternal.count, info.isExternal[index], index < values.count,
@@ -915,7 +922,7 @@ extension ManagedObject {
     fireFault()
     guard values[index] != value, let info else { return }
     withContext { context in
-      context.recordUndo(.attribute(self, index: index, value: values[index]))
+      context.recordUndo(.attribute(self, index: index, value: undoableValue(at: index, info: info)))
       context.noteChange(self, .updated)
     }
     replaceAttribute(value, at: index)

@@ -316,6 +316,41 @@ enum ExternalStorageLazyCases {
     #expect(try s.poster("Cube") == posters[2])
   }
 
+  /// An undo restores an external-storage value its context replaced without reading, after another
+  /// context's save replaced it in the store and removed the old value: as its bytes, not a reference to
+  /// what is gone.
+  static func undoRestoresAValueNeverRead(_ backend: ConformanceBackend) async throws {
+    let s = try ExternalStorageStore(backend)
+    defer { s.container.close() }
+    let posters = posters()
+    try s.insert("Alien", poster: posters[0])
+    let request = FetchRequest<ManagedObject>(entityName: "Film")
+    let editor = s.container.newBackgroundContext()
+    let undo = ContextUndoManager()
+    let film = try editor.performAndWait {
+      editor.undoManager = undo
+      let film = try editor.fetch(request)[0]
+      try film.setValue(posters[1], forKey: "poster")
+      return film
+    }
+    let other = s.container.newBackgroundContext()
+    try other.performAndWait {
+      try other.fetch(request)[0].setValue(posters[2], forKey: "poster")
+      try other.save()
+    }
+    try editor.performAndWait {
+      editor.refresh(film, mergeChanges: true)
+      undo.undo()
+      let changed = film.changedValues()["poster"]
+      let restored = changed == .data(posters[0])
+      #expect(restored, "the undone value, as its bytes: \(String(describing: changed).prefix(80))")
+      let read = film.value(forKey: "poster") as? Data
+      #expect(read == posters[0], "the undone value reads back (\(read?.count ?? 0) bytes)")
+      try editor.save()
+    }
+    #expect(try s.poster("Alien") == posters[0], "the restored value was saved whole")
+  }
+
   static func aPinnedContextReadsValuesReplacedSince(_ backend: ConformanceBackend) async throws {
     let s = try ExternalStorageStore(backend)
     defer { s.container.close() }

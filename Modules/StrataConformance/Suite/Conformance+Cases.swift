@@ -382,6 +382,7 @@ extension Conformance.Area {
         "childContextsReadAndKeepTheValues": ExternalStorageLazyCases.childContextsReadAndKeepTheValues,
         "aPinnedContextReadsValuesReplacedSince": ExternalStorageLazyCases.aPinnedContextReadsValuesReplacedSince,
         "storesAreWrappedOnlyWhenNeeded": ExternalStorageLazyCases.storesAreWrappedOnlyWhenNeeded,
+        "undoRestoresAValueNeverRead": ExternalStorageLazyCases.undoRestoresAValueNeverRead,
       ])
     case .mirroring:
       typealias M = MirroringCases
