@@ -452,6 +452,17 @@ final class PostgresConnection: @unchecked Sendable {
     }
   }
 
+  /// Runs `statement` in a savepoint, in one round trip with it; rolled back (and the error rethrown) when it
+  /// fails, as ``savepoint(_:)``.
+  func savepoint(_ statement: String) throws {
+    do {
+      try execute("SAVEPOINT strata_try; \(statement); RELEASE SAVEPOINT strata_try")
+    } catch {
+      if isOpen { try? execute("ROLLBACK TO SAVEPOINT strata_try; RELEASE SAVEPOINT strata_try") }
+      throw error
+    }
+  }
+
   /// Runs `body` in a savepoint, rolled back (and the error rethrown) when it throws; the open
   /// transaction stays usable after a failed statement inside it.
   func savepoint<R>(_ body: () throws -> R) throws -> R {

@@ -672,7 +672,7 @@ final class PostgresMigration: SQLMigrationRun {
         continue
       }
       do {
-        try connection.savepoint { try connection.execute(new.createSQL(index)) }
+        try connection.savepoint(new.createSQL(index))
       } catch let error as PostgresError where error.isUniqueViolation {
         conflicts += try clashes(of: index, on: connection)
       }

@@ -43,10 +43,11 @@ struct PostgresStoreCore: SQLStore {
   var historyTables: PostgresHistoryTables { PostgresHistoryTables(schema: store.schema, storeIdentifier: store.identifier) }
 
   /// `body` in one transaction (retried on serialization failures), sending `NOTIFY` with a change; the
-  /// change is yielded once committed.
+  /// change is yielded once committed. Unique constraints and foreign keys are deferred from `BEGIN`: a
+  /// save checks them on its final state (`SaveOperation.checkConstraints(recomputed:)`).
   func commit<R: Sendable>(_ body: (PostgresConnection) throws -> (R, StoreChange?)) throws -> R {
     let bound = store.isBoundToMigration
-    let (result, change) = try store.write { connection in
+    let (result, change) = try store.write(deferringConstraints: true) { connection in
       let outcome = try body(connection)
       if outcome.1 != nil, !bound { try store.notify(connection) }
       return outcome

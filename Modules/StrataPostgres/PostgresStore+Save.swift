@@ -57,11 +57,6 @@ struct SaveOperation {
   let history: SQLHistoryRecorder<PostgresHistoryTables>?
   var state: SQLSaveState
 
-  /// Unique constraints and foreign keys are checked at the end of the save (``checkConstraints(recomputed:)``).
-  func begin() throws {
-    try connection.execute("SET CONSTRAINTS ALL DEFERRED")
-  }
-
   mutating func writeObjects(excluding deleted: Set<ObjectID>) throws {
     for change in changes.updated where !deleted.contains(change.objectID) { try update(change) }
     try insertAll(changes.inserted)
@@ -91,10 +86,11 @@ struct SaveOperation {
   }
 
   /// Checks the deferred constraints now, in a savepoint: a uniqueness clash becomes `.constraintConflict`
-  /// listing every clash of the final state, a dangling reference `.validation`.
+  /// listing every clash of the final state, a dangling reference `.validation`. (The save's transaction
+  /// deferred them from its `BEGIN`: see `PostgresStoreCore.commit(_:)`.)
   func checkConstraints(recomputed: [Snapshot]) throws {
     do {
-      try connection.savepoint { try connection.execute("SET CONSTRAINTS ALL IMMEDIATE") }
+      try connection.savepoint("SET CONSTRAINTS ALL IMMEDIATE")
     } catch let error as PostgresError where error.isUniqueViolation {
       var written = changes.inserted + changes.updated
       for snapshot in recomputed {

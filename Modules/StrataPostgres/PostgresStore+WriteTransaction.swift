@@ -6,11 +6,13 @@ extension PostgresStore {
   /// Runs `body` in one transaction on `connection`, retrying it from the start (up to
   /// ``PostgresStoreConfiguration/retryLimit`` times) when the server reports a serialization failure
   /// (40001) or a deadlock (40P01); then the error is reported.
-  func writeTransaction<R: Sendable>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> R) throws -> R {
+  func writeTransaction<R: Sendable>(
+    _ connection: PostgresConnection, deferringConstraints: Bool, _ body: (PostgresConnection) throws -> R
+  ) throws -> R {
     var attempt = 0
     while true {
       do {
-        return try committing(connection, body)
+        return try committing(connection, deferringConstraints: deferringConstraints, body)
       } catch let error as PostgresError where error.isSerializationFailure {
         guard attempt < configuration.retryLimit else {
           throw StoreError(
@@ -23,12 +25,16 @@ extension PostgresStore {
     }
   }
 
-  /// `BEGIN` (noting the transaction's ID), `body`, `COMMIT`. A connection lost before `COMMIT` was sent
+  /// `BEGIN` (noting the transaction's ID, and deferring constraints when asked, in one round trip), `body`,
+  /// `COMMIT`. A connection lost before `COMMIT` was sent
   /// means the server rolled the transaction back; one lost while committing is asked about on a new
   /// connection (`txid_status`), so the `.io` error says whether the save was committed — never half.
-  private func committing<R: Sendable>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> R) throws -> R {
+  private func committing<R: Sendable>(
+    _ connection: PostgresConnection, deferringConstraints: Bool, _ body: (PostgresConnection) throws -> R
+  ) throws -> R {
     // A connection found lost here has done nothing yet: the pool reconnects and runs the write again.
-    let transaction = try connection.textQuery("BEGIN; SELECT txid_current()")
+    let transaction = try connection.textQuery(
+      deferringConstraints ? "BEGIN; SET CONSTRAINTS ALL DEFERRED; SELECT txid_current()" : "BEGIN; SELECT txid_current()")
     let result: R
     do {
       result = try body(connection)

@@ -217,20 +217,31 @@ public final class PostgresStore: SQLStoreBase {
   }
 
   /// Runs `body` in one transaction on a pooled connection, holding this store's write lock (a store
-  /// bound to a migration: in a savepoint of the migration's transaction).
+  /// bound to a migration: in a savepoint of the migration's transaction). With `deferringConstraints`,
+  /// deferrable constraints are checked at the end of the transaction (or when `body` asks), set in the
+  /// same round trip as `BEGIN`.
   ///
   /// - Throws: `.misuse` on the thread migrating the store, which holds the lock already (a custom stage
   ///   writing through the store being migrated instead of the one it is handed).
-  func write<R: Sendable>(_ body: (PostgresConnection) throws -> R) throws -> R {
+  func write<R: Sendable>(deferringConstraints: Bool = false, _ body: (PostgresConnection) throws -> R) throws -> R {
     try checkOpen()
     if options.isReadOnly { throw StoreError(.readOnly, "the store \(location) was opened read-only") }
-    if bound != nil { return try onBoundConnection { connection in try connection.transaction { try body(connection) } } }
+    if bound != nil {
+      return try onBoundConnection { connection in
+        try connection.transaction {
+          if deferringConstraints { try connection.execute("SET CONSTRAINTS ALL DEFERRED") }
+          return try body(connection)
+        }
+      }
+    }
     if migratingThread.withLock({ thread in thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }) {
       throw StoreError(
         .misuse, "the store \(location) is being migrated: a migration stage writes through the store it is handed")
     }
     return try writeLock.withLock { _ in
-      try pool.withConnection { connection in try writeTransaction(connection, body) }
+      try pool.withConnection { connection in
+        try writeTransaction(connection, deferringConstraints: deferringConstraints, body)
+      }
     }
   }
 
