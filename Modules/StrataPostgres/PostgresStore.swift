@@ -426,17 +426,17 @@ final class PostgresPool: Sendable {
     slots = []
   }
 
-  /// Runs `body` on a free connection (or waits for one).
+  /// Runs `body` on the first free connection in slot order (or waits for one): a store used by one
+  /// thread at a time keeps one connection open, warm with its prepared statements; others open only when
+  /// operations overlap.
   func withConnection<R: Sendable>(_ body: (PostgresConnection) throws -> R) throws -> R {
     guard !slots.isEmpty else { throw StoreError(.misuse, "the store \(target.display) has no connections") }
-    let start = Int(next.add(1, ordering: .relaxed).oldValue.magnitude % UInt(slots.count))
-    for offset in 0..<slots.count {
-      let slot = slots[(start + offset) % slots.count]
+    for slot in slots {
       if let result = try slot.state.withLockIfAvailable({ connection in try self.run(&connection, body) }) {
         return result
       }
     }
-    return try slots[start].use(self, body)
+    return try slots[Int(next.add(1, ordering: .relaxed).oldValue.magnitude % UInt(slots.count))].use(self, body)
   }
 
   /// Opens the slot's connection when it has none (or lost it), then runs `body`; maps libpq failures.

@@ -62,6 +62,18 @@ struct PostgresOperatorTests {
     #expect(try Self.sessions(named: configured, admin) >= 1)
   }
 
+  @Test func aStoreUsedFromOneThreadAtATimeHoldsOneConnection() throws {
+    let admin = try Self.admin()
+    defer { admin.close() }
+    let name = "strata-sequential-\(UUID().uuidString.prefix(8).lowercased())"
+    let store = try PostgresStore(
+      url: try Self.location(), model: Self.model, configuration: PostgresStoreConfiguration(applicationName: name))
+    defer { store.close() }
+    #expect(store.configuration.poolSize > 1)
+    for _ in 0..<(2 * store.configuration.poolSize) { _ = try store.count(FetchDescription(entityName: "Note")) }
+    #expect(try Self.sessions(named: name, admin) == 1, "sequential operations reuse the open connection")
+  }
+
   /// Potatoes and their tastings, as TaterRater keeps them.
   static let tastingModel: ObjectModel = {
     do {
