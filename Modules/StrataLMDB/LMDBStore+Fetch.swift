@@ -298,7 +298,7 @@ struct LMDBFetch {
         rows.append(snapshot)
         return true
       }
-      if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
+      if !request.sortDescriptors.isEmpty { try sorter.sort(&rows, source: reader) }
       return try request.result(from: rows, dictionaries: dictionaries, source: reader)
     }
     if let limit = request.effectiveLimit, !request.sortDescriptors.isEmpty {
