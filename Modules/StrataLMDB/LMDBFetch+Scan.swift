@@ -10,9 +10,13 @@ extension LMDBFetch {
   /// A record is decoded only when it may be handed over: the first `skipping` matches are passed over
   /// (without a predicate, without decoding them), a record the predicate's ``RecordProbe`` rejects is
   /// passed over, and so is one `admits` (given its table's position, key and bytes) refuses.
+  ///
+  /// With `undecoded` (and neither `skipping` nor `admits`), a record the probe alone shows to match is
+  /// handed to it instead of `body`, without being decoded: a count's matches need no snapshot.
   func scanMatches(
     _ txn: LMDBTransaction, _ reader: LMDBReader, skipping: Int,
     admits: ((_ table: Int, _ pk: Int64, _ record: UnsafeRawBufferPointer) throws -> Bool)?,
+    undecoded: ((_ remaining: Int) throws -> Bool)? = nil,
     _ body: (consuming Snapshot, _ remaining: Int) throws -> Bool
   ) throws {
     let tables = scannedTables
@@ -38,7 +42,14 @@ extension LMDBFetch {
         skip -= 1
         return true
       }
-      if let probe = probes[index], !probe.mayMatch(value) { return true }
+      if let probe = probes[index] {
+        switch probe.verdict(value) {
+        case .no: return true
+        case .yes:
+          if let undecoded, skip == 0, admits == nil { return try undecoded(remaining) }
+        case .maybe: break
+        }
+      }
       if let admits, !(try admits(index, pk, value)) { return true }
       counter?.add()
       var snapshot: Snapshot

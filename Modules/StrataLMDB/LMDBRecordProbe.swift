@@ -6,7 +6,7 @@ import Synchronization
 /// `title CONTAINS[cd] 'x' AND year > 1990`) from a record's bytes, before decoding it: each tested value is
 /// read where it lies (a string's UTF-8 handed to the test's ``StringMatcher`` without making a `String`),
 /// the attributes between them skipped. A record the probe rejects is never decoded, so a scan costs the
-/// records that match, not every record.
+/// records that match, not every record; a count does not decode those it accepts either.
 ///
 /// It only ever says "no" when the evaluator would: a test is the evaluator's own comparison on the same
 /// value. Damaged bytes, or a test that throws, make it say "maybe", and the record is decoded and
@@ -26,13 +26,23 @@ struct RecordProbe {
     self.tests = tests.sorted { $0.index < $1.index }
   }
 
-  /// False when the record surely does not match; true when it may.
-  func mayMatch(_ bytes: UnsafeRawBufferPointer) -> Bool {
+  /// What the tested attributes' bytes say about a record.
+  enum Verdict {
+    /// The record does not match.
+    case no
+    /// The record matches: every test was read and holds (the evaluator would say so of its snapshot).
+    case yes
+    /// The bytes could not decide (damaged, or a test threw): decode the record and evaluate it.
+    case maybe
+  }
+
+  /// Whether the record matches, from the bytes of the attributes the tests read (the others skipped).
+  func verdict(_ bytes: UnsafeRawBufferPointer) -> Verdict {
     var reader = RecordReader(bytes: bytes)
     do throws(RecordHeaderDamage) {
       _ = try reader.header()
     } catch {
-      return true
+      return .maybe
     }
     let start = reader.offset
     var position = 0
@@ -43,14 +53,14 @@ struct RecordProbe {
         position = 0
       }
       while position < test.index {
-        guard reader.skipValue(fields[position]) else { return true }
+        guard reader.skipValue(fields[position]) else { return .maybe }
         position += 1
       }
-      guard let holds = Self.test(test, fields[position], &reader) else { return true }
+      guard let holds = Self.test(test, fields[position], &reader) else { return .maybe }
       position += 1
-      if !holds { return false }
+      if !holds { return .no }
     }
-    return true
+    return .yes
   }
 
   /// Whether `test` holds for the value `reader` is at (a value of `field`); `nil` when the bytes are not
@@ -59,18 +69,28 @@ struct RecordProbe {
     _ test: PredicateEvaluator.AttributeTest, _ field: RecordField, _ reader: inout RecordReader
   ) -> Bool? {
     do {
+      if field == .transient { return try test.holds(.null) }
+      guard let tag = reader.byte() else { return nil }
+      if tag == 0 { return try test.holds(.null) }
+      guard tag == field.rawValue || (field == .bool && tag == RecordField.trueTag) else { return nil }
       switch field {
       case .string:
-        guard let tag = reader.byte() else { return nil }
-        if tag == 0 { return try test.holds(.null) }
-        guard tag == RecordField.string.rawValue, let slice = reader.slice() else { return nil }
+        guard let slice = reader.slice() else { return nil }
         return try test.holds(utf8: slice.assumingMemoryBound(to: UInt8.self))
       case .integer:
-        guard let tag = reader.byte() else { return nil }
-        if tag == 0 { return try test.holds(.null) }
-        guard tag == RecordField.integer.rawValue, let bits = reader.varint() else { return nil }
+        guard let bits = reader.varint() else { return nil }
         return try test.holds(.int(RecordCodec.unzigzag(bits)))
+      case .double:
+        guard let bits = reader.fixed64() else { return nil }
+        return try test.holds(.double(Double(bitPattern: bits)))
+      case .bool:
+        return try test.holds(.bool(tag == RecordField.trueTag))
+      case .date:
+        guard let bits = reader.fixed64() else { return nil }
+        return try test.holds(.date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))))
       default:
+        // A rarer kind, read as the decoder reads it, its tag already consumed.
+        reader.offset -= 1
         var values: [Value] = []
         guard reader.appendValue(field, to: &values), let value = values.first else { return nil }
         return try test.holds(value)

@@ -35,6 +35,12 @@ final class LMDBScope: Sendable {
       records = table.records
       decoder = table.decoder
     }
+
+    /// The decoder's snapshot of a record of the table. A method of the source: `source.decoder.decode`
+    /// in a loop copied the decoder out of the source (retaining each of its fields) for every record.
+    func decode(_ bytes: UnsafeRawBufferPointer, primaryKey: Int64) throws -> Snapshot {
+      try decoder.decode(bytes, primaryKey: primaryKey)
+    }
   }
 
   init(schema: LMDBSchema, storeIdentifier: String, maxKeySize: Int) {
@@ -158,7 +164,7 @@ final class LMDBScope: Sendable {
       }
       previous = (source.records, pk)
       tally.add(entry.key, entry.value)
-      result.append(try source.decoder.decode(entry.value, primaryKey: pk))
+      result.append(try source.decode(entry.value, primaryKey: pk))
     }
     return result
   }
@@ -171,7 +177,7 @@ final class LMDBScope: Sendable {
     else { return nil }
     let source = recordSources[index]
     return try txn.get(source.records, primaryKey: pk) { bytes in
-      try bytes.map { try source.decoder.decode($0, primaryKey: pk) }
+      try bytes.map { try source.decode($0, primaryKey: pk) }
     }
   }
 

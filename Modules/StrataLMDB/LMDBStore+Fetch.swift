@@ -255,6 +255,20 @@ struct LMDBFetch {
         return .count(Self.page(count: total, request))
       }
       var total = 0
+      if plan == nil {
+        // Records the probe decides are counted from their tested attributes' bytes, never decoded.
+        try scanMatches(
+          txn, reader, skipping: 0, admits: nil,
+          undecoded: { _ in
+            total += 1
+            return true
+          }
+        ) { _, _ in
+          total += 1
+          return true
+        }
+        return .count(Self.page(count: total, request))
+      }
       try eachMatch(txn, reader, skipping: 0) { _, _ in
         total += 1
         return true
@@ -284,7 +298,7 @@ struct LMDBFetch {
         rows.append(snapshot)
         return true
       }
-      if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: reader) }
+      if !request.sortDescriptors.isEmpty { try sorter.sort(&rows, source: reader) }
       return try request.result(from: rows, dictionaries: dictionaries, source: reader)
     }
     if let limit = request.effectiveLimit, !request.sortDescriptors.isEmpty {

@@ -18,7 +18,7 @@ extension MemoryStore {
     var rows = state.orderedRows(
       of: model.inheritance.fetchedEntities(entity.name, includesSubentities: request.includesSubentities))
     if let evaluator { rows = try evaluator.filter(rows, source: source) }
-    if !request.sortDescriptors.isEmpty { rows = try sorter.sorted(rows, source: source) }
+    if !request.sortDescriptors.isEmpty { try sorter.sort(&rows, source: source) }
     return try request.result(from: rows, dictionaries: dictionaries, source: source)
   }
 }

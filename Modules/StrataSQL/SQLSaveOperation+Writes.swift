@@ -15,7 +15,8 @@ extension SQLSaveOperation {
     let storeIdentifier = self.storeIdentifier
     let deletedIDs = Set(
       deleted.flatMap { entity, keys in
-        keys.map { ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: $0) }
+        let template = ObjectID(entityName: entity, storeIdentifier: storeIdentifier, primaryKey: 0)
+        return keys.map { template.withPrimaryKey($0) }
       })
     try writeObjects(excluding: deletedIDs)
     try applyPatches()

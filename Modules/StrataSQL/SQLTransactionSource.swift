@@ -17,8 +17,10 @@ package struct SQLTransactionSource<Operation: SQLSaveOperation>: EvaluationSour
   package func relatedObjectIDs(of id: ObjectID, relationship: RelationshipDescription) throws -> [ObjectID] {
     guard id.storeIdentifier == operation.storeIdentifier, let pk = id.primaryKey else { return [] }
     let sql = operation.schema.relatedKeysSQL(id.entityName, relationship)
+    // The targets' entity and store interned once, not once per target.
+    let template = ObjectID(entityName: relationship.destination, storeIdentifier: operation.storeIdentifier, primaryKey: 0)
     return try operation.connection.query(sql, [Operation.Schema.encode(.int(pk))]) { $0.int64(0) }.map {
-      ObjectID(entityName: relationship.destination, storeIdentifier: operation.storeIdentifier, primaryKey: $0)
+      template.withPrimaryKey($0)
     }
   }
 }

@@ -66,6 +66,10 @@ final class SQLiteConnection: @unchecked Sendable {
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
   }
   private var cache: [String: CachedStatement] = [:]
+  /// The statement found last, under its SQL (kept, so that the address of its UTF-8 stays its own) and that
+  /// address: a call with the very same string (a table's `SELECT … WHERE _pk = ?` for every fault) finds it
+  /// by comparing the address and length, without hashing the text.
+  private var last: (sql: String, address: UnsafeRawPointer, count: Int, entry: CachedStatement)?
   /// How many savepoints ``transaction(immediate:_:)`` holds open inside the connection's transaction.
   private var savepointDepth = 0
   private static let cacheLimit = 128
@@ -111,6 +115,7 @@ final class SQLiteConnection: @unchecked Sendable {
   func close() {
     for statement in cache.values { sqlite3_finalize(statement.pointer) }
     cache.removeAll()
+    last = nil
     if let handle { sqlite3_close_v2(handle) }
     handle = nil
   }
@@ -162,7 +167,7 @@ final class SQLiteConnection: @unchecked Sendable {
     let db = try requireHandle()
     let pointer: OpaquePointer
     let entry: CachedStatement?
-    let existing = cache[sql]
+    let existing = cachedStatement(sql)
     if let existing, !existing.inUse {
       pointer = existing.pointer
       entry = existing
@@ -175,6 +180,7 @@ final class SQLiteConnection: @unchecked Sendable {
         if cache.count >= Self.cacheLimit, let victim = cache.first(where: { !$0.value.inUse }) {
           sqlite3_finalize(victim.value.pointer)
           cache.removeValue(forKey: victim.key)
+          if last?.entry === victim.value { last = nil }
         }
         let added = CachedStatement(stmt)
         cache[sql] = added
@@ -201,6 +207,24 @@ final class SQLiteConnection: @unchecked Sendable {
       logStatement(sql, bindings, started: started, outcome: "failed: \(error)")
       throw error
     }
+  }
+
+  /// The cached statement of `sql`, if any: ``last`` when `sql` is the same string, else by the text's hash.
+  @inline(__always)
+  private func cachedStatement(_ sql: String) -> CachedStatement? {
+    let address = Self.storageAddress(sql)
+    if let last, let address, address == last.address, sql.utf8.count == last.count { return last.entry }
+    let found = cache[sql]
+    if let found, let address { last = (sql, address, sql.utf8.count, found) }
+    return found
+  }
+
+  /// Where a native string longer than a small string keeps its UTF-8 (the same for every copy of it, and
+  /// no other string's while one is kept); `nil` for a small string, whose bytes are copied to the stack.
+  @inline(__always)
+  private static func storageAddress(_ sql: String) -> UnsafeRawPointer? {
+    guard sql.utf8.count > 15 else { return nil }
+    return sql.utf8.withContiguousStorageIfAvailable { UnsafeRawPointer($0.baseAddress) } ?? nil
   }
 
   /// Logs a statement run (``StrataLog``): its SQL, and from level 2 its bound values and duration.

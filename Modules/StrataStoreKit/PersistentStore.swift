@@ -200,8 +200,11 @@ extension PersistentStore {
   ) throws {
     var request = request
     request.resultType = .snapshots
-    guard case .snapshots(let snapshots) = try fetch(request, generation: generation) else { return }
-    for i in snapshots.indices { try body(snapshots[i], snapshots.count - i - 1) }
+    guard case .snapshots(var snapshots) = try fetch(request, generation: generation) else { return }
+    // Each snapshot moved out to `body` (last first after a reversal), not copied: a copy retained its
+    // arrays, and releasing the array released them again.
+    snapshots.withUnsafeMutableBufferPointer { $0.reverse() }
+    while let snapshot = snapshots.popLast() { try body(snapshot, snapshots.count) }
   }
 
   public func currentHistoryToken() throws -> HistoryToken? { nil }

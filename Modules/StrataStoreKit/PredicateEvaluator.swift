@@ -79,7 +79,7 @@ public struct PredicateEvaluator: Sendable {
       guard case .comparison(let comparison) = node, let direct = comparison.direct,
         case .attribute(let index) = direct.left
       else { return nil }
-      return AttributeTest(index: index, comparison: comparison)
+      return AttributeTest(index: index, comparison: comparison, plainString: Self.plainString(comparison))
     }
     switch root {
     case .comparison: return test(root).map { [$0] }
@@ -94,11 +94,26 @@ public struct PredicateEvaluator: Sendable {
     }
   }
 
+  /// The constant's UTF-8 when `comparison` orders or equates strings by code point (`==`, `<`, … without
+  /// options): such a comparison of a string with it is a comparison of their UTF-8 bytes.
+  private static func plainString(_ comparison: CompiledComparison) -> [UInt8]? {
+    guard comparison.options.isEmpty, comparison.modifier == .direct, comparison.idMembership == nil,
+      case .string(let text) = comparison.direct?.right
+    else { return nil }
+    switch comparison.op {
+    case .equalTo, .notEqualTo, .lessThan, .lessThanOrEqualTo, .greaterThan, .greaterThanOrEqualTo:
+      return Array(text.utf8)
+    default: return nil
+    }
+  }
+
   /// One comparison of an attribute of the object itself against a constant (``attributeTests``).
   package struct AttributeTest: Sendable {
     /// The attribute's position in the entity's attributes.
     package let index: Int
     fileprivate let comparison: CompiledComparison
+    /// The constant string's UTF-8 when the comparison is a code-point one (``plainString(_:)``).
+    fileprivate let plainString: [UInt8]?
 
     /// Whether the comparison holds for the attribute value `value`, exactly as ``evaluate(_:source:)``
     /// decides it for a snapshot holding that value.
@@ -109,8 +124,33 @@ public struct PredicateEvaluator: Sendable {
     /// ``holds(_:)`` of the string whose UTF-8 is `utf8`, without making the string when the comparison
     /// has a ``StringMatcher``.
     package func holds(utf8: UnsafeBufferPointer<UInt8>) throws -> Bool {
+      if let plainString { return Self.holds(comparison.op, Self.order(utf8, plainString)) }
       if let matcher = comparison.matcher, comparison.op != .matches { return try matcher.matches(utf8: utf8) }
       return try holds(.string(String(decoding: utf8, as: UTF8.self)))
+    }
+
+    /// `StringSemantics.codePointCompare` of UTF-8 bytes: negative, zero or positive.
+    private static func order(_ utf8: UnsafeBufferPointer<UInt8>, _ constant: [UInt8]) -> Int {
+      constant.withUnsafeBufferPointer { other in
+        let common = min(utf8.count, other.count)
+        if common > 0, let p = utf8.baseAddress, let q = other.baseAddress {
+          let order = memcmp(p, q, common)
+          if order != 0 { return order < 0 ? -1 : 1 }
+        }
+        return utf8.count == other.count ? 0 : (utf8.count < other.count ? -1 : 1)
+      }
+    }
+
+    /// Whether `order` (of the attribute's value against the constant) satisfies `op`.
+    private static func holds(_ op: ComparisonOperator, _ order: Int) -> Bool {
+      switch op {
+      case .equalTo: order == 0
+      case .notEqualTo: order != 0
+      case .lessThan: order < 0
+      case .lessThanOrEqualTo: order <= 0
+      case .greaterThan: order > 0
+      default: order >= 0
+      }
     }
   }
 

@@ -34,13 +34,44 @@ public struct SnapshotSorter: Sendable {
   /// `snapshots` in sort order. Without descriptors, in primary-key order.
   /// - Throws: what `source` throws while following to-one key paths.
   public func sorted(_ snapshots: [Snapshot], source: some EvaluationSource) throws -> [Snapshot] {
+    var sorted = snapshots
+    try sort(&sorted, source: source)
+    return sorted
+  }
+
+  /// Puts `snapshots` in sort order in place (``sorted(_:source:)``), moving each into its place: a
+  /// sorted copy retained every snapshot's arrays once more, and releasing the original released them.
+  package func sort(_ snapshots: inout [Snapshot], source: some EvaluationSource) throws {
+    let order = try sortedPositions(snapshots, source: source)
+    // Each cycle of the permutation is followed once, each snapshot swapped into the place it goes to.
+    var placed = [Bool](repeating: false, count: order.count)
+    snapshots.withUnsafeMutableBufferPointer { snapshots in
+      for start in order.indices where !placed[start] {
+        var position = start
+        while true {
+          placed[position] = true
+          let next = order[position]
+          if next == start { break }
+          // The buffer's swap moves the two snapshots; the array's may copy them.
+          snapshots.swapAt(position, next)
+          position = next
+        }
+      }
+    }
+  }
+
+  /// For each place in sort order, the position in `snapshots` of the snapshot that goes there.
+  private func sortedPositions(_ snapshots: [Snapshot], source: some EvaluationSource) throws -> [Int] {
     // Every snapshot's sort values in one flat array and the sort on positions: a row of a snapshot and
     // an array of values per object made an allocation each and moved both through every swap.
     let width = keys.count
     var values: [Value] = []
     values.reserveCapacity(snapshots.count * width)
-    for snapshot in snapshots {
-      for index in 0..<width { values.append(try value(index, of: snapshot, source)) }
+    // Read where they lie: `for snapshot in snapshots` copied each one (a retain of each of its arrays).
+    try snapshots.withUnsafeBufferPointer { snapshots in
+      for position in snapshots.indices {
+        for index in 0..<width { values.append(try value(index, of: snapshots[position], source)) }
+      }
     }
     var order = Array(snapshots.indices)
     values.withUnsafeBufferPointer { values in
@@ -58,7 +89,7 @@ public struct SnapshotSorter: Sendable {
         }
       }
     }
-    return order.map { snapshots[$0] }
+    return order
   }
 
   /// The values `snapshot` is sorted by, one per descriptor, for ``precedes(_:_:)``: read once, they

@@ -27,15 +27,18 @@ struct FetchedResultsOrder {
   mutating func replace(with fetched: [Entry]) {
     var fetched = fetched
     // The fetch sorted by the same descriptors, so the entries are usually in order already: checking
-    // that is one comparison per entry and moves none, where sorting copied every entry.
-    var index = 1
-    while index < fetched.count {
-      if precedes(fetched[index], fetched[index - 1]) {
-        fetched.sort(by: precedes)
-        break
+    // that is one comparison per entry and moves none, where sorting copied every entry. The entries are
+    // compared where they lie: `fetched[index]` copied two entries (their object, values and section)
+    // per comparison.
+    let inOrder = fetched.withUnsafeBufferPointer { entries in
+      var index = 1
+      while index < entries.count {
+        if precedes(entries[index], entries[index - 1]) { return false }
+        index += 1
       }
-      index += 1
+      return true
     }
+    if !inOrder { fetched.sort(by: precedes) }
     entries = fetched
   }
 

@@ -149,6 +149,9 @@ extension Conformance {
     EntityCase(.film, "1995 == year", [], ["Heat"]),
     EntityCase(.film, "2010 < year", [], ["Parasite", "Untitled Project", "file10", "Straße"]),
     EntityCase(.film, "'Heat' == title", [], ["Heat"]),
+    // Conjunctions of tests of several types, which a store may decide from stored bytes (code-point order).
+    EntityCase(.film, "title > 'Amf' AND title < 'B' AND rating > 8 AND released == YES", [], ["Amélie"]),
+    EntityCase(.film, "title >= 'D' AND rating > 7.55", [], ["Heat", "Delicatessen", "Parasite", "Memories of Murder"]),
     EntityCase(.film, "runtime == 170", [], ["Heat"]),
     EntityCase(.film, "runtime != 0", [], allTitles.subtracting(["Untitled Project"])),
     EntityCase(.film, "runtime < 95", [], ["Untitled Project", "File2", "file10"]),
