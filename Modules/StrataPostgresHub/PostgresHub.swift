@@ -313,10 +313,10 @@ public final class PostgresHub: MirrorHub {
     var objects: [[String?]] = []
     for id in ledger.changedObjects {
       guard let object = ledger.objects[id] else { continue }
-      objects.append([id.uuidString, object.entityName, object.deletedAt.map(String.init), try encode(object)])
+      objects.append([id.uuidString, object.entityName, object.deletedAt.map(String.init), try HubJSON.encode(object)])
     }
     let entries = try ledger.log.map {
-      [String($0.position), $0.replicaID.uuidString, String($0.localSequence), try encode($0)]
+      [String($0.position), $0.replicaID.uuidString, String($0.localSequence), try HubJSON.encode($0)]
     }
     let conflicts = try ledger.conflicts.map { [String($0.winningPosition), try encode($0)] }
     var statements =
