@@ -32,6 +32,13 @@ public struct HubLedger: Sendable {
     public var mergedInto: UUID? = nil
   }
 
+  /// The values of one uniqueness constraint of an entity, as one object holds them.
+  struct UniqueKey: Sendable, Hashable {
+    var entityName: String
+    var constraint: [String]
+    var values: [MirrorField]
+  }
+
   /// The idempotency key of a pushed transaction.
   public struct Key: Sendable, Hashable, Codable {
     /// The pushing replica.
@@ -46,6 +53,10 @@ public struct HubLedger: Sendable {
   /// included: the delete rules, Deny and the ordered lists find who points at an object here instead of
   /// looking through every object.
   private var referrers: [UUID: Set<UUID>] = [:]
+  /// The objects holding each key of their entity's uniqueness constraints (every field of the constraint
+  /// set, none null), tombstones left out: a pushed insert finds the object whose key it repeats here
+  /// instead of looking through every object.
+  private var uniqueKeys: [UniqueKey: Set<UUID>] = [:]
   /// The objects this ledger changed since it was made or since ``forgetApplied()``: what a hub that stores
   /// its objects writes back.
   public private(set) var changedObjects: Set<UUID> = []
@@ -89,6 +100,7 @@ public struct HubLedger: Sendable {
     self.lastPosition = lastPosition
     for (id, object) in objects {
       for target in Self.targets(of: object) { referrers[target, default: []].insert(id) }
+      for key in uniqueKeys(of: object) { uniqueKeys[key, default: []].insert(id) }
     }
   }
 
@@ -118,6 +130,15 @@ public struct HubLedger: Sendable {
       if referrers[target]?.isEmpty == true { referrers[target] = nil }
     }
     for target in after.subtracting(before) { referrers[target, default: []].insert(id) }
+    let keysBefore = old.map(uniqueKeys(of:)) ?? []
+    let keysAfter = uniqueKeys(of: object)
+    if keysBefore != keysAfter {
+      for key in keysBefore {
+        uniqueKeys[key]?.remove(id)
+        if uniqueKeys[key]?.isEmpty == true { uniqueKeys[key] = nil }
+      }
+      for key in keysAfter { uniqueKeys[key, default: []].insert(id) }
+    }
     objects[id] = object
     changedObjects.insert(id)
     orderCandidates.insert(id)
@@ -310,18 +331,34 @@ public struct HubLedger: Sendable {
     try update(MirrorChange(globalID: survivor, entityName: change.entityName, kind: .update, fields: changed), &merge)
   }
 
-  /// The live object of the change's entity holding the same values for one of its uniqueness constraints.
+  /// The live object of the change's entity holding the same values for one of its uniqueness constraints
+  /// (of several, the first by identity), found in the index of unique keys.
   func liveObject(sharingAUniqueKeyWith change: MirrorChange) -> UUID? {
-    guard let entity = model.entity(named: change.entityName), !entity.uniquenessConstraints.isEmpty else { return nil }
-    for constraint in entity.uniquenessConstraints {
-      let key = constraint.map { change.fields[$0] }
-      guard key.allSatisfy({ $0 != nil && $0 != .value(.null) }) else { continue }
-      let match = objects.first { _, object in
-        object.deletedAt == nil && object.entityName == change.entityName && constraint.map { object.fields[$0] } == key
+    for key in Self.uniqueKeys(of: change.entityName, fields: change.fields, in: model) {
+      if let match = uniqueKeys[key]?.filter({ objects[$0]?.deletedAt == nil }).min(by: Self.byIdentity) {
+        return match
       }
-      if let match { return match.key }
     }
     return nil
+  }
+
+  /// The keys `object` holds for its entity's uniqueness constraints; none for a tombstone.
+  private func uniqueKeys(of object: Object) -> [UniqueKey] {
+    object.deletedAt == nil ? Self.uniqueKeys(of: object.entityName, fields: object.fields, in: model) : []
+  }
+
+  /// The keys of `fields` for the uniqueness constraints of the entity `entityName`: one per constraint
+  /// whose fields are all set and none null.
+  private static func uniqueKeys(of entityName: String, fields: [String: MirrorField], in model: ObjectModel) -> [UniqueKey] {
+    guard let constraints = model.entity(named: entityName)?.uniquenessConstraints, !constraints.isEmpty else { return [] }
+    return constraints.compactMap { constraint in
+      var values: [MirrorField] = []
+      for name in constraint {
+        guard let field = fields[name], field != .value(.null) else { return nil }
+        values.append(field)
+      }
+      return UniqueKey(entityName: entityName, constraint: constraint, values: values)
+    }
   }
 
   /// A change with identities merged into survivors replaced by the survivors.

@@ -20,7 +20,7 @@ package enum MirrorFailpoint: String, Sendable, CaseIterable {
   case beforePush
   /// The hub acknowledged one more transaction of the outbox; the replica has not recorded it yet.
   case afterPush
-  /// Inside the hub's PostgreSQL transaction, everything written but the `COMMIT` not sent.
+  /// Inside the hub's PostgreSQL transaction, every write sent but the `COMMIT` not sent.
   case beforeHubCommit
   /// The hub's transaction committed; its reply has not reached the replica.
   case afterHubCommit

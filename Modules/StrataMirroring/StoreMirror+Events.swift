@@ -58,7 +58,10 @@ extension StoreMirror {
   /// for the conflicts the push met.
   func round(pushing push: (inout SyncReport) async throws -> Void) async throws -> SyncReport {
     guard claimSync(true) else { throw MirrorError.syncInProgress }
-    defer { _ = claimSync(false) }
+    defer {
+      _ = claimSync(false)
+      endRound()
+    }
     // Another process syncing the same store file: wait for its round to end.
     let fileLock = try await SyncFileLock.acquire(beside: container.storeDescriptions.first?.url)
     defer { withExtendedLifetime(fileLock) {} }

@@ -86,6 +86,8 @@ struct PullApplier {
   private var found: [UUID: ManagedObject?] = [:]
   private var pendingFields: [ObjectID: Set<String>] = [:]
   private var pendingDeletes: Set<UUID> = []
+  /// How many names one fetch of `lookUp(namesIn:)` asks for (an `IN` list of this many identities).
+  static let namesPerFetch = 500
 
   init(context: ObjectContext, model: ObjectModel, identity: GlobalIdentity) {
     self.context = context
@@ -136,11 +138,11 @@ struct PullApplier {
     for (entity, wanted) in names.sorted(by: { $0.key < $1.key }) {
       let all = Array(wanted)
       var stored: [UUID: ManagedObject] = [:]
-      for start in stride(from: 0, to: all.count, by: 500) {
+      for start in stride(from: 0, to: all.count, by: Self.namesPerFetch) {
+        let batch = Array(all[start..<min(start + Self.namesPerFetch, all.count)])
         var request = FetchRequest<ManagedObject>(
           entityName: entity,
-          predicate: try QueryPredicate(
-            format: "\(MirrorModel.identityAttribute) IN %@", argumentArray: [Array(all[start..<min(start + 500, all.count)])]))
+          predicate: try QueryPredicate(format: "\(MirrorModel.identityAttribute) IN %@", argumentArray: [batch]))
         request.includesPendingChanges = false
         for object in try context.fetch(request) where !object.isDeleted {
           if case .uuid(let id)? = object.primitiveValue(forKey: MirrorModel.identityAttribute) { stored[id] = object }

@@ -40,6 +40,8 @@ public final class StoreMirror: Sendable {
   /// What this mirror last learned of the hub.
   let contact = Locked(HubContact())
   let subscribers = Locked<[UUID: AsyncStream<MirrorEvent>.Continuation]>([:])
+  /// How many rounds ended (succeeded or failed), and the tasks waiting for the next end.
+  let rounds = Locked(RoundEnds())
   /// The task of ``startAutomaticSync(debounce:maximumBackoff:)``, while it runs.
   let automaticTask = Locked<(id: UUID, task: Task<Void, Never>)?>(nil)
   /// The kill tests' hook, called at each durable step of a sync (`MirrorFailpoint`); when it throws,
@@ -147,9 +149,12 @@ public final class StoreMirror: Sendable {
     return try status()
   }
 
-  /// Syncs until this replica's own writes are acknowledged by the hub and pulled back: nothing pending
-  /// and every pushed position pulled. While the hub is unreachable it tries again every `interval`.
-  /// Rejected transactions are settled (listed by ``rejected()``), not waited for.
+  /// Returns once this replica's own writes saved before the call are acknowledged by the hub and pulled
+  /// back: the newest local transaction then is acknowledged, and every pushed position pulled (saves made
+  /// while it waits are not waited for). It syncs; while another round runs (an automatic sync, another
+  /// caller) it waits for that round's end, and while the hub is unreachable for the next round's end or
+  /// `interval`, whichever comes first, then tries again. Rejected transactions are settled (listed by
+  /// ``rejected()``), not waited for.
   ///
   /// ```swift
   /// try await mirror.waitUntilSynced()
@@ -158,16 +163,37 @@ public final class StoreMirror: Sendable {
   /// - Throws: `CancellationError` when the task is cancelled; a `StoreError` when the local store fails;
   ///   ``MirrorError/hubFailed(_:)`` when the hub fails a request.
   public func waitUntilSynced(retryingEvery interval: Duration = .milliseconds(500)) async throws {
+    let target = try newestLocalTransaction()
     while true {
       try Task.checkCancellation()
+      let ended = rounds.withLock { $0.ended }
       do {
         _ = try await sync()
-        let status = try status()
-        if status.pendingTransactions == 0 && status.lastPulledPosition >= status.lastPushedPosition { return }
-      } catch MirrorError.hubUnreachable, MirrorError.syncInProgress {
-        // Offline, or another caller is syncing: try again after the interval.
+      } catch MirrorError.hubUnreachable {
+        // This round failed: the next one (automatic sync's retry, another caller's) or the interval.
+        await roundEnd(after: ended + 1, orAfter: interval)
+      } catch MirrorError.syncInProgress {
+        await roundEnd(after: ended, orAfter: interval)
       }
-      try await Task.sleep(for: interval)
+      if try hasSynced(through: target) { return }
+    }
+  }
+
+  /// The sequence of the newest local transaction of the app's (`nil`: none pending).
+  private func newestLocalTransaction() throws -> Int64? {
+    let context = mirrorContext()
+    return try context.performAndWait {
+      try pendingTransactions(after: try MirrorState(context).acknowledged, in: context).last?.token.sequence
+    }
+  }
+
+  /// Whether the local transactions through `target` are acknowledged and every pushed position pulled.
+  private func hasSynced(through target: Int64?) throws -> Bool {
+    let context = mirrorContext()
+    return try context.performAndWait {
+      let state = try MirrorState(context)
+      let acknowledged = target.map { target in state.acknowledged.map { $0.sequence >= target } ?? false } ?? true
+      return acknowledged && state.pulled >= state.pushed
     }
   }
 

@@ -5,7 +5,12 @@ import StrataMirroring
 /// One libpq connection of the hub, text parameters and text results: the hub's few statements need no
 /// more (its payloads are JSON). Unchecked `Sendable`: the hub uses it only under its lock.
 final class HubConnection: @unchecked Sendable {
+  /// One statement and its text parameters (`nil` is SQL NULL).
+  typealias Statement = (sql: String, parameters: [String?])
+
   private let handle: OpaquePointer
+  /// Set when a pipeline ended in a state the connection cannot go on from: it is then broken.
+  private var isAbandoned = false
 
   /// Connects with `conninfo` (a libpq URI or key/value string).
   ///
@@ -25,7 +30,7 @@ final class HubConnection: @unchecked Sendable {
 
   deinit { PQfinish(handle) }
 
-  var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+  var isBroken: Bool { isAbandoned || PQstatus(handle) != CONNECTION_OK }
 
   /// Runs `sql` with text parameters (`nil` is SQL NULL); returns the rows as text (`nil` for NULL).
   ///
@@ -33,19 +38,80 @@ final class HubConnection: @unchecked Sendable {
   ///   when the statement fails.
   @discardableResult
   func query(_ sql: String, _ parameters: [String?] = []) throws -> [[String?]] {
-    let copies = parameters.map { $0.flatMap { strdup($0) } }
-    defer { copies.forEach { free($0) } }
-    let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } }
-    guard let result = PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0) else {
-      throw MirrorError.hubUnreachable(Self.message(PQerrorMessage(handle)))
-    }
+    let result = Self.withPointers(parameters) { PQexecParams(handle, sql, Int32(parameters.count), nil, $0, nil, nil, 0) }
+    guard let result else { throw MirrorError.hubUnreachable(Self.message(PQerrorMessage(handle))) }
     defer { PQclear(result) }
-    let status = PQresultStatus(result)
-    guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-      let reason = Self.message(PQresultErrorMessage(result))
-      if isBroken { throw MirrorError.hubUnreachable(reason) }
-      throw MirrorError.hubFailed(reason)
+    if let failure = failure(of: result) { throw failure }
+    return Self.rows(of: result)
+  }
+
+  /// Runs `statements` in one round trip (a libpq pipeline) and returns the rows of each, in order. The
+  /// server runs them one after another and, once one fails, skips the rest: the first failure is thrown.
+  /// `beforeLast` runs once every statement but the last has been sent (the hub's failpoint before its
+  /// `COMMIT`).
+  ///
+  /// - Throws: `MirrorError.hubUnreachable` when the connection is lost, `MirrorError.hubFailed`
+  ///   when a statement fails.
+  @discardableResult
+  func pipeline(_ statements: [Statement], beforeLast: () -> Void = {}) throws -> [[[String?]]] {
+    guard PQenterPipelineMode(handle) == 1 else { throw lostOrFailed() }
+    for (index, statement) in statements.enumerated() {
+      if index == statements.count - 1 {
+        guard PQflush(handle) == 0 else { throw abandon() }
+        beforeLast()
+      }
+      let sent = Self.withPointers(statement.parameters) {
+        PQsendQueryParams(handle, statement.sql, Int32(statement.parameters.count), nil, $0, nil, nil, 0)
+      }
+      guard sent == 1 else { throw abandon() }
     }
+    guard PQpipelineSync(handle) == 1 else { throw abandon() }
+    var results: [[[String?]]] = []
+    var firstFailure: MirrorError?
+    for _ in statements {
+      var rows: [[String?]] = []
+      while let result = PQgetResult(handle) {
+        defer { PQclear(result) }
+        guard PQresultStatus(result) != PGRES_PIPELINE_ABORTED else { continue }
+        if let failure = failure(of: result) {
+          firstFailure = firstFailure ?? failure
+        } else {
+          rows = Self.rows(of: result)
+        }
+      }
+      guard !isBroken else { throw abandon() }
+      results.append(rows)
+    }
+    guard let sync = PQgetResult(handle) else { throw abandon() }
+    let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+    PQclear(sync)
+    guard synced, PQexitPipelineMode(handle) == 1 else { throw abandon() }
+    if let firstFailure { throw firstFailure }
+    return results
+  }
+
+  /// Gives up on the connection in a pipeline gone wrong (it is broken from now on): the reason, as
+  /// `MirrorError.hubUnreachable`.
+  private func abandon() -> MirrorError {
+    let reason = Self.message(PQerrorMessage(handle))
+    isAbandoned = true
+    return .hubUnreachable(reason)
+  }
+
+  private func lostOrFailed() -> MirrorError {
+    let reason = Self.message(PQerrorMessage(handle))
+    return isBroken ? .hubUnreachable(reason) : .hubFailed(reason)
+  }
+
+  /// The error of a result that did not succeed; `nil` for a success.
+  private func failure(of result: OpaquePointer) -> MirrorError? {
+    let status = PQresultStatus(result)
+    guard status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK else { return nil }
+    let reason = Self.message(PQresultErrorMessage(result))
+    return isBroken ? .hubUnreachable(reason) : .hubFailed(reason)
+  }
+
+  private static func rows(of result: OpaquePointer) -> [[String?]] {
     var rows: [[String?]] = []
     for row in 0..<PQntuples(result) {
       rows.append(
@@ -56,17 +122,16 @@ final class HubConnection: @unchecked Sendable {
     return rows
   }
 
-  /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
-  func transaction<R>(_ body: () throws -> R) throws -> R {
-    try query("BEGIN")
-    do {
-      let result = try body()
-      try query("COMMIT")
-      return result
-    } catch {
-      if !isBroken { _ = try? query("ROLLBACK") }
-      throw error
-    }
+  private static func withPointers<R>(_ parameters: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let copies = parameters.map { $0.flatMap { strdup($0) } }
+    defer { copies.forEach { free($0) } }
+    return body(copies.map { $0.map { UnsafePointer($0) } })
+  }
+
+  /// Ends the transaction in progress, if any, without committing it (nothing to do on a broken
+  /// connection: the server rolled it back).
+  func rollBack() {
+    if !isBroken { _ = try? query("ROLLBACK") }
   }
 
   /// The payloads of the notifications received since the last call (reads what the socket holds, without

@@ -150,10 +150,12 @@ public final class PostgresHub: MirrorHub {
     try withConnection { connection, state in
       var ledger = state.ledger
       state.ledger = nil
-      let receipt = try connection.transaction {
-        let receipt = try apply(transaction, on: connection, ledger: &ledger)
-        MirrorFailpoint.reach(.beforeHubCommit)
-        return receipt
+      let receipt: MirrorReceipt
+      do {
+        receipt = try apply(transaction, on: connection, ledger: &ledger)
+      } catch {
+        connection.rollBack()
+        throw error
       }
       // Committed: the ledger as this push left it is the next push's, while the log ends here.
       state.ledger = ledger
@@ -268,22 +270,32 @@ public final class PostgresHub: MirrorHub {
 
   // MARK: Inside a transaction
 
-  /// `ledger` is the one the last push of this hub left (`nil`: none); on return, the one to keep (`nil` when
-  /// the push applied nothing new).
+  /// Applies `transaction` in a transaction of its own, committed on return, in two round trips: one pipeline
+  /// begins, locks the log and reads the key and the last position; the other writes what the ledger
+  /// changed, the log entry, the conflicts and the key, notifies, and commits. The caller rolls back when
+  /// it throws. `ledger` is the one the last push of this hub left (`nil`: none); on return, the one to
+  /// keep (`nil` when the push applied nothing new).
   private func apply(
     _ transaction: MirrorTransaction, on connection: HubConnection, ledger kept: inout HubLedger?
   ) throws -> MirrorReceipt {
-    try connection.query("LOCK TABLE \(table("log")) IN EXCLUSIVE MODE")
     let key = [transaction.replicaID.uuidString, String(transaction.localSequence)]
-    if let stored = try connection.query(
-      "SELECT receipt FROM \(table("keys")) WHERE replica = $1 AND local_sequence = $2", key
-    ).first {
-      var receipt = try decode(MirrorReceipt.self, stored.first ?? nil)
+    let opened = try connection.pipeline([
+      ("BEGIN", []),
+      ("LOCK TABLE \(table("log")) IN EXCLUSIVE MODE", []),
+      (
+        "SELECT (SELECT receipt FROM \(table("keys")) WHERE replica = $1 AND local_sequence = $2), "
+          + "(SELECT coalesce(max(position), 0) FROM \(table("log")))", key
+      ),
+    ])
+    let read = opened.last?.first ?? []
+    if let stored = read.first ?? nil {
+      var receipt = try decode(MirrorReceipt.self, stored)
       receipt.wasDuplicate = true
+      MirrorFailpoint.reach(.beforeHubCommit)
+      try connection.query("COMMIT")
       return receipt
     }
-    let last = try connection.query("SELECT coalesce(max(position), 0) FROM \(table("log"))").first?.first ?? nil
-    let lastPosition = last.flatMap { Int64($0) } ?? 0
+    let lastPosition = read.count == 2 ? read[1].flatMap { Int64($0) } ?? 0 : 0
     var ledger: HubLedger
     if var cached = kept.take(), cached.lastPosition == lastPosition {
       cached.forgetApplied()
@@ -298,31 +310,57 @@ public final class PostgresHub: MirrorHub {
         [String(position), id.uuidString]
       ).map { try self.decode(MirrorLogEntry.self, $0.first ?? nil) }
     }
+    var objects: [[String?]] = []
     for id in ledger.changedObjects {
       guard let object = ledger.objects[id] else { continue }
-      try connection.query(
-        "INSERT INTO \(table("objects")) (id, entity, deleted_at, state) VALUES ($1, $2, $3, $4) "
-          + "ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at, state = excluded.state",
-        [id.uuidString, object.entityName, object.deletedAt.map(String.init), try encode(object)])
+      objects.append([id.uuidString, object.entityName, object.deletedAt.map(String.init), try HubJSON.encode(object)])
     }
-    for entry in ledger.log {
-      try connection.query(
-        "INSERT INTO \(table("log")) (position, replica, local_sequence, changes) VALUES ($1, $2, $3, $4)",
-        [String(entry.position), entry.replicaID.uuidString, String(entry.localSequence), try encode(entry)])
+    let entries = try ledger.log.map {
+      [String($0.position), $0.replicaID.uuidString, String($0.localSequence), try HubJSON.encode($0)]
     }
-    for conflict in ledger.conflicts {
-      try connection.query(
-        "INSERT INTO \(table("conflicts")) (position, conflict) VALUES ($1, $2)",
-        [String(conflict.winningPosition), try encode(conflict)])
-    }
-    try connection.query(
-      "INSERT INTO \(table("keys")) (replica, local_sequence, position, receipt) VALUES ($1, $2, $3, $4)",
-      key + [String(receipt.position), try encode(receipt)])
+    let conflicts = try ledger.conflicts.map { [String($0.winningPosition), try encode($0)] }
+    var statements =
+      insertions(
+        into: "objects", columns: "id, entity, deleted_at, state", types: ["uuid", "text", "bigint", "text"], rows: objects,
+        then: "ON CONFLICT (id) DO UPDATE SET deleted_at = excluded.deleted_at, state = excluded.state")
+      + insertions(
+        into: "log", columns: "position, replica, local_sequence, changes", types: ["bigint", "uuid", "bigint", "text"],
+        rows: entries)
+      // One statement per batch, its rows in order: the conflicts' serial ids keep the order they were resolved in.
+      + insertions(into: "conflicts", columns: "position, conflict", types: ["bigint", "text"], rows: conflicts)
+    statements.append(
+      (
+        "INSERT INTO \(table("keys")) (replica, local_sequence, position, receipt) VALUES ($1, $2, $3, $4)",
+        key + [String(receipt.position), try encode(receipt)]
+      ))
     // Delivered to the listeners when (and only if) this transaction commits.
-    try connection.query("SELECT pg_notify($1, $2)", [channel, String(receipt.position)])
+    statements.append(("SELECT pg_notify($1, $2)", [channel, String(receipt.position)]))
+    statements.append(("COMMIT", []))
+    try connection.pipeline(statements, beforeLast: { MirrorFailpoint.reach(.beforeHubCommit) })
     kept = consume ledger
     return receipt
   }
+
+  /// The statements inserting `rows` into the hub's table `name`, many rows each (at most
+  /// `rowsPerInsertion`), each value cast to its column's type in `types`, `then` after each.
+  private func insertions(
+    into name: String, columns: String, types: [String], rows: [[String?]], then suffix: String = ""
+  ) -> [HubConnection.Statement] {
+    stride(from: 0, to: rows.count, by: Self.rowsPerInsertion).map { start in
+      let batch = rows[start..<min(start + Self.rowsPerInsertion, rows.count)]
+      let values = batch.indices.map { row in
+        let first = (row - start) * types.count
+        return "(" + types.enumerated().map { "$\(first + $0.offset + 1)::\($0.element)" }.joined(separator: ", ") + ")"
+      }
+      return (
+        "INSERT INTO \(table(name)) (\(columns)) VALUES \(values.joined(separator: ", ")) \(suffix)",
+        Array(batch.joined())
+      )
+    }
+  }
+
+  /// How many rows one `INSERT` of a push writes: well below PostgreSQL's 65,535 parameters a statement.
+  private static let rowsPerInsertion = 1_000
 
   /// Every object, tombstones included (the delete rules look for the live objects that reference a deleted
   /// one): read when another process pushed since this hub's last push.

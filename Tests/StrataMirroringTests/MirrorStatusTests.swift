@@ -88,6 +88,47 @@ struct MirrorStatusTests {
     #expect(try b.crates().map(\.label) == ["north"])
   }
 
+  /// Offline, the waiter waits for the next round's end rather than its next retry (an hour away): another
+  /// caller's round, which pushes and pulls back its writes, ends the wait.
+  @Test(.timeLimit(.minutes(1)))
+  func waitUntilSyncedReturnsAtTheEndOfAnotherCallersRound() async throws {
+    hub.isReachable = false
+    try addCrate("north", on: a)
+    let events = EventLog(a.mirror)
+    let waiting = Task { try await a.mirror.waitUntilSynced(retryingEvery: .seconds(3_600)) }
+    _ = await events.waitFor(1, of: .push)
+    hub.isReachable = true
+    while true {
+      do {
+        _ = try await a.mirror.sync()
+        break
+      } catch MirrorError.syncInProgress {
+        // The waiter's own failed round has not ended yet.
+        try await Task.sleep(for: .milliseconds(5))
+      }
+    }
+    try await waiting.value
+    let status = try a.mirror.status()
+    #expect(status.pendingTransactions == 0 && status.lastPulledPosition >= status.lastPushedPosition)
+  }
+
+  /// A save made while it waits is not waited for: the round that acknowledges and pulls back the writes
+  /// saved before the call ends the wait, with the later save still pending.
+  @Test func waitUntilSyncedWaitsForTheWritesSavedBeforeItNotForLaterOnes() async throws {
+    let interrupted = InterruptingHub(hub: hub)
+    let c = try Replica(.memory, hub: interrupted, in: FileManager.default.temporaryDirectory, name: "c")
+    try addCrate("north", on: c)
+    interrupted.beforeNextPull {
+      try c.context.performAndWait { try addCrate("late", on: c) }
+    }
+    try await c.mirror.waitUntilSynced(retryingEvery: .seconds(3_600))
+    let status = try c.mirror.status()
+    #expect(status.pendingTransactions == 1, "the crate saved during the wait is still to push")
+    #expect(status.lastPulledPosition >= status.lastPushedPosition && status.lastPushedPosition > 0)
+    _ = try await b.mirror.sync()
+    #expect(try b.crates().map(\.label) == ["north"])
+  }
+
   @Test func waitUntilSyncedStopsWhenItsTaskIsCancelled() async throws {
     hub.isReachable = false
     try addCrate("north", on: a)

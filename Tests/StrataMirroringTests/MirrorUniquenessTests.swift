@@ -90,6 +90,85 @@ struct MirrorUniquenessTests {
     }
   }
 
+  /// Two hubs on one store of `kind`: for PostgreSQL, two `PostgresHub`s on one schema, so that each push
+  /// after the other's reads the hub's objects afresh (its index of unique keys built from them).
+  static func makeTwo(_ kind: Hub) throws -> (any MirrorHub, any MirrorHub, () throws -> [UUID: HubLedger.Object]) {
+    switch kind {
+    case .memory:
+      let (hub, liveObjects) = try make(kind)
+      return (hub, hub, liveObjects)
+    case .postgres:
+      let schema = String("mirror_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(20))
+      let first = try PostgresHub(uri: try PostgresHubTests.serverURI(), schema: schema, model: varietyModel)
+      let second = try PostgresHub(uri: try PostgresHubTests.serverURI(), schema: schema, model: varietyModel)
+      return (first, second, { try first.liveObjects() })
+    }
+  }
+
+  /// The hub finds a duplicate's survivor by its key among many, and a key that was changed or deleted
+  /// names nothing any more: every note ends on the variety of its own name, on the hub and on the replica
+  /// that pulls (a look-up that picked another variety, or a key's former holder, would move notes to it).
+  /// The duplicates are pushed by hand as replica B's creations, through a second hub (for PostgreSQL, one
+  /// that reads the hub's objects afresh and builds its index of unique keys from them).
+  @Test(arguments: Hub.allCases)
+  func aDuplicateMergesIntoTheObjectHoldingItsKeyNow(_ kind: Hub) async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let (hubA, hubB, liveObjects) = try Self.makeTwo(kind)
+    let a = try VarietyReplica(.sqlite, hub: hubA, in: directory, name: "a")
+    var kestrel: Variety?
+    var cara: Variety?
+    for (rating, name) in ["Agria", "Cara", "Desiree", "Kestrel", "Maris"].enumerated() {
+      let variety = try a.add(name, rating: Int64(rating + 1), note: "a's \(name)")
+      if name == "Kestrel" { kestrel = variety }
+      if name == "Cara" { cara = variety }
+    }
+    _ = try await a.mirror.sync()
+    let renamed = try #require(kestrel)
+    renamed.name = "Kerr's Pink"
+    a.context.delete(try #require(cara))
+    try a.context.save()
+    let base = try await a.mirror.sync()
+    #expect(base.pushed == 1)
+
+    var changes: [MirrorChange] = []
+    for name in ["Maris", "Desiree", "Kestrel", "Cara", "Kerr's Pink"] {
+      let variety = UUID()
+      changes.append(
+        MirrorChange(
+          globalID: variety, entityName: "Variety", kind: .insert,
+          fields: ["name": .value(.string(name)), "rating": .value(.int(0))]))
+      changes.append(
+        MirrorChange(
+          globalID: UUID(), entityName: "VarietyNote", kind: .insert,
+          fields: ["text": .value(.string("b's \(name)")), "variety": .reference(variety)]))
+    }
+    _ = try await hubB.push(MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: changes))
+    _ = try await a.mirror.sync()
+
+    let expected: [String: [String]] = [
+      "Agria": ["a's Agria"], "Desiree": ["a's Desiree", "b's Desiree"], "Maris": ["a's Maris", "b's Maris"],
+      "Kerr's Pink": ["a's Kestrel", "b's Kerr's Pink"], "Kestrel": ["b's Kestrel"], "Cara": ["b's Cara"],
+    ]
+    let live = try liveObjects()
+    let varieties = Dictionary(
+      uniqueKeysWithValues: live.compactMap { id, object -> (UUID, String)? in
+        guard object.entityName == "Variety", case .value(.string(let name))? = object.fields["name"] else { return nil }
+        return (id, name)
+      })
+    var notes: [String: [String]] = [:]
+    for object in live.values where object.entityName == "VarietyNote" {
+      guard case .reference(let target?)? = object.fields["variety"], let name = varieties[target],
+        case .value(.string(let text))? = object.fields["text"]
+      else { continue }
+      notes[name, default: []].append(text)
+    }
+    #expect(notes.mapValues { $0.sorted() } == expected, "the hub's notes by variety")
+    #expect(varieties.count == expected.count)
+    #expect(try a.contents().mapValues(\.1) == expected)
+    #expect(try a.contents()["Desiree"]?.0 == 3 && a.contents()["Maris"]?.0 == 5, "a duplicate's default rating changes nothing")
+  }
+
   /// A duplicate creation's base is a new object: the rating it left at its default changes nothing, so the
   /// rating the survivor's replica set stands, and no conflict is recorded.
   @Test(arguments: Hub.allCases)
