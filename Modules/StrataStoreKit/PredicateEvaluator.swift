@@ -131,14 +131,7 @@ public struct PredicateEvaluator: Sendable {
 
     /// `StringSemantics.codePointCompare` of UTF-8 bytes: negative, zero or positive.
     private static func order(_ utf8: UnsafeBufferPointer<UInt8>, _ constant: [UInt8]) -> Int {
-      constant.withUnsafeBufferPointer { other in
-        let common = min(utf8.count, other.count)
-        if common > 0, let p = utf8.baseAddress, let q = other.baseAddress {
-          let order = memcmp(p, q, common)
-          if order != 0 { return order < 0 ? -1 : 1 }
-        }
-        return utf8.count == other.count ? 0 : (utf8.count < other.count ? -1 : 1)
-      }
+      constant.withUnsafeBufferPointer { StringMatcher.compare(utf8, $0) }
     }
 
     /// Whether `order` (of the attribute's value against the constant) satisfies `op`.

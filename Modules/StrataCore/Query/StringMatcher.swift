@@ -114,6 +114,8 @@ public final class StringMatcher: Sendable {
     }
   }
 
+  /// `StringSemantics.codePointCompare` of two strings' UTF-8 bytes: negative, zero or positive.
+  @usableFromInline
   package static func compare(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
     let common = min(a.count, b.count)
     if common > 0, let p = a.baseAddress, let q = b.baseAddress {

@@ -44,16 +44,7 @@ public enum StringSemantics {
   /// ```
   @inlinable
   public static func codePointCompare(_ a: String, _ b: String) -> Int {
-    a.withUTF8Contents { x in
-      b.withUTF8Contents { y in
-        let common = min(x.count, y.count)
-        if common > 0, let p = x.baseAddress, let q = y.baseAddress {
-          let order = memcmp(p, q, common)
-          if order != 0 { return order < 0 ? -1 : 1 }
-        }
-        return x.count == y.count ? 0 : (x.count < y.count ? -1 : 1)
-      }
-    }
+    a.withUTF8Contents { x in b.withUTF8Contents { y in StringMatcher.compare(x, y) } }
   }
 
   /// Three-way comparison of `a` and `b` under `comparator`: negative, zero or positive.
