@@ -6,7 +6,6 @@ extension SQLSaveOperation {
   /// objects, patched references, links, ordered lists, cleared references, derived attributes, then the
   /// result, the change announcement and the history transaction.
   package mutating func apply() throws -> (SaveResult, StoreChange) {
-    try begin()
     try checkChangeSet()
     try checkVersions()
     var derived = DerivedRecomputation(model: model, changes: changes)

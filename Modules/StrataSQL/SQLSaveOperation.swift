@@ -42,8 +42,6 @@ package protocol SQLSaveOperation {
   /// deletes them itself, `ON DELETE CASCADE`).
   static var deletesJoinRows: Bool { get }
 
-  /// Runs first in the save's transaction, before anything is read or written.
-  func begin() throws
   /// Writes the updated objects (but those in `deleted`) and the inserted ones, noting permanent IDs,
   /// versions and the references to patch; throws `.constraintConflict` for what a uniqueness constraint
   /// refuses.
@@ -92,7 +90,6 @@ extension SQLSaveOperation {
   /// Whether the save records history (and so keeps tombstones of deleted objects).
   package var recordsHistory: Bool { history != nil }
 
-  package func begin() throws {}
   package func checkConstraints(recomputed: [Snapshot]) throws {}
 
   /// Position of each inserted and updated object in the change set, for reporting conflicts in order
