@@ -4,36 +4,48 @@ import Strata
 extension StoreMirror {
   /// Pulls the hub's entries after the last pulled position in batches; each batch is applied in saves of
   /// at most ``pulledChangesPerSave`` changes, each recording its last position in the same transaction.
+  /// While a pulled unique key collides with another local object's (a replay of an object that held the key
+  /// once, see `PullApplier.collisions`), the save waits for the entries that resolve it, over later
+  /// batches too: the store never holds the collision, and a kill meanwhile loses only unsaved work.
   func pull(into report: inout SyncReport) async throws {
     let context = mirrorContext()
     var position = try context.performAndWait { try MirrorState(context).pulled }
     var pending = PendingLocalWork()
+    var carried: PullApplier?
     while true {
       let entries = try await hub.pull(after: position, limit: pullBatchSize)
+      let isLast = entries.count < pullBatchSize
+      if !entries.isEmpty || carried != nil {
+        report.pulled += try apply(entries, pending: &pending, carried: &carried, isLast: isLast)
+      }
       guard let last = entries.last else { return }
-      report.pulled += try apply(entries, pending: &pending)
       position = last.position
       noteHubPosition(position)
-      try reach(.afterPullBatch)
-      if entries.count < pullBatchSize { return }
+      if carried == nil { try reach(.afterPullBatch) }
+      if isLast { return }
     }
   }
 
   /// Applies `entries` in order; returns how many came from other replicas. Fields that local transactions
   /// not yet pushed have changed are left alone (those transactions push them later, and the later push
-  /// wins on the hub).
-  private func apply(_ entries: [MirrorLogEntry], pending: inout PendingLocalWork) throws -> Int {
-    let context = mirrorContext()
+  /// wins on the hub). Unsaved work whose keys still collide is handed back in `carried` unless `isLast`
+  /// (then its save reports the collision).
+  private func apply(
+    _ entries: [MirrorLogEntry], pending: inout PendingLocalWork, carried: inout PullApplier?, isLast: Bool
+  ) throws -> Int {
+    let context = carried?.context ?? mirrorContext()
     return try context.performAndWait {
       var state = try MirrorState(context)
       let replica = try state.requireReplicaID(in: context)
-      if context.hasChanges { try context.save() }
+      if carried == nil, context.hasChanges { try context.save() }
       try pending.catchUp(after: state.acknowledged, in: context)
+      let fresh = { PullApplier(context: context, model: self.container.model, identity: self.identity(of: replica)) }
+      var applier = carried ?? fresh()
+      carried = nil
+      try applier.notePending(pending.transactions)
       var fromOthers = 0
       var remaining = entries.filter { $0.position > state.pulled }[...]
       while !remaining.isEmpty {
-        var applier = PullApplier(context: context, model: container.model, identity: identity(of: replica))
-        try applier.notePending(pending.transactions)
         var changes = 0
         var end = remaining.startIndex
         while end < remaining.endIndex,
@@ -50,7 +62,15 @@ extension StoreMirror {
           if entry.replicaID != replica { fromOthers += 1 }
         }
         try state.setPulled(save.last?.position ?? state.pulled, in: context)
+        if try applier.keysCollide() { continue }
         if context.hasChanges { try context.save() }
+        applier = fresh()
+        try applier.notePending(pending.transactions)
+      }
+      if try !isLast && applier.keysCollide() {
+        carried = applier
+      } else if context.hasChanges {
+        try context.save()
       }
       return fromOthers
     }
@@ -86,6 +106,10 @@ struct PullApplier {
   private var found: [UUID: ManagedObject?] = [:]
   private var pendingFields: [ObjectID: Set<String>] = [:]
   private var pendingDeletes: Set<UUID> = []
+  /// Objects given a pulled unique key that another live local object held at the time: the replay of an
+  /// object that held the key once on the hub, before a later entry moved it away or deleted it (the hub
+  /// never holds a key twice). The pulled save waits until none collides (`keysCollide()`).
+  private var collisions: [ObjectID: ManagedObject] = [:]
   /// How many names one fetch of `lookUp(namesIn:)` asks for (an `IN` list of this many identities).
   static let namesPerFetch = 500
 
@@ -158,8 +182,12 @@ struct PullApplier {
   mutating func apply(_ entry: MirrorLogEntry, isOwn: Bool) throws {
     for change in entry.changes where change.kind == .merged {
       guard case .reference(let survivor?)? = change.fields["into"],
-        let object = try find(change.globalID, entity: change.entityName), try find(survivor, entity: change.entityName) == nil
+        let object = try find(change.globalID, entity: change.entityName)
       else { continue }
+      if let duplicate = try find(survivor, entity: change.entityName) {
+        guard duplicate !== object else { continue }
+        try fold(duplicate, into: object)
+      }
       try object.setValue(survivor, forKey: MirrorModel.identityAttribute)
       found[survivor] = object
     }
@@ -173,18 +201,34 @@ struct PullApplier {
         // this replica deleted it again since (that delete is pushed and judged again).
         let creates = change.kind == .restored || (change.kind == .insert && !isOwn)
         guard creates, !pendingDeletes.contains(change.globalID) else { continue }
-        // A local object with the same unique key (created here before this replica saw the other's) takes
-        // the other's name: the hub merges the two the same way when this replica's insert reaches it.
-        let created = try localTwin(of: change, entity: entity) ?? context.insertObject(entityName: entity.name)
+        // A local object with the same unique key whose insert the hub has not acknowledged (created here
+        // before this replica saw the other's) takes the other's name: the hub merges the two the same way
+        // when this replica's insert reaches it. An acknowledged one is another object: the hub holds both,
+        // so a later entry moves this one's key away, and the keys collide until then.
+        let holder = try keyHolder(of: change.fields, entity: entity, besides: nil)
+        let created: ManagedObject
+        if let holder, pendingFields[holder.objectID]?.contains("*") == true {
+          created = holder
+        } else {
+          created = try context.insertObject(entityName: entity.name)
+          if holder != nil { collisions[created.objectID] = created }
+        }
         try created.setValue(change.globalID, forKey: MirrorModel.identityAttribute)
         found[change.globalID] = created
         object = created
       }
       guard let object else { continue }
+      var movesAKey = false
       for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
         guard case .value(let value) = field, isWritable(name, of: object) else { continue }
+        if change.kind != .insert, !movesAKey, object.entity.uniquenessConstraints.contains(where: { $0.contains(name) }),
+          object.primitiveValue(forKey: name) != value
+        {
+          movesAKey = true
+        }
         try object.setValue(value.swiftValue, forKey: name)
       }
+      if movesAKey, try keyHolder(of: object, besides: object) != nil { collisions[object.objectID] = object }
     }
     for change in writes {
       guard let entity = model.entity(named: change.entityName), let object = try find(change.globalID, entity: entity.name)
@@ -219,6 +263,41 @@ struct PullApplier {
     }
   }
 
+  /// Folds `duplicate`, made by this pull for the survivor's insert while `object` held the same key (its
+  /// insert already acknowledged, so not taken as its twin), into `object`, which the hub merged into the
+  /// survivor: `object` takes the duplicate's pulled values and relationships for every field no local
+  /// transaction not yet pushed changed (the merged entry's update then sets what `object`'s insert won),
+  /// and the duplicate, emptied first so that no delete rule reaches its targets, is deleted.
+  private mutating func fold(_ duplicate: ManagedObject, into object: ManagedObject) throws {
+    let entity = object.entity
+    for attribute in entity.attributes
+    where attribute.isPersistent && attribute.derivation == nil && attribute.name != MirrorModel.identityAttribute
+      && isWritable(attribute.name, of: object)
+    {
+      try object.setValue(duplicate.primitiveValue(forKey: attribute.name)?.swiftValue, forKey: attribute.name)
+    }
+    for rel in entity.relationships {
+      let theirs = duplicate.value(forKey: rel.name)
+      try duplicate.setValue(
+        rel.isToMany ? (rel.isOrdered ? [ManagedObject]() : Set<ManagedObject>()) as Any : nil, forKey: rel.name)
+      guard isWritable(rel.name, of: object) else { continue }
+      guard rel.isToMany else {
+        if let target = theirs as? ManagedObject { try object.setValue(target, forKey: rel.name) }
+        continue
+      }
+      let members = (theirs as? [ManagedObject]) ?? (theirs as? Set<ManagedObject>).map(Array.init) ?? []
+      if rel.isOrdered {
+        let own = object.value(forKey: rel.name) as? [ManagedObject] ?? []
+        let held = Set(own.map(\.objectID))
+        try object.setValue(own + members.filter { !held.contains($0.objectID) }, forKey: rel.name)
+      } else {
+        try object.setValue((object.value(forKey: rel.name) as? Set<ManagedObject> ?? []).union(members), forKey: rel.name)
+      }
+    }
+    context.delete(duplicate)
+    collisions[duplicate.objectID] = nil
+  }
+
   /// Sets a to-many relationship from the hub's list: a many-to-many side to exactly those targets (in
   /// order when it is ordered); an ordered one-to-many to the hub's order of its current members (its
   /// members follow the to-one side), the members the list lacks after them in their local order.
@@ -236,23 +315,47 @@ struct PullApplier {
     if order.map(\.objectID) != current.map(\.objectID) { try object.setValue(order, forKey: rel.name) }
   }
 
-  /// The live local object holding the same values as `change` for one of the entity's uniqueness
-  /// constraints, `nil` when there is none.
-  private func localTwin(of change: MirrorChange, entity: EntityDescription) throws -> ManagedObject? {
+  /// The live local object other than `besides` holding the values `fields` give for one of the entity's
+  /// uniqueness constraints (unsaved changes included), `nil` when there is none.
+  private func keyHolder(
+    of fields: [String: MirrorField], entity: EntityDescription, besides: ManagedObject?
+  ) throws
+    -> ManagedObject?
+  {
     for constraint in entity.uniquenessConstraints {
       var values: [Value] = []
       for name in constraint {
-        guard case .value(let value)? = change.fields[name], !value.isNull else { break }
+        guard case .value(let value)? = fields[name], !value.isNull else { break }
         values.append(value)
       }
       guard values.count == constraint.count else { continue }
       let format = constraint.map { "\($0) == %@" }.joined(separator: " AND ")
       var request = FetchRequest<ManagedObject>(
         entityName: entity.name, predicate: try QueryPredicate(format: format, argumentArray: values))
-      request.fetchLimit = 1
-      if let twin = try context.fetch(request).first, !twin.isDeleted { return twin }
+      request.fetchLimit = besides == nil ? 1 : 2
+      if let holder = try context.fetch(request).first(where: { !$0.isDeleted && $0 !== besides }) { return holder }
     }
     return nil
+  }
+
+  /// The live local object other than `object` holding one of `object`'s unique keys.
+  private func keyHolder(of object: ManagedObject, besides: ManagedObject) throws -> ManagedObject? {
+    var fields: [String: MirrorField] = [:]
+    for name in Set(object.entity.uniquenessConstraints.joined()) {
+      fields[name] = object.primitiveValue(forKey: name).map(MirrorField.value)
+    }
+    return try keyHolder(of: fields, entity: object.entity, besides: besides)
+  }
+
+  /// Whether an object a pulled key was given to still shares a unique key with another live object (the
+  /// resolved ones are forgotten).
+  mutating func keysCollide() throws -> Bool {
+    for (id, object) in collisions {
+      if try object.isDeleted || object.managedObjectContext == nil || keyHolder(of: object, besides: object) == nil {
+        collisions[id] = nil
+      }
+    }
+    return !collisions.isEmpty
   }
 
   private func isWritable(_ field: String, of object: ManagedObject) -> Bool {

@@ -32,7 +32,10 @@ struct VarietyReplica {
   let mirror: StoreMirror
   var context: ObjectContext { container.viewContext }
 
-  init(_ store: ReplicaStore, hub: any MirrorHub, in directory: URL, name: String) throws {
+  init(
+    _ store: ReplicaStore, hub: any MirrorHub, in directory: URL, name: String, pullBatchSize: Int = 500,
+    pulledChangesPerSave: Int = 2_000
+  ) throws {
     let registry = StoreRegistry([MemoryStoreFactory(), SQLiteStoreFactory(), LMDBStoreFactory()])
     container = PersistentContainer(
       name: name, model: varietyModel, types: [Variety.self, VarietyNote.self], registry: registry)
@@ -44,7 +47,8 @@ struct VarietyReplica {
         : StoreDescription(type: StoreType(store.rawValue), url: url, options: options)
     ]
     try container.loadPersistentStores()
-    mirror = try StoreMirror(container: container, hub: hub)
+    mirror = try StoreMirror(
+      container: container, hub: hub, pullBatchSize: pullBatchSize, pulledChangesPerSave: pulledChangesPerSave)
   }
 
   @discardableResult
@@ -252,5 +256,39 @@ struct MirrorUniquenessTests {
     let other = try b.contents()
     #expect(other.mapValues(\.0) == expected.mapValues(\.0) && other.mapValues(\.1) == expected.mapValues(\.1))
     #expect(hub.ledger.liveObjects.values.count { $0.entityName == "Variety" } == 1)
+  }
+
+  /// A pulled insert takes over only a local object whose own insert the hub has not acknowledged: a, which
+  /// created Kestrel and renamed it, replays on b (which never pulled before) as an insert of Kestrel while
+  /// b's acknowledged Kestrel holds the key, then as its rename. b keeps its own Kestrel, and the two
+  /// objects hold the key together only inside the pull's unsaved changes: b pulls one entry per request
+  /// and saves after every change, unless a pulled key collides, so the collision spans pulls and saves.
+  @Test(arguments: Hub.allCases)
+  func aPulledInsertNeverTakesOverAnAcknowledgedObjectHoldingItsOldKey(_ kind: Hub) async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let (hub, liveObjects) = try Self.make(kind)
+    let a = try VarietyReplica(.sqlite, hub: hub, in: directory, name: "a")
+    let b = try VarietyReplica(.lmdb, hub: hub, in: directory, name: "b", pullBatchSize: 1, pulledChangesPerSave: 1)
+    let kestrel = try a.add("Kestrel", rating: 3, note: "a's")
+    _ = try await a.mirror.sync()
+    kestrel.name = "Kerr's Pink"
+    try a.context.save()
+    _ = try await a.mirror.sync()
+    try b.add("Kestrel", rating: 5, note: "b's")
+    let report = try await b.mirror.sync()
+    #expect(report.pushed == 1 && report.pulled == 2)
+    _ = try await a.mirror.sync()
+
+    let expected = try a.contents()
+    #expect(expected.mapValues(\.0) == ["Kerr's Pink": 3, "Kestrel": 5])
+    #expect(expected.mapValues(\.1) == ["Kerr's Pink": ["a's"], "Kestrel": ["b's"]])
+    let other = try b.contents()
+    #expect(other.mapValues(\.0) == expected.mapValues(\.0) && other.mapValues(\.1) == expected.mapValues(\.1))
+    let names = try liveObjects().values.compactMap { object -> String? in
+      guard object.entityName == "Variety", case .value(.string(let name))? = object.fields["name"] else { return nil }
+      return name
+    }
+    #expect(names.sorted() == ["Kerr's Pink", "Kestrel"])
   }
 }
