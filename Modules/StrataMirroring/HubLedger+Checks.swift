@@ -3,13 +3,24 @@ import StrataCore
 
 extension HubLedger {
   /// Refuses a transaction that does not fit the hub's model, before anything of it is applied: a replica
-  /// of a newer model (an entity or field the hub does not know), or a value the model's rules refuse.
+  /// of a newer model (an entity or field the hub does not know), a replica of an older model (an insert
+  /// without a required attribute of the hub's model: a replica sends every attribute its model has), or a
+  /// value the model's rules refuse.
   func check(_ transaction: MirrorTransaction) throws {
     for change in transaction.changes {
       guard let entity = model.entity(named: change.entityName) else {
         throw MirrorError.rejected("the hub's model has no entity \(change.entityName) (the hub's model is older)")
       }
       let travelling = MirrorModel.fields(of: entity, in: model)
+      if change.kind == .insert,
+        let missing = travelling.attributes.first(where: {
+          change.fields[$0] == nil && entity.attribute(named: $0)?.isOptional == false
+        })
+      {
+        throw MirrorError.rejected(
+          "the hub's model requires \(entity.name).\(missing), which this replica's model lacks "
+            + "(this replica's model is older than the hub's; retry once the app is upgraded)")
+      }
       let references = Set(travelling.references)
       let lists = Set(travelling.lists)
       for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {

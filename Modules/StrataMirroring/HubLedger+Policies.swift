@@ -17,7 +17,7 @@ extension HubLedger {
     switch policy {
     case .laterPushWins: kept = pushed
     case .hubWins: kept = previous ?? pushed
-    case .custom(let resolve):
+    case .custom(let resolve), .resolver(_, let resolve):
       let base = try baseValue(of: id, field: name, at: merge.transaction.basePosition, merge)
       let resolved = resolve(
         MirrorConflictValues(entityName: object.entityName, field: name, base: base, local: pushed, hub: previous))
@@ -96,10 +96,11 @@ extension HubLedger {
 
   /// Under ``MirrorDeleteRule/updateWins``, an update of an object another replica deleted after the
   /// updater's base brings it back: the tombstone is lifted, the object keeps its last values with the
-  /// update applied, and the entry logs it as restored. What the delete did to other objects stays done
-  /// (objects it cascaded to stay deleted, links it removed stay removed); links to objects not alive are
-  /// dropped. Not revived (`false`): an alias of a merged duplicate, an object whose to-one target is gone
-  /// under a Cascade rule (it was deleted with it), or one whose unique key another live object now holds.
+  /// update applied, and the entry logs it as restored. The objects that delete cascaded to come back with
+  /// it, as they were (values and links; see `reviveCascaded`); links it cleared stay cleared; links to
+  /// objects not alive are dropped. Not
+  /// revived (`false`): an alias of a merged duplicate, an object whose to-one target is gone under a
+  /// Cascade rule (it was deleted with it), or one whose unique key another live object now holds.
   mutating func revive(_ change: MirrorChange, _ merge: inout Merge) -> Bool {
     guard var object = objects[change.globalID], let deletedAt = object.deletedAt, object.mergedInto == nil,
       policies.policy(for: object.entityName).deleteVersusUpdate == .updateWins,
@@ -122,6 +123,52 @@ extension HubLedger {
       object.fieldPositions[name] = merge.position
       object.fieldReplicas[name] = merge.replica
     }
+    store(object, as: change.globalID)
+    let revived = [change.globalID] + reviveCascaded(from: change.globalID, deletedAt: deletedAt)
+    for id in revived { dropLinksToTheDead(of: id) }
+    var conflict = MirrorConflict(
+      kind: .deleteVersusUpdate, globalID: change.globalID, entityName: object.entityName, field: nil,
+      losingFields: [:], winningReplica: merge.replica, winningPosition: merge.position, losingReplica: deleter,
+      losingPosition: deletedAt)
+    conflict.rule = .updateWins
+    merge.conflicts.append(conflict)
+    for id in revived { logRestore(id, &merge) }
+    return true
+  }
+
+  /// Lifts the tombstones of the objects the delete of `parent` at `deletedAt` cascaded to, and of those
+  /// their deletes cascaded to, parents first; returns them. Cascaded to: deleted by the same push, with a
+  /// to-one relationship naming the parent whose inverse's delete rule is Cascade (the deleter's own store
+  /// cascaded too, so its push lists those deletes itself: a delete in the same push cannot be told from the
+  /// cascade). An object deleted at another position stays deleted, and so does one whose unique key
+  /// another live object holds now.
+  private mutating func reviveCascaded(from parent: UUID, deletedAt: Int64) -> [UUID] {
+    var revived: [UUID] = []
+    var parents = [parent]
+    while !parents.isEmpty {
+      let current = parents.removeFirst()
+      for id in referrers(of: current).sorted(by: Self.byIdentity) {
+        guard var child = objects[id], child.deletedAt == deletedAt, child.mergedInto == nil,
+          child.fields.contains(where: { name, field in
+            field == .reference(current) && inverseRule(of: name, in: child.entityName) == .cascade
+          })
+        else { continue }
+        let probe = MirrorChange(globalID: id, entityName: child.entityName, kind: .insert, fields: child.fields)
+        guard liveObject(sharingAUniqueKeyWith: probe) == nil else { continue }
+        child.deletedAt = nil
+        child.deletedBy = nil
+        store(child, as: id)
+        revived.append(id)
+        parents.append(id)
+      }
+    }
+    return revived
+  }
+
+  /// Points the to-one references of `id` to objects not alive at nothing, and drops such objects from its
+  /// lists.
+  private mutating func dropLinksToTheDead(of id: UUID) {
+    guard var object = objects[id] else { return }
     for (name, field) in object.fields {
       switch field {
       case .reference(let target?) where objects[target]?.deletedAt != nil || objects[target] == nil:
@@ -130,14 +177,6 @@ extension HubLedger {
       default: continue
       }
     }
-    store(object, as: change.globalID)
-    var conflict = MirrorConflict(
-      kind: .deleteVersusUpdate, globalID: change.globalID, entityName: object.entityName, field: nil,
-      losingFields: [:], winningReplica: merge.replica, winningPosition: merge.position, losingReplica: deleter,
-      losingPosition: deletedAt)
-    conflict.rule = .updateWins
-    merge.conflicts.append(conflict)
-    logRestore(change.globalID, &merge)
-    return true
+    store(object, as: id)
   }
 }

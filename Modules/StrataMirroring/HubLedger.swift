@@ -71,9 +71,10 @@ public struct HubLedger: Sendable {
   public private(set) var receipts: [Key: MirrorReceipt] = [:]
   /// Every conflict resolved, in order.
   public private(set) var conflicts: [MirrorConflict] = []
-  let model: ObjectModel
-  /// The conflict rules, per entity.
-  public let policies: MirrorPolicies
+  /// The hub's model: the newest version of the app's model it has admitted.
+  private(set) var model: ObjectModel
+  /// The conflict rules, per entity (a hub shared by several processes sets those of the pushing one).
+  public internal(set) var policies: MirrorPolicies
 
   /// An empty ledger for objects of `model` (its delete rules are applied on the hub), settling conflicts
   /// by `policies`.
@@ -103,6 +104,19 @@ public struct HubLedger: Sendable {
       for key in uniqueKeys(of: object) { uniqueKeys[key, default: []].insert(id) }
     }
   }
+
+  /// Takes `newer` as the hub's model (a newer version of the app's: see `MirrorModel.isNewer(_:than:)`),
+  /// with the index of unique keys rebuilt for its uniqueness constraints.
+  mutating func adopt(_ newer: ObjectModel) {
+    model = newer
+    uniqueKeys = [:]
+    for (id, object) in objects {
+      for key in uniqueKeys(of: object) { uniqueKeys[key, default: []].insert(id) }
+    }
+  }
+
+  /// Every object whose fields name `id`, tombstones included.
+  func referrers(of id: UUID) -> Set<UUID> { referrers[id] ?? [] }
 
   /// Forgets what this ledger applied — its log, receipts, conflicts and changed objects — and keeps its
   /// objects and last position: a hub that stores each push's results itself can go on with the same

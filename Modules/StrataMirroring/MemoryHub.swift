@@ -14,22 +14,49 @@ import Synchronization
 public final class MemoryHub: MirrorHub {
   private struct State {
     var ledger: HubLedger
+    /// The recorded name of each entity's conflict policy (see ``MirrorPolicies``).
+    var policies: [String: String]
     var isReachable = true
     var losesReplies = 0
   }
 
   private let state: Locked<State>
-  private let listeners = Locked<[UUID: AsyncStream<Int64>.Continuation]>([:])
+  private let listeners: Locked<[UUID: AsyncStream<Int64>.Continuation]>
+  /// The model this hub object was built with.
+  private let model: ObjectModel
+  /// The conflict rules this hub object merges its pushes by.
+  private let policies: MirrorPolicies
 
   /// An empty hub for objects of `model`, settling conflicts by `policies` (default: the later push wins a
-  /// field, a delete wins over an update).
+  /// field, a delete wins over an update), which it records.
   ///
   /// ```swift
   /// let hub = MemoryHub(model: try ObjectModel(Potato.self, Tasting.self))
   /// let strict = MemoryHub(model: model, policies: MirrorPolicies(defaultPolicy: MirrorPolicy(conflicts: .hubWins)))
   /// ```
   public init(model: ObjectModel, policies: MirrorPolicies = .standard) {
-    state = Locked(State(ledger: HubLedger(model: model, policies: policies)))
+    state = Locked(
+      State(
+        ledger: HubLedger(model: model, policies: policies),
+        policies: policies.recorded(for: MirrorModel.appEntities(of: model))))
+    listeners = Locked([:])
+    self.model = model
+    self.policies = policies
+  }
+
+  /// Another hub object on `hub`'s state, as another process's `PostgresHub` on the same schema: its pushes
+  /// are merged by `policies`, and it is refused, as `hub` is, when they differ from those the hub recorded;
+  /// ``admit(replicaOf:)`` of a newer model upgrades the model of both.
+  ///
+  /// ```swift
+  /// let hub = MemoryHub(model: model)
+  /// let otherProcess = MemoryHub(sharing: hub, model: model, policies: MirrorPolicies(defaultPolicy: MirrorPolicy(conflicts: .hubWins)))
+  /// ```
+  public init(sharing hub: MemoryHub, model: ObjectModel, policies: MirrorPolicies = .standard) {
+    state = hub.state
+    listeners = hub.listeners
+    self.model = model
+    self.policies = policies
   }
 
   /// Whether pushes and pulls reach the hub; `false` makes them throw ``MirrorError/hubUnreachable(_:)``.
@@ -58,6 +85,8 @@ public final class MemoryHub: MirrorHub {
   public func push(_ transaction: MirrorTransaction) async throws -> MirrorReceipt {
     let (receipt, losesReply) = try state.withLock { state in
       guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
+      try agreeOnPolicies(for: MirrorModel.appEntities(of: model), &state)
+      state.ledger.policies = policies
       let receipt = try state.ledger.apply(transaction)
       let losesReply = state.losesReplies > 0
       if losesReply { state.losesReplies -= 1 }
@@ -103,20 +132,38 @@ public final class MemoryHub: MirrorHub {
     }
   }
 
-  /// Refuses a replica of another app's model than the hub's (see ``MirrorHub/admit(replicaOf:)``).
+  /// Refuses a replica of another app's model than the hub's, or one whose hub object was given other
+  /// conflict policies than the hub recorded (see ``MirrorHub/admit(replicaOf:)``); takes a newer version of
+  /// the model as the hub's (the policies of its new entities recorded).
   ///
   /// ```swift
   /// try await hub.admit(replicaOf: container.model)
   /// ```
   ///
-  /// - Throws: ``MirrorError/unsupported(_:)`` naming the entities of both models.
-  public func admit(replicaOf model: ObjectModel) async throws {
-    let hubEntities = MirrorModel.appEntities(of: state.withLock { $0.ledger.model })
-    if let reason = MirrorModel.mismatch(
-      hub: hubEntities, other: MirrorModel.appEntities(of: model), what: "this replica's model")
-    {
+  /// - Throws: ``MirrorError/unsupported(_:)`` naming the entities of both models, or the entity whose
+  ///   policies differ and both policies; nothing is changed.
+  public func admit(replicaOf replica: ObjectModel) async throws {
+    try state.withLock { state in
+      if let reason = MirrorModel.mismatch(
+        hub: MirrorModel.appEntities(of: state.ledger.model), other: MirrorModel.appEntities(of: replica),
+        what: "this replica's model")
+      {
+        throw MirrorError.unsupported(reason)
+      }
+      let entities = Set(MirrorModel.appEntities(of: model) + MirrorModel.appEntities(of: replica))
+      try agreeOnPolicies(for: entities.sorted(), &state)
+      if MirrorModel.isNewer(replica, than: state.ledger.model) { state.ledger.adopt(replica) }
+    }
+  }
+
+  /// Refuses this hub object when its policies for `entities` differ from those the hub recorded; records
+  /// those of the entities the hub has no record of.
+  private func agreeOnPolicies(for entities: [String], _ state: inout State) throws {
+    let mine = policies.recorded(for: entities)
+    if let reason = MirrorPolicies.disagreement(hub: state.policies, mine: mine) {
       throw MirrorError.unsupported(reason)
     }
+    state.policies.merge(mine) { recorded, _ in recorded }
   }
 
   /// The last position given.

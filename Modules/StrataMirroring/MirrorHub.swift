@@ -48,15 +48,17 @@ public protocol MirrorHub: Sendable {
 
   /// Refuses a replica of another app's model: `StoreMirror` asks once, before its first request that
   /// could write anything. Models are versions of one app's when one's entity names hold all of the
-  /// other's (the mirror's state entity aside); a newer replica's unknown fields are refused per
-  /// transaction instead (``MirrorError/rejected(_:)``). The default accepts every model.
+  /// other's (the mirror's state entity aside); a hub that keeps a model takes a newer version as its own
+  /// here, and refuses an older replica's pushes that lack what the newer one requires per transaction
+  /// (``MirrorError/rejected(_:)``). `MemoryHub` and `PostgresHub` also refuse a replica whose hub object
+  /// was given other conflict policies than they recorded. The default accepts every model.
   ///
   /// ```swift
   /// try await hub.admit(replicaOf: container.model)
   /// ```
   ///
-  /// - Throws: ``MirrorError/unsupported(_:)`` naming the entities of both models;
-  ///   ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached to tell.
+  /// - Throws: ``MirrorError/unsupported(_:)`` naming the entities of both models, or an entity and both
+  ///   policies; ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached to tell.
   func admit(replicaOf model: ObjectModel) async throws
 }
 

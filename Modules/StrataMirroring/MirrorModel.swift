@@ -65,6 +65,30 @@ public enum MirrorModel {
     return "\(what) (entities \(list(theirs))) is another model than \(hubName) (entities \(list(mine))); nothing was changed"
   }
 
+  /// Whether `candidate` is a newer version of `stored`, the model a hub keeps: it holds every entity of
+  /// `stored` with every attribute (of the same type) and every relationship (to the same entity, to-one or
+  /// to-many alike), and more. A model carries no order of its versions (its `versionName` is the app's free
+  /// text, its `fingerprint` a hash; a `MigrationPlan` orders versions by its own list, which a hub does not
+  /// have), so the hub orders them by what they hold: a version that removes, renames or retypes a field,
+  /// or changes only options (optionality, defaults, indexes), is not newer.
+  package static func isNewer(_ candidate: ObjectModel, than stored: ObjectModel) -> Bool {
+    shape(of: stored).isStrictSubset(of: shape(of: candidate))
+  }
+
+  /// The entities, attributes (with their types) and relationships (with their destinations and
+  /// cardinality) of `model`'s app entities, one string each.
+  private static func shape(of model: ObjectModel) -> Set<String> {
+    var shape: Set<String> = []
+    for entity in model.entities where entity.name != stateEntity {
+      shape.insert(entity.name)
+      for attribute in entity.attributes { shape.insert("\(entity.name).\(attribute.name): \(attribute.type.rawValue)") }
+      for rel in entity.relationships {
+        shape.insert("\(entity.name).\(rel.name) -> \(rel.destination)\(rel.isToMany ? " (to-many)" : "")")
+      }
+    }
+    return shape
+  }
+
   /// Whether `model` already holds the mirror's additions.
   static func isAugmented(_ model: ObjectModel) -> Bool {
     model.entity(named: stateEntity) != nil

@@ -6,7 +6,7 @@ import StrataCore
 ///
 /// ```swift
 /// let keepTheServers = MirrorConflictPolicy.hubWins
-/// let longest = MirrorConflictPolicy.custom { values in
+/// let longest = MirrorConflictPolicy.resolver(named: "longest text, v1") { values in
 ///   guard case .value(.string(let local)) = values.local, case .value(.string(let hub))? = values.hub else { return values.local }
 ///   return local.count >= hub.count ? values.local : .value(.string(hub))
 /// }
@@ -22,13 +22,32 @@ public enum MirrorConflictPolicy: Sendable {
   /// that does not fit the field (another type, out of bounds, a target the hub does not hold alive)
   /// keeps the hub's value.
   case custom(MirrorResolver)
+  /// A custom resolver, as ``custom(_:)``, with a name the hub records beside its model: a resolver is code,
+  /// so its name (give it a version: "sum of both changes, v2") is how the hub tells that every replica
+  /// merges with the same one. A replica given another name for an entity is refused when it connects.
+  case resolver(named: String, MirrorResolver)
 
   /// The policy's name, as recorded in a ``MirrorConflict``.
   public var rule: MirrorConflict.Rule {
     switch self {
     case .laterPushWins: .laterPushWins
     case .hubWins: .hubWins
-    case .custom: .custom
+    case .custom, .resolver: .custom
+    }
+  }
+
+  /// How the hub records the policy: `laterPushWins`, `hubWins`, `custom` (a resolver without a name: two
+  /// of them cannot be told apart) or `custom 'name'`.
+  ///
+  /// ```swift
+  /// let recorded = MirrorConflictPolicy.resolver(named: "sum, v1") { $0.local }.recordedName  // custom 'sum, v1'
+  /// ```
+  public var recordedName: String {
+    switch self {
+    case .laterPushWins: "laterPushWins"
+    case .hubWins: "hubWins"
+    case .custom: "custom"
+    case .resolver(let name, _): "custom '\(name)'"
     }
   }
 }
@@ -114,10 +133,21 @@ public struct MirrorPolicy: Sendable {
     self.conflicts = conflicts
     self.deleteVersusUpdate = deleteVersusUpdate
   }
+
+  /// How the hub records the policy (see ``MirrorPolicies``): both rules, in one line.
+  ///
+  /// ```swift
+  /// let recorded = MirrorPolicy(conflicts: .hubWins).recordedName  // conflicts hubWins, delete versus update deleteWins
+  /// ```
+  public var recordedName: String {
+    "conflicts \(conflicts.recordedName), delete versus update \(deleteVersusUpdate.rawValue)"
+  }
 }
 
 /// The conflict rules of a hub, per entity. The merge runs inside the hub's transaction in whichever
-/// process pushes, so every process that builds the hub (every replica) must be given the same policies.
+/// process pushes, so every process that builds the hub (every replica) must be given the same policies:
+/// the hub records each entity's policy (``MirrorPolicy/recordedName``) the first time a replica of a model
+/// with that entity connects, and refuses a replica whose policy for one of its entities differs.
 ///
 /// ```swift
 /// let policies = MirrorPolicies(entities: [
@@ -152,5 +182,24 @@ public struct MirrorPolicies: Sendable {
   /// ```
   public func policy(for entityName: String) -> MirrorPolicy {
     entities[entityName] ?? defaultPolicy
+  }
+}
+
+extension MirrorPolicies {
+  /// The recorded name of the policy of each of `entities`: what a hub keeps to tell that every replica
+  /// merges by the same rules.
+  package func recorded(for entities: [String]) -> [String: String] {
+    Dictionary(entities.map { ($0, policy(for: $0).recordedName) }) { first, _ in first }
+  }
+
+  /// Why a replica whose policies are recorded as `mine` may not push to a hub that recorded `hub`: the
+  /// first entity (by name) both describe with different policies, in one line; `nil` when they agree.
+  package static func disagreement(hub: [String: String], mine: [String: String]) -> String? {
+    for (entity, own) in mine.sorted(by: { $0.key < $1.key }) {
+      guard let recorded = hub[entity], recorded != own else { continue }
+      return "this replica's conflict policy for \(entity) (\(own)) is not the hub's (\(recorded)); "
+        + "every replica must be given the same policies; nothing was changed"
+    }
+    return nil
   }
 }

@@ -12,7 +12,9 @@ import Synchronization
 ///   transaction, the idempotency key (a retry returns `receipt` and applies nothing);
 /// - `strata_mirror_objects(id, entity, deleted_at, state)`: each object's current fields with the
 ///   position and replica of each field's last change, tombstones included;
-/// - `strata_mirror_conflicts(id, position, conflict)`: every resolved conflict.
+/// - `strata_mirror_conflicts(id, position, conflict)`: every resolved conflict;
+/// - `strata_mirror_model(key, value)`: the hub's model (the newest version admitted) and each entity's
+///   conflict policy, which every replica's hub object must match.
 /// Payloads are JSON text. Pushes are serialized by an exclusive lock on the log table.
 ///
 /// ```swift
@@ -29,6 +31,21 @@ public final class PostgresHub: MirrorHub {
     /// reading and decoding every object again. Taken out while a push runs (so that it is changed in place,
     /// not copied), and put back only once that push has committed.
     var ledger: HubLedger?
+    /// The hub's model as its schema records it when this hub last looked (on connecting, and each push
+    /// compares its fingerprint).
+    var stored: StoredModel?
+
+    /// Takes `model` as the hub's; a kept ledger of another model is dropped.
+    mutating func take(_ model: StoredModel) {
+      if model.fingerprint != stored?.fingerprint { ledger = nil }
+      stored = model
+    }
+  }
+
+  /// The model recorded in the hub's schema: the newest version of the app's model admitted.
+  private struct StoredModel: Sendable {
+    var fingerprint: String
+    var model: ObjectModel
   }
 
   private let uri: String
@@ -41,7 +58,8 @@ public final class PostgresHub: MirrorHub {
 
   /// A hub in `schema` of the database `uri` names (a libpq URI or key/value string), settling conflicts by
   /// `policies`. The merge runs in the pushing process, so every process that builds this hub must give the
-  /// same policies. Nothing connects until the first call.
+  /// same policies: the schema records them, and a hub given others is refused when it connects. Nothing
+  /// connects until the first call.
   ///
   /// ```swift
   /// let policies = MirrorPolicies(entities: ["Tasting": MirrorPolicy(conflicts: .hubWins)])
@@ -152,7 +170,7 @@ public final class PostgresHub: MirrorHub {
       state.ledger = nil
       let receipt: MirrorReceipt
       do {
-        receipt = try apply(transaction, on: connection, ledger: &ledger)
+        receipt = try apply(transaction, on: connection, ledger: &ledger, stored: &state.stored)
       } catch {
         connection.rollBack()
         throw error
@@ -201,22 +219,36 @@ public final class PostgresHub: MirrorHub {
     }
   }
 
-  /// Refuses a replica of another app's model: the hub's schema records the model the hub was created with,
-  /// and this hub's model must be a version of it (checked when it connects), as the replica's must be a
-  /// version of this hub's. Connects first.
+  /// Refuses a replica of another app's model, or one whose hub object was given other conflict policies:
+  /// the hub's schema records the newest model it admitted and each entity's policy (checked when this hub
+  /// connects). A replica of a newer version of the model (see `MirrorModel.isNewer(_:than:)`) makes it the
+  /// hub's: pushes are checked against it from then on. Connects first.
   ///
   /// ```swift
   /// try await hub.admit(replicaOf: container.model)
   /// ```
   ///
-  /// - Throws: `MirrorError.unsupported` naming the entities of both models (nothing is written);
-  ///   `MirrorError.hubUnreachable` when the server cannot be reached.
+  /// - Throws: `MirrorError.unsupported` naming the entities of both models, or the entity whose policies
+  ///   differ and both policies (nothing is written); `MirrorError.hubUnreachable` when the server cannot be
+  ///   reached.
   public func admit(replicaOf replica: ObjectModel) async throws {
-    try withConnection { _, _ in }
-    if let reason = MirrorModel.mismatch(
-      hub: MirrorModel.appEntities(of: model), other: MirrorModel.appEntities(of: replica), what: "this replica's model")
-    {
-      throw MirrorError.unsupported(reason)
+    try withConnection { connection, state in
+      let hubModel = state.stored?.model ?? model
+      if let reason = MirrorModel.mismatch(
+        hub: MirrorModel.appEntities(of: hubModel), other: MirrorModel.appEntities(of: replica),
+        what: "this replica's model")
+      {
+        throw MirrorError.unsupported(reason)
+      }
+      let entities = Set(MirrorModel.appEntities(of: model) + MirrorModel.appEntities(of: replica))
+      let more = entities.count > MirrorModel.appEntities(of: model).count
+      guard more || MirrorModel.isNewer(replica, than: hubModel) else { return }
+      try inModelTransaction(connection) {
+        if more { try agreeOnPolicies(connection, entities: entities.sorted()) }
+        guard MirrorModel.isNewer(replica, than: try readModel(connection).model) else { return }
+        try record(replica, connection, replacing: true)
+      }
+      state.take(try readModel(connection))
     }
   }
 
@@ -276,7 +308,8 @@ public final class PostgresHub: MirrorHub {
   /// it throws. `ledger` is the one the last push of this hub left (`nil`: none); on return, the one to
   /// keep (`nil` when the push applied nothing new).
   private func apply(
-    _ transaction: MirrorTransaction, on connection: HubConnection, ledger kept: inout HubLedger?
+    _ transaction: MirrorTransaction, on connection: HubConnection, ledger kept: inout HubLedger?,
+    stored: inout StoredModel?
   ) throws -> MirrorReceipt {
     let key = [transaction.replicaID.uuidString, String(transaction.localSequence)]
     let opened = try connection.pipeline([
@@ -284,7 +317,8 @@ public final class PostgresHub: MirrorHub {
       ("LOCK TABLE \(table("log")) IN EXCLUSIVE MODE", []),
       (
         "SELECT (SELECT receipt FROM \(table("keys")) WHERE replica = $1 AND local_sequence = $2), "
-          + "(SELECT coalesce(max(position), 0) FROM \(table("log")))", key
+          + "(SELECT coalesce(max(position), 0) FROM \(table("log"))), "
+          + "(SELECT value FROM \(table("model")) WHERE key = 'fingerprint')", key
       ),
     ])
     let read = opened.last?.first ?? []
@@ -295,13 +329,20 @@ public final class PostgresHub: MirrorHub {
       try connection.query("COMMIT")
       return receipt
     }
-    let lastPosition = read.count == 2 ? read[1].flatMap { Int64($0) } ?? 0 : 0
+    let lastPosition = read.count == 3 ? read[1].flatMap { Int64($0) } ?? 0 : 0
+    // Another replica's admit may have made a newer version of the model the hub's.
+    if read.count == 3, let fingerprint = read[2], fingerprint != stored?.fingerprint {
+      stored = try readModel(connection)
+      kept = nil
+    }
     var ledger: HubLedger
     if var cached = kept.take(), cached.lastPosition == lastPosition {
       cached.forgetApplied()
       ledger = consume cached
     } else {
-      ledger = HubLedger(model: model, objects: try loadObjects(connection), lastPosition: lastPosition, policies: policies)
+      ledger = HubLedger(
+        model: stored?.model ?? model, objects: try loadObjects(connection), lastPosition: lastPosition,
+        policies: policies)
     }
     let receipt = try ledger.apply(transaction) { id, position in
       // Only a custom resolver's base value asks: the stored entries naming the object, newest first.
@@ -398,7 +439,7 @@ public final class PostgresHub: MirrorHub {
     if state.connection?.isBroken ?? true {
       state.connection = nil
       let connection = try HubConnection(uri)
-      try createTables(connection)
+      state.take(try createTables(connection))
       state.connection = connection
     }
     guard let connection = state.connection else { throw MirrorError.hubUnreachable("no connection") }
@@ -457,7 +498,10 @@ public final class PostgresHub: MirrorHub {
     return false
   }
 
-  private func createTables(_ connection: HubConnection) throws {
+  /// Creates the hub's tables when they are missing, records the model and the policies when the schema
+  /// holds no record of them (or of some of the model's entities), and refuses this hub when its policies
+  /// differ from the recorded ones; returns the hub's model.
+  private func createTables(_ connection: HubConnection) throws -> StoredModel {
     // `IF NOT EXISTS` notices ("already exists, skipping") would go to standard error on every connection.
     try connection.query("SET client_min_messages TO warning")
     let recorded = try checkSchema(connection)
@@ -475,17 +519,68 @@ public final class PostgresHub: MirrorHub {
       "CREATE TABLE IF NOT EXISTS \(table("conflicts")) (id bigserial PRIMARY KEY, position bigint NOT NULL, "
         + "conflict text NOT NULL)")
     try connection.query("CREATE TABLE IF NOT EXISTS \(table("model")) (key text PRIMARY KEY, value text NOT NULL)")
-    guard !recorded else { return }
-    // The model the hub was created with (or first reached with, for a hub made before the record existed).
+    return try inModelTransaction(connection) {
+      // The model the hub was created with (or first reached with, for a hub made before the record existed).
+      if !recorded { try record(model, connection, replacing: false) }
+      try agreeOnPolicies(connection, entities: MirrorModel.appEntities(of: model))
+      return try readModel(connection)
+    }
+  }
+
+  /// Runs `body` in a transaction of its own holding the model table's lock (one replica at a time records
+  /// or compares), committed when it returns, rolled back when it throws.
+  private func inModelTransaction<R>(_ connection: HubConnection, _ body: () throws -> R) throws -> R {
+    try connection.query("BEGIN")
+    do {
+      try connection.query("LOCK TABLE \(table("model")) IN SHARE ROW EXCLUSIVE MODE")
+      let result = try body()
+      try connection.query("COMMIT")
+      return result
+    } catch {
+      connection.rollBack()
+      throw error
+    }
+  }
+
+  /// Writes `recorded` as the hub's model (`replacing` one already there, else only where there is none).
+  private func record(_ recorded: ObjectModel, _ connection: HubConnection, replacing: Bool) throws {
     let record = [
-      ("format", "strata-mirror-hub-1"), ("fingerprint", model.fingerprint),
-      ("entities", MirrorModel.appEntities(of: model).joined(separator: ",")),
-      ("model", String(decoding: try model.jsonData(), as: UTF8.self)),
+      ("format", "strata-mirror-hub-1"), ("fingerprint", recorded.fingerprint),
+      ("entities", MirrorModel.appEntities(of: recorded).joined(separator: ",")),
+      ("model", String(decoding: try recorded.jsonData(), as: UTF8.self)),
     ]
     for (key, value) in record {
       try connection.query(
-        "INSERT INTO \(table("model")) (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", [key, value])
+        "INSERT INTO \(table("model")) (key, value) VALUES ($1, $2) ON CONFLICT (key) DO "
+          + (replacing ? "UPDATE SET value = excluded.value" : "NOTHING"), [key, value])
     }
+  }
+
+  /// The hub's model as its schema records it (this hub's own when the record cannot be read).
+  private func readModel(_ connection: HubConnection) throws -> StoredModel {
+    let rows = try connection.query("SELECT key, value FROM \(table("model")) WHERE key IN ('fingerprint', 'model')")
+    let record = Dictionary(rows.compactMap { row in row.count == 2 ? row[0].map { ($0, row[1] ?? "") } : nil }) { $1 }
+    guard let json = record["model"], let decoded = try? ObjectModel.decode(jsonData: Data(json.utf8)) else {
+      return StoredModel(fingerprint: model.fingerprint, model: model)
+    }
+    return StoredModel(fingerprint: record["fingerprint"] ?? decoded.fingerprint, model: decoded)
+  }
+
+  /// Refuses this hub when its policy for one of `entities` differs from the one the hub's schema recorded
+  /// (`strata_mirror_model`, key `policies`: each entity's ``MirrorPolicy/recordedName`` as JSON); records
+  /// those of the entities it has no record of. Runs inside `inModelTransaction`.
+  private func agreeOnPolicies(_ connection: HubConnection, entities: [String]) throws {
+    let text = try connection.query("SELECT value FROM \(table("model")) WHERE key = 'policies'").first?.first ?? nil
+    let recorded = try text.map { try decode([String: String].self, $0) } ?? [:]
+    let mine = policies.recorded(for: entities)
+    if let reason = MirrorPolicies.disagreement(hub: recorded, mine: mine) {
+      throw MirrorError.unsupported(reason)
+    }
+    let merged = recorded.merging(mine) { kept, _ in kept }
+    guard merged != recorded else { return }
+    try connection.query(
+      "INSERT INTO \(table("model")) (key, value) VALUES ('policies', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      [try encode(merged)])
   }
 
   private func table(_ name: String) -> String { "\"\(schema)\".strata_mirror_\(name)" }

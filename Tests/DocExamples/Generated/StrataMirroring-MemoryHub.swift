@@ -35,24 +35,33 @@ func StrataMirroring_MemoryHub_2(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/MemoryHub.swift, example 3, on `public func loseReplies(_ count: Int)`
+// Modules/StrataMirroring/MemoryHub.swift, example 3, on `public init(sharing hub: MemoryHub, model: ObjectModel, policies: MirrorPolicies = .standard)`
 func StrataMirroring_MemoryHub_3(_ scope: DocScope) throws {
+  let model: ObjectModel = scope.model
+  do {
+    let hub = MemoryHub(model: model)
+    let otherProcess = MemoryHub(sharing: hub, model: model, policies: MirrorPolicies(defaultPolicy: MirrorPolicy(conflicts: .hubWins)))
+  }
+}
+
+// Modules/StrataMirroring/MemoryHub.swift, example 4, on `public func loseReplies(_ count: Int)`
+func StrataMirroring_MemoryHub_4(_ scope: DocScope) throws {
   let hub: MemoryHub = scope.hub
   do {
     hub.loseReplies(1)
   }
 }
 
-// Modules/StrataMirroring/MemoryHub.swift, example 4, on `public func newPositions() -> AsyncStream<Int64>`
-func StrataMirroring_MemoryHub_4(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MemoryHub.swift, example 5, on `public func newPositions() -> AsyncStream<Int64>`
+func StrataMirroring_MemoryHub_5(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     for await position in hub.newPositions() { print("the hub is at \(position)") }
   }
 }
 
-// Modules/StrataMirroring/MemoryHub.swift, example 5, on `public func admit(replicaOf model: ObjectModel) async throws`
-func StrataMirroring_MemoryHub_5(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MemoryHub.swift, example 6, on `public func admit(replicaOf replica: ObjectModel) async throws`
+func StrataMirroring_MemoryHub_6(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
   let hub: MemoryHub = scope.hub
   do {

@@ -18,18 +18,27 @@ import Testing
 
 // Modules/StrataMirroring/MirrorPolicies.swift, example 1, on `public enum MirrorConflictPolicy: Sendable`
 func StrataMirroring_MirrorPolicies_1(_ scope: DocScope) throws {
+  let v1: ObjectModel = scope.v1
   let hub: MemoryHub = scope.hub
   do {
     let keepTheServers = MirrorConflictPolicy.hubWins
-    let longest = MirrorConflictPolicy.custom { values in
+    let longest = MirrorConflictPolicy.resolver(named: "longest text, v1") { values in
       guard case .value(.string(let local)) = values.local, case .value(.string(let hub))? = values.hub else { return values.local }
       return local.count >= hub.count ? values.local : .value(.string(hub))
     }
   }
 }
 
-// Modules/StrataMirroring/MirrorPolicies.swift, example 2, on `public typealias MirrorResolver = @Sendable (MirrorConflictValues) -> MirrorField`
+// Modules/StrataMirroring/MirrorPolicies.swift, example 2, on `public var recordedName: String`
 func StrataMirroring_MirrorPolicies_2(_ scope: DocScope) throws {
+  let v1: ObjectModel = scope.v1
+  do {
+    let recorded = MirrorConflictPolicy.resolver(named: "sum, v1") { $0.local }.recordedName  // custom 'sum, v1'
+  }
+}
+
+// Modules/StrataMirroring/MirrorPolicies.swift, example 3, on `public typealias MirrorResolver = @Sendable (MirrorConflictValues) -> MirrorField`
+func StrataMirroring_MirrorPolicies_3(_ scope: DocScope) throws {
   let hub: MemoryHub = scope.hub
   do {
     let sum: MirrorResolver = { values in
@@ -41,44 +50,51 @@ func StrataMirroring_MirrorPolicies_2(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorPolicies.swift, example 3, on `public struct MirrorConflictValues: Sendable, Hashable`
-func StrataMirroring_MirrorPolicies_3(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorPolicies.swift, example 4, on `public struct MirrorConflictValues: Sendable, Hashable`
+func StrataMirroring_MirrorPolicies_4(_ scope: DocScope) throws {
   do {
     let values = MirrorConflictValues(
       entityName: "Potato", field: "rating", base: .value(.int(3)), local: .value(.int(5)), hub: .value(.int(4)))
   }
 }
 
-// Modules/StrataMirroring/MirrorPolicies.swift, example 4, on `public init(entityName: String, field: String, base: MirrorField?, local: MirrorField, hub: MirrorField?)`
-func StrataMirroring_MirrorPolicies_4(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorPolicies.swift, example 5, on `public init(entityName: String, field: String, base: MirrorField?, local: MirrorField, hub: MirrorField?)`
+func StrataMirroring_MirrorPolicies_5(_ scope: DocScope) throws {
   do {
     let values = MirrorConflictValues(entityName: "Potato", field: "rating", base: nil, local: .value(.int(5)), hub: nil)
   }
 }
 
-// Modules/StrataMirroring/MirrorPolicies.swift, example 5, on `public enum MirrorDeleteRule: String, Sendable, Hashable, Codable`
-func StrataMirroring_MirrorPolicies_5(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorPolicies.swift, example 6, on `public enum MirrorDeleteRule: String, Sendable, Hashable, Codable`
+func StrataMirroring_MirrorPolicies_6(_ scope: DocScope) throws {
   do {
     let rule = MirrorDeleteRule.updateWins
   }
 }
 
-// Modules/StrataMirroring/MirrorPolicies.swift, example 6, on `public struct MirrorPolicy: Sendable`
-func StrataMirroring_MirrorPolicies_6(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorPolicies.swift, example 7, on `public struct MirrorPolicy: Sendable`
+func StrataMirroring_MirrorPolicies_7(_ scope: DocScope) throws {
   do {
     let notes = MirrorPolicy(conflicts: .hubWins, deleteVersusUpdate: .updateWins)
   }
 }
 
-// Modules/StrataMirroring/MirrorPolicies.swift, example 7, on `public init(conflicts: MirrorConflictPolicy = .laterPushWins, deleteVersusUpdate: MirrorDeleteRule = .deleteWins)`
-func StrataMirroring_MirrorPolicies_7(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorPolicies.swift, example 8, on `public init(conflicts: MirrorConflictPolicy = .laterPushWins, deleteVersusUpdate: MirrorDeleteRule = .deleteWins)`
+func StrataMirroring_MirrorPolicies_8(_ scope: DocScope) throws {
   do {
     let standard = MirrorPolicy()  // later push wins, delete wins
   }
 }
 
-// Modules/StrataMirroring/MirrorPolicies.swift, example 8, on `public struct MirrorPolicies: Sendable`
-func StrataMirroring_MirrorPolicies_8(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorPolicies.swift, example 9, on `public var recordedName: String`
+func StrataMirroring_MirrorPolicies_9(_ scope: DocScope) throws {
+  do {
+    let recorded = MirrorPolicy(conflicts: .hubWins).recordedName  // conflicts hubWins, delete versus update deleteWins
+  }
+}
+
+// Modules/StrataMirroring/MirrorPolicies.swift, example 10, on `public struct MirrorPolicies: Sendable`
+func StrataMirroring_MirrorPolicies_10(_ scope: DocScope) throws {
   let model: ObjectModel = scope.model
   do {
     let policies = MirrorPolicies(entities: [
@@ -89,15 +105,15 @@ func StrataMirroring_MirrorPolicies_8(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorPolicies.swift, example 9, on `public init(defaultPolicy: MirrorPolicy = MirrorPolicy(), entities: [String: MirrorPolicy] = [:])`
-func StrataMirroring_MirrorPolicies_9(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorPolicies.swift, example 11, on `public init(defaultPolicy: MirrorPolicy = MirrorPolicy(), entities: [String: MirrorPolicy] = [:])`
+func StrataMirroring_MirrorPolicies_11(_ scope: DocScope) throws {
   do {
     let policies = MirrorPolicies(entities: ["Tasting": MirrorPolicy(conflicts: .hubWins)])
   }
 }
 
-// Modules/StrataMirroring/MirrorPolicies.swift, example 10, on `public func policy(for entityName: String) -> MirrorPolicy`
-func StrataMirroring_MirrorPolicies_10(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorPolicies.swift, example 12, on `public func policy(for entityName: String) -> MirrorPolicy`
+func StrataMirroring_MirrorPolicies_12(_ scope: DocScope) throws {
   do {
     let rule = MirrorPolicies.standard.policy(for: "Potato").deleteVersusUpdate  // .deleteWins
   }
