@@ -175,7 +175,8 @@ extension TaterRaterCommand {
     @Flag(help: "Push every rejected change again with its objects' current values, then pull.") var retry = false
     @Option(
       help: ArgumentHelp(
-        "Forget the rejected change with this sequence (repeatable); the local values stay.", valueName: "sequence"))
+        "Forget the rejected change with this sequence (repeatable); its fields take the server's values again.",
+        valueName: "sequence"))
     var discard: [Int64] = []
 
     func validate() throws {
@@ -186,7 +187,7 @@ extension TaterRaterCommand {
       try runReportingErrors(tool: "tater-rater") {
         let rater = try openRater(storeOptions, readingOnly: !retry && discard.isEmpty)
         defer { rater.container.close() }
-        let mirror = try openMirror(rater, server: nil, required: retry)
+        let mirror = try openMirror(rater, server: nil, required: retry || !discard.isEmpty)
         if retry {
           let report = try waitFor { try await mirror.retryRejected() }
           return print(
@@ -199,7 +200,7 @@ extension TaterRaterCommand {
           if let unknown = discard.first(where: { !known.contains($0) }) {
             throw UsageError("no rejected change has sequence \(unknown) (tater-rater sync rejected lists them)")
           }
-          let dropped = try mirror.discardRejected(Set(discard))
+          let dropped = try waitFor { [discard] in try await mirror.discardRejected(Set(discard)) }
           return print("Discarded \(dropped.count) rejected change\(dropped.count == 1 ? "" : "s")")
         }
         let rejected = try mirror.rejected().map(JSONRejected.init)
@@ -263,6 +264,7 @@ struct NoServer: MirrorHub {
   func pull(after position: Int64, limit: Int) async throws -> [MirrorLogEntry] { throw offline }
   func conflicts() async throws -> [MirrorConflict] { throw offline }
   func lastPosition() async throws -> Int64 { throw offline }
+  func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject] { throw offline }
 }
 
 func describe(_ event: MirrorEvent) -> String {

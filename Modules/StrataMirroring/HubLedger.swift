@@ -56,13 +56,15 @@ public struct HubLedger: Sendable {
   /// The objects holding each key of their entity's uniqueness constraints (every field of the constraint
   /// set, none null), tombstones left out: a pushed insert finds the object whose key it repeats here
   /// instead of looking through every object.
-  private var uniqueKeys: [UniqueKey: Set<UUID>] = [:]
+  private(set) var uniqueKeys: [UniqueKey: Set<UUID>] = [:]
   /// The objects this ledger changed since it was made or since ``forgetApplied()``: what a hub that stores
   /// its objects writes back.
-  public private(set) var changedObjects: Set<UUID> = []
+  public internal(set) var changedObjects: Set<UUID> = []
   /// The objects a change of this push touched, with the targets they named before and after: the owners
   /// among them are the only ones whose ordered lists the push can have changed.
   var orderCandidates: Set<UUID> = []
+  /// What the push under way changed, to undo it when the push is refused.
+  var journal = Journal()
   /// The accepted transactions this ledger applied or was given, in order.
   public private(set) var log: [MirrorLogEntry] = []
   /// The last position given, 0 before the first push.
@@ -134,27 +136,33 @@ public struct HubLedger: Sendable {
   }
 
   /// Sets the object `id` to `object`, keeping the index of references up to date.
-  mutating func store(_ object: Object, as id: UUID) {
+  mutating func store(_ object: Object, as id: UUID) { replace(id, with: object) }
+
+  /// Sets the object `id` to `object` (`nil`: removes it), keeping the indexes up to date and noting its
+  /// previous state in the journal.
+  mutating func replace(_ id: UUID, with object: Object?) {
     let old = objects[id]
     guard old != object else { return }
+    if journal.before.index(forKey: id) == nil { journal.before[id] = .some(old) }
     let before = old.map(Self.targets(of:)) ?? []
-    let after = Self.targets(of: object)
+    let after = object.map(Self.targets(of:)) ?? []
     for target in before.subtracting(after) {
       referrers[target]?.remove(id)
       if referrers[target]?.isEmpty == true { referrers[target] = nil }
     }
     for target in after.subtracting(before) { referrers[target, default: []].insert(id) }
     let keysBefore = old.map(uniqueKeys(of:)) ?? []
-    let keysAfter = uniqueKeys(of: object)
+    let keysAfter = object.map(uniqueKeys(of:)) ?? []
     if keysBefore != keysAfter {
       for key in keysBefore {
         uniqueKeys[key]?.remove(id)
         if uniqueKeys[key]?.isEmpty == true { uniqueKeys[key] = nil }
       }
       for key in keysAfter { uniqueKeys[key, default: []].insert(id) }
+      if !keysAfter.isEmpty { journal.tookKeys.insert(id) }
     }
     objects[id] = object
-    changedObjects.insert(id)
+    if changedObjects.insert(id).inserted { journal.newlyChanged.insert(id) }
     orderCandidates.insert(id)
     orderCandidates.formUnion(before)
     orderCandidates.formUnion(after)
@@ -193,7 +201,9 @@ public struct HubLedger: Sendable {
   ///
   /// - Throws: ``MirrorError/rejected(_:)`` when the transaction does not fit the ledger's model (an
   ///   unknown entity or field, a value of the wrong type or out of its bounds, no value for a required
-  ///   attribute); the ledger is left as it was and the key stays free, so a retry is judged again.
+  ///   attribute), or when, once all of it is applied, an object holds a unique key it did not hold before
+  ///   and another live object holds too; the ledger is left as it was and the key stays free, so a retry
+  ///   is judged again.
   public mutating func apply(_ transaction: MirrorTransaction) throws -> MirrorReceipt {
     try apply(transaction, olderEntries: nil)
   }
@@ -210,7 +220,7 @@ public struct HubLedger: Sendable {
   /// ```
   ///
   /// - Throws: ``MirrorError/rejected(_:)`` as ``apply(_:)``; what `olderEntries` throws (the ledger is
-  ///   then unusable: the hub's transaction is rolled back).
+  ///   left as it was; the hub rolls its transaction back).
   public mutating func apply(
     _ transaction: MirrorTransaction, olderEntries: ((UUID, Int64) throws -> [MirrorLogEntry])?
   ) throws -> MirrorReceipt {
@@ -221,22 +231,31 @@ public struct HubLedger: Sendable {
     }
     try check(transaction)
     orderCandidates = []
+    journal = Journal()
+    defer { journal = Journal() }
     var merge = Merge(position: lastPosition + 1, transaction: transaction, olderEntries: olderEntries)
-    // A Deny rule is not broken by related objects the same transaction deletes.
-    merge.sparing = Set(transaction.changes.filter { $0.kind == .delete }.map { survivor(of: $0.globalID) })
-    // Inserts first: a change of the same local transaction may reference an object listed after it.
-    let ordered = transaction.changes.filter { $0.kind == .insert } + transaction.changes.filter { $0.kind != .insert }
-    for var change in ordered {
-      resolveMerged(&change)
-      dropUnknownReferences(of: &change)
-      switch change.kind {
-      case .insert: try insert(change, &merge)
-      case .update: try update(change, &merge)
-      case .delete: deleteUnlessDenied(change.globalID, &merge)
-      case .merged, .restored: break
+    do {
+      // A Deny rule is not broken by related objects the same transaction deletes.
+      merge.sparing = Set(transaction.changes.filter { $0.kind == .delete }.map { survivor(of: $0.globalID) })
+      // Inserts first: a change of the same local transaction may reference an object listed after it.
+      let ordered = transaction.changes.filter { $0.kind == .insert } + transaction.changes.filter { $0.kind != .insert }
+      for var change in ordered {
+        resolveMerged(&change)
+        dropUnknownReferences(of: &change)
+        switch change.kind {
+        case .insert: try insert(change, &merge)
+        case .update: try update(change, &merge)
+        case .delete: deleteUnlessDenied(change.globalID, &merge)
+        case .merged, .restored: break
+        }
       }
+      normalizeOrders(&merge)
+      // Judged once the whole transaction is applied: it may free a key and take it in any order.
+      if let taken = keyTakenFromAnother() { throw MirrorError.rejected(taken) }
+    } catch {
+      rollBack()
+      throw error
     }
-    normalizeOrders(&merge)
     lastPosition = merge.position
     log.append(
       MirrorLogEntry(
@@ -290,7 +309,7 @@ public struct HubLedger: Sendable {
       try update(change, &merge)
       return
     }
-    if let survivor = liveObject(sharingAUniqueKeyWith: change) {
+    if let survivor = liveObject(sharingAUniqueKeyWith: change, keptAfter: merge.transaction) {
       try mergeDuplicate(change, into: survivor, &merge)
       return
     }
@@ -357,13 +376,13 @@ public struct HubLedger: Sendable {
   }
 
   /// The keys `object` holds for its entity's uniqueness constraints; none for a tombstone.
-  private func uniqueKeys(of object: Object) -> [UniqueKey] {
+  func uniqueKeys(of object: Object) -> [UniqueKey] {
     object.deletedAt == nil ? Self.uniqueKeys(of: object.entityName, fields: object.fields, in: model) : []
   }
 
   /// The keys of `fields` for the uniqueness constraints of the entity `entityName`: one per constraint
   /// whose fields are all set and none null.
-  private static func uniqueKeys(of entityName: String, fields: [String: MirrorField], in model: ObjectModel) -> [UniqueKey] {
+  static func uniqueKeys(of entityName: String, fields: [String: MirrorField], in model: ObjectModel) -> [UniqueKey] {
     guard let constraints = model.entity(named: entityName)?.uniquenessConstraints, !constraints.isEmpty else { return [] }
     return constraints.compactMap { constraint in
       var values: [MirrorField] = []

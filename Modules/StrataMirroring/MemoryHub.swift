@@ -132,6 +132,25 @@ public final class MemoryHub: MirrorHub {
     }
   }
 
+  /// The live objects among `ids`, with their current fields.
+  ///
+  /// ```swift
+  /// let current = try await hub.objects([id])
+  /// ```
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when switched off.
+  public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
+    try state.withLock { state in
+      guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
+      var found: [UUID: MirrorObject] = [:]
+      for id in ids {
+        guard let object = state.ledger.objects[id], object.deletedAt == nil else { continue }
+        found[id] = MirrorObject(entityName: object.entityName, fields: object.fields)
+      }
+      return found
+    }
+  }
+
   /// Refuses a replica of another app's model than the hub's, or one whose hub object was given other
   /// conflict policies than the hub recorded (see ``MirrorHub/admit(replicaOf:)``); takes a newer version of
   /// the model as the hub's (the policies of its new entities recorded).

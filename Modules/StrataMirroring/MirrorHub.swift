@@ -31,6 +31,18 @@ public protocol MirrorHub: Sendable {
   /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
   func conflicts() async throws -> [MirrorConflict]
 
+  /// The hub's current state of the objects `ids` names: each live one's entity and fields as they travel;
+  /// a deleted or unknown identity is absent. A replica reads them to undo what a discarded rejection left
+  /// on it (``StoreMirror/discardRejected(_:)``). The default throws ``MirrorError/unsupported(_:)``.
+  ///
+  /// ```swift
+  /// let current = try await hub.objects([id])
+  /// if let potato = current[id] { print(potato.entityName, potato.fields["variety"] ?? .value(.null)) }
+  /// ```
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
+  func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject]
+
   /// The last position the hub gave, 0 before the first push: how far replicas can pull.
   ///
   /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
@@ -92,6 +104,15 @@ extension MirrorHub {
     continuation.onTermination = { _ in task.cancel() }
     return stream
   }
+
+  /// Throws ``MirrorError/unsupported(_:)``: a hub that does not implement it cannot tell its objects.
+  ///
+  /// ```swift
+  /// let current = try await hub.objects([id])
+  /// ```
+  public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
+    throw MirrorError.unsupported("this hub cannot read back its objects (\(type(of: self)) does not implement objects(_:))")
+  }
 }
 
 /// The value of one mirrored field: an attribute's value, a to-one relationship's target by global
@@ -110,6 +131,28 @@ public enum MirrorField: Sendable, Hashable, Codable {
   case reference(UUID?)
   /// A to-many relationship's targets, by global identity: in order for an ordered relationship.
   case references([UUID])
+}
+
+/// One live object as the hub holds it: its entity and the current value of each field that travels.
+///
+/// ```swift
+/// let potato = MirrorObject(entityName: "Potato", fields: ["variety": .value(.string("Russet"))])
+/// ```
+public struct MirrorObject: Sendable, Hashable, Codable {
+  /// The object's entity.
+  public var entityName: String
+  /// The current value of each field, by attribute or relationship name.
+  public var fields: [String: MirrorField]
+
+  /// An object of `entityName` with `fields`.
+  ///
+  /// ```swift
+  /// let potato = MirrorObject(entityName: "Potato", fields: ["variety": .value(.string("Russet"))])
+  /// ```
+  public init(entityName: String, fields: [String: MirrorField]) {
+    self.entityName = entityName
+    self.fields = fields
+  }
 }
 
 /// What happened to one object in a mirrored transaction.
@@ -340,7 +383,8 @@ public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible {
   /// The hub was reached but failed the request (the reason is the hub's message); nothing was applied.
   case hubFailed(String)
   /// The hub refused one pushed transaction (it does not fit the hub's model: an unknown entity or
-  /// field, a value of the wrong type or out of its bounds); nothing of it was applied. The replica keeps
+  /// field, a value of the wrong type or out of its bounds; or it would give an object a unique key another
+  /// live object holds); nothing of it was applied. The replica keeps
   /// it in its rejected list (``StoreMirror/rejected()``) and goes on with its next transaction.
   case rejected(String)
 

@@ -61,25 +61,81 @@ extension StoreMirror {
     try await round { report in try await self.pushRejected(localSequences, into: &report) }
   }
 
-  /// Removes rejected transactions from the list (those with the given local sequences, or all) and
-  /// returns them. Their changes stay in the local store, which keeps its values for those fields until
-  /// the next change of them, here or pulled.
+  /// Removes rejected transactions from the list (those with the given local sequences, or all), undoes
+  /// what they left on this replica, and returns them. The hub's current values come back, read with
+  /// ``MirrorHub/objects(_:)``: an object such a transaction created that the hub does not hold is deleted,
+  /// one it deleted that the hub holds comes back with the hub's values and relationships, and the fields
+  /// it changed take the hub's values — except those a local transaction not pushed yet has changed since
+  /// (that push carries them). All in one save of the mirror's (never pushed), with the list's change.
   ///
   /// ```swift
-  /// let dropped = try mirror.discardRejected([4])
+  /// let dropped = try await mirror.discardRejected([4])
   /// ```
   ///
-  /// - Throws: a `StoreError` when the local store cannot be written.
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached (nothing is changed); a
+  ///   `StoreError` when the local store cannot be written.
   @discardableResult
-  public func discardRejected(_ localSequences: Set<Int64>? = nil) throws -> [RejectedTransaction] {
+  public func discardRejected(_ localSequences: Set<Int64>? = nil) async throws -> [RejectedTransaction] {
+    let chosen = try rejected().filter { localSequences?.contains($0.localSequence) ?? true }
+    guard !chosen.isEmpty else { return [] }
+    let current: [UUID: MirrorObject]
+    do {
+      current = try await hub.objects(Set(chosen.flatMap { $0.transaction.changes.map(\.globalID) }))
+    } catch {
+      note(error)
+      throw error
+    }
+    let sequences = Set(chosen.map(\.localSequence))
     let context = mirrorContext()
     return try context.performAndWait {
       var state = try MirrorState(context)
-      let dropped = state.rejected.filter { localSequences?.contains($0.localSequence) ?? true }
+      let dropped = state.rejected.filter { sequences.contains($0.localSequence) }
       guard !dropped.isEmpty else { return [] }
-      try state.setRejected(state.rejected.filter { !(localSequences?.contains($0.localSequence) ?? true) }, in: context)
+      let kept = state.rejected.filter { !sequences.contains($0.localSequence) }
+      let replica = try state.requireReplicaID(in: context)
+      let identity = identity(of: replica)
+      var pending = PendingLocalWork()
+      try pending.catchUp(after: state.acknowledged, in: context)
+      var applier = PullApplier(context: context, model: container.model, identity: identity)
+      try applier.notePending(pending.transactions)
+      let undo = MirrorLogEntry(
+        position: state.pulled, replicaID: replica, localSequence: 0,
+        changes: try undoing(dropped, keeping: kept, hubHolds: current, identity: identity, in: context))
+      try applier.lookUp(namesIn: [undo][...])
+      try applier.apply(undo, isOwn: false)
+      try state.setRejected(kept, in: context)
       try context.save()
       return dropped
+    }
+  }
+
+  /// The changes that set what `dropped` changed back to the hub's state `hub`: a hub's object as
+  /// `restored` (every field when it is gone here, else the fields `dropped` changed), an object the hub
+  /// does not hold as a delete — unless a rejected transaction still listed (`kept`) created it.
+  private func undoing(
+    _ dropped: [RejectedTransaction], keeping kept: [RejectedTransaction], hubHolds hub: [UUID: MirrorObject],
+    identity: GlobalIdentity, in context: ObjectContext
+  ) throws -> [MirrorChange] {
+    let createdByKept = Set(kept.flatMap { $0.transaction.changes.filter { $0.kind == .insert }.map(\.globalID) })
+    var order: [UUID] = []
+    var touched: [UUID: (entityName: String, fields: Set<String>?)] = [:]
+    for change in dropped.flatMap(\.transaction.changes) where change.kind != .merged && change.kind != .restored {
+      let id = change.globalID
+      if touched[id] == nil {
+        order.append(id)
+        touched[id] = (change.entityName, [])
+      }
+      // An insert or a delete changed every field.
+      if change.kind == .update { touched[id]?.fields?.formUnion(change.fields.keys) } else { touched[id]?.fields = nil }
+    }
+    return try order.compactMap { id -> MirrorChange? in
+      guard let (entityName, names) = touched[id] else { return nil }
+      guard let object = hub[id] else {
+        return createdByKept.contains(id) ? nil : MirrorChange(globalID: id, entityName: entityName, kind: .delete)
+      }
+      let isHere = try identity.liveObject(id, entity: object.entityName, in: context) != nil
+      let fields = isHere ? object.fields.filter { names?.contains($0.key) ?? true } : object.fields
+      return MirrorChange(globalID: id, entityName: object.entityName, kind: .restored, fields: fields)
     }
   }
 

@@ -173,6 +173,8 @@ public final class PostgresHub: MirrorHub {
         receipt = try apply(transaction, on: connection, ledger: &ledger, stored: &state.stored)
       } catch {
         connection.rollBack()
+        // A refused push left the ledger as it was (`apply` gives it back): the next push goes on with it.
+        if case MirrorError.rejected = error { state.ledger = ledger }
         throw error
       }
       // Committed: the ledger as this push left it is the next push's, while the log ends here.
@@ -259,6 +261,26 @@ public final class PostgresHub: MirrorHub {
     try withConnection { connection, _ in try loadObjects(connection).filter { $0.value.deletedAt == nil } }
   }
 
+  /// The live objects among `ids`, with their current fields: only their rows are read, by primary key.
+  ///
+  /// ```swift
+  /// let hub = try PostgresHub(uri: "postgresql:///potatoes", schema: "mirror", model: model)
+  /// let variety = try await hub.objects([id])[id]?.fields["variety"]  // nil: deleted or never pushed
+  /// ```
+  ///
+  /// - Throws: `MirrorError.hubUnreachable` or `MirrorError.hubFailed`.
+  public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
+    guard !ids.isEmpty else { return [:] }
+    return try withConnection { connection, _ in
+      let wanted = "{" + ids.map(\.uuidString).sorted().joined(separator: ",") + "}"
+      var found: [UUID: MirrorObject] = [:]
+      for (id, object) in try loadObjects(connection, where: "id = ANY($1::uuid[]) AND deleted_at IS NULL", [wanted]) {
+        found[id] = MirrorObject(entityName: object.entityName, fields: object.fields)
+      }
+      return found
+    }
+  }
+
   /// The hub's last position each time a push commits: a connection of its own `LISTEN`s on the
   /// schema's channel (every push sends `NOTIFY` with its position inside its transaction) and is read
   /// every 10 ms. On each (re)connection the stream yields the last position, since announcements made
@@ -306,7 +328,8 @@ public final class PostgresHub: MirrorHub {
   /// begins, locks the log and reads the key and the last position; the other writes what the ledger
   /// changed, the log entry, the conflicts and the key, notifies, and commits. The caller rolls back when
   /// it throws. `ledger` is the one the last push of this hub left (`nil`: none); on return, the one to
-  /// keep (`nil` when the push applied nothing new).
+  /// keep (`nil` when the push applied nothing new), also when the ledger refused the transaction (it is
+  /// left as it was).
   private func apply(
     _ transaction: MirrorTransaction, on connection: HubConnection, ledger kept: inout HubLedger?,
     stored: inout StoredModel?
@@ -344,12 +367,18 @@ public final class PostgresHub: MirrorHub {
         model: stored?.model ?? model, objects: try loadObjects(connection), lastPosition: lastPosition,
         policies: policies)
     }
-    let receipt = try ledger.apply(transaction) { id, position in
-      // Only a custom resolver's base value asks: the stored entries naming the object, newest first.
-      try connection.query(
-        "SELECT changes FROM \(self.table("log")) WHERE position <= $1 AND strpos(changes, $2) > 0 ORDER BY position DESC",
-        [String(position), id.uuidString]
-      ).map { try self.decode(MirrorLogEntry.self, $0.first ?? nil) }
+    let receipt: MirrorReceipt
+    do {
+      receipt = try ledger.apply(transaction) { id, position in
+        // Only a custom resolver's base value asks: the stored entries naming the object, newest first.
+        try connection.query(
+          "SELECT changes FROM \(self.table("log")) WHERE position <= $1 AND strpos(changes, $2) > 0 ORDER BY position DESC",
+          [String(position), id.uuidString]
+        ).map { try self.decode(MirrorLogEntry.self, $0.first ?? nil) }
+      }
+    } catch MirrorError.rejected(let reason) {
+      kept = ledger
+      throw MirrorError.rejected(reason)
     }
     var objects: [[String?]] = []
     for id in ledger.changedObjects {
@@ -405,9 +434,13 @@ public final class PostgresHub: MirrorHub {
 
   /// Every object, tombstones included (the delete rules look for the live objects that reference a deleted
   /// one): read when another process pushed since this hub's last push.
-  private func loadObjects(_ connection: HubConnection) throws -> [UUID: HubLedger.Object] {
+  /// `condition` (with its `parameters`) reads only the rows it holds.
+  private func loadObjects(
+    _ connection: HubConnection, where condition: String? = nil, _ parameters: [String?] = []
+  ) throws -> [UUID: HubLedger.Object] {
     var objects: [UUID: HubLedger.Object] = [:]
-    for row in try connection.query("SELECT id, state FROM \(table("objects"))") {
+    let filter = condition.map { " WHERE \($0)" } ?? ""
+    for row in try connection.query("SELECT id, state FROM \(table("objects"))\(filter)", parameters) {
       guard row.count == 2, let id = row[0].flatMap(UUID.init(uuidString:)) else { continue }
       objects[id] = try decode(HubLedger.Object.self, row[1])
     }

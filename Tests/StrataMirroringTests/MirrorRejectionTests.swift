@@ -113,9 +113,9 @@ struct MirrorRejectionTests {
     let listed = try a.mirror.rejected()
     #expect(listed.first?.reason.contains("Apple.weight") == true)
     let sequence = try #require(listed.first?.localSequence)
-    #expect(try a.mirror.discardRejected([sequence + 1000]).isEmpty)
+    #expect(try await a.mirror.discardRejected([sequence + 1000]).isEmpty)
     #expect(try a.mirror.rejected() == listed)
-    #expect(try a.mirror.discardRejected([sequence]) == listed)
+    #expect(try await a.mirror.discardRejected([sequence]) == listed)
     #expect(try a.mirror.rejected().isEmpty)
     #expect(try a.mirror.status().rejectedTransactions == 0)
   }

@@ -160,6 +160,30 @@ enum MirroringCases {
     }
   }
 
+  /// A rename onto a unique key another replica's bed took first: the hub refuses it (two live beds would
+  /// hold the key), B syncs on, and A's discard gives the bed its old name back: then both replicas and
+  /// the hub hold the same beds.
+  static let renameOntoAHeldKeyIsRefusedAndDiscarded: Conformance.Check = { backend in
+    let garden = try await planted(backend)
+    MirrorBed(context: garden.b.context).name = "east"
+    try garden.b.context.save()
+    try await garden.sync(garden.b, garden.a)
+    try garden.b.bed("east").name = "south"
+    try garden.b.context.save()
+    try await garden.sync(garden.b)
+    try garden.a.bed("north").name = "south"
+    try garden.a.context.save()
+    // A's pull of B's south fails while A still holds its own.
+    _ = try? await garden.a.mirror.sync()
+    #expect(try garden.a.mirror.rejected().map(\.reason) == [#"MirrorBed.name "south" is already held by another object"#])
+    try await garden.sync(garden.b)
+    try await garden.a.mirror.discardRejected()
+    try await garden.converge()
+    #expect(try garden.a.mirror.rejected().isEmpty)
+    #expect(try garden.b.beds().map(\.name).sorted() == ["north", "south"])
+    #expect(try garden.b.bed("north").plants.map(\.name) == ["a", "b", "c"])
+  }
+
   /// Deny: a bed deleted on A (empty there) while B plants in it is never deleted with a plant in it: the
   /// hub refuses the delete, records it, and A gets the bed back with B's plant.
   static let denyKeepsAParentThatGainedAChild: Conformance.Check = { backend in

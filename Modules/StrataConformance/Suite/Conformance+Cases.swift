@@ -396,6 +396,7 @@ extension Conformance.Area {
         "deleteUpdateUpdateWinsRevives": M.deleteUpdateUpdateWinsRevives,
         "deleteRelateDropsTheLink": M.deleteRelateDropsTheLink,
         "createCreateSameUniqueKeyIsOneObject": M.createCreateSameUniqueKeyIsOneObject,
+        "renameOntoAHeldKeyIsRefusedAndDiscarded": M.renameOntoAHeldKeyIsRefusedAndDiscarded,
         "denyKeepsAParentThatGainedAChild": M.denyKeepsAParentThatGainedAChild,
         "denyLetsAnEmptyParentGoFirst": M.denyLetsAnEmptyParentGoFirst,
         "orderedReorderedOnBothSidesConverges": M.orderedReorderedOnBothSidesConverges,

@@ -60,8 +60,16 @@ func StrataMirroring_MemoryHub_5(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/MemoryHub.swift, example 6, on `public func admit(replicaOf replica: ObjectModel) async throws`
+// Modules/StrataMirroring/MemoryHub.swift, example 6, on `public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject]`
 func StrataMirroring_MemoryHub_6(_ scope: DocScope) async throws {
+  let hub: MemoryHub = scope.hub
+  do {
+    let current = try await hub.objects([id])
+  }
+}
+
+// Modules/StrataMirroring/MemoryHub.swift, example 7, on `public func admit(replicaOf replica: ObjectModel) async throws`
+func StrataMirroring_MemoryHub_7(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
   let hub: MemoryHub = scope.hub
   do {

@@ -49,10 +49,10 @@ func StrataMirroring_StoreMirror_Rejections_4(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/StoreMirror+Rejections.swift, example 5, on `public func discardRejected(_ localSequences: Set<Int64>? = nil) throws -> [RejectedTransaction]`
-func StrataMirroring_StoreMirror_Rejections_5(_ scope: DocScope) throws {
+// Modules/StrataMirroring/StoreMirror+Rejections.swift, example 5, on `public func discardRejected(_ localSequences: Set<Int64>? = nil) async throws -> [RejectedTransaction]`
+func StrataMirroring_StoreMirror_Rejections_5(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
-    let dropped = try mirror.discardRejected([4])
+    let dropped = try await mirror.discardRejected([4])
   }
 }
