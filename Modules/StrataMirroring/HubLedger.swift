@@ -135,6 +135,23 @@ public struct HubLedger: Sendable {
     changedObjects = []
   }
 
+  /// Goes on to `lastPosition` with `objects`, the current states of the objects changed after this
+  /// ledger's last position (by other processes pushing to the same hub): a hub shared by several
+  /// processes keeps its ledger and reads only what the others changed, instead of every object again.
+  /// What it applied before is forgotten, as with ``forgetApplied()``.
+  ///
+  /// ```swift
+  /// var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
+  /// ledger.catchUp(with: [:], through: 43)  // ledger.lastPosition == 43
+  /// ```
+  public mutating func catchUp(with objects: [UUID: Object], through lastPosition: Int64) {
+    for (id, object) in objects { replace(id, with: object) }
+    self.lastPosition = max(self.lastPosition, lastPosition)
+    forgetApplied()
+    journal = Journal()
+    orderCandidates = []
+  }
+
   /// Sets the object `id` to `object`, keeping the index of references up to date.
   mutating func store(_ object: Object, as id: UUID) { replace(id, with: object) }
 

@@ -151,6 +151,27 @@ public final class MemoryHub: MirrorHub {
     }
   }
 
+  /// The live objects whose fields name one of `ids`, with their current fields.
+  ///
+  /// ```swift
+  /// let referring = try await hub.objects(referringTo: [id])
+  /// ```
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when switched off.
+  public func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
+    try state.withLock { state in
+      guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
+      var found: [UUID: MirrorObject] = [:]
+      for id in ids {
+        for referrer in state.ledger.referrers(of: id) {
+          guard let object = state.ledger.objects[referrer], object.deletedAt == nil else { continue }
+          found[referrer] = MirrorObject(entityName: object.entityName, fields: object.fields)
+        }
+      }
+      return found
+    }
+  }
+
   /// Refuses a replica of another app's model than the hub's, or one whose hub object was given other
   /// conflict policies than the hub recorded (see ``MirrorHub/admit(replicaOf:)``); takes a newer version of
   /// the model as the hub's (the policies of its new entities recorded).

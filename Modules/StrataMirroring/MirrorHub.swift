@@ -43,6 +43,18 @@ public protocol MirrorHub: Sendable {
   /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
   func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject]
 
+  /// The hub's live objects whose fields name one of `ids` (a to-one's target, a to-many's member), each
+  /// with its entity and fields. A replica that brings back an object it had deleted (a discarded rejected
+  /// delete) reads them to bring back the references to it, which its pulls left out while the delete was
+  /// waiting. The default throws ``MirrorError/unsupported(_:)``.
+  ///
+  /// ```swift
+  /// let referring = try await hub.objects(referringTo: [sticker])
+  /// ```
+  ///
+  /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
+  func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject]
+
   /// The last position the hub gave, 0 before the first push: how far replicas can pull.
   ///
   /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
@@ -113,6 +125,16 @@ extension MirrorHub {
   public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
     throw MirrorError.unsupported("this hub cannot read back its objects (\(type(of: self)) does not implement objects(_:))")
   }
+
+  /// Throws ``MirrorError/unsupported(_:)``: a hub that does not implement it cannot tell its objects.
+  ///
+  /// ```swift
+  /// let referring = try await hub.objects(referringTo: [id])
+  /// ```
+  public func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
+    throw MirrorError.unsupported(
+      "this hub cannot read back its objects (\(type(of: self)) does not implement objects(referringTo:))")
+  }
 }
 
 /// The value of one mirrored field: an attribute's value, a to-one relationship's target by global
@@ -131,6 +153,21 @@ public enum MirrorField: Sendable, Hashable, Codable {
   case reference(UUID?)
   /// A to-many relationship's targets, by global identity: in order for an ordered relationship.
   case references([UUID])
+}
+
+extension MirrorField {
+  /// Whether the field is a reference to, or a list holding, one of `ids`.
+  ///
+  /// ```swift
+  /// let pointsAtIt = MirrorField.reference(id).names(anyOf: [id])  // true
+  /// ```
+  public func names(anyOf ids: Set<UUID>) -> Bool {
+    switch self {
+    case .value: false
+    case .reference(let target): target.map(ids.contains) ?? false
+    case .references(let targets): targets.contains(where: ids.contains)
+    }
+  }
 }
 
 /// One live object as the hub holds it: its entity and the current value of each field that travels.

@@ -6,7 +6,7 @@ import Strata
 /// describes.
 struct MirrorState {
   private enum Key: String, CaseIterable {
-    case replica, acknowledged, pushed, pulled, hub, rejected
+    case replica, acknowledged, pushed, pulled, hub, rejected, pulledWithout
   }
 
   private var rows: [String: ManagedObject] = [:]
@@ -18,6 +18,9 @@ struct MirrorState {
   private(set) var hub: String?
   /// The transactions the hub refused, oldest first.
   private(set) var rejected: [RejectedTransaction] = []
+  /// The fingerprint of this replica's model when a pull skipped entities or fields it lacks (entries of a
+  /// newer replica), `nil` when none was skipped since the log was last pulled from its start.
+  private(set) var pulledWithout: String?
 
   init(_ context: ObjectContext) throws {
     let request = FetchRequest<ManagedObject>(entityName: MirrorModel.stateEntity)
@@ -33,6 +36,7 @@ struct MirrorState {
       case .pulled: pulled = Int64(value) ?? 0
       case .hub: hub = value
       case .rejected: rejected = try Self.decodeRejected(value)
+      case .pulledWithout: pulledWithout = value.isEmpty ? nil : value
       case nil: break
       }
     }
@@ -65,6 +69,12 @@ struct MirrorState {
   mutating func setPulled(_ position: Int64, in context: ObjectContext) throws {
     try set(.pulled, String(position), in: context)
     pulled = position
+  }
+
+  mutating func setPulledWithout(_ fingerprint: String?, in context: ObjectContext) throws {
+    guard fingerprint != pulledWithout else { return }
+    try set(.pulledWithout, fingerprint ?? "", in: context)
+    pulledWithout = fingerprint
   }
 
   mutating func setHub(_ location: String, in context: ObjectContext) throws {

@@ -9,29 +9,67 @@ extension StoreMirror {
   /// batches too: the store never holds the collision, and a kill meanwhile loses only unsaved work.
   func pull(into report: inout SyncReport) async throws {
     let context = mirrorContext()
-    var position = try context.performAndWait { try MirrorState(context).pulled }
+    var position = try context.performAndWait {
+      var state = try MirrorState(context)
+      // A pull skipped what this replica's model lacked, and the model changed since (the app was upgraded,
+      // its store migrated): the log is pulled again from its start, bringing what was skipped.
+      if let skippedWith = state.pulledWithout, skippedWith != container.model.fingerprint {
+        try state.setPulled(0, in: context)
+        try state.setPulledWithout(nil, in: context)
+        try context.save()
+      }
+      return state.pulled
+    }
     var pending = PendingLocalWork()
     var carried: PullApplier?
     while true {
       let entries = try await hub.pull(after: position, limit: pullBatchSize)
       let isLast = entries.count < pullBatchSize
       if !entries.isEmpty || carried != nil {
-        report.pulled += try apply(entries, pending: &pending, carried: &carried, isLast: isLast)
+        report.pulled += try apply(entries, pending: &pending, carried: &carried)
       }
-      guard let last = entries.last else { return }
-      position = last.position
-      noteHubPosition(position)
-      if carried == nil { try reach(.afterPullBatch) }
+      if let last = entries.last {
+        position = last.position
+        noteHubPosition(position)
+      }
+      var saved = carried == nil && !entries.isEmpty
+      if isLast, let unsettled = carried {
+        try await settle(unsettled)
+        carried = nil
+        saved = true
+      }
+      if saved { try reach(.afterPullBatch) }
       if isLast { return }
     }
   }
 
+  /// Saves a pull whose keys still collide at the end of the hub's log. A key the hub holds on a pulled
+  /// object and, here, on an object whose own key change the hub never took (a rejected update, kept in the
+  /// rejected list) goes to the pulled object: the local object takes the hub's values of its unique keys
+  /// (read with ``MirrorHub/objects(_:)``), unless a local transaction not pushed yet changed them (then the
+  /// save fails on the collision, and the sync after that push settles it). A value it takes back may be
+  /// one another refused change took here since: that object is settled the same way, and so on.
+  private func settle(_ applier: PullApplier) async throws {
+    var applier = applier
+    var settled: Set<UUID> = []
+    while true {
+      let holders = try applier.context.performAndWait { try applier.collidingHolders() }.filter { !settled.contains($0.key) }
+      guard !holders.isEmpty else { break }
+      let current = try await hub.objects(Set(holders.keys))
+      try applier.context.performAndWait {
+        try applier.takeUniqueKeys(of: holders, from: current)
+        try applier.adoptRefused(holders, absentFrom: current)
+      }
+      settled.formUnion(holders.keys)
+    }
+    try applier.context.performAndWait { try applier.context.save() }
+  }
+
   /// Applies `entries` in order; returns how many came from other replicas. Fields that local transactions
   /// not yet pushed have changed are left alone (those transactions push them later, and the later push
-  /// wins on the hub). Unsaved work whose keys still collide is handed back in `carried` unless `isLast`
-  /// (then its save reports the collision).
+  /// wins on the hub). Unsaved work whose keys still collide is handed back in `carried`.
   private func apply(
-    _ entries: [MirrorLogEntry], pending: inout PendingLocalWork, carried: inout PullApplier?, isLast: Bool
+    _ entries: [MirrorLogEntry], pending: inout PendingLocalWork, carried: inout PullApplier?
   ) throws -> Int {
     let context = carried?.context ?? mirrorContext()
     return try context.performAndWait {
@@ -39,10 +77,21 @@ extension StoreMirror {
       let replica = try state.requireReplicaID(in: context)
       if carried == nil, context.hasChanges { try context.save() }
       try pending.catchUp(after: state.acknowledged, in: context)
-      let fresh = { PullApplier(context: context, model: self.container.model, identity: self.identity(of: replica)) }
-      var applier = carried ?? fresh()
+      let refused = state.rejected
+      let transactions = pending.transactions
+      func fresh() throws -> PullApplier {
+        var applier = PullApplier(context: context, model: container.model, identity: identity(of: replica))
+        try applier.notePending(transactions, refused: refused)
+        return applier
+      }
+      var applier: PullApplier
+      if let carried {
+        applier = carried
+        try applier.notePending(transactions, refused: refused)
+      } else {
+        applier = try fresh()
+      }
       carried = nil
-      try applier.notePending(pending.transactions)
       var fromOthers = 0
       var remaining = entries.filter { $0.position > state.pulled }[...]
       while !remaining.isEmpty {
@@ -62,12 +111,12 @@ extension StoreMirror {
           if entry.replicaID != replica { fromOthers += 1 }
         }
         try state.setPulled(save.last?.position ?? state.pulled, in: context)
+        if applier.skippedUnknownFields { try state.setPulledWithout(container.model.fingerprint, in: context) }
         if try applier.keysCollide() { continue }
         if context.hasChanges { try context.save() }
-        applier = fresh()
-        try applier.notePending(pending.transactions)
+        applier = try fresh()
       }
-      if try !isLast && applier.keysCollide() {
+      if try applier.keysCollide() {
         carried = applier
       } else if context.hasChanges {
         try context.save()
@@ -106,6 +155,8 @@ struct PullApplier {
   private var found: [UUID: ManagedObject?] = [:]
   private var pendingFields: [ObjectID: Set<String>] = [:]
   private var pendingDeletes: Set<UUID> = []
+  /// Whether an entry named an entity or field this replica's model lacks (a newer replica's), skipped.
+  private(set) var skippedUnknownFields = false
   /// Objects given a pulled unique key that another live local object held at the time: the replay of an
   /// object that held the key once on the hub, before a later entry moved it away or deleted it (the hub
   /// never holds a key twice). The pulled save waits until none collides (`keysCollide()`).
@@ -119,8 +170,14 @@ struct PullApplier {
     self.identity = identity
   }
 
-  /// Notes what local transactions not yet pushed changed.
-  mutating func notePending(_ transactions: [HistoryTransaction]) throws {
+  /// Notes what local transactions not yet pushed changed, and what the transactions the hub refused (still
+  /// listed) created: objects the hub does not hold, which a pulled insert of their key takes as its twin as
+  /// it does a pending insert (a retry's insert merges into it on the hub; a discard gives it the hub's
+  /// values), their fields left alone until then.
+  mutating func notePending(_ transactions: [HistoryTransaction], refused: [RejectedTransaction] = []) throws {
+    for change in refused.lazy.flatMap(\.transaction.changes) where change.kind == .insert {
+      if let id = identity.localObjectID(for: change.globalID) { pendingFields[id] = ["*"] }
+    }
     for transaction in transactions {
       for change in transaction.changes {
         switch change.changeType {
@@ -143,7 +200,9 @@ struct PullApplier {
   mutating func lookUp(namesIn entries: ArraySlice<MirrorLogEntry>) throws {
     var names: [String: Set<UUID>] = [:]
     func note(_ id: UUID, _ entity: String) {
-      if found[id] == nil && identity.localObjectID(for: id) == nil { names[entity, default: []].insert(id) }
+      if model.entity(named: entity) != nil, found[id] == nil && identity.localObjectID(for: id) == nil {
+        names[entity, default: []].insert(id)
+      }
     }
     for entry in entries {
       for change in entry.changes {
@@ -193,7 +252,13 @@ struct PullApplier {
     }
     let writes = entry.changes.filter { $0.kind == .insert || $0.kind == .update || $0.kind == .restored }
     for change in writes {
-      guard let entity = model.entity(named: change.entityName) else { continue }
+      guard let entity = model.entity(named: change.entityName) else {
+        skippedUnknownFields = true
+        continue
+      }
+      if change.fields.keys.contains(where: { entity.attribute(named: $0) == nil && entity.relationship(named: $0) == nil }) {
+        skippedUnknownFields = true
+      }
       var object = try find(change.globalID, entity: entity.name)
       if object == nil {
         // An own insert gone locally was deleted or cascaded here since; the delete reaches the hub later
@@ -220,7 +285,9 @@ struct PullApplier {
       guard let object else { continue }
       var movesAKey = false
       for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
-        guard case .value(let value) = field, isWritable(name, of: object) else { continue }
+        guard case .value(let value) = field, entity.attribute(named: name) != nil, isWritable(name, of: object) else {
+          continue
+        }
         if change.kind != .insert, !movesAKey, object.entity.uniquenessConstraints.contains(where: { $0.contains(name) }),
           object.primitiveValue(forKey: name) != value
         {
@@ -265,9 +332,10 @@ struct PullApplier {
 
   /// Folds `duplicate`, made by this pull for the survivor's insert while `object` held the same key (its
   /// insert already acknowledged, so not taken as its twin), into `object`, which the hub merged into the
-  /// survivor: `object` takes the duplicate's pulled values and relationships for every field no local
-  /// transaction not yet pushed changed (the merged entry's update then sets what `object`'s insert won),
-  /// and the duplicate, emptied first so that no delete rule reaches its targets, is deleted.
+  /// survivor: `object` takes the duplicate's pulled values and to-one targets for every field no local
+  /// transaction not yet pushed changed (the merged entry's update then sets what `object`'s insert won) and
+  /// the members of its to-many relationships, and the duplicate, emptied first so that no delete rule
+  /// reaches its targets, is deleted.
   private mutating func fold(_ duplicate: ManagedObject, into object: ManagedObject) throws {
     let entity = object.entity
     for attribute in entity.attributes
@@ -280,9 +348,10 @@ struct PullApplier {
       let theirs = duplicate.value(forKey: rel.name)
       try duplicate.setValue(
         rel.isToMany ? (rel.isOrdered ? [ManagedObject]() : Set<ManagedObject>()) as Any : nil, forKey: rel.name)
-      guard isWritable(rel.name, of: object) else { continue }
       guard rel.isToMany else {
-        if let target = theirs as? ManagedObject { try object.setValue(target, forKey: rel.name) }
+        if let target = theirs as? ManagedObject, isWritable(rel.name, of: object) {
+          try object.setValue(target, forKey: rel.name)
+        }
         continue
       }
       let members = (theirs as? [ManagedObject]) ?? (theirs as? Set<ManagedObject>).map(Array.init) ?? []
@@ -296,6 +365,48 @@ struct PullApplier {
     }
     context.delete(duplicate)
     collisions[duplicate.objectID] = nil
+  }
+
+  /// The live local objects holding a key a pulled object holds too, by global identity.
+  mutating func collidingHolders() throws -> [UUID: ManagedObject] {
+    _ = try keysCollide()
+    var holders: [UUID: ManagedObject] = [:]
+    for object in collisions.values {
+      guard let holder = try keyHolder(of: object, besides: object),
+        let id = identity.globalID(of: holder.objectID, stored: holder.primitiveValue(forKey: MirrorModel.identityAttribute))
+      else { continue }
+      holders[id] = holder
+    }
+    return holders
+  }
+
+  /// Sets the unique-key attributes of each of `holders` the hub holds to the hub's values (`current`),
+  /// those a local transaction not pushed yet changed aside.
+  mutating func takeUniqueKeys(of holders: [UUID: ManagedObject], from current: [UUID: MirrorObject]) throws {
+    for (id, holder) in holders {
+      guard let object = current[id] else { continue }
+      for name in Set(holder.entity.uniquenessConstraints.joined()) where isWritable(name, of: holder) {
+        guard case .value(let value)? = object.fields[name] else { continue }
+        try holder.setValue(value.swiftValue, forKey: name)
+      }
+      collisions[holder.objectID] = holder
+    }
+  }
+
+  /// Makes each of `holders` that the hub does not hold because the hub refused its insert (still listed)
+  /// the twin of the object holding its key, as a pulled insert of that key would: it takes that object's
+  /// identity and relationships, and that object goes (a retry's insert merges into it on the hub; a
+  /// discard gives the twin the hub's values).
+  mutating func adoptRefused(_ holders: [UUID: ManagedObject], absentFrom current: [UUID: MirrorObject]) throws {
+    for (id, holder) in holders where current[id] == nil && pendingFields[holder.objectID]?.contains("*") == true {
+      guard let other = try keyHolder(of: holder, besides: holder),
+        let otherID = identity.globalID(
+          of: other.objectID, stored: other.primitiveValue(forKey: MirrorModel.identityAttribute))
+      else { continue }
+      try fold(other, into: holder)
+      try holder.setValue(otherID, forKey: MirrorModel.identityAttribute)
+      found[otherID] = holder
+    }
   }
 
   /// Sets a to-many relationship from the hub's list: a many-to-many side to exactly those targets (in
@@ -366,6 +477,10 @@ struct PullApplier {
   /// The live local object with global identity `id`, `nil` when there is none.
   private mutating func find(_ id: UUID, entity: String) throws -> ManagedObject? {
     if let known = found[id] { return known }
+    guard model.entity(named: entity) != nil else {
+      skippedUnknownFields = true
+      return nil
+    }
     // Every name this applier gives or takes is in `found`, and its context had nothing unsaved when it
     // began: the store's rows answer the rest, without a look through the save's pending objects.
     let object = try identity.liveObject(id, entity: entity, in: context, includingPendingChanges: false)

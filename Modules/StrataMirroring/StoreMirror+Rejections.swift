@@ -78,15 +78,37 @@ extension StoreMirror {
   public func discardRejected(_ localSequences: Set<Int64>? = nil) async throws -> [RejectedTransaction] {
     let chosen = try rejected().filter { localSequences?.contains($0.localSequence) ?? true }
     guard !chosen.isEmpty else { return [] }
+    let context = mirrorContext()
     let current: [UUID: MirrorObject]
+    let referring: [UUID: MirrorObject]
+    let adopted: [UUID: UUID]
+    let neighbours: [UUID: Neighbour]
     do {
-      current = try await hub.objects(Set(chosen.flatMap { $0.transaction.changes.map(\.globalID) }))
+      let probe = mirrorContext()
+      let named = Set(chosen.flatMap { $0.transaction.changes.map(\.globalID) })
+      (adopted, neighbours) = try probe.performAndWait {
+        var state = try MirrorState(probe)
+        let identity = identity(of: try state.requireReplicaID(in: probe))
+        return try Self.neighbourhood(of: chosen, identity: identity, in: probe)
+      }
+      current = try await hub.objects(named.union(adopted.values).union(neighbours.keys))
+      // The objects coming back (deleted here, held by the hub) lost the references to them that pulls
+      // brought while their delete waited: the hub's objects naming them give those back.
+      let comingBack = try probe.performAndWait {
+        var state = try MirrorState(probe)
+        let identity = identity(of: try state.requireReplicaID(in: probe))
+        return try Set(current.filter { try identity.liveObject($0.key, entity: $0.value.entityName, in: probe) == nil }.keys)
+      }
+      referring =
+        comingBack.isEmpty
+        ? [:]
+        : try await hub.objects(referringTo: comingBack)
+          .mapValues { MirrorObject(entityName: $0.entityName, fields: $0.fields.filter { $0.value.names(anyOf: comingBack) }) }
     } catch {
       note(error)
       throw error
     }
     let sequences = Set(chosen.map(\.localSequence))
-    let context = mirrorContext()
     return try context.performAndWait {
       var state = try MirrorState(context)
       let dropped = state.rejected.filter { sequences.contains($0.localSequence) }
@@ -97,10 +119,23 @@ extension StoreMirror {
       var pending = PendingLocalWork()
       try pending.catchUp(after: state.acknowledged, in: context)
       var applier = PullApplier(context: context, model: container.model, identity: identity)
-      try applier.notePending(pending.transactions)
+      try applier.notePending(pending.transactions, refused: kept)
+      var references = referring.map {
+        MirrorChange(globalID: $0.key, entityName: $0.value.entityName, kind: .update, fields: $0.value.fields)
+      }
+      // Objects related here to one a refused insert created, which the discard deletes: each takes the
+      // hub's value of its side first, so that no delete rule of the deleted object reaches it.
+      for (id, neighbour) in neighbours where neighbour.partners.contains(where: { current[$0] == nil }) {
+        guard let object = current[id] else { continue }
+        let fields = object.fields.filter { neighbour.fields.contains($0.key) }
+        if !fields.isEmpty {
+          references.append(MirrorChange(globalID: id, entityName: object.entityName, kind: .update, fields: fields))
+        }
+      }
       let undo = MirrorLogEntry(
         position: state.pulled, replicaID: replica, localSequence: 0,
-        changes: try undoing(dropped, keeping: kept, hubHolds: current, identity: identity, in: context))
+        changes: try undoing(dropped, keeping: kept, hubHolds: current, adopted: adopted, identity: identity, in: context)
+          + references)
       try applier.lookUp(namesIn: [undo][...])
       try applier.apply(undo, isOwn: false)
       try state.setRejected(kept, in: context)
@@ -109,18 +144,61 @@ extension StoreMirror {
     }
   }
 
+  /// An object related here to objects refused inserts created: which of them (`partners`), and its fields
+  /// that relate it to them (their relationships' inverses).
+  struct Neighbour {
+    var fields: Set<String> = []
+    var partners: Set<UUID> = []
+  }
+
+  /// For the objects `transactions` name: those that a pulled insert of their key took as its twin, by the
+  /// identity they took (the hub's values of that identity come back to them), and the objects related here
+  /// to those the transactions inserted, by global identity.
+  private static func neighbourhood(
+    of transactions: [RejectedTransaction], identity: GlobalIdentity, in context: ObjectContext
+  ) throws -> (adopted: [UUID: UUID], neighbours: [UUID: Neighbour]) {
+    var adopted: [UUID: UUID] = [:]
+    var neighbours: [UUID: Neighbour] = [:]
+    for change in transactions.flatMap(\.transaction.changes) {
+      guard let local = identity.localObjectID(for: change.globalID), let object = try? context.existingObject(with: local),
+        !object.isDeleted
+      else { continue }
+      if case .uuid(let taken)? = object.primitiveValue(forKey: MirrorModel.identityAttribute), taken != change.globalID {
+        adopted[change.globalID] = taken
+        continue
+      }
+      guard change.kind == .insert else { continue }
+      for rel in object.entity.relationships {
+        guard let inverse = rel.inverse else { continue }
+        let value = object.value(forKey: rel.name)
+        let related =
+          (value as? Set<ManagedObject>).map(Array.init) ?? value as? [ManagedObject]
+          ?? [value as? ManagedObject].compactMap { $0 }
+        for other in related {
+          guard
+            let id = identity.globalID(of: other.objectID, stored: other.primitiveValue(forKey: MirrorModel.identityAttribute))
+          else { continue }
+          neighbours[id, default: Neighbour()].fields.insert(inverse)
+          neighbours[id, default: Neighbour()].partners.insert(change.globalID)
+        }
+      }
+    }
+    return (adopted, neighbours)
+  }
+
   /// The changes that set what `dropped` changed back to the hub's state `hub`: a hub's object as
   /// `restored` (every field when it is gone here, else the fields `dropped` changed), an object the hub
-  /// does not hold as a delete — unless a rejected transaction still listed (`kept`) created it.
+  /// does not hold as a delete — unless a rejected transaction still listed (`kept`) created it. An object a
+  /// pulled insert took as its twin is named by the identity it took (`adopted`), and gets all its fields.
   private func undoing(
     _ dropped: [RejectedTransaction], keeping kept: [RejectedTransaction], hubHolds hub: [UUID: MirrorObject],
-    identity: GlobalIdentity, in context: ObjectContext
+    adopted: [UUID: UUID], identity: GlobalIdentity, in context: ObjectContext
   ) throws -> [MirrorChange] {
     let createdByKept = Set(kept.flatMap { $0.transaction.changes.filter { $0.kind == .insert }.map(\.globalID) })
     var order: [UUID] = []
     var touched: [UUID: (entityName: String, fields: Set<String>?)] = [:]
     for change in dropped.flatMap(\.transaction.changes) where change.kind != .merged && change.kind != .restored {
-      let id = change.globalID
+      let id = adopted[change.globalID] ?? change.globalID
       if touched[id] == nil {
         order.append(id)
         touched[id] = (change.entityName, [])

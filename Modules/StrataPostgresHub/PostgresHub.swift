@@ -281,6 +281,27 @@ public final class PostgresHub: MirrorHub {
     }
   }
 
+  /// The live objects whose fields name one of `ids`: one scan of the objects' states for the identities'
+  /// text (an object that names one only in its bookkeeping is read and left out).
+  ///
+  /// ```swift
+  /// let referring = try await hub.objects(referringTo: [sticker])
+  /// ```
+  ///
+  /// - Throws: `MirrorError.hubUnreachable` or `MirrorError.hubFailed`.
+  public func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
+    guard !ids.isEmpty else { return [:] }
+    return try withConnection { connection, _ in
+      let patterns = "{" + ids.map { "\"%\($0.uuidString)%\"" }.sorted().joined(separator: ",") + "}"
+      var found: [UUID: MirrorObject] = [:]
+      for (id, object) in try loadObjects(connection, where: "deleted_at IS NULL AND state ILIKE ANY($1::text[])", [patterns])
+      where object.fields.values.contains(where: { $0.names(anyOf: ids) }) {
+        found[id] = MirrorObject(entityName: object.entityName, fields: object.fields)
+      }
+      return found
+    }
+  }
+
   /// The hub's last position each time a push commits: a connection of its own `LISTEN`s on the
   /// schema's channel (every push sends `NOTIFY` with its position inside its transaction) and is read
   /// every 10 ms. On each (re)connection the stream yields the last position, since announcements made
@@ -359,8 +380,17 @@ public final class PostgresHub: MirrorHub {
       kept = nil
     }
     var ledger: HubLedger
-    if var cached = kept.take(), cached.lastPosition == lastPosition {
-      cached.forgetApplied()
+    if var cached = kept.take(), cached.lastPosition <= lastPosition {
+      // Other processes pushed since this one's last push: their log entries name every object they changed
+      // (a delete rule's effects and a merge's alias included); only those are read again.
+      let changed =
+        cached.lastPosition == lastPosition
+        ? [:]
+        : try loadObjects(
+          connection,
+          where: "id IN (SELECT (c->>'globalID')::uuid FROM \(table("log")), "
+            + "json_array_elements(changes::json->'changes') AS c WHERE position > $1)", [String(cached.lastPosition)])
+      cached.catchUp(with: changed, through: lastPosition)
       ledger = consume cached
     } else {
       ledger = HubLedger(

@@ -15,6 +15,15 @@ final class Jar: ManagedObject {
   @Attribute var name: String
   @Relationship(inverse: "jars") var shelf: Shelf?
   @Relationship(inverse: "jars") var stickers: Set<Sticker>
+  @Relationship(inverse: "jar") var tags: Set<Tag>
+}
+
+/// A tag of the convergence property: one of a few unique codes, so that replicas create and take the same
+/// code offline (uniqueness across replicas), on at most one jar.
+final class Tag: ManagedObject {
+  @Attribute(.unique) var code: String
+  @Attribute var color: String
+  @Relationship(inverse: "tags") var jar: Jar?
 }
 
 /// A sticker of the convergence property, on any number of jars.
@@ -35,12 +44,13 @@ let pantryModel: ObjectModel = {
 
 /// A seeded convergence property: three replicas (memory, SQLite, LMDB) make random transactions on a
 /// shared pool of objects — attributes, to-one references, an ordered list's members and order, a
-/// many-to-many's members, creations and deletes — and sync in a random order, and the file replicas are
-/// killed at random moments (in this process: the sync is stopped at a random durable step,
-/// `MirrorFailpoint`, or its reply lost, or the replica is dropped right after a save, and its store
-/// reopened from the file); once every replica has synced twice with no new edits, all of them and the hub
-/// hold identical objects (attribute values, references, lists in their order), every local transaction
-/// of every replica is on the hub exactly once (or in its rejected list), and at least 30 % of the
+/// many-to-many's members, creations and deletes, unique codes created and taken on several replicas
+/// offline — and sync in a random order, and the file replicas are killed at random moments (in this
+/// process: the sync is stopped at a random durable step, `MirrorFailpoint`, or its reply lost, or the
+/// replica is dropped right after a save, and its store reopened from the file); once every replica has
+/// discarded what the hub refused and synced twice with no new edits, all of them and the hub hold
+/// identical objects (attribute values, references, lists in their order), every local transaction of
+/// every replica is on the hub exactly once (or was in its rejected list), and at least 30 % of the
 /// transactions changed an object another replica created.
 ///
 /// Each seed is a test case of its own (they run in parallel). `STRATA_MIRROR_SEED=n` reruns one seed;
@@ -50,7 +60,7 @@ let pantryModel: ObjectModel = {
 /// (scripts/torture mirror adds them up); a failing seed names the command that reruns it.
 @Suite("Mirror convergence")
 struct MirrorConvergenceTests {
-  static let types: [ManagedObject.Type] = [Crate.self, Apple.self, Shelf.self, Jar.self, Sticker.self]
+  static let types: [ManagedObject.Type] = [Crate.self, Apple.self, Shelf.self, Jar.self, Sticker.self, Tag.self]
 
   static let seeds: [UInt64] = {
     let environment = ProcessInfo.processInfo.environment
@@ -73,9 +83,13 @@ struct MirrorConvergenceTests {
 
   @Test func replicasConvergeOnAPostgreSQLHub() async throws {
     let schema = "mirror_" + UUID().uuidString.lowercased().filter { $0.isLetter || $0.isNumber }.prefix(20)
-    let hub = try PostgresHub(uri: try PostgresHubTests.serverURI(), schema: String(schema), model: pantryModel)
+    // A hub object per replica, as each replica's process has its own: each push after another's reads
+    // what the others changed.
+    let hubs = try ReplicaStore.allCases.map { _ in
+      try PostgresHub(uri: try PostgresHubTests.serverURI(), schema: String(schema), model: pantryModel)
+    }
     let seed = Self.seeds[0]
-    let outcome = try await Self.run(seed: seed, transactionsPerReplica: 30, hub: hub, killing: Self.kills)
+    let outcome = try await Self.run(seed: seed, transactionsPerReplica: 30, hubs: hubs, killing: Self.kills)
     print("mirror-summary hub=postgres seed=\(seed) \(outcome.summary)")
     let rerun = Self.rerun(seed, transactions: 30, test: "replicasConvergeOnAPostgreSQLHub")
     #expect(outcome.failures.isEmpty, "seed \(seed) failed (rerun: \(rerun)): \(outcome.failures.joined(separator: "; "))")
@@ -84,9 +98,15 @@ struct MirrorConvergenceTests {
   @Test(arguments: MirrorConvergenceTests.seeds)
   func replicasConvergeAfterRandomTransactionsSyncsAndKills(seed: UInt64) async throws {
     let transactions = Self.transactionsPerReplica
-    let outcome = try await Self.run(seed: seed, transactionsPerReplica: transactions, killing: Self.kills)
-    print("mirror-summary seed=\(seed) \(outcome.summary)")
     let rerun = Self.rerun(seed, transactions: transactions, test: "MirrorConvergenceTests")
+    let outcome: Outcome
+    do {
+      outcome = try await Self.run(seed: seed, transactionsPerReplica: transactions, killing: Self.kills)
+    } catch {
+      Issue.record("seed \(seed) stopped (rerun: \(rerun)): \(error)")
+      return
+    }
+    print("mirror-summary seed=\(seed) \(outcome.summary)")
     #expect(outcome.failures.isEmpty, "seed \(seed) failed (rerun: \(rerun)): \(outcome.failures.joined(separator: "; "))")
   }
 
@@ -120,14 +140,18 @@ struct MirrorConvergenceTests {
 
   /// Runs one seed.
   static func run(
-    seed: UInt64, transactionsPerReplica: Int, hub: any MirrorHub = MemoryHub(model: pantryModel), killing: Bool = true
+    seed: UInt64, transactionsPerReplica: Int, hubs: [any MirrorHub] = [MemoryHub(model: pantryModel)],
+    killing: Bool = true
   ) async throws -> Outcome {
+    let hub = hubs[0]
     var random = SeededGenerator(seed: seed)
     var outcome = Outcome()
     let directory = try temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
     func open(_ store: ReplicaStore) throws -> Replica {
-      let replica = try Replica(store, hub: hub, in: directory, name: store.rawValue, model: pantryModel, types: types)
+      let index = ReplicaStore.allCases.firstIndex(of: store) ?? 0
+      let replica = try Replica(
+        store, hub: hubs[index % hubs.count], in: directory, name: store.rawValue, model: pantryModel, types: types)
       // As an app's view context: pulled changes merge into the objects it holds.
       replica.context.automaticallyMergesChangesFromParent = true
       return replica
@@ -157,7 +181,7 @@ struct MirrorConvergenceTests {
         ? RandomKill.allCases.randomElement(using: &random) : nil
       if Int.random(in: 0..<100, using: &random) < 15 {
         pools[index] = nil
-        try await sync(replica, killedBy: kill, nth: Int.random(in: 1...3, using: &random), hub: hub) { try reopen(index) }
+        try await sync(replica, killedBy: kill, nth: Int.random(in: 1...3, using: &random)) { try reopen(index) }
         continue
       }
       var pool = try pools[index] ?? Pool(replica.context)
@@ -170,6 +194,18 @@ struct MirrorConvergenceTests {
       made[index] += 1
       if shared { outcome.shared += 1 }
       if kill == .afterSave { try reopen(index) }
+    }
+    // A transaction the hub refused (a tag's code another replica's tag took first) stays listed until the
+    // person discards it, which brings the hub's values back: every replica does, then syncs.
+    var refused: [Set<Int64>] = []
+    for replica in replicas {
+      _ = try await replica.mirror.sync()
+      refused.append(Set(try replica.mirror.rejected().map(\.localSequence)))
+      for r in try replica.mirror.rejected() {
+        print(
+          r.transaction.changes.map { "\($0.kind) \($0.entityName) \($0.globalID) \($0.fields.keys.sorted())" })
+      }
+      try await replica.mirror.discardRejected()
     }
     for _ in 0..<2 {
       for replica in replicas { _ = try await replica.mirror.sync() }
@@ -184,7 +220,7 @@ struct MirrorConvergenceTests {
     let log = try await hub.pull(after: 0, limit: .max)
     var applied: [UUID: [Int64: Int]] = [:]
     for entry in log { applied[entry.replicaID, default: [:]][entry.localSequence, default: 0] += 1 }
-    for (store, replica) in zip(ReplicaStore.allCases, replicas) {
+    for (index, (store, replica)) in zip(ReplicaStore.allCases, replicas).enumerated() {
       let dump = try replica.canonicalDump()
       if dump != expected {
         outcome.divergent += 1
@@ -203,8 +239,7 @@ struct MirrorConvergenceTests {
         outcome.failures.append("the \(store) replica still has \(status.pendingTransactions) pending transactions")
       }
       let onHub = status.replicaID.flatMap { applied[$0] } ?? [:]
-      let refused = Set(try replica.mirror.rejected().map(\.localSequence))
-      let lost = try replica.localTransactions().filter { onHub[$0] == nil && !refused.contains($0) }
+      let lost = try replica.localTransactions().filter { onHub[$0] == nil && !refused[index].contains($0) }
       let twice = onHub.filter { $0.value > 1 }.keys.sorted()
       outcome.lost += lost.count
       outcome.duplicated += twice.count
@@ -247,7 +282,7 @@ struct MirrorConvergenceTests {
   /// Syncs `replica`; with a kill, arms it first and calls `reopen` when it struck (the sync then stopped
   /// where a killed process would have, or failed on the lost reply).
   static func sync(
-    _ replica: Replica, killedBy kill: RandomKill?, nth: Int, hub: any MirrorHub, reopen: () throws -> Void
+    _ replica: Replica, killedBy kill: RandomKill?, nth: Int, reopen: () throws -> Void
   ) async throws {
     let step: MirrorFailpoint? =
       switch kill {
@@ -272,8 +307,8 @@ struct MirrorConvergenceTests {
     }
     let losesReply = try kill == .lostReply && replica.mirror.status().pendingTransactions > 0
     if losesReply {
-      (hub as? MemoryHub)?.loseReplies(1)
-      (hub as? PostgresHub)?.loseReplies(1)
+      (replica.mirror.hub as? MemoryHub)?.loseReplies(1)
+      (replica.mirror.hub as? PostgresHub)?.loseReplies(1)
     }
     do {
       _ = try await replica.mirror.sync()
@@ -293,13 +328,14 @@ struct MirrorConvergenceTests {
     var shelves: [Shelf]
     var jars: [Jar]
     var stickers: [Sticker]
+    var tags: [Tag]
 
     init(_ context: ObjectContext) throws {
       func read<T: ManagedObject>(_ type: T.Type) throws -> [T] {
         try context.fetch(FetchRequest<T>()).sorted { ($0.objectID.primaryKey ?? 0) < ($1.objectID.primaryKey ?? 0) }
       }
-      (crates, apples, shelves, jars, stickers) = try (
-        read(Crate.self), read(Apple.self), read(Shelf.self), read(Jar.self), read(Sticker.self)
+      (crates, apples, shelves, jars, stickers, tags) = try (
+        read(Crate.self), read(Apple.self), read(Shelf.self), read(Jar.self), read(Sticker.self), read(Tag.self)
       )
     }
   }
@@ -314,6 +350,7 @@ struct MirrorConvergenceTests {
   static func randomEdit(on replica: Replica, pool: inout Pool, using random: inout SeededGenerator) throws -> Bool {
     let context = replica.context
     let word = ["red", "green", "tart", "sweet", "old", "new"].randomElement(using: &random) ?? "plain"
+    if Int.random(in: 0..<100, using: &random) < 15 { return try randomTagEdit(in: context, pool: &pool, word, using: &random) }
     switch Int.random(in: 0..<100, using: &random) {
     case 0..<6:
       let crate = Crate(context: context)
@@ -422,6 +459,45 @@ struct MirrorConvergenceTests {
       pool.shelves.removeAll { $0 === shelf }
       context.delete(shelf)
       return isShared(shelf)
+    }
+  }
+}
+
+extension MirrorConvergenceTests {
+  /// One random change of a tag; `true` when it changed an object another replica created. A code a live
+  /// tag of this replica holds is not taken (the local store would refuse the save, and a person picks
+  /// another); one another replica took offline is, as people do.
+  static func randomTagEdit(
+    in context: ObjectContext, pool: inout Pool, _ word: String, using random: inout SeededGenerator
+  ) throws -> Bool {
+    let code = "tag \(Int.random(in: 0..<8, using: &random))"
+    let isFree = try context.fetch(FetchRequest<Tag>(format: "code == %@", code)).allSatisfy(\.isDeleted)
+    switch Int.random(in: 0..<5, using: &random) {
+    case 0:
+      guard isFree else { return false }
+      let tag = Tag(context: context)
+      tag.code = code
+      tag.color = word
+      tag.jar = pool.jars.randomElement(using: &random)
+      pool.tags.append(tag)
+      return isShared(tag.jar)
+    case 1:
+      guard isFree, let tag = pool.tags.randomElement(using: &random) else { return false }
+      tag.code = code
+      return isShared(tag)
+    case 2:
+      guard let tag = pool.tags.randomElement(using: &random) else { return false }
+      tag.color = word
+      return isShared(tag)
+    case 3:
+      guard let tag = pool.tags.randomElement(using: &random) else { return false }
+      tag.jar = pool.jars.randomElement(using: &random)
+      return isShared(tag) || isShared(tag.jar)
+    default:
+      guard let tag = pool.tags.randomElement(using: &random) else { return false }
+      pool.tags.removeAll { $0 === tag }
+      context.delete(tag)
+      return isShared(tag)
     }
   }
 }

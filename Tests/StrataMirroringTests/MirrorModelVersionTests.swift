@@ -21,6 +21,18 @@ struct MirrorModelVersionTests {
     }
   }()
 
+  /// A hub of `kind` and a replica of version 1 that created the apple Gala and pushed it.
+  static func galaOnAVersion1Replica(_ kind: OneHub.Kind, in directory: URL) async throws -> (OneHub, Replica) {
+    let hub = OneHub(kind)
+    let old = try Replica(.sqlite, hub: try hub.object(), in: directory, name: "a")
+    let gala = Apple(context: old.context)
+    gala.variety = "Gala"
+    gala.weight = 100
+    try old.context.save()
+    #expect(try await old.mirror.sync().pushed == 1)
+    return (hub, old)
+  }
+
   /// A replica of version 1 syncs; a replica of version 2 connects (the hub takes version 2); the older
   /// replica's new apple lacks the grade version 2 requires and is refused as older, kept in its rejected
   /// list, while its change of an apple's weight and its new crate are accepted. Once the app is upgraded
@@ -29,13 +41,7 @@ struct MirrorModelVersionTests {
   func anOlderReplicaCannotCreateWhatTheNewerModelRequires(_ kind: OneHub.Kind) async throws {
     let directory = try temporaryDirectory()
     defer { try? FileManager.default.removeItem(at: directory) }
-    let hub = OneHub(kind)
-    let old = try Replica(.sqlite, hub: try hub.object(), in: directory, name: "a")
-    let gala = Apple(context: old.context)
-    gala.variety = "Gala"
-    gala.weight = 100
-    try old.context.save()
-    #expect(try await old.mirror.sync().pushed == 1)
+    let (hub, old) = try await Self.galaOnAVersion1Replica(kind, in: directory)
 
     let b = try Replica(.lmdb, hub: try hub.object(model: Self.version2), in: directory, name: "b", model: Self.version2)
     _ = try await b.mirror.sync()
@@ -65,6 +71,39 @@ struct MirrorModelVersionTests {
     #expect(retried.pushed == 1 && retried.rejected == 0, "\(retried)")
     _ = try await b.mirror.sync()
     #expect(try b.apples().map(\.variety).sorted() == ["Fuji", "Gala"])
+  }
+
+  /// A replica of version 1 pulls what a replica of version 2 did, skipping the field its model lacks
+  /// instead of failing the pull; once the app is upgraded, its next sync pulls the log again from its start
+  /// and the skipped values arrive: both replicas then hold the same grades.
+  @Test(arguments: OneHub.Kind.allCases)
+  func anOlderReplicaSkipsFieldsItLacksAndGetsThemOnceUpgraded(_ kind: OneHub.Kind) async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let (hub, old) = try await Self.galaOnAVersion1Replica(kind, in: directory)
+
+    let b = try Replica(.lmdb, hub: try hub.object(model: Self.version2), in: directory, name: "b", model: Self.version2)
+    _ = try await b.mirror.sync()
+    try b.apple("Gala").setValue("C", forKey: "grade")
+    let fuji = Apple(context: b.context)
+    fuji.variety = "Fuji"
+    fuji.weight = 150
+    try fuji.setValue("A", forKey: "grade")
+    try b.context.save()
+    _ = try await b.mirror.sync()
+
+    let report = try await old.mirror.sync()
+    #expect(report.pulled == 1, "\(report)")
+    #expect(try old.apples().map(\.variety).sorted() == ["Fuji", "Gala"])
+
+    old.container.close()
+    let upgraded = try Replica(.sqlite, hub: try hub.object(model: Self.version2), in: directory, name: "a", model: Self.version2)
+    _ = try await upgraded.mirror.sync()
+    func grades(_ replica: Replica) throws -> [String: Value?] {
+      Dictionary(uniqueKeysWithValues: try replica.apples().map { ($0.variety, $0.primitiveValue(forKey: "grade")) })
+    }
+    #expect(try grades(upgraded) == ["Gala": .string("C"), "Fuji": .string("A")])
+    #expect(try grades(upgraded) == grades(b))
   }
 
   /// A newer replica's admit upgrades the model of a hub built with the older one: an insert without the

@@ -50,8 +50,17 @@ func StrataMirroring_HubLedger_4(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 5, on `public mutating func apply(_ transaction: MirrorTransaction) throws -> MirrorReceipt`
+// Modules/StrataMirroring/HubLedger.swift, example 5, on `public mutating func catchUp(with objects: [UUID: Object], through lastPosition: Int64)`
 func StrataMirroring_HubLedger_5(_ scope: DocScope) throws {
+  let container: PersistentContainer = scope.container
+  do {
+    var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
+    ledger.catchUp(with: [:], through: 43)  // ledger.lastPosition == 43
+  }
+}
+
+// Modules/StrataMirroring/HubLedger.swift, example 6, on `public mutating func apply(_ transaction: MirrorTransaction) throws -> MirrorReceipt`
+func StrataMirroring_HubLedger_6(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     var ledger = HubLedger(model: container.model)
@@ -61,8 +70,8 @@ func StrataMirroring_HubLedger_5(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 6, on `public mutating func apply(`
-func StrataMirroring_HubLedger_6(_ scope: DocScope) throws {
+// Modules/StrataMirroring/HubLedger.swift, example 7, on `public mutating func apply(`
+func StrataMirroring_HubLedger_7(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     var ledger = HubLedger(model: container.model, objects: [:], lastPosition: 41)
@@ -71,8 +80,8 @@ func StrataMirroring_HubLedger_6(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/HubLedger.swift, example 7, on `public func entries(after position: Int64, limit: Int) -> [MirrorLogEntry]`
-func StrataMirroring_HubLedger_7(_ scope: DocScope) throws {
+// Modules/StrataMirroring/HubLedger.swift, example 8, on `public func entries(after position: Int64, limit: Int) -> [MirrorLogEntry]`
+func StrataMirroring_HubLedger_8(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     let ledger = HubLedger(model: container.model)

@@ -68,8 +68,16 @@ func StrataMirroring_MemoryHub_6(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/MemoryHub.swift, example 7, on `public func admit(replicaOf replica: ObjectModel) async throws`
+// Modules/StrataMirroring/MemoryHub.swift, example 7, on `public func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject]`
 func StrataMirroring_MemoryHub_7(_ scope: DocScope) async throws {
+  let hub: MemoryHub = scope.hub
+  do {
+    let referring = try await hub.objects(referringTo: [id])
+  }
+}
+
+// Modules/StrataMirroring/MemoryHub.swift, example 8, on `public func admit(replicaOf replica: ObjectModel) async throws`
+func StrataMirroring_MemoryHub_8(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
   let hub: MemoryHub = scope.hub
   do {

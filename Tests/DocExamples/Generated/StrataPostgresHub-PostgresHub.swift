@@ -91,24 +91,32 @@ func StrataPostgresHub_PostgresHub_8(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 9, on `public func newPositions() -> AsyncStream<Int64>`
+// Modules/StrataPostgresHub/PostgresHub.swift, example 9, on `public func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject]`
 func StrataPostgresHub_PostgresHub_9(_ scope: DocScope) async throws {
+  let hub: MemoryHub = scope.hub
+  do {
+    let referring = try await hub.objects(referringTo: [sticker])
+  }
+}
+
+// Modules/StrataPostgresHub/PostgresHub.swift, example 10, on `public func newPositions() -> AsyncStream<Int64>`
+func StrataPostgresHub_PostgresHub_10(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     for await position in hub.newPositions() { print("the hub is at \(position)") }
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 10, on `public struct PostgresHubFactory: MirrorHubFactory`
-func StrataPostgresHub_PostgresHub_10(_ scope: DocScope) throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 11, on `public struct PostgresHubFactory: MirrorHubFactory`
+func StrataPostgresHub_PostgresHub_11(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     let mirror = try container.startMirroring(hubs: [PostgresHubFactory(defaultSchema: "potatoes_hub")])
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 11, on `public init(defaultSchema: String, policies: MirrorPolicies = .standard)`
-func StrataPostgresHub_PostgresHub_11(_ scope: DocScope) throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 12, on `public init(defaultSchema: String, policies: MirrorPolicies = .standard)`
+func StrataPostgresHub_PostgresHub_12(_ scope: DocScope) throws {
   do {
     let hubs = PostgresHubFactory(defaultSchema: "potatoes_hub", policies: MirrorPolicies(entities: ["Tasting": MirrorPolicy(conflicts: .hubWins)]))
   }
