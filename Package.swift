@@ -94,7 +94,8 @@ let package = Package(
       swiftSettings: swiftSettings),
     // The PostgreSQL hub: the mirror tables in a schema, each push one PostgreSQL transaction (libpq directly).
     .target(
-      name: "StrataPostgresHub", dependencies: ["StrataMirroring", "StrataCore", "CLibPQ"], path: "Modules/StrataPostgresHub",
+      name: "StrataPostgresHub", dependencies: ["StrataMirroring", "Strata", "StrataCore", "CLibPQ"],
+      path: "Modules/StrataPostgresHub",
       swiftSettings: swiftSettings),
 
     // MARK: Features
@@ -176,7 +177,8 @@ let package = Package(
     .testTarget(
       name: "StrataMirroringTests",
       dependencies: [
-        "StrataMirroring", "StrataPostgresHub", "Strata", "StrataMemory", "StrataSQLite", "StrataLMDB", "mirror-worker",
+        "StrataMirroring", "StrataPostgresHub", "Strata", "StrataMemory", "StrataSQLite", "StrataLMDB", "StrataPostgres",
+        "mirror-worker",
       ],
       swiftSettings: swiftSettings),
     .testTarget(

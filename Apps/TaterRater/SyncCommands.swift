@@ -53,11 +53,10 @@ extension TaterRaterCommand {
       try runReportingErrors(tool: "tater-rater") {
         let rater = try openRater(storeOptions, watching: watch)
         defer { rater.container.close() }
-        let (mirror, hub) = try openMirrorAndHub(rater, server: server)
+        let mirror = try openMirror(rater, server: server, registry: storeOptions.registry)
         if watch { return try watchAutomatically(mirror) }
         let report = try waitFor { try await mirror.sync() }
         if let server { try mirror.rememberHub(server) }
-        try syncServerStore(of: hub, beside: rater, registry: storeOptions.registry)
         if json {
           print(try jsonString(report))
         } else {
@@ -187,7 +186,8 @@ extension TaterRaterCommand {
       try runReportingErrors(tool: "tater-rater") {
         let rater = try openRater(storeOptions, readingOnly: !retry && discard.isEmpty)
         defer { rater.container.close() }
-        let mirror = try openMirror(rater, server: nil, required: retry || !discard.isEmpty)
+        let mirror = try openMirror(
+          rater, server: nil, required: retry || !discard.isEmpty, registry: storeOptions.registry)
         if retry {
           let report = try waitFor { try await mirror.retryRejected() }
           return print(
@@ -219,37 +219,26 @@ extension TaterRaterCommand {
 let defaultServerSchema = "taterrater_hub"
 
 /// The mirror of `rater`'s store with the server `server`, else the one the store remembers. Without
-/// either: a usage error when `required`, else a mirror whose hub says no server is known.
-func openMirror(_ rater: PotatoRater, server: String?, required: Bool = true) throws -> StoreMirror {
-  try openMirrorAndHub(rater, server: server, required: required).mirror
-}
-
-/// ``openMirror(_:server:required:)`` and its PostgreSQL hub (`nil` without a server).
-func openMirrorAndHub(
-  _ rater: PotatoRater, server: String?, required: Bool = true
-) throws -> (mirror: StoreMirror, hub: PostgresHub?) {
+/// either: a usage error when `required`, else a mirror whose hub says no server is known. Given `registry`,
+/// each of its rounds also brings the server's own Strata store (in the hub's schema, beside its tables) up
+/// to date, opened as this app opens any store, so `--store postgres --path URI` reads the converged potatoes
+/// and its own saves are pushed like any replica's.
+func openMirror(
+  _ rater: PotatoRater, server: String?, required: Bool = true, registry: StoreRegistry? = nil
+) throws -> StoreMirror {
   guard let location = try server ?? StoreMirror.rememberedHub(of: rater.container) else {
     if required { throw UsageError("no server to sync with: give --server URI (this store remembers none yet)") }
-    return (try StoreMirror(container: rater.container, hub: NoServer()), nil)
+    return try StoreMirror(container: rater.container, hub: NoServer())
   }
-  let hub = try PostgresHub(location: location, defaultSchema: defaultServerSchema, model: rater.container.model)
-  return (try StoreMirror(container: rater.container, hub: hub), hub)
-}
-
-/// Brings the server's own Strata store (in the hub's schema, beside its tables) up to date: it is a
-/// replica too, synced under the hub's server-store lock by whichever round runs, so `--store postgres
-/// --path URI` reads the converged potatoes and its own saves are pushed like any replica's.
-func syncServerStore(of hub: PostgresHub?, beside rater: PotatoRater, registry: StoreRegistry) throws {
-  guard let hub else { return }
-  let location = hub.storeLocation
-  if rater.container.storeDescriptions.first?.url == location { return }
-  try waitFor {
-    try await hub.withServerStoreLock {
-      let server = try PotatoRater.makeContainer(store: StoreDescription(type: .postgres, url: location), registry: registry)
-      defer { server.close() }
-      _ = try await StoreMirror(container: server, hub: hub).sync()
+  var serverStore: PostgresHub.ServerStoreOpener?
+  if let registry {
+    serverStore = { url in
+      try PotatoRater.makeContainer(store: StoreDescription(type: .postgres, url: url), registry: registry)
     }
   }
+  let hub = try PostgresHub(
+    location: location, defaultSchema: defaultServerSchema, model: rater.container.model, serverStore: serverStore)
+  return try StoreMirror(container: rater.container, hub: hub)
 }
 
 /// How output names a server: its URI without the password.

@@ -55,6 +55,15 @@ public protocol MirrorHub: Sendable {
   /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
   func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject]
 
+  /// Called by a replica's ``StoreMirror`` at the end of each of its rounds that succeeded: a hub that keeps
+  /// something of its own from the log (the PostgreSQL hub's server store) brings it up to date here, and
+  /// its error is the round's. The default does nothing.
+  ///
+  /// ```swift
+  /// try await hub.roundEnded(by: mirror)
+  /// ```
+  func roundEnded(by replica: StoreMirror) async throws
+
   /// The last position the hub gave, 0 before the first push: how far replicas can pull.
   ///
   /// - Throws: ``MirrorError/hubUnreachable(_:)`` when the hub cannot be reached.
@@ -125,6 +134,13 @@ extension MirrorHub {
   public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
     throw MirrorError.unsupported("this hub cannot read back its objects (\(type(of: self)) does not implement objects(_:))")
   }
+
+  /// Does nothing: a hub that keeps nothing of its own from the log has nothing to bring up to date.
+  ///
+  /// ```swift
+  /// try await hub.roundEnded(by: mirror)
+  /// ```
+  public func roundEnded(by replica: StoreMirror) async throws {}
 
   /// Throws ``MirrorError/unsupported(_:)``: a hub that does not implement it cannot tell its objects.
   ///

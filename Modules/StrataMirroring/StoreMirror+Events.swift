@@ -70,6 +70,12 @@ extension StoreMirror {
     try await phase(.push, &report, push)
     if report.conflicts > 0 { emit(MirrorEvent(kind: .conflict, count: report.conflicts, startedAt: started)) }
     try await phase(.pull, &report) { report in try await self.pull(into: &report) }
+    do {
+      try await hub.roundEnded(by: self)
+    } catch {
+      note(error)
+      throw error
+    }
     return report
   }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Strata
 import StrataCore
 import StrataMirroring
 import Synchronization
@@ -55,6 +56,11 @@ public final class PostgresHub: MirrorHub {
   private let model: ObjectModel
   private let policies: MirrorPolicies
   private let state = Locked(State())
+  private let serverStore: ServerStoreOpener?
+
+  /// Opens the app's container on the server's own Strata store at the URL it is given (``storeLocation``),
+  /// with the app's types and migrations, as the app opens any store.
+  public typealias ServerStoreOpener = @Sendable (URL) throws -> PersistentContainer
 
   /// A hub in `schema` of the database `uri` names (a libpq URI or key/value string), settling conflicts by
   /// `policies`. The merge runs in the pushing process, so every process that builds this hub must give the
@@ -66,8 +72,15 @@ public final class PostgresHub: MirrorHub {
   /// let hub = try PostgresHub(uri: "postgresql:///potatoes", schema: "mirror", model: model, policies: policies)
   /// ```
   ///
+  /// With `serverStore`, every round a replica of this hub object ends brings the server's own Strata store
+  /// up to date (``roundEnded(by:)``), so that an app pointed at the server sees the converged data without
+  /// a step of its own.
+  ///
   /// - Throws: `MirrorError.unsupported` for a schema name that is not a plain identifier.
-  public init(uri: String, schema: String, model: ObjectModel, policies: MirrorPolicies = .standard) throws {
+  public init(
+    uri: String, schema: String, model: ObjectModel, policies: MirrorPolicies = .standard,
+    serverStore: ServerStoreOpener? = nil
+  ) throws {
     guard let first = schema.first, first.isLetter || first == "_",
       schema.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }), schema.count <= 63
     else {
@@ -77,6 +90,7 @@ public final class PostgresHub: MirrorHub {
     self.schema = schema
     self.model = model
     self.policies = policies
+    self.serverStore = serverStore
     let components = URLComponents(string: uri)
     secrets = [components?.password, components?.percentEncodedPassword].compactMap { $0 }.filter { !$0.isEmpty }
   }
@@ -93,7 +107,8 @@ public final class PostgresHub: MirrorHub {
   ///   more than two components, or whose schema is not a plain identifier; the message never holds the
   ///   password.
   public convenience init(
-    location: String, defaultSchema: String, model: ObjectModel, policies: MirrorPolicies = .standard
+    location: String, defaultSchema: String, model: ObjectModel, policies: MirrorPolicies = .standard,
+    serverStore: ServerStoreOpener? = nil
   ) throws {
     guard var components = URLComponents(string: location), components.scheme == "postgresql" || components.scheme == "postgres"
     else {
@@ -112,7 +127,8 @@ public final class PostgresHub: MirrorHub {
       schema = items.remove(at: index).value ?? defaultSchema
     }
     components.queryItems = items.isEmpty ? nil : items
-    try self.init(uri: components.string ?? location, schema: schema, model: model, policies: policies)
+    try self.init(
+      uri: components.string ?? location, schema: schema, model: model, policies: policies, serverStore: serverStore)
   }
   /// Where an ordinary Strata PostgreSQL store beside the hub's tables lives: the hub's database URI with
   /// its schema as the `schema` query item. Open a container there (`StoreDescription(type: .postgres,
@@ -127,6 +143,25 @@ public final class PostgresHub: MirrorHub {
     var components = URLComponents(string: uri) ?? URLComponents()
     components.queryItems = (components.queryItems ?? []) + [URLQueryItem(name: "schema", value: schema)]
     return components.url ?? URL(filePath: "/")
+  }
+
+  /// Brings the server's own Strata store up to date after a round of `replica` (given a `serverStore`
+  /// opener): under ``withServerStoreLock(_:)``, the store at ``storeLocation`` is opened and synced as a
+  /// replica of this hub, then closed. A round of that store itself, or a hub without an opener, does nothing.
+  ///
+  /// ```swift
+  /// try await hub.roundEnded(by: mirror)  // StoreMirror calls it after each round
+  /// ```
+  ///
+  /// - Throws: what opening or syncing the server store throws.
+  public func roundEnded(by replica: StoreMirror) async throws {
+    guard let serverStore, replica.container.storeDescriptions.first?.url != storeLocation else { return }
+    let location = storeLocation
+    try await withServerStoreLock {
+      let server = try serverStore(location)
+      defer { server.close() }
+      _ = try await StoreMirror(container: server, hub: self).sync()
+    }
   }
 
   /// Runs `body` while this process holds the hub's server-store lock, a PostgreSQL advisory lock on its
@@ -674,16 +709,20 @@ public struct PostgresHubFactory: MirrorHubFactory {
   public let defaultSchema: String
   /// The conflict rules of the hubs it makes (every replica must be given the same).
   public let policies: MirrorPolicies
+  /// How its hubs open the server's own Strata store to keep it up to date after each round (`nil`: they
+  /// leave it alone).
+  public let serverStore: PostgresHub.ServerStoreOpener?
 
-  /// A factory whose hubs use `defaultSchema` when a location names no schema, and settle conflicts by
-  /// `policies`.
+  /// A factory whose hubs use `defaultSchema` when a location names no schema, settle conflicts by
+  /// `policies` and, given `serverStore`, keep the server's own Strata store up to date.
   ///
   /// ```swift
   /// let hubs = PostgresHubFactory(defaultSchema: "potatoes_hub", policies: MirrorPolicies(entities: ["Tasting": MirrorPolicy(conflicts: .hubWins)]))
   /// ```
-  public init(defaultSchema: String, policies: MirrorPolicies = .standard) {
+  public init(defaultSchema: String, policies: MirrorPolicies = .standard, serverStore: PostgresHub.ServerStoreOpener? = nil) {
     self.defaultSchema = defaultSchema
     self.policies = policies
+    self.serverStore = serverStore
   }
 
   public func accepts(_ location: String) -> Bool {
@@ -691,6 +730,7 @@ public struct PostgresHubFactory: MirrorHubFactory {
   }
 
   public func makeHub(at location: String, model: ObjectModel) throws -> any MirrorHub {
-    try PostgresHub(location: location, defaultSchema: defaultSchema, model: model, policies: policies)
+    try PostgresHub(
+      location: location, defaultSchema: defaultSchema, model: model, policies: policies, serverStore: serverStore)
   }
 }

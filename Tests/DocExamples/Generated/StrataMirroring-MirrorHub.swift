@@ -43,24 +43,24 @@ func StrataMirroring_MirrorHub_3(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 4, on `func newPositions() -> AsyncStream<Int64>`
+// Modules/StrataMirroring/MirrorHub.swift, example 4, on `func roundEnded(by replica: StoreMirror) async throws`
 func StrataMirroring_MirrorHub_4(_ scope: DocScope) async throws {
+  let hub: MemoryHub = scope.hub
+  let mirror: StoreMirror = scope.mirror
+  do {
+    try await hub.roundEnded(by: mirror)
+  }
+}
+
+// Modules/StrataMirroring/MirrorHub.swift, example 5, on `func newPositions() -> AsyncStream<Int64>`
+func StrataMirroring_MirrorHub_5(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     for await position in hub.newPositions() { print("the hub is at \(position)") }
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 5, on `func admit(replicaOf model: ObjectModel) async throws`
-func StrataMirroring_MirrorHub_5(_ scope: DocScope) async throws {
-  let container: PersistentContainer = scope.container
-  let hub: MemoryHub = scope.hub
-  do {
-    try await hub.admit(replicaOf: container.model)
-  }
-}
-
-// Modules/StrataMirroring/MirrorHub.swift, example 6, on `public func admit(replicaOf model: ObjectModel) async throws {}`
+// Modules/StrataMirroring/MirrorHub.swift, example 6, on `func admit(replicaOf model: ObjectModel) async throws`
 func StrataMirroring_MirrorHub_6(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
   let hub: MemoryHub = scope.hub
@@ -69,32 +69,50 @@ func StrataMirroring_MirrorHub_6(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 7, on `public func newPositions() -> AsyncStream<Int64>`
+// Modules/StrataMirroring/MirrorHub.swift, example 7, on `public func admit(replicaOf model: ObjectModel) async throws {}`
 func StrataMirroring_MirrorHub_7(_ scope: DocScope) async throws {
+  let container: PersistentContainer = scope.container
+  let hub: MemoryHub = scope.hub
+  do {
+    try await hub.admit(replicaOf: container.model)
+  }
+}
+
+// Modules/StrataMirroring/MirrorHub.swift, example 8, on `public func newPositions() -> AsyncStream<Int64>`
+func StrataMirroring_MirrorHub_8(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     for await position in hub.newPositions() { print("the hub is at \(position)") }
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 8, on `public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject]`
-func StrataMirroring_MirrorHub_8(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 9, on `public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject]`
+func StrataMirroring_MirrorHub_9(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     let current = try await hub.objects([id])
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 9, on `public func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject]`
-func StrataMirroring_MirrorHub_9(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 10, on `public func roundEnded(by replica: StoreMirror) async throws {}`
+func StrataMirroring_MirrorHub_10(_ scope: DocScope) async throws {
+  let hub: MemoryHub = scope.hub
+  let mirror: StoreMirror = scope.mirror
+  do {
+    try await hub.roundEnded(by: mirror)
+  }
+}
+
+// Modules/StrataMirroring/MirrorHub.swift, example 11, on `public func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject]`
+func StrataMirroring_MirrorHub_11(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     let referring = try await hub.objects(referringTo: [id])
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 10, on `public enum MirrorField: Sendable, Hashable, Codable`
-func StrataMirroring_MirrorHub_10(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 12, on `public enum MirrorField: Sendable, Hashable, Codable`
+func StrataMirroring_MirrorHub_12(_ scope: DocScope) throws {
   do {
     let name = MirrorField.value(.string("Russet"))
     let shelf = MirrorField.reference(UUID())
@@ -102,57 +120,57 @@ func StrataMirroring_MirrorHub_10(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 11, on `public func names(anyOf ids: Set<UUID>) -> Bool`
-func StrataMirroring_MirrorHub_11(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 13, on `public func names(anyOf ids: Set<UUID>) -> Bool`
+func StrataMirroring_MirrorHub_13(_ scope: DocScope) throws {
   do {
     let pointsAtIt = MirrorField.reference(id).names(anyOf: [id])  // true
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 12, on `public struct MirrorObject: Sendable, Hashable, Codable`
-func StrataMirroring_MirrorHub_12(_ scope: DocScope) throws {
-  do {
-    let potato = MirrorObject(entityName: "Potato", fields: ["variety": .value(.string("Russet"))])
-  }
-}
-
-// Modules/StrataMirroring/MirrorHub.swift, example 13, on `public init(entityName: String, fields: [String: MirrorField])`
-func StrataMirroring_MirrorHub_13(_ scope: DocScope) throws {
-  do {
-    let potato = MirrorObject(entityName: "Potato", fields: ["variety": .value(.string("Russet"))])
-  }
-}
-
-// Modules/StrataMirroring/MirrorHub.swift, example 14, on `public struct MirrorChange: Sendable, Hashable, Codable`
+// Modules/StrataMirroring/MirrorHub.swift, example 14, on `public struct MirrorObject: Sendable, Hashable, Codable`
 func StrataMirroring_MirrorHub_14(_ scope: DocScope) throws {
+  do {
+    let potato = MirrorObject(entityName: "Potato", fields: ["variety": .value(.string("Russet"))])
+  }
+}
+
+// Modules/StrataMirroring/MirrorHub.swift, example 15, on `public init(entityName: String, fields: [String: MirrorField])`
+func StrataMirroring_MirrorHub_15(_ scope: DocScope) throws {
+  do {
+    let potato = MirrorObject(entityName: "Potato", fields: ["variety": .value(.string("Russet"))])
+  }
+}
+
+// Modules/StrataMirroring/MirrorHub.swift, example 16, on `public struct MirrorChange: Sendable, Hashable, Codable`
+func StrataMirroring_MirrorHub_16(_ scope: DocScope) throws {
   do {
     let kind = MirrorChange.Kind.update
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 15, on `public init(globalID: UUID, entityName: String, kind: Kind, fields: [String: MirrorField] = [:])`
-func StrataMirroring_MirrorHub_15(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 17, on `public init(globalID: UUID, entityName: String, kind: Kind, fields: [String: MirrorField] = [:])`
+func StrataMirroring_MirrorHub_17(_ scope: DocScope) throws {
   do {
     let change = MirrorChange(globalID: UUID(), entityName: "Potato", kind: .update, fields: ["variety": .value(.string("Russet"))])
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 16, on `public struct MirrorTransaction: Sendable, Hashable, Codable`
-func StrataMirroring_MirrorHub_16(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 18, on `public struct MirrorTransaction: Sendable, Hashable, Codable`
+func StrataMirroring_MirrorHub_18(_ scope: DocScope) throws {
   do {
     let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 7, basePosition: 12, changes: [])
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 17, on `public init(replicaID: UUID, localSequence: Int64, basePosition: Int64, changes: [MirrorChange])`
-func StrataMirroring_MirrorHub_17(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 19, on `public init(replicaID: UUID, localSequence: Int64, basePosition: Int64, changes: [MirrorChange])`
+func StrataMirroring_MirrorHub_19(_ scope: DocScope) throws {
   do {
     let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 7, basePosition: 12, changes: [])
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 18, on `public struct MirrorReceipt: Sendable, Hashable, Codable`
-func StrataMirroring_MirrorHub_18(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 20, on `public struct MirrorReceipt: Sendable, Hashable, Codable`
+func StrataMirroring_MirrorHub_20(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: [])
@@ -161,30 +179,30 @@ func StrataMirroring_MirrorHub_18(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 19, on `public init(position: Int64, wasDuplicate: Bool, conflicts: [MirrorConflict])`
-func StrataMirroring_MirrorHub_19(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 21, on `public init(position: Int64, wasDuplicate: Bool, conflicts: [MirrorConflict])`
+func StrataMirroring_MirrorHub_21(_ scope: DocScope) throws {
   do {
     let receipt = MirrorReceipt(position: 3, wasDuplicate: false, conflicts: [])
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 20, on `public struct MirrorLogEntry: Sendable, Hashable, Codable`
-func StrataMirroring_MirrorHub_20(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 22, on `public struct MirrorLogEntry: Sendable, Hashable, Codable`
+func StrataMirroring_MirrorHub_22(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     for entry in try await hub.pull(after: 0, limit: 100) { print(entry.position, entry.changes.count) }
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 21, on `public init(position: Int64, replicaID: UUID, localSequence: Int64, changes: [MirrorChange])`
-func StrataMirroring_MirrorHub_21(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 23, on `public init(position: Int64, replicaID: UUID, localSequence: Int64, changes: [MirrorChange])`
+func StrataMirroring_MirrorHub_23(_ scope: DocScope) throws {
   do {
     let entry = MirrorLogEntry(position: 1, replicaID: UUID(), localSequence: 1, changes: [])
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 22, on `public struct MirrorConflict: Sendable, Hashable, Codable`
-func StrataMirroring_MirrorHub_22(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 24, on `public struct MirrorConflict: Sendable, Hashable, Codable`
+func StrataMirroring_MirrorHub_24(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     for conflict in try await mirror.conflicts() where conflict.kind == .deleteVersusUpdate {
@@ -193,8 +211,8 @@ func StrataMirroring_MirrorHub_22(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 23, on `public init(`
-func StrataMirroring_MirrorHub_23(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 25, on `public init(`
+func StrataMirroring_MirrorHub_25(_ scope: DocScope) throws {
   do {
     let conflict = MirrorConflict(
       kind: .updateVersusUpdate, globalID: UUID(), entityName: "Potato", field: "variety",
@@ -203,8 +221,8 @@ func StrataMirroring_MirrorHub_23(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 24, on `public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible`
-func StrataMirroring_MirrorHub_24(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 26, on `public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible`
+func StrataMirroring_MirrorHub_26(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     do { _ = try await mirror.sync() } catch MirrorError.hubUnreachable(let reason) { print("offline: \(reason)") }

@@ -25,7 +25,7 @@ func StrataPostgresHub_PostgresHub_1(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 2, on `public init(uri: String, schema: String, model: ObjectModel, policies: MirrorPolicies = .standard) throws`
+// Modules/StrataPostgresHub/PostgresHub.swift, example 2, on `public init(`
 func StrataPostgresHub_PostgresHub_2(_ scope: DocScope) throws {
   let model: ObjectModel = scope.model
   let mirror: StoreMirror = scope.mirror
@@ -54,8 +54,17 @@ func StrataPostgresHub_PostgresHub_4(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 5, on `public func withServerStoreLock<R>(_ body: () async throws -> R) async throws -> R`
+// Modules/StrataPostgresHub/PostgresHub.swift, example 5, on `public func roundEnded(by replica: StoreMirror) async throws`
 func StrataPostgresHub_PostgresHub_5(_ scope: DocScope) async throws {
+  let hub: MemoryHub = scope.hub
+  let mirror: StoreMirror = scope.mirror
+  do {
+    try await hub.roundEnded(by: mirror)  // StoreMirror calls it after each round
+  }
+}
+
+// Modules/StrataPostgresHub/PostgresHub.swift, example 6, on `public func withServerStoreLock<R>(_ body: () async throws -> R) async throws -> R`
+func StrataPostgresHub_PostgresHub_6(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
   let mirror: StoreMirror = scope.mirror
   do {
@@ -64,16 +73,16 @@ func StrataPostgresHub_PostgresHub_5(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 6, on `public func loseReplies(_ count: Int)`
-func StrataPostgresHub_PostgresHub_6(_ scope: DocScope) throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 7, on `public func loseReplies(_ count: Int)`
+func StrataPostgresHub_PostgresHub_7(_ scope: DocScope) throws {
   let hub: MemoryHub = scope.hub
   do {
     hub.loseReplies(1)
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 7, on `public func admit(replicaOf replica: ObjectModel) async throws`
-func StrataPostgresHub_PostgresHub_7(_ scope: DocScope) async throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 8, on `public func admit(replicaOf replica: ObjectModel) async throws`
+func StrataPostgresHub_PostgresHub_8(_ scope: DocScope) async throws {
   let container: PersistentContainer = scope.container
   let hub: MemoryHub = scope.hub
   do {
@@ -81,8 +90,8 @@ func StrataPostgresHub_PostgresHub_7(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 8, on `public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject]`
-func StrataPostgresHub_PostgresHub_8(_ scope: DocScope) async throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 9, on `public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject]`
+func StrataPostgresHub_PostgresHub_9(_ scope: DocScope) async throws {
   let model: ObjectModel = scope.model
   let mirror: StoreMirror = scope.mirror
   do {
@@ -91,32 +100,32 @@ func StrataPostgresHub_PostgresHub_8(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 9, on `public func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject]`
-func StrataPostgresHub_PostgresHub_9(_ scope: DocScope) async throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 10, on `public func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject]`
+func StrataPostgresHub_PostgresHub_10(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     let referring = try await hub.objects(referringTo: [sticker])
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 10, on `public func newPositions() -> AsyncStream<Int64>`
-func StrataPostgresHub_PostgresHub_10(_ scope: DocScope) async throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 11, on `public func newPositions() -> AsyncStream<Int64>`
+func StrataPostgresHub_PostgresHub_11(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     for await position in hub.newPositions() { print("the hub is at \(position)") }
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 11, on `public struct PostgresHubFactory: MirrorHubFactory`
-func StrataPostgresHub_PostgresHub_11(_ scope: DocScope) throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 12, on `public struct PostgresHubFactory: MirrorHubFactory`
+func StrataPostgresHub_PostgresHub_12(_ scope: DocScope) throws {
   let container: PersistentContainer = scope.container
   do {
     let mirror = try container.startMirroring(hubs: [PostgresHubFactory(defaultSchema: "potatoes_hub")])
   }
 }
 
-// Modules/StrataPostgresHub/PostgresHub.swift, example 12, on `public init(defaultSchema: String, policies: MirrorPolicies = .standard)`
-func StrataPostgresHub_PostgresHub_12(_ scope: DocScope) throws {
+// Modules/StrataPostgresHub/PostgresHub.swift, example 13, on `public init(defaultSchema: String, policies: MirrorPolicies = .standard, serverStore: PostgresHub.ServerStoreOpener? = nil)`
+func StrataPostgresHub_PostgresHub_13(_ scope: DocScope) throws {
   do {
     let hubs = PostgresHubFactory(defaultSchema: "potatoes_hub", policies: MirrorPolicies(entities: ["Tasting": MirrorPolicy(conflicts: .hubWins)]))
   }
