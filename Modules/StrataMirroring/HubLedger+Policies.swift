@@ -18,7 +18,7 @@ extension HubLedger {
     case .laterPushWins: kept = pushed
     case .hubWins: kept = previous ?? pushed
     case .custom(let resolve), .resolver(_, let resolve):
-      let base = try baseValue(of: id, field: name, at: merge.transaction.basePosition, merge)
+      let base = try baseValue(of: id, field: name, at: self.base(of: id, field: name, merge), merge)
       let resolved = resolve(
         MirrorConflictValues(entityName: object.entityName, field: name, base: base, local: pushed, hub: previous))
       kept = fits(resolved, as: pushed, name, of: object.entityName) ? resolved : (previous ?? pushed)
@@ -35,6 +35,12 @@ extension HubLedger {
     conflict.keptFields = [name: kept]
     merge.conflicts.append(conflict)
     return kept
+  }
+
+  /// The position the pusher's value of the field `name` of `id` was based on: the transaction's base, or
+  /// the earlier one its replica gave for that field (``MirrorTransaction/fieldBases``).
+  func base(of id: UUID, field name: String, _ merge: Merge) -> Int64 {
+    min(merge.transaction.basePosition, merge.transaction.fieldBases[id]?[name] ?? .max)
   }
 
   /// Whether a resolver's value can be kept for `name`: the same kind of field as the pushed one, a value

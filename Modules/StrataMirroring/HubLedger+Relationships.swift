@@ -41,14 +41,15 @@ extension HubLedger {
   /// is the pusher's add or remove. So adds on both sides both survive, and a remove on one side survives an
   /// add of other members on the other. An ordered list takes the pusher's order for the members it lists,
   /// the others after them in the hub's order.
-  func mergedMembers(_ name: String, incoming: [UUID], of object: inout Object, _ merge: Merge) -> [UUID] {
+  func mergedMembers(_ name: String, incoming: [UUID], of object: inout Object, _ id: UUID, _ merge: Merge) -> [UUID] {
+    let base = base(of: id, field: name, merge)
     let live = liveTargets(incoming)
     let current = Self.list(object.fields[name]) ?? []
     let incomingSet = Set(live)
     var members = Set(current)
     for member in incomingSet.symmetricDifference(members).sorted(by: Self.byIdentity) {
       let key = Self.memberKey(name, member)
-      if let at = object.fieldPositions[key], at > merge.transaction.basePosition,
+      if let at = object.fieldPositions[key], at > base,
         object.fieldReplicas[key] != merge.replica
       {
         continue

@@ -450,7 +450,7 @@ public struct HubLedger: Sendable {
       guard var field = change.fields[name] else { continue }
       if case .references(let incoming) = field, isManyToMany(name, of: object.entityName) {
         // Set union of adds minus removes: each member is a field of its own (see `mergedMembers`).
-        field = .references(mergedMembers(name, incoming: incoming, of: &object, merge))
+        field = .references(mergedMembers(name, incoming: incoming, of: &object, change.globalID, merge))
         if object.fields[name] != field {
           object.fields[name] = field
           object.fieldPositions[name] = merge.position
@@ -461,7 +461,7 @@ public struct HubLedger: Sendable {
       }
       let previous = object.fields[name]
       if previous == field { continue }
-      if let at = object.fieldPositions[name], at > merge.transaction.basePosition,
+      if let at = object.fieldPositions[name], at > base(of: change.globalID, field: name, merge),
         let other = object.fieldReplicas[name], other != replica
       {
         let kept = try settle(name, of: change.globalID, object, pushed: field, hubSide: (other, at), &merge)

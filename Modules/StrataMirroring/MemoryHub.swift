@@ -135,6 +135,7 @@ public final class MemoryHub: MirrorHub {
   /// The live objects among `ids`, with their current fields.
   ///
   /// ```swift
+  /// let id = UUID()  // an object's global identity, as a pulled entry names it
   /// let current = try await hub.objects([id])
   /// ```
   ///
@@ -154,6 +155,7 @@ public final class MemoryHub: MirrorHub {
   /// The live objects whose fields name one of `ids`, with their current fields.
   ///
   /// ```swift
+  /// let id = UUID()  // an object's global identity, as a pulled entry names it
   /// let referring = try await hub.objects(referringTo: [id])
   /// ```
   ///

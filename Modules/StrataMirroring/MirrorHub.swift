@@ -36,6 +36,7 @@ public protocol MirrorHub: Sendable {
   /// on it (``StoreMirror/discardRejected(_:)``). The default throws ``MirrorError/unsupported(_:)``.
   ///
   /// ```swift
+  /// let id = UUID()  // an object's global identity, as a pulled entry names it
   /// let current = try await hub.objects([id])
   /// if let potato = current[id] { print(potato.entityName, potato.fields["variety"] ?? .value(.null)) }
   /// ```
@@ -49,6 +50,7 @@ public protocol MirrorHub: Sendable {
   /// waiting. The default throws ``MirrorError/unsupported(_:)``.
   ///
   /// ```swift
+  /// let sticker = UUID()  // a sticker's global identity
   /// let referring = try await hub.objects(referringTo: [sticker])
   /// ```
   ///
@@ -129,6 +131,7 @@ extension MirrorHub {
   /// Throws ``MirrorError/unsupported(_:)``: a hub that does not implement it cannot tell its objects.
   ///
   /// ```swift
+  /// let id = UUID()  // an object's global identity, as a pulled entry names it
   /// let current = try await hub.objects([id])
   /// ```
   public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
@@ -145,6 +148,7 @@ extension MirrorHub {
   /// Throws ``MirrorError/unsupported(_:)``: a hub that does not implement it cannot tell its objects.
   ///
   /// ```swift
+  /// let id = UUID()  // an object's global identity, as a pulled entry names it
   /// let referring = try await hub.objects(referringTo: [id])
   /// ```
   public func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
@@ -175,6 +179,7 @@ extension MirrorField {
   /// Whether the field is a reference to, or a list holding, one of `ids`.
   ///
   /// ```swift
+  /// let id = UUID()
   /// let pointsAtIt = MirrorField.reference(id).names(anyOf: [id])  // true
   /// ```
   public func names(anyOf ids: Set<UUID>) -> Bool {
@@ -265,8 +270,16 @@ public struct MirrorTransaction: Sendable, Hashable, Codable {
   public var localSequence: Int64
   /// The last hub position the replica had pulled when it pushed: the base of the three-way merge.
   public var basePosition: Int64
+  /// Earlier bases of single fields, by global identity and field name: a field whose pulled change the
+  /// replica left alone because a local change of it was waiting to be pushed is based on the position
+  /// before that pulled change, not on `basePosition`.
+  public var fieldBases: [UUID: [String: Int64]] = [:]
   /// The changed objects, in the order the local transaction listed them.
   public var changes: [MirrorChange]
+
+  private enum CodingKeys: String, CodingKey {
+    case replicaID, localSequence, basePosition, fieldBases, changes
+  }
 
   /// A transaction of `replicaID`.
   ///
@@ -278,6 +291,20 @@ public struct MirrorTransaction: Sendable, Hashable, Codable {
     self.localSequence = localSequence
     self.basePosition = basePosition
     self.changes = changes
+  }
+
+  /// Decodes a transaction; one written before `fieldBases` existed has none.
+  ///
+  /// ```swift
+  /// let transaction = try JSONDecoder().decode(MirrorTransaction.self, from: data)
+  /// ```
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    replicaID = try container.decode(UUID.self, forKey: .replicaID)
+    localSequence = try container.decode(Int64.self, forKey: .localSequence)
+    basePosition = try container.decode(Int64.self, forKey: .basePosition)
+    fieldBases = try container.decodeIfPresent([UUID: [String: Int64]].self, forKey: .fieldBases) ?? [:]
+    changes = try container.decode([MirrorChange].self, forKey: .changes)
   }
 }
 

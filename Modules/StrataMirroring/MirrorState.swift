@@ -6,7 +6,7 @@ import Strata
 /// describes.
 struct MirrorState {
   private enum Key: String, CaseIterable {
-    case replica, acknowledged, pushed, pulled, hub, rejected, pulledWithout
+    case replica, acknowledged, pushed, pulled, hub, rejected, pulledWithout, fieldBases
   }
 
   private var rows: [String: ManagedObject] = [:]
@@ -21,6 +21,10 @@ struct MirrorState {
   /// The fingerprint of this replica's model when a pull skipped entities or fields it lacks (entries of a
   /// newer replica), `nil` when none was skipped since the log was last pulled from its start.
   private(set) var pulledWithout: String?
+  /// For fields whose pulled changes were left alone because a local change of them waited to be pushed:
+  /// the position before the first such pulled change, by global identity and field (pushes send it as the
+  /// field's base, ``MirrorTransaction/fieldBases``). Cleared once nothing waits.
+  private(set) var fieldBases: [UUID: [String: Int64]] = [:]
 
   init(_ context: ObjectContext) throws {
     let request = FetchRequest<ManagedObject>(entityName: MirrorModel.stateEntity)
@@ -37,6 +41,9 @@ struct MirrorState {
       case .hub: hub = value
       case .rejected: rejected = try Self.decodeRejected(value)
       case .pulledWithout: pulledWithout = value.isEmpty ? nil : value
+      case .fieldBases:
+        let decoded = try? JSONDecoder().decode([String: [String: Int64]].self, from: Data(value.utf8))
+        for (id, fields) in decoded ?? [:] { if let id = UUID(uuidString: id) { fieldBases[id] = fields } }
       case nil: break
       }
     }
@@ -75,6 +82,24 @@ struct MirrorState {
     guard fingerprint != pulledWithout else { return }
     try set(.pulledWithout, fingerprint ?? "", in: context)
     pulledWithout = fingerprint
+  }
+
+  /// Lowers the recorded base of each field in `bases` to its position there (an earlier one stays).
+  mutating func lowerFieldBases(_ bases: [UUID: [String: Int64]], in context: ObjectContext) throws {
+    var merged = fieldBases
+    for (id, fields) in bases {
+      merged[id, default: [:]].merge(fields, uniquingKeysWith: min)
+    }
+    try setFieldBases(merged, in: context)
+  }
+
+  mutating func setFieldBases(_ bases: [UUID: [String: Int64]], in context: ObjectContext) throws {
+    guard bases != fieldBases else { return }
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = .sortedKeys
+    let text = try encoder.encode(Dictionary(uniqueKeysWithValues: bases.map { ($0.key.uuidString, $0.value) }))
+    try set(.fieldBases, String(decoding: text, as: UTF8.self), in: context)
+    fieldBases = bases
   }
 
   mutating func setHub(_ location: String, in context: ObjectContext) throws {

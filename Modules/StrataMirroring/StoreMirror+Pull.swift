@@ -112,6 +112,7 @@ extension StoreMirror {
         }
         try state.setPulled(save.last?.position ?? state.pulled, in: context)
         if applier.skippedUnknownFields { try state.setPulledWithout(container.model.fingerprint, in: context) }
+        if !applier.waitingFieldBases.isEmpty { try state.lowerFieldBases(applier.waitingFieldBases, in: context) }
         if try applier.keysCollide() { continue }
         if context.hasChanges { try context.save() }
         applier = try fresh()
@@ -157,6 +158,11 @@ struct PullApplier {
   private var pendingDeletes: Set<UUID> = []
   /// Whether an entry named an entity or field this replica's model lacks (a newer replica's), skipped.
   private(set) var skippedUnknownFields = false
+  /// For each field of another replica's entry left alone because a local change of it waits to be pushed:
+  /// the position before that entry, by global identity (the base that local change really had).
+  private(set) var waitingFieldBases: [UUID: [String: Int64]] = [:]
+  /// The entry being applied: its position, and whether it is this replica's own.
+  private var applying: (position: Int64, isOwn: Bool) = (0, true)
   /// Objects given a pulled unique key that another live local object held at the time: the replay of an
   /// object that held the key once on the hub, before a later entry moved it away or deleted it (the hub
   /// never holds a key twice). The pulled save waits until none collides (`keysCollide()`).
@@ -239,6 +245,7 @@ struct PullApplier {
   /// attributes, then references (a target may be listed after its source), then deletes (the hub lists a
   /// delete after the changes its delete rules made).
   mutating func apply(_ entry: MirrorLogEntry, isOwn: Bool) throws {
+    applying = (entry.position, isOwn)
     for change in entry.changes where change.kind == .merged {
       guard case .reference(let survivor?)? = change.fields["into"],
         let object = try find(change.globalID, entity: change.entityName)
@@ -285,7 +292,8 @@ struct PullApplier {
       guard let object else { continue }
       var movesAKey = false
       for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
-        guard case .value(let value) = field, entity.attribute(named: name) != nil, isWritable(name, of: object) else {
+        guard case .value(let value) = field, entity.attribute(named: name) != nil, takes(name, of: object, change.globalID)
+        else {
           continue
         }
         if change.kind != .insert, !movesAKey, object.entity.uniquenessConstraints.contains(where: { $0.contains(name) }),
@@ -301,7 +309,7 @@ struct PullApplier {
       guard let entity = model.entity(named: change.entityName), let object = try find(change.globalID, entity: entity.name)
       else { continue }
       for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
-        guard case .reference(let target) = field, isWritable(name, of: object),
+        guard case .reference(let target) = field, takes(name, of: object, change.globalID),
           let destination = entity.relationship(named: name)?.destination
         else { continue }
         let targetObject = try target.flatMap { try find($0, entity: destination) }
@@ -313,7 +321,8 @@ struct PullApplier {
       guard let entity = model.entity(named: change.entityName), let object = try find(change.globalID, entity: entity.name)
       else { continue }
       for (name, field) in change.fields.sorted(by: { $0.key < $1.key }) {
-        guard case .references(let targets) = field, isWritable(name, of: object), let rel = entity.relationship(named: name)
+        guard case .references(let targets) = field, takes(name, of: object, change.globalID),
+          let rel = entity.relationship(named: name)
         else { continue }
         try applyList(targets, to: object, rel)
       }
@@ -467,6 +476,16 @@ struct PullApplier {
       }
     }
     return !collisions.isEmpty
+  }
+
+  /// Whether a pulled field of another replica's entry is written: a field a local change waiting to be pushed
+  /// changed is left alone, and the position before this entry noted as the base that change had.
+  private mutating func takes(_ field: String, of object: ManagedObject, _ id: UUID) -> Bool {
+    if isWritable(field, of: object) { return true }
+    if !applying.isOwn, pendingFields[object.objectID]?.contains(field) == true {
+      waitingFieldBases[id, default: [:]][field] = min(waitingFieldBases[id]?[field] ?? .max, applying.position - 1)
+    }
+    return false
   }
 
   private func isWritable(_ field: String, of object: ManagedObject) -> Bool {

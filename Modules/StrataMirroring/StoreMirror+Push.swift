@@ -95,15 +95,29 @@ extension StoreMirror {
       var outbox = Outbox(scannedThrough: all.last?.token, skipped: all.count { $0.author == Self.author })
       for transaction in all where transaction.author != Self.author {
         let changes = transaction.changes.compactMap { mirrorChange(for: $0, identity: identity, in: context) }
-        outbox.transactions.append(
-          (
-            transaction.token,
-            MirrorTransaction(
-              replicaID: replica, localSequence: transaction.token.sequence, basePosition: state.pulled, changes: changes)
-          ))
+        var pushed = MirrorTransaction(
+          replicaID: replica, localSequence: transaction.token.sequence, basePosition: state.pulled, changes: changes)
+        pushed.fieldBases = Self.fieldBases(of: changes, state.fieldBases)
+        outbox.transactions.append((transaction.token, pushed))
+      }
+      // Nothing waits any more: no pull leaves a field alone, and no base of one is needed.
+      if outbox.transactions.isEmpty && !state.fieldBases.isEmpty {
+        try state.setFieldBases([:], in: context)
+        try context.save()
       }
       return outbox
     }
+  }
+
+  /// The recorded field bases (`MirrorState.fieldBases`) of the fields `changes` carry.
+  static func fieldBases(of changes: [MirrorChange], _ recorded: [UUID: [String: Int64]]) -> [UUID: [String: Int64]] {
+    var bases: [UUID: [String: Int64]] = [:]
+    for change in changes {
+      guard let fields = recorded[change.globalID] else { continue }
+      let carried = fields.filter { change.fields[$0.key] != nil }
+      if !carried.isEmpty { bases[change.globalID] = carried }
+    }
+    return bases
   }
 
   /// The change as it travels: an insert with every field, an update with the changed fields, a delete

@@ -245,6 +245,8 @@ extension StoreMirror {
       return try state.rejected.filter { localSequences?.contains($0.localSequence) ?? true }.map { entry in
         var transaction = entry.transaction
         transaction.basePosition = state.pulled
+        // Not waiting, its fields took what pulls brought: the current base is theirs.
+        transaction.fieldBases = [:]
         transaction.changes = try transaction.changes.compactMap { change in
           guard change.kind != .delete else { return change }
           guard let entity = container.model.entity(named: change.entityName),

@@ -300,6 +300,7 @@ public final class PostgresHub: MirrorHub {
   ///
   /// ```swift
   /// let hub = try PostgresHub(uri: "postgresql:///potatoes", schema: "mirror", model: model)
+  /// let id = UUID()  // an object's global identity, as a pulled entry names it
   /// let variety = try await hub.objects([id])[id]?.fields["variety"]  // nil: deleted or never pushed
   /// ```
   ///
@@ -320,6 +321,7 @@ public final class PostgresHub: MirrorHub {
   /// text (an object that names one only in its bookkeeping is read and left out).
   ///
   /// ```swift
+  /// let sticker = UUID()  // a sticker's global identity
   /// let referring = try await hub.objects(referringTo: [sticker])
   /// ```
   ///

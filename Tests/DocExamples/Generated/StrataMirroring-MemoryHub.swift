@@ -64,6 +64,7 @@ func StrataMirroring_MemoryHub_5(_ scope: DocScope) async throws {
 func StrataMirroring_MemoryHub_6(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
+    let id = UUID()  // an object's global identity, as a pulled entry names it
     let current = try await hub.objects([id])
   }
 }
@@ -72,6 +73,7 @@ func StrataMirroring_MemoryHub_6(_ scope: DocScope) async throws {
 func StrataMirroring_MemoryHub_7(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
+    let id = UUID()  // an object's global identity, as a pulled entry names it
     let referring = try await hub.objects(referringTo: [id])
   }
 }

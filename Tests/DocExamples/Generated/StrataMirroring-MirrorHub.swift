@@ -30,6 +30,7 @@ func StrataMirroring_MirrorHub_1(_ scope: DocScope) async throws {
 func StrataMirroring_MirrorHub_2(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
+    let id = UUID()  // an object's global identity, as a pulled entry names it
     let current = try await hub.objects([id])
     if let potato = current[id] { print(potato.entityName, potato.fields["variety"] ?? .value(.null)) }
   }
@@ -39,6 +40,7 @@ func StrataMirroring_MirrorHub_2(_ scope: DocScope) async throws {
 func StrataMirroring_MirrorHub_3(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
+    let sticker = UUID()  // a sticker's global identity
     let referring = try await hub.objects(referringTo: [sticker])
   }
 }
@@ -90,6 +92,7 @@ func StrataMirroring_MirrorHub_8(_ scope: DocScope) async throws {
 func StrataMirroring_MirrorHub_9(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
+    let id = UUID()  // an object's global identity, as a pulled entry names it
     let current = try await hub.objects([id])
   }
 }
@@ -107,6 +110,7 @@ func StrataMirroring_MirrorHub_10(_ scope: DocScope) async throws {
 func StrataMirroring_MirrorHub_11(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
+    let id = UUID()  // an object's global identity, as a pulled entry names it
     let referring = try await hub.objects(referringTo: [id])
   }
 }
@@ -123,6 +127,7 @@ func StrataMirroring_MirrorHub_12(_ scope: DocScope) throws {
 // Modules/StrataMirroring/MirrorHub.swift, example 13, on `public func names(anyOf ids: Set<UUID>) -> Bool`
 func StrataMirroring_MirrorHub_13(_ scope: DocScope) throws {
   do {
+    let id = UUID()
     let pointsAtIt = MirrorField.reference(id).names(anyOf: [id])  // true
   }
 }
@@ -169,8 +174,16 @@ func StrataMirroring_MirrorHub_19(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 20, on `public struct MirrorReceipt: Sendable, Hashable, Codable`
-func StrataMirroring_MirrorHub_20(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 20, on `public init(from decoder: any Decoder) throws`
+func StrataMirroring_MirrorHub_20(_ scope: DocScope) throws {
+  let data: Data = scope.data
+  do {
+    let transaction = try JSONDecoder().decode(MirrorTransaction.self, from: data)
+  }
+}
+
+// Modules/StrataMirroring/MirrorHub.swift, example 21, on `public struct MirrorReceipt: Sendable, Hashable, Codable`
+func StrataMirroring_MirrorHub_21(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     let pushed = MirrorTransaction(replicaID: UUID(), localSequence: 1, basePosition: 0, changes: [])
@@ -179,30 +192,30 @@ func StrataMirroring_MirrorHub_20(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 21, on `public init(position: Int64, wasDuplicate: Bool, conflicts: [MirrorConflict])`
-func StrataMirroring_MirrorHub_21(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 22, on `public init(position: Int64, wasDuplicate: Bool, conflicts: [MirrorConflict])`
+func StrataMirroring_MirrorHub_22(_ scope: DocScope) throws {
   do {
     let receipt = MirrorReceipt(position: 3, wasDuplicate: false, conflicts: [])
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 22, on `public struct MirrorLogEntry: Sendable, Hashable, Codable`
-func StrataMirroring_MirrorHub_22(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 23, on `public struct MirrorLogEntry: Sendable, Hashable, Codable`
+func StrataMirroring_MirrorHub_23(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
     for entry in try await hub.pull(after: 0, limit: 100) { print(entry.position, entry.changes.count) }
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 23, on `public init(position: Int64, replicaID: UUID, localSequence: Int64, changes: [MirrorChange])`
-func StrataMirroring_MirrorHub_23(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 24, on `public init(position: Int64, replicaID: UUID, localSequence: Int64, changes: [MirrorChange])`
+func StrataMirroring_MirrorHub_24(_ scope: DocScope) throws {
   do {
     let entry = MirrorLogEntry(position: 1, replicaID: UUID(), localSequence: 1, changes: [])
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 24, on `public struct MirrorConflict: Sendable, Hashable, Codable`
-func StrataMirroring_MirrorHub_24(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 25, on `public struct MirrorConflict: Sendable, Hashable, Codable`
+func StrataMirroring_MirrorHub_25(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     for conflict in try await mirror.conflicts() where conflict.kind == .deleteVersusUpdate {
@@ -211,8 +224,8 @@ func StrataMirroring_MirrorHub_24(_ scope: DocScope) async throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 25, on `public init(`
-func StrataMirroring_MirrorHub_25(_ scope: DocScope) throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 26, on `public init(`
+func StrataMirroring_MirrorHub_26(_ scope: DocScope) throws {
   do {
     let conflict = MirrorConflict(
       kind: .updateVersusUpdate, globalID: UUID(), entityName: "Potato", field: "variety",
@@ -221,8 +234,8 @@ func StrataMirroring_MirrorHub_25(_ scope: DocScope) throws {
   }
 }
 
-// Modules/StrataMirroring/MirrorHub.swift, example 26, on `public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible`
-func StrataMirroring_MirrorHub_26(_ scope: DocScope) async throws {
+// Modules/StrataMirroring/MirrorHub.swift, example 27, on `public enum MirrorError: Error, Sendable, Hashable, CustomStringConvertible`
+func StrataMirroring_MirrorHub_27(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     do { _ = try await mirror.sync() } catch MirrorError.hubUnreachable(let reason) { print("offline: \(reason)") }

@@ -96,6 +96,7 @@ func StrataPostgresHub_PostgresHub_9(_ scope: DocScope) async throws {
   let mirror: StoreMirror = scope.mirror
   do {
     let hub = try PostgresHub(uri: "postgresql:///potatoes", schema: "mirror", model: model)
+    let id = UUID()  // an object's global identity, as a pulled entry names it
     let variety = try await hub.objects([id])[id]?.fields["variety"]  // nil: deleted or never pushed
   }
 }
@@ -104,6 +105,7 @@ func StrataPostgresHub_PostgresHub_9(_ scope: DocScope) async throws {
 func StrataPostgresHub_PostgresHub_10(_ scope: DocScope) async throws {
   let hub: MemoryHub = scope.hub
   do {
+    let sticker = UUID()  // a sticker's global identity
     let referring = try await hub.objects(referringTo: [sticker])
   }
 }
