@@ -53,8 +53,9 @@ func storedCrates(_ replica: Replica) throws -> [String: String?] {
 }
 
 /// Waits until `condition` holds, failing (with `what`) when it still does not after `seconds` (generous: a
-/// sanitizer build beside the whole suite is ten times slower).
-func eventually(_ what: String, within seconds: Double = 120, _ condition: () throws -> Bool) async throws {
+/// sanitizer build beside the whole suite is ten times slower, and the mirror's queue, of utility QoS, waits
+/// behind the convergence property's seeds: in CI a round of automatic sync started ~100 s after its save).
+func eventually(_ what: String, within seconds: Double = 300, _ condition: () throws -> Bool) async throws {
   let deadline = Date.now.addingTimeInterval(seconds)
   while try !condition() {
     guard Date.now < deadline else {
