@@ -22,6 +22,11 @@ struct GlobalIdentity: Sendable {
     entitiesByPrefix = byPrefix
   }
 
+  /// The global identity of the saved `object` (its `strataMirrorID`, else the name its key gives).
+  func globalID(of object: ManagedObject) -> UUID? {
+    globalID(of: object.objectID, stored: object.primitiveValue(forKey: MirrorModel.identityAttribute))
+  }
+
   /// The global identity of the saved object `id` whose `strataMirrorID` holds `stored`.
   func globalID(of id: ObjectID, stored: Value?) -> UUID? {
     if case .uuid(let global)? = stored { return global }

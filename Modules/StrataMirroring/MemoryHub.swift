@@ -143,12 +143,7 @@ public final class MemoryHub: MirrorHub {
   public func objects(_ ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
     try state.withLock { state in
       guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
-      var found: [UUID: MirrorObject] = [:]
-      for id in ids {
-        guard let object = state.ledger.objects[id], object.deletedAt == nil else { continue }
-        found[id] = MirrorObject(entityName: object.entityName, fields: object.fields)
-      }
-      return found
+      return Self.live(ids, in: state.ledger)
     }
   }
 
@@ -163,15 +158,18 @@ public final class MemoryHub: MirrorHub {
   public func objects(referringTo ids: Set<UUID>) async throws -> [UUID: MirrorObject] {
     try state.withLock { state in
       guard state.isReachable else { throw MirrorError.hubUnreachable("the memory hub is switched off") }
-      var found: [UUID: MirrorObject] = [:]
-      for id in ids {
-        for referrer in state.ledger.referrers(of: id) {
-          guard let object = state.ledger.objects[referrer], object.deletedAt == nil else { continue }
-          found[referrer] = MirrorObject(entityName: object.entityName, fields: object.fields)
-        }
-      }
-      return found
+      return Self.live(ids.flatMap { state.ledger.referrers(of: $0) }, in: state.ledger)
     }
+  }
+
+  /// The live objects of `ledger` among `ids`, as they travel.
+  private static func live(_ ids: some Sequence<UUID>, in ledger: HubLedger) -> [UUID: MirrorObject] {
+    var found: [UUID: MirrorObject] = [:]
+    for id in ids {
+      guard let object = ledger.objects[id], object.deletedAt == nil else { continue }
+      found[id] = MirrorObject(entityName: object.entityName, fields: object.fields)
+    }
+    return found
   }
 
   /// Refuses a replica of another app's model than the hub's, or one whose hub object was given other

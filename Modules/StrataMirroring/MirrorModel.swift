@@ -142,3 +142,12 @@ public enum MirrorModel {
     relationship.isToMany && relationship.isOrdered && model.inverse(of: relationship).map { !$0.isToMany } == true
   }
 }
+
+extension ManagedObject {
+  /// The objects the relationship `rel` holds: its target, or its members (in order when it is ordered).
+  func related(_ rel: RelationshipDescription) -> [ManagedObject] {
+    let value = value(forKey: rel.name)
+    guard rel.isToMany else { return (value as? ManagedObject).map { [$0] } ?? [] }
+    return rel.isOrdered ? value as? [ManagedObject] ?? [] : Array(value as? Set<ManagedObject> ?? [])
+  }
+}

@@ -354,22 +354,14 @@ struct PullApplier {
       try object.setValue(duplicate.primitiveValue(forKey: attribute.name)?.swiftValue, forKey: attribute.name)
     }
     for rel in entity.relationships {
-      let theirs = duplicate.value(forKey: rel.name)
-      try duplicate.setValue(
-        rel.isToMany ? (rel.isOrdered ? [ManagedObject]() : Set<ManagedObject>()) as Any : nil, forKey: rel.name)
-      guard rel.isToMany else {
-        if let target = theirs as? ManagedObject, isWritable(rel.name, of: object) {
-          try object.setValue(target, forKey: rel.name)
-        }
-        continue
-      }
-      let members = (theirs as? [ManagedObject]) ?? (theirs as? Set<ManagedObject>).map(Array.init) ?? []
-      if rel.isOrdered {
-        let own = object.value(forKey: rel.name) as? [ManagedObject] ?? []
+      let theirs = duplicate.related(rel)
+      try duplicate.setValue(nil, forKey: rel.name)
+      if rel.isToMany {
+        let own = object.related(rel)
         let held = Set(own.map(\.objectID))
-        try object.setValue(own + members.filter { !held.contains($0.objectID) }, forKey: rel.name)
-      } else {
-        try object.setValue((object.value(forKey: rel.name) as? Set<ManagedObject> ?? []).union(members), forKey: rel.name)
+        try object.setValue(own + theirs.filter { !held.contains($0.objectID) }, forKey: rel.name)
+      } else if let target = theirs.first, isWritable(rel.name, of: object) {
+        try object.setValue(target, forKey: rel.name)
       }
     }
     context.delete(duplicate)
@@ -381,9 +373,7 @@ struct PullApplier {
     _ = try keysCollide()
     var holders: [UUID: ManagedObject] = [:]
     for object in collisions.values {
-      guard let holder = try keyHolder(of: object, besides: object),
-        let id = identity.globalID(of: holder.objectID, stored: holder.primitiveValue(forKey: MirrorModel.identityAttribute))
-      else { continue }
+      guard let holder = try keyHolder(of: object, besides: object), let id = identity.globalID(of: holder) else { continue }
       holders[id] = holder
     }
     return holders
@@ -408,10 +398,7 @@ struct PullApplier {
   /// discard gives the twin the hub's values).
   mutating func adoptRefused(_ holders: [UUID: ManagedObject], absentFrom current: [UUID: MirrorObject]) throws {
     for (id, holder) in holders where current[id] == nil && pendingFields[holder.objectID]?.contains("*") == true {
-      guard let other = try keyHolder(of: holder, besides: holder),
-        let otherID = identity.globalID(
-          of: other.objectID, stored: other.primitiveValue(forKey: MirrorModel.identityAttribute))
-      else { continue }
+      guard let other = try keyHolder(of: holder, besides: holder), let otherID = identity.globalID(of: other) else { continue }
       try fold(other, into: holder)
       try holder.setValue(otherID, forKey: MirrorModel.identityAttribute)
       found[otherID] = holder

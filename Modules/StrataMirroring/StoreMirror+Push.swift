@@ -134,7 +134,7 @@ extension StoreMirror {
     let fields = currentFields(
       of: object, entity: entity, only: change.changeType == .insert ? nil : Set(change.updatedProperties), identity: identity)
     if change.changeType == .update && fields.isEmpty { return nil }
-    guard let id = identity.globalID(of: object.objectID, stored: object.primitiveValue(forKey: MirrorModel.identityAttribute))
+    guard let id = identity.globalID(of: object)
     else { return nil }
     return MirrorChange(
       globalID: id, entityName: entity.name, kind: change.changeType == .insert ? .insert : .update,
@@ -153,19 +153,12 @@ extension StoreMirror {
     }
     for name in references where names?.contains(name) ?? true {
       let target = object.value(forKey: name) as? ManagedObject
-      fields[name] = .reference(
-        target.flatMap { identity.globalID(of: $0.objectID, stored: $0.primitiveValue(forKey: MirrorModel.identityAttribute)) })
+      fields[name] = .reference(target.flatMap(identity.globalID(of:)))
     }
     for name in lists where names?.contains(name) ?? true {
-      let ordered = entity.relationship(named: name)?.isOrdered == true
-      let targets: [ManagedObject] =
-        ordered
-        ? (object.value(forKey: name) as? [ManagedObject] ?? [])
-        : Array(object.value(forKey: name) as? Set<ManagedObject> ?? [])
-      let ids = targets.compactMap {
-        identity.globalID(of: $0.objectID, stored: $0.primitiveValue(forKey: MirrorModel.identityAttribute))
-      }
-      fields[name] = .references(ordered ? ids : ids.sorted(by: HubLedger.byIdentity))
+      guard let rel = entity.relationship(named: name) else { continue }
+      let ids = object.related(rel).compactMap(identity.globalID(of:))
+      fields[name] = .references(rel.isOrdered ? ids : ids.sorted(by: HubLedger.byIdentity))
     }
     return fields
   }

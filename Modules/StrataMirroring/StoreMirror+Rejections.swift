@@ -86,18 +86,16 @@ extension StoreMirror {
     do {
       let probe = mirrorContext()
       let named = Set(chosen.flatMap { $0.transaction.changes.map(\.globalID) })
-      (adopted, neighbours) = try probe.performAndWait {
+      let identity = try probe.performAndWait {
         var state = try MirrorState(probe)
-        let identity = identity(of: try state.requireReplicaID(in: probe))
-        return try Self.neighbourhood(of: chosen, identity: identity, in: probe)
+        return self.identity(of: try state.requireReplicaID(in: probe))
       }
+      (adopted, neighbours) = try probe.performAndWait { try Self.neighbourhood(of: chosen, identity: identity, in: probe) }
       current = try await hub.objects(named.union(adopted.values).union(neighbours.keys))
       // The objects coming back (deleted here, held by the hub) lost the references to them that pulls
       // brought while their delete waited: the hub's objects naming them give those back.
       let comingBack = try probe.performAndWait {
-        var state = try MirrorState(probe)
-        let identity = identity(of: try state.requireReplicaID(in: probe))
-        return try Set(current.filter { try identity.liveObject($0.key, entity: $0.value.entityName, in: probe) == nil }.keys)
+        try Set(current.filter { try identity.liveObject($0.key, entity: $0.value.entityName, in: probe) == nil }.keys)
       }
       referring =
         comingBack.isEmpty
@@ -170,14 +168,8 @@ extension StoreMirror {
       guard change.kind == .insert else { continue }
       for rel in object.entity.relationships {
         guard let inverse = rel.inverse else { continue }
-        let value = object.value(forKey: rel.name)
-        let related =
-          (value as? Set<ManagedObject>).map(Array.init) ?? value as? [ManagedObject]
-          ?? [value as? ManagedObject].compactMap { $0 }
-        for other in related {
-          guard
-            let id = identity.globalID(of: other.objectID, stored: other.primitiveValue(forKey: MirrorModel.identityAttribute))
-          else { continue }
+        for other in object.related(rel) {
+          guard let id = identity.globalID(of: other) else { continue }
           neighbours[id, default: Neighbour()].fields.insert(inverse)
           neighbours[id, default: Neighbour()].partners.insert(change.globalID)
         }
