@@ -118,7 +118,7 @@ enum RecordCodec {
 
   /// Encodes a record of `table` into `buffer` (replacing what it held).
   static func encode(
-    version: Int64, attributes: [Value], toOne: [ObjectID?], table: LMDBSchema.Table, into buffer: RecordBuffer
+    version: Int64, attributes: AttributeValues, toOne: [ObjectID?], table: LMDBSchema.Table, into buffer: RecordBuffer
   ) {
     beginRecord(version: version, reserving: 11 * toOne.count, into: buffer)
     for index in table.storedPositions { append(attributes[index], to: buffer) }
@@ -131,26 +131,26 @@ enum RecordCodec {
   /// its own. Returns `false` at the first value that is not, leaving `buffer` partly written.
   /// ``appendToOne(_:to:)`` completes the record.
   static func encodeAttributesIfStoredAsSent(
-    version: Int64, attributes: [Value], table: LMDBSchema.Table, into buffer: RecordBuffer
+    version: Int64, attributes: AttributeValues, table: LMDBSchema.Table, into buffer: RecordBuffer
   ) -> Bool {
     beginRecord(version: version, into: buffer)
     // Through buffers: each value is checked and encoded where it lies.
-    return attributes.withUnsafeBufferPointer { values in
-      table.types.withUnsafeBufferPointer { types in
-        table.isTransient.withUnsafeBufferPointer { isTransient in
-          guard values.count == types.count, values.count == isTransient.count else { return false }
-          for index in values.indices {
-            if isTransient[index] {
-              guard values[index].isNull else { return false }
-              continue
-            }
-            // Read where they lie: `append` releases nothing on its way to a string's bytes (`RecordBuffer`
-            // says so), so it needs no copy of the value (a retain and a release) of its own.
-            guard types[index].isCanonical(at: values.baseAddress! + index) else { return false }
-            append(values[index], to: buffer)
+    let values = attributes
+    return table.types.withUnsafeBufferPointer { types in
+      table.isTransient.withUnsafeBufferPointer { isTransient in
+        guard values.count == types.count, values.count == isTransient.count else { return false }
+        for index in values.indices {
+          if isTransient[index] {
+            guard values.isNull(at: index) else { return false }
+            continue
           }
-          return true
+          // Read where they lie: `append` releases nothing on its way to a string's bytes (`RecordBuffer`
+          // says so), so it needs no copy of the value (a retain and a release) of its own.
+          let value = values[index]
+          guard types[index].isCanonical(value) else { return false }
+          append(value, to: buffer)
         }
+        return true
       }
     }
   }
@@ -280,12 +280,12 @@ struct RecordDecoder: Sendable {
     }
     // Reserved, not made uninitialized: `Array(unsafeUninitializedCapacity:)` looks the storage class's
     // generic metadata up in the runtime on every call.
-    var attributes: [Value] = []
-    attributes.reserveCapacity(fields.count)
-    for field in fields {
-      guard reader.appendValue(field, to: &attributes) else {
-        let attribute = entity.attributes[attributes.count]
-        throw corrupted("\(attribute.name) is not a readable \(attribute.type.rawValue)", key: attribute.name)
+    let attributes = try AttributeValues(layout: entity.valueLayout) { sink in
+      for (index, field) in fields.enumerated() {
+        guard reader.read(field, into: &sink, at: index) else {
+          let attribute = entity.attributes[index]
+          throw corrupted("\(attribute.name) is not a readable \(attribute.type.rawValue)", key: attribute.name)
+        }
       }
     }
     var toOne: [ObjectID?] = []
@@ -442,39 +442,62 @@ struct RecordReader {
     slice().map { String(decoding: $0, as: UTF8.self) }
   }
 
-  /// Appends the next value to `values`, which must be nil or a value of `field`'s type (a transient
-  /// field reads nothing and appends nil); false when the bytes are no such value.
+  /// The next value, which must be nil or a value of `field`'s type (a transient field reads nothing and is
+  /// nil); `nil` when the bytes are no such value.
   @inline(__always)
-  mutating func appendValue(_ field: RecordField, to values: inout [Value]) -> Bool {
-    if field == .transient {
-      values.append(.null)
-      return true
+  mutating func value(_ field: RecordField) -> Value? {
+    if field == .transient { return .null }
+    guard let tag = byte() else { return nil }
+    if tag == 0 { return .null }
+    // The field's raw value is its tag; `true` is the one value with a tag of its own.
+    guard tag == field.rawValue || (field == .bool && tag == RecordField.trueTag) else { return nil }
+    switch field {
+    case .integer: return varint().map { .int(RecordCodec.unzigzag($0)) }
+    case .double: return fixed64().map { .double(Double(bitPattern: $0)) }
+    case .string: return string().map(Value.string)
+    case .bool: return .bool(tag == RecordField.trueTag)
+    case .date: return fixed64().map { .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: $0))) }
+    default: return rareValue(field)
     }
+  }
+
+  /// Gives the next value (``value(_:)``) to `sink` as slot `index`, typed; false when the bytes are no such
+  /// value.
+  @inline(__always)
+  mutating func read(_ field: RecordField, into sink: inout AttributeValues.Sink, at index: Int) -> Bool {
+    if field == .transient { return true }
     guard let tag = byte() else { return false }
     if tag == 0 {
-      values.append(.null)
+      sink.initializeNull(at: index)
       return true
     }
-    // The field's raw value is its tag; `true` is the one value with a tag of its own.
     guard tag == field.rawValue || (field == .bool && tag == RecordField.trueTag) else { return false }
     switch field {
     case .integer:
       guard let bits = varint() else { return false }
-      values.append(.int(RecordCodec.unzigzag(bits)))
+      sink.initialize(int: RecordCodec.unzigzag(bits), at: index)
     case .double:
       guard let bits = fixed64() else { return false }
-      values.append(.double(Double(bitPattern: bits)))
+      sink.initialize(double: Double(bitPattern: bits), at: index)
     case .string:
       guard let text = string() else { return false }
-      values.append(.string(text))
-    case .bool: values.append(.bool(tag == RecordField.trueTag))
+      sink.initialize(string: text, at: index)
+    case .bool: sink.initialize(bool: tag == RecordField.trueTag, at: index)
     case .date:
       guard let bits = fixed64() else { return false }
-      values.append(.date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits))))
+      sink.initialize(date: Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits)), at: index)
     default:
       guard let value = rareValue(field) else { return false }
-      values.append(value)
+      sink.initialize(value, at: index)
     }
+    return true
+  }
+
+  /// Appends the next value to `values` (``value(_:)``); false when the bytes are no such value.
+  @inline(__always)
+  mutating func appendValue(_ field: RecordField, to values: inout [Value]) -> Bool {
+    guard let value = value(field) else { return false }
+    values.append(value)
     return true
   }
 

@@ -282,7 +282,7 @@ struct LMDBSchema: Sendable {
 
   /// The index key of `keys` in a row, or `nil` when a value is nil and the index leaves nils out.
   func indexKey(
-    _ index: Index, attributes: [Value], toOne: [ObjectID?], maxKeySize: Int
+    _ index: Index, attributes: AttributeValues, toOne: [ObjectID?], maxKeySize: Int
   )
     -> IndexKey?
   {

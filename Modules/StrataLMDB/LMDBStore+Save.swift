@@ -326,15 +326,15 @@ struct LMDBSaveOperation {
 
   /// The stored attribute values and to-one targets of a change: values converted to their attribute's
   /// type, transient ones nil, temporary targets replaced by permanent IDs.
-  private mutating func row(_ change: ObjectChange, _ table: LMDBSchema.Table) throws -> ([Value], [ObjectID?]) {
+  private mutating func row(_ change: ObjectChange, _ table: LMDBSchema.Table) throws -> (AttributeValues, [ObjectID?]) {
     try row(change.objectID, change.attributes, change.toOne, table)
   }
 
   /// ``row(_:_:)`` of the change of `id` with `sentAttributes` and `sentToOne`, passed apart: the insert
   /// loop reads them where they lie instead of copying the whole change for the call.
   private mutating func row(
-    _ id: ObjectID, _ sentAttributes: [Value], _ sentToOne: [ObjectID?], _ table: LMDBSchema.Table
-  ) throws -> ([Value], [ObjectID?]) {
+    _ id: ObjectID, _ sentAttributes: AttributeValues, _ sentToOne: [ObjectID?], _ table: LMDBSchema.Table
+  ) throws -> (AttributeValues, [ObjectID?]) {
     // Checked here, where the values are read anyway, rather than in a pass of its own: a refusal still
     // aborts the transaction before anything is committed.
     if sentAttributes.count != table.types.count || sentToOne.count != table.references.count {
@@ -351,14 +351,13 @@ struct LMDBSaveOperation {
     var attributes = sentAttributes
     // Scanned through buffers (the shape is checked above, so every index is in range of all three): a
     // value is then checked where it lies, not copied into a closure and out again.
-    let firstToChange: Int? = sentAttributes.withUnsafeBufferPointer { values in
-      table.types.withUnsafeBufferPointer { types in
-        table.isTransient.withUnsafeBufferPointer { isTransient in
-          for index in values.indices where !isStoredAsSent(values[index], types[index], isTransient: isTransient[index]) {
-            return index
-          }
-          return nil
+    let values = sentAttributes
+    let firstToChange: Int? = table.types.withUnsafeBufferPointer { types in
+      table.isTransient.withUnsafeBufferPointer { isTransient in
+        for index in values.indices where !isStoredAsSent(values[index], types[index], isTransient: isTransient[index]) {
+          return index
         }
+        return nil
       }
     }
     for index in (firstToChange ?? attributes.endIndex)..<attributes.endIndex {
@@ -468,7 +467,8 @@ struct LMDBSaveOperation {
   ///
   /// `uniqueKey` is the new key of the table's first uniqueness constraint, when the caller worked it out.
   mutating func write(
-    _ table: LMDBSchema.Table, _ pk: Int64, version: Int64, attributes: [Value], toOne: [ObjectID?], replacing old: Snapshot?,
+    _ table: LMDBSchema.Table, _ pk: Int64, version: Int64, attributes: AttributeValues, toOne: [ObjectID?],
+    replacing old: Snapshot?,
     flags: Int32, uniqueKey: IndexKey? = nil
   ) throws {
     RecordCodec.encode(version: version, attributes: attributes, toOne: toOne, table: table, into: buffer)
@@ -478,7 +478,7 @@ struct LMDBSaveOperation {
   /// Stores the record `buffer` holds, encoded from `attributes` and `toOne`, and brings its index
   /// entries up to date (``write(_:_:version:attributes:toOne:replacing:flags:uniqueKey:)``).
   private mutating func putEncoded(
-    _ table: LMDBSchema.Table, _ pk: Int64, attributes: [Value], toOne: [ObjectID?], replacing old: Snapshot?,
+    _ table: LMDBSchema.Table, _ pk: Int64, attributes: AttributeValues, toOne: [ObjectID?], replacing old: Snapshot?,
     flags: Int32, uniqueKey: IndexKey? = nil
   ) throws {
     try putRecord(table, pk, flags: flags)
@@ -503,7 +503,7 @@ struct LMDBSaveOperation {
 
   /// Moves the index entries of one object from its `old` values to its `new` ones (either may be nil).
   private func reindex(
-    _ table: LMDBSchema.Table, _ pk: Int64, old: ([Value], [ObjectID?])?, new: ([Value], [ObjectID?])?,
+    _ table: LMDBSchema.Table, _ pk: Int64, old: (AttributeValues, [ObjectID?])?, new: (AttributeValues, [ObjectID?])?,
     uniqueKey: IndexKey? = nil
   ) throws {
     for index in table.allIndexes {

@@ -14,7 +14,7 @@ enum LMDBWriteEstimate {
 
   /// About what `count` records whose values look like `sample`'s take in pages, with their keys, index
   /// entries and history, doubled for half-full pages after splits and copied-on-write pages.
-  static func bytes(count: Int, sample: [[Value]]) -> Int {
+  static func bytes(count: Int, sample: [some Collection<Value>]) -> Int {
     guard count >= threshold, !sample.isEmpty else { return 0 }
     let total = sample.reduce(0) { sum, values in sum + values.reduce(48) { $0 + valueBytes($1) } }
     let perRecord = total / sample.count

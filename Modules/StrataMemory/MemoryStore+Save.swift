@@ -169,13 +169,12 @@ struct MemorySaveTransaction {
   private func makeRow(_ change: ObjectChange, id: ObjectID, version: Int64) throws -> Snapshot {
     let entity = try entity(for: id)
     try change.requireShape(of: entity)
-    var attributes: [Value] = []
-    attributes.reserveCapacity(entity.attributes.count)
-    for (attribute, value) in zip(entity.attributes, change.attributes) {
+    var attributes = AttributeValues(layout: entity.valueLayout)
+    for (index, (attribute, value)) in zip(entity.attributes, change.attributes).enumerated() {
       if attribute.isTransient {
-        attributes.append(.null)
+        continue
       } else if let converted = attribute.type.coerce(value) {
-        attributes.append(converted)
+        attributes[index] = converted
       } else {
         throw StoreError(
           .validation,

@@ -439,7 +439,7 @@ extension PGRows {
   /// A snapshot read from the columns written by ``PostgresSchema/Table/selectList(alias:)`` at `start`.
   func snapshot(_ row: Int32, _ table: PostgresSchema.Table, storeIdentifier: String, start: Int32 = 0) throws -> Snapshot {
     let entity = table.entity
-    var attributes = [Value](repeating: .null, count: entity.attributes.count)
+    var attributes = AttributeValues(layout: entity.valueLayout)
     var column = start + 2
     for index in table.storedAttributes {
       let attribute = entity.attributes[index]

@@ -63,7 +63,7 @@ extension PostgresStore {
 struct BatchInsertPlan: Sendable {
   /// One object to write: every attribute value, and which attributes its rows gave (ascending).
   struct Write: Sendable {
-    var values: [Value]
+    var values: AttributeValues
     var given: [Int]
   }
 

@@ -60,7 +60,7 @@ extension SQLSaveOperation {
     _ change: ObjectChange, id: ObjectID, version: Int64, table: Table, cleared: Set<String>
   ) throws -> Snapshot {
     let entity = table.entity
-    var attributes = [Value](repeating: .null, count: entity.attributes.count)
+    var attributes = AttributeValues(layout: entity.valueLayout)
     for index in table.storedAttributes {
       let attribute = entity.attributes[index]
       attributes[index] = try Schema.storedForm(

@@ -359,20 +359,22 @@ extension SQLIndex {
 }
 
 extension Statement {
-  /// The column's value as an attribute of `type` for the pairs of stored and attribute type a store
-  /// writes (what ``SQLiteSchema/decode(_:as:entity:key:)`` makes of them), read without an `SQLValue`
-  /// in between; `nil` for any other pair, which `decode` then handles (or refuses).
+  /// Gives the column's value to `sink` as slot `index`, typed, for the pairs of stored and attribute type a
+  /// store writes (what ``SQLiteSchema/decode(_:as:entity:key:)`` makes of them), read without an `SQLValue`
+  /// or a ``Value`` in between; false for any other pair, which `decode` then handles (or refuses).
   @inline(__always)
-  func commonValue(at column: Int32, as type: AttributeType) -> Value? {
+  func readCommonValue(at column: Int32, as type: AttributeType, into sink: inout AttributeValues.Sink, at index: Int) -> Bool {
     switch (sqlite3_column_type(pointer, column), type) {
-    case (SQLITE_NULL, _): .null
-    case (SQLITE_TEXT, .string): .string(text(column))
-    case (SQLITE_INTEGER, .int64), (SQLITE_INTEGER, .int32), (SQLITE_INTEGER, .int16): .int(int64(column))
-    case (SQLITE_INTEGER, .bool): .bool(int64(column) != 0)
-    case (SQLITE_FLOAT, .double), (SQLITE_FLOAT, .float): .double(double(column))
-    case (SQLITE_FLOAT, .date): .date(Date(timeIntervalSinceReferenceDate: double(column)))
-    default: nil
+    case (SQLITE_NULL, _): sink.initializeNull(at: index)
+    case (SQLITE_TEXT, .string): sink.initialize(string: text(column), at: index)
+    case (SQLITE_INTEGER, .int64), (SQLITE_INTEGER, .int32), (SQLITE_INTEGER, .int16):
+      sink.initialize(int: int64(column), at: index)
+    case (SQLITE_INTEGER, .bool): sink.initialize(bool: int64(column) != 0, at: index)
+    case (SQLITE_FLOAT, .double), (SQLITE_FLOAT, .float): sink.initialize(double: double(column), at: index)
+    case (SQLITE_FLOAT, .date): sink.initialize(date: Date(timeIntervalSinceReferenceDate: double(column)), at: index)
+    default: return false
     }
+    return true
   }
 }
 
@@ -421,24 +423,19 @@ extension Statement {
   /// rows of one table calls per row.
   func snapshot(_ table: SQLiteSchema.Table, ids: RowIDs, start: Int32 = 0) throws -> Snapshot {
     let pk = int64(start)
-    // Appended in attribute order (`storedAttributes` ascend; the others are transient, null): an array
-    // made with `init(repeating:count:)` and then assigned cost ~900 instructions per row in generic code.
-    let count = table.entity.attributes.count
-    var attributes: [Value] = []
-    attributes.reserveCapacity(count)
+    // Set in the entity's layout (transient attributes stay null), the common types read typed.
     var column = start + 2
-    for (index, type) in zip(table.storedAttributes, table.storedTypes) {
-      while attributes.count < index { attributes.append(.null) }
-      if let value = commonValue(at: column, as: type) {
-        attributes.append(value)
-      } else {
-        attributes.append(
-          try SQLiteSchema.decode(
-            value(at: column), as: type, entity: table.entity.name, key: table.entity.attributes[index].name))
+    let attributes = try AttributeValues(layout: table.entity.valueLayout) { sink in
+      for (index, type) in zip(table.storedAttributes, table.storedTypes) {
+        if !readCommonValue(at: column, as: type, into: &sink, at: index) {
+          sink.initialize(
+            try SQLiteSchema.decode(
+              value(at: column), as: type, entity: table.entity.name, key: table.entity.attributes[index].name),
+            at: index)
+        }
+        column += 1
       }
-      column += 1
     }
-    while attributes.count < count { attributes.append(.null) }
     var toOne: [ObjectID?] = []
     if !ids.targets.isEmpty {
       toOne.reserveCapacity(ids.targets.count)

@@ -30,7 +30,7 @@ extension BatchExecution {
       }
     }
     // Each written object once, in the order rows first named it; `pending` finds a key seen earlier.
-    var writes: [(id: ObjectID, values: [Value], given: Set<Int>, base: Snapshot?)] = []
+    var writes: [(id: ObjectID, values: AttributeValues, given: Set<Int>, base: Snapshot?)] = []
     var pending: [[[Value]: Int]] = Array(repeating: [:], count: constraints.count)
     let noLinks = [ObjectID?](repeating: nil, count: entity.toOneRelationships.count)
     try request.forEachRow { index, dictionary in

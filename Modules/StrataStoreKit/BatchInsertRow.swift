@@ -11,7 +11,7 @@ public struct BatchInsertRow: Sendable {
   /// Every attribute value, aligned with `EntityDescription.attributes`: the row's value converted to
   /// the attribute's type, else the default, else nil (derived and transient attributes hold their
   /// initial value; the store computes derived ones).
-  public var values: [Value]
+  public var values: AttributeValues
   /// The positions of the attributes the row gave, in ascending order.
   public var given: [Int]
 
@@ -20,7 +20,7 @@ public struct BatchInsertRow: Sendable {
     let entity: EntityDescription
     /// The positions of the attributes a row must give: stored, settable, non-optional, without a default.
     let required: [Int]
-    let initialValues: [Value]
+    let initialValues: AttributeValues
     /// Aligned with the entity's attributes, so that rows are checked without copying descriptions.
     let names: [String]
     /// Each name's UTF-8 length and first byte: most names are told apart without comparing them.
@@ -46,7 +46,7 @@ public struct BatchInsertRow: Sendable {
       }
       var isRequired = [Bool](repeating: false, count: entity.attributes.count)
       for position in required { isRequired[position] = true }
-      initialValues = entity.attributes.map(\.initialValue)
+      initialValues = AttributeValues(entity.attributes.map(\.initialValue), layout: entity.valueLayout)
       names = entity.attributes.map(\.name)
       signatures = entity.attributes.map { Rules.signature($0.name) }
       attributeRules = entity.attributes.enumerated().map { position, attribute in
@@ -156,25 +156,22 @@ public struct BatchInsertRow: Sendable {
     var mask: UInt64 = 0
     var positions: [Int] = []
     var requiredGiven = 0
-    // Through pointers: one uniqueness check per row, not per value, and no array retained per access.
-    try values.withUnsafeMutableBufferPointer { values in
-      try rules.attributeRules.withUnsafeBufferPointer { attributes in
-        for position in previous { values[position] = rules.initialValues[position] }
-        for (key, value) in row {
-          guard let position = rules.position(of: key) else { throw rules.unknownKey(key, row: index) }
-          let rule = attributes[position]
-          guard rule.isSettable else { throw rules.notSettable(position, row: index) }
-          if rule.type.isCanonical(value) {
-            if !rule.isOptional && value.isNull { throw rules.nilForRequired(key, row: index) }
-            values[position] = value
-          } else {
-            guard let converted = rule.type.coerce(value) else { throw rules.wrongType(key, value, row: index) }
-            if !rule.isOptional && converted.isNull { throw rules.nilForRequired(key, row: index) }
-            values[position] = converted
-          }
-          if count <= 64 { mask |= 1 << UInt64(position) } else { positions.append(position) }
-          if rule.isRequired { requiredGiven += 1 }
+    try rules.attributeRules.withUnsafeBufferPointer { attributes in
+      for position in previous { values[position] = rules.initialValues[position] }
+      for (key, value) in row {
+        guard let position = rules.position(of: key) else { throw rules.unknownKey(key, row: index) }
+        let rule = attributes[position]
+        guard rule.isSettable else { throw rules.notSettable(position, row: index) }
+        if rule.type.isCanonical(value) {
+          if !rule.isOptional && value.isNull { throw rules.nilForRequired(key, row: index) }
+          values[position] = value
+        } else {
+          guard let converted = rule.type.coerce(value) else { throw rules.wrongType(key, value, row: index) }
+          if !rule.isOptional && converted.isNull { throw rules.nilForRequired(key, row: index) }
+          values[position] = converted
         }
+        if count <= 64 { mask |= 1 << UInt64(position) } else { positions.append(position) }
+        if rule.isRequired { requiredGiven += 1 }
       }
     }
     given.removeAll(keepingCapacity: true)

@@ -229,10 +229,11 @@ public enum HistoryLog {
         entityName: transactionEntityName, storeIdentifier: transaction.token.storeIdentifier,
         primaryKey: transaction.token.sequence),
       version: 1,
-      attributes: [
-        transaction.author.map(Value.string) ?? .null, transaction.contextName.map(Value.string) ?? .null,
-        .date(transaction.timestamp), .int(Int64(transaction.processID)),
-      ],
+      attributes: AttributeValues(
+        [
+          transaction.author.map(Value.string) ?? .null, transaction.contextName.map(Value.string) ?? .null,
+          .date(transaction.timestamp), .int(Int64(transaction.processID)),
+        ], layout: transactionEntity.valueLayout),
       toOne: [])
   }
 

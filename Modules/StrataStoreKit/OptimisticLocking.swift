@@ -78,7 +78,7 @@ public enum OptimisticLocking {
   }
 
   private static func values(
-    of keys: [String], _ entity: EntityDescription, _ attributes: [Value], _ toOne: [ObjectID?]
+    of keys: [String], _ entity: EntityDescription, _ attributes: AttributeValues, _ toOne: [ObjectID?]
   )
     -> [Value]
   {

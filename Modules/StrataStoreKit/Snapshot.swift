@@ -10,17 +10,31 @@ public struct Snapshot: Sendable, Hashable {
   public var objectID: ObjectID
   /// Incremented by the store on every write of the object; used for optimistic locking.
   public var version: Int64
-  /// Every attribute value, aligned with `EntityDescription.attributes`.
-  public var attributes: [Value]
+  /// Every attribute value, aligned with `EntityDescription.attributes`, in the entity's typed layout when
+  /// the store made them so (``AttributeValues``, shared with the objects made from the snapshot).
+  public var attributes: AttributeValues
   /// Every to-one target, aligned with `EntityDescription.toOneRelationships`.
   public var toOne: [ObjectID?]
 
   /// A snapshot of the object `objectID` at row version `version`.
-  public init(objectID: ObjectID, version: Int64, attributes: [Value], toOne: [ObjectID?]) {
+  ///
+  /// ```swift
+  /// let film = EntityDescription(name: "Film", attributes: [AttributeDescription(name: "title", type: .string)])
+  /// var values = AttributeValues(layout: film.valueLayout)
+  /// values[0] = .string("Alien")
+  /// let filmID = ObjectID(entityName: "Film", storeIdentifier: "S", primaryKey: 1)
+  /// let snapshot = Snapshot(objectID: filmID, version: 1, attributes: values, toOne: [])
+  /// ```
+  public init(objectID: ObjectID, version: Int64, attributes: AttributeValues, toOne: [ObjectID?]) {
     self.objectID = objectID
     self.version = version
     self.attributes = attributes
     self.toOne = toOne
+  }
+
+  /// A snapshot whose values a store built as `[Value]` (kept in a layout made from them).
+  public init(objectID: ObjectID, version: Int64, attributes: [Value], toOne: [ObjectID?]) {
+    self.init(objectID: objectID, version: version, attributes: AttributeValues(attributes), toOne: toOne)
   }
 }
 
@@ -28,8 +42,8 @@ public struct Snapshot: Sendable, Hashable {
 public struct ObjectChange: Sendable, Hashable {
   /// The object's ID: temporary for an insert, permanent for an update.
   public var objectID: ObjectID
-  /// Every attribute value, aligned with `EntityDescription.attributes`.
-  public var attributes: [Value]
+  /// Every attribute value, aligned with `EntityDescription.attributes` (the object's own storage, shared).
+  public var attributes: AttributeValues
   /// Every to-one target, aligned with `EntityDescription.toOneRelationships`. May name temporary
   /// IDs of objects inserted in the same change set.
   public var toOne: [ObjectID?]
@@ -41,7 +55,7 @@ public struct ObjectChange: Sendable, Hashable {
 
   /// The new state of `objectID`.
   public init(
-    objectID: ObjectID, attributes: [Value], toOne: [ObjectID?], expectedVersion: Int64? = nil,
+    objectID: ObjectID, attributes: AttributeValues, toOne: [ObjectID?], expectedVersion: Int64? = nil,
     changedKeys: [String] = []
   ) {
     self.objectID = objectID
@@ -49,6 +63,16 @@ public struct ObjectChange: Sendable, Hashable {
     self.toOne = toOne
     self.expectedVersion = expectedVersion
     self.changedKeys = changedKeys
+  }
+
+  /// A change whose values were built as `[Value]` (kept in a layout made from them).
+  public init(
+    objectID: ObjectID, attributes: [Value], toOne: [ObjectID?], expectedVersion: Int64? = nil,
+    changedKeys: [String] = []
+  ) {
+    self.init(
+      objectID: objectID, attributes: AttributeValues(attributes), toOne: toOne, expectedVersion: expectedVersion,
+      changedKeys: changedKeys)
   }
 
   /// Throws `.misuse` unless the change holds one value per attribute and one target per to-one

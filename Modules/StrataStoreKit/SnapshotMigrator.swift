@@ -76,7 +76,7 @@ public struct SnapshotMigrator: Sendable {
     }
     return Snapshot(
       objectID: ObjectID(entityName: entity.name, storeIdentifier: storeIdentifier, primaryKey: old.objectID.primaryKey ?? 0),
-      version: old.version, attributes: attributes, toOne: toOne)
+      version: old.version, attributes: AttributeValues(attributes, layout: entity.valueLayout), toOne: toOne)
   }
 
   /// The join-table relationships of the new model, each once from its owning side (see

@@ -54,7 +54,7 @@ extension ObjectContext {
   @inline(__always)
   private func checkRequired(_ object: ManagedObject, _ info: EntityInfo, into failures: inout [ValidationFailure]) {
     // Each value read where it lies (the arrays are not bound to locals: each would count a reference).
-    for k in info.requiredIndices.indices where object.values[info.requiredIndices[k]].isNull {
+    for k in info.requiredIndices.indices where object.values.isNull(at: info.requiredIndices[k]) {
       failures.append(Self.requiredFailure(of: object, info, info.requiredIndices[k]))
     }
   }
@@ -86,11 +86,10 @@ extension ObjectContext {
     if validator == nil && !info.hasAttributeRules {
       // Decided per entity: nothing to check but the required attributes' nil, in attribute order as
       // below. No app code runs here, so the values are read in place.
-      object.values.withUnsafeBufferPointer { values in
-        info.requiredIndices.withUnsafeBufferPointer { required in
-          for index in required where values[index].isNull {
-            fail(info.entity.attributes[index].name, .null, "is required")
-          }
+      let values = object.values
+      info.requiredIndices.withUnsafeBufferPointer { required in
+        for index in required where values.isNull(at: index) {
+          fail(info.entity.attributes[index].name, .null, "is required")
         }
       }
     } else {
@@ -126,28 +125,26 @@ extension ObjectContext {
   ) {
     // A copy of the array (not of its values): the subclass's code may set values of the object.
     let values = object.values
-    values.withUnsafeBufferPointer { values in
-      info.validatedAttributes.withUnsafeBufferPointer { attributes in
-        // Values are read where they are, not bound to a local: a copy of each would count a reference.
-        for i in attributes.indices {
-          let index = attributes[i].index
-          // A value kept in external storage that the object has not read is the one saved, checked then.
-          if info.hasExternalAttributes, info.isExternal[index], case .data(let stored) = values[index],
-            stored.count == ExternalDataReference.size, ExternalDataReference.decode(stored) != nil
-          {
-            continue
-          }
-          if values[index].isNull {
-            if !attributes[i].isOptional { fail(attributes[i].name, .null, "is required") }
-          } else if attributes[i].hasRules, let rules = attributes[i].rules {
-            check(values[index], of: attributes[i].name, against: rules, fail)
-          }
-          guard let validator, !attributes[i].isTransient else { continue }
-          do {
-            try Self.validate(values[index], forKey: attributes[i].name, with: validator)
-          } catch {
-            noteCustomValidationError(error, of: object, key: attributes[i].name, value: values[index], into: &customFailures)
-          }
+    info.validatedAttributes.withUnsafeBufferPointer { attributes in
+      // Values are read where they are, not bound to a local: a copy of each would count a reference.
+      for i in attributes.indices {
+        let index = attributes[i].index
+        // A value kept in external storage that the object has not read is the one saved, checked then.
+        if info.hasExternalAttributes, info.isExternal[index], case .data(let stored) = values[index],
+          stored.count == ExternalDataReference.size, ExternalDataReference.decode(stored) != nil
+        {
+          continue
+        }
+        if values.isNull(at: index) {
+          if !attributes[i].isOptional { fail(attributes[i].name, .null, "is required") }
+        } else if attributes[i].hasRules, let rules = attributes[i].rules {
+          check(values[index], of: attributes[i].name, against: rules, fail)
+        }
+        guard let validator, !attributes[i].isTransient else { continue }
+        do {
+          try Self.validate(values[index], forKey: attributes[i].name, with: validator)
+        } catch {
+          noteCustomValidationError(error, of: object, key: attributes[i].name, value: values[index], into: &customFailures)
         }
       }
     }

@@ -63,14 +63,14 @@ struct SaveAssembler {
 
   /// The values `object` writes (``storedAttributes(of:_:)`` with its entity's info).
   @inline(__always)
-  static func storedAttributes(of object: ManagedObject) -> [Value] {
+  static func storedAttributes(of object: ManagedObject) -> AttributeValues {
     storedAttributes(of: object, object.info)
   }
 
   /// The values `object` of entity `info` writes: its current ones, with transient attributes null.
   /// Inlined: the save's bookkeeping calls it for every saved object.
   @inline(__always)
-  static func storedAttributes(of object: ManagedObject, _ info: EntityInfo?) -> [Value] {
+  static func storedAttributes(of object: ManagedObject, _ info: EntityInfo?) -> AttributeValues {
     guard let info, info.hasTransientAttributes else { return object.values }
     var values = object.values
     for (i, attribute) in info.entity.attributes.enumerated() where attribute.isTransient { values[i] = .null }

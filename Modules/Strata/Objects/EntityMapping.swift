@@ -165,11 +165,8 @@ final class EntityInfo: @unchecked Sendable {
   let hasTransientAttributes: Bool
   /// The positions of the transient attributes.
   let transientIndices: [Int]
-  /// The attribute values of a newly inserted object.
-  let initialValues: [Value]
-  /// Whether no initial value holds a reference (nil, numbers, dates, UUIDs, decimals, the empty string
-  /// or data): a new object's own array is then a copy of their bytes.
-  let initialValuesAreBitwise: Bool
+  /// The attribute values of a newly inserted object (shared until the object's first write).
+  let initialValues: AttributeValues
   let emptyToOne: [ObjectID?]
   /// To-many state of a new object (every relationship empty) and of a fault (none loaded).
   let emptyToMany: [Set<ObjectID>?]
@@ -229,15 +226,7 @@ final class EntityInfo: @unchecked Sendable {
       case let value: value
       }
     }
-    self.initialValues = initialValues
-    initialValuesAreBitwise = initialValues.allSatisfy { value in
-      switch value {
-      case .null, .int, .double, .bool, .date, .uuid, .decimal: true
-      case .string(let s): s.isEmpty
-      case .data(let d): d.isEmpty
-      case .url, .objectID, .array: false
-      }
-    }
+    self.initialValues = AttributeValues(initialValues, layout: entity.valueLayout)
     validatedAttributes = entity.attributes.enumerated().compactMap { index, attribute in
       guard attribute.derivation == nil else { return nil }
       return ValidatedAttribute(

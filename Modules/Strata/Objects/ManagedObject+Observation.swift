@@ -113,7 +113,7 @@ final class ObjectObservation {
 
 /// The values of an observed object before the context replaces them, to announce what changed.
 struct ObservationBaseline {
-  let values: [Value]
+  let values: AttributeValues
   let toOne: [ObjectID?]
   let toMany: [Set<ObjectID>?]
   let toManyOrder: [Int: [ObjectID]]

@@ -99,7 +99,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
   @usableFromInline @exclusivity(unchecked) final private(set) var binding: EntityBinding?
 
   /// Current attribute values, aligned with the entity's attributes (empty while a fault).
-  @usableFromInline @exclusivity(unchecked) final var values: [Value] = []
+  @usableFromInline @exclusivity(unchecked) final var values = AttributeValues()
   /// Current to-one targets, aligned with the entity's to-one relationships (empty while a fault).
   @exclusivity(unchecked) var toOne: [ObjectID?] = []
   /// Current to-many targets by to-many index; `nil` until loaded.
@@ -131,24 +131,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         let info = binding.info
         slotBase = wrapperCount - info.layout.wrapperCount
         if construction.isInserted {
-          // A copy of its own now (the first set would copy the shared array, through slower generic code).
-          // Reserved and appended: building the array uninitialized looks its generic metadata up each time.
-          // Appended one by one: `append(contentsOf:)` copies each value through its type's value witness.
-          var initial: [Value] = []
-          initial.reserveCapacity(info.initialValues.count)
-          if info.initialValuesAreBitwise {
-            // No value holds a reference: nils appended (no copy of a value), then the bytes copied over them.
-            for _ in 0..<info.initialValues.count { initial.append(.null) }
-            initial.withUnsafeMutableBufferPointer { target in
-              info.initialValues.withUnsafeBufferPointer { source in
-                guard let from = source.baseAddress, let to = target.baseAddress, source.count == target.count else { return }
-                UnsafeMutableRawPointer(to).copyMemory(from: from, byteCount: source.count * MemoryLayout<Value>.stride)
-              }
-            }
-          } else {
-            for value in info.initialValues { initial.append(value) }
-          }
-          values = consume initial
+          values = info.initialValues
           // The relationship arrays start empty: set only for an entity that has relationships (assigning
           // an empty array still counts a reference to it).
           if !info.emptyToOne.isEmpty { toOne = info.emptyToOne }
@@ -494,7 +477,7 @@ public struct SnapshotEvents: OptionSet, Sendable, Hashable {
 /// is the object's own.
 struct StoredState {
   var version: Int64
-  var attributes: [Value]
+  var attributes: AttributeValues
   var toOne: [ObjectID?]
 }
 
@@ -753,7 +736,7 @@ extension ManagedObject {
           "the fault of \(objectID) cannot be fulfilled: the object was deleted from the store, so its attributes read as defaults (fulfill() and existingObject(with:) throw .notFound for it)"
         )
       }
-      values = info.entity.attributes.map(\.initialValue)
+      values = info.initialValues
       toOne = Array(repeating: nil, count: info.entity.toOneRelationships.count)
       toMany = Array(repeating: [], count: info.entity.toManyRelationships.count)
       committedToMany = toMany

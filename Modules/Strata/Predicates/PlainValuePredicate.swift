@@ -98,7 +98,9 @@ struct PlainValueEvaluator {
 
   func evaluate(_ node: JSONText.Node) throws -> Bool {
     let text = JSONText.text(of: .object([Self.member: node]))
-    let snapshot = Snapshot(objectID: Self.objectID, version: 1, attributes: [.string(text)], toOne: [])
+    let snapshot = Snapshot(
+      objectID: Self.objectID, version: 1, attributes: AttributeValues([.string(text)], layout: Self.entity.valueLayout),
+      toOne: [])
     return try evaluator.evaluate(snapshot, source: NoObjects())
   }
 

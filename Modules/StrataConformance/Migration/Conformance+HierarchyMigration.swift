@@ -143,7 +143,7 @@ final class HierarchyMigrationRun {
       let row = rows[title]
       #expect(row?.objectID.entityName == object.entity, "\(step): the entity of \(title)")
       #expect(row?.objectID.primaryKey == keys[title], "\(step): the key of \(title)")
-      #expect(row?.attributes == object.attributes, "\(step): the values of \(title)")
+      #expect(row.map { Array($0.attributes) } == object.attributes, "\(step): the values of \(title)")
     }
     var own = FetchDescription(entityName: "Series")
     own.includesSubentities = false
@@ -241,7 +241,7 @@ final class HierarchyMigrationRun {
     let series = try Conformance.rows(store, "Series")
     #expect(series.count == 1)
     #expect(series["Miami Vice"]?.objectID.primaryKey == keys["Miami Vice"])
-    #expect(series["Miami Vice"]?.attributes == vice?.attributes)
+    #expect(series["Miami Vice"].map { Array($0.attributes) } == vice?.attributes)
   }
 
   /// 5. An entity outside the hierarchy changes next to it: the hierarchy keeps its storage and objects.
@@ -251,7 +251,7 @@ final class HierarchyMigrationRun {
     model = v6
     try check("an unrelated entity changed", root: "Media", seriesInHierarchy: false)
     #expect(try store.snapshots(for: [mannID], generation: nil).map(\.attributes) == [["Michael Mann", nil, "US"]])
-    #expect(try Conformance.rows(store, "Series")["Miami Vice"]?.attributes == vice?.attributes)
+    #expect(try Conformance.rows(store, "Series")["Miami Vice"].map { Array($0.attributes) } == vice?.attributes)
     let heist = ObjectID.makeTemporary(entityName: "Movie")
     let later = try store.save(
       ChangeSet(inserted: [ObjectChange(objectID: heist, attributes: ["Heist", nil, 2001, nil], toOne: [mannID])]))

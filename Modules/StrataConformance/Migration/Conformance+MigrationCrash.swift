@@ -89,7 +89,7 @@ private struct MigrationCrash {
       (0..<count).map { n in
         [Value.string("item-\(n)"), .double(Double(n)), .int(ConformanceWorker.migratedRating(Double(n)))]
       })
-    #expect(Set(items.map { $0.attributes }) == expected, "every value migrated, the stage's included")
+    #expect(Set(items.map { Array($0.attributes) }) == expected, "every value migrated, the stage's included")
     return "new"
   }
 }

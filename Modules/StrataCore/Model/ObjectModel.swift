@@ -289,6 +289,8 @@ public struct EntityDescription: Sendable, Codable {
   public let toOneRelationships: [RelationshipDescription]
   /// The to-many relationships in declaration order.
   public let toManyRelationships: [RelationshipDescription]
+  /// Where each attribute's value lies in the entity's ``AttributeValues``.
+  public let valueLayout: AttributeLayout
   private let attributeIndexByName: [String: Int]
   private let toOneIndexByName: [String: Int]
   private let relationshipIndexByName: [String: Int]
@@ -317,6 +319,7 @@ public struct EntityDescription: Sendable, Codable {
     self.indexes = indexes
     self.toOneRelationships = relationships.filter { !$0.isToMany }
     self.toManyRelationships = relationships.filter(\.isToMany)
+    self.valueLayout = AttributeLayout.of(attributes.map(\.type))
     self.attributeIndexByName = Dictionary(
       attributes.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
     self.toOneIndexByName = Dictionary(

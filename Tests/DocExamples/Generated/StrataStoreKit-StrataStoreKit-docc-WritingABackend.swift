@@ -18,7 +18,20 @@ import Synchronization
 import Testing
 
 // Modules/StrataStoreKit/StrataStoreKit.docc/WritingABackend.md, example 1
-@Suite(.disabled("a documentation example: compiled, not run")) struct StrataStoreKit_StrataStoreKit_docc_WritingABackend_1 {
+func StrataStoreKit_StrataStoreKit_docc_WritingABackend_1(_ scope: DocScope) throws {
+  do {
+    let movie = EntityDescription(
+      name: "Movie",
+      attributes: [AttributeDescription(name: "title", type: .string), AttributeDescription(name: "year", type: .int64)])
+    let attributes = AttributeValues(layout: movie.valueLayout) { sink in
+      sink.initialize(string: "Alien", at: 0)
+      sink.initialize(int: 1979, at: 1)
+    }
+  }
+}
+
+// Modules/StrataStoreKit/StrataStoreKit.docc/WritingABackend.md, example 2
+@Suite(.disabled("a documentation example: compiled, not run")) struct StrataStoreKit_StrataStoreKit_docc_WritingABackend_2 {
 
   let backend = ConformanceBackend(
     factory: MyStoreFactory(), capabilities: [.sharedLocation, .multiProcess, .migration], worker: "my-store-worker"
@@ -28,16 +41,16 @@ import Testing
   func conformance(_ check: Conformance.Case) async throws { try await Conformance.run(check, on: backend) }
 }
 
-// Modules/StrataStoreKit/StrataStoreKit.docc/WritingABackend.md, example 2
-func StrataStoreKit_StrataStoreKit_docc_WritingABackend_2(_ scope: DocScope) throws {
+// Modules/StrataStoreKit/StrataStoreKit.docc/WritingABackend.md, example 3
+func StrataStoreKit_StrataStoreKit_docc_WritingABackend_3(_ scope: DocScope) throws {
   do {
 
     ConformanceWorker.main([MyStoreFactory()])
   }
 }
 
-// Modules/StrataStoreKit/StrataStoreKit.docc/WritingABackend.md, example 3
-func StrataStoreKit_StrataStoreKit_docc_WritingABackend_3(_ scope: DocScope) throws {
+// Modules/StrataStoreKit/StrataStoreKit.docc/WritingABackend.md, example 4
+func StrataStoreKit_StrataStoreKit_docc_WritingABackend_4(_ scope: DocScope) throws {
   var container: PersistentContainer = scope.container
   let url: URL = scope.url
   do {
