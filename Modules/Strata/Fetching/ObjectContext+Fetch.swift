@@ -139,12 +139,13 @@ extension ObjectContext {
           }
           guard pending.deleted.isEmpty || !pending.deleted.contains(snapshot.objectID) else { return }
           if checksValues { try checkStoredValues(snapshot) }
-          batch.append(snapshot)
+          batch.append(consume snapshot)
           if batch.isFull {
-            batch.drain { objects.append(materialize($0, asFault: asFault, deferringAwakeInto: &loaded)) }
+            batch.drain { snapshot in objects.append(materialize(consume snapshot, asFault: asFault, deferringAwakeInto: &loaded))
+            }
           }
         }
-        batch.drain { objects.append(materialize($0, asFault: asFault, deferringAwakeInto: &loaded)) }
+        batch.drain { snapshot in objects.append(materialize(consume snapshot, asFault: asFault, deferringAwakeInto: &loaded)) }
       }
       takePermanentIDsFromParent()
       for object in loaded { object.awakeFromFetch() }

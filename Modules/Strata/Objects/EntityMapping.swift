@@ -165,8 +165,11 @@ final class EntityInfo: @unchecked Sendable {
   let hasTransientAttributes: Bool
   /// The positions of the transient attributes.
   let transientIndices: [Int]
-  /// The attribute values of a newly inserted object (shared until the object's first write).
+  /// The attribute values of a newly inserted object.
   let initialValues: AttributeValues
+  /// Whether no initial value holds a reference (nil, numbers, dates, UUIDs, the empty string or data): a
+  /// new object's own values are then a copy of their bytes, made before its first write.
+  let initialValuesAreBitwise: Bool
   let emptyToOne: [ObjectID?]
   /// To-many state of a new object (every relationship empty) and of a fault (none loaded).
   let emptyToMany: [Set<ObjectID>?]
@@ -227,6 +230,7 @@ final class EntityInfo: @unchecked Sendable {
       }
     }
     self.initialValues = AttributeValues(initialValues, layout: entity.valueLayout)
+    initialValuesAreBitwise = self.initialValues.isBitwiseCopyable
     validatedAttributes = entity.attributes.enumerated().compactMap { index, attribute in
       guard attribute.derivation == nil else { return nil }
       return ValidatedAttribute(

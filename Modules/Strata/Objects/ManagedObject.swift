@@ -131,7 +131,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         let info = binding.info
         slotBase = wrapperCount - info.layout.wrapperCount
         if construction.isInserted {
-          values = info.initialValues
+          values = info.initialValuesAreBitwise ? info.initialValues.bitwiseCopy() : info.initialValues
           // The relationship arrays start empty: set only for an entity that has relationships (assigning
           // an empty array still counts a reference to it).
           if !info.emptyToOne.isEmpty { toOne = info.emptyToOne }
@@ -579,7 +579,13 @@ extension ManagedObject {
   /// Keeps `snapshot` (of this object) as ``storedState``.
   func keep(_ snapshot: consuming Snapshot) {
     assert(snapshot.objectID == objectID, "the snapshot of \(snapshot.objectID) kept by \(objectID)")
-    storedState = StoredState(version: snapshot.version, attributes: snapshot.attributes, toOne: snapshot.toOne)
+    // The arrays are moved out of the snapshot, not copied: a copy and the snapshot's release are calls the
+    // optimizer cannot pair up (the values' copy goes through their type's value witness).
+    var attributes = AttributeValues()
+    var toOne: [ObjectID?] = []
+    swap(&attributes, &snapshot.attributes)
+    swap(&toOne, &snapshot.toOne)
+    storedState = StoredState(version: snapshot.version, attributes: attributes, toOne: toOne)
   }
 
   /// The row version of ``snapshot`` (without copying its arrays), `nil` for a new object.
@@ -595,7 +601,7 @@ extension ManagedObject {
   }
 
   func load(_ snapshot: consuming Snapshot) {
-    keep(snapshot)
+    keep(consume snapshot)
     loadValuesOfSnapshot()
   }
 

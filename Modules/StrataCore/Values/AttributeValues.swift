@@ -463,6 +463,32 @@ public struct AttributeValues: @unchecked Sendable {
     storage = storage.copy(into: needed > table.size(index) ? table.layout.widening(index, to: needed).table : table)
   }
 
+  /// A copy in storage of its own, made by copying bytes: for values none of which holds a counted
+  /// reference (numbers, dates, Booleans, UUIDs, nils, the empty string and empty data), so that a new
+  /// object's first write does not copy its entity's initial values first.
+  package func bitwiseCopy() -> AttributeValues {
+    var copy = self
+    copy.storage = storage.withUnsafeMutablePointers { header, words in
+      let table = header.pointee
+      let target = AttributeStorage.make(table)
+      target.withUnsafeMutablePointerToElements { $0.update(from: words, count: table.totalWords) }
+      return target
+    }
+    return copy
+  }
+
+  /// Whether no value holds a counted reference (``bitwiseCopy()`` may copy them).
+  package var isBitwiseCopyable: Bool {
+    allSatisfy { value in
+      switch value {
+      case .null, .int, .double, .bool, .date, .uuid: true
+      case .string(let s): s.isEmpty
+      case .data(let d): d.isEmpty
+      default: false
+      }
+    }
+  }
+
   /// Whether the value at `index` is `.null` (read from its tag alone).
   @inlinable public func isNull(at index: Int) -> Bool {
     precondition(index >= 0 && index < count, "attribute index out of range")
