@@ -280,14 +280,14 @@ struct RecordDecoder: Sendable {
     }
     // Reserved, not made uninitialized: `Array(unsafeUninitializedCapacity:)` looks the storage class's
     // generic metadata up in the runtime on every call.
-    let attributes = try AttributeValues(layout: entity.valueLayout) { sink in
-      for (index, field) in fields.enumerated() {
-        guard reader.read(field, into: &sink, at: index) else {
-          let attribute = entity.attributes[index]
-          throw corrupted("\(attribute.name) is not a readable \(attribute.type.rawValue)", key: attribute.name)
-        }
+    var sink = AttributeValues.Sink(layout: entity.valueLayout)
+    for (index, field) in fields.enumerated() {
+      guard reader.read(field, into: &sink, at: index) else {
+        let attribute = entity.attributes[index]
+        throw corrupted("\(attribute.name) is not a readable \(attribute.type.rawValue)", key: attribute.name)
       }
     }
+    let attributes = sink.finish()
     var toOne: [ObjectID?] = []
     // Reserving room for none would still allocate.
     if !targetTemplates.isEmpty { toOne.reserveCapacity(targetTemplates.count) }

@@ -279,27 +279,49 @@ public struct AttributeValues: @unchecked Sendable {
   /// ```
   @inlinable @inline(__always)
   public init(layout: AttributeLayout, _ fill: (inout Sink) throws -> Void) rethrows {
-    let table = layout.table
-    storage = AttributeStorage.make(table)
-    var sink = storage.withUnsafeMutablePointerToElements { words in
-      Sink(tags: UnsafeMutableRawPointer(words).assumingMemoryBound(to: UInt8.self), words: words, table: table)
-    }
-    try withExtendedLifetime(storage) { try fill(&sink) }
-    for (index, value) in sink.misfits { self[index] = value }
+    var sink = Sink(layout: layout)
+    try fill(&sink)
+    self = sink.finish()
   }
 
-  /// Where ``init(layout:_:)``'s `fill` puts each value.
+  @inlinable init(storage: AttributeStorage) { self.storage = storage }
+
+  /// Values being decoded: new storage in a layout, given each value as a store reads it (no copy-on-write
+  /// check or reference count per value), then ``finish()``ed into ``AttributeValues``.
+  ///
+  /// ```swift
+  /// var sink = AttributeValues.Sink(layout: movie.valueLayout)
+  /// sink.initialize(string: "Alien", at: 0)
+  /// sink.initialize(int: 1979, at: 1)
+  /// let values = sink.finish()
+  /// ```
   public struct Sink: ~Copyable {
+    @usableFromInline let storage: AttributeStorage
     @usableFromInline let tags: UnsafeMutablePointer<UInt8>
     @usableFromInline let words: UnsafeMutablePointer<UInt64>
     @usableFromInline let table: LayoutTable
     /// Values wider than their slot, set once the storage is made (in a wider layout).
     @usableFromInline var misfits: [(Int, Value)] = []
 
-    @inlinable init(tags: UnsafeMutablePointer<UInt8>, words: UnsafeMutablePointer<UInt64>, table: LayoutTable) {
-      self.tags = tags
-      self.words = words
+    /// New values in `layout`, each `.null`.
+    @inlinable @inline(__always)
+    public init(layout: AttributeLayout) {
+      let table = layout.table
+      storage = AttributeStorage.make(table)
+      // The storage is held by the sink, so its tail stays where these point.
+      words = storage.withUnsafeMutablePointerToElements { $0 }
+      tags = UnsafeMutableRawPointer(words).assumingMemoryBound(to: UInt8.self)
       self.table = table
+    }
+
+    /// The values given.
+    @inlinable @inline(__always)
+    public consuming func finish() -> AttributeValues {
+      var values = AttributeValues(storage: storage)
+      if _slowPath(!misfits.isEmpty) {
+        for (index, value) in misfits { values[index] = value }
+      }
+      return values
     }
 
     /// The slot of `index` when it is at least `words` wide, its old value destroyed; else `nil`.

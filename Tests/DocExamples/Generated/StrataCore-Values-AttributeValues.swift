@@ -48,3 +48,14 @@ func StrataCore_Values_AttributeValues_3(_ scope: DocScope) throws {
     }
   }
 }
+
+// Modules/StrataCore/Values/AttributeValues.swift, example 4, on `public struct Sink: ~Copyable`
+func StrataCore_Values_AttributeValues_4(_ scope: DocScope) throws {
+  let movie: EntityDescription = scope.movieEntity
+  do {
+    var sink = AttributeValues.Sink(layout: movie.valueLayout)
+    sink.initialize(string: "Alien", at: 0)
+    sink.initialize(int: 1979, at: 1)
+    let values = sink.finish()
+  }
+}
