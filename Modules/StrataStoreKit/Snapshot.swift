@@ -11,7 +11,7 @@ public struct Snapshot: Sendable, Hashable {
   /// Incremented by the store on every write of the object; used for optimistic locking.
   public var version: Int64
   /// Every attribute value, aligned with `EntityDescription.attributes`, in the entity's typed layout when
-  /// the store made them so (``AttributeValues``, shared with the objects made from the snapshot).
+  /// the store made them so (`AttributeValues`, shared with the objects made from the snapshot).
   public var attributes: AttributeValues
   /// Every to-one target, aligned with `EntityDescription.toOneRelationships`.
   public var toOne: [ObjectID?]
