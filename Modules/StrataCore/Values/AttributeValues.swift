@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Where each attribute of an entity lies in an ``AttributeValues``: a slot of one machine word for a number,
 /// a Boolean or a date, two for a string, bytes or a UUID, three for any other value (kept as a ``Value``).
@@ -64,7 +63,7 @@ public final class AttributeLayout: Sendable, CustomStringConvertible {
   public var description: String { "AttributeLayout(\(slotWords.map(String.init).joined(separator: ",")))" }
 }
 
-private let internedLayouts = Mutex<[[UInt8]: AttributeLayout]>([:])
+private let internedLayouts = Locked<[[UInt8]: AttributeLayout]>([:])
 
 /// A layout as storage reads it: one raw allocation (a trivial pointer, so reading it counts no reference),
 /// made with its ``AttributeLayout`` and kept as long as it (for the process's life: layouts are interned).
