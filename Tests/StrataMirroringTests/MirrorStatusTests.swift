@@ -90,7 +90,7 @@ struct MirrorStatusTests {
 
   /// Offline, the waiter waits for the next round's end rather than its next retry (an hour away): another
   /// caller's round, which pushes and pulls back its writes, ends the wait. The limit is far below the retry
-  /// and far above the test's own time (0.1 s alone, ~100 s in the whole suite, whose tests that wait on
+  /// and far above the test's own time (0.02 s alone, ~100 s in the whole suite, whose tests that wait on
   /// processes hold the cooperative pool's threads).
   @Test(.timeLimit(.minutes(10)))
   func waitUntilSyncedReturnsAtTheEndOfAnotherCallersRound() async throws {
