@@ -144,8 +144,6 @@ enum RecordCodec {
             guard values.isNull(at: index) else { return false }
             continue
           }
-          // Read where they lie: `append` releases nothing on its way to a string's bytes (`RecordBuffer`
-          // says so), so it needs no copy of the value (a retain and a release) of its own.
           let value = values[index]
           guard types[index].isCanonical(value) else { return false }
           append(value, to: buffer)
@@ -461,35 +459,11 @@ struct RecordReader {
     }
   }
 
-  /// Gives the next value (``value(_:)``) to `sink` as slot `index`, typed; false when the bytes are no such
-  /// value.
+  /// Gives the next value (``value(_:)``) to `sink` as slot `index`; false when the bytes are no such value.
   @inline(__always)
   mutating func read(_ field: RecordField, into sink: inout AttributeValues.Sink, at index: Int) -> Bool {
-    if field == .transient { return true }
-    guard let tag = byte() else { return false }
-    if tag == 0 {
-      sink.initializeNull(at: index)
-      return true
-    }
-    guard tag == field.rawValue || (field == .bool && tag == RecordField.trueTag) else { return false }
-    switch field {
-    case .integer:
-      guard let bits = varint() else { return false }
-      sink.initialize(int: RecordCodec.unzigzag(bits), at: index)
-    case .double:
-      guard let bits = fixed64() else { return false }
-      sink.initialize(double: Double(bitPattern: bits), at: index)
-    case .string:
-      guard let text = string() else { return false }
-      sink.initialize(string: text, at: index)
-    case .bool: sink.initialize(bool: tag == RecordField.trueTag, at: index)
-    case .date:
-      guard let bits = fixed64() else { return false }
-      sink.initialize(date: Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits)), at: index)
-    default:
-      guard let value = rareValue(field) else { return false }
-      sink.initialize(value, at: index)
-    }
+    guard let value = value(field) else { return false }
+    sink.initialize(value, at: index)
     return true
   }
 

@@ -3,8 +3,8 @@ import Synchronization
 
 /// Where the mirror's background work runs: automatic sync, and a hub's watch for news. A task executor on
 /// dispatch queues of its own, so a cooperative pool that the app keeps busy or blocks (a synchronous wait
-/// on a process, a lock, a `performAndWait`) does not hold syncing up. Its jobs go round a set
-/// of serial queues: Dispatch gives each serial queue a thread of its own when the others are busy, where a
+/// on a process, a lock, a `performAndWait`) does not hold syncing up. Its jobs run on a set of serial
+/// queues: Dispatch gives each serial queue a thread of its own when the others are busy, where a
 /// concurrent queue is served by as many threads as the machine has cores (on Linux, one blocked in a
 /// `performAndWait` or a server's reply holds its place). A job goes to an idle queue, or to a queue of its own
 /// when none is idle, so it never waits behind a blocked one and blocked rounds never stall the others.

@@ -361,7 +361,7 @@ extension SQLIndex {
 extension Statement {
   /// Gives the column's value to `sink` as slot `index`, typed, for the pairs of stored and attribute type a
   /// store writes (what ``SQLiteSchema/decode(_:as:entity:key:)`` makes of them), read without an `SQLValue`
-  /// or a ``Value`` in between; false for any other pair, which `decode` then handles (or refuses).
+  /// in between; false for any other pair, which `decode` then handles (or refuses).
   @inline(__always)
   func readCommonValue(at column: Int32, as type: AttributeType, into sink: inout AttributeValues.Sink, at index: Int) -> Bool {
     switch (sqlite3_column_type(pointer, column), type) {

@@ -60,6 +60,11 @@ struct AttributeValuesTests {
       sink.initialize(.bool(true), at: 2)
     }
     #expect(Array(values) == [.string("in a number's slot"), .string("second"), .bool(true)])
+    let replaced = AttributeValues(layout: layout) { sink in
+      sink.initialize(.string("in a number's slot"), at: 0)
+      sink.initialize(int: 7, at: 0)
+    }
+    #expect(Array(replaced) == [.int(7), .null, .null], "a later value replaces an earlier misfit")
   }
 
   @Test func valuesBuiltFromAnArrayEqualAndHashAsTheArray() {

@@ -123,10 +123,10 @@ extension ObjectContext {
     of object: ManagedObject, _ info: EntityInfo, _ validator: (any ValueValidating)?,
     _ fail: (String, Value, String) -> Void, into customFailures: inout [ValidationFailure]
   ) {
-    // A copy of the array (not of its values): the subclass's code may set values of the object.
+    // The values as they are now (their storage shared, not copied): the subclass's code may set values of the
+    // object.
     let values = object.values
     info.validatedAttributes.withUnsafeBufferPointer { attributes in
-      // Values are read where they are, not bound to a local: a copy of each would count a reference.
       for i in attributes.indices {
         let index = attributes[i].index
         // A value kept in external storage that the object has not read is the one saved, checked then.

@@ -16,13 +16,12 @@ public final class AttributeLayout: Sendable, CustomStringConvertible {
   /// Slot sizes in words, one per attribute.
   public let slotWords: [UInt8]
   /// The number of slots.
-  public let count: Int
+  public var count: Int { slotWords.count }
   /// What storage reads on every access, without reference counting (see ``LayoutTable``).
   @usableFromInline let table: LayoutTable
 
   private init(slotWords: [UInt8]) {
     self.slotWords = slotWords
-    count = slotWords.count
     table = LayoutTable(slotWords)
     table.setOwner(self)
   }
@@ -323,67 +322,11 @@ public struct AttributeValues: @unchecked Sendable {
       return values
     }
 
-    /// The slot of `index` when it is at least `words` wide, its old value destroyed; else `nil`.
-    @inlinable @inline(__always)
-    mutating func slot(_ index: Int, words needed: UInt8) -> UnsafeMutableRawPointer? {
-      precondition(index >= 0 && index < table.count, "attribute index out of range")
-      guard _fastPath(needed <= table.size(index)) else { return nil }
-      let slot = UnsafeMutableRawPointer(words + table.offset(index))
-      if let old = SlotTag(rawValue: tags[index]), old.holdsReference { AttributeStorage.destroy(old, at: slot) }
-      return slot
-    }
-
-    /// Sets an integer at `index` (the typed forms spare a decoder making a ``Value`` per field).
-    @inlinable @inline(__always)
-    public mutating func initialize(int value: Int64, at index: Int) {
-      guard let slot = slot(index, words: 1) else { return misfits.append((index, .int(value))) }
-      slot.storeBytes(of: value, as: Int64.self)
-      tags[index] = SlotTag.int.rawValue
-    }
-
-    /// Sets a double at `index`.
-    @inlinable @inline(__always)
-    public mutating func initialize(double value: Double, at index: Int) {
-      guard let slot = slot(index, words: 1) else { return misfits.append((index, .double(value))) }
-      slot.storeBytes(of: value, as: Double.self)
-      tags[index] = SlotTag.double.rawValue
-    }
-
-    /// Sets a Boolean at `index`.
-    @inlinable @inline(__always)
-    public mutating func initialize(bool value: Bool, at index: Int) {
-      guard let slot = slot(index, words: 1) else { return misfits.append((index, .bool(value))) }
-      slot.storeBytes(of: value ? 1 : 0, as: UInt64.self)
-      tags[index] = SlotTag.bool.rawValue
-    }
-
-    /// Sets a date at `index`.
-    @inlinable @inline(__always)
-    public mutating func initialize(date value: Date, at index: Int) {
-      guard let slot = slot(index, words: 1) else { return misfits.append((index, .date(value))) }
-      slot.storeBytes(of: value, as: Date.self)
-      tags[index] = SlotTag.date.rawValue
-    }
-
-    /// Sets a string at `index`.
-    @inlinable @inline(__always)
-    public mutating func initialize(string value: __owned String, at index: Int) {
-      guard let slot = slot(index, words: 2) else { return misfits.append((index, .string(value))) }
-      slot.initializeMemory(as: String.self, to: value)
-      tags[index] = SlotTag.string.rawValue
-    }
-
-    /// Sets `.null` at `index`.
-    @inlinable @inline(__always)
-    public mutating func initializeNull(at index: Int) {
-      guard slot(index, words: 1) != nil else { return }
-      tags[index] = SlotTag.null.rawValue
-    }
-
     /// Sets the value at `index` (a later call for the same index replaces it).
     @inlinable @inline(__always)
     public mutating func initialize(_ value: __owned Value, at index: Int) {
       precondition(index >= 0 && index < table.count, "attribute index out of range")
+      if _slowPath(!misfits.isEmpty) { misfits.removeAll { $0.0 == index } }
       guard _fastPath(AttributeStorage.words(for: value) <= table.size(index)) else {
         misfits.append((index, value))
         return
@@ -392,6 +335,34 @@ public struct AttributeValues: @unchecked Sendable {
       if let old = SlotTag(rawValue: tags[index]), old.holdsReference { AttributeStorage.destroy(old, at: slot) }
       AttributeStorage.initialize(value, tagAt: tags + index, slot: slot)
     }
+
+    // The typed forms name what a decoder read; inlined, the `Value` they make is folded away.
+
+    /// Sets an integer at `index`.
+    @inlinable @inline(__always)
+    public mutating func initialize(int value: Int64, at index: Int) { initialize(.int(value), at: index) }
+
+    /// Sets a double at `index`.
+    @inlinable @inline(__always)
+    public mutating func initialize(double value: Double, at index: Int) { initialize(.double(value), at: index) }
+
+    /// Sets a Boolean at `index`.
+    @inlinable @inline(__always)
+    public mutating func initialize(bool value: Bool, at index: Int) { initialize(.bool(value), at: index) }
+
+    /// Sets a date at `index`.
+    @inlinable @inline(__always)
+    public mutating func initialize(date value: Date, at index: Int) { initialize(.date(value), at: index) }
+
+    /// Sets a string at `index`.
+    @inlinable @inline(__always)
+    public mutating func initialize(string value: __owned String, at index: Int) {
+      initialize(.string(value), at: index)
+    }
+
+    /// Sets `.null` at `index`.
+    @inlinable @inline(__always)
+    public mutating func initializeNull(at index: Int) { initialize(.null, at: index) }
   }
 
   /// No values (a fault's, an entity without attributes).
@@ -401,26 +372,13 @@ public struct AttributeValues: @unchecked Sendable {
 
   nonisolated(unsafe) private static let emptyStorage = AttributeStorage.make(AttributeLayout.interned([]).table)
 
-  /// These values in `layout` (the entity's, so that later writes of the declared types stay in place).
+  /// These values in `layout` (the entity's, so that later writes of the declared types stay in place; a
+  /// value wider than its slot widens it).
   public init(_ values: some Collection<Value>, layout: AttributeLayout) {
-    var layout = layout
-    if layout.count != values.count {
-      layout = AttributeLayout.interned(values.map(AttributeStorage.words(for:)))
-    } else {
-      var sizes: [UInt8]?
-      for (i, value) in values.enumerated() where AttributeStorage.words(for: value) > layout.slotWords[i] {
-        if sizes == nil { sizes = layout.slotWords }
-        sizes?[i] = 3
-      }
-      if let sizes { layout = AttributeLayout.interned(sizes) }
-    }
-    self.init(layout: layout)
-    storage.withUnsafeMutablePointerToElements { words in
-      let tags = UnsafeMutableRawPointer(words).assumingMemoryBound(to: UInt8.self)
-      for (i, value) in values.enumerated() {
-        AttributeStorage.initialize(value, tagAt: tags + i, slot: UnsafeMutableRawPointer(words + layout.table.offset(i)))
-      }
-    }
+    let layout = layout.count == values.count ? layout : AttributeLayout.interned(values.map(AttributeStorage.words(for:)))
+    var sink = Sink(layout: layout)
+    for (index, value) in values.enumerated() { sink.initialize(value, at: index) }
+    self = sink.finish()
   }
 
   /// These values, in a layout made from them (the adapter for code that builds `[Value]`).
@@ -488,14 +446,12 @@ public struct AttributeValues: @unchecked Sendable {
   /// reference (numbers, dates, Booleans, UUIDs, nils, the empty string and empty data), so that a new
   /// object's first write does not copy its entity's initial values first.
   package func bitwiseCopy() -> AttributeValues {
-    var copy = self
-    copy.storage = storage.withUnsafeMutablePointers { header, words in
-      let table = header.pointee
-      let target = AttributeStorage.make(table)
-      target.withUnsafeMutablePointerToElements { $0.update(from: words, count: table.totalWords) }
-      return target
-    }
-    return copy
+    AttributeValues(
+      storage: storage.withUnsafeMutablePointers { header, words in
+        let target = AttributeStorage.make(header.pointee)
+        target.withUnsafeMutablePointerToElements { $0.update(from: words, count: header.pointee.totalWords) }
+        return target
+      })
   }
 
   /// Whether no value holds a counted reference (``bitwiseCopy()`` may copy them).
